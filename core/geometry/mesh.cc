@@ -1,0 +1,58 @@
+#include "core/geometry/mesh.h"
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace skinning {
+
+absl::Status ValidateMesh(const Mesh& mesh, const char* field) {
+  const int nv = static_cast<int>(mesh.V.rows());
+  if (nv == 0) return absl::InvalidArgumentError(absl::StrFormat("%s has no vertices", field));
+  if (mesh.F.rows() == 0) return absl::InvalidArgumentError(absl::StrFormat("%s has no triangles", field));
+  static const char* kAxis[3] = {"x", "y", "z"};
+  for (int i = 0; i < nv; ++i)
+    for (int a = 0; a < 3; ++a)
+      if (!std::isfinite(mesh.V(i, a)))
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s.vertices[%d].%s is %s", field, i, kAxis[a],
+            std::isnan(mesh.V(i, a)) ? "NaN" : "infinite"));
+  for (int f = 0; f < mesh.F.rows(); ++f)
+    for (int c = 0; c < 3; ++c) {
+      const int idx = mesh.F(f, c);
+      if (idx < 0 || idx >= nv)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s.triangles[%d][%d] = %d is out of range (%d vertices)", field, f, c, idx, nv));
+    }
+  if (mesh.N.rows() != 0) {
+    if (mesh.N.rows() != nv)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.normals has %d rows, expected %d (one per vertex)", field, mesh.N.rows(), nv));
+    for (int i = 0; i < nv; ++i)
+      if (!mesh.N.row(i).allFinite())
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s.normals[%d] is not finite", field, i));
+  }
+  return absl::OkStatus();
+}
+
+double BoundingBoxDiagonal(const RowMatrixX3d& V) {
+  if (V.rows() == 0) return 0.0;
+  return (V.colwise().maxCoeff() - V.colwise().minCoeff()).norm();
+}
+
+RowMatrixX3d PerVertexNormals(const RowMatrixX3d& V, const RowMatrixX3i& F) {
+  RowMatrixX3d N = RowMatrixX3d::Zero(V.rows(), 3);
+  for (int f = 0; f < F.rows(); ++f) {
+    const Eigen::Vector3d a = V.row(F(f, 0)), b = V.row(F(f, 1)), c = V.row(F(f, 2));
+    const Eigen::Vector3d n = (b - a).cross(c - a);  // length = 2 × area
+    for (int k = 0; k < 3; ++k) N.row(F(f, k)) += n.transpose();
+  }
+  for (int i = 0; i < N.rows(); ++i) {
+    const double len = N.row(i).norm();
+    if (len > 0) N.row(i) /= len;
+  }
+  return N;
+}
+
+}  // namespace skinning

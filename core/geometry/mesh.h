@@ -1,0 +1,38 @@
+// Triangle meshes: the plain data every method reads, and its validation.
+#ifndef SKINNING_CORE_GEOMETRY_MESH_H_
+#define SKINNING_CORE_GEOMETRY_MESH_H_
+
+#include <cstdint>
+
+#include <Eigen/Core>
+
+#include "absl/status/status.h"
+
+namespace skinning {
+
+// Row-major so that a #V by 3 matrix is xyz interleaved, as on the wire.
+using RowMatrixX3d = Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor>;
+using RowMatrixX3f = Eigen::Matrix<float, Eigen::Dynamic, 3, Eigen::RowMajor>;
+using RowMatrixX3i = Eigen::Matrix<int32_t, Eigen::Dynamic, 3, Eigen::RowMajor>;
+
+struct Mesh {
+  RowMatrixX3d V;  // #V by 3 rest (bind-space) positions
+  RowMatrixX3i F;  // #F by 3 triangle vertex indices, 0-based, counter-clockwise
+  RowMatrixX3d N;  // #V by 3 unit vertex normals, or 0 rows when the mesh has none
+};
+
+// Checks what every method assumes of a mesh. Errors name the field and index, e.g.
+// "mesh.vertices[12].y is NaN", "mesh.triangles[3][1] = 900 is out of range (500 vertices)".
+// `field` prefixes the messages ("mesh" unless the caller says otherwise).
+absl::Status ValidateMesh(const Mesh& mesh, const char* field = "mesh");
+
+// Axis-aligned bounding box diagonal length of V (#V by 3); 0 for an empty matrix.
+double BoundingBoxDiagonal(const RowMatrixX3d& V);
+
+// Area-weighted per-vertex normals of a triangle mesh: #V by 3, unit length (zero rows for
+// vertices on no triangle of non-zero area).
+RowMatrixX3d PerVertexNormals(const RowMatrixX3d& V, const RowMatrixX3i& F);
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_GEOMETRY_MESH_H_

@@ -1,0 +1,108 @@
+#include "core/rig/skeleton.h"
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace skinning {
+namespace {
+
+bool AllFinite(const Eigen::Affine3d& A) { return A.matrix().allFinite(); }
+
+absl::Status ValidateTransform(const Transform& t, const std::string& where) {
+  if (!t.translation.allFinite())
+    return absl::InvalidArgumentError(absl::StrFormat("%s.translation is not finite", where));
+  if (!t.rotation.coeffs().allFinite())
+    return absl::InvalidArgumentError(absl::StrFormat("%s.rotation is not finite", where));
+  const double n = t.rotation.norm();
+  if (std::abs(n - 1.0) > 1e-3)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.rotation has norm %g, not a unit quaternion", where, n));
+  if (!t.scale.allFinite())
+    return absl::InvalidArgumentError(absl::StrFormat("%s.scale is not finite", where));
+  for (int a = 0; a < 3; ++a) {
+    if (std::abs(t.scale(a)) < 1e-12)
+      return absl::InvalidArgumentError(absl::StrFormat("%s.scale[%d] is zero", where, a));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int Skeleton::Find(const std::string& name) const {
+  for (int j = 0; j < size(); ++j) {
+    if (joints[j].name == name) return j;
+  }
+  return -1;
+}
+
+absl::StatusOr<std::vector<int>> TopologicalOrder(const Skeleton& skeleton) {
+  const int n = skeleton.size();
+  std::vector<std::vector<int>> children(n);
+  std::vector<int> roots;
+  for (int j = 0; j < n; ++j) {
+    const int p = skeleton.joints[j].parent;
+    if (p == j)
+      return absl::InvalidArgumentError(absl::StrFormat("joints[%d]: parent %d is itself", j, p));
+    if (p < -1 || p >= n)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("joints[%d]: parent %d is out of range (%d joints)", j, p, n));
+    if (p == -1)
+      roots.push_back(j);
+    else
+      children[p].push_back(j);
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  std::vector<int> stack(roots.rbegin(), roots.rend());
+  while (!stack.empty()) {
+    const int j = stack.back();
+    stack.pop_back();
+    order.push_back(j);
+    for (auto it = children[j].rbegin(); it != children[j].rend(); ++it) stack.push_back(*it);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    // Some joints are unreachable from a root: they sit on a parent cycle. Name one.
+    std::vector<bool> seen(n, false);
+    for (int j : order) seen[j] = true;
+    for (int j = 0; j < n; ++j) {
+      if (!seen[j])
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "joints[%d]: parent chain forms a cycle (no path to a root)", j));
+    }
+  }
+  return order;
+}
+
+absl::Status ValidateSkeleton(const Skeleton& skeleton, const char* field) {
+  const int n = skeleton.size();
+  if (n == 0) return absl::InvalidArgumentError(absl::StrFormat("%s has no joints", field));
+  auto order = TopologicalOrder(skeleton);
+  if (!order.ok())
+    return absl::InvalidArgumentError(absl::StrFormat("%s.%s", field, order.status().message()));
+  for (int j = 0; j < n; ++j) {
+    const Joint& joint = skeleton.joints[j];
+    const std::string where = absl::StrFormat("%s.joints[%d]", field, j);
+    if (auto s = ValidateTransform(joint.rest, where + ".rest"); !s.ok()) return s;
+    if (!AllFinite(joint.inverse_bind))
+      return absl::InvalidArgumentError(where + ".inverse_bind is not finite");
+    const double det = joint.inverse_bind.linear().determinant();
+    if (!(std::abs(det) > 1e-12))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.inverse_bind is singular (determinant %g)", where, det));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Transform> BindPoseLocals(const Skeleton& skeleton) {
+  std::vector<Transform> local(skeleton.size());
+  for (int j = 0; j < skeleton.size(); ++j) {
+    const Joint& joint = skeleton.joints[j];
+    Eigen::Affine3d L = joint.inverse_bind.inverse();
+    if (joint.parent >= 0) L = skeleton.joints[joint.parent].inverse_bind * L;
+    local[j] = DecomposeAffine(L);
+  }
+  return local;
+}
+
+}  // namespace skinning

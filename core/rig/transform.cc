@@ -1,0 +1,38 @@
+#include "core/rig/transform.h"
+
+#include <Eigen/SVD>
+
+namespace skinning {
+
+Eigen::Affine3d Transform::ToAffine() const {
+  Eigen::Affine3d A = Eigen::Affine3d::Identity();
+  A.linear() = rotation.normalized().toRotationMatrix() * scale.asDiagonal();
+  A.translation() = translation;
+  return A;
+}
+
+bool Transform::HasUnitScale(double tol) const {
+  return (scale - Eigen::Vector3d::Ones()).cwiseAbs().maxCoeff() <= tol;
+}
+
+Transform DecomposeAffine(const Eigen::Affine3d& A) {
+  Transform t;
+  t.translation = A.translation();
+  const Eigen::Matrix3d L = A.linear();
+  // Polar decomposition L = R S via the SVD L = U Σ Vᵀ: R = U Vᵀ (made proper), S = V Σ Vᵀ.
+  Eigen::JacobiSVD<Eigen::Matrix3d> svd(L, Eigen::ComputeFullU | Eigen::ComputeFullV);
+  Eigen::Matrix3d U = svd.matrixU();
+  Eigen::Vector3d sigma = svd.singularValues();
+  const Eigen::Matrix3d V = svd.matrixV();
+  if ((U * V.transpose()).determinant() < 0) {
+    U.col(2) *= -1;
+    sigma(2) *= -1;
+  }
+  const Eigen::Matrix3d R = U * V.transpose();
+  const Eigen::Matrix3d S = V * sigma.asDiagonal() * V.transpose();
+  t.rotation = Eigen::Quaterniond(R).normalized();
+  t.scale = S.diagonal();
+  return t;
+}
+
+}  // namespace skinning

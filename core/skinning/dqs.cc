@@ -1,0 +1,1 @@
+#include "core/skinning/dqs.h"

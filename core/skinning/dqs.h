@@ -1,0 +1,51 @@
+// Dual quaternion skinning (Kavan, Collins, Žára, O'Sullivan 2008).
+//
+// Each skinning transform T_j = [A_j | t_j] is split by polar decomposition A_j = R_j S_j into a
+// rigid part (R_j, t_j) → unit dual quaternion q_j and a symmetric stretch S_j. Per vertex:
+//   1. Antipodality: every q_j is flipped to the hemisphere of the vertex's most influential
+//      joint (dot(real_j, real_pivot) < 0 ⇒ q_j = −q_j), so blending takes the short path.
+//   2. Non-rigid scale fallback (the paper's two-phase skinning, Sec. 5): the stretches are
+//      blended linearly, S = Σ w_j S_j, and applied first, p = S v; when every S_j is the
+//      identity this is skipped and DQS is exactly the rigid method.
+//   3. b = Σ w_j q_j, normalized by |b.real|, applied to p as a rigid transform.
+// Normals get the blended rotation (and the inverse transpose of S when stretch is present).
+#ifndef SKINNING_CORE_SKINNING_DQS_H_
+#define SKINNING_CORE_SKINNING_DQS_H_
+
+#include <vector>
+
+#include <Eigen/Geometry>
+
+#include "core/geometry/mesh.h"
+#include "core/skinning/weights.h"
+
+namespace skinning {
+
+// Per-transform data DQS needs, computed once per frame.
+struct DqsTransforms {
+  std::vector<Eigen::Quaterniond> real;  // #T rotation quaternions
+  std::vector<Eigen::Quaterniond> dual;  // #T dual parts
+  std::vector<Eigen::Matrix3d> stretch;  // #T symmetric stretch S_j (identity when rigid)
+  bool any_stretch = false;
+};
+DqsTransforms PrepareDqs(const std::vector<Eigen::Affine3d>& T);
+
+// Arguments as Lbs in lbs.h.
+void Dqs(const RowMatrixX3d& V, const SparseWeights& W, const std::vector<Eigen::Affine3d>& T,
+         RowMatrixX3d* U, const RowMatrixX3d* N = nullptr, RowMatrixX3d* NU = nullptr);
+void Dqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const std::vector<Eigen::Affine3d>& T,
+         RowMatrixX3d* U);
+
+// float32 fast path; arguments as LbsFloat. `prepared` comes from PrepareDqsFloat.
+struct DqsTransformsFloat {
+  std::vector<float> q8;       // #T*8: real xyzw, dual xyzw
+  std::vector<float> stretch;  // #T*9 row-major, empty when no transform has stretch
+};
+DqsTransformsFloat PrepareDqsFloat(const std::vector<Eigen::Affine3d>& T);
+void DqsFloat(const float* V, int n, const int32_t* joints, const float* weights, int k,
+              const DqsTransformsFloat& prepared, float* U, const float* N = nullptr,
+              float* NU = nullptr);
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_SKINNING_DQS_H_

@@ -1,0 +1,36 @@
+// Locating ../shared/data from tests and benchmarks.
+#ifndef SKINNING_TESTS_SUPPORT_DATA_H_
+#define SKINNING_TESTS_SUPPORT_DATA_H_
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace skinning::testing {
+
+// The shared data folder: $SKINNING_DATA_DIR, else the path configured at build time.
+inline std::string DataDir() {
+  if (const char* env = std::getenv("SKINNING_DATA_DIR"); env && *env) return env;
+  return SKINNING_DATA_DIR;
+}
+inline std::string DataPath(const std::string& relative) { return DataDir() + "/" + relative; }
+inline bool InCi() {
+  const char* ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+}  // namespace skinning::testing
+
+// Skips the test when a shared data file is missing — but only outside CI, where ../shared/data
+// is always present; in CI a missing file fails the test.
+#define SKINNING_REQUIRE_DATA(path)                                                         \
+  do {                                                                                      \
+    if (!std::filesystem::exists(path)) {                                                   \
+      if (::skinning::testing::InCi()) FAIL() << "shared data file missing in CI: " << (path); \
+      GTEST_SKIP() << "shared data file missing (CI is unset, so skipping): " << (path);    \
+    }                                                                                       \
+  } while (0)
+
+#endif  // SKINNING_TESTS_SUPPORT_DATA_H_
