@@ -43,7 +43,9 @@ std::vector<Transform> SampleAnimation(const Skeleton& skeleton, const Animation
 
 struct GltfCharacter {
   std::string name;   // the skinned mesh's name, or the file stem
-  Mesh mesh;          // every triangle primitive of every node that uses the skin, concatenated
+  // Every triangle primitive (mode 4, or 5/6 converted to triangles) of every node that uses
+  // skins[0], concatenated in increasing node index, then primitive order.
+  Mesh mesh;
   Skeleton skeleton;  // skin joints first (in skins[0].joints order), then their non-joint
                       // ancestors, so glTF joint index j is skeleton joint j
   int num_skin_joints = 0;
