@@ -1,5 +1,7 @@
 #include "core/geometry/mesh.h"
 
+#include <Eigen/Geometry>
+
 #include <cmath>
 
 #include "absl/strings/str_format.h"

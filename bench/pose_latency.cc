@@ -1,0 +1,143 @@
+// Pose round-trip latency over loopback: a real server (in this process, on 127.0.0.1) and the
+// real client library. Prints p50/p99 for a ~10k-vertex, 20-joint character returning vertices
+// versus transforms only, one call at a time.
+//
+//   ./build/bench/pose_latency [--calls=N] [--vertices=N]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "server/convert.h"
+#include "server/server.h"
+
+namespace skinning {
+namespace {
+
+// A tube along x with `joints` joints in a chain, each vertex blended between its two nearest
+// joints (k = 4 with two unused slots, as glTF characters store them).
+Rig MakeChainTube(int rings, int segments, int joints) {
+  Rig rig;
+  rig.name = "bench-tube";
+  const double length = 10.0, radius = 0.5;
+  const int nv = rings * segments;
+  rig.mesh.V.resize(nv, 3);
+  SparseWeights W;
+  W.joints = RowMatrixXi::Zero(nv, 4);
+  W.weights = RowMatrixXf::Zero(nv, 4);
+  const double spacing = length / joints;
+  for (int r = 0; r < rings; ++r) {
+    const double x = length * r / (rings - 1);
+    const double u = std::clamp(x / spacing - 0.5, 0.0, joints - 1.0);
+    const int j0 = std::min(static_cast<int>(u), joints - 1), j1 = std::min(j0 + 1, joints - 1);
+    const float b = static_cast<float>(u - j0);
+    for (int s = 0; s < segments; ++s) {
+      const double a = 2 * M_PI * s / segments;
+      const int i = r * segments + s;
+      rig.mesh.V.row(i) << x, radius * std::cos(a), radius * std::sin(a);
+      W.joints.row(i) << j0, j1, 0, 0;
+      W.weights.row(i) << 1 - b, b, 0, 0;
+    }
+  }
+  rig.mesh.F.resize(2 * (rings - 1) * segments, 3);
+  int f = 0;
+  for (int r = 0; r + 1 < rings; ++r)
+    for (int s = 0; s < segments; ++s) {
+      const int a = r * segments + s, b = r * segments + (s + 1) % segments;
+      rig.mesh.F.row(f++) << a, b, b + segments;
+      rig.mesh.F.row(f++) << a, b + segments, a + segments;
+    }
+  rig.skeleton.joints.resize(joints);
+  for (int j = 0; j < joints; ++j) {
+    Joint& joint = rig.skeleton.joints[j];
+    joint.name = "j" + std::to_string(j);
+    joint.parent = j - 1;
+    joint.rest.translation = Eigen::Vector3d(j == 0 ? 0.0 : spacing, 0, 0);
+    joint.inverse_bind.translation() = Eigen::Vector3d(-spacing * j, 0, 0);
+  }
+  rig.sparse_weights = std::move(W);
+  return rig;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+int Run(int calls, int vertices) {
+  const std::string store = std::filesystem::temp_directory_path() / ("pose-latency-" + std::to_string(getpid()));
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.store_dir = store;
+  auto server = SkinningServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(server.status().message()).c_str());
+    return 1;
+  }
+  ClientOptions co;
+  co.target = "127.0.0.1:" + std::to_string((*server)->port());
+  Client client(co);
+  const int segments = 100, rings = std::max(2, vertices / segments), joints = 20;
+  const Rig rig = MakeChainTube(rings, segments, joints);
+  auto reg = client.RegisterRig(RigToProto(rig));
+  if (!reg.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(reg.status().message()).c_str());
+    return 1;
+  }
+  std::printf("Pose round trip over loopback, one call at a time: %d vertices, %d joints, %d calls each\n",
+              rings * segments, joints, calls);
+  std::printf("%-28s %10s %10s %10s %12s\n", "output", "p50 (us)", "p99 (us)", "mean (us)", "calls/s");
+  for (int mode = 0; mode < 3; ++mode) {
+    v1::PoseRequest req;
+    req.set_rig_id(reg->rig_id());
+    req.set_method(mode == 2 ? v1::METHOD_DQS : v1::METHOD_LBS);
+    if (mode == 0) req.mutable_outputs()->set_transforms(true);
+    else req.mutable_outputs()->set_vertices(true);
+    std::vector<double> us;
+    us.reserve(calls);
+    for (int c = 0; c < calls + calls / 10; ++c) {
+      Pose pose = RestPose(rig.skeleton);
+      for (int j = 1; j < joints; ++j)
+        pose.local[j].rotation = Eigen::AngleAxisd(0.3 * std::sin(0.01 * c + j), Eigen::Vector3d::UnitZ());
+      *req.mutable_pose() = PoseToProto(pose);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto posed = client.Pose(req);
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!posed.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(posed.status().message()).c_str());
+        return 1;
+      }
+      if (c >= calls / 10) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());  // after warm-up
+    }
+    double mean = 0;
+    for (double u : us) mean += u;
+    mean /= us.size();
+    const char* name = mode == 0 ? "transforms only (LBS)" : mode == 1 ? "vertices (LBS)" : "vertices (DQS)";
+    std::printf("%-28s %10.1f %10.1f %10.1f %12.0f\n", name, Percentile(us, 0.5), Percentile(us, 0.99), mean, 1e6 / mean);
+  }
+  (*server)->Shutdown(std::chrono::milliseconds(100));
+  server->reset();
+  std::filesystem::remove_all(store);
+  return 0;
+}
+
+}  // namespace
+}  // namespace skinning
+
+int main(int argc, char** argv) {
+  int calls = 2000, vertices = 10000;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--calls=", 8) == 0) calls = std::atoi(argv[i] + 8);
+    else if (std::strncmp(argv[i], "--vertices=", 11) == 0) vertices = std::atoi(argv[i] + 11);
+    else {
+      std::fprintf(stderr, "usage: pose_latency [--calls=N] [--vertices=N]\n");
+      return 2;
+    }
+  }
+  return skinning::Run(calls, vertices);
+}

@@ -1,0 +1,198 @@
+#include "client/client.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace skinning {
+
+absl::Status FromGrpcStatus(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  if (options_.round_robin) args.SetLoadBalancingPolicyName("round_robin");
+  auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
+  channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
+  rigs_ = v1::RigService::NewStub(channel_);
+  poses_ = v1::PoseService::NewStub(channel_);
+}
+
+Client::~Client() = default;
+
+template <typename Call>
+absl::Status Client::WithRetry(const char* what, Call call) {
+  const auto deadline = std::chrono::system_clock::now() + options_.deadline;
+  auto backoff = options_.initial_backoff;
+  thread_local std::mt19937 rng(std::random_device{}());
+  grpc::Status status;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline);
+    status = call(&ctx);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) break;
+    // Full jitter: sleep uniformly in [backoff/2, backoff].
+    std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
+    const auto sleep = std::chrono::milliseconds(jitter(rng));
+    if (std::chrono::system_clock::now() + sleep >= deadline) break;
+    std::this_thread::sleep_for(sleep);
+    backoff = std::min(options_.max_backoff,
+                       std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));
+  }
+  if (status.ok()) return absl::OkStatus();
+  absl::Status s = FromGrpcStatus(status);
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+absl::StatusOr<v1::RegisterRigResponse> Client::RegisterRig(const v1::Rig& rig) {
+  v1::RegisterRigRequest req;
+  *req.mutable_rig() = rig;
+  v1::RegisterRigResponse resp;
+  absl::Status s = WithRetry("RegisterRig", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return rigs_->RegisterRig(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<v1::GetRigResponse> Client::GetRig(const std::string& rig_id, bool include_rig) {
+  v1::GetRigRequest req;
+  req.set_rig_id(rig_id);
+  req.set_include_rig(include_rig);
+  v1::GetRigResponse resp;
+  absl::Status s = WithRetry("GetRig", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return rigs_->GetRig(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<std::vector<v1::RigInfo>> Client::ListRigs() {
+  std::vector<v1::RigInfo> all;
+  v1::ListRigsRequest req;
+  req.set_page_size(1000);
+  while (true) {
+    v1::ListRigsResponse resp;
+    absl::Status s = WithRetry("ListRigs", [&](grpc::ClientContext* ctx) {
+      resp.Clear();
+      return rigs_->ListRigs(ctx, req, &resp);
+    });
+    if (!s.ok()) return s;
+    for (auto& info : *resp.mutable_rigs()) all.push_back(std::move(info));
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  return all;
+}
+
+absl::Status Client::DeleteRig(const std::string& rig_id) {
+  v1::DeleteRigRequest req;
+  req.set_rig_id(rig_id);
+  v1::DeleteRigResponse resp;
+  return WithRetry("DeleteRig", [&](grpc::ClientContext* ctx) { return rigs_->DeleteRig(ctx, req, &resp); });
+}
+
+absl::StatusOr<v1::PosedFrame> Client::Pose(const v1::PoseRequest& req) {
+  v1::PoseResponse resp;
+  absl::Status s = WithRetry("Pose", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return poses_->Pose(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return std::move(*resp.mutable_frame());
+}
+
+absl::StatusOr<v1::PoseClipResponse> Client::PoseClip(const v1::PoseClipRequest& req) {
+  v1::PoseClipResponse resp;
+  absl::Status s = WithRetry("PoseClip", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return poses_->PoseClip(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std::string& rig_id,
+                                                                       v1::Method method,
+                                                                       const v1::PoseOutputs& outputs) {
+  std::unique_ptr<PoseSession> session(new PoseSession());
+  session->context_ = std::make_unique<grpc::ClientContext>();
+  session->stream_ = poses_->PoseSession(session->context_.get());
+  if (!session->stream_) return absl::UnavailableError("PoseSession: cannot open the stream");
+  session->rig_id_ = rig_id;
+  session->method_ = method;
+  session->outputs_ = outputs;
+  return session;
+}
+
+PoseSession::~PoseSession() {
+  if (stream_ && !closed_) {
+    context_->TryCancel();
+    stream_->Finish().IgnoreError();
+  }
+}
+
+absl::Status PoseSession::Send(const v1::Pose& pose, uint64_t sequence) {
+  if (closed_) return absl::FailedPreconditionError("PoseSession: the session is closed");
+  v1::PoseSessionRequest req;
+  if (first_) {
+    req.set_rig_id(rig_id_);
+    req.set_method(method_);
+    *req.mutable_outputs() = outputs_;
+  }
+  req.set_sequence(sequence);
+  *req.mutable_pose() = pose;
+  if (!stream_->Write(req)) return Finish();
+  first_ = false;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::PoseSessionResponse> PoseSession::Receive() {
+  if (closed_) return absl::FailedPreconditionError("PoseSession: the session is closed");
+  v1::PoseSessionResponse resp;
+  if (!stream_->Read(&resp)) {
+    absl::Status s = Finish();
+    if (s.ok()) return absl::OutOfRangeError("PoseSession: the server ended the session");
+    return s;
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
+  const uint64_t seq = next_sequence_++;
+  if (absl::Status s = Send(pose, seq); !s.ok()) return s;
+  absl::StatusOr<v1::PoseSessionResponse> resp = Receive();
+  if (!resp.ok()) return resp.status();
+  if (resp->sequence() != seq)
+    return absl::InternalError(absl::StrCat("PoseSession: answer ", resp->sequence(), " for frame ", seq));
+  return std::move(*resp->mutable_frame());
+}
+
+absl::Status PoseSession::Finish() {
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  absl::Status s = FromGrpcStatus(stream_->Finish());
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("PoseSession: ", s.message()));
+}
+
+absl::Status PoseSession::Close() {
+  if (closed_) return absl::OkStatus();
+  stream_->WritesDone();
+  v1::PoseSessionResponse drain;
+  while (stream_->Read(&drain)) {
+  }
+  return Finish();
+}
+
+}  // namespace skinning

@@ -1,0 +1,110 @@
+// skinning::Client — a thin C++ client of the skinning service.
+//
+// Every call has a deadline; calls that fail with UNAVAILABLE (a replica restarting, a network
+// blip) are retried with exponential backoff and jitter until the deadline or the attempt limit.
+// All calls are idempotent (rigs are content-addressed), so retrying is safe.
+// This header includes neither Eigen nor the core library: only the generated API messages.
+#ifndef SKINNING_CLIENT_CLIENT_H_
+#define SKINNING_CLIENT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "skinning/v1/skinning.grpc.pb.h"
+
+namespace grpc {
+class Channel;
+class ChannelCredentials;
+class ClientContext;
+}  // namespace grpc
+
+namespace skinning {
+
+struct ClientOptions {
+  // gRPC target: "host:port", "dns:///name:port", or "ipv4:a:p1,b:p2" for several replicas.
+  std::string target = "localhost:50051";
+  std::chrono::milliseconds deadline{30000};  // per call, retries included
+  int max_attempts = 5;                       // 1 = no retry
+  std::chrono::milliseconds initial_backoff{50};
+  std::chrono::milliseconds max_backoff{2000};
+  double backoff_multiplier = 2.0;
+  int max_message_bytes = 64 << 20;
+  // Spread calls over every address the target resolves to (client-side round robin).
+  bool round_robin = true;
+  // nullptr = plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+};
+
+class PoseSession;
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+
+  absl::StatusOr<v1::RegisterRigResponse> RegisterRig(const v1::Rig& rig);
+  absl::StatusOr<v1::GetRigResponse> GetRig(const std::string& rig_id, bool include_rig = false);
+  // Every rig, following page tokens.
+  absl::StatusOr<std::vector<v1::RigInfo>> ListRigs();
+  absl::Status DeleteRig(const std::string& rig_id);
+
+  absl::StatusOr<v1::PosedFrame> Pose(const v1::PoseRequest& request);
+  absl::StatusOr<v1::PoseClipResponse> PoseClip(const v1::PoseClipRequest& request);
+
+  // Opens an interactive pose session on one rig (one stream, one replica). Frames are sent
+  // and answered in order. The session has no overall deadline.
+  absl::StatusOr<std::unique_ptr<PoseSession>> StartPoseSession(const std::string& rig_id,
+                                                                v1::Method method,
+                                                                const v1::PoseOutputs& outputs);
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  template <typename Call>
+  absl::Status WithRetry(const char* what, Call call);
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::RigService::Stub> rigs_;
+  std::unique_ptr<v1::PoseService::Stub> poses_;
+};
+
+// A bidirectional pose stream. Not thread-safe: one thread sends and receives.
+class PoseSession {
+ public:
+  ~PoseSession();
+  // Sends one frame (the sequence number is echoed back).
+  absl::Status Send(const v1::Pose& pose, uint64_t sequence);
+  // The next answer, in order. The stream's final status when the server ended it.
+  absl::StatusOr<v1::PoseSessionResponse> Receive();
+  // Send then Receive.
+  absl::StatusOr<v1::PosedFrame> Step(const v1::Pose& pose);
+  // Half-closes and returns the stream's final status.
+  absl::Status Close();
+
+ private:
+  friend class Client;
+  PoseSession() = default;
+  absl::Status Finish();
+
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::PoseSessionRequest, v1::PoseSessionResponse>> stream_;
+  std::string rig_id_;
+  v1::Method method_ = v1::METHOD_UNSPECIFIED;
+  v1::PoseOutputs outputs_;
+  bool first_ = true;
+  bool closed_ = false;
+  uint64_t next_sequence_ = 0;
+};
+
+// gRPC status → absl status (same code numbering, message kept).
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace skinning
+
+#endif  // SKINNING_CLIENT_CLIENT_H_

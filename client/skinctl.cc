@@ -1,0 +1,362 @@
+// skinctl: register, list, inspect, delete and pose rigs on a skinning server.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "core/io/dmat.h"
+#include "core/io/gltf.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "server/convert.h"
+
+ABSL_FLAG(std::string, server, "localhost:50051", "server address (gRPC target)");
+ABSL_FLAG(int, deadline_ms, 60000, "deadline per call in milliseconds, retries included");
+ABSL_FLAG(std::string, gltf, "", "a glTF 2.0 character (.gltf or .glb)");
+ABSL_FLAG(std::string, obj, "", "an OBJ mesh (with --tgf)");
+ABSL_FLAG(std::string, tgf, "", "a libigl .tgf skeleton: one joint per bone (with --obj)");
+ABSL_FLAG(std::string, dmat, "", "a libigl .dmat weight matrix, #vertices by #bones (with --obj)");
+ABSL_FLAG(std::string, name, "", "a label for the registered rig (default: the file name)");
+ABSL_FLAG(std::string, rig, "", "the rig id to pose (default: register the given files first)");
+ABSL_FLAG(std::string, pose, "", "a pose file: .json (local transforms by joint name or index) or "
+                                 ".dmat (one relative rotation quaternion x,y,z,w per joint)");
+ABSL_FLAG(std::string, times, "", "comma-separated animation times in seconds, e.g. 0,0.25,0.5");
+ABSL_FLAG(double, fps, 0, "sample the whole animation at this frame rate");
+ABSL_FLAG(int, animation, 0, "which glTF animation to sample");
+ABSL_FLAG(std::string, method, "lbs", "lbs, dqs, or lbs,dqs for both");
+ABSL_FLAG(std::string, out, "skinning-out", "output folder for posed meshes");
+ABSL_FLAG(std::string, format, "glb,obj", "output formats: any of glb, gltf, obj");
+
+namespace skinning {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kUsage[] = R"(skinctl: talk to a skinning server.
+
+Usage: skinctl [--server=host:port] COMMAND [flags]
+
+Commands:
+  register  --gltf=FILE | --obj=FILE --tgf=FILE [--dmat=FILE]  [--name=NAME]
+            Registers a rig (idempotent) and prints its id.
+  list      Lists the stored rigs.
+  get ID    Prints a rig's summary.
+  delete ID Deletes a rig.
+  pose      (--rig=ID | --gltf=FILE | --obj=.. --tgf=.. --dmat=..)
+            [--pose=FILE | --times=T1,T2,.. | --fps=F] [--animation=N]
+            [--method=lbs,dqs] [--out=DIR] [--format=glb,obj]
+            Poses the rig through the server (one PoseClip call) and writes the posed meshes.
+            With no pose, time or rate it poses the rest pose.
+)";
+
+// A character read from local files.
+struct Character {
+  Rig rig;
+  std::vector<Animation> animations;
+};
+
+absl::StatusOr<Character> LoadCharacter() {
+  Character c;
+  const std::string gltf = absl::GetFlag(FLAGS_gltf);
+  const std::string obj = absl::GetFlag(FLAGS_obj);
+  if (!gltf.empty()) {
+    absl::StatusOr<GltfCharacter> g = ReadGltf(gltf);
+    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(gltf, ": ", g.status().message()));
+    c.rig.name = fs::path(gltf).stem().string();
+    c.rig.mesh = std::move(g->mesh);
+    c.rig.skeleton = std::move(g->skeleton);
+    c.rig.sparse_weights = std::move(g->weights);
+    c.animations = std::move(g->animations);
+  } else if (!obj.empty()) {
+    const std::string tgf = absl::GetFlag(FLAGS_tgf);
+    if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");
+    absl::StatusOr<Mesh> mesh = ReadObj(obj);
+    if (!mesh.ok()) return mesh.status();
+    absl::StatusOr<TgfGraph> graph = ReadTgf(tgf);
+    if (!graph.ok()) return graph.status();
+    absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(*graph);
+    if (!skeleton.ok()) return absl::Status(skeleton.status().code(), absl::StrCat(tgf, ": ", skeleton.status().message()));
+    c.rig.name = fs::path(obj).stem().string();
+    c.rig.mesh = *std::move(mesh);
+    c.rig.skeleton = *std::move(skeleton);
+    if (const std::string dmat = absl::GetFlag(FLAGS_dmat); !dmat.empty()) {
+      absl::StatusOr<Eigen::MatrixXd> W = ReadDmat(dmat);
+      if (!W.ok()) return W.status();
+      if (W->rows() != c.rig.mesh.V.rows() || W->cols() != c.rig.skeleton.size())
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s is %d by %d, expected %d vertices by %d bones", dmat, W->rows(), W->cols(),
+            c.rig.mesh.V.rows(), c.rig.skeleton.size()));
+      c.rig.dense_weights = *std::move(W);
+    }
+  } else {
+    return absl::InvalidArgumentError("give a character: --gltf=FILE, or --obj=FILE --tgf=FILE [--dmat=FILE]");
+  }
+  if (const std::string name = absl::GetFlag(FLAGS_name); !name.empty()) c.rig.name = name;
+  if (auto s = ValidateRig(c.rig); !s.ok()) return s;
+  return c;
+}
+
+std::unique_ptr<Client> MakeClient() {
+  ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_server);
+  options.deadline = std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  return std::make_unique<Client>(options);
+}
+
+absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c) {
+  absl::StatusOr<v1::RegisterRigResponse> r = client.RegisterRig(RigToProto(c.rig));
+  if (!r.ok()) return r.status();
+  std::cerr << (r->created() ? "registered " : "already stored ") << r->rig_id() << " ("
+            << r->info().vertex_count() << " vertices, " << r->info().joint_count() << " joints)\n";
+  return r->rig_id();
+}
+
+void PrintInfo(const v1::RigInfo& info) {
+  std::printf("%s  %-20s %7u vertices %7u triangles %4u joints  weights: %s\n", info.rig_id().c_str(),
+              info.name().c_str(), info.vertex_count(), info.triangle_count(), info.joint_count(),
+              info.has_weights() ? absl::StrCat(info.influences_per_vertex(), " per vertex").c_str() : "none");
+}
+
+// Reads a pose file for `skeleton`: .json with {"joints": [{"name"|"index", "rotation": [x,y,z,w],
+// "translation": [..], "scale": [..]}]} (absolute local transforms; joints not listed keep their
+// rest transform; fields not given keep the rest value), or libigl's .dmat of relative rotations
+// (one quaternion x,y,z,w per joint, applied after the rest rotation).
+absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton) {
+  Pose pose = RestPose(skeleton);
+  if (fs::path(path).extension() == ".dmat") {
+    absl::StatusOr<Eigen::MatrixXd> M = ReadDmat(path);
+    if (!M.ok()) return M.status();
+    if (M->size() != 4 * skeleton.size())
+      return absl::InvalidArgumentError(absl::StrFormat("%s has %d numbers, expected 4 per joint (%d)", path,
+                                                        M->size(), 4 * skeleton.size()));
+    // libigl stores the quaternions consecutively (x, y, z, w per joint) whatever the shape.
+    Eigen::MatrixXd flat = M->rows() == 1 || M->cols() == 1 ? *M : Eigen::MatrixXd(M->transpose());
+    for (int j = 0; j < skeleton.size(); ++j) {
+      const double* q = flat.data() + 4 * j;
+      Eigen::Quaterniond dq(q[3], q[0], q[1], q[2]);
+      if (std::abs(dq.norm() - 1.0) > 1e-3)
+        return absl::InvalidArgumentError(absl::StrFormat("%s: quaternion %d has norm %g", path, j, dq.norm()));
+      pose.local[j].rotation = (skeleton.joints[j].rest.rotation * dq.normalized()).normalized();
+    }
+    return pose;
+  }
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("joints") || !doc["joints"].is_array())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object with a \"joints\" array"));
+  int i = 0;
+  for (const auto& entry : doc["joints"]) {
+    const std::string where = absl::StrFormat("%s: joints[%d]", path, i++);
+    int j = -1;
+    if (entry.contains("name") && entry["name"].is_string()) {
+      j = skeleton.Find(entry["name"].get<std::string>());
+      if (j < 0) return absl::InvalidArgumentError(absl::StrCat(where, ": no joint named '", entry["name"].get<std::string>(), "'"));
+    } else if (entry.contains("index") && entry["index"].is_number_integer()) {
+      j = entry["index"].get<int>();
+      if (j < 0 || j >= skeleton.size())
+        return absl::InvalidArgumentError(absl::StrFormat("%s: index %d is out of range (%d joints)", where, j, skeleton.size()));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": needs \"name\" or \"index\""));
+    }
+    auto numbers = [&](const char* key, size_t n, double* out) -> absl::Status {
+      if (!entry.contains(key)) return absl::OkStatus();
+      const auto& a = entry[key];
+      if (!a.is_array() || a.size() != n)
+        return absl::InvalidArgumentError(absl::StrFormat("%s.%s must be an array of %d numbers", where, key, n));
+      for (size_t k = 0; k < n; ++k) {
+        if (!a[k].is_number()) return absl::InvalidArgumentError(absl::StrFormat("%s.%s[%d] is not a number", where, key, k));
+        out[k] = a[k].get<double>();
+      }
+      return absl::OkStatus();
+    };
+    Transform& t = pose.local[j];
+    double q[4] = {t.rotation.x(), t.rotation.y(), t.rotation.z(), t.rotation.w()};
+    if (auto s = numbers("translation", 3, t.translation.data()); !s.ok()) return s;
+    if (auto s = numbers("scale", 3, t.scale.data()); !s.ok()) return s;
+    if (auto s = numbers("rotation", 4, q); !s.ok()) return s;
+    t.rotation = Eigen::Quaterniond(q[3], q[0], q[1], q[2]);
+  }
+  if (auto s = ValidatePose(skeleton, pose, path.c_str()); !s.ok()) return s;
+  return pose;
+}
+
+absl::StatusOr<std::vector<double>> AnimationTimes(const Animation& anim) {
+  std::vector<double> times;
+  if (const std::string list = absl::GetFlag(FLAGS_times); !list.empty()) {
+    for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+      double t;
+      if (!absl::SimpleAtod(part, &t) || !std::isfinite(t))
+        return absl::InvalidArgumentError(absl::StrCat("--times: '", part, "' is not a number"));
+      times.push_back(t);
+    }
+  } else if (const double fps = absl::GetFlag(FLAGS_fps); fps > 0) {
+    const int frames = static_cast<int>(std::floor((anim.end - anim.start) * fps + 1e-9)) + 1;
+    for (int f = 0; f < frames; ++f) times.push_back(anim.start + f / fps);
+  }
+  return times;
+}
+
+absl::Status CommandPose() {
+  std::unique_ptr<Client> client = MakeClient();
+  // The rig: from local files (registered first), or by id from the server.
+  std::optional<Character> local;
+  std::string rig_id = absl::GetFlag(FLAGS_rig);
+  if (!absl::GetFlag(FLAGS_gltf).empty() || !absl::GetFlag(FLAGS_obj).empty()) {
+    absl::StatusOr<Character> c = LoadCharacter();
+    if (!c.ok()) return c.status();
+    local = *std::move(c);
+  }
+  Rig rig;
+  if (rig_id.empty()) {
+    if (!local) return absl::InvalidArgumentError("pose needs --rig=ID or a character (--gltf or --obj/--tgf)");
+    absl::StatusOr<std::string> id = RegisterCharacter(*client, *local);
+    if (!id.ok()) return id.status();
+    rig_id = *id;
+    rig = local->rig;
+  } else {
+    absl::StatusOr<v1::GetRigResponse> got = client->GetRig(rig_id, /*include_rig=*/true);
+    if (!got.ok()) return got.status();
+    absl::StatusOr<Rig> r = RigFromProto(got->rig(), RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+    if (!r.ok()) return r.status();
+    rig = *std::move(r);
+    if (local && local->rig.skeleton.size() != rig.skeleton.size())
+      return absl::InvalidArgumentError(absl::StrFormat("rig %s has %d joints but %s has %d", rig_id,
+                                                        rig.skeleton.size(), absl::GetFlag(FLAGS_gltf),
+                                                        local->rig.skeleton.size()));
+  }
+
+  // The frames.
+  std::vector<std::pair<std::string, Pose>> frames;
+  if (const std::string pose_file = absl::GetFlag(FLAGS_pose); !pose_file.empty()) {
+    absl::StatusOr<Pose> p = ReadPoseFile(pose_file, rig.skeleton);
+    if (!p.ok()) return p.status();
+    frames.emplace_back(fs::path(pose_file).stem().string(), *std::move(p));
+  } else if (!absl::GetFlag(FLAGS_times).empty() || absl::GetFlag(FLAGS_fps) > 0) {
+    if (!local || local->animations.empty())
+      return absl::InvalidArgumentError("--times/--fps need a glTF file with an animation (--gltf)");
+    const int a = absl::GetFlag(FLAGS_animation);
+    if (a < 0 || a >= static_cast<int>(local->animations.size()))
+      return absl::InvalidArgumentError(absl::StrFormat("--animation=%d: the file has %d animations", a,
+                                                        local->animations.size()));
+    absl::StatusOr<std::vector<double>> times = AnimationTimes(local->animations[a]);
+    if (!times.ok()) return times.status();
+    for (double t : *times)
+      frames.emplace_back(absl::StrFormat("t%.3f", t), Pose{SampleAnimation(rig.skeleton, local->animations[a], t)});
+  } else {
+    frames.emplace_back("rest", RestPose(rig.skeleton));
+  }
+
+  std::vector<std::pair<std::string, v1::Method>> methods;
+  for (absl::string_view m : absl::StrSplit(absl::GetFlag(FLAGS_method), ',', absl::SkipWhitespace())) {
+    if (m == "lbs") methods.emplace_back("lbs", v1::METHOD_LBS);
+    else if (m == "dqs") methods.emplace_back("dqs", v1::METHOD_DQS);
+    else return absl::InvalidArgumentError(absl::StrCat("--method: unknown method '", m, "' (lbs or dqs)"));
+  }
+  std::vector<std::string> formats = absl::StrSplit(absl::GetFlag(FLAGS_format), ',', absl::SkipWhitespace());
+  for (const std::string& f : formats)
+    if (f != "glb" && f != "gltf" && f != "obj")
+      return absl::InvalidArgumentError(absl::StrCat("--format: unknown format '", f, "' (glb, gltf or obj)"));
+
+  const fs::path out_dir = absl::GetFlag(FLAGS_out);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", out_dir.string(), ": ", ec.message()));
+  const std::string stem = rig.name.empty() ? rig_id : rig.name;
+
+  for (const auto& [method_name, method] : methods) {
+    v1::PoseClipRequest req;
+    req.set_rig_id(rig_id);
+    req.set_method(method);
+    req.mutable_outputs()->set_vertices(true);
+    req.mutable_outputs()->set_normals(rig.mesh.N.rows() > 0);
+    for (const auto& frame : frames) *req.add_frames() = PoseToProto(frame.second);
+    absl::StatusOr<v1::PoseClipResponse> clip = client->PoseClip(req);
+    if (!clip.ok()) return clip.status();
+    for (size_t f = 0; f < frames.size(); ++f) {
+      const v1::PosedFrame& posed = clip->frames(static_cast<int>(f));
+      Mesh mesh;
+      mesh.F = rig.mesh.F;
+      const int nv = posed.vertices_size() / 3;
+      mesh.V.resize(nv, 3);
+      for (int i = 0; i < 3 * nv; ++i) mesh.V.data()[i] = posed.vertices(i);
+      if (posed.normals_size() == 3 * nv && nv > 0) {
+        mesh.N.resize(nv, 3);
+        for (int i = 0; i < 3 * nv; ++i) mesh.N.data()[i] = posed.normals(i);
+      }
+      for (const std::string& format : formats) {
+        const fs::path path = out_dir / absl::StrCat(stem, "-", method_name, "-", frames[f].first, ".", format);
+        absl::Status s = format == "obj" ? WriteObj(path.string(), mesh) : WritePosedGltf(path.string(), mesh);
+        if (!s.ok()) return s;
+        std::printf("%s\n", path.string().c_str());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(const std::vector<char*>& args) {
+  if (args.size() < 2) {
+    std::cerr << kUsage;
+    return absl::InvalidArgumentError("no command given");
+  }
+  const std::string command = args[1];
+  if (command == "register") {
+    absl::StatusOr<Character> c = LoadCharacter();
+    if (!c.ok()) return c.status();
+    std::unique_ptr<Client> client = MakeClient();
+    absl::StatusOr<std::string> id = RegisterCharacter(*client, *c);
+    if (!id.ok()) return id.status();
+    std::printf("%s\n", id->c_str());
+    return absl::OkStatus();
+  }
+  if (command == "list") {
+    absl::StatusOr<std::vector<v1::RigInfo>> rigs = MakeClient()->ListRigs();
+    if (!rigs.ok()) return rigs.status();
+    for (const auto& info : *rigs) PrintInfo(info);
+    return absl::OkStatus();
+  }
+  if (command == "get" || command == "delete") {
+    if (args.size() < 3) return absl::InvalidArgumentError(absl::StrCat(command, " needs a rig id"));
+    std::unique_ptr<Client> client = MakeClient();
+    if (command == "delete") {
+      if (auto s = client->DeleteRig(args[2]); !s.ok()) return s;
+      std::printf("deleted %s\n", args[2]);
+      return absl::OkStatus();
+    }
+    absl::StatusOr<v1::GetRigResponse> got = client->GetRig(args[2]);
+    if (!got.ok()) return got.status();
+    PrintInfo(got->info());
+    return absl::OkStatus();
+  }
+  if (command == "pose") return CommandPose();
+  std::cerr << kUsage;
+  return absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'"));
+}
+
+}  // namespace
+}  // namespace skinning
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(skinning::kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  absl::Status s = skinning::Run(args);
+  if (!s.ok()) {
+    std::cerr << "skinctl: " << absl::StatusCodeToString(s.code()) << ": " << s.message() << std::endl;
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,243 @@
+#include "server/convert.h"
+
+#include <openssl/sha.h>
+
+#include <cmath>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace skinning {
+namespace {
+
+absl::Status CheckLength(const char* field, int got, int want_multiple_of_or_exact, bool exact) {
+  if (exact ? got != want_multiple_of_or_exact : got % want_multiple_of_or_exact != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        exact ? "%s has %d values, expected %d" : "%s has %d values, not a multiple of %d", field,
+        got, want_multiple_of_or_exact));
+  return absl::OkStatus();
+}
+
+absl::Status TransformLengths(const v1::Transform& t, const std::string& where) {
+  if (t.translation_size() != 0 && t.translation_size() != 3)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.translation has %d values, expected 3 (or none)", where, t.translation_size()));
+  if (t.rotation_size() != 0 && t.rotation_size() != 4)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.rotation has %d values, expected 4 (x, y, z, w) or none", where, t.rotation_size()));
+  if (t.scale_size() != 0 && t.scale_size() != 3)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.scale has %d values, expected 3 (or none)", where, t.scale_size()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Transform TransformFromProto(const v1::Transform& p) {
+  Transform t;
+  if (p.translation_size() == 3) t.translation = {p.translation(0), p.translation(1), p.translation(2)};
+  if (p.rotation_size() == 4) t.rotation = Eigen::Quaterniond(p.rotation(3), p.rotation(0), p.rotation(1), p.rotation(2));
+  if (p.scale_size() == 3) t.scale = {p.scale(0), p.scale(1), p.scale(2)};
+  return t;
+}
+
+void TransformToProto(const Transform& t, v1::Transform* p) {
+  p->clear_translation();
+  p->clear_rotation();
+  p->clear_scale();
+  for (int a = 0; a < 3; ++a) p->add_translation(static_cast<float>(t.translation(a)));
+  const Eigen::Vector4d q = t.rotation.coeffs();  // x, y, z, w
+  for (int a = 0; a < 4; ++a) p->add_rotation(static_cast<float>(q(a)));
+  for (int a = 0; a < 3; ++a) p->add_scale(static_cast<float>(t.scale(a)));
+}
+
+absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) {
+  Rig rig;
+  rig.name = proto.name();
+  const v1::Mesh& m = proto.mesh();
+  if (auto s = CheckLength("rig.mesh.positions", m.positions_size(), 3, false); !s.ok()) return s;
+  if (auto s = CheckLength("rig.mesh.triangles", m.triangles_size(), 3, false); !s.ok()) return s;
+  const int nv = m.positions_size() / 3;
+  const int nf = m.triangles_size() / 3;
+  if (nv > limits.max_vertices)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "rig.mesh.positions: %d vertices exceed the server limit of %d", nv, limits.max_vertices));
+  if (nf > limits.max_triangles)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "rig.mesh.triangles: %d triangles exceed the server limit of %d", nf, limits.max_triangles));
+  if (m.normals_size() != 0) {
+    if (auto s = CheckLength("rig.mesh.normals", m.normals_size(), 3 * nv, true); !s.ok()) return s;
+  }
+  rig.mesh.V.resize(nv, 3);
+  for (int i = 0; i < 3 * nv; ++i) rig.mesh.V.data()[i] = m.positions(i);
+  rig.mesh.F.resize(nf, 3);
+  for (int i = 0; i < 3 * nf; ++i) {
+    const uint32_t idx = m.triangles(i);
+    if (idx >= static_cast<uint32_t>(nv))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "rig.mesh.triangles[%d][%d] = %u is out of range (%d vertices)", i / 3, i % 3, idx, nv));
+    rig.mesh.F.data()[i] = static_cast<int32_t>(idx);
+  }
+  if (m.normals_size() != 0) {
+    rig.mesh.N.resize(nv, 3);
+    for (int i = 0; i < 3 * nv; ++i) rig.mesh.N.data()[i] = m.normals(i);
+  }
+
+  const int nj = proto.skeleton().joints_size();
+  if (nj > limits.max_joints)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "rig.skeleton.joints: %d joints exceed the server limit of %d", nj, limits.max_joints));
+  rig.skeleton.joints.resize(nj);
+  for (int j = 0; j < nj; ++j) {
+    const v1::Joint& pj = proto.skeleton().joints(j);
+    const std::string where = absl::StrFormat("rig.skeleton.joints[%d]", j);
+    if (auto s = TransformLengths(pj.rest(), where + ".rest"); !s.ok()) return s;
+    Joint& joint = rig.skeleton.joints[j];
+    joint.name = pj.name();
+    joint.parent = pj.parent();
+    joint.rest = TransformFromProto(pj.rest());
+    if (pj.inverse_bind_size() != 0 && pj.inverse_bind_size() != 12)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.inverse_bind has %d values, expected 12 (3x4 row-major) or none", where,
+          pj.inverse_bind_size()));
+  }
+  // Inverse binds: given, or the inverse of the rest pose's world transform.
+  {
+    absl::StatusOr<std::vector<int>> order = TopologicalOrder(rig.skeleton);
+    if (!order.ok())
+      return absl::InvalidArgumentError(absl::StrFormat("rig.skeleton.%s", order.status().message()));
+    std::vector<Transform> rest;
+    for (const Joint& j : rig.skeleton.joints) rest.push_back(j.rest);
+    const std::vector<Eigen::Affine3d> world = ForwardKinematics(rig.skeleton, *order, rest);
+    for (int j = 0; j < nj; ++j) {
+      const v1::Joint& pj = proto.skeleton().joints(j);
+      Eigen::Affine3d& ib = rig.skeleton.joints[j].inverse_bind;
+      if (pj.inverse_bind_size() == 12) {
+        ib.matrix().setIdentity();
+        for (int r = 0; r < 3; ++r)
+          for (int c = 0; c < 4; ++c) ib.matrix()(r, c) = pj.inverse_bind(4 * r + c);
+      } else {
+        ib = world[j].inverse();
+      }
+    }
+  }
+
+  if (proto.has_weights()) {
+    const v1::Weights& w = proto.weights();
+    if (w.has_sparse()) {
+      const v1::SparseWeights& s = w.sparse();
+      const int k = static_cast<int>(s.influences_per_vertex());
+      if (k <= 0 || k > limits.max_influences)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "rig.weights.sparse.influences_per_vertex = %d must be in [1, %d]", k,
+            limits.max_influences));
+      if (auto st = CheckLength("rig.weights.sparse.joints", s.joints_size(), nv * k, true); !st.ok())
+        return st;
+      if (auto st = CheckLength("rig.weights.sparse.weights", s.weights_size(), nv * k, true); !st.ok())
+        return st;
+      SparseWeights W;
+      W.joints.resize(nv, k);
+      W.weights.resize(nv, k);
+      for (int i = 0; i < nv * k; ++i) {
+        const uint32_t jj = s.joints(i);
+        if (jj >= static_cast<uint32_t>(nj))
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "rig.weights.sparse.joints[%d] (vertex %d) = %u is out of range (%d joints)", i,
+              i / k, jj, nj));
+        W.joints.data()[i] = static_cast<int32_t>(jj);
+        W.weights.data()[i] = s.weights(i);
+      }
+      rig.sparse_weights = std::move(W);
+    } else if (w.has_dense()) {
+      const v1::DenseWeights& d = w.dense();
+      if (static_cast<int>(d.num_joints()) != nj)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "rig.weights.dense.num_joints = %u, the skeleton has %d joints", d.num_joints(), nj));
+      if (auto st = CheckLength("rig.weights.dense.values", d.values_size(), nv * nj, true); !st.ok())
+        return st;
+      Eigen::MatrixXd D(nv, nj);
+      for (int i = 0; i < nv; ++i)
+        for (int j = 0; j < nj; ++j) D(i, j) = d.values(i * nj + j);
+      rig.dense_weights = std::move(D);
+    }
+  }
+  if (auto s = ValidateRig(rig); !s.ok()) return s;
+  return rig;
+}
+
+v1::Rig RigToProto(const Rig& rig) {
+  v1::Rig p;
+  p.set_name(rig.name);
+  v1::Mesh* m = p.mutable_mesh();
+  const int nv = static_cast<int>(rig.mesh.V.rows());
+  m->mutable_positions()->Reserve(3 * nv);
+  for (int i = 0; i < 3 * nv; ++i) m->add_positions(static_cast<float>(rig.mesh.V.data()[i]));
+  for (int i = 0; i < rig.mesh.F.size(); ++i) m->add_triangles(static_cast<uint32_t>(rig.mesh.F.data()[i]));
+  for (int i = 0; i < rig.mesh.N.size(); ++i) m->add_normals(static_cast<float>(rig.mesh.N.data()[i]));
+  for (const Joint& j : rig.skeleton.joints) {
+    v1::Joint* pj = p.mutable_skeleton()->add_joints();
+    pj->set_name(j.name);
+    pj->set_parent(j.parent);
+    TransformToProto(j.rest, pj->mutable_rest());
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) pj->add_inverse_bind(static_cast<float>(j.inverse_bind.matrix()(r, c)));
+  }
+  if (rig.sparse_weights) {
+    const SparseWeights& W = *rig.sparse_weights;
+    v1::SparseWeights* s = p.mutable_weights()->mutable_sparse();
+    s->set_influences_per_vertex(W.k());
+    for (int i = 0; i < W.joints.size(); ++i) s->add_joints(static_cast<uint32_t>(W.joints.data()[i]));
+    for (int i = 0; i < W.weights.size(); ++i) s->add_weights(W.weights.data()[i]);
+  } else if (rig.dense_weights) {
+    const Eigen::MatrixXd& D = *rig.dense_weights;
+    v1::DenseWeights* d = p.mutable_weights()->mutable_dense();
+    d->set_num_joints(static_cast<uint32_t>(D.cols()));
+    for (int i = 0; i < D.rows(); ++i)
+      for (int j = 0; j < D.cols(); ++j) d->add_values(D(i, j));
+  }
+  return p;
+}
+
+absl::StatusOr<Pose> PoseFromProto(const v1::Pose& proto, const Skeleton& skeleton,
+                                   const char* field) {
+  Pose pose;
+  if (proto.joints_size() == 0) return pose;
+  if (proto.joints_size() != skeleton.size())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.joints has %d entries, the rig's skeleton has %d joints", field, proto.joints_size(),
+        skeleton.size()));
+  pose.local.resize(proto.joints_size());
+  for (int j = 0; j < proto.joints_size(); ++j) {
+    const std::string where = absl::StrFormat("%s.joints[%d]", field, j);
+    if (auto s = TransformLengths(proto.joints(j), where); !s.ok()) return s;
+    pose.local[j] = TransformFromProto(proto.joints(j));
+  }
+  if (auto s = ValidatePose(skeleton, pose, field); !s.ok()) return s;
+  return pose;
+}
+
+v1::Pose PoseToProto(const Pose& pose) {
+  v1::Pose p;
+  for (const Transform& t : pose.local) TransformToProto(t, p.add_joints());
+  return p;
+}
+
+std::string RigId(const v1::Rig& canonical) {
+  v1::Rig copy = canonical;
+  copy.clear_name();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream sos(&bytes);
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    copy.SerializeToCodedStream(&cos);
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return "rig-" + absl::BytesToHexString(
+                      absl::string_view(reinterpret_cast<const char*>(digest), 16));
+}
+
+}  // namespace skinning

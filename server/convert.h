@@ -1,0 +1,44 @@
+// Conversions between the wire messages (skinning.v1) and core types, one place per message
+// family. Every From* function validates shapes and names the offending field and index.
+#ifndef SKINNING_SERVER_CONVERT_H_
+#define SKINNING_SERVER_CONVERT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/rig/pose.h"
+#include "core/rig/rig.h"
+#include "skinning/v1/rig.pb.h"
+
+namespace skinning {
+
+// Size limits checked while converting (RESOURCE_EXHAUSTED when exceeded).
+struct RigLimits {
+  int max_vertices = 2'000'000;
+  int max_triangles = 4'000'000;
+  int max_joints = 1024;
+  int max_influences = 32;
+};
+
+// Wire rig → core rig: checks array lengths, then ValidateRig. Errors name fields such as
+// "rig.mesh.positions" or "rig.skeleton.joints[3].parent".
+absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits = {});
+// Core rig → wire rig, every field explicit (so the result is canonical for hashing).
+v1::Rig RigToProto(const Rig& rig);
+
+Transform TransformFromProto(const v1::Transform& proto);  // caller validates the lengths
+void TransformToProto(const Transform& t, v1::Transform* proto);
+
+// Wire pose → core pose for a skeleton of `num_joints` joints (0 joints = bind pose).
+absl::StatusOr<Pose> PoseFromProto(const v1::Pose& proto, const Skeleton& skeleton,
+                                   const char* field = "pose");
+v1::Pose PoseToProto(const Pose& pose);
+
+// The content address of a rig: "rig-" + 32 hex digits of SHA-256 over the canonical
+// (RigToProto ∘ RigFromProto) deterministic serialization, with the name left out.
+std::string RigId(const v1::Rig& canonical);
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_CONVERT_H_

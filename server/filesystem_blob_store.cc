@@ -1,0 +1,149 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "server/blob_store.h"
+
+namespace skinning {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status CheckKey(const std::string& key) {
+  if (key.empty() || key.front() == '/' || absl::StrContains(key, ".."))
+    return absl::InvalidArgumentError(absl::StrCat("invalid store key '", key, "'"));
+  for (char c : key) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/'))
+      return absl::InvalidArgumentError(absl::StrCat("invalid store key '", key, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Errno(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrFormat("%s %s: %s", what, path, std::strerror(errno)));
+}
+
+class FilesystemBlobStore : public BlobStore {
+ public:
+  explicit FilesystemBlobStore(fs::path root) : root_(std::move(root)) {}
+
+  absl::Status Put(const std::string& key, const std::string& bytes) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    const fs::path target = root_ / key;
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return absl::InternalError(absl::StrCat("create ", target.parent_path().string(), ": ", ec.message()));
+    const std::string tmp = absl::StrFormat("%s.tmp.%d.%d", target.string(), getpid(), counter_++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("open", tmp);
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const absl::Status s = Errno("write", tmp);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return s;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+      const absl::Status s = Errno("fsync", tmp);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+      const absl::Status s = Errno("rename", tmp);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    const int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> Get(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    const fs::path path = root_ / key;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      if (!fs::exists(path)) return absl::NotFoundError(absl::StrCat("no stored object '", key, "'"));
+      return Errno("open", path.string());
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return Errno("read", path.string());
+    return ss.str();
+  }
+
+  absl::StatusOr<bool> Exists(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    std::error_code ec;
+    return fs::exists(root_ / key, ec);
+  }
+
+  absl::StatusOr<bool> Delete(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    std::error_code ec;
+    const bool removed = fs::remove(root_ / key, ec);
+    if (ec) return absl::InternalError(absl::StrCat("delete ", key, ": ", ec.message()));
+    return removed;
+  }
+
+  absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) override {
+    std::vector<std::string> keys;
+    std::error_code ec;
+    if (!fs::exists(root_, ec)) return keys;
+    for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (!it->is_regular_file()) continue;
+      std::string key = fs::relative(it->path(), root_).generic_string();
+      if (absl::StrContains(key, ".tmp.")) continue;  // an interrupted write, never a key
+      if (absl::StartsWith(key, prefix)) keys.push_back(std::move(key));
+    }
+    if (ec) return absl::InternalError(absl::StrCat("list ", root_.string(), ": ", ec.message()));
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+ private:
+  fs::path root_;
+  std::atomic<int> counter_{0};
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::string& root) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create store directory ", root, ": ", ec.message()));
+  // Remove leftovers of writes interrupted by a crash (collected first: removing while
+  // iterating invalidates the iterator).
+  std::vector<fs::path> leftovers;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file() && absl::StrContains(it->path().filename().string(), ".tmp."))
+      leftovers.push_back(it->path());
+  }
+  for (const fs::path& p : leftovers) {
+    std::error_code rm;
+    fs::remove(p, rm);
+  }
+  return std::unique_ptr<BlobStore>(new FilesystemBlobStore(root));
+}
+
+}  // namespace skinning

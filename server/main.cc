@@ -1,0 +1,64 @@
+// skinning-server: the gRPC skinning service.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
+ABSL_FLAG(int, threads, 0, "gRPC worker threads (0 = 4 x cores)");
+ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store");
+ABSL_FLAG(int, max_message_mb, 64, "largest request or response in MiB");
+ABSL_FLAG(int, cache_mb, 1024, "memory for the in-memory rig cache in MiB (LRU by bytes)");
+ABSL_FLAG(int, max_vertices, 2000000, "largest rig accepted, in vertices");
+ABSL_FLAG(int, max_joints, 1024, "largest skeleton accepted, in joints");
+ABSL_FLAG(int, max_clip_frames, 10000, "most frames in one PoseClip call");
+ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in flight may finish");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("The skinning service's gRPC server.\nUsage: skinning-server [flags]");
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the shutdown signals in every thread (gRPC's included) and take them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  skinning::ServerOptions options;
+  options.address = absl::GetFlag(FLAGS_address);
+  options.threads = absl::GetFlag(FLAGS_threads);
+  options.store_dir = absl::GetFlag(FLAGS_store_dir);
+  options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
+  options.cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_cache_mb)) << 20;
+  options.limits.max_vertices = absl::GetFlag(FLAGS_max_vertices);
+  options.limits.max_triangles = 2 * absl::GetFlag(FLAGS_max_vertices);
+  options.limits.max_joints = absl::GetFlag(FLAGS_max_joints);
+  options.max_clip_frames = absl::GetFlag(FLAGS_max_clip_frames);
+
+  absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "skinning-server: " << server.status().message() << std::endl;
+    return 1;
+  }
+  // Tests and scripts read this line to learn the port.
+  std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), options.store_dir.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::printf("skinning-server: %s received, draining for up to %.1f s\n", strsignal(sig),
+              absl::GetFlag(FLAGS_drain_seconds));
+  std::fflush(stdout);
+  (*server)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(absl::GetFlag(FLAGS_drain_seconds) * 1000)));
+  (*server)->Wait();
+  server->reset();
+  std::printf("skinning-server: stopped\n");
+  return 0;
+}

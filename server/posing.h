@@ -1,0 +1,20 @@
+// The per-frame work shared by Pose, PoseClip and PoseSession.
+#ifndef SKINNING_SERVER_POSING_H_
+#define SKINNING_SERVER_POSING_H_
+
+#include "absl/status/status.h"
+#include "server/rig_store.h"
+#include "skinning/v1/skinning.pb.h"
+
+namespace skinning {
+
+// Poses `rig` and fills `out` with what `outputs` asks (vertices only when nothing is asked).
+// INVALID_ARGUMENT for a bad pose or method (messages start with `field`), FAILED_PRECONDITION
+// when vertices are asked of a rig without weights.
+absl::Status PoseFrame(const LoadedRig& rig, const v1::Pose& pose, v1::Method method,
+                       const v1::PoseOutputs& outputs, v1::PosedFrame* out,
+                       const char* field = "pose");
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_POSING_H_

@@ -1,0 +1,61 @@
+#include "server/server.h"
+
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace skinning {
+
+absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options) {
+  absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenFilesystemBlobStore(options.store_dir);
+  if (!blobs.ok()) return blobs.status();
+  std::unique_ptr<SkinningServer> s(new SkinningServer());
+  s->store_ = std::make_unique<RigStore>(*std::move(blobs), options.cache_bytes, options.limits);
+  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get());
+  s->pose_service_ = std::make_unique<PoseServiceImpl>(s->store_.get(), &s->draining_, options.max_clip_frames);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  const int threads = options.threads > 0
+                          ? options.threads
+                          : 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  grpc::ResourceQuota quota("skinning-server");
+  quota.SetMaxThreads(threads);
+  builder.SetResourceQuota(quota);
+  builder.RegisterService(s->rig_service_.get());
+  builder.RegisterService(s->pose_service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_ || s->port_ == 0)
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
+  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  return s;
+}
+
+void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  draining_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(std::chrono::system_clock::now() + drain);
+}
+
+void SkinningServer::Wait() { server_->Wait(); }
+
+SkinningServer::~SkinningServer() {
+  if (server_) {
+    Shutdown(std::chrono::milliseconds(0));
+    server_->Wait();
+  }
+}
+
+}  // namespace skinning

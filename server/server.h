@@ -1,0 +1,54 @@
+// The skinning server: store, services, health and reflection on one gRPC server.
+#ifndef SKINNING_SERVER_SERVER_H_
+#define SKINNING_SERVER_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <grpcpp/server.h>
+
+#include "absl/status/statusor.h"
+#include "server/rig_store.h"
+#include "server/services.h"
+
+namespace skinning {
+
+struct ServerOptions {
+  std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
+  int threads = 0;                         // gRPC worker threads; 0 = 4 × cores
+  std::string store_dir = "skinning-store";
+  int max_message_bytes = 64 << 20;        // largest request or response
+  size_t cache_bytes = size_t{1} << 30;    // in-memory rig cache (LRU by bytes)
+  RigLimits limits;
+  int max_clip_frames = 10000;
+};
+
+class SkinningServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<SkinningServer>> Start(const ServerOptions& options);
+  ~SkinningServer();
+
+  int port() const { return port_; }
+  RigStore& store() { return *store_; }
+
+  // Graceful shutdown: reports NOT_SERVING on the health service, stops accepting calls, lets
+  // calls in flight finish for up to `drain`, then cancels what remains.
+  void Shutdown(std::chrono::milliseconds drain);
+  void Wait();
+
+ private:
+  SkinningServer() = default;
+  std::unique_ptr<RigStore> store_;
+  std::atomic<bool> draining_{false};
+  std::unique_ptr<RigServiceImpl> rig_service_;
+  std::unique_ptr<PoseServiceImpl> pose_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_SERVER_H_

@@ -1,0 +1,49 @@
+// gRPC service implementations: RigService and PoseService.
+#ifndef SKINNING_SERVER_SERVICES_H_
+#define SKINNING_SERVER_SERVICES_H_
+
+#include <atomic>
+#include <memory>
+
+#include "server/rig_store.h"
+#include "skinning/v1/skinning.grpc.pb.h"
+
+namespace skinning {
+
+class RigServiceImpl final : public v1::RigService::Service {
+ public:
+  explicit RigServiceImpl(RigStore* store) : store_(store) {}
+  grpc::Status RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest*,
+                           v1::RegisterRigResponse*) override;
+  grpc::Status GetRig(grpc::ServerContext*, const v1::GetRigRequest*, v1::GetRigResponse*) override;
+  grpc::Status ListRigs(grpc::ServerContext*, const v1::ListRigsRequest*,
+                        v1::ListRigsResponse*) override;
+  grpc::Status DeleteRig(grpc::ServerContext*, const v1::DeleteRigRequest*,
+                         v1::DeleteRigResponse*) override;
+
+ private:
+  RigStore* store_;
+};
+
+class PoseServiceImpl final : public v1::PoseService::Service {
+ public:
+  // `draining` becomes true when the server starts shutting down: sessions then end with
+  // UNAVAILABLE after the frame in progress, so clients reconnect elsewhere.
+  PoseServiceImpl(RigStore* store, const std::atomic<bool>* draining, int max_clip_frames)
+      : store_(store), draining_(draining), max_clip_frames_(max_clip_frames) {}
+  grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
+  grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*,
+                        v1::PoseClipResponse*) override;
+  grpc::Status PoseSession(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>*) override;
+
+ private:
+  RigStore* store_;
+  const std::atomic<bool>* draining_;
+  const int max_clip_frames_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_SERVICES_H_

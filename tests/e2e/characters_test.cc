@@ -1,0 +1,263 @@
+// Posing real characters from ../shared/data through the real server, checked against
+// independent computations.
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "core/io/dmat.h"
+#include "core/io/gltf.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "server/convert.h"
+#include "tests/support/data.h"
+#include "tests/support/geometry_metrics.h"
+#include "tests/support/gltf_reference.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+namespace ref = ::skinning::testing::gltf_reference;
+using ::skinning::testing::DataPath;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::ServerProcess;
+
+// One server for the whole suite.
+class CharactersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess(MakeTempDir("store"));
+    ClientOptions o;
+    o.target = server_->address();
+    o.deadline = std::chrono::seconds(60);
+    client_ = new Client(o);
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    EXPECT_EQ(server_->Stop(SIGTERM), 0);
+    delete server_;
+  }
+  static ServerProcess* server_;
+  static Client* client_;
+};
+ServerProcess* CharactersTest::server_ = nullptr;
+Client* CharactersTest::client_ = nullptr;
+
+class GltfCharacterTest : public CharactersTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  void SetUp() override {
+    path_ = DataPath(GetParam());
+    SKINNING_REQUIRE_DATA(path_);
+    auto character = ReadGltf(path_);
+    ASSERT_TRUE(character.ok()) << character.status();
+    character_ = *std::move(character);
+    Rig rig;
+    rig.name = GetParam();
+    rig.mesh = character_.mesh;
+    rig.skeleton = character_.skeleton;
+    rig.sparse_weights = character_.weights;
+    auto reg = client_->RegisterRig(RigToProto(rig));
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    rig_id_ = reg->rig_id();
+  }
+
+  // At least five times: the first, middle and last keys and the midpoints after the first and
+  // the middle key, plus one time before the animation (clamped).
+  std::vector<double> TestTimes() {
+    auto keys = ref::AnimationKeyTimes(path_, 0);
+    EXPECT_TRUE(keys.ok()) << keys.status();
+    std::vector<double> times;
+    if (!keys.ok() || keys->keys.empty()) return times;
+    const auto& k = keys->keys;
+    const size_t m = k.size() / 2;
+    times = {k.front(), k[m], k.back(), keys->start - 0.25};
+    if (k.size() > 1) {
+      times.push_back(0.5 * (k[0] + k[1]));
+      times.push_back(0.37 * k[m - (m > 0)] + 0.63 * k[m]);
+      times.push_back(0.5 * (k[k.size() - 2] + k.back()));
+    }
+    return times;
+  }
+
+  std::string path_;
+  GltfCharacter character_;
+  std::string rig_id_;
+};
+
+TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
+  ASSERT_FALSE(character_.animations.empty());
+  const std::vector<double> times = TestTimes();
+  ASSERT_GE(times.size(), 5u);
+  v1::PoseClipRequest req;
+  req.set_rig_id(rig_id_);
+  req.set_method(v1::METHOD_LBS);
+  req.mutable_outputs()->set_vertices(true);
+  for (double t : times) *req.add_frames() = PoseToProto(Pose{SampleAnimation(character_.skeleton, character_.animations[0], t)});
+  auto clip = client_->PoseClip(req);
+  ASSERT_TRUE(clip.ok()) << clip.status();
+  ASSERT_EQ(clip->frames_size(), static_cast<int>(times.size()));
+  for (size_t f = 0; f < times.size(); ++f) {
+    auto expected = ref::SkinAtTime(path_, 0, times[f]);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    const auto& posed = clip->frames(static_cast<int>(f));
+    ASSERT_EQ(posed.vertices_size(), 3 * static_cast<int>(expected->posed.size()));
+    Eigen::Vector3d lo = expected->rest[0], hi = expected->rest[0];
+    for (const auto& p : expected->rest) {
+      lo = lo.cwiseMin(p);
+      hi = hi.cwiseMax(p);
+    }
+    const double diag = (hi - lo).norm();
+    double worst = 0, moved = 0;
+    for (size_t i = 0; i < expected->posed.size(); ++i) {
+      const Eigen::Vector3d got(posed.vertices(3 * i), posed.vertices(3 * i + 1), posed.vertices(3 * i + 2));
+      worst = std::max(worst, (got - expected->posed[i]).norm());
+      moved = std::max(moved, (expected->posed[i] - expected->rest[i]).norm());
+    }
+    EXPECT_LE(worst, 1e-5 * diag) << GetParam() << " at t = " << times[f] << ": worst error " << worst
+                                  << " (bounding-box diagonal " << diag << ")";
+    RecordProperty("max_error_over_diag_t" + std::to_string(f), std::to_string(worst / diag));
+    if (f == 1) EXPECT_GT(moved, 1e-3 * diag) << "the animation should move the mesh at t = " << times[f];
+  }
+}
+
+TEST_P(GltfCharacterTest, BindPoseReproducesTheInputExactly) {
+  v1::PoseRequest req;
+  req.set_rig_id(rig_id_);
+  for (v1::Method method : {v1::METHOD_LBS, v1::METHOD_DQS}) {
+    req.set_method(method);
+    auto posed = client_->Pose(req);
+    ASSERT_TRUE(posed.ok()) << posed.status();
+    auto raw = ref::SkinAtTime(path_, 0, 0.0);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_EQ(posed->vertices_size(), 3 * static_cast<int>(raw->rest.size()));
+    for (size_t i = 0; i < raw->rest.size(); ++i)
+      for (int a = 0; a < 3; ++a)
+        ASSERT_EQ(posed->vertices(3 * i + a), static_cast<float>(raw->rest[i](a))) << "vertex " << i << " method " << method;
+  }
+}
+
+TEST_P(GltfCharacterTest, SingleInfluenceVerticesMoveRigidlyWithTheirJointAndLbsEqualsDqsThere) {
+  ASSERT_FALSE(character_.animations.empty());
+  const std::vector<double> times = TestTimes();
+  const Pose pose{SampleAnimation(character_.skeleton, character_.animations[0], times[1])};
+  v1::PoseRequest req;
+  req.set_rig_id(rig_id_);
+  *req.mutable_pose() = PoseToProto(pose);
+  req.mutable_outputs()->set_vertices(true);
+  req.mutable_outputs()->set_transforms(true);
+  req.set_method(v1::METHOD_LBS);
+  auto lbs = client_->Pose(req);
+  ASSERT_TRUE(lbs.ok()) << lbs.status();
+  req.set_method(v1::METHOD_DQS);
+  auto dqs = client_->Pose(req);
+  ASSERT_TRUE(dqs.ok()) << dqs.status();
+  const double diag = BoundingBoxDiagonal(character_.mesh.V);
+  int single = 0;
+  for (int i = 0; i < character_.weights.rows(); ++i) {
+    int c = 0;
+    for (; c < character_.weights.k(); ++c)
+      if (character_.weights.weights(i, c) >= 1.0f - 1e-6f) break;
+    if (c == character_.weights.k()) continue;
+    ++single;
+    const int j = character_.weights.joints(i, c);
+    Eigen::Matrix<double, 3, 4> T;
+    for (int r = 0; r < 3; ++r)
+      for (int k = 0; k < 4; ++k) T(r, k) = lbs->transforms(12 * j + 4 * r + k);
+    const Eigen::Vector3d rigid = T * character_.mesh.V.row(i).transpose().homogeneous();
+    const Eigen::Vector3d l(lbs->vertices(3 * i), lbs->vertices(3 * i + 1), lbs->vertices(3 * i + 2));
+    const Eigen::Vector3d d(dqs->vertices(3 * i), dqs->vertices(3 * i + 1), dqs->vertices(3 * i + 2));
+    ASSERT_LE((l - rigid).norm(), 1e-5 * diag) << "vertex " << i;
+    ASSERT_LE((d - l).norm(), 1e-5 * diag) << "vertex " << i;
+  }
+  EXPECT_GT(single, 0) << GetParam() << " has no single-influence vertex";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedData, GltfCharacterTest,
+                         ::testing::Values("gltf/SimpleSkin/SimpleSkin.gltf", "gltf/RiggedSimple/RiggedSimple.gltf",
+                                           "gltf/RiggedSimple/RiggedSimple.glb", "gltf/RiggedFigure/RiggedFigure.gltf",
+                                           "gltf/RiggedFigure/RiggedFigure.glb", "gltf/CesiumMan/CesiumMan.glb"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           name = name.substr(name.rfind('/') + 1);
+                           std::replace(name.begin(), name.end(), '.', '_');
+                           return name;
+                         });
+
+// The libigl arm twisted 180° about bone 2's axis: LBS collapses the cross-section at the joint
+// (candy wrapper), DQS keeps it.
+TEST_F(CharactersTest, ArmTwistedAtBoneTwoCollapsesWithLbsButNotDqs) {
+  const std::string obj = DataPath("libigl/arm/arm.obj"), tgf = DataPath("libigl/arm/arm.tgf"),
+                    dmat = DataPath("libigl/arm/arm-weights.dmat");
+  SKINNING_REQUIRE_DATA(obj);
+  SKINNING_REQUIRE_DATA(tgf);
+  SKINNING_REQUIRE_DATA(dmat);
+  auto mesh = ReadObj(obj);
+  auto graph = ReadTgf(tgf);
+  auto W = ReadDmat(dmat);
+  ASSERT_TRUE(mesh.ok() && graph.ok() && W.ok());
+  auto skeleton = SkeletonFromBones(*graph);
+  ASSERT_TRUE(skeleton.ok()) << skeleton.status();
+  Rig rig;
+  rig.name = "arm";
+  rig.mesh = *mesh;
+  rig.skeleton = *skeleton;
+  rig.dense_weights = *W;
+  auto reg = client_->RegisterRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+
+  // Bone 2 runs from C[E(2,0)] to C[E(2,1)]; twist it by π about its own axis (joint frames are
+  // world-aligned, so the local rotation is the world-axis rotation).
+  const Eigen::Vector3d a = graph->C.row(graph->E(2, 0)), b = graph->C.row(graph->E(2, 1));
+  const Eigen::Vector3d axis = (b - a).normalized();
+  Pose pose = RestPose(rig.skeleton);
+  pose.local[2].rotation = Eigen::Quaterniond(Eigen::AngleAxisd(M_PI, axis));
+
+  // The cross-section where bones 1 and 2 share the weight equally: the centroid of the vertices
+  // with |w1 - w2| < 0.1, on bone 2's axis.
+  Eigen::Vector3d centre = Eigen::Vector3d::Zero();
+  int count = 0;
+  for (int i = 0; i < W->rows(); ++i)
+    if (std::abs((*W)(i, 1) - (*W)(i, 2)) < 0.1 && (*W)(i, 1) + (*W)(i, 2) > 0.9) {
+      centre += rig.mesh.V.row(i).transpose();
+      ++count;
+    }
+  ASSERT_GT(count, 10);
+  centre /= count;
+  const double slab = 0.01 * (b - a).norm();
+
+  // Vertices within the slab at rest, followed to their posed positions.
+  std::vector<int> section;
+  std::vector<Eigen::Vector3d> rest;
+  for (int i = 0; i < rig.mesh.V.rows(); ++i)
+    if (std::abs((rig.mesh.V.row(i).transpose() - centre).dot(axis)) <= slab) {
+      section.push_back(i);
+      rest.push_back(rig.mesh.V.row(i));
+    }
+  ASSERT_GT(section.size(), 8u);
+  const double rest_area = testing::SlabCrossSectionArea(rest, centre, axis, 10 * slab);
+  double area[2];
+  for (int m = 0; m < 2; ++m) {
+    v1::PoseRequest req;
+    req.set_rig_id(reg->rig_id());
+    *req.mutable_pose() = PoseToProto(pose);
+    req.set_method(m == 0 ? v1::METHOD_LBS : v1::METHOD_DQS);
+    auto posed = client_->Pose(req);
+    ASSERT_TRUE(posed.ok()) << posed.status();
+    std::vector<Eigen::Vector3d> P;
+    for (int i : section) P.emplace_back(posed->vertices(3 * i), posed->vertices(3 * i + 1), posed->vertices(3 * i + 2));
+    area[m] = testing::SlabCrossSectionArea(P, centre, axis, 10 * slab);
+  }
+  std::printf("arm cross-section at joint 2: rest %.5f, LBS %.5f (%.1f%%), DQS %.5f (%.1f%%)\n", rest_area, area[0],
+              100 * area[0] / rest_area, area[1], 100 * area[1] / rest_area);
+  EXPECT_LT(area[0], 0.2 * rest_area) << "LBS should collapse (candy wrapper)";
+  EXPECT_GT(area[1], 0.8 * rest_area) << "DQS should keep the cross-section";
+}
+
+}  // namespace
+}  // namespace skinning

@@ -1,0 +1,282 @@
+// End-to-end tests of the real skinning-server binary on a loopback port.
+#include <signal.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "server/convert.h"
+#include "tests/support/data.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::BinaryPath;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::skinning::testing::RunCommand;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+ClientOptions Options(const ServerProcess& server, int deadline_ms = 10000) {
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = std::chrono::milliseconds(deadline_ms);
+  return o;
+}
+
+v1::PoseRequest VerticesRequest(const std::string& rig_id, const v1::Pose& pose, v1::Method method) {
+  v1::PoseRequest req;
+  req.set_rig_id(rig_id);
+  *req.mutable_pose() = pose;
+  req.set_method(method);
+  req.mutable_outputs()->set_vertices(true);
+  return req;
+}
+
+// Elbow of the tube bent by `degrees` about z.
+v1::Pose BentPose(const Rig& rig, double degrees) {
+  Pose pose = RestPose(rig.skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
+  return PoseToProto(pose);
+}
+
+TEST(ServerEndToEnd, RegisteringTwiceGivesTheSameId) {
+  ServerProcess server(MakeTempDir("store"));
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  v1::Rig proto = RigToProto(rig);
+  auto first = client.RegisterRig(proto);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->created());
+  EXPECT_THAT(first->rig_id(), ::testing::StartsWith("rig-"));
+  proto.set_name("another label");  // the name is not part of the content address
+  auto second = client.RegisterRig(proto);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->rig_id(), first->rig_id());
+  EXPECT_FALSE(second->created());
+  // A different mesh is a different rig.
+  proto.mutable_mesh()->set_positions(0, proto.mesh().positions(0) + 0.5f);
+  auto third = client.RegisterRig(proto);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_NE(third->rig_id(), first->rig_id());
+  auto list = client.ListRigs();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 2u);
+}
+
+TEST(ServerEndToEnd, PosesTheSameAfterRestartOnTheSameStore) {
+  const std::string store = MakeTempDir("store");
+  const Rig rig = MakeTwoBoneTube();
+  std::string id;
+  v1::PosedFrame before;
+  {
+    ServerProcess server(store);
+    Client client(Options(server));
+    auto reg = client.RegisterRig(RigToProto(rig));
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    id = reg->rig_id();
+    auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::METHOD_DQS));
+    ASSERT_TRUE(posed.ok()) << posed.status();
+    before = *posed;
+    EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
+  }
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto got = client.GetRig(id, true);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->info().vertex_count(), rig.mesh.V.rows());
+  auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::METHOD_DQS));
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  ASSERT_EQ(posed->vertices_size(), before.vertices_size());
+  for (int i = 0; i < posed->vertices_size(); ++i) ASSERT_EQ(posed->vertices(i), before.vertices(i)) << i;
+  // The elbow moved: a bent pose is not the rest pose.
+  EXPECT_GT(std::abs(posed->vertices(3 * (rig.mesh.V.rows() - 1) + 1) - rig.mesh.V(rig.mesh.V.rows() - 1, 1)), 0.1);
+}
+
+TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
+  ServerProcess server(MakeTempDir("store"));
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  auto reg = client.RegisterRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  v1::PoseOutputs outputs;
+  outputs.set_vertices(true);
+  auto session = client.StartPoseSession(reg->rig_id(), v1::METHOD_LBS, outputs);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (int f = 0; f < 20; ++f) {
+    auto frame = (*session)->Step(BentPose(rig, f));
+    ASSERT_TRUE(frame.ok()) << frame.status();
+    ASSERT_EQ(frame->vertices_size(), 3 * rig.mesh.V.rows());
+  }
+  // SIGTERM while the session is open; keep streaming until the server ends the session.
+  std::atomic<int> exit_code{-2};
+  std::thread stopper([&] { exit_code = server.Stop(SIGTERM, 30); });
+  absl::Status ended;
+  for (int f = 0; f < 100000; ++f) {
+    auto frame = (*session)->Step(BentPose(rig, f % 90));
+    if (!frame.ok()) {
+      ended = frame.status();
+      break;
+    }
+  }
+  stopper.join();
+  EXPECT_FALSE(ended.ok()) << "the session should end when the server stops";
+  EXPECT_TRUE(absl::IsUnavailable(ended) || absl::IsCancelled(ended)) << ended;
+  EXPECT_EQ(exit_code.load(), 0) << server.Output();
+  EXPECT_THAT(server.Output(), HasSubstr("stopped"));
+}
+
+// Bad input: the right code, a message naming the field and index, and the server still serves.
+class BadInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(MakeTempDir("store"), std::vector<std::string>{"--max_message_mb=2"});
+    client_ = std::make_unique<Client>(Options(*server_));
+    rig_ = MakeTwoBoneTube();
+    auto reg = client_->RegisterRig(RigToProto(rig_));
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    id_ = reg->rig_id();
+  }
+  void TearDown() override {
+    // Still serving after whatever the test sent.
+    auto posed = client_->Pose(VerticesRequest(id_, BentPose(rig_, 30), v1::METHOD_LBS));
+    EXPECT_TRUE(posed.ok()) << posed.status();
+    EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  }
+  void ExpectRegisterError(const v1::Rig& rig, absl::StatusCode code, const std::string& message) {
+    auto r = client_->RegisterRig(rig);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), code) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(message));
+  }
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Client> client_;
+  Rig rig_;
+  std::string id_;
+};
+
+TEST_F(BadInputTest, RejectsNanAndInfiniteCoordinates) {
+  v1::Rig proto = RigToProto(rig_);
+  proto.mutable_mesh()->set_positions(3 * 5 + 1, std::nanf(""));
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "rig.mesh.vertices[5].y is NaN");
+  proto = RigToProto(rig_);
+  proto.mutable_mesh()->set_positions(3 * 7 + 2, INFINITY);
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "rig.mesh.vertices[7].z is infinite");
+}
+
+TEST_F(BadInputTest, RejectsOutOfRangeFaceIndex) {
+  v1::Rig proto = RigToProto(rig_);
+  proto.mutable_mesh()->set_triangles(3 * 4 + 2, 100000);
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "rig.mesh.triangles[4][2] = 100000 is out of range");
+}
+
+TEST_F(BadInputTest, RejectsParentCycleAndSelfParent) {
+  v1::Rig proto = RigToProto(rig_);
+  proto.mutable_skeleton()->mutable_joints(1)->set_parent(1);
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "joints[1]: parent 1 is itself");
+  proto = RigToProto(rig_);
+  proto.mutable_skeleton()->mutable_joints(0)->set_parent(1);  // 0 → 1 → 0
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "cycle");
+  proto = RigToProto(rig_);
+  proto.mutable_skeleton()->mutable_joints(1)->set_parent(7);
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "joints[1]: parent 7 is out of range");
+}
+
+TEST_F(BadInputTest, RejectsNegativeWeightsAndRowsThatDoNotSumToOne) {
+  v1::Rig proto = RigToProto(rig_);
+  auto* w = proto.mutable_weights()->mutable_sparse();
+  w->set_weights(2 * 3 + 0, -0.5f);
+  w->set_weights(2 * 3 + 1, 1.5f);
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "rig.weights[3][0]: weight -0.5 is negative");
+  proto = RigToProto(rig_);
+  proto.mutable_weights()->mutable_sparse()->set_weights(2 * 9 + 0, 0.25f);
+  proto.mutable_weights()->mutable_sparse()->set_weights(2 * 9 + 1, 0.25f);
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "rig.weights[9]: row sums to 0.5, not 1");
+}
+
+TEST_F(BadInputTest, RejectsEmptyMesh) {
+  v1::Rig proto = RigToProto(rig_);
+  proto.mutable_mesh()->Clear();
+  proto.clear_weights();
+  ExpectRegisterError(proto, absl::StatusCode::kInvalidArgument, "rig.mesh has no vertices");
+}
+
+TEST_F(BadInputTest, RejectsUnknownAndMalformedRigIds) {
+  auto posed = client_->Pose(VerticesRequest("rig-00000000000000000000000000000000", v1::Pose(), v1::METHOD_LBS));
+  ASSERT_FALSE(posed.ok());
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kNotFound) << posed.status();
+  EXPECT_THAT(std::string(posed.status().message()), HasSubstr("rig-00000000000000000000000000000000"));
+  auto got = client_->GetRig("../../etc/passwd");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
+}
+
+TEST_F(BadInputTest, RejectsRequestOverTheSizeLimit) {
+  const Rig big = MakeTwoBoneTube(400, 400);  // 160k vertices: about 3 MB of floats
+  auto r = client_->RegisterRig(RigToProto(big));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+}
+
+TEST_F(BadInputTest, RejectsPoseWithTheWrongJointCount) {
+  v1::Pose pose = BentPose(rig_, 10);
+  *pose.add_joints() = pose.joints(0);
+  auto posed = client_->Pose(VerticesRequest(id_, pose, v1::METHOD_LBS));
+  ASSERT_FALSE(posed.ok());
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(posed.status().message()), HasSubstr("pose.joints has 3 entries, the rig's skeleton has 2"));
+  v1::Pose bad = BentPose(rig_, 10);
+  bad.mutable_joints(1)->set_rotation(0, NAN);
+  posed = client_->Pose(VerticesRequest(id_, bad, v1::METHOD_LBS));
+  ASSERT_FALSE(posed.ok());
+  EXPECT_THAT(std::string(posed.status().message()), HasSubstr("pose.joints[1].rotation"));
+}
+
+TEST_F(BadInputTest, PosingARigWithoutWeightsIsAFailedPrecondition) {
+  v1::Rig proto = RigToProto(rig_);
+  proto.clear_weights();
+  auto reg = client_->RegisterRig(proto);
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto posed = client_->Pose(VerticesRequest(reg->rig_id(), v1::Pose(), v1::METHOD_LBS));
+  ASSERT_FALSE(posed.ok());
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(posed.status().message()), HasSubstr("no skinning weights"));
+}
+
+TEST(SkinctlEndToEnd, RejectsTruncatedAndCorruptGltfFiles) {
+  const std::string source = ::skinning::testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(source);
+  ServerProcess server(MakeTempDir("store"));
+  std::ifstream in(source, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string dir = MakeTempDir("gltf");
+  const std::string truncated = dir + "/truncated.glb", corrupt = dir + "/corrupt.glb";
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::string flipped = bytes;
+  for (size_t i = 40; i < 200 && i < flipped.size(); i += 7) flipped[i] = '}';
+  std::ofstream(corrupt, std::ios::binary) << flipped;
+  for (const std::string& file : {truncated, corrupt}) {
+    auto result = RunCommand({BinaryPath("client/skinctl"), "--server=" + server.address(), "register",
+                              "--gltf=" + file});
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("INVALID_ARGUMENT")) << file;
+    EXPECT_THAT(result.output, HasSubstr(file));
+  }
+  // The server never saw a rig and is still fine.
+  Client client(Options(server));
+  auto list = client.ListRigs();
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_TRUE(list->empty());
+}
+
+}  // namespace
+}  // namespace skinning

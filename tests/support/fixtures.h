@@ -1,0 +1,17 @@
+// Small characters generated in code.
+#ifndef SKINNING_TESTS_SUPPORT_FIXTURES_H_
+#define SKINNING_TESTS_SUPPORT_FIXTURES_H_
+
+#include "core/rig/rig.h"
+
+namespace skinning::testing {
+
+// A capped tube along +x from 0 to `length`, `rings` rings of `segments` vertices, radius
+// `radius`; two joints: joint 0 at the origin (root), joint 1 at x = length/2 (its child).
+// Weights blend linearly from joint 0 to joint 1 over the middle fifth of the length; vertices
+// outside it have a single influence. Sparse, k = 2. Normals included.
+Rig MakeTwoBoneTube(int rings = 21, int segments = 16, double length = 2.0, double radius = 0.25);
+
+}  // namespace skinning::testing
+
+#endif  // SKINNING_TESTS_SUPPORT_FIXTURES_H_

@@ -1,0 +1,148 @@
+#include "tests/support/server_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace skinning::testing {
+namespace {
+
+std::vector<char*> Argv(std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return argv;
+}
+
+int DecodeStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string BinaryPath(const std::string& relative) {
+  const char* env = std::getenv("SKINNING_BINARY_DIR");
+  const std::string dir = env && *env ? env : SKINNING_BINARY_DIR;
+  return dir + "/" + relative;
+}
+
+std::string MakeTempDir(const std::string& prefix) {
+  static std::mt19937_64 rng(std::random_device{}());
+  const auto base = std::filesystem::temp_directory_path();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto dir = base / (prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(rng() % 1000000000));
+    if (std::filesystem::create_directories(dir)) return dir.string();
+  }
+  throw std::runtime_error("cannot create a temporary directory");
+}
+
+ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  std::vector<std::string> args = {BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
+                                   "--store_dir=" + store_dir, "--drain_seconds=5"};
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    std::vector<char*> argv = Argv(args);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  stdout_fd_ = fds[0];
+  // Read until the "listening on port N" line (at most 30 s).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (port_ == 0 && std::chrono::steady_clock::now() < until) {
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(stdout_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    output_.append(buf, n);
+    const auto at = output_.find("listening on port ");
+    if (at != std::string::npos) port_ = std::atoi(output_.c_str() + at + 18);
+  }
+  if (port_ == 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    throw std::runtime_error("skinning-server did not start; output: " + output_);
+  }
+}
+
+std::string ServerProcess::Output() {
+  if (stdout_fd_ >= 0) {
+    char buf[4096];
+    int flags = fcntl(stdout_fd_, F_GETFL);
+    fcntl(stdout_fd_, F_SETFL, flags | O_NONBLOCK);
+    ssize_t n;
+    while ((n = read(stdout_fd_, buf, sizeof buf)) > 0) output_.append(buf, n);
+    fcntl(stdout_fd_, F_SETFL, flags);
+  }
+  return output_;
+}
+
+int ServerProcess::Stop(int signal, double timeout_s) {
+  if (pid_ < 0) return -1;
+  kill(pid_, signal);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      Output();
+      return DecodeStatus(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+CommandResult RunCommand(const std::vector<std::string>& command) {
+  CommandResult result;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return result;
+  std::vector<std::string> args = command;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    std::vector<char*> argv = Argv(args);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) result.output.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = DecodeStatus(status);
+  return result;
+}
+
+}  // namespace skinning::testing

@@ -1,0 +1,51 @@
+// Runs the real skinning-server binary on a loopback port for end-to-end tests.
+#ifndef SKINNING_TESTS_SUPPORT_SERVER_PROCESS_H_
+#define SKINNING_TESTS_SUPPORT_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace skinning::testing {
+
+// Path of a binary built by this project, e.g. BinaryPath("server/skinning-server").
+std::string BinaryPath(const std::string& relative);
+
+// A fresh empty directory under the test's temporary directory.
+std::string MakeTempDir(const std::string& prefix);
+
+class ServerProcess {
+ public:
+  // Starts skinning-server on 127.0.0.1 with a free port (it prints the port; we read it) and
+  // the given store directory and extra flags. Aborts the test binary if it does not come up.
+  ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags = {});
+  ~ServerProcess();  // SIGKILL if still running
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Sends `signal` and waits for the process; returns its exit status (WEXITSTATUS, or 128 +
+  // signal number when killed by a signal), or -1 if it did not exit within `timeout_s`.
+  int Stop(int signal, double timeout_s = 30);
+  // Everything the server printed on stdout so far (after Stop: all of it).
+  std::string Output();
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int stdout_fd_ = -1;
+  std::string output_;
+};
+
+// Runs a command, returns {exit status, stdout+stderr}.
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+CommandResult RunCommand(const std::vector<std::string>& argv);
+
+}  // namespace skinning::testing
+
+#endif  // SKINNING_TESTS_SUPPORT_SERVER_PROCESS_H_
