@@ -1,0 +1,47 @@
+// An independent glTF 2.0 skinning reference for tests.
+//
+// Computes skinned vertex positions straight from a file's raw accessors following the glTF 2.0
+// specification (animation sampling, node hierarchy, joint matrices, linear blend skinning).
+// It deliberately shares no code with core/ (only tinygltf for JSON/buffer parsing, Eigen in
+// double precision and the standard library), so acceptance tests can compare the service's
+// output against it.
+#ifndef SKINNING_TESTS_SUPPORT_GLTF_REFERENCE_H_
+#define SKINNING_TESTS_SUPPORT_GLTF_REFERENCE_H_
+
+#include <Eigen/Core>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace skinning::testing::gltf_reference {
+
+struct SkinnedPositions {
+  // Raw POSITION values of the skinned primitives, in the contract's order: every triangle
+  // primitive (mode 4, 5 or 6) of every node whose skin is 0, in increasing node index, then
+  // primitive order, vertices concatenated.
+  std::vector<Eigen::Vector3d> rest;
+  // The same vertices posed by linear blend skinning with skins[0] at the sampled time.
+  std::vector<Eigen::Vector3d> posed;
+};
+
+struct KeyTimes {
+  double start = 0.0;        // smallest input time over the animation's channels
+  double end = 0.0;          // largest input time over the animation's channels
+  std::vector<double> keys;  // every distinct input time, sorted ascending
+};
+
+// All distinct key times of animations[animation] (inputs of the samplers its channels use).
+absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animation);
+
+// Loads `path` (.glb if the file starts with the magic "glTF", otherwise .gltf JSON), samples
+// animations[animation] at time t (seconds; each channel clamps t to its own key range) and
+// skins every skinned vertex with skins[0]. animation < 0 means "no animation": every node keeps
+// its own transform (the rest pose of the file). The mesh node's transform is ignored, as the
+// spec requires for skinned meshes. Errors (missing skin, bad accessors, out-of-range joint
+// indices, zero weight sums, ...) are returned as a Status, never a crash.
+absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t);
+
+}  // namespace skinning::testing::gltf_reference
+
+#endif  // SKINNING_TESTS_SUPPORT_GLTF_REFERENCE_H_
