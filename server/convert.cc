@@ -33,6 +33,9 @@ absl::Status TransformLengths(const v1::Transform& t, const std::string& where) 
   return absl::OkStatus();
 }
 
+// Canonical float for hashing: the value as float32, with −0 folded into +0.
+inline float Canon(double x) { return static_cast<float>(x) + 0.0f; }
+
 }  // namespace
 
 Transform TransformFromProto(const v1::Transform& p) {
@@ -47,10 +50,10 @@ void TransformToProto(const Transform& t, v1::Transform* p) {
   p->clear_translation();
   p->clear_rotation();
   p->clear_scale();
-  for (int a = 0; a < 3; ++a) p->add_translation(static_cast<float>(t.translation(a)));
+  for (int a = 0; a < 3; ++a) p->add_translation(Canon(t.translation(a)));
   const Eigen::Vector4d q = t.rotation.coeffs();  // x, y, z, w
-  for (int a = 0; a < 4; ++a) p->add_rotation(static_cast<float>(q(a)));
-  for (int a = 0; a < 3; ++a) p->add_scale(static_cast<float>(t.scale(a)));
+  for (int a = 0; a < 4; ++a) p->add_rotation(Canon(q(a)));
+  for (int a = 0; a < 3; ++a) p->add_scale(Canon(t.scale(a)));
 }
 
 absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) {
@@ -119,7 +122,7 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
         for (int r = 0; r < 3; ++r)
           for (int c = 0; c < 4; ++c) ib.matrix()(r, c) = pj.inverse_bind(4 * r + c);
       } else {
-        ib = world[j].inverse();
+        ib = world[j].inverse(Eigen::Affine);
       }
     }
   }
@@ -173,29 +176,29 @@ v1::Rig RigToProto(const Rig& rig) {
   v1::Mesh* m = p.mutable_mesh();
   const int nv = static_cast<int>(rig.mesh.V.rows());
   m->mutable_positions()->Reserve(3 * nv);
-  for (int i = 0; i < 3 * nv; ++i) m->add_positions(static_cast<float>(rig.mesh.V.data()[i]));
+  for (int i = 0; i < 3 * nv; ++i) m->add_positions(Canon(rig.mesh.V.data()[i]));
   for (int i = 0; i < rig.mesh.F.size(); ++i) m->add_triangles(static_cast<uint32_t>(rig.mesh.F.data()[i]));
-  for (int i = 0; i < rig.mesh.N.size(); ++i) m->add_normals(static_cast<float>(rig.mesh.N.data()[i]));
+  for (int i = 0; i < rig.mesh.N.size(); ++i) m->add_normals(Canon(rig.mesh.N.data()[i]));
   for (const Joint& j : rig.skeleton.joints) {
     v1::Joint* pj = p.mutable_skeleton()->add_joints();
     pj->set_name(j.name);
     pj->set_parent(j.parent);
     TransformToProto(j.rest, pj->mutable_rest());
     for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 4; ++c) pj->add_inverse_bind(static_cast<float>(j.inverse_bind.matrix()(r, c)));
+      for (int c = 0; c < 4; ++c) pj->add_inverse_bind(Canon(j.inverse_bind.matrix()(r, c)));
   }
   if (rig.sparse_weights) {
     const SparseWeights& W = *rig.sparse_weights;
     v1::SparseWeights* s = p.mutable_weights()->mutable_sparse();
     s->set_influences_per_vertex(W.k());
     for (int i = 0; i < W.joints.size(); ++i) s->add_joints(static_cast<uint32_t>(W.joints.data()[i]));
-    for (int i = 0; i < W.weights.size(); ++i) s->add_weights(W.weights.data()[i]);
+    for (int i = 0; i < W.weights.size(); ++i) s->add_weights(Canon(W.weights.data()[i]));
   } else if (rig.dense_weights) {
     const Eigen::MatrixXd& D = *rig.dense_weights;
     v1::DenseWeights* d = p.mutable_weights()->mutable_dense();
     d->set_num_joints(static_cast<uint32_t>(D.cols()));
     for (int i = 0; i < D.rows(); ++i)
-      for (int j = 0; j < D.cols(); ++j) d->add_values(D(i, j));
+      for (int j = 0; j < D.cols(); ++j) d->add_values(D(i, j) + 0.0);  // −0 → +0
   }
   return p;
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The main job: install, build, start the server on its embedded store, register the bundled
+# CesiumMan through skinctl, pose its walk at several times with LBS and DQS, write the posed
+# meshes (glTF and OBJ) to ./out, and stop the server. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh skinning-server skinctl
+
+OUT=${OUT:-out}
+STORE="$OUT/store"
+mkdir -p "$OUT"
+LOG="$OUT/server.log"
+./build/server/skinning-server --address=127.0.0.1:0 --store_dir="$STORE" >"$LOG" 2>&1 &
+SERVER_PID=$!
+trap 'kill -TERM $SERVER_PID 2>/dev/null || true' EXIT
+PORT=""
+for _ in $(seq 1 100); do
+  PORT=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$LOG")
+  [ -n "$PORT" ] && break
+  kill -0 $SERVER_PID 2>/dev/null || { cat "$LOG"; exit 1; }
+  sleep 0.1
+done
+[ -n "$PORT" ] || { echo "server did not start"; cat "$LOG"; exit 1; }
+echo "server pid $SERVER_PID on 127.0.0.1:$PORT, store $STORE"
+
+SKINCTL="./build/client/skinctl --server=127.0.0.1:$PORT"
+RIG=$($SKINCTL register --gltf=samples/CesiumMan/CesiumMan.glb --name=CesiumMan)
+echo "rig id: $RIG"
+$SKINCTL list
+$SKINCTL pose --rig="$RIG" --gltf=samples/CesiumMan/CesiumMan.glb --times=0,0.25,0.5,1.0,1.5 \
+  --method=lbs,dqs --format=glb,obj --out="$OUT/posed"
+
+kill -TERM $SERVER_PID
+wait $SERVER_PID
+trap - EXIT
+echo "server stopped cleanly; posed meshes are in $OUT/posed"

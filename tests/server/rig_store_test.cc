@@ -1,0 +1,169 @@
+#include "server/rig_store.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/convert.h"
+#include "skinning/v1/store.pb.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::testing::HasSubstr;
+
+std::unique_ptr<RigStore> OpenStore(const std::string& dir, size_t cache = 1 << 30) {
+  auto blobs = OpenFilesystemBlobStore(dir);
+  EXPECT_TRUE(blobs.ok()) << blobs.status();
+  return std::make_unique<RigStore>(*std::move(blobs), cache);
+}
+
+TEST(Convert, RigRoundTripIsCanonical) {
+  const v1::Rig p = RigToProto(MakeTwoBoneTube());
+  auto rig = RigFromProto(p);
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  const v1::Rig again = RigToProto(*rig);
+  EXPECT_EQ(again.SerializeAsString(), p.SerializeAsString());
+  EXPECT_EQ(RigId(again), RigId(p));
+}
+
+TEST(Convert, ImplicitAndExplicitDefaultsGiveTheSameId) {
+  v1::Rig explicit_rig = RigToProto(MakeTwoBoneTube());
+  v1::Rig implicit_rig = explicit_rig;
+  for (auto& joint : *implicit_rig.mutable_skeleton()->mutable_joints()) {
+    joint.mutable_rest()->clear_scale();     // (1, 1, 1)
+    joint.clear_inverse_bind();              // inverse of the rest world transform
+  }
+  auto a = RigFromProto(explicit_rig), b = RigFromProto(implicit_rig);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(RigId(RigToProto(*a)), RigId(RigToProto(*b)));
+}
+
+TEST(Convert, MessagesNameTheFieldAndIndex) {
+  v1::Rig p = RigToProto(MakeTwoBoneTube());
+  p.mutable_mesh()->mutable_positions()->RemoveLast();
+  EXPECT_THAT(std::string(RigFromProto(p).status().message()), HasSubstr("rig.mesh.positions has"));
+  p = RigToProto(MakeTwoBoneTube());
+  p.mutable_weights()->mutable_sparse()->set_joints(7, 5);
+  EXPECT_THAT(std::string(RigFromProto(p).status().message()),
+              HasSubstr("rig.weights.sparse.joints[7] (vertex 3) = 5 is out of range (2 joints)"));
+  p = RigToProto(MakeTwoBoneTube());
+  p.mutable_skeleton()->mutable_joints(1)->mutable_rest()->add_rotation(1.f);
+  EXPECT_THAT(std::string(RigFromProto(p).status().message()),
+              HasSubstr("rig.skeleton.joints[1].rest.rotation has 5 values"));
+}
+
+TEST(Convert, RigOverTheVertexLimitIsResourceExhausted) {
+  RigLimits limits;
+  limits.max_vertices = 100;
+  auto r = RigFromProto(RigToProto(MakeTwoBoneTube()), limits);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("exceed the server limit of 100"));
+}
+
+TEST(RigStore, StoresAtomicallyWithAFormatVersionAndSurvivesReopening) {
+  const std::string dir = MakeTempDir("store");
+  std::string id;
+  {
+    auto store = OpenStore(dir);
+    auto r = store->Register(RigToProto(MakeTwoBoneTube()));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->created);
+    id = r->rig_id;
+  }
+  // Exactly the artifact and its summary; no temporary files left behind.
+  std::vector<std::string> files;
+  for (auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(std::filesystem::relative(e.path(), dir).string());
+  std::sort(files.begin(), files.end());
+  EXPECT_THAT(files, ::testing::ElementsAre("rigs/" + id + ".info", "rigs/" + id + ".pb"));
+  std::ifstream in(dir + "/rigs/" + id + ".pb", std::ios::binary);
+  v1::StoredRig stored;
+  ASSERT_TRUE(stored.ParseFromIstream(&in));
+  EXPECT_EQ(stored.format_version(), kRigFormatVersion);
+  EXPECT_EQ(stored.rig_id(), id);
+
+  auto store = OpenStore(dir);
+  auto again = store->Register(RigToProto(MakeTwoBoneTube()));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->created);
+  auto loaded = store->Get(id);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*loaded)->rig.mesh.V.rows(), MakeTwoBoneTube().mesh.V.rows());
+}
+
+TEST(RigStore, RefusesCorruptOrForeignVersionArtifactsWithDataLoss) {
+  const std::string dir = MakeTempDir("store");
+  std::string id;
+  {
+    auto store = OpenStore(dir);
+    id = store->Register(RigToProto(MakeTwoBoneTube()))->rig_id;
+  }
+  const std::string path = dir + "/rigs/" + id + ".pb";
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  auto loaded = OpenStore(dir)->Get(id);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
+
+  v1::StoredRig stored;
+  ASSERT_TRUE(stored.ParseFromString(bytes));
+  stored.set_format_version(kRigFormatVersion + 1);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << stored.SerializeAsString();
+  loaded = OpenStore(dir)->Get(id);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("format version"));
+
+  // An artifact whose content does not match its address is refused too.
+  stored.set_format_version(kRigFormatVersion);
+  stored.mutable_rig()->mutable_mesh()->set_positions(0, 42.f);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << stored.SerializeAsString();
+  loaded = OpenStore(dir)->Get(id);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("content address"));
+}
+
+TEST(RigStore, CacheStaysUnderItsByteCapAndEvictsLeastRecentlyUsed) {
+  const std::string dir = MakeTempDir("store");
+  const Rig base = MakeTwoBoneTube();
+  auto probe = PrepareRig("x", base, {});
+  const size_t one = probe->bytes;
+  auto store = OpenStore(dir, 3 * one + one / 2);  // room for three
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) {
+    v1::Rig p = RigToProto(base);
+    p.mutable_mesh()->set_positions(0, static_cast<float>(i));
+    ids.push_back(store->Register(p)->rig_id);
+    EXPECT_LE(store->stats().cached_bytes, 3 * one + one / 2);
+  }
+  EXPECT_EQ(store->stats().cached_rigs, 3u);
+  EXPECT_EQ(store->stats().evictions, 3u);
+  // Evicted rigs still load from the store (a miss), recent ones are hits.
+  const auto before = store->stats();
+  ASSERT_TRUE(store->Get(ids[5]).ok());
+  ASSERT_TRUE(store->Get(ids[0]).ok());
+  EXPECT_EQ(store->stats().hits, before.hits + 1);
+  EXPECT_EQ(store->stats().misses, before.misses + 1);
+}
+
+TEST(RigStore, DeleteRemovesTheRigAndMalformedIdsAreRejected) {
+  auto store = OpenStore(MakeTempDir("store"));
+  const std::string id = store->Register(RigToProto(MakeTwoBoneTube()))->rig_id;
+  ASSERT_TRUE(*store->Delete(id));
+  EXPECT_EQ(store->Get(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(*store->Delete(id));
+  EXPECT_EQ(store->Get("rig-../../x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->List()->empty());
+}
+
+}  // namespace
+}  // namespace skinning
