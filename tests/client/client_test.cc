@@ -1,0 +1,107 @@
+// The client library against the real server binary.
+#include "client/client.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include "server/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::ServerProcess;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(Client, RetriesUnavailableUntilTheServerComesUp) {
+  const int port = FreePort();
+  ClientOptions o;
+  o.target = "127.0.0.1:" + std::to_string(port);
+  o.deadline = std::chrono::seconds(20);
+  o.max_attempts = 50;
+  o.initial_backoff = std::chrono::milliseconds(50);
+  o.max_backoff = std::chrono::milliseconds(300);
+  Client client(o);
+  auto call = std::async(std::launch::async, [&] { return client.RegisterRig(RigToProto(testing::MakeTwoBoneTube())); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "nothing listens yet";
+  ServerProcess server(MakeTempDir("store"), {"--address=127.0.0.1:" + std::to_string(port)});
+  auto result = call.get();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->created());
+}
+
+TEST(Client, GivesUpAtTheDeadlineWhenNoServerAnswers) {
+  ClientOptions o;
+  o.target = "127.0.0.1:" + std::to_string(FreePort());
+  o.deadline = std::chrono::milliseconds(600);
+  o.max_attempts = 100;
+  Client client(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = client.ListRigs();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(absl::IsUnavailable(result.status()) || absl::IsDeadlineExceeded(result.status())) << result.status();
+  EXPECT_LT(seconds, 5.0);
+}
+
+TEST(Client, DoesNotRetryInvalidArgument) {
+  ServerProcess server(MakeTempDir("store"));
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  v1::Rig rig = RigToProto(testing::MakeTwoBoneTube());
+  rig.mutable_mesh()->set_triangles(0, 99999);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = client.RegisterRig(rig);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+}
+
+// grpc.health.v1.Health/Check answers SERVING (status = 1) for the server, checked with a
+// generic call and the message encoded by hand (the health protos are not installed as C++).
+TEST(Server, HealthServiceReportsServing) {
+  ServerProcess server(MakeTempDir("store"));
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice empty("", 0);
+  grpc::ByteBuffer request(&empty, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status status = done.get_future().get();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  // HealthCheckResponse { ServingStatus status = 1; }: tag 0x08, value 1 (SERVING).
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+}
+
+}  // namespace
+}  // namespace skinning
