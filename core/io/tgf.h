@@ -30,7 +30,7 @@ absl::Status WriteTgf(const std::string& path, const TgfGraph& graph);
 // origin for roots); inverse_bind translates by -C[E(j,0)]. Names are "bone<j>".
 // A local rotation q at joint j then rotates the bone about its tail, exactly as libigl's
 // forward_kinematics with relative rotations dQ. Fails on a zero-length bone, an edge index out
-// of range, or a point that is the child of two bones.
+// of range, a point that is the child of two bones, a cycle of bones, or an empty graph.
 absl::StatusOr<Skeleton> SkeletonFromBones(const TgfGraph& graph);
 
 }  // namespace skinning
