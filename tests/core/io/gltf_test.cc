@@ -1,0 +1,926 @@
+#include "core/io/gltf.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <tiny_gltf.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/rig/pose.h"
+#include "tests/support/data.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::DataPath;
+using ::testing::HasSubstr;
+
+constexpr double kPi = 3.14159265358979323846;
+
+// ---------------------------------------------------------------------------------------------
+// Test utilities.
+
+// A fresh directory for one test's files.
+std::string TempDir() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrFormat("gltf_test_%d_%s_%s", getpid(), info->test_suite_name(), info->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::vector<unsigned char> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+}
+
+void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// RFC 4648 base64 with padding.
+std::string Base64(const std::string& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v =
+        (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out.push_back(kAlphabet[(v >> s) & 63]);
+  }
+  if (i + 1 == bytes.size()) {
+    const uint32_t v = uint8_t(bytes[i]) << 16;
+    out += {kAlphabet[(v >> 18) & 63], kAlphabet[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
+    out += {kAlphabet[(v >> 18) & 63], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+// A minimal skinned glTF written by hand: one joint node ("bone", node 0), a mesh node (node 1)
+// with skin 0, one animation channel on the bone. Accessor indices are fixed: 0 POSITION,
+// 1 JOINTS_0, 2 WEIGHTS_0, 3 animation input, 4 animation output, 5 indices (when given).
+// Buffer views are one per accessor in the same order.
+struct HandMade {
+  std::vector<float> positions = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  std::vector<uint16_t> joints = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<float> weights = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};
+  std::vector<uint16_t> indices;  // empty: a non-indexed primitive
+  int mode = 4;
+  std::string path = "translation";
+  std::string interpolation = "LINEAR";
+  std::vector<float> times = {0, 1};
+  std::vector<float> values = {0, 0, 0, 1, 1, 1};
+  std::string bone_transform;  // extra JSON members of the bone node, e.g. "\"scale\":[1,2,3]"
+  int position_count = -1;     // accessor count override (-1: from the data)
+  int output_count = -1;
+  int view0_length_extra = 0;  // added to bufferViews[0].byteLength
+};
+
+std::string WriteHandMade(const HandMade& h, const std::string& file) {
+  std::string buffer;
+  std::vector<std::string> views, accessors;
+  auto add = [&](const void* data, size_t bytes, int component_type, const char* type, size_t count,
+                 int extra_length) {
+    while (buffer.size() % 4) buffer.push_back('\0');
+    views.push_back(absl::StrFormat(R"({"buffer":0,"byteOffset":%d,"byteLength":%d})",
+                                    buffer.size(), bytes + extra_length));
+    buffer.append(static_cast<const char*>(data), bytes);
+    accessors.push_back(absl::StrFormat(R"({"bufferView":%d,"componentType":%d,"count":%d,)"
+                                        R"("type":"%s"})",
+                                        views.size() - 1, component_type, count, type));
+  };
+  const size_t nv = h.positions.size() / 3;
+  add(h.positions.data(), h.positions.size() * 4, 5126, "VEC3",
+      h.position_count >= 0 ? h.position_count : nv, h.view0_length_extra);
+  add(h.joints.data(), h.joints.size() * 2, 5123, "VEC4", h.joints.size() / 4, 0);
+  add(h.weights.data(), h.weights.size() * 4, 5126, "VEC4", h.weights.size() / 4, 0);
+  add(h.times.data(), h.times.size() * 4, 5126, "SCALAR", h.times.size(), 0);
+  const int width = h.path == "rotation" ? 4 : 3;
+  add(h.values.data(), h.values.size() * 4, 5126, width == 4 ? "VEC4" : "VEC3",
+      h.output_count >= 0 ? h.output_count : h.values.size() / width, 0);
+  std::string indices_member;
+  if (!h.indices.empty()) {
+    add(h.indices.data(), h.indices.size() * 2, 5123, "SCALAR", h.indices.size(), 0);
+    indices_member = ",\"indices\":5";
+  }
+  while (buffer.size() % 4) buffer.push_back('\0');
+  const std::string json = absl::StrFormat(
+      R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0,1]}],)"
+      R"("nodes":[{"name":"bone"%s},{"mesh":0,"skin":0}],)"
+      R"("meshes":[{"name":"handmade","primitives":[{"attributes":{"POSITION":0,"JOINTS_0":1,)"
+      R"("WEIGHTS_0":2}%s,"mode":%d}]}],)"
+      R"("skins":[{"joints":[0]}],)"
+      R"("animations":[{"channels":[{"sampler":0,"target":{"node":0,"path":"%s"}}],)"
+      R"("samplers":[{"input":3,"output":4,"interpolation":"%s"}]}],)"
+      R"("buffers":[{"byteLength":%d,"uri":"data:application/octet-stream;base64,%s"}],)"
+      R"("bufferViews":[%s],"accessors":[%s]})",
+      h.bone_transform.empty() ? "" : "," + h.bone_transform, indices_member, h.mode, h.path,
+      h.interpolation, buffer.size(), Base64(buffer), absl::StrJoin(views, ","),
+      absl::StrJoin(accessors, ","));
+  WriteText(file, json);
+  return file;
+}
+
+// Rotation angle between two unit quaternions (radians, in [0, pi]); sign-insensitive.
+double AngleBetween(const Eigen::Quaterniond& a, const Eigen::Quaterniond& b) {
+  return 2 * std::acos(std::min(1.0, std::abs(a.normalized().dot(b.normalized()))));
+}
+
+Eigen::Quaterniond AboutZ(double degrees) {
+  return Eigen::Quaterniond(Eigen::AngleAxisd(degrees * kPi / 180, Eigen::Vector3d::UnitZ()));
+}
+
+void ExpectRowsSumToOne(const SparseWeights& W) {
+  ASSERT_GT(W.rows(), 0);
+  for (int i = 0; i < W.rows(); ++i) {
+    double sum = 0;
+    for (int c = 0; c < W.k(); ++c) {
+      EXPECT_GE(W.weights(i, c), 0.f);
+      sum += W.weights(i, c);
+    }
+    ASSERT_NEAR(sum, 1.0, 1e-6) << "row " << i;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared sample characters (counts from /work/shared/data/README.md and the files' JSON).
+
+TEST(GltfReadTest, ReadsSimpleSkin) {
+  const std::string path = DataPath("gltf/SimpleSkin/SimpleSkin.gltf");
+  SKINNING_REQUIRE_DATA(path);
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mesh.V.rows(), 10);
+  EXPECT_EQ(c->mesh.F.rows(), 8);
+  EXPECT_EQ(c->mesh.N.rows(), 0);  // SimpleSkin has no normals
+  EXPECT_EQ(c->num_skin_joints, 2);
+  ASSERT_EQ(c->skeleton.size(), 2);  // node 1 is the root joint, node 2 its child
+  EXPECT_EQ(c->node_of_joint, (std::vector<int>{1, 2}));
+  EXPECT_EQ(c->skeleton.joints[0].parent, -1);
+  EXPECT_EQ(c->skeleton.joints[1].parent, 0);
+  EXPECT_EQ(c->skeleton.joints[0].name, "node1");
+  EXPECT_TRUE(c->skeleton.joints[1].rest.translation.isApprox(Eigen::Vector3d(0, 1, 0)));
+  // Inverse bind matrices of the tutorial: identity and a translation by (0, -1, 0).
+  EXPECT_TRUE(c->skeleton.joints[0].inverse_bind.matrix().isApprox(Eigen::Matrix4d::Identity()));
+  Eigen::Matrix4d ib1 = Eigen::Matrix4d::Identity();
+  ib1(1, 3) = -1;
+  EXPECT_TRUE(c->skeleton.joints[1].inverse_bind.matrix().isApprox(ib1))
+      << c->skeleton.joints[1].inverse_bind.matrix();
+  // Bounds from the POSITION accessor's min/max in the JSON.
+  EXPECT_TRUE(c->mesh.V.colwise().minCoeff().isApprox(Eigen::RowVector3d(-0.5, 0, 0)));
+  EXPECT_TRUE(c->mesh.V.colwise().maxCoeff().isApprox(Eigen::RowVector3d(0.5, 2, 0)));
+  EXPECT_EQ(c->weights.k(), 4);
+  ExpectRowsSumToOne(c->weights);
+  ASSERT_EQ(c->animations.size(), 1u);
+  const Animation& a = c->animations[0];
+  ASSERT_EQ(a.channels.size(), 1u);
+  EXPECT_EQ(a.channels[0].joint, 1);
+  EXPECT_EQ(a.channels[0].path, AnimationPath::kRotation);
+  EXPECT_EQ(a.channels[0].interpolation, Interpolation::kLinear);
+  EXPECT_EQ(a.channels[0].times.size(), 12u);
+  EXPECT_EQ(a.channels[0].values.size(), 48u);
+  EXPECT_DOUBLE_EQ(a.start, 0.0);
+  EXPECT_DOUBLE_EQ(a.end, 5.5);
+}
+
+TEST(GltfReadTest, ReadsCesiumManCounts) {
+  const std::string path = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mesh.V.rows(), 3273);
+  EXPECT_EQ(c->mesh.F.rows(), 4672);
+  EXPECT_EQ(c->mesh.N.rows(), 3273);
+  EXPECT_EQ(c->num_skin_joints, 19);
+  EXPECT_EQ(c->name, "Cesium_Man");
+  // The 19 joints, then their non-joint ancestors "Z_UP" (node 0) and "Armature" (node 1).
+  ASSERT_EQ(c->skeleton.size(), 21);
+  EXPECT_EQ(c->node_of_joint[0], 3);
+  EXPECT_EQ(c->node_of_joint[19], 0);
+  EXPECT_EQ(c->node_of_joint[20], 1);
+  EXPECT_EQ(c->skeleton.joints[19].name, "Z_UP");
+  EXPECT_EQ(c->skeleton.joints[20].name, "Armature");
+  EXPECT_EQ(c->skeleton.joints[0].name, "Skeleton_torso_joint_1");
+  EXPECT_EQ(c->skeleton.joints[0].parent, 20);
+  EXPECT_EQ(c->skeleton.joints[20].parent, 19);
+  EXPECT_EQ(c->skeleton.joints[19].parent, -1);
+  ASSERT_EQ(c->animations.size(), 1u);
+  EXPECT_EQ(c->animations[0].channels.size(), 57u);
+  for (const AnimationChannel& ch : c->animations[0].channels) EXPECT_EQ(ch.times.size(), 48u);
+  EXPECT_NEAR(c->animations[0].end, 2.0, 1e-6);
+  ExpectRowsSumToOne(c->weights);
+  // The appended ancestors carry no weight; every influence is a skin joint.
+  for (int i = 0; i < c->weights.rows(); ++i)
+    for (int k = 0; k < c->weights.k(); ++k) EXPECT_LT(c->weights.joints(i, k), 19);
+}
+
+TEST(GltfReadTest, AppendedAncestorsHaveInverseRestWorldAsInverseBind) {
+  const std::string path = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Z_UP is a root: its world is its local; Armature's world is Z_UP · Armature.
+  const Eigen::Affine3d z_up = c->skeleton.joints[19].rest.ToAffine();
+  const Eigen::Affine3d armature = z_up * c->skeleton.joints[20].rest.ToAffine();
+  EXPECT_TRUE((c->skeleton.joints[19].inverse_bind * z_up).matrix().isIdentity(1e-9));
+  EXPECT_TRUE((c->skeleton.joints[20].inverse_bind * armature).matrix().isIdentity(1e-9));
+  // Z_UP turns the y-up model z-up: a rotation of ±90° about x.
+  EXPECT_NEAR(AngleBetween(c->skeleton.joints[19].rest.rotation, Eigen::Quaterniond::Identity()),
+              kPi / 2, 1e-6);
+}
+
+TEST(GltfReadTest, ReadsRiggedSimpleAndRiggedFigureCounts) {
+  const std::string simple = DataPath("gltf/RiggedSimple/RiggedSimple.gltf");
+  const std::string figure = DataPath("gltf/RiggedFigure/RiggedFigure.gltf");
+  SKINNING_REQUIRE_DATA(simple);
+  SKINNING_REQUIRE_DATA(figure);
+  absl::StatusOr<GltfCharacter> s = ReadGltf(simple);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->mesh.V.rows(), 160);
+  EXPECT_EQ(s->mesh.F.rows(), 188);
+  EXPECT_EQ(s->num_skin_joints, 2);
+  EXPECT_EQ(s->name, "Cylinder");
+  ASSERT_EQ(s->animations.size(), 1u);
+  EXPECT_EQ(s->animations[0].channels.size(), 3u);
+  for (const AnimationChannel& ch : s->animations[0].channels) EXPECT_EQ(ch.times.size(), 50u);
+  absl::StatusOr<GltfCharacter> f = ReadGltf(figure);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->mesh.V.rows(), 370);
+  EXPECT_EQ(f->mesh.F.rows(), 256);
+  EXPECT_EQ(f->num_skin_joints, 19);
+  ASSERT_EQ(f->animations.size(), 1u);
+  EXPECT_EQ(f->animations[0].channels.size(), 57u);
+  EXPECT_NEAR(f->animations[0].end, 1.25, 1e-6);
+}
+
+TEST(GltfReadTest, WeightRowsSumToOne) {
+  for (const char* rel : {"gltf/SimpleSkin/SimpleSkin.gltf", "gltf/RiggedSimple/RiggedSimple.glb",
+                          "gltf/RiggedFigure/RiggedFigure.glb", "gltf/CesiumMan/CesiumMan.glb"}) {
+    SCOPED_TRACE(rel);
+    const std::string path = DataPath(rel);
+    SKINNING_REQUIRE_DATA(path);
+    absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->weights.rows(), c->mesh.V.rows());
+    ExpectRowsSumToOne(c->weights);
+    EXPECT_TRUE(ValidateWeights(c->weights, c->mesh.V.rows(), c->skeleton.size()).ok());
+    EXPECT_TRUE(ValidateMesh(c->mesh).ok());
+    EXPECT_TRUE(ValidateSkeleton(c->skeleton).ok());
+  }
+}
+
+void ExpectSameCharacter(const GltfCharacter& a, const GltfCharacter& b) {
+  ASSERT_EQ(a.mesh.V.rows(), b.mesh.V.rows());
+  EXPECT_EQ(a.mesh.V, b.mesh.V);
+  EXPECT_EQ(a.mesh.F, b.mesh.F);
+  EXPECT_EQ(a.mesh.N, b.mesh.N);
+  EXPECT_EQ(a.weights.joints, b.weights.joints);
+  EXPECT_EQ(a.weights.weights, b.weights.weights);
+  EXPECT_EQ(a.num_skin_joints, b.num_skin_joints);
+  EXPECT_EQ(a.node_of_joint, b.node_of_joint);
+  ASSERT_EQ(a.skeleton.size(), b.skeleton.size());
+  for (int j = 0; j < a.skeleton.size(); ++j) {
+    const Joint& x = a.skeleton.joints[j];
+    const Joint& y = b.skeleton.joints[j];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.parent, y.parent);
+    EXPECT_TRUE(x.rest.ToAffine().isApprox(y.rest.ToAffine(), 1e-12));
+    EXPECT_TRUE(x.inverse_bind.isApprox(y.inverse_bind, 1e-12));
+  }
+  ASSERT_EQ(a.animations.size(), b.animations.size());
+  for (size_t i = 0; i < a.animations.size(); ++i) {
+    ASSERT_EQ(a.animations[i].channels.size(), b.animations[i].channels.size());
+    for (size_t c = 0; c < a.animations[i].channels.size(); ++c) {
+      EXPECT_EQ(a.animations[i].channels[c].joint, b.animations[i].channels[c].joint);
+      EXPECT_EQ(a.animations[i].channels[c].times, b.animations[i].channels[c].times);
+      EXPECT_EQ(a.animations[i].channels[c].values, b.animations[i].channels[c].values);
+    }
+  }
+}
+
+TEST(GltfReadTest, GltfAndGlbGiveSameCharacter) {
+  for (const char* name : {"RiggedSimple", "RiggedFigure"}) {
+    SCOPED_TRACE(name);
+    const std::string gltf = DataPath(absl::StrFormat("gltf/%s/%s.gltf", name, name));
+    const std::string glb = DataPath(absl::StrFormat("gltf/%s/%s.glb", name, name));
+    SKINNING_REQUIRE_DATA(gltf);
+    SKINNING_REQUIRE_DATA(glb);
+    absl::StatusOr<GltfCharacter> a = ReadGltf(gltf);
+    absl::StatusOr<GltfCharacter> b = ReadGltf(glb);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    ExpectSameCharacter(*a, *b);
+  }
+}
+
+TEST(GltfReadTest, FormatIsChosenByMagicNotExtension) {
+  const std::string glb = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(glb);
+  const std::string dir = TempDir();
+  // Binary content behind a .gltf name.
+  const std::string renamed = dir + "/binary.gltf";
+  std::filesystem::copy_file(glb, renamed);
+  absl::StatusOr<GltfCharacter> c = ReadGltf(renamed);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mesh.V.rows(), 160);
+  // JSON content behind a .glb name.
+  HandMade h;
+  absl::StatusOr<GltfCharacter> j = ReadGltf(WriteHandMade(h, dir + "/text.glb"));
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->mesh.V.rows(), 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling, on hand-made files with closed-form expectations.
+
+struct Sampled {
+  GltfCharacter character;
+  Transform at(double t) const {
+    return SampleAnimation(character.skeleton, character.animations.at(0), t).at(0);
+  }
+};
+
+Sampled ReadHandMade(const HandMade& h) {
+  absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, TempDir() + "/anim.gltf"));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return Sampled{c.ok() ? *c : GltfCharacter()};
+}
+
+TEST(GltfSampleTest, StepLinearCubicSplineSampling) {
+  {
+    SCOPED_TRACE("STEP translation holds the previous key");
+    HandMade h;
+    h.interpolation = "STEP";
+    h.times = {0, 1, 2};
+    h.values = {0, 0, 0, 1, 2, 3, 4, 5, 6};
+    const Sampled s = ReadHandMade(h);
+    ASSERT_EQ(s.character.animations.size(), 1u);
+    EXPECT_EQ(s.character.animations[0].channels[0].interpolation, Interpolation::kStep);
+    EXPECT_TRUE(s.at(0.99).translation.isApprox(Eigen::Vector3d(0, 0, 0)));
+    EXPECT_TRUE(s.at(1.0).translation.isApprox(Eigen::Vector3d(1, 2, 3)));
+    EXPECT_TRUE(s.at(1.5).translation.isApprox(Eigen::Vector3d(1, 2, 3)));
+    EXPECT_TRUE(s.at(1.999).translation.isApprox(Eigen::Vector3d(1, 2, 3)));
+  }
+  {
+    SCOPED_TRACE("LINEAR translation lerps");
+    HandMade h;
+    h.times = {0, 1, 3};
+    h.values = {0, 0, 0, 1, 2, 3, 3, 2, 1};
+    const Sampled s = ReadHandMade(h);
+    EXPECT_TRUE(s.at(0.25).translation.isApprox(Eigen::Vector3d(0.25, 0.5, 0.75)));
+    // t = 2 is halfway between (1, 2, 3) at 1 and (3, 2, 1) at 3.
+    EXPECT_TRUE(s.at(2.0).translation.isApprox(Eigen::Vector3d(2, 2, 2)));
+  }
+  {
+    SCOPED_TRACE("LINEAR scale lerps");
+    HandMade h;
+    h.path = "scale";
+    h.times = {0, 4};
+    h.values = {1, 1, 1, 3, 5, 1};
+    const Sampled s = ReadHandMade(h);
+    EXPECT_TRUE(s.at(1.0).scale.isApprox(Eigen::Vector3d(1.5, 2, 1)));
+  }
+  {
+    SCOPED_TRACE("LINEAR rotation: slerp of 0 and 90 degrees about z");
+    HandMade h;
+    h.path = "rotation";
+    h.times = {0, 2};
+    const double s45 = std::sin(kPi / 4), c45 = std::cos(kPi / 4);
+    h.values = {0, 0, 0, 1, 0, 0, float(s45), float(c45)};
+    const Sampled s = ReadHandMade(h);
+    EXPECT_LT(AngleBetween(s.at(1.0).rotation, AboutZ(45)), 1e-6);
+    EXPECT_LT(AngleBetween(s.at(0.5).rotation, AboutZ(22.5)), 1e-6);  // slerp, not nlerp
+    EXPECT_NEAR(s.at(0.5).rotation.norm(), 1.0, 1e-12);
+  }
+  {
+    SCOPED_TRACE("LINEAR rotation takes the shorter arc for keys q and -q'");
+    HandMade h;
+    h.path = "rotation";
+    h.times = {0, 2};
+    const double s45 = std::sin(kPi / 4), c45 = std::cos(kPi / 4);
+    // -(90° about z): the same rotation; the long way round would pass through -135°.
+    h.values = {0, 0, 0, 1, 0, 0, float(-s45), float(-c45)};
+    const Sampled s = ReadHandMade(h);
+    const Eigen::Vector3d x = s.at(1.0).rotation * Eigen::Vector3d::UnitX();
+    EXPECT_TRUE(x.isApprox(Eigen::Vector3d(std::cos(kPi / 4), std::sin(kPi / 4), 0), 1e-6)) << x;
+  }
+  {
+    SCOPED_TRACE("CUBICSPLINE translation: glTF Hermite with tangents scaled by the interval");
+    HandMade h;
+    h.interpolation = "CUBICSPLINE";
+    h.times = {1, 3};  // Δt = 2
+    // Per key: in-tangent, value, out-tangent. The first in-tangent and the last out-tangent
+    // are never used (±100 would show).
+    h.values = {100,      100, 100, /*v0*/ 0, 0, 0, /*b0*/ 1, 0,    0,
+                /*a1*/ 0, 1,   0,   /*v1*/ 2, 4, 6, -100,     -100, -100};
+    const Sampled s = ReadHandMade(h);
+    // s = 0.5: h00 = 0.5, h10 = 0.125, h01 = 0.5, h11 = -0.125:
+    // 0.5·0 + 0.125·2·(1,0,0) + 0.5·(2,4,6) − 0.125·2·(0,1,0) = (1.25, 1.75, 3).
+    EXPECT_TRUE(s.at(2.0).translation.isApprox(Eigen::Vector3d(1.25, 1.75, 3), 1e-12))
+        << s.at(2.0).translation.transpose();
+    // s = 0.25: h00 = 0.84375, h10 = 0.140625, h01 = 0.15625, h11 = -0.046875:
+    // (0.28125 + 0.3125, 0.625 − 0.09375, 0.9375).
+    EXPECT_TRUE(s.at(1.5).translation.isApprox(Eigen::Vector3d(0.59375, 0.53125, 0.9375), 1e-12))
+        << s.at(1.5).translation.transpose();
+    // At the keys, the values themselves.
+    EXPECT_TRUE(s.at(1.0).translation.isZero());
+    EXPECT_TRUE(s.at(3.0).translation.isApprox(Eigen::Vector3d(2, 4, 6)));
+  }
+  {
+    SCOPED_TRACE("CUBICSPLINE rotation is normalized");
+    HandMade h;
+    h.path = "rotation";
+    h.interpolation = "CUBICSPLINE";
+    h.times = {0, 1};
+    const float s45 = std::sin(kPi / 4), c45 = std::cos(kPi / 4);
+    // Zero tangents: at s = 0.5 the spline is (v0 + v1) / 2, whose normalization is the
+    // 45° rotation about z.
+    h.values = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, s45, c45, 0, 0, 0, 0};
+    const Sampled s = ReadHandMade(h);
+    EXPECT_NEAR(s.at(0.5).rotation.norm(), 1.0, 1e-12);
+    EXPECT_LT(AngleBetween(s.at(0.5).rotation, AboutZ(45)), 1e-6);
+  }
+}
+
+TEST(GltfSampleTest, ClampsOutsideKeyRange) {
+  HandMade h;
+  h.times = {1, 2};
+  h.values = {1, 0, 0, 3, 0, 0};
+  h.bone_transform = R"("translation":[0,7,0],"rotation":[0,0,1,0],"scale":[2,2,2])";
+  const Sampled s = ReadHandMade(h);
+  ASSERT_EQ(s.character.animations.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.character.animations[0].start, 1.0);
+  EXPECT_DOUBLE_EQ(s.character.animations[0].end, 2.0);
+  EXPECT_TRUE(s.at(0.0).translation.isApprox(Eigen::Vector3d(1, 0, 0)));
+  EXPECT_TRUE(s.at(-100.0).translation.isApprox(Eigen::Vector3d(1, 0, 0)));
+  EXPECT_TRUE(s.at(10.0).translation.isApprox(Eigen::Vector3d(3, 0, 0)));
+  EXPECT_TRUE(s.at(1.5).translation.isApprox(Eigen::Vector3d(2, 0, 0)));
+  // Properties without a channel keep the rest transform (180° about z, scale 2).
+  EXPECT_LT(AngleBetween(s.at(10.0).rotation, AboutZ(180)), 1e-9);
+  EXPECT_TRUE(s.at(10.0).scale.isApprox(Eigen::Vector3d(2, 2, 2)));
+  // Cubic splines clamp to the value, not a tangent.
+  HandMade c;
+  c.interpolation = "CUBICSPLINE";
+  c.times = {1, 2};
+  c.values = {9, 9, 9, 1, 0, 0, 9, 9, 9, 9, 9, 9, 3, 0, 0, 9, 9, 9};
+  const Sampled cs = ReadHandMade(c);
+  EXPECT_TRUE(cs.at(0.0).translation.isApprox(Eigen::Vector3d(1, 0, 0)));
+  EXPECT_TRUE(cs.at(5.0).translation.isApprox(Eigen::Vector3d(3, 0, 0)));
+}
+
+TEST(GltfReadTest, ConvertsStripsAndFansAndUsesImplicitIndices) {
+  HandMade h;
+  h.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
+  h.joints.assign(16, 0);
+  h.weights = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0.5f, 0, 0, 0};  // rows get renormalized
+  {
+    h.mode = 5;  // strip 0 1 2 3, glTF rule (p_i, p_{i+1+i%2}, p_{i+2-i%2}): (0 1 2), (1 3 2)
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, TempDir() + "/strip.gltf"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->mesh.F.rows(), 2);
+    EXPECT_EQ(c->mesh.F.row(0), Eigen::RowVector3i(0, 1, 2));
+    EXPECT_EQ(c->mesh.F.row(1), Eigen::RowVector3i(1, 3, 2));
+    EXPECT_FLOAT_EQ(c->weights.weights(3, 0), 1.0f);
+  }
+  {
+    h.mode = 6;  // fan 0 1 2 3: triangles (1 2 0), (2 3 0)
+    h.indices = {0, 1, 2, 3};
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, TempDir() + "/fan.gltf"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->mesh.F.rows(), 2);
+    EXPECT_EQ(c->mesh.F.row(0), Eigen::RowVector3i(1, 2, 0));
+    EXPECT_EQ(c->mesh.F.row(1), Eigen::RowVector3i(2, 3, 0));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+struct TestCharacter {
+  Mesh mesh;
+  Skeleton skeleton;
+  SparseWeights weights;
+  std::vector<Animation> animations;
+};
+
+// A 3-joint chain along y with a non-trivial rest pose, a 6-vertex mesh with normals, weights
+// with k influences (k ≤ 3 distinct joints, so the rest are zero-weight slots), and one channel
+// per interpolation.
+TestCharacter MakeCharacter(int k) {
+  TestCharacter c;
+  c.mesh.V.resize(6, 3);
+  c.mesh.V << 0, 0, 0, 1, 0.1, 0, 0, 1, 0.2, 1, 1.5, 0, 0, 2, 0.3, 1, 2.25, -0.5;
+  c.mesh.F.resize(4, 3);
+  c.mesh.F << 0, 1, 2, 2, 1, 3, 2, 3, 4, 4, 3, 5;
+  c.mesh.N.resize(6, 3);  // any unit vectors will do
+  c.mesh.N << 0, 0, 1, 0.6, 0, 0.8, 0, 0.6, 0.8, 1, 0, 0, 0, 1, 0, 0, -0.8, 0.6;
+  const char* names[3] = {"hip", "knee", "ankle"};
+  for (int j = 0; j < 3; ++j) {
+    Joint joint;
+    joint.name = names[j];
+    joint.parent = j - 1;
+    joint.rest.translation = Eigen::Vector3d(0.1 * j, j == 0 ? 0.0 : 1.0, 0.05);
+    joint.rest.rotation =
+        Eigen::Quaterniond(Eigen::AngleAxisd(0.3 * (j + 1), Eigen::Vector3d(1, 2, 3).normalized()));
+    joint.rest.scale = Eigen::Vector3d(1.0, 1.0 + 0.1 * j, 0.9);
+    c.skeleton.joints.push_back(joint);
+  }
+  // Inverse binds = inverse rest worlds, composed here by hand.
+  Eigen::Affine3d world = Eigen::Affine3d::Identity();
+  for (int j = 0; j < 3; ++j) {
+    world = world * c.skeleton.joints[j].rest.ToAffine();
+    c.skeleton.joints[j].inverse_bind = world.inverse();
+  }
+  c.weights.joints = RowMatrixXi::Zero(6, k);
+  c.weights.weights = RowMatrixXf::Zero(6, k);
+  for (int v = 0; v < 6; ++v) {
+    const int n = std::min(k, 3);
+    float sum = 0;
+    for (int s = 0; s < n; ++s) {
+      c.weights.joints(v, s) = (v + s) % 3;
+      c.weights.weights(v, s) = 1.0f + v + 2 * s;
+      sum += c.weights.weights(v, s);
+    }
+    for (int s = 0; s < n; ++s) c.weights.weights(v, s) /= sum;
+  }
+  Animation a;
+  a.name = "walk";
+  AnimationChannel rot;
+  rot.joint = 1;
+  rot.path = AnimationPath::kRotation;
+  rot.interpolation = Interpolation::kLinear;
+  rot.times = {0.0, 0.5, 1.25};
+  for (double deg : {0.0, 30.0, 75.0}) {
+    const Eigen::Quaterniond q = AboutZ(deg);
+    rot.values.insert(rot.values.end(), {q.x(), q.y(), q.z(), q.w()});
+  }
+  AnimationChannel step;
+  step.joint = 0;
+  step.path = AnimationPath::kTranslation;
+  step.interpolation = Interpolation::kStep;
+  step.times = {0.25, 1.0};
+  step.values = {0, 0, 0, 0.5, -0.25, 2};
+  AnimationChannel cubic;
+  cubic.joint = 2;
+  cubic.path = AnimationPath::kScale;
+  cubic.interpolation = Interpolation::kCubicSpline;
+  cubic.times = {0.0, 2.0};
+  cubic.values = {0, 0, 0, 1, 1, 1, 0.5, 0, 0, 0, 0.25, 0, 2, 1, 1, 0, 0, 0};
+  a.channels = {rot, step, cubic};
+  a.start = 0;
+  a.end = 2;
+  c.animations.push_back(a);
+  return c;
+}
+
+void ExpectRoundTrip(const std::string& path, int k) {
+  SCOPED_TRACE(absl::StrFormat("%s, k = %d", path, k));
+  const TestCharacter in = MakeCharacter(k);
+  ASSERT_TRUE(WriteSkinnedGltf(path, in.mesh, in.skeleton, in.weights, in.animations).ok());
+  // .glb files start with the binary magic; .gltf files are JSON with an embedded data URI.
+  const std::vector<unsigned char> bytes = ReadBytes(path);
+  ASSERT_GE(bytes.size(), 4u);
+  const bool glb = std::memcmp(bytes.data(), "glTF", 4) == 0;
+  EXPECT_EQ(glb, absl::EndsWith(path, ".glb"));
+  if (!glb) {
+    EXPECT_THAT(std::string(bytes.begin(), bytes.end()),
+                HasSubstr("data:application/octet-stream;base64,"));
+  }
+
+  absl::StatusOr<GltfCharacter> out = ReadGltf(path);
+  ASSERT_TRUE(out.ok()) << out.status();
+  constexpr double kFloatTol = 1e-6;
+  EXPECT_TRUE(out->mesh.V.isApprox(in.mesh.V, kFloatTol));
+  EXPECT_EQ(out->mesh.F, in.mesh.F);
+  EXPECT_TRUE(out->mesh.N.isApprox(in.mesh.N, kFloatTol));
+  EXPECT_EQ(out->weights.k(), k > 4 ? 8 : 4);
+  EXPECT_TRUE(ToDense(out->weights, 3).isApprox(ToDense(in.weights, 3), kFloatTol));
+  ASSERT_EQ(out->skeleton.size(), 3);
+  EXPECT_EQ(out->num_skin_joints, 3);
+  for (int j = 0; j < 3; ++j) {
+    const Joint& a = in.skeleton.joints[j];
+    const Joint& b = out->skeleton.joints[j];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.parent, b.parent);
+    EXPECT_TRUE(a.rest.translation.isApprox(b.rest.translation, kFloatTol));
+    EXPECT_LT(AngleBetween(a.rest.rotation, b.rest.rotation), kFloatTol);
+    EXPECT_TRUE(a.rest.scale.isApprox(b.rest.scale, kFloatTol));
+    EXPECT_TRUE(a.inverse_bind.matrix().isApprox(b.inverse_bind.matrix(), 1e-5))
+        << a.inverse_bind.matrix() << "\nvs\n"
+        << b.inverse_bind.matrix();
+  }
+  ASSERT_EQ(out->animations.size(), 1u);
+  const Animation& a = in.animations[0];
+  const Animation& b = out->animations[0];
+  EXPECT_EQ(b.name, "walk");
+  EXPECT_DOUBLE_EQ(b.start, 0.0);
+  EXPECT_DOUBLE_EQ(b.end, 2.0);
+  ASSERT_EQ(b.channels.size(), a.channels.size());
+  for (size_t c = 0; c < a.channels.size(); ++c) {
+    EXPECT_EQ(b.channels[c].joint, a.channels[c].joint);
+    EXPECT_EQ(b.channels[c].path, a.channels[c].path);
+    EXPECT_EQ(b.channels[c].interpolation, a.channels[c].interpolation);
+    ASSERT_EQ(b.channels[c].times.size(), a.channels[c].times.size());
+    ASSERT_EQ(b.channels[c].values.size(), a.channels[c].values.size());
+    for (size_t i = 0; i < a.channels[c].times.size(); ++i)
+      EXPECT_NEAR(b.channels[c].times[i], a.channels[c].times[i], kFloatTol);
+    for (size_t i = 0; i < a.channels[c].values.size(); ++i)
+      EXPECT_NEAR(b.channels[c].values[i], a.channels[c].values[i], kFloatTol);
+  }
+  // Sampling the read animation agrees with sampling the original.
+  for (double t : {0.1, 0.6, 1.1, 1.9}) {
+    const std::vector<Transform> x = SampleAnimation(in.skeleton, a, t);
+    const std::vector<Transform> y = SampleAnimation(out->skeleton, b, t);
+    for (int j = 0; j < 3; ++j)
+      EXPECT_TRUE(x[j].ToAffine().isApprox(y[j].ToAffine(), 1e-5)) << "t " << t << " joint " << j;
+  }
+}
+
+TEST(GltfWriteTest, SkinnedGltfRoundTrip) {
+  const std::string dir = TempDir();
+  ExpectRoundTrip(dir + "/k6.glb", 6);
+  ExpectRoundTrip(dir + "/k4.glb", 4);
+  ExpectRoundTrip(dir + "/k3.gltf", 3);
+  ExpectRoundTrip(dir + "/k8.gltf", 8);
+}
+
+TEST(GltfWriteTest, SkinnedGltfRoundTripOfCesiumMan) {
+  const std::string path = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  absl::StatusOr<GltfCharacter> a = ReadGltf(path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string out = TempDir() + "/cesium.glb";
+  ASSERT_TRUE(WriteSkinnedGltf(out, a->mesh, a->skeleton, a->weights, a->animations).ok());
+  absl::StatusOr<GltfCharacter> b = ReadGltf(out);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->mesh.V, a->mesh.V);  // float data written back as float: exact
+  EXPECT_EQ(b->mesh.F, a->mesh.F);
+  EXPECT_EQ(b->skeleton.size(), a->skeleton.size());
+  EXPECT_EQ(b->animations[0].channels.size(), a->animations[0].channels.size());
+  EXPECT_TRUE(ToDense(b->weights, 21).isApprox(ToDense(a->weights, 21), 1e-6));
+}
+
+TEST(GltfWriteTest, WriteRejectsInvalidInput) {
+  const std::string dir = TempDir();
+  TestCharacter c = MakeCharacter(4);
+  c.weights.joints(2, 0) = 7;  // only 3 joints
+  EXPECT_FALSE(WriteSkinnedGltf(dir + "/bad.glb", c.mesh, c.skeleton, c.weights).ok());
+  c = MakeCharacter(4);
+  c.animations[0].channels[0].times = {1.0, 1.0, 2.0};
+  EXPECT_FALSE(
+      WriteSkinnedGltf(dir + "/bad.glb", c.mesh, c.skeleton, c.weights, c.animations).ok());
+  EXPECT_FALSE(WriteSkinnedGltf(dir + "/no/such/dir/x.glb", c.mesh, c.skeleton, c.weights).ok());
+}
+
+// Reads accessor `index` of a tinygltf model as floats (tightly packed float data only).
+std::vector<float> TinyFloats(const tinygltf::Model& m, int index) {
+  const tinygltf::Accessor& a = m.accessors.at(index);
+  const tinygltf::BufferView& v = m.bufferViews.at(a.bufferView);
+  const int n = a.type == TINYGLTF_TYPE_SCALAR ? 1 : a.type;  // VEC2..4 are 2..4
+  std::vector<float> out(a.count * n);
+  std::memcpy(out.data(), m.buffers.at(v.buffer).data.data() + v.byteOffset + a.byteOffset,
+              out.size() * 4);
+  return out;
+}
+
+TEST(GltfWriteTest, PosedGltfRoundTrip) {
+  const std::string dir = TempDir();
+  const TestCharacter c = MakeCharacter(4);
+  for (const std::string name : {"posed.glb", "posed.gltf"}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir + "/" + name;
+    ASSERT_TRUE(WritePosedGltf(path, c.mesh).ok());
+    // Read back with tinygltf itself, independently of ReadGltf.
+    tinygltf::TinyGLTF loader;
+    tinygltf::Model m;
+    std::string err, warn;
+    const bool ok = absl::EndsWith(name, ".glb") ? loader.LoadBinaryFromFile(&m, &err, &warn, path)
+                                                 : loader.LoadASCIIFromFile(&m, &err, &warn, path);
+    ASSERT_TRUE(ok) << err;
+    ASSERT_EQ(m.meshes.size(), 1u);
+    EXPECT_TRUE(m.skins.empty());
+    ASSERT_EQ(m.meshes[0].primitives.size(), 1u);
+    const tinygltf::Primitive& p = m.meshes[0].primitives[0];
+    EXPECT_EQ(p.mode, TINYGLTF_MODE_TRIANGLES);
+    const tinygltf::Accessor& pos = m.accessors.at(p.attributes.at("POSITION"));
+    EXPECT_EQ(pos.componentType, TINYGLTF_COMPONENT_TYPE_FLOAT);
+    EXPECT_EQ(pos.count, 6u);
+    // POSITION min/max as the spec requires: the bounding box of the input.
+    ASSERT_EQ(pos.minValues.size(), 3u);
+    ASSERT_EQ(pos.maxValues.size(), 3u);
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_NEAR(pos.minValues[a], c.mesh.V.col(a).minCoeff(), 1e-6);
+      EXPECT_NEAR(pos.maxValues[a], c.mesh.V.col(a).maxCoeff(), 1e-6);
+    }
+    const std::vector<float> V = TinyFloats(m, p.attributes.at("POSITION"));
+    const std::vector<float> N = TinyFloats(m, p.attributes.at("NORMAL"));
+    for (int i = 0; i < 6; ++i)
+      for (int a = 0; a < 3; ++a) {
+        EXPECT_NEAR(V[i * 3 + a], c.mesh.V(i, a), 1e-6);
+        EXPECT_NEAR(N[i * 3 + a], c.mesh.N(i, a), 1e-6);
+      }
+    const tinygltf::Accessor& ind = m.accessors.at(p.indices);
+    EXPECT_EQ(ind.componentType, TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT);
+    ASSERT_EQ(ind.count, 12u);
+    const tinygltf::BufferView& iv = m.bufferViews.at(ind.bufferView);
+    std::vector<uint32_t> F(12);
+    std::memcpy(F.data(), m.buffers[iv.buffer].data.data() + iv.byteOffset + ind.byteOffset, 48);
+    for (int f = 0; f < 4; ++f)
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(F[f * 3 + k], uint32_t(c.mesh.F(f, k)));
+    // Without a skin it is not a character.
+    EXPECT_FALSE(ReadGltf(path).ok());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corrupt input: errors, never crashes.
+
+TEST(GltfRobustnessTest, RejectsTruncatedGlb) {
+  const std::string path = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  const std::vector<unsigned char> bytes = ReadBytes(path);
+  ASSERT_EQ(bytes.size(), 490956u);
+  uint32_t json_length;
+  std::memcpy(&json_length, bytes.data() + 12, 4);
+  const size_t json_end = 20 + json_length;
+  const std::string dir = TempDir();
+  const std::string file = dir + "/cut.glb";
+
+  // 1. Plain truncation (the header still claims the full length).
+  for (size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{12}, size_t{19}, size_t{20},
+                   size_t{1000}, json_end - 1, json_end, json_end + 4, json_end + 8,
+                   json_end + 5000, bytes.size() / 2, bytes.size() - 1}) {
+    SCOPED_TRACE(absl::StrCat("truncated to ", n, " bytes"));
+    WriteBytes(file, std::vector<unsigned char>(bytes.begin(), bytes.begin() + n));
+    EXPECT_FALSE(ReadGltf(file).ok());
+  }
+
+  // 2. Truncation made consistent: header length, BIN chunk length and the JSON buffer
+  //    byteLength all say the shorter size, so only the accessor checks can catch it.
+  const std::string json(bytes.begin() + 20, bytes.begin() + json_end);
+  const size_t at = json.find("\"byteLength\":462572}");
+  ASSERT_NE(at, std::string::npos);
+  const size_t digits = at + std::strlen("\"byteLength\":");
+  for (uint32_t bin : {4u, 1000u, 28032u, 100000u, 200000u, 300000u, 400000u, 462000u}) {
+    SCOPED_TRACE(absl::StrCat("BIN chunk of ", bin, " bytes"));
+    std::vector<unsigned char> cut(bytes.begin(), bytes.begin() + json_end + 8 + bin);
+    const std::string number = absl::StrFormat("%6d", bin);  // same width: JSON stays aligned
+    std::memcpy(cut.data() + 20 + digits, number.data(), 6);
+    const uint32_t total = static_cast<uint32_t>(cut.size());
+    std::memcpy(cut.data() + 8, &total, 4);
+    std::memcpy(cut.data() + json_end, &bin, 4);
+    WriteBytes(file, cut);
+    absl::StatusOr<GltfCharacter> c = ReadGltf(file);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(c.status().message()),
+                ::testing::AnyOf(HasSubstr("bufferViews["), HasSubstr("accessors[")))
+        << c.status();
+  }
+
+  // 3. Bytes flipped in the JSON chunk. Setting the high bit of an ASCII byte makes it an
+  //    invalid UTF-8 byte inside a string and a syntax error outside one.
+  for (int i = 1; i <= 12; ++i) {
+    const size_t pos = 20 + (static_cast<size_t>(json_length) * i) / 13;
+    SCOPED_TRACE(absl::StrCat("flipped JSON byte at ", pos));
+    std::vector<unsigned char> flipped = bytes;
+    flipped[pos] ^= 0x80;
+    WriteBytes(file, flipped);
+    EXPECT_FALSE(ReadGltf(file).ok());
+  }
+
+  // 4. Bytes flipped in the BIN chunk: may or may not be valid data; must not crash.
+  for (int i = 1; i <= 12; ++i) {
+    std::vector<unsigned char> flipped = bytes;
+    for (size_t pos = json_end + 8 + i * 997; pos < flipped.size(); pos += 7919)
+      flipped[pos] ^= 0xFF;
+    WriteBytes(file, flipped);
+    absl::StatusOr<GltfCharacter> c = ReadGltf(file);
+    if (c.ok()) {
+      EXPECT_TRUE(ValidateMesh(c->mesh).ok());
+    }
+  }
+}
+
+TEST(GltfRobustnessTest, RejectsAccessorOutOfBounds) {
+  const std::string dir = TempDir();
+  {
+    HandMade h;
+    h.position_count = 4;  // 4 × 12 bytes, but the view holds 3 vertices
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/count.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(c.status().message()),
+                HasSubstr("accessors[0]: 48 bytes needed at offset 0 but bufferViews[0] has 36"));
+  }
+  {
+    HandMade h;
+    h.view0_length_extra = 10000;  // the view runs past the end of the buffer
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/view.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("bufferViews[0]: 10036 bytes"));
+  }
+  {
+    HandMade h;
+    h.position_count = 1 << 30;  // far beyond the view; must not overflow or allocate
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/huge.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("accessors[0]"));
+  }
+}
+
+TEST(GltfRobustnessTest, RejectsIndexOrJointOutOfRange) {
+  const std::string dir = TempDir();
+  {
+    HandMade h;
+    h.indices = {0, 1, 3};  // 3 vertices
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/index.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("accessors[5]"));
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("out of range (3 vertices)"));
+  }
+  {
+    HandMade h;
+    h.joints[4] = 1;  // vertex 1 uses joint 1 with weight 1; the skin has 1 joint
+    h.weights[4] = 1;
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/joint.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("accessors[1]"));
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("vertex 1 uses joint 1"));
+  }
+  {
+    HandMade h;
+    h.weights = {1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};  // vertex 1 has no weight
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/zero.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("vertex 1"));
+  }
+}
+
+TEST(GltfRobustnessTest, RejectsBadAnimationSamplers) {
+  const std::string dir = TempDir();
+  {
+    HandMade h;
+    h.times = {0, 1, 1};  // not strictly increasing
+    h.values = {0, 0, 0, 1, 1, 1, 2, 2, 2};
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/times.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("not greater"));
+  }
+  {
+    HandMade h;
+    h.times = {0, NAN};
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/nan.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("accessors[3]"));
+  }
+  {
+    HandMade h;
+    h.interpolation = "CUBICSPLINE";  // needs 3 × 2 outputs, has 2
+    absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/cubic.gltf"));
+    ASSERT_FALSE(c.ok());
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr("output has 2 values for 2"));
+  }
+  {
+    HandMade h;
+    h.interpolation = "SMOOTH";
+    EXPECT_FALSE(ReadGltf(WriteHandMade(h, dir + "/interp.gltf")).ok());
+  }
+}
+
+TEST(GltfRobustnessTest, RejectsMissingAndNonGltfFiles) {
+  const std::string dir = TempDir();
+  EXPECT_EQ(ReadGltf(dir + "/missing.glb").status().code(), absl::StatusCode::kNotFound);
+  WriteText(dir + "/empty.gltf", "");
+  EXPECT_FALSE(ReadGltf(dir + "/empty.gltf").ok());
+  WriteText(dir + "/text.gltf", "{\"asset\":{\"version\":\"2.0\"}}");
+  EXPECT_FALSE(ReadGltf(dir + "/text.gltf").ok());  // valid glTF, but no skin
+  WriteText(dir + "/junk.glb", std::string("glTF\x02\0\0\0garbage garbage garbage", 30));
+  EXPECT_FALSE(ReadGltf(dir + "/junk.glb").ok());
+}
+
+}  // namespace
+}  // namespace skinning
