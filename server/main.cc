@@ -11,7 +11,7 @@
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
-ABSL_FLAG(int, threads, 0, "gRPC worker threads (0 = 4 x cores)");
+ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every call in flight and every open pose session holds one (0 = 128)");
 ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store");
 ABSL_FLAG(int, max_message_mb, 64, "largest request or response in MiB");
 ABSL_FLAG(int, cache_mb, 1024, "memory for the in-memory rig cache in MiB (LRU by bytes)");

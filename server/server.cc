@@ -26,9 +26,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : 128;
   grpc::ResourceQuota quota("skinning-server");
   quota.SetMaxThreads(threads);
   builder.SetResourceQuota(quota);

@@ -17,7 +17,7 @@ namespace skinning {
 
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
-  int threads = 0;                         // gRPC worker threads; 0 = 4 × cores
+  int threads = 0;  // max gRPC worker threads (each call in flight, each open session, holds one); 0 = 128
   std::string store_dir = "skinning-store";
   int max_message_bytes = 64 << 20;        // largest request or response
   size_t cache_bytes = size_t{1} << 30;    // in-memory rig cache (LRU by bytes)
