@@ -1,1 +1,497 @@
 #include "core/skinning/dqs.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <Eigen/SVD>
+
+#include "core/rig/dual_quaternion.h"
+
+namespace skinning {
+
+namespace {
+
+// A transform whose stretch S differs from the identity by at most this much (max-abs entry)
+// counts as rigid.
+constexpr double kStretchTolerance = 1e-9;
+
+// ---- shared math ----------------------------------------------------------------------------
+//
+// The blended dual quaternion b = b0 + ε be is not unit. Normalizing by |b0| (Kavan et al. 2008,
+// Sec. 4) and converting to a rigid matrix, with n2 = |b0|² and f = 2 / n2:
+//   R = I + f [ -(y²+z²)   xy - wz    xz + wy  ]        b0 = (x, y, z, w)
+//             [  xy + wz  -(x²+z²)    yz - wx  ]        be = (ex, ey, ez, ew)
+//             [  xz - wy   yz + wx   -(x²+y²)  ]
+//   t = f (w e - ew v + v × e),   v = (x, y, z), e = (ex, ey, ez)
+// which is the usual unit-quaternion matrix of b0/|b0| with the translation 2 vec(ĉε ĉ0*), and
+// needs no square root. Writing the diagonal as 1 - f(..) keeps identity blends exact.
+// A zero real part (no influences) gives f = 0: the identity.
+template <typename Scalar>
+inline void BlendedDqToMatrix34(const Scalar* __restrict b, Scalar* __restrict m) {
+  const Scalar x = b[0], y = b[1], z = b[2], w = b[3];
+  const Scalar ex = b[4], ey = b[5], ez = b[6], ew = b[7];
+  const Scalar n2 = x * x + y * y + z * z + w * w;
+  const Scalar f = n2 > Scalar(0) ? Scalar(2) / n2 : Scalar(0);
+  const Scalar xx = x * x, yy = y * y, zz = z * z;
+  const Scalar xy = x * y, xz = x * z, yz = y * z;
+  const Scalar wx = w * x, wy = w * y, wz = w * z;
+  m[0] = Scalar(1) - f * (yy + zz);
+  m[1] = f * (xy - wz);
+  m[2] = f * (xz + wy);
+  m[4] = f * (xy + wz);
+  m[5] = Scalar(1) - f * (xx + zz);
+  m[6] = f * (yz - wx);
+  m[8] = f * (xz - wy);
+  m[9] = f * (yz + wx);
+  m[10] = Scalar(1) - f * (xx + yy);
+  m[3] = f * (w * ex - ew * x + (y * ez - z * ey));
+  m[7] = f * (w * ey - ew * y + (z * ex - x * ez));
+  m[11] = f * (w * ez - ew * z + (x * ey - y * ex));
+}
+
+// u = L v for a 3x3 row-major L.
+template <typename Scalar>
+inline void Apply33(const Scalar* __restrict l, const Scalar* __restrict v, Scalar* __restrict u) {
+  const Scalar x = v[0], y = v[1], z = v[2];
+  u[0] = l[0] * x + l[1] * y + l[2] * z;
+  u[1] = l[3] * x + l[4] * y + l[5] * z;
+  u[2] = l[6] * x + l[7] * y + l[8] * z;
+}
+
+// u = cof(L) v for a 3x3 row-major L: x (c1×c2) + y (c2×c0) + z (c0×c1) over L's columns.
+// cof(L) = det(L) L⁻ᵀ, the normal transform up to a scale removed by normalization.
+template <typename Scalar>
+inline void ApplyCofactor33(const Scalar* __restrict l, const Scalar* __restrict v,
+                            Scalar* __restrict u) {
+  const Scalar a0 = l[0], a1 = l[3], a2 = l[6];  // c0
+  const Scalar b0 = l[1], b1 = l[4], b2 = l[7];  // c1
+  const Scalar d0 = l[2], d1 = l[5], d2 = l[8];  // c2
+  const Scalar x = v[0], y = v[1], z = v[2];
+  u[0] = x * (b1 * d2 - b2 * d1) + y * (d1 * a2 - d2 * a1) + z * (a1 * b2 - a2 * b1);
+  u[1] = x * (b2 * d0 - b0 * d2) + y * (d2 * a0 - d0 * a2) + z * (a2 * b0 - a0 * b2);
+  u[2] = x * (b0 * d1 - b1 * d0) + y * (d0 * a1 - d1 * a0) + z * (a0 * b1 - a1 * b0);
+}
+
+// u = M (v, 1) for a 3x4 row-major M; with kTranslate false only the 3x3 block.
+template <bool kTranslate, typename Scalar>
+inline void Apply34(const Scalar* __restrict m, const Scalar* __restrict v, Scalar* __restrict u) {
+  const Scalar x = v[0], y = v[1], z = v[2];
+  u[0] = m[0] * x + m[1] * y + m[2] * z;
+  u[1] = m[4] * x + m[5] * y + m[6] * z;
+  u[2] = m[8] * x + m[9] * y + m[10] * z;
+  if constexpr (kTranslate) {
+    u[0] += m[3];
+    u[1] += m[7];
+    u[2] += m[11];
+  }
+}
+
+template <typename Scalar>
+inline void NormalizeOrZero(Scalar* v) {
+  const Scalar len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+  const Scalar inv = len2 > Scalar(0) ? Scalar(1) / std::sqrt(len2) : Scalar(0);
+  v[0] *= inv;
+  v[1] *= inv;
+  v[2] *= inv;
+}
+
+// ---- double reference path --------------------------------------------------------------------
+
+// Skins one vertex from its influences (joint[c], weight[c]), c < count.
+//   v, n  bind-space position and normal (n may be null)
+//   u, nu outputs
+void DqsVertex(const DqsTransforms& D, const int* joint, const double* weight, int count,
+               const double* v, const double* n, double* u, double* nu) {
+  // Antipodality: the hemisphere of the most influential joint.
+  int pivot = 0;
+  for (int c = 1; c < count; ++c)
+    if (weight[c] > weight[pivot]) pivot = c;
+  const Eigen::Vector4d rp = count > 0 ? D.real[joint[pivot]].coeffs() : Eigen::Vector4d::Zero();
+
+  Eigen::Matrix<double, 8, 1> b = Eigen::Matrix<double, 8, 1>::Zero();  // real xyzw, dual xyzw
+  Eigen::Matrix3d S = Eigen::Matrix3d::Zero();
+  double weight_sum = 0;
+  for (int c = 0; c < count; ++c) {
+    const int j = joint[c];
+    const double w = weight[c];
+    const Eigen::Vector4d& r = D.real[j].coeffs();
+    const double s = r.dot(rp) < 0 ? -w : w;
+    b.head<4>() += s * r;
+    b.tail<4>() += s * D.dual[j].coeffs();
+    if (D.any_stretch) S += w * D.stretch[j];
+    weight_sum += w;
+  }
+  if (D.any_stretch && weight_sum > 0) S /= weight_sum;
+  double m[12];
+  BlendedDqToMatrix34(b.data(), m);
+
+  // Phase one (only with stretch): p = S v with the linearly blended stretch.
+  const Eigen::Matrix<double, 3, 3, Eigen::RowMajor> Sr = S;
+  double p[3] = {v[0], v[1], v[2]};
+  if (D.any_stretch) Apply33(Sr.data(), v, p);
+  // Phase two: the blended rigid transform.
+  Apply34<true>(m, p, u);
+  if (n != nullptr) {
+    double sn[3] = {n[0], n[1], n[2]};
+    if (D.any_stretch) ApplyCofactor33(Sr.data(), n, sn);
+    Apply34<false>(m, sn, nu);
+    NormalizeOrZero(nu);
+  }
+}
+
+// ---- float32 kernels -------------------------------------------------------------------------
+//
+// Per vertex: pivot = largest weight, signed blend of k 8-float dual quaternions, one division,
+// apply. Rigid rigs and rigs with stretch are separate instantiations (kStretch), so the common
+// rigid case never touches the stretch phase. Two versions:
+//  * DqsFloatKernel: plain C++, any k (K > 0 fixes k at compile time); builds the 3x4 matrix.
+//  * DqsFloat4Vec (k == 4, GCC/Clang): generic 4-lane vectors (GCC vector extensions, no
+//    intrinsics). The four pivot dot products come out of one transpose-add, the signs are
+//    applied by flipping sign bits, and the rigid motion is applied without a matrix:
+//      u = p + f (w a + v × a - ew v),   a = v × p + e,   f = 2 / |b0|²
+//    for b0 = (v, w), be = (e, ew): the rotation p + f (w v×p + v×(v×p)) of b0/|b0| plus the
+//    translation f (w e - ew v + v × e) of the matrix form above, folded together.
+
+#if defined(__GNUC__) && defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define SKINNING_DQS_VECTOR_EXT 1
+#endif
+#endif
+
+// Hot kernels get an AVX2+FMA clone picked at load time on x86-64 (the default clone stays
+// baseline x86-64); elsewhere nothing. -DSKINNING_NO_TARGET_CLONES turns the clones off.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(SKINNING_NO_TARGET_CLONES)
+#define SKINNING_HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SKINNING_HOT_CLONES
+#endif
+
+template <int K, bool kNormals, bool kStretch>
+void DqsFloatKernel(const float* __restrict V, int n, const int32_t* __restrict joints,
+                    const float* __restrict weights, int k_runtime, const float* __restrict Q8,
+                    const float* __restrict S9, float* __restrict U, const float* __restrict N,
+                    float* __restrict NU) {
+  const int k = K > 0 ? K : k_runtime;
+  for (int i = 0; i < n; ++i) {
+    const int32_t* __restrict ji = joints + static_cast<std::ptrdiff_t>(i) * k;
+    const float* __restrict wi = weights + static_cast<std::ptrdiff_t>(i) * k;
+    int pivot = 0;
+    for (int s = 1; s < k; ++s)
+      if (wi[s] > wi[pivot]) pivot = s;
+    const float* __restrict qp = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[pivot]);
+    const float px = qp[0], py = qp[1], pz = qp[2], pw = qp[3];
+
+    alignas(32) float b[8];
+    for (int l = 0; l < 8; ++l) b[l] = 0.f;
+    for (int s = 0; s < k; ++s) {
+      const float* __restrict q = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[s]);
+      const float d = q[0] * px + q[1] * py + q[2] * pz + q[3] * pw;
+      const float w = d < 0.f ? -wi[s] : wi[s];
+      for (int l = 0; l < 8; ++l) b[l] += w * q[l];
+    }
+    alignas(16) float m[12];
+    BlendedDqToMatrix34(b, m);
+
+    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
+    if constexpr (kStretch) {
+      float S[9];
+      for (int l = 0; l < 9; ++l) S[l] = 0.f;
+      float weight_sum = 0.f;
+      for (int s = 0; s < k; ++s) {
+        const float w = wi[s];
+        const float* __restrict t = S9 + 9 * static_cast<std::ptrdiff_t>(ji[s]);
+        for (int l = 0; l < 9; ++l) S[l] += w * t[l];
+        weight_sum += w;
+      }
+      const float inv_sum = weight_sum > 0.f ? 1.f / weight_sum : 0.f;
+      for (int l = 0; l < 9; ++l) S[l] *= inv_sum;
+      float p[3];
+      Apply33(S, V + o, p);
+      Apply34<true>(m, p, U + o);
+      if constexpr (kNormals) {
+        float sn[3];
+        ApplyCofactor33(S, N + o, sn);
+        Apply34<false>(m, sn, NU + o);
+        NormalizeOrZero(NU + o);
+      }
+    } else {
+      Apply34<true>(m, V + o, U + o);
+      if constexpr (kNormals) {
+        Apply34<false>(m, N + o, NU + o);
+        NormalizeOrZero(NU + o);
+      }
+    }
+  }
+}
+
+#ifdef SKINNING_DQS_VECTOR_EXT
+
+using F4 = float __attribute__((vector_size(16)));
+using I4 = int32_t __attribute__((vector_size(16)));
+
+// Four floats from p (no alignment needed).
+inline F4 Load4(const float* p) {
+  F4 r;
+  std::memcpy(&r, p, sizeof(r));
+  return r;
+}
+
+// [Σ r0, Σ r1, Σ r2, Σ r3]: the lane sums of four vectors (a 4x4 transpose-add).
+inline F4 LaneSums4(F4 r0, F4 r1, F4 r2, F4 r3) {
+  const F4 a =
+      __builtin_shufflevector(r0, r1, 0, 4, 1, 5) + __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+  const F4 b =
+      __builtin_shufflevector(r2, r3, 0, 4, 1, 5) + __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  return __builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7);
+}
+
+// a × b in lanes 0..2; lane 3 is a3 b3 - a3 b3 (0 for finite input).
+inline F4 Cross(F4 a, F4 b) {
+  const F4 a_yzx = __builtin_shufflevector(a, a, 1, 2, 0, 3);
+  const F4 b_yzx = __builtin_shufflevector(b, b, 1, 2, 0, 3);
+  const F4 c = a * b_yzx - a_yzx * b;
+  return __builtin_shufflevector(c, c, 1, 2, 0, 3);
+}
+
+inline F4 Broadcast(F4 a, int lane) {
+  switch (lane) {
+    case 0:
+      return __builtin_shufflevector(a, a, 0, 0, 0, 0);
+    case 1:
+      return __builtin_shufflevector(a, a, 1, 1, 1, 1);
+    case 2:
+      return __builtin_shufflevector(a, a, 2, 2, 2, 2);
+    default:
+      return __builtin_shufflevector(a, a, 3, 3, 3, 3);
+  }
+}
+
+// k == 4.
+template <bool kNormals, bool kStretch>
+SKINNING_HOT_CLONES void DqsFloat4Vec(const float* __restrict V, int n,
+                                      const int32_t* __restrict joints,
+                                      const float* __restrict weights, const float* __restrict Q8,
+                                      const float* __restrict S9, float* __restrict U,
+                                      const float* __restrict N, float* __restrict NU) {
+  const I4 kSignBit = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+  const F4 kXyz = {1.f, 1.f, 1.f, 0.f};
+  for (int i = 0; i < n; ++i) {
+    const int32_t* __restrict ji = joints + 4 * static_cast<std::ptrdiff_t>(i);
+    const float* __restrict wi = weights + 4 * static_cast<std::ptrdiff_t>(i);
+    int pivot = 0;
+    for (int s = 1; s < 4; ++s)
+      if (wi[s] > wi[pivot]) pivot = s;
+    const float* __restrict q0 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[0]);
+    const float* __restrict q1 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[1]);
+    const float* __restrict q2 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[2]);
+    const float* __restrict q3 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[3]);
+    const F4 r0 = Load4(q0), r1 = Load4(q1), r2 = Load4(q2), r3 = Load4(q3);
+    const F4 rp = Load4(Q8 + 8 * static_cast<std::ptrdiff_t>(ji[pivot]));
+    // Antipodality: w_c takes the sign of dot(real_c, real_pivot).
+    const F4 d = LaneSums4(r0 * rp, r1 * rp, r2 * rp, r3 * rp);
+    const I4 negative = d < F4{0.f, 0.f, 0.f, 0.f};  // all-ones lanes where d < 0
+    const F4 w = reinterpret_cast<F4>(reinterpret_cast<I4>(Load4(wi)) ^ (negative & kSignBit));
+    const F4 w0 = Broadcast(w, 0), w1 = Broadcast(w, 1), w2 = Broadcast(w, 2), w3 = Broadcast(w, 3);
+    const F4 b0 = (w0 * r0 + w1 * r1) + (w2 * r2 + w3 * r3);
+    const F4 be =
+        (w0 * Load4(q0 + 4) + w1 * Load4(q1 + 4)) + (w2 * Load4(q2 + 4) + w3 * Load4(q3 + 4));
+
+    const F4 b0sq = b0 * b0;
+    const float n2 = (b0sq[0] + b0sq[1]) + (b0sq[2] + b0sq[3]);
+    const float f = n2 > 0.f ? 2.f / n2 : 0.f;
+    const F4 v = b0 * kXyz;  // vector part, lane 3 zero
+    const F4 e = be * kXyz;
+    const float qw = b0[3], ew = be[3];
+
+    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
+    F4 p = {V[o], V[o + 1], V[o + 2], 0.f};
+    F4 nv;
+    if constexpr (kNormals) nv = F4{N[o], N[o + 1], N[o + 2], 0.f};
+    if constexpr (kStretch) {
+      // Phase one: p = S v, S = Σ w_c S_c / Σ w_c (unsigned weights); normals by cof(S).
+      float S[9];
+      for (int l = 0; l < 9; ++l) S[l] = 0.f;
+      for (int s = 0; s < 4; ++s) {
+        const float ws = wi[s];
+        const float* __restrict t = S9 + 9 * static_cast<std::ptrdiff_t>(ji[s]);
+        for (int l = 0; l < 9; ++l) S[l] += ws * t[l];
+      }
+      const float weight_sum = (wi[0] + wi[1]) + (wi[2] + wi[3]);
+      const float inv_sum = weight_sum > 0.f ? 1.f / weight_sum : 0.f;
+      for (int l = 0; l < 9; ++l) S[l] *= inv_sum;
+      float sp[3];
+      Apply33(S, V + o, sp);
+      p = F4{sp[0], sp[1], sp[2], 0.f};
+      if constexpr (kNormals) {
+        float sn[3];
+        ApplyCofactor33(S, N + o, sn);
+        nv = F4{sn[0], sn[1], sn[2], 0.f};
+      }
+    }
+    const F4 a = Cross(v, p) + e;
+    const F4 u = p + f * ((qw * a + Cross(v, a)) - ew * v);
+    U[o] = u[0];
+    U[o + 1] = u[1];
+    U[o + 2] = u[2];
+    if constexpr (kNormals) {
+      const F4 an = Cross(v, nv);
+      const F4 nu = nv + f * (qw * an + Cross(v, an));
+      const F4 nu2 = nu * nu;
+      const float len2 = nu2[0] + nu2[1] + nu2[2];
+      const float inv = len2 > 0.f ? 1.f / std::sqrt(len2) : 0.f;
+      NU[o] = nu[0] * inv;
+      NU[o + 1] = nu[1] * inv;
+      NU[o + 2] = nu[2] * inv;
+    }
+  }
+}
+
+#endif  // SKINNING_DQS_VECTOR_EXT
+
+template <bool kNormals, bool kStretch>
+void DqsFloatDispatchK(const float* V, int n, const int32_t* joints, const float* weights, int k,
+                       const float* Q8, const float* S9, float* U, const float* N, float* NU) {
+  if (k == 4) {
+#ifdef SKINNING_DQS_VECTOR_EXT
+    DqsFloat4Vec<kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
+#else
+    DqsFloatKernel<4, kNormals, kStretch>(V, n, joints, weights, k, Q8, S9, U, N, NU);
+#endif
+  } else {
+    DqsFloatKernel<0, kNormals, kStretch>(V, n, joints, weights, k, Q8, S9, U, N, NU);
+  }
+}
+
+}  // namespace
+
+DqsTransforms PrepareDqs(const std::vector<Eigen::Affine3d>& T) {
+  DqsTransforms D;
+  const size_t m = T.size();
+  D.real.resize(m);
+  D.dual.resize(m);
+  D.stretch.assign(m, Eigen::Matrix3d::Identity());
+  for (size_t j = 0; j < m; ++j) {
+    const Eigen::Matrix3d A = T[j].linear();
+    Eigen::Matrix3d R;
+    // Rigid fast path: AᵀA = S² = I within tolerance (so |S - I| ≲ tolerance / 2), proper.
+    const double ortho_err =
+        (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff();
+    if (ortho_err <= kStretchTolerance && A.determinant() > 0) {
+      R = A;
+    } else {
+      // Polar decomposition A = R S through the SVD A = U Σ Vᵀ: R = U Vᵀ, S = Rᵀ A = V Σ Vᵀ
+      // (symmetrized against rounding). A reflection (det A < 0) keeps R proper by flipping
+      // U's last column, which leaves the negative factor in S.
+      Eigen::JacobiSVD<Eigen::Matrix3d> svd(A, Eigen::ComputeFullU | Eigen::ComputeFullV);
+      Eigen::Matrix3d Us = svd.matrixU();
+      const Eigen::Matrix3d& Vs = svd.matrixV();
+      if ((Us * Vs.transpose()).determinant() < 0) Us.col(2) *= -1;
+      R = Us * Vs.transpose();
+      const Eigen::Matrix3d RtA = R.transpose() * A;
+      const Eigen::Matrix3d S = 0.5 * (RtA + RtA.transpose());
+      if ((S - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() > kStretchTolerance) {
+        D.stretch[j] = S;
+        D.any_stretch = true;
+      }
+    }
+    const Eigen::Quaterniond r = Eigen::Quaterniond(R).normalized();
+    const DualQuaterniond q = DualQuaterniond::FromRigid(r, T[j].translation());
+    D.real[j] = q.real;
+    D.dual[j] = q.dual;
+  }
+  return D;
+}
+
+void Dqs(const RowMatrixX3d& V, const SparseWeights& W, const DqsTransforms& prepared,
+         RowMatrixX3d* U, const RowMatrixX3d* N, RowMatrixX3d* NU) {
+  const Eigen::Index n = V.rows();
+  const bool normals = N != nullptr && NU != nullptr && N->rows() > 0;
+  U->resize(n, 3);
+  if (normals) NU->resize(n, 3);
+  const int k = W.k();
+  std::vector<int> joint(k);
+  std::vector<double> weight(k);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    int count = 0;
+    for (int c = 0; c < k; ++c) {
+      if (W.weights(i, c) == 0) continue;
+      joint[count] = W.joints(i, c);
+      weight[count] = W.weights(i, c);
+      ++count;
+    }
+    DqsVertex(prepared, joint.data(), weight.data(), count, V.row(i).data(),
+              normals ? N->row(i).data() : nullptr, U->row(i).data(),
+              normals ? NU->row(i).data() : nullptr);
+  }
+}
+
+void Dqs(const RowMatrixX3d& V, const SparseWeights& W, const std::vector<Eigen::Affine3d>& T,
+         RowMatrixX3d* U, const RowMatrixX3d* N, RowMatrixX3d* NU) {
+  Dqs(V, W, PrepareDqs(T), U, N, NU);
+}
+
+void Dqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const std::vector<Eigen::Affine3d>& T,
+         RowMatrixX3d* U) {
+  const DqsTransforms D = PrepareDqs(T);
+  const Eigen::Index n = V.rows();
+  U->resize(n, 3);
+  const int m = static_cast<int>(W.cols());
+  std::vector<int> joint(m);
+  std::vector<double> weight(m);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    int count = 0;
+    for (int j = 0; j < m; ++j) {
+      if (W(i, j) == 0) continue;
+      joint[count] = j;
+      weight[count] = W(i, j);
+      ++count;
+    }
+    DqsVertex(D, joint.data(), weight.data(), count, V.row(i).data(), nullptr, U->row(i).data(),
+              nullptr);
+  }
+}
+
+DqsTransformsFloat PrepareDqsFloat(const std::vector<Eigen::Affine3d>& T) {
+  const DqsTransforms D = PrepareDqs(T);
+  DqsTransformsFloat F;
+  F.q8.resize(8 * T.size());
+  for (size_t j = 0; j < T.size(); ++j) {
+    for (int l = 0; l < 4; ++l) {
+      F.q8[8 * j + l] = static_cast<float>(D.real[j].coeffs()(l));
+      F.q8[8 * j + 4 + l] = static_cast<float>(D.dual[j].coeffs()(l));
+    }
+  }
+  if (D.any_stretch) {
+    F.stretch.resize(9 * T.size());
+    for (size_t j = 0; j < T.size(); ++j)
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c)
+          F.stretch[9 * j + 3 * r + c] = static_cast<float>(D.stretch[j](r, c));
+  }
+  return F;
+}
+
+void DqsFloat(const float* V, int n, const int32_t* joints, const float* weights, int k,
+              const DqsTransformsFloat& prepared, float* U, const float* N, float* NU) {
+  const bool normals = N != nullptr && NU != nullptr;
+  const float* Q8 = prepared.q8.data();
+  const float* S9 = prepared.stretch.empty() ? nullptr : prepared.stretch.data();
+  if (S9 != nullptr) {
+    if (normals) {
+      DqsFloatDispatchK<true, true>(V, n, joints, weights, k, Q8, S9, U, N, NU);
+    } else {
+      DqsFloatDispatchK<false, true>(V, n, joints, weights, k, Q8, S9, U, nullptr, nullptr);
+    }
+  } else {
+    if (normals) {
+      DqsFloatDispatchK<true, false>(V, n, joints, weights, k, Q8, S9, U, N, NU);
+    } else {
+      DqsFloatDispatchK<false, false>(V, n, joints, weights, k, Q8, S9, U, nullptr, nullptr);
+    }
+  }
+}
+
+}  // namespace skinning

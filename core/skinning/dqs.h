@@ -6,7 +6,9 @@
 //      joint (dot(real_j, real_pivot) < 0 ⇒ q_j = −q_j), so blending takes the short path.
 //   2. Non-rigid scale fallback (the paper's two-phase skinning, Sec. 5): the stretches are
 //      blended linearly, S = Σ w_j S_j, and applied first, p = S v; when every S_j is the
-//      identity this is skipped and DQS is exactly the rigid method.
+//      identity this is skipped and DQS is exactly the rigid method. (The implementation divides
+//      S by Σ w_j, which is 1 for valid weights: like the normalized rigid blend of step 3, the
+//      stretch then does not pick up the rounding of float weights' row sums.)
 //   3. b = Σ w_j q_j, normalized by |b.real|, applied to p as a rigid transform.
 // Normals get the blended rotation (and the inverse transpose of S when stretch is present).
 #ifndef SKINNING_CORE_SKINNING_DQS_H_
@@ -35,6 +37,10 @@ void Dqs(const RowMatrixX3d& V, const SparseWeights& W, const std::vector<Eigen:
          RowMatrixX3d* U, const RowMatrixX3d* N = nullptr, RowMatrixX3d* NU = nullptr);
 void Dqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const std::vector<Eigen::Affine3d>& T,
          RowMatrixX3d* U);
+// As above with the per-frame data already prepared (PrepareDqs), e.g. to reuse it across
+// meshes sharing a skeleton. `prepared` holds #T transforms.
+void Dqs(const RowMatrixX3d& V, const SparseWeights& W, const DqsTransforms& prepared,
+         RowMatrixX3d* U, const RowMatrixX3d* N = nullptr, RowMatrixX3d* NU = nullptr);
 
 // float32 fast path; arguments as LbsFloat. `prepared` comes from PrepareDqsFloat.
 struct DqsTransformsFloat {

@@ -1,0 +1,555 @@
+#include "core/skinning/dqs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/skinning/lbs.h"
+#include "core/skinning/weights.h"
+#include "tests/support/data.h"
+
+namespace skinning {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+struct Rig {
+  RowMatrixX3d V, N;
+  SparseWeights W;
+};
+
+// #V positions in [-1, 1]³ with unit normals; k-sparse weights (top-k of random dense weights).
+Rig RandomRig(int n, int joints, int k, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Rig r;
+  r.V.resize(n, 3);
+  r.N.resize(n, 3);
+  for (int i = 0; i < n; ++i) {
+    r.V.row(i) << u(gen), u(gen), u(gen);
+    Eigen::Vector3d nn(u(gen), u(gen), u(gen));
+    if (nn.norm() < 1e-3) nn = Eigen::Vector3d::UnitZ();
+    r.N.row(i) = nn.normalized().transpose();
+  }
+  Eigen::MatrixXd D(n, joints);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < joints; ++j) D(i, j) = 0.5 * (u(gen) + 1.0);
+  r.W = TopK(D, k);
+  return r;
+}
+
+std::vector<Eigen::Affine3d> RandomRigids(int m, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<Eigen::Affine3d> T;
+  for (int j = 0; j < m; ++j) {
+    Eigen::Affine3d A = Eigen::Affine3d::Identity();
+    A.translate(Eigen::Vector3d(u(gen), u(gen), u(gen)));
+    A.rotate(Eigen::Quaterniond(u(gen), u(gen), u(gen), u(gen)).normalized());
+    T.push_back(A);
+  }
+  return T;
+}
+
+std::vector<float> Floats(const RowMatrixX3d& M) {
+  return std::vector<float>(M.data(), M.data() + M.size());
+}
+RowMatrixX3d FromFloats(const std::vector<float>& f) {
+  return Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, 3, Eigen::RowMajor>>(f.data(),
+                                                                                    f.size() / 3, 3)
+      .cast<double>();
+}
+RowMatrixX3d RoundToFloat(const RowMatrixX3d& M) { return M.cast<float>().cast<double>(); }
+
+// Float DQS of a rig; NU filled when with_normals.
+RowMatrixX3d DqsF(const RowMatrixX3d& V, const SparseWeights& W, const DqsTransformsFloat& prepared,
+                  const RowMatrixX3d* N = nullptr, RowMatrixX3d* NU = nullptr) {
+  const std::vector<float> Vf = Floats(V);
+  std::vector<float> Uf(Vf.size()), Nf, NUf;
+  if (N != nullptr) {
+    Nf = Floats(*N);
+    NUf.resize(Nf.size());
+  }
+  DqsFloat(Vf.data(), V.rows(), W.joints.data(), W.weights.data(), W.k(), prepared, Uf.data(),
+           N ? Nf.data() : nullptr, N ? NUf.data() : nullptr);
+  if (NU != nullptr) *NU = FromFloats(NUf);
+  return FromFloats(Uf);
+}
+
+TEST(DqsTest, IdentityTransformsReproduceInput) {
+  // The blended real part is (0, 0, 0, Σw): the rotation is I - f·0 and the translation f·0
+  // whatever Σw is, so any weights reproduce v exactly.
+  for (int k : {4, 3}) {
+    const Rig r = RandomRig(300, 6, k, 1 + k);
+    const RowMatrixX3d V = RoundToFloat(r.V);
+    const std::vector<Eigen::Affine3d> T(6, Eigen::Affine3d::Identity());
+    RowMatrixX3d U, NU;
+    Dqs(V, r.W, T, &U, &r.N, &NU);
+    EXPECT_EQ(U, V);
+    EXPECT_LT((NU - r.N).cwiseAbs().maxCoeff(), 1e-15);
+    Dqs(V, ToDense(r.W, 6), T, &U);
+    EXPECT_EQ(U, V);
+    EXPECT_EQ(DqsF(V, r.W, PrepareDqsFloat(T)), V) << "k = " << k;
+  }
+}
+
+TEST(DqsTest, SingleInfluenceMovesRigidly) {
+  // Weight 1 on one joint: DQS must reproduce T_j v, and so equal LBS.
+  Rig r = RandomRig(100, 5, 4, 3);
+  const std::vector<Eigen::Affine3d> T = RandomRigids(5, 4);
+  for (int i = 0; i < r.W.rows(); ++i) {
+    r.W.weights.row(i).setZero();
+    r.W.weights(i, i % 4) = 1.f;
+    r.W.joints(i, i % 4) = i % 5;
+  }
+  RowMatrixX3d Ud, Ul, NU;
+  Dqs(r.V, r.W, T, &Ud, &r.N, &NU);
+  Lbs(r.V, r.W, T, &Ul);
+  const RowMatrixX3d Uf = DqsF(r.V, r.W, PrepareDqsFloat(T));
+  for (int i = 0; i < r.V.rows(); ++i) {
+    const Eigen::Vector3d expected = T[i % 5] * Eigen::Vector3d(r.V.row(i).transpose());
+    EXPECT_LT((Ud.row(i).transpose() - expected).norm(), 1e-12) << "vertex " << i;
+    EXPECT_LT((Uf.row(i).transpose() - expected).norm(), 1e-5) << "vertex " << i;
+    EXPECT_LT((Ud.row(i) - Ul.row(i)).norm(), 1e-12) << "vertex " << i;
+    const Eigen::Vector3d n = T[i % 5].linear() * r.N.row(i).transpose();
+    EXPECT_LT((NU.row(i).transpose() - n).norm(), 1e-12) << "vertex " << i;
+  }
+}
+
+TEST(DqsTest, SparseAndDenseAgree) {
+  const Rig r = RandomRig(400, 9, 4, 5);
+  std::vector<Eigen::Affine3d> T = RandomRigids(9, 6);
+  for (bool stretch : {false, true}) {
+    if (stretch) T[4].scale(Eigen::Vector3d(1.5, 0.7, 1.0));
+    RowMatrixX3d Us, Ud;
+    Dqs(r.V, r.W, T, &Us);
+    Dqs(r.V, ToDense(r.W, 9), T, &Ud);
+    EXPECT_LT((Us - Ud).cwiseAbs().maxCoeff(), 1e-12) << "stretch " << stretch;
+  }
+}
+
+TEST(DqsTest, FloatPathMatchesDoublePath) {
+  for (bool stretch : {false, true}) {
+    for (int k : {4, 3}) {
+      const Rig r = RandomRig(1000, 8, k, 7 + k);
+      std::vector<Eigen::Affine3d> T = RandomRigids(8, 8 + k);
+      if (stretch) {
+        T[1].scale(Eigen::Vector3d(1.3, 0.8, 1.1));
+        T[5].linear() *= 1.5;
+      }
+      const RowMatrixX3d V = RoundToFloat(r.V), N = RoundToFloat(r.N);
+      RowMatrixX3d U, NU, NUf;
+      Dqs(V, r.W, T, &U, &N, &NU);
+      const DqsTransformsFloat prepared = PrepareDqsFloat(T);
+      EXPECT_EQ(prepared.stretch.empty(), !stretch);
+      const RowMatrixX3d Uf = DqsF(V, r.W, prepared, &N, &NUf);
+      const double scale = U.cwiseAbs().maxCoeff();
+      EXPECT_LT((Uf - U).cwiseAbs().maxCoeff() / scale, 1e-5)
+          << "k " << k << " stretch " << stretch;
+      EXPECT_LT((NUf - NU).cwiseAbs().maxCoeff(), 1e-5) << "k " << k << " stretch " << stretch;
+      EXPECT_EQ(DqsF(V, r.W, prepared), Uf) << "positions only must not change positions";
+    }
+  }
+}
+
+TEST(DqsTest, NormalsStayUnitAndMatchRigidRotation) {
+  const Rig r = RandomRig(500, 6, 4, 9);
+  const std::vector<Eigen::Affine3d> one = RandomRigids(1, 10);
+  const std::vector<Eigen::Affine3d> same(6, one[0]);
+  RowMatrixX3d U, NU, NUf;
+  Dqs(r.V, r.W, same, &U, &r.N, &NU);
+  const RowMatrixX3d expected = r.N * one[0].linear().transpose();
+  EXPECT_LT((NU - expected).cwiseAbs().maxCoeff(), 1e-12);
+  DqsF(r.V, r.W, PrepareDqsFloat(same), &r.N, &NUf);
+  EXPECT_LT((NUf - expected).cwiseAbs().maxCoeff(), 1e-5);
+
+  const std::vector<Eigen::Affine3d> T = RandomRigids(6, 11);
+  Dqs(r.V, r.W, T, &U, &r.N, &NU);
+  EXPECT_LT((NU.rowwise().norm().array() - 1.0).abs().maxCoeff(), 1e-12);
+  DqsF(r.V, r.W, PrepareDqsFloat(T), &r.N, &NUf);
+  EXPECT_LT((NUf.rowwise().norm().array() - 1.0).abs().maxCoeff(), 1e-5);
+}
+
+// Two joints rotating about z by ±angle, vertex (0, 1, 0) weighted w / 1 - w.
+SparseWeights TwoJointWeights(const std::vector<double>& w0) {
+  SparseWeights W;
+  const int n = static_cast<int>(w0.size());
+  W.joints = RowMatrixXi(n, 4);
+  W.weights = RowMatrixXf::Zero(n, 4);
+  for (int i = 0; i < n; ++i) {
+    W.joints.row(i) << 0, 1, 0, 0;
+    W.weights(i, 0) = static_cast<float>(w0[i]);
+    W.weights(i, 1) = 1.f - W.weights(i, 0);
+  }
+  return W;
+}
+
+TEST(DqsTest, DqsHandlesAntipodalQuaternions) {
+  // (1) The same transforms given through q_j and -q_j skin identically (float path, where the
+  // prepared quaternions are inputs).
+  const Rig r = RandomRig(300, 6, 4, 12);
+  const std::vector<Eigen::Affine3d> T = RandomRigids(6, 13);
+  const DqsTransformsFloat prepared = PrepareDqsFloat(T);
+  const RowMatrixX3d U = DqsF(r.V, r.W, prepared);
+  for (int j : {0, 3}) {
+    DqsTransformsFloat flipped = prepared;
+    for (int l = 0; l < 8; ++l) flipped.q8[8 * j + l] = -flipped.q8[8 * j + l];
+    EXPECT_EQ(DqsF(r.V, r.W, flipped), U) << "joint " << j << " given as -q";
+  }
+  // ... and likewise for the double path with the prepared transforms.
+  DqsTransforms pd = PrepareDqs(T);
+  RowMatrixX3d Ud, Ud2;
+  Dqs(r.V, r.W, pd, &Ud);
+  pd.real[2].coeffs() *= -1;
+  pd.dual[2].coeffs() *= -1;
+  Dqs(r.V, r.W, pd, &Ud2);
+  EXPECT_LT((Ud - Ud2).cwiseAbs().maxCoeff(), 1e-15);
+
+  // (2) Joints at +a and -a about z (a = 170°, 100°): the short arc between them passes through
+  // 180°, not 0°. Closed form: with q_0 = (sin(a/2) z, cos(a/2)) and q_1 taken to the same
+  // hemisphere, b = (sin(a/2) z, (2w - 1) cos(a/2)) and the blended angle is
+  // 2 atan2(sin(a/2), (2w - 1) cos(a/2)) ∈ [a, 360° - a].
+  std::vector<double> w0;
+  for (int s = 0; s <= 20; ++s) w0.push_back(s / 20.0);
+  const SparseWeights W = TwoJointWeights(w0);
+  const RowMatrixX3d V = RowMatrixX3d::Zero(w0.size(), 3).rowwise() + Eigen::RowVector3d(0, 1, 0);
+  for (double deg : {170.0, 100.0}) {
+    const double a = deg * kPi / 180;
+    std::vector<Eigen::Affine3d> Tz(2, Eigen::Affine3d::Identity());
+    Tz[0].rotate(Eigen::AngleAxisd(a, Eigen::Vector3d::UnitZ()));
+    Tz[1].rotate(Eigen::AngleAxisd(-a, Eigen::Vector3d::UnitZ()));
+    RowMatrixX3d Uz;
+    Dqs(V, W, Tz, &Uz);
+    const RowMatrixX3d Uzf = DqsF(V, W, PrepareDqsFloat(Tz));
+    for (size_t i = 0; i < w0.size(); ++i) {
+      // w0[i] goes to joint 0 (+a), which is the pivot for w0 > 0.5; equal weights tie.
+      const double angle = 2 * std::atan2(std::sin(a / 2), (2 * w0[i] - 1) * std::cos(a / 2));
+      const Eigen::Vector3d expected(-std::sin(angle), std::cos(angle), 0);
+      EXPECT_LT((Uz.row(i).transpose() - expected).norm(), 1e-6) << deg << "° w0 " << w0[i];
+      EXPECT_LT((Uzf.row(i).transpose() - expected).norm(), 1e-5) << deg << "° w0 " << w0[i];
+      // Never through the identity: y stays at most cos(a).
+      EXPECT_LE(Uz(i, 1), std::cos(a) + 1e-9);
+    }
+    EXPECT_LT((Uz.row(10) - Eigen::RowVector3d(0, -1, 0)).norm(), 1e-9) << "half way = 180°";
+  }
+}
+
+// ---- candy wrapper: a twisted cylinder ---------------------------------------------------------
+
+constexpr int kRingPoints = 64;
+
+// Rings of radius 1 about the x axis at x = -0.5, -0.375, ..., 1.5 (ring 8 at x = 0.5). Joint 0
+// at x = 0, joint 1 at x = 1; w1 = clamp(x, 0, 1) blends linearly over the middle.
+void Cylinder(RowMatrixX3d* V, SparseWeights* W, int* middle_ring) {
+  const int rings = 17;
+  V->resize(rings * kRingPoints, 3);
+  W->joints = RowMatrixXi(rings * kRingPoints, 2);
+  W->weights = RowMatrixXf(rings * kRingPoints, 2);
+  for (int r = 0; r < rings; ++r) {
+    const double x = -0.5 + 0.125 * r;
+    const float w1 = static_cast<float>(std::clamp(x, 0.0, 1.0));
+    for (int p = 0; p < kRingPoints; ++p) {
+      const int i = r * kRingPoints + p;
+      const double t = 2 * kPi * p / kRingPoints;
+      V->row(i) << x, std::cos(t), std::sin(t);
+      W->joints.row(i) << 0, 1;
+      W->weights.row(i) << 1.f - w1, w1;
+    }
+  }
+  *middle_ring = 8;
+}
+
+// Shoelace area of ring `ring` projected to the yz plane.
+double RingArea(const RowMatrixX3d& U, int ring) {
+  double a = 0;
+  for (int p = 0; p < kRingPoints; ++p) {
+    const int i = ring * kRingPoints + p, j = ring * kRingPoints + (p + 1) % kRingPoints;
+    a += U(i, 1) * U(j, 2) - U(j, 1) * U(i, 2);
+  }
+  return std::abs(a) / 2;
+}
+
+std::vector<Eigen::Affine3d> TwistJoint1(double angle) {
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  T[1].rotate(Eigen::AngleAxisd(angle, Eigen::Vector3d::UnitX()));
+  return T;
+}
+
+TEST(DqsTest, LbsCollapsesUnderTwist) {
+  RowMatrixX3d V, U;
+  SparseWeights W;
+  int mid;
+  Cylinder(&V, &W, &mid);
+  Lbs(V, W, TwistJoint1(kPi), &U);
+  const double rest = RingArea(V, mid);
+  // ½ (I + R_x(π)) projects onto the x axis: the candy-wrapper artifact.
+  EXPECT_LT(RingArea(U, mid), 0.05 * rest);
+}
+
+TEST(DqsTest, DqsPreservesLengthUnderTwist) {
+  RowMatrixX3d V, U;
+  SparseWeights W;
+  int mid;
+  Cylinder(&V, &W, &mid);
+  const std::vector<Eigen::Affine3d> T = TwistJoint1(kPi);
+  Dqs(V, W, T, &U);
+  const RowMatrixX3d Uf = DqsF(V, W, PrepareDqsFloat(T));
+  const double rest = RingArea(V, mid);
+  EXPECT_NEAR(RingArea(U, mid), rest, 0.05 * rest);
+  EXPECT_NEAR(RingArea(Uf, mid), rest, 0.05 * rest);
+  // Stronger: every vertex keeps its distance to the axis and its position along it.
+  for (int i = 0; i < V.rows(); ++i) {
+    EXPECT_NEAR(U.row(i).tail<2>().norm(), 1.0, 1e-9) << "vertex " << i;
+    EXPECT_NEAR(U(i, 0), V(i, 0), 1e-9) << "vertex " << i;
+  }
+}
+
+TEST(DqsTest, DqsScaleFallback) {
+  const Rig r = RandomRig(200, 5, 4, 14);
+  // Uniform scale 2 on every joint: the stretch phase gives 2v, the rigid phase the identity.
+  std::vector<Eigen::Affine3d> T(5, Eigen::Affine3d::Identity());
+  for (auto& A : T) A.scale(2.0);
+  const DqsTransforms D = PrepareDqs(T);
+  EXPECT_TRUE(D.any_stretch);
+  RowMatrixX3d U;
+  Dqs(r.V, r.W, T, &U);
+  EXPECT_LT((U - 2 * r.V).cwiseAbs().maxCoeff(), 1e-9);
+  EXPECT_LT((DqsF(r.V, r.W, PrepareDqsFloat(T)) - 2 * r.V).cwiseAbs().maxCoeff(), 1e-5);
+
+  // Non-uniform scale and shear on one joint, weight 1 on it: exactly T v (A = R S recombined).
+  std::vector<Eigen::Affine3d> T2 = RandomRigids(5, 15);
+  T2[2].linear() =
+      T2[2].linear() * (Eigen::Matrix3d() << 1.5, 0.2, 0, 0.2, 0.6, 0.1, 0, 0.1, 2.0).finished();
+  Rig one = r;
+  for (int i = 0; i < one.W.rows(); ++i) {
+    one.W.weights.row(i) << 0.f, 1.f, 0.f, 0.f;
+    one.W.joints.row(i) << 0, 2, 1, 3;
+  }
+  RowMatrixX3d NU;
+  Dqs(one.V, one.W, T2, &U, &one.N, &NU);
+  const RowMatrixX3d Uf = DqsF(one.V, one.W, PrepareDqsFloat(T2));
+  const Eigen::Matrix3d inv_t = T2[2].linear().inverse().transpose();
+  for (int i = 0; i < one.V.rows(); ++i) {
+    const Eigen::Vector3d expected = T2[2] * Eigen::Vector3d(one.V.row(i).transpose());
+    EXPECT_LT((U.row(i).transpose() - expected).norm(), 1e-9) << "vertex " << i;
+    EXPECT_LT((Uf.row(i).transpose() - expected).norm(), 1e-5) << "vertex " << i;
+    const Eigen::Vector3d n = (inv_t * one.N.row(i).transpose()).normalized();
+    EXPECT_LT((NU.row(i).transpose() - n).norm(), 1e-9) << "vertex " << i;
+  }
+
+  // A mirror (det < 0) keeps a proper rotation and leaves the reflection in S: still T v.
+  T2[2] = Eigen::Translation3d(0.5, -1, 2) * Eigen::Scaling(-1.0, 1.0, 1.0);
+  Dqs(one.V, one.W, T2, &U);
+  for (int i = 0; i < one.V.rows(); ++i) {
+    const Eigen::Vector3d expected = T2[2] * Eigen::Vector3d(one.V.row(i).transpose());
+    EXPECT_LT((U.row(i).transpose() - expected).norm(), 1e-9) << "vertex " << i;
+  }
+}
+
+TEST(DqsTest, PrepareDqsSplitsRigidPartAndStretch) {
+  std::vector<Eigen::Affine3d> T = RandomRigids(4, 16);
+  DqsTransforms D = PrepareDqs(T);
+  EXPECT_FALSE(D.any_stretch);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_TRUE(D.stretch[j].isIdentity(0));
+    EXPECT_LT((D.real[j].toRotationMatrix() - T[j].linear()).cwiseAbs().maxCoeff(), 1e-12);
+    // t = 2 vec(dual · conj(real)) for a unit dual quaternion.
+    const Eigen::Vector3d t = 2 * (D.dual[j] * D.real[j].conjugate()).vec();
+    EXPECT_LT((t - T[j].translation()).norm(), 1e-12);
+  }
+  const Eigen::Matrix3d S = (Eigen::Matrix3d() << 1.2, 0.1, 0, 0.1, 0.9, 0, 0, 0, 1).finished();
+  const Eigen::Matrix3d R = T[1].linear();
+  T[1].linear() = R * S;
+  D = PrepareDqs(T);
+  EXPECT_TRUE(D.any_stretch);
+  EXPECT_LT((D.stretch[1] - S).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((D.real[1].toRotationMatrix() - R).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+// ---- the libigl arm --------------------------------------------------------------------------
+//
+// Minimal ASCII readers, local on purpose (the project's own readers are written elsewhere).
+
+bool ReadObj(const std::string& path, RowMatrixX3d* V) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::vector<Eigen::Vector3d> v;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    std::string tag;
+    ss >> tag;
+    if (tag != "v") continue;  // faces are not needed for this check
+    Eigen::Vector3d p;
+    ss >> p.x() >> p.y() >> p.z();
+    v.push_back(p);
+  }
+  V->resize(v.size(), 3);
+  for (size_t i = 0; i < v.size(); ++i) V->row(i) = v[i].transpose();
+  return !v.empty();
+}
+
+// TGF: "index x y z ..." joint lines until "#", then "a b ..." edges (1-based) until "#"/EOF.
+bool ReadTgf(const std::string& path, RowMatrixX3d* C, std::vector<std::pair<int, int>>* BE) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::vector<Eigen::Vector3d> c;
+  std::string line;
+  bool edges = false;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '#') {
+      if (edges) break;
+      edges = true;
+      continue;
+    }
+    std::istringstream ss(line);
+    if (!edges) {
+      int index;
+      Eigen::Vector3d p;
+      if (ss >> index >> p.x() >> p.y() >> p.z()) c.push_back(p);
+    } else {
+      int a, b;
+      if (ss >> a >> b) BE->emplace_back(a - 1, b - 1);
+    }
+  }
+  C->resize(c.size(), 3);
+  for (size_t i = 0; i < c.size(); ++i) C->row(i) = c[i].transpose();
+  return !c.empty() && !BE->empty();
+}
+
+// ASCII DMAT: "cols rows", then cols*rows numbers in column-major order.
+bool ReadDmat(const std::string& path, Eigen::MatrixXd* W) {
+  std::ifstream in(path);
+  int cols = 0, rows = 0;
+  if (!(in >> cols >> rows) || cols <= 0 || rows <= 0) return false;
+  W->resize(rows, cols);
+  for (int c = 0; c < cols; ++c)
+    for (int r = 0; r < rows; ++r)
+      if (!(in >> (*W)(r, c))) return false;
+  return true;
+}
+
+// Area of the convex hull of 2D points (Andrew's monotone chain).
+double ConvexHullArea(std::vector<Eigen::Vector2d> p) {
+  if (p.size() < 3) return 0;
+  std::sort(p.begin(), p.end(), [](const Eigen::Vector2d& a, const Eigen::Vector2d& b) {
+    return a.x() < b.x() || (a.x() == b.x() && a.y() < b.y());
+  });
+  auto cross = [](const Eigen::Vector2d& o, const Eigen::Vector2d& a, const Eigen::Vector2d& b) {
+    return (a - o).x() * (b - o).y() - (a - o).y() * (b - o).x();
+  };
+  std::vector<Eigen::Vector2d> h(2 * p.size());
+  size_t k = 0;
+  for (size_t i = 0; i < p.size(); ++i) {  // lower hull
+    while (k >= 2 && cross(h[k - 2], h[k - 1], p[i]) <= 0) --k;
+    h[k++] = p[i];
+  }
+  for (size_t i = p.size() - 1, t = k + 1; i-- > 0;) {  // upper hull
+    while (k >= t && cross(h[k - 2], h[k - 1], p[i]) <= 0) --k;
+    h[k++] = p[i];
+  }
+  h.resize(k - 1);
+  double a = 0;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const Eigen::Vector2d& u = h[i];
+    const Eigen::Vector2d& v = h[(i + 1) % h.size()];
+    a += u.x() * v.y() - v.x() * u.y();
+  }
+  return std::abs(a) / 2;
+}
+
+TEST(DqsTest, ConvexHullAreaOfSquareWithInteriorPoints) {
+  std::vector<Eigen::Vector2d> p{{0, 0}, {2, 0}, {2, 2}, {0, 2}, {1, 1}, {0.5, 1.5}, {1, 0}};
+  EXPECT_DOUBLE_EQ(ConvexHullArea(p), 4.0);
+}
+
+TEST(DqsTest, ArmTwistLbsCollapsesDqsKeepsCrossSection) {
+  const std::string dir = ::skinning::testing::DataPath("libigl/arm/");
+  SKINNING_REQUIRE_DATA(dir + "arm.obj");
+  SKINNING_REQUIRE_DATA(dir + "arm.tgf");
+  SKINNING_REQUIRE_DATA(dir + "arm-weights.dmat");
+  RowMatrixX3d V, C;
+  std::vector<std::pair<int, int>> BE;
+  Eigen::MatrixXd W;
+  ASSERT_TRUE(ReadObj(dir + "arm.obj", &V));
+  ASSERT_TRUE(ReadTgf(dir + "arm.tgf", &C, &BE));
+  ASSERT_TRUE(ReadDmat(dir + "arm-weights.dmat", &W));
+  ASSERT_EQ(W.rows(), V.rows());
+  ASSERT_EQ(W.cols(), static_cast<int>(BE.size()));
+  ASSERT_GE(BE.size(), 3u);
+  ASSERT_LT((W.rowwise().sum().array() - 1.0).abs().maxCoeff(), 1e-3);
+  NormalizeRows(&W);
+
+  // Bone 2 and the bones below it turn by π about bone 2's own axis (through its start joint).
+  constexpr int kBone = 2;
+  const Eigen::Vector3d cs = C.row(BE[kBone].first).transpose();
+  const Eigen::Vector3d cd = C.row(BE[kBone].second).transpose();
+  const Eigen::Vector3d axis = (cd - cs).normalized();
+  const Eigen::Affine3d twist =
+      Eigen::Translation3d(cs) * Eigen::AngleAxisd(kPi, axis) * Eigen::Translation3d(-cs);
+  std::vector<bool> moved(BE.size(), false);
+  moved[kBone] = true;
+  for (bool grew = true; grew;) {  // descendants: bones starting where a moved bone ends
+    grew = false;
+    for (size_t b = 0; b < BE.size(); ++b)
+      for (size_t m = 0; m < BE.size(); ++m)
+        if (moved[m] && !moved[b] && BE[b].first == BE[m].second) moved[b] = grew = true;
+  }
+  std::vector<Eigen::Affine3d> T(BE.size(), Eigen::Affine3d::Identity());
+  for (size_t b = 0; b < BE.size(); ++b)
+    if (moved[b]) T[b] = twist;
+
+  // The cross-section where bones 1 and 2 weigh the same: the mean axial coordinate of the
+  // vertices with |w1 - w2| small, then a thin slab around it.
+  auto axial = [&](int i) { return (V.row(i).transpose() - cs).dot(axis); };
+  double s_sum = 0;
+  int s_count = 0;
+  for (int i = 0; i < V.rows(); ++i) {
+    if (W(i, 1) + W(i, 2) > 0.9 && std::abs(W(i, 1) - W(i, 2)) < 0.05) {
+      s_sum += axial(i);
+      ++s_count;
+    }
+  }
+  ASSERT_GT(s_count, 0) << "no vertex where bones 1 and 2 weigh the same";
+  const double s0 = s_sum / s_count;
+  const double length = (cd - cs).norm();
+  std::vector<int> slab;
+  for (double h = 0.005 * length; slab.size() < 24 && h < 0.05 * length; h *= 1.5) {
+    slab.clear();
+    for (int i = 0; i < V.rows(); ++i)
+      if (std::abs(axial(i) - s0) < h) slab.push_back(i);
+  }
+  ASSERT_GE(slab.size(), 8u);
+
+  RowMatrixX3d Ul, Ud;
+  Lbs(V, W, T, &Ul);
+  Dqs(V, W, T, &Ud);
+  const Eigen::Vector3d e1 = axis.unitOrthogonal(), e2 = axis.cross(e1);
+  auto section = [&](const RowMatrixX3d& P) {
+    std::vector<Eigen::Vector2d> q;
+    for (int i : slab) {
+      const Eigen::Vector3d d = P.row(i).transpose() - cs;
+      q.emplace_back(d.dot(e1), d.dot(e2));
+    }
+    return ConvexHullArea(q);
+  };
+  const double rest = section(V), lbs = section(Ul), dqs = section(Ud);
+  ASSERT_GT(rest, 0);
+  std::cout << "[ arm      ] cross-section at axial offset " << s0 << " (" << slab.size()
+            << " vertices): rest area " << rest << ", LBS/rest " << lbs / rest << ", DQS/rest "
+            << dqs / rest << std::endl;
+  RecordProperty("lbs_area_ratio", std::to_string(lbs / rest));
+  RecordProperty("dqs_area_ratio", std::to_string(dqs / rest));
+  EXPECT_LT(lbs / rest, 0.25) << "LBS should collapse the twisted forearm (candy wrapper)";
+  EXPECT_GE(dqs / rest, 0.8) << "DQS should keep the cross-section";
+}
+
+}  // namespace
+}  // namespace skinning
