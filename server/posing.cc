@@ -1,5 +1,7 @@
 #include "server/posing.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/skinning/dqs.h"
@@ -48,6 +50,16 @@ absl::Status PoseFrame(const LoadedRig& rig, const v1::Pose& pose_proto, v1::Met
     NU = out->mutable_normals()->mutable_data();
   }
   const float* N = normals ? rig.normals.data() : nullptr;
+  // Every transform exactly the identity (the bind pose): the output is the input, bit for bit
+  // (blending identities with float weights would be off by rounding).
+  const bool identity = std::all_of(T->begin(), T->end(), [](const Eigen::Affine3d& t) {
+    return t.matrix() == Eigen::Matrix4d::Identity();
+  });
+  if (identity) {
+    std::copy(rig.positions.begin(), rig.positions.end(), U);
+    if (NU) std::copy(rig.normals.begin(), rig.normals.end(), NU);
+    return absl::OkStatus();
+  }
   const SparseWeights& W = rig.weights;
   if (method == v1::METHOD_DQS) {
     const DqsTransformsFloat prepared = PrepareDqsFloat(*T);

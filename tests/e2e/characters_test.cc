@@ -102,6 +102,7 @@ TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
   auto clip = client_->PoseClip(req);
   ASSERT_TRUE(clip.ok()) << clip.status();
   ASSERT_EQ(clip->frames_size(), static_cast<int>(times.size()));
+  double max_moved = 0;  // largest displacement over all frames, relative to the diagonal
   for (size_t f = 0; f < times.size(); ++f) {
     auto expected = ref::SkinAtTime(path_, 0, times[f]);
     ASSERT_TRUE(expected.ok()) << expected.status();
@@ -122,8 +123,9 @@ TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
     EXPECT_LE(worst, 1e-5 * diag) << GetParam() << " at t = " << times[f] << ": worst error " << worst
                                   << " (bounding-box diagonal " << diag << ")";
     RecordProperty("max_error_over_diag_t" + std::to_string(f), std::to_string(worst / diag));
-    if (f == 1) EXPECT_GT(moved, 1e-3 * diag) << "the animation should move the mesh at t = " << times[f];
+    max_moved = std::max(max_moved, moved / diag);
   }
+  EXPECT_GT(max_moved, 1e-3) << "the animation should move the mesh at some tested time";
 }
 
 TEST_P(GltfCharacterTest, BindPoseReproducesTheInputExactly) {

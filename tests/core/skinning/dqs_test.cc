@@ -13,7 +13,11 @@
 
 #include "core/skinning/lbs.h"
 #include "core/skinning/weights.h"
+#include "core/io/dmat.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
 #include "tests/support/data.h"
+#include "tests/support/geometry_metrics.h"
 
 namespace skinning {
 namespace {
@@ -377,97 +381,9 @@ TEST(DqsTest, PrepareDqsSplitsRigidPartAndStretch) {
 //
 // Minimal ASCII readers, local on purpose (the project's own readers are written elsewhere).
 
-bool ReadObj(const std::string& path, RowMatrixX3d* V) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::vector<Eigen::Vector3d> v;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string tag;
-    ss >> tag;
-    if (tag != "v") continue;  // faces are not needed for this check
-    Eigen::Vector3d p;
-    ss >> p.x() >> p.y() >> p.z();
-    v.push_back(p);
-  }
-  V->resize(v.size(), 3);
-  for (size_t i = 0; i < v.size(); ++i) V->row(i) = v[i].transpose();
-  return !v.empty();
-}
-
-// TGF: "index x y z ..." joint lines until "#", then "a b ..." edges (1-based) until "#"/EOF.
-bool ReadTgf(const std::string& path, RowMatrixX3d* C, std::vector<std::pair<int, int>>* BE) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::vector<Eigen::Vector3d> c;
-  std::string line;
-  bool edges = false;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] == '#') {
-      if (edges) break;
-      edges = true;
-      continue;
-    }
-    std::istringstream ss(line);
-    if (!edges) {
-      int index;
-      Eigen::Vector3d p;
-      if (ss >> index >> p.x() >> p.y() >> p.z()) c.push_back(p);
-    } else {
-      int a, b;
-      if (ss >> a >> b) BE->emplace_back(a - 1, b - 1);
-    }
-  }
-  C->resize(c.size(), 3);
-  for (size_t i = 0; i < c.size(); ++i) C->row(i) = c[i].transpose();
-  return !c.empty() && !BE->empty();
-}
-
-// ASCII DMAT: "cols rows", then cols*rows numbers in column-major order.
-bool ReadDmat(const std::string& path, Eigen::MatrixXd* W) {
-  std::ifstream in(path);
-  int cols = 0, rows = 0;
-  if (!(in >> cols >> rows) || cols <= 0 || rows <= 0) return false;
-  W->resize(rows, cols);
-  for (int c = 0; c < cols; ++c)
-    for (int r = 0; r < rows; ++r)
-      if (!(in >> (*W)(r, c))) return false;
-  return true;
-}
-
-// Area of the convex hull of 2D points (Andrew's monotone chain).
-double ConvexHullArea(std::vector<Eigen::Vector2d> p) {
-  if (p.size() < 3) return 0;
-  std::sort(p.begin(), p.end(), [](const Eigen::Vector2d& a, const Eigen::Vector2d& b) {
-    return a.x() < b.x() || (a.x() == b.x() && a.y() < b.y());
-  });
-  auto cross = [](const Eigen::Vector2d& o, const Eigen::Vector2d& a, const Eigen::Vector2d& b) {
-    return (a - o).x() * (b - o).y() - (a - o).y() * (b - o).x();
-  };
-  std::vector<Eigen::Vector2d> h(2 * p.size());
-  size_t k = 0;
-  for (size_t i = 0; i < p.size(); ++i) {  // lower hull
-    while (k >= 2 && cross(h[k - 2], h[k - 1], p[i]) <= 0) --k;
-    h[k++] = p[i];
-  }
-  for (size_t i = p.size() - 1, t = k + 1; i-- > 0;) {  // upper hull
-    while (k >= t && cross(h[k - 2], h[k - 1], p[i]) <= 0) --k;
-    h[k++] = p[i];
-  }
-  h.resize(k - 1);
-  double a = 0;
-  for (size_t i = 0; i < h.size(); ++i) {
-    const Eigen::Vector2d& u = h[i];
-    const Eigen::Vector2d& v = h[(i + 1) % h.size()];
-    a += u.x() * v.y() - v.x() * u.y();
-  }
-  return std::abs(a) / 2;
-}
-
 TEST(DqsTest, ConvexHullAreaOfSquareWithInteriorPoints) {
   std::vector<Eigen::Vector2d> p{{0, 0}, {2, 0}, {2, 2}, {0, 2}, {1, 1}, {0.5, 1.5}, {1, 0}};
-  EXPECT_DOUBLE_EQ(ConvexHullArea(p), 4.0);
+  EXPECT_DOUBLE_EQ(::skinning::testing::ConvexHullArea(p), 4.0);
 }
 
 TEST(DqsTest, ArmTwistLbsCollapsesDqsKeepsCrossSection) {
@@ -475,12 +391,14 @@ TEST(DqsTest, ArmTwistLbsCollapsesDqsKeepsCrossSection) {
   SKINNING_REQUIRE_DATA(dir + "arm.obj");
   SKINNING_REQUIRE_DATA(dir + "arm.tgf");
   SKINNING_REQUIRE_DATA(dir + "arm-weights.dmat");
-  RowMatrixX3d V, C;
+  auto mesh = ReadObj(dir + "arm.obj");
+  auto graph = ReadTgf(dir + "arm.tgf");
+  auto dmat = ReadDmat(dir + "arm-weights.dmat");
+  ASSERT_TRUE(mesh.ok() && graph.ok() && dmat.ok());
+  const RowMatrixX3d V = mesh->V, C = graph->C;
   std::vector<std::pair<int, int>> BE;
-  Eigen::MatrixXd W;
-  ASSERT_TRUE(ReadObj(dir + "arm.obj", &V));
-  ASSERT_TRUE(ReadTgf(dir + "arm.tgf", &C, &BE));
-  ASSERT_TRUE(ReadDmat(dir + "arm-weights.dmat", &W));
+  for (int b = 0; b < graph->E.rows(); ++b) BE.emplace_back(graph->E(b, 0), graph->E(b, 1));
+  Eigen::MatrixXd W = *dmat;
   ASSERT_EQ(W.rows(), V.rows());
   ASSERT_EQ(W.cols(), static_cast<int>(BE.size()));
   ASSERT_GE(BE.size(), 3u);
@@ -538,7 +456,7 @@ TEST(DqsTest, ArmTwistLbsCollapsesDqsKeepsCrossSection) {
       const Eigen::Vector3d d = P.row(i).transpose() - cs;
       q.emplace_back(d.dot(e1), d.dot(e2));
     }
-    return ConvexHullArea(q);
+    return ::skinning::testing::ConvexHullArea(q);
   };
   const double rest = section(V), lbs = section(Ul), dqs = section(Ud);
   ASSERT_GT(rest, 0);
