@@ -39,6 +39,7 @@ ABSL_FLAG(int, animation, 0, "which glTF animation to sample");
 ABSL_FLAG(std::string, method, "lbs", "lbs, dqs, or lbs,dqs for both");
 ABSL_FLAG(std::string, out, "skinning-out", "output folder for posed meshes");
 ABSL_FLAG(std::string, format, "glb,obj", "output formats: any of glb, gltf, obj");
+ABSL_FLAG(std::string, out_file, "", "get: also write the stored rig as a skinned glTF (.glb or .gltf)");
 
 namespace skinning {
 namespace {
@@ -53,7 +54,8 @@ Commands:
   register  --gltf=FILE | --obj=FILE --tgf=FILE [--dmat=FILE]  [--name=NAME]
             Registers a rig (idempotent) and prints its id.
   list      Lists the stored rigs.
-  get ID    Prints a rig's summary.
+  get ID [--out_file=FILE.glb]
+            Prints a rig's summary; with --out_file also writes it as a skinned glTF.
   delete ID Deletes a rig.
   pose      (--rig=ID | --gltf=FILE | --obj=.. --tgf=.. --dmat=..)
             [--pose=FILE | --times=T1,T2,.. | --fps=F] [--animation=N]
@@ -337,9 +339,18 @@ absl::Status Run(const std::vector<char*>& args) {
       std::printf("deleted %s\n", args[2]);
       return absl::OkStatus();
     }
-    absl::StatusOr<v1::GetRigResponse> got = client->GetRig(args[2]);
+    const std::string out = absl::GetFlag(FLAGS_out_file);
+    absl::StatusOr<v1::GetRigResponse> got = client->GetRig(args[2], /*include_rig=*/!out.empty());
     if (!got.ok()) return got.status();
     PrintInfo(got->info());
+    if (out.empty()) return absl::OkStatus();
+    // Export the stored rig as a skinned glTF (sparse weights, k = 4 unless the rig has more).
+    absl::StatusOr<Rig> rig = RigFromProto(got->rig(), RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+    if (!rig.ok()) return rig.status();
+    if (!rig->has_weights()) return absl::FailedPreconditionError(absl::StrCat("rig ", args[2], " has no weights to export"));
+    const SparseWeights W = rig->sparse_weights ? *rig->sparse_weights : TopK(*rig->dense_weights, 4);
+    if (auto s = WriteSkinnedGltf(out, rig->mesh, rig->skeleton, W); !s.ok()) return s;
+    std::printf("%s\n", out.c_str());
     return absl::OkStatus();
   }
   if (command == "pose") return CommandPose();

@@ -1,0 +1,179 @@
+// skinctl against the real server: registering, posing from files and animations, exporting.
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "core/io/dmat.h"
+#include "core/io/gltf.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "server/convert.h"
+#include "tests/support/data.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::BinaryPath;
+using ::skinning::testing::DataPath;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RunCommand;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+class SkinctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override { server_ = std::make_unique<ServerProcess>(MakeTempDir("store")); }
+  void TearDown() override { EXPECT_EQ(server_->Stop(SIGTERM), 0); }
+  testing::CommandResult Skinctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {BinaryPath("client/skinctl"), "--server=" + server_->address()});
+    return RunCommand(args);
+  }
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(SkinctlTest, PosesTheArmFromAJsonPoseFileLikeTheClientLibrary) {
+  const std::string obj = DataPath("libigl/arm/arm.obj"), tgf = DataPath("libigl/arm/arm.tgf"),
+                    dmat = DataPath("libigl/arm/arm-weights.dmat");
+  SKINNING_REQUIRE_DATA(obj);
+  auto reg = Skinctl({"register", "--obj=" + obj, "--tgf=" + tgf, "--dmat=" + dmat});
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  const std::vector<std::string> lines = absl::StrSplit(reg.output, '\n', absl::SkipEmpty());
+  const std::string id = lines.back();
+  ASSERT_THAT(id, ::testing::StartsWith("rig-"));
+
+  // Bone 2 bent 60° about z (absolute local rotation), bone 3 by name with a translation.
+  const std::string dir = MakeTempDir("pose");
+  const double s = std::sin(M_PI / 6), c = std::cos(M_PI / 6);
+  std::ofstream(dir + "/bend.json") << "{\"joints\": [{\"index\": 2, \"rotation\": [0, 0, " << s << ", " << c
+                                    << "]}, {\"name\": \"bone3\", \"translation\": [0.1, 0.2, 0.3]}]}";
+  auto posed = Skinctl({"pose", "--rig=" + id, "--pose=" + dir + "/bend.json", "--method=lbs,dqs",
+                        "--format=obj", "--out=" + dir});
+  ASSERT_EQ(posed.exit_code, 0) << posed.output;
+
+  // The same pose through the client library.
+  auto graph = ReadTgf(tgf);
+  ASSERT_TRUE(graph.ok());
+  auto skeleton = SkeletonFromBones(*graph);
+  ASSERT_TRUE(skeleton.ok());
+  Pose pose = RestPose(*skeleton);
+  pose.local[2].rotation = Eigen::Quaterniond(c, 0, 0, s);
+  pose.local[3].translation = Eigen::Vector3d(0.1, 0.2, 0.3);
+  ClientOptions o;
+  o.target = server_->address();
+  Client client(o);
+  for (const auto& [name, method] : {std::pair{"lbs", v1::METHOD_LBS}, std::pair{"dqs", v1::METHOD_DQS}}) {
+    v1::PoseRequest req;
+    req.set_rig_id(id);
+    req.set_method(method);
+    *req.mutable_pose() = PoseToProto(pose);
+    auto expected = client.Pose(req);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    auto written = ReadObj(dir + "/arm-" + name + "-bend.obj");
+    ASSERT_TRUE(written.ok()) << written.status();
+    ASSERT_EQ(written->V.size(), expected->vertices_size());
+    double worst = 0, moved = 0;
+    auto rest = ReadObj(obj);
+    for (int i = 0; i < expected->vertices_size(); ++i) {
+      worst = std::max(worst, std::abs(written->V.data()[i] - expected->vertices(i)));
+      moved = std::max(moved, std::abs(rest->V.data()[i] - expected->vertices(i)));
+    }
+    EXPECT_LT(worst, 1e-6) << name;
+    EXPECT_GT(moved, 0.05) << name << ": the pose should move the arm";
+  }
+}
+
+TEST_F(SkinctlTest, PosesFromALibiglRelativeRotationDmatAndRefusesAWrongSizedOne) {
+  const std::string tgf = DataPath("libigl/arm/arm.tgf"), obj = DataPath("libigl/arm/arm.obj"),
+                    dmat = DataPath("libigl/arm/arm-weights.dmat"), hand_pose = DataPath("libigl/hand/hand-pose.dmat");
+  SKINNING_REQUIRE_DATA(obj);
+  SKINNING_REQUIRE_DATA(hand_pose);
+  const std::string dir = MakeTempDir("pose");
+  // One relative rotation per bone, x, y, z, w consecutively (libigl's layout), as 16 x 1.
+  const Eigen::Quaterniond r(Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitY()));
+  Eigen::MatrixXd q(16, 1);
+  for (int j = 0; j < 4; ++j) q.block<4, 1>(4 * j, 0) << r.x(), r.y(), r.z(), r.w();
+  ASSERT_TRUE(WriteDmat(dir + "/pose.dmat", q).ok());
+  auto ok = Skinctl({"pose", "--obj=" + obj, "--tgf=" + tgf, "--dmat=" + dmat, "--pose=" + dir + "/pose.dmat",
+                     "--format=obj", "--out=" + dir});
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  auto written = ReadObj(dir + "/arm-lbs-pose.obj");
+  ASSERT_TRUE(written.ok()) << written.status();
+
+  // Independently: every bone turns by r about its tail, composed down the chain (libigl's FK):
+  // bone b's transform is T_b = T_parent · (C_b + r (x − C_b)), and LBS with the given weights.
+  auto graph = ReadTgf(tgf);
+  auto W = ReadDmat(dmat);
+  auto rest = ReadObj(obj);
+  ASSERT_TRUE(graph.ok() && W.ok() && rest.ok());
+  std::vector<Eigen::Affine3d> T(4);
+  for (int b = 0; b < 4; ++b) {
+    const Eigen::Vector3d c = graph->C.row(graph->E(b, 0));
+    const Eigen::Affine3d local = Eigen::Translation3d(c) * r * Eigen::Translation3d(-c);
+    int parent = -1;
+    for (int p = 0; p < 4; ++p)
+      if (graph->E(p, 1) == graph->E(b, 0)) parent = p;
+    T[b] = parent < 0 ? local : T[parent] * local;  // edges are listed parents first here
+  }
+  double worst = 0;
+  for (int i = 0; i < rest->V.rows(); ++i) {
+    Eigen::Vector3d x = Eigen::Vector3d::Zero();
+    for (int b = 0; b < 4; ++b) x += (*W)(i, b) * (T[b] * rest->V.row(i).transpose());
+    worst = std::max(worst, (x - written->V.row(i).transpose()).norm());
+  }
+  EXPECT_LT(worst, 1e-5);
+
+  auto bad = Skinctl({"pose", "--obj=" + obj, "--tgf=" + tgf, "--dmat=" + dmat, "--pose=" + hand_pose, "--out=" + dir});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.output, HasSubstr("has 80 numbers, expected 4 per joint (16)"));
+}
+
+TEST_F(SkinctlTest, SamplesAnAnimationAtAFrameRateAndExportsASkinnedGltf) {
+  const std::string gltf = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(gltf);
+  const std::string dir = MakeTempDir("anim");
+  auto posed = Skinctl({"pose", "--gltf=" + gltf, "--fps=10", "--format=glb", "--out=" + dir});
+  ASSERT_EQ(posed.exit_code, 0) << posed.output;
+  auto character = ReadGltf(gltf);
+  ASSERT_TRUE(character.ok());
+  const auto& anim = character->animations[0];
+  const int expected_frames = static_cast<int>(std::floor((anim.end - anim.start) * 10 + 1e-9)) + 1;
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.path().extension() == ".glb";
+  EXPECT_EQ(files, expected_frames);
+  // Every written frame reads back as a static mesh of the right size.
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    auto mesh = ReadGltf(e.path().string());
+    EXPECT_FALSE(mesh.ok()) << "a posed mesh has no skin, so it is not a character";
+  }
+
+  // Export the stored rig as a skinned glTF and read it back as a character.
+  auto list = Skinctl({"list"});
+  ASSERT_EQ(list.exit_code, 0);
+  const std::string id = list.output.substr(0, 36);
+  auto got = Skinctl({"get", id, "--out_file=" + dir + "/rig.glb"});
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  auto back = ReadGltf(dir + "/rig.glb");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->mesh.V.rows(), character->mesh.V.rows());
+  EXPECT_EQ(back->skeleton.size(), character->skeleton.size());
+  EXPECT_TRUE(back->mesh.V.isApprox(character->mesh.V, 1e-6));
+}
+
+TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
+  auto missing = Skinctl({"get", "rig-0123456789abcdef0123456789abcdef"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.output, HasSubstr("NOT_FOUND"));
+  auto unknown = Skinctl({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.output, HasSubstr("unknown command 'frobnicate'"));
+}
+
+}  // namespace
+}  // namespace skinning
