@@ -8,6 +8,17 @@
 
 namespace skinning {
 
+absl::Status CheckTriangleIndices(const RowMatrixX3i& F, int64_t num_vertices, const char* field) {
+  for (Eigen::Index f = 0; f < F.rows(); ++f)
+    for (int c = 0; c < 3; ++c) {
+      const int idx = F(f, c);
+      if (idx < 0 || idx >= num_vertices)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s.triangles[%d][%d] = %d is out of range (%d vertices)", field, f, c, idx, num_vertices));
+    }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateMesh(const Mesh& mesh, const char* field) {
   const int nv = static_cast<int>(mesh.V.rows());
   if (nv == 0) return absl::InvalidArgumentError(absl::StrFormat("%s has no vertices", field));
@@ -19,13 +30,7 @@ absl::Status ValidateMesh(const Mesh& mesh, const char* field) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s.vertices[%d].%s is %s", field, i, kAxis[a],
             std::isnan(mesh.V(i, a)) ? "NaN" : "infinite"));
-  for (int f = 0; f < mesh.F.rows(); ++f)
-    for (int c = 0; c < 3; ++c) {
-      const int idx = mesh.F(f, c);
-      if (idx < 0 || idx >= nv)
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s.triangles[%d][%d] = %d is out of range (%d vertices)", field, f, c, idx, nv));
-    }
+  if (auto s = CheckTriangleIndices(mesh.F, nv, field); !s.ok()) return s;
   if (mesh.N.rows() != 0) {
     if (mesh.N.rows() != nv)
       return absl::InvalidArgumentError(absl::StrFormat(

@@ -26,6 +26,11 @@ struct Mesh {
 // `field` prefixes the messages ("mesh" unless the caller says otherwise).
 absl::Status ValidateMesh(const Mesh& mesh, const char* field = "mesh");
 
+// Checks that every index of F (#F by 3) is in [0, num_vertices):
+// "mesh.triangles[3][1] = 900 is out of range (500 vertices)".
+absl::Status CheckTriangleIndices(const RowMatrixX3i& F, int64_t num_vertices,
+                                  const char* field = "mesh");
+
 // Axis-aligned bounding box diagonal length of V (#V by 3); 0 for an empty matrix.
 double BoundingBoxDiagonal(const RowMatrixX3d& V);
 

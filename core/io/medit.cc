@@ -146,12 +146,7 @@ absl::StatusOr<TetMesh> ReadMedit(const std::string& path) {
 
 absl::Status WriteMedit(const std::string& path, const TetMesh& mesh) {
   const Eigen::Index nv = mesh.V.rows();
-  for (Eigen::Index f = 0; f < mesh.F.rows(); ++f)
-    for (int k = 0; k < 3; ++k)
-      if (mesh.F(f, k) < 0 || mesh.F(f, k) >= nv)
-        return absl::InvalidArgumentError(
-            absl::StrFormat("tet_mesh.triangles[%d][%d] = %d is out of range (%d vertices)", f, k,
-                            mesh.F(f, k), nv));
+  if (auto s = CheckTriangleIndices(mesh.F, nv, "tet_mesh"); !s.ok()) return s;
   for (Eigen::Index t = 0; t < mesh.T.rows(); ++t)
     for (int k = 0; k < 4; ++k)
       if (mesh.T(t, k) < 0 || mesh.T(t, k) >= nv)

@@ -172,11 +172,7 @@ absl::Status WriteObj(const std::string& path, const Mesh& mesh) {
   if (with_normals && mesh.N.rows() != nv)
     return absl::InvalidArgumentError(absl::StrFormat(
         "mesh.normals has %d rows, expected %d (one per vertex)", mesh.N.rows(), nv));
-  for (Eigen::Index f = 0; f < mesh.F.rows(); ++f)
-    for (int k = 0; k < 3; ++k)
-      if (mesh.F(f, k) < 0 || mesh.F(f, k) >= nv)
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "mesh.triangles[%d][%d] = %d is out of range (%d vertices)", f, k, mesh.F(f, k), nv));
+  if (auto s = CheckTriangleIndices(mesh.F, nv); !s.ok()) return s;
 
   std::string out;
   out.reserve(static_cast<size_t>(64 * (nv * (with_normals ? 2 : 1) + mesh.F.rows())));

@@ -115,11 +115,7 @@ absl::StatusOr<Mesh> ReadOff(const std::string& path) {
 
 absl::Status WriteOff(const std::string& path, const Mesh& mesh) {
   const Eigen::Index nv = mesh.V.rows();
-  for (Eigen::Index f = 0; f < mesh.F.rows(); ++f)
-    for (int k = 0; k < 3; ++k)
-      if (mesh.F(f, k) < 0 || mesh.F(f, k) >= nv)
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "mesh.triangles[%d][%d] = %d is out of range (%d vertices)", f, k, mesh.F(f, k), nv));
+  if (auto s = CheckTriangleIndices(mesh.F, nv); !s.ok()) return s;
   std::string out;
   absl::StrAppend(&out, "OFF\n", nv, " ", mesh.F.rows(), " 0\n");
   for (Eigen::Index i = 0; i < nv; ++i) {

@@ -8,6 +8,7 @@
 #include <Eigen/SVD>
 
 #include "core/rig/dual_quaternion.h"
+#include "core/skinning/simd4.h"
 
 namespace skinning {
 
@@ -154,21 +155,6 @@ void DqsVertex(const DqsTransforms& D, const int* joint, const double* weight, i
 //    for b0 = (v, w), be = (e, ew): the rotation p + f (w v×p + v×(v×p)) of b0/|b0| plus the
 //    translation f (w e - ew v + v × e) of the matrix form above, folded together.
 
-#if defined(__GNUC__) && defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector)
-#define SKINNING_DQS_VECTOR_EXT 1
-#endif
-#endif
-
-// Hot kernels get an AVX2+FMA clone picked at load time on x86-64 (the default clone stays
-// baseline x86-64); elsewhere nothing. -DSKINNING_NO_TARGET_CLONES turns the clones off.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(SKINNING_NO_TARGET_CLONES)
-#define SKINNING_HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define SKINNING_HOT_CLONES
-#endif
-
 template <int K, bool kNormals, bool kStretch>
 void DqsFloatKernel(const float* __restrict V, int n, const int32_t* __restrict joints,
                     const float* __restrict weights, int k_runtime, const float* __restrict Q8,
@@ -227,47 +213,14 @@ void DqsFloatKernel(const float* __restrict V, int n, const int32_t* __restrict 
   }
 }
 
-#ifdef SKINNING_DQS_VECTOR_EXT
+#ifdef SKINNING_VECTOR_EXT
 
-using F4 = float __attribute__((vector_size(16)));
-using I4 = int32_t __attribute__((vector_size(16)));
-
-// Four floats from p (no alignment needed).
-inline F4 Load4(const float* p) {
-  F4 r;
-  std::memcpy(&r, p, sizeof(r));
-  return r;
-}
-
-// [Σ r0, Σ r1, Σ r2, Σ r3]: the lane sums of four vectors (a 4x4 transpose-add).
-inline F4 LaneSums4(F4 r0, F4 r1, F4 r2, F4 r3) {
-  const F4 a =
-      __builtin_shufflevector(r0, r1, 0, 4, 1, 5) + __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
-  const F4 b =
-      __builtin_shufflevector(r2, r3, 0, 4, 1, 5) + __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
-  return __builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7);
-}
-
-// a × b in lanes 0..2; lane 3 is a3 b3 - a3 b3 (0 for finite input).
-inline F4 Cross(F4 a, F4 b) {
-  const F4 a_yzx = __builtin_shufflevector(a, a, 1, 2, 0, 3);
-  const F4 b_yzx = __builtin_shufflevector(b, b, 1, 2, 0, 3);
-  const F4 c = a * b_yzx - a_yzx * b;
-  return __builtin_shufflevector(c, c, 1, 2, 0, 3);
-}
-
-inline F4 Broadcast(F4 a, int lane) {
-  switch (lane) {
-    case 0:
-      return __builtin_shufflevector(a, a, 0, 0, 0, 0);
-    case 1:
-      return __builtin_shufflevector(a, a, 1, 1, 1, 1);
-    case 2:
-      return __builtin_shufflevector(a, a, 2, 2, 2, 2);
-    default:
-      return __builtin_shufflevector(a, a, 3, 3, 3, 3);
-  }
-}
+using simd4::Broadcast;
+using simd4::Cross;
+using simd4::F4;
+using simd4::I4;
+using simd4::LaneSums4;
+using simd4::Load4;
 
 // k == 4.
 template <bool kNormals, bool kStretch>
@@ -349,13 +302,13 @@ SKINNING_HOT_CLONES void DqsFloat4Vec(const float* __restrict V, int n,
   }
 }
 
-#endif  // SKINNING_DQS_VECTOR_EXT
+#endif  // SKINNING_VECTOR_EXT
 
 template <bool kNormals, bool kStretch>
 void DqsFloatDispatchK(const float* V, int n, const int32_t* joints, const float* weights, int k,
                        const float* Q8, const float* S9, float* U, const float* N, float* NU) {
   if (k == 4) {
-#ifdef SKINNING_DQS_VECTOR_EXT
+#ifdef SKINNING_VECTOR_EXT
     DqsFloat4Vec<kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
 #else
     DqsFloatKernel<4, kNormals, kStretch>(V, n, joints, weights, k, Q8, S9, U, N, NU);

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/skinning/simd4.h"
+
 namespace skinning {
 
 namespace {
@@ -38,21 +40,6 @@ Eigen::Vector3d NormalizedOrZero(const Eigen::Vector3d& v) {
 //    is one vector; the three row dot products are reduced with a 4x4 transpose-add. GCC's
 //    auto-vectorizer did not find this shape for the plain loop (it vectorized the accumulation
 //    but applied M with scalar code), which made the plain k == 4 loop ~2.3x slower.
-
-#if defined(__GNUC__) && defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector)
-#define SKINNING_LBS_VECTOR_EXT 1
-#endif
-#endif
-
-// Hot kernels get an AVX2+FMA clone picked at load time on x86-64 (the default clone stays
-// baseline x86-64); elsewhere nothing. -DSKINNING_NO_TARGET_CLONES turns the clones off.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(SKINNING_NO_TARGET_CLONES)
-#define SKINNING_HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define SKINNING_HOT_CLONES
-#endif
 
 // u = M (v, 1) for a 3x4 row-major M.
 inline void Apply34(const float* __restrict m, const float* __restrict v, float* __restrict u) {
@@ -112,33 +99,15 @@ void LbsFloatKernel(const float* __restrict V, int n, const int32_t* __restrict 
   }
 }
 
-#ifdef SKINNING_LBS_VECTOR_EXT
+#ifdef SKINNING_VECTOR_EXT
 
-using F4 = float __attribute__((vector_size(16)));
-
-// Four floats from p (no alignment needed).
-inline F4 Load4(const float* p) {
-  F4 r;
-  std::memcpy(&r, p, sizeof(r));
-  return r;
-}
+using simd4::Cross;
+using simd4::F4;
+using simd4::LaneSums4;
+using simd4::Load4;
 
 // [Σ r0, Σ r1, Σ r2, Σ r2]: the lane sums of three vectors.
-inline F4 LaneSums3(F4 r0, F4 r1, F4 r2) {
-  const F4 a =
-      __builtin_shufflevector(r0, r1, 0, 4, 1, 5) + __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
-  const F4 b =
-      __builtin_shufflevector(r2, r2, 0, 4, 1, 5) + __builtin_shufflevector(r2, r2, 2, 6, 3, 7);
-  return __builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7);
-}
-
-// a × b in lanes 0..2; lane 3 is a3 b3 - a3 b3 (0 for finite input).
-inline F4 Cross(F4 a, F4 b) {
-  const F4 a_yzx = __builtin_shufflevector(a, a, 1, 2, 0, 3);
-  const F4 b_yzx = __builtin_shufflevector(b, b, 1, 2, 0, 3);
-  const F4 c = a * b_yzx - a_yzx * b;
-  return __builtin_shufflevector(c, c, 1, 2, 0, 3);
-}
+inline F4 LaneSums3(F4 r0, F4 r1, F4 r2) { return LaneSums4(r0, r1, r2, r2); }
 
 // k == 4. Rows ρ0, ρ1, ρ2 of M are vectors [l_r0 l_r1 l_r2 t_r]; u = (ρ_r · (v, 1))_r. Normals:
 // the rows of cof(L) are ρ1×ρ2, ρ2×ρ0, ρ0×ρ1 (lane 3 drops out of the cross products).
@@ -180,7 +149,7 @@ SKINNING_HOT_CLONES void LbsFloat4Vec(const float* __restrict V, int n,
   }
 }
 
-#endif  // SKINNING_LBS_VECTOR_EXT
+#endif  // SKINNING_VECTOR_EXT
 
 }  // namespace
 
@@ -233,7 +202,7 @@ void LbsFloat(const float* V, int n, const int32_t* joints, const float* weights
               const float* T34, float* U, const float* N, float* NU) {
   const bool normals = N != nullptr && NU != nullptr;
   if (k == 4) {
-#ifdef SKINNING_LBS_VECTOR_EXT
+#ifdef SKINNING_VECTOR_EXT
     if (normals) {
       LbsFloat4Vec<true>(V, n, joints, weights, T34, U, N, NU);
     } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace skinning::testing {
 
@@ -46,6 +47,25 @@ Rig MakeTwoBoneTube(int rings, int segments, double length, double radius) {
   rig.skeleton.joints[1].inverse_bind.translation() = Eigen::Vector3d(-mid, 0, 0);
   rig.sparse_weights = std::move(W);
   return rig;
+}
+
+RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  RandomSkinningData r;
+  r.V.resize(n, 3);
+  r.N.resize(n, 3);
+  for (int i = 0; i < n; ++i) {
+    r.V.row(i) << u(gen), u(gen), u(gen);
+    Eigen::Vector3d nn(u(gen), u(gen), u(gen));
+    if (nn.norm() < 1e-3) nn = Eigen::Vector3d::UnitZ();
+    r.N.row(i) = nn.normalized().transpose();
+  }
+  Eigen::MatrixXd D(n, joints);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < joints; ++j) D(i, j) = 0.5 * (u(gen) + 1.0);
+  r.W = TopK(D, k);
+  return r;
 }
 
 }  // namespace skinning::testing

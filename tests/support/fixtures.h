@@ -12,6 +12,14 @@ namespace skinning::testing {
 // outside it have a single influence. Sparse, k = 2. Normals included.
 Rig MakeTwoBoneTube(int rings = 21, int segments = 16, double length = 2.0, double radius = 0.25);
 
+// Random skinning data: #V positions in [-1, 1]³ with unit normals, and k-sparse weights (the
+// top k of random dense weights over `joints` joints, renormalized). Deterministic in `seed`.
+struct RandomSkinningData {
+  RowMatrixX3d V, N;
+  SparseWeights W;
+};
+RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed);
+
 }  // namespace skinning::testing
 
 #endif  // SKINNING_TESTS_SUPPORT_FIXTURES_H_

@@ -11,17 +11,13 @@
 #include "core/io/obj.h"
 #include "core/io/off.h"
 #include "tests/support/data.h"
+#include "tests/support/temp_files.h"
 
 namespace skinning {
 namespace {
 
 using ::skinning::testing::DataPath;
-
-std::string TempPath(const std::string& suffix) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/" + info->test_suite_name() + "_" + info->name() + "_" +
-         std::to_string(getpid()) + suffix;
-}
+using ::skinning::testing::TempPath;
 
 TEST(MeshFileTest, DispatchesOnExtension) {
   const std::string obj = DataPath("libigl/arm/arm.obj");

@@ -9,23 +9,19 @@
 #include "absl/status/status.h"
 #include "core/geometry/mesh.h"
 #include "tests/support/data.h"
+#include "tests/support/temp_files.h"
 
 namespace skinning {
 namespace {
 
 using ::skinning::testing::DataPath;
+using ::skinning::testing::TempPath;
 
 // Every triangle corner names an existing vertex. (Checked here rather than with ValidateMesh:
 // see the note in the commit message about core/geometry/mesh.cc.)
 bool TrianglesInRange(const Mesh& mesh) {
   return mesh.F.size() == 0 ||
          (mesh.F.minCoeff() >= 0 && mesh.F.maxCoeff() < static_cast<int>(mesh.V.rows()));
-}
-
-std::string TempPath(const std::string& suffix) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/" + info->test_suite_name() + "_" + info->name() + "_" +
-         std::to_string(getpid()) + suffix;
 }
 
 TEST(ObjTest, ArmHasReadmeCounts) {

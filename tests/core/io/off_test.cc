@@ -8,24 +8,14 @@
 
 #include "absl/status/status.h"
 #include "tests/support/data.h"
+#include "tests/support/temp_files.h"
 
 namespace skinning {
 namespace {
 
 using ::skinning::testing::DataPath;
-
-std::string TempPath(const std::string& suffix) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/" + info->test_suite_name() + "_" + info->name() + "_" +
-         std::to_string(getpid()) + suffix;
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
+using ::skinning::testing::TempPath;
+using ::skinning::testing::WriteText;
 
 TEST(OffTest, BarHasReadmeCountsAndExtent) {
   const std::string path = DataPath("deformation-benchmark/bar/bar.off");

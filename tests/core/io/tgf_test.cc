@@ -14,18 +14,14 @@
 #include "core/rig/pose.h"
 #include "core/rig/skeleton.h"
 #include "tests/support/data.h"
+#include "tests/support/temp_files.h"
 
 namespace skinning {
 namespace {
 
 using ::skinning::testing::DataPath;
+using ::skinning::testing::TempPath;
 using EdgeMatrix = Eigen::Matrix<int32_t, Eigen::Dynamic, 2, Eigen::RowMajor>;
-
-std::string TempPath(const std::string& suffix) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/" + info->test_suite_name() + "_" + info->name() + "_" +
-         std::to_string(getpid()) + suffix;
-}
 
 bool HasSubstr(const absl::Status& s, const std::string& part) {
   return s.message().find(part) != absl::string_view::npos;

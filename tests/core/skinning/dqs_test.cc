@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/fixtures.h"
+
 #include "core/skinning/lbs.h"
 #include "core/skinning/weights.h"
 #include "core/io/dmat.h"
@@ -24,30 +26,7 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-struct Rig {
-  RowMatrixX3d V, N;
-  SparseWeights W;
-};
-
-// #V positions in [-1, 1]³ with unit normals; k-sparse weights (top-k of random dense weights).
-Rig RandomRig(int n, int joints, int k, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Rig r;
-  r.V.resize(n, 3);
-  r.N.resize(n, 3);
-  for (int i = 0; i < n; ++i) {
-    r.V.row(i) << u(gen), u(gen), u(gen);
-    Eigen::Vector3d nn(u(gen), u(gen), u(gen));
-    if (nn.norm() < 1e-3) nn = Eigen::Vector3d::UnitZ();
-    r.N.row(i) = nn.normalized().transpose();
-  }
-  Eigen::MatrixXd D(n, joints);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < joints; ++j) D(i, j) = 0.5 * (u(gen) + 1.0);
-  r.W = TopK(D, k);
-  return r;
-}
+using ::skinning::testing::RandomRig;
 
 std::vector<Eigen::Affine3d> RandomRigids(int m, unsigned seed) {
   std::mt19937 gen(seed);
@@ -91,7 +70,7 @@ TEST(DqsTest, IdentityTransformsReproduceInput) {
   // The blended real part is (0, 0, 0, Σw): the rotation is I - f·0 and the translation f·0
   // whatever Σw is, so any weights reproduce v exactly.
   for (int k : {4, 3}) {
-    const Rig r = RandomRig(300, 6, k, 1 + k);
+    const auto r = RandomRig(300, 6, k, 1 + k);
     const RowMatrixX3d V = RoundToFloat(r.V);
     const std::vector<Eigen::Affine3d> T(6, Eigen::Affine3d::Identity());
     RowMatrixX3d U, NU;
@@ -106,7 +85,7 @@ TEST(DqsTest, IdentityTransformsReproduceInput) {
 
 TEST(DqsTest, SingleInfluenceMovesRigidly) {
   // Weight 1 on one joint: DQS must reproduce T_j v, and so equal LBS.
-  Rig r = RandomRig(100, 5, 4, 3);
+  auto r = RandomRig(100, 5, 4, 3);
   const std::vector<Eigen::Affine3d> T = RandomRigids(5, 4);
   for (int i = 0; i < r.W.rows(); ++i) {
     r.W.weights.row(i).setZero();
@@ -128,7 +107,7 @@ TEST(DqsTest, SingleInfluenceMovesRigidly) {
 }
 
 TEST(DqsTest, SparseAndDenseAgree) {
-  const Rig r = RandomRig(400, 9, 4, 5);
+  const auto r = RandomRig(400, 9, 4, 5);
   std::vector<Eigen::Affine3d> T = RandomRigids(9, 6);
   for (bool stretch : {false, true}) {
     if (stretch) T[4].scale(Eigen::Vector3d(1.5, 0.7, 1.0));
@@ -142,7 +121,7 @@ TEST(DqsTest, SparseAndDenseAgree) {
 TEST(DqsTest, FloatPathMatchesDoublePath) {
   for (bool stretch : {false, true}) {
     for (int k : {4, 3}) {
-      const Rig r = RandomRig(1000, 8, k, 7 + k);
+      const auto r = RandomRig(1000, 8, k, 7 + k);
       std::vector<Eigen::Affine3d> T = RandomRigids(8, 8 + k);
       if (stretch) {
         T[1].scale(Eigen::Vector3d(1.3, 0.8, 1.1));
@@ -164,7 +143,7 @@ TEST(DqsTest, FloatPathMatchesDoublePath) {
 }
 
 TEST(DqsTest, NormalsStayUnitAndMatchRigidRotation) {
-  const Rig r = RandomRig(500, 6, 4, 9);
+  const auto r = RandomRig(500, 6, 4, 9);
   const std::vector<Eigen::Affine3d> one = RandomRigids(1, 10);
   const std::vector<Eigen::Affine3d> same(6, one[0]);
   RowMatrixX3d U, NU, NUf;
@@ -198,7 +177,7 @@ SparseWeights TwoJointWeights(const std::vector<double>& w0) {
 TEST(DqsTest, DqsHandlesAntipodalQuaternions) {
   // (1) The same transforms given through q_j and -q_j skin identically (float path, where the
   // prepared quaternions are inputs).
-  const Rig r = RandomRig(300, 6, 4, 12);
+  const auto r = RandomRig(300, 6, 4, 12);
   const std::vector<Eigen::Affine3d> T = RandomRigids(6, 13);
   const DqsTransformsFloat prepared = PrepareDqsFloat(T);
   const RowMatrixX3d U = DqsF(r.V, r.W, prepared);
@@ -316,7 +295,7 @@ TEST(DqsTest, DqsPreservesLengthUnderTwist) {
 }
 
 TEST(DqsTest, DqsScaleFallback) {
-  const Rig r = RandomRig(200, 5, 4, 14);
+  const auto r = RandomRig(200, 5, 4, 14);
   // Uniform scale 2 on every joint: the stretch phase gives 2v, the rigid phase the identity.
   std::vector<Eigen::Affine3d> T(5, Eigen::Affine3d::Identity());
   for (auto& A : T) A.scale(2.0);
@@ -331,7 +310,7 @@ TEST(DqsTest, DqsScaleFallback) {
   std::vector<Eigen::Affine3d> T2 = RandomRigids(5, 15);
   T2[2].linear() =
       T2[2].linear() * (Eigen::Matrix3d() << 1.5, 0.2, 0, 0.2, 0.6, 0.1, 0, 0.1, 2.0).finished();
-  Rig one = r;
+  auto one = r;
   for (int i = 0; i < one.W.rows(); ++i) {
     one.W.weights.row(i) << 0.f, 1.f, 0.f, 0.f;
     one.W.joints.row(i) << 0, 2, 1, 3;

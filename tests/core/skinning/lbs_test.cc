@@ -6,36 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/fixtures.h"
+
 #include "core/skinning/weights.h"
 
 namespace skinning {
 namespace {
 
-// A random rig: #V positions in [-1, 1]³ with unit normals, k-sparse weights (top-k of random
-// dense weights, renormalized) over `joints` joints.
-struct Rig {
-  RowMatrixX3d V, N;
-  SparseWeights W;
-};
-
-Rig RandomRig(int n, int joints, int k, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Rig r;
-  r.V.resize(n, 3);
-  r.N.resize(n, 3);
-  for (int i = 0; i < n; ++i) {
-    r.V.row(i) << u(gen), u(gen), u(gen);
-    Eigen::Vector3d nn(u(gen), u(gen), u(gen));
-    if (nn.norm() < 1e-3) nn = Eigen::Vector3d::UnitZ();
-    r.N.row(i) = nn.normalized().transpose();
-  }
-  Eigen::MatrixXd D(n, joints);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < joints; ++j) D(i, j) = 0.5 * (u(gen) + 1.0);
-  r.W = TopK(D, k);
-  return r;
-}
+using ::skinning::testing::RandomRig;
 
 Eigen::Affine3d RandomRigid(std::mt19937& gen) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
@@ -75,7 +53,7 @@ RowMatrixX3d WeightedSumOfTransformedPoints(const RowMatrixX3d& V, const SparseW
 TEST(LbsTest, IdentityTransformsReproduceInput) {
   // Dyadic weights (multiples of 1/8) sum to exactly one in any order, so Σ w I = I exactly
   // and the blended matrix applied to v gives v bit for bit.
-  Rig r = RandomRig(200, 6, 4, 1);
+  auto r = RandomRig(200, 6, 4, 1);
   std::mt19937 gen(2);
   for (int i = 0; i < r.W.rows(); ++i) {
     int left = 8;
@@ -114,7 +92,7 @@ TEST(LbsTest, IdentityTransformsReproduceInput) {
 }
 
 TEST(LbsTest, MatchesWeightedSumOfTransformedPoints) {
-  const Rig r = RandomRig(300, 7, 4, 3);
+  const auto r = RandomRig(300, 7, 4, 3);
   const std::vector<Eigen::Affine3d> T = RandomRigids(7, 4);
   RowMatrixX3d U;
   Lbs(r.V, r.W, T, &U);
@@ -124,7 +102,7 @@ TEST(LbsTest, MatchesWeightedSumOfTransformedPoints) {
 TEST(LbsTest, SingleInfluenceMovesRigidly) {
   // Every vertex is bound to one joint with weight 1 (other slots weight 0): it must move
   // exactly as T_j v.
-  Rig r = RandomRig(100, 5, 4, 5);
+  auto r = RandomRig(100, 5, 4, 5);
   std::vector<Eigen::Affine3d> T = RandomRigids(5, 6);
   T[3].scale(Eigen::Vector3d(0.5, 2.0, 1.5));  // not only rigid: any affine T_j
   for (int i = 0; i < r.W.rows(); ++i) {
@@ -145,7 +123,7 @@ TEST(LbsTest, SingleInfluenceMovesRigidly) {
 }
 
 TEST(LbsTest, SparseAndDenseAgree) {
-  const Rig r = RandomRig(400, 9, 4, 7);
+  const auto r = RandomRig(400, 9, 4, 7);
   const std::vector<Eigen::Affine3d> T = RandomRigids(9, 8);
   RowMatrixX3d Us, Ud;
   Lbs(r.V, r.W, T, &Us);
@@ -155,7 +133,7 @@ TEST(LbsTest, SparseAndDenseAgree) {
 
 TEST(LbsTest, FloatPathMatchesDoublePath) {
   for (int k : {4, 3, 6}) {
-    const Rig r = RandomRig(1000, 8, k, 9 + k);
+    const auto r = RandomRig(1000, 8, k, 9 + k);
     std::vector<Eigen::Affine3d> T = RandomRigids(8, 10 + k);
     T[2].scale(Eigen::Vector3d(1.2, 0.9, 1.1));  // normals then depend on the inverse transpose
     // The double reference on the float-rounded inputs, so only the kernel's arithmetic differs.
@@ -186,7 +164,7 @@ TEST(LbsTest, FloatPathMatchesDoublePath) {
 }
 
 TEST(LbsTest, NormalsStayUnitAndMatchRigidRotation) {
-  const Rig r = RandomRig(500, 6, 4, 11);
+  const auto r = RandomRig(500, 6, 4, 11);
   std::mt19937 gen(12);
   // One rigid motion shared by every joint: normals are rotated by R.
   const Eigen::Affine3d G = RandomRigid(gen);
@@ -221,7 +199,7 @@ TEST(LbsTest, NormalsStayUnitAndMatchRigidRotation) {
 TEST(LbsTest, NormalsUseInverseTranspose) {
   // One joint, weight 1, with non-uniform scale and shear: n' ∝ A⁻ᵀ n (Eigen's inverse, an
   // independent computation of what the cofactor form must give).
-  Rig r = RandomRig(50, 1, 1, 14);
+  auto r = RandomRig(50, 1, 1, 14);
   Eigen::Affine3d A = Eigen::Affine3d::Identity();
   A.linear() << 2.0, 0.3, 0.0, 0.1, 0.5, -0.2, 0.0, 0.4, 1.5;
   A.translation() << 1, 2, 3;
