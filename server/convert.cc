@@ -101,6 +101,13 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
     joint.name = pj.name();
     joint.parent = pj.parent();
     joint.rest = TransformFromProto(pj.rest());
+    joint.deforms = !pj.non_deforming();
+    if (pj.tail_size() == 3) {
+      joint.tail = Eigen::Vector3d(pj.tail(0), pj.tail(1), pj.tail(2));
+    } else if (pj.tail_size() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.tail has %d values, expected 3 or none", where, pj.tail_size()));
+    }
     if (pj.inverse_bind_size() != 0 && pj.inverse_bind_size() != 12)
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s.inverse_bind has %d values, expected 12 (3x4 row-major) or none", where,
@@ -186,6 +193,9 @@ v1::Rig RigToProto(const Rig& rig) {
     TransformToProto(j.rest, pj->mutable_rest());
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 4; ++c) pj->add_inverse_bind(Canon(j.inverse_bind.matrix()(r, c)));
+    pj->set_non_deforming(!j.deforms);
+    if (j.tail)
+      for (int a = 0; a < 3; ++a) pj->add_tail(Canon((*j.tail)(a)));
   }
   if (rig.sparse_weights) {
     const SparseWeights& W = *rig.sparse_weights;

@@ -542,6 +542,8 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
     absl::StatusOr<Transform> rest = NodeTransform(model.nodes[n], n);
     if (!rest.ok()) return rest.status();
     joint.rest = *rest;
+    // Non-joint ancestors carry no weights (an "Armature" or "Z_UP" node).
+    joint.deforms = static_cast<int>(j) < num_skin_joints;
   }
 
   if (skin.inverseBindMatrices >= 0) {

@@ -135,6 +135,7 @@ absl::StatusOr<Skeleton> SkeletonFromBones(const TgfGraph& graph) {
                          : Eigen::Vector3d(graph.C.row(graph.E(joint.parent, 0)).transpose());
     joint.rest.translation = head - parent_head;
     joint.inverse_bind = Eigen::Translation3d(-head);
+    joint.tail = Eigen::Vector3d(graph.C.row(graph.E(j, 1)).transpose());
   }
   if (absl::StatusOr<std::vector<int>> order = TopologicalOrder(skeleton); !order.ok())
     return absl::InvalidArgumentError(

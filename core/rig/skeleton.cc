@@ -90,8 +90,14 @@ absl::Status ValidateSkeleton(const Skeleton& skeleton, const char* field) {
     if (!(std::abs(det) > 1e-12))
       return absl::InvalidArgumentError(
           absl::StrFormat("%s.inverse_bind is singular (determinant %g)", where, det));
+    if (joint.tail && !joint.tail->allFinite())
+      return absl::InvalidArgumentError(where + ".tail is not finite");
   }
   return absl::OkStatus();
+}
+
+Eigen::Vector3d BindPosition(const Skeleton& skeleton, int j) {
+  return skeleton.joints[j].inverse_bind.inverse(Eigen::Affine).translation();
 }
 
 std::vector<Transform> BindPoseLocals(const Skeleton& skeleton) {

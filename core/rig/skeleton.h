@@ -3,6 +3,7 @@
 #ifndef SKINNING_CORE_RIG_SKELETON_H_
 #define SKINNING_CORE_RIG_SKELETON_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct Joint {
   // Maps bind-space (mesh) positions into this joint's frame at bind time; the inverse of the
   // joint's world transform in the bind pose. Skinning transform = world(pose) · inverse_bind.
   Eigen::Affine3d inverse_bind = Eigen::Affine3d::Identity();
+  // False for joints that never receive weights (e.g. a glTF skin's non-joint ancestors such as
+  // an "Armature" node); bakes give them weight 0.
+  bool deforms = true;
+  // Bind-space end point of the bone that starts at this joint, when the source says so (libigl
+  // .tgf bones). Without it a bone runs to each child joint, and a leaf joint is a point handle.
+  std::optional<Eigen::Vector3d> tail;
 };
 
 struct Skeleton {
@@ -39,6 +46,9 @@ absl::Status ValidateSkeleton(const Skeleton& skeleton, const char* field = "ske
 // Joint indices ordered so that every parent comes before its children. Fails on a cycle or an
 // out-of-range parent.
 absl::StatusOr<std::vector<int>> TopologicalOrder(const Skeleton& skeleton);
+
+// Bind-space position of joint j: the translation of inverse_bind⁻¹.
+Eigen::Vector3d BindPosition(const Skeleton& skeleton, int j);
 
 // Rest local transforms that reproduce the bind pose exactly: local_j = ib_parent · ib_j^-1
 // (for roots, ib_j^-1). Posing with these gives identity skinning transforms.

@@ -62,8 +62,11 @@ TEST(Skeleton, TopologicalOrderPutsParentsFirstForAnyStorageOrder) {
   ASSERT_TRUE(order.ok());
   std::vector<int> position(4);
   for (int i = 0; i < 4; ++i) position[(*order)[i]] = i;
-  for (int j = 0; j < 4; ++j)
-    if (s.joints[j].parent >= 0) EXPECT_LT(position[s.joints[j].parent], position[j]);
+  for (int j = 0; j < 4; ++j) {
+    if (s.joints[j].parent >= 0) {
+      EXPECT_LT(position[s.joints[j].parent], position[j]);
+    }
+  }
 }
 
 TEST(ForwardKinematics, ComposesParentTransformsInOrder) {
