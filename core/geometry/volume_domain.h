@@ -1,0 +1,103 @@
+// Volumetric domains for the volumetric weight methods (BBW, geodesic voxel weights, and later
+// energy-minimizing weights and the elastic gold standard): a regular voxel grid that embeds
+// the mesh, or a tetrahedral mesh given by the user. Every volumetric method takes a
+// VolumeDomain and so runs on either.
+#ifndef SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_
+#define SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/SparseCore>
+
+#include "absl/status/statusor.h"
+#include "core/geometry/mesh.h"
+#include "core/rig/bones.h"
+#include "core/util/progress.h"
+
+namespace skinning {
+
+using RowMatrixX4i = Eigen::Matrix<int32_t, Eigen::Dynamic, 4, Eigen::RowMajor>;
+
+struct VolumeDomain {
+  enum class Kind { kVoxelGrid, kTetMesh };
+  Kind kind = Kind::kVoxelGrid;
+
+  RowMatrixX3d nodes;  // #N by 3 node positions (bind space)
+  // #N by #N stiffness matrix of linear (tets) or trilinear (voxels) finite elements: symmetric
+  // positive semi-definite, rows sum to 0; ½ wᵀ K w is the Dirichlet energy ∫ |∇w|² / 2.
+  Eigen::SparseMatrix<double> K;
+  Eigen::VectorXd mass;  // #N lumped masses (volume per node), all positive
+  // #V by #N interpolation to the mesh vertices (trilinear for voxels, barycentric for tets):
+  // each row has non-negative entries summing to 1.
+  Eigen::SparseMatrix<double, Eigen::RowMajor> to_mesh;
+  // The node graph for geodesic distances (26-neighbourhood for voxels, tet edges for tets), as
+  // compressed rows: the neighbours of node i are graph_targets[graph_offsets[i] ..
+  // graph_offsets[i+1]) at Euclidean distances graph_lengths[...].
+  std::vector<int32_t> graph_offsets;  // #N + 1
+  std::vector<int32_t> graph_targets;
+  std::vector<double> graph_lengths;
+
+  // Voxel grid only: the grid's origin (corner of cell 0,0,0), cell size, and cells per axis.
+  Eigen::Vector3d origin = Eigen::Vector3d::Zero();
+  double spacing = 0.0;
+  Eigen::Vector3i cells = Eigen::Vector3i::Zero();
+  // Voxel grid only: for each cell (x + cells.x·(y + cells.y·z)), whether it is in the domain.
+  std::vector<uint8_t> cell_inside;
+  // Elements: for voxels the domain cells' 8 corner node indices (#cells by 8, corner order
+  // x-fastest: (0,0,0),(1,0,0),(0,1,0),(1,1,0),(0,0,1),...); for tets #T by 4. Later methods
+  // (elastic energies) assemble over these.
+  Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> elements;
+
+  int num_nodes() const { return static_cast<int>(nodes.rows()); }
+};
+
+struct VoxelGridOptions {
+  // Cells along the longest side of the mesh's bounding box. The default suits characters of
+  // 5k–50k vertices; raise it for thin parts (fingers) to get several cells across.
+  int resolution = 64;
+  static constexpr int kMinResolution = 8;
+  static constexpr int kMaxResolution = 256;
+  // A cell is inside when the generalized winding number at its centre is ≥ this (robust to
+  // self-intersections, small holes and several components). Cells the surface passes through
+  // are always in the domain, so every mesh vertex lies in a domain cell.
+  double winding_threshold = 0.5;
+};
+
+struct VoxelGridReport {
+  int resolution = 0;
+  Eigen::Vector3i cells = Eigen::Vector3i::Zero();
+  int inside_cells = 0;  // cells in the domain
+  int surface_cells = 0; // of those, cells the surface passes through
+  int nodes = 0;
+  double spacing = 0.0;
+  double seconds = 0.0;
+};
+
+// Embeds a closed (or nearly closed) triangle mesh in a regular grid. INVALID_ARGUMENT when the
+// resolution is outside [kMinResolution, kMaxResolution] or the mesh encloses no cell ("mesh has
+// no inside"), CANCELLED when cancelled.
+absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridOptions& options,
+                                              VoxelGridReport* report = nullptr,
+                                              const Progress& progress = {});
+
+// A tetrahedral domain from a tet mesh (TV #TV by 3, TT #T by 4, positively or negatively
+// oriented). Mesh vertices V (#V by 3) are located in the tets: a vertex that coincides with a
+// tet vertex (within 1e-9 of the bounding-box diagonal) maps to it, any other gets barycentric
+// weights of its containing tet; INVALID_ARGUMENT names a vertex outside every tet.
+absl::StatusOr<VolumeDomain> BuildTetDomain(const RowMatrixX3d& TV, const RowMatrixX4i& TT,
+                                            const RowMatrixX3d& V, const Progress& progress = {});
+
+// The domain nodes each joint's weight is pinned to (1 on its own, 0 on the others'): nodes
+// within `radius` of one of the joint's segments, where radius is half a cell diagonal for
+// voxels (√3/2 · spacing) and 1e-6 of the bounding-box diagonal for tets (nodes on the bone). A
+// node within reach of several joints goes to the nearest (ties: lower joint index).
+// Non-deforming joints get no nodes. FAILED_PRECONDITION names a deforming joint that reaches no
+// node ("skeleton.joints[4] (hand) lies outside the mesh").
+absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
+    const VolumeDomain& domain, const std::vector<JointHandle>& handles);
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_

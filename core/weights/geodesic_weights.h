@@ -1,0 +1,40 @@
+// Geodesic voxel weights (after Dionne & de Lasa 2013, and the volumetric geodesic distance of
+// Yamamoto et al.): Dijkstra over the domain's node graph from each handle's nodes, then
+// weights from inverse powers of the geodesic distances to the nearest handles.
+#ifndef SKINNING_CORE_WEIGHTS_GEODESIC_WEIGHTS_H_
+#define SKINNING_CORE_WEIGHTS_GEODESIC_WEIGHTS_H_
+
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "absl/status/statusor.h"
+#include "core/geometry/volume_domain.h"
+#include "core/util/progress.h"
+
+namespace skinning {
+
+struct GeodesicWeightsOptions {
+  // w_ih ∝ (d_ih + ε)^(−falloff) over the `max_influences` nearest handles of node i
+  // (ε = half the mean graph edge length keeps handle nodes finite): 2 is inverse squared
+  // distance; larger values make sharper transitions.
+  double falloff = 2.0;
+  int max_influences = 4;
+};
+
+struct GeodesicWeightsReport {
+  double max_finite_distance = 0.0;
+  int unreachable_nodes = 0;  // nodes no handle reaches (another component of the domain)
+  double seconds = 0.0;
+};
+
+// #N by #handles weights: 1 on a handle's own nodes, rows summing to 1. Nodes no handle reaches
+// take the weights of the nearest (Euclidean) reached node. Empty handles get a zero column.
+absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
+    const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
+    const GeodesicWeightsOptions& options = {}, GeodesicWeightsReport* report = nullptr,
+    const Progress& progress = {});
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_WEIGHTS_GEODESIC_WEIGHTS_H_
