@@ -24,6 +24,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   rigs_ = v1::RigService::NewStub(channel_);
   poses_ = v1::PoseService::NewStub(channel_);
+  bakes_ = v1::BakeService::NewStub(channel_);
 }
 
 Client::~Client() = default;
@@ -120,6 +121,89 @@ absl::StatusOr<v1::PoseClipResponse> Client::PoseClip(const v1::PoseClipRequest&
   });
   if (!s.ok()) return s;
   return resp;
+}
+
+absl::StatusOr<v1::BakeStatus> Client::StartBake(const std::string& rig_id, const v1::BakeOptions& options) {
+  v1::StartBakeRequest req;
+  req.set_rig_id(rig_id);
+  *req.mutable_options() = options;
+  v1::BakeStatus resp;
+  absl::Status s = WithRetry("StartBake", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return bakes_->StartBake(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<v1::BakeStatus> Client::GetBake(const std::string& bake_id) {
+  v1::GetBakeRequest req;
+  req.set_bake_id(bake_id);
+  v1::BakeStatus resp;
+  absl::Status s = WithRetry("GetBake", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return bakes_->GetBake(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<v1::BakeStatus> Client::CancelBake(const std::string& bake_id) {
+  v1::CancelBakeRequest req;
+  req.set_bake_id(bake_id);
+  v1::BakeStatus resp;
+  absl::Status s = WithRetry("CancelBake", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return bakes_->CancelBake(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<v1::GetWeightsResponse> Client::GetWeights(const std::string& bake_id, bool dense, uint32_t influences) {
+  v1::GetWeightsRequest req;
+  req.set_bake_id(bake_id);
+  req.set_dense(dense);
+  req.set_influences(influences);
+  v1::GetWeightsResponse resp;
+  absl::Status s = WithRetry("GetWeights", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return bakes_->GetWeights(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<v1::BakeStatus> Client::WatchBake(const std::string& bake_id,
+                                                 const std::function<bool(const v1::BakeStatus&)>& on_status) {
+  v1::WatchBakeRequest req;
+  req.set_bake_id(bake_id);
+  auto backoff = options_.initial_backoff;
+  v1::BakeStatus last;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<v1::BakeStatus>> reader = bakes_->WatchBake(&ctx, req);
+    v1::BakeStatus status;
+    bool stopped = false;
+    while (reader->Read(&status)) {
+      last = status;
+      if (!on_status(status)) {
+        stopped = true;
+        ctx.TryCancel();
+        break;
+      }
+    }
+    grpc::Status s = reader->Finish();
+    if (stopped) return last;
+    if (s.ok()) return last;
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) {
+      absl::Status e = FromGrpcStatus(s);
+      return absl::Status(e.code(), absl::StrCat("WatchBake: ", e.message()));
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(options_.max_backoff,
+                       std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));
+  }
 }
 
 absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std::string& rig_id,

@@ -8,6 +8,7 @@
 #define SKINNING_CLIENT_CLIENT_H_
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,18 @@ class Client {
   absl::StatusOr<v1::PosedFrame> Pose(const v1::PoseRequest& request);
   absl::StatusOr<v1::PoseClipResponse> PoseClip(const v1::PoseClipRequest& request);
 
+  // Bakes (see BakeService in skinning.proto).
+  absl::StatusOr<v1::BakeStatus> StartBake(const std::string& rig_id, const v1::BakeOptions& options);
+  absl::StatusOr<v1::BakeStatus> GetBake(const std::string& bake_id);
+  absl::StatusOr<v1::BakeStatus> CancelBake(const std::string& bake_id);
+  absl::StatusOr<v1::GetWeightsResponse> GetWeights(const std::string& bake_id, bool dense,
+                                                    uint32_t influences = 0);
+  // Streams the bake's status to on_status until the bake ends (returns its last status) or
+  // on_status returns false. No overall deadline; a dropped stream (UNAVAILABLE) is resumed
+  // with backoff up to max_attempts times.
+  absl::StatusOr<v1::BakeStatus> WatchBake(const std::string& bake_id,
+                                           const std::function<bool(const v1::BakeStatus&)>& on_status);
+
   // Opens an interactive pose session on one rig (one stream, one replica). Frames are sent
   // and answered in order. The session has no overall deadline.
   absl::StatusOr<std::unique_ptr<PoseSession>> StartPoseSession(const std::string& rig_id,
@@ -72,6 +85,7 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::RigService::Stub> rigs_;
   std::unique_ptr<v1::PoseService::Stub> poses_;
+  std::unique_ptr<v1::BakeService::Stub> bakes_;
 };
 
 // A bidirectional pose stream. Not thread-safe: one thread sends and receives.

@@ -1,4 +1,6 @@
 // skinctl: register, list, inspect, delete and pose rigs on a skinning server.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "client/client.h"
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
+#include "core/io/medit.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "server/convert.h"
@@ -39,6 +42,13 @@ ABSL_FLAG(int, animation, 0, "which glTF animation to sample");
 ABSL_FLAG(std::string, method, "lbs", "lbs, dqs, or lbs,dqs for both");
 ABSL_FLAG(std::string, out, "skinning-out", "output folder for posed meshes");
 ABSL_FLAG(std::string, format, "glb,obj", "output formats: any of glb, gltf, obj");
+ABSL_FLAG(std::string, bake_method, "bbw", "bake: bbw, bone_heat or geodesic_voxel");
+ABSL_FLAG(int, resolution, 0, "bake: voxel cells along the longest side (0 = server default, 64)");
+ABSL_FLAG(int, influences, 4, "bake: influences kept per vertex (top k)");
+ABSL_FLAG(std::string, tet, "", "bake: a MEDIT .mesh tet mesh to run the volumetric methods on");
+ABSL_FLAG(double, falloff, 0, "bake: geodesic falloff exponent (0 = server default, 2)");
+ABSL_FLAG(bool, wait, true, "bake: wait for the bake and write its results (--nowait: print the id)");
+ABSL_FLAG(std::string, bake, "", "pose: use this bake's weights");
 ABSL_FLAG(std::string, out_file, "", "get: also write the stored rig as a skinned glTF (.glb or .gltf)");
 
 namespace skinning {
@@ -57,7 +67,14 @@ Commands:
   get ID [--out_file=FILE.glb]
             Prints a rig's summary; with --out_file also writes it as a skinned glTF.
   delete ID Deletes a rig.
-  pose      (--rig=ID | --gltf=FILE | --obj=.. --tgf=.. --dmat=..)
+  bake      (--rig=ID | --gltf=FILE | --obj=.. --tgf=..)
+            [--bake_method=bbw|bone_heat|geodesic_voxel] [--resolution=N] [--influences=K]
+            [--tet=FILE.mesh] [--falloff=F] [--out=DIR] [--nowait]
+            Bakes weights on the server with progress, then writes DIR/<rig>-<method>.dmat
+            (dense #V x #joints) and DIR/<rig>-<method>.glb (skinned, top-K weights).
+  bake-status BAKE_ID    Prints a bake's state.
+  cancel BAKE_ID         Cancels a queued or running bake.
+  pose      (--rig=ID | --gltf=FILE | --obj=.. --tgf=.. --dmat=..) [--bake=BAKE_ID]
             [--pose=FILE | --times=T1,T2,.. | --fps=F] [--animation=N]
             [--method=lbs,dqs] [--out=DIR] [--format=glb,obj]
             Poses the rig through the server (one PoseClip call) and writes the posed meshes.
@@ -282,6 +299,7 @@ absl::Status CommandPose() {
   for (const auto& [method_name, method] : methods) {
     v1::PoseClipRequest req;
     req.set_rig_id(rig_id);
+    req.set_bake_id(absl::GetFlag(FLAGS_bake));
     req.set_method(method);
     req.mutable_outputs()->set_vertices(true);
     req.mutable_outputs()->set_normals(rig.mesh.N.rows() > 0);
@@ -307,6 +325,134 @@ absl::Status CommandPose() {
       }
     }
   }
+  return absl::OkStatus();
+}
+
+const char* StateName(v1::BakeState s) {
+  switch (s) {
+    case v1::BAKE_STATE_QUEUED:
+      return "queued";
+    case v1::BAKE_STATE_RUNNING:
+      return "running";
+    case v1::BAKE_STATE_DONE:
+      return "done";
+    case v1::BAKE_STATE_FAILED:
+      return "failed";
+    case v1::BAKE_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "?";
+  }
+}
+
+void PrintBakeStatus(const v1::BakeStatus& s) {
+  std::printf("%s  rig %s  %s  %s %.0f%%  %.1f s", s.bake_id().c_str(), s.rig_id().c_str(), StateName(s.state()),
+              s.stage().c_str(), 100 * s.fraction(), s.elapsed_seconds());
+  if (s.state() == v1::BAKE_STATE_FAILED) std::printf("  error: %s", s.error_message().c_str());
+  if (s.state() == v1::BAKE_STATE_DONE)
+    std::printf("\n  %s on %s: %s", s.report().method().c_str(), s.report().domain().c_str(), s.report().detail().c_str());
+  std::printf("\n");
+}
+
+// A progress bar on a terminal; plain lines (one per 5% or stage change) otherwise.
+class ProgressPrinter {
+ public:
+  ProgressPrinter() : tty_(isatty(STDERR_FILENO)) {}
+  bool Update(const v1::BakeStatus& s) {
+    if (tty_) {
+      const int width = 30, filled = static_cast<int>(s.fraction() * width + 0.5);
+      std::string bar(filled, '#');
+      bar.resize(width, '.');
+      std::string eta = s.remaining_seconds() >= 0 ? absl::StrFormat(", ~%.0f s left", s.remaining_seconds()) : "";
+      std::fprintf(stderr, "\r[%s] %3.0f%% %-9s %-28.28s %6.1f s%s   ", bar.c_str(), 100 * s.fraction(),
+                   StateName(s.state()), s.stage().c_str(), s.elapsed_seconds(), eta.c_str());
+      if (s.state() >= v1::BAKE_STATE_DONE) std::fprintf(stderr, "\n");
+    } else if (s.stage() != last_stage_ || s.fraction() >= last_fraction_ + 0.05 || s.state() >= v1::BAKE_STATE_DONE) {
+      std::fprintf(stderr, "bake %s: %s %s %.0f%% (%.1f s)\n", s.bake_id().c_str(), StateName(s.state()),
+                   s.stage().c_str(), 100 * s.fraction(), s.elapsed_seconds());
+      last_stage_ = s.stage();
+      last_fraction_ = s.fraction();
+    }
+    return true;
+  }
+
+ private:
+  bool tty_;
+  std::string last_stage_;
+  double last_fraction_ = -1;
+};
+
+absl::Status CommandBake() {
+  std::unique_ptr<Client> client = MakeClient();
+  std::string rig_id = absl::GetFlag(FLAGS_rig);
+  if (rig_id.empty()) {
+    absl::StatusOr<Character> c = LoadCharacter();
+    if (!c.ok()) return c.status();
+    absl::StatusOr<std::string> id = RegisterCharacter(*client, *c);
+    if (!id.ok()) return id.status();
+    rig_id = *id;
+  }
+  v1::BakeOptions options;
+  const std::string method = absl::GetFlag(FLAGS_bake_method);
+  if (method == "bbw") options.set_method(v1::BAKE_METHOD_BBW);
+  else if (method == "bone_heat") options.set_method(v1::BAKE_METHOD_BONE_HEAT);
+  else if (method == "geodesic_voxel" || method == "geodesic") options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
+  else return absl::InvalidArgumentError(absl::StrCat("--bake_method: unknown method '", method, "' (bbw, bone_heat, geodesic_voxel)"));
+  if (absl::GetFlag(FLAGS_influences) < 1) return absl::InvalidArgumentError("--influences must be at least 1");
+  options.set_influences(static_cast<uint32_t>(absl::GetFlag(FLAGS_influences)));
+  if (absl::GetFlag(FLAGS_resolution) < 0) return absl::InvalidArgumentError("--resolution must be positive");
+  options.set_voxel_resolution(static_cast<uint32_t>(absl::GetFlag(FLAGS_resolution)));
+  options.set_geodesic_falloff(absl::GetFlag(FLAGS_falloff));
+  if (const std::string tet = absl::GetFlag(FLAGS_tet); !tet.empty()) {
+    absl::StatusOr<TetMesh> tets = ReadMedit(tet);
+    if (!tets.ok()) return tets.status();
+    v1::TetMesh* t = options.mutable_tet_mesh();
+    for (int i = 0; i < tets->V.size(); ++i) t->add_positions(static_cast<float>(tets->V.data()[i]));
+    for (int i = 0; i < tets->T.size(); ++i) t->add_tets(static_cast<uint32_t>(tets->T.data()[i]));
+  }
+  absl::StatusOr<v1::BakeStatus> started = client->StartBake(rig_id, options);
+  if (!started.ok()) return started.status();
+  std::fprintf(stderr, "%s %s (%s)\n", started->reused() ? "found bake" : "started bake", started->bake_id().c_str(),
+               StateName(started->state()));
+  if (!absl::GetFlag(FLAGS_wait)) {
+    std::printf("%s\n", started->bake_id().c_str());
+    return absl::OkStatus();
+  }
+  ProgressPrinter printer;
+  absl::StatusOr<v1::BakeStatus> last =
+      client->WatchBake(started->bake_id(), [&](const v1::BakeStatus& s) { return printer.Update(s); });
+  if (!last.ok()) return last.status();
+  if (last->state() == v1::BAKE_STATE_FAILED)
+    return absl::Status(static_cast<absl::StatusCode>(last->error_code()), absl::StrCat("bake failed: ", last->error_message()));
+  if (last->state() == v1::BAKE_STATE_CANCELLED) return absl::CancelledError(absl::StrCat("bake ", last->bake_id(), " was cancelled"));
+  if (last->state() != v1::BAKE_STATE_DONE) return absl::UnknownError("bake ended in an unexpected state");
+
+  // Results: dense weights as .dmat, and a skinned glTF with the top-k weights.
+  absl::StatusOr<v1::GetWeightsResponse> dense = client->GetWeights(last->bake_id(), /*dense=*/true);
+  if (!dense.ok()) return dense.status();
+  absl::StatusOr<v1::GetRigResponse> got = client->GetRig(rig_id, /*include_rig=*/true);
+  if (!got.ok()) return got.status();
+  absl::StatusOr<Rig> rig = RigFromProto(got->rig(), RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+  if (!rig.ok()) return rig.status();
+  const int nv = static_cast<int>(rig->mesh.V.rows()), nj = rig->skeleton.size();
+  const v1::DenseWeights& d = dense->weights().dense();
+  if (static_cast<int>(d.num_joints()) != nj || d.values_size() != nv * nj)
+    return absl::DataLossError("the bake's weights do not match the rig");
+  Eigen::MatrixXd W(nv, nj);
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < nj; ++j) W(i, j) = d.values(i * nj + j);
+  const fs::path out_dir = absl::GetFlag(FLAGS_out);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", out_dir.string(), ": ", ec.message()));
+  const std::string stem = absl::StrCat(rig->name.empty() ? rig_id : rig->name, "-", last->report().method());
+  const std::string dmat = (out_dir / (stem + ".dmat")).string(), glb = (out_dir / (stem + ".glb")).string();
+  if (auto s = WriteDmat(dmat, W, /*ascii=*/true); !s.ok()) return s;
+  if (auto s = WriteSkinnedGltf(glb, rig->mesh, rig->skeleton, TopK(W, std::min(static_cast<int>(last->options().influences()), nj)));
+      !s.ok())
+    return s;
+  PrintBakeStatus(*last);
+  std::printf("%s\n%s\n", dmat.c_str(), glb.c_str());
   return absl::OkStatus();
 }
 
@@ -354,6 +500,15 @@ absl::Status Run(const std::vector<char*>& args) {
     return absl::OkStatus();
   }
   if (command == "pose") return CommandPose();
+  if (command == "bake") return CommandBake();
+  if (command == "bake-status" || command == "cancel") {
+    if (args.size() < 3) return absl::InvalidArgumentError(absl::StrCat(command, " needs a bake id"));
+    std::unique_ptr<Client> client = MakeClient();
+    absl::StatusOr<v1::BakeStatus> s = command == "cancel" ? client->CancelBake(args[2]) : client->GetBake(args[2]);
+    if (!s.ok()) return s.status();
+    PrintBakeStatus(*s);
+    return absl::OkStatus();
+  }
   std::cerr << kUsage;
   return absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'"));
 }

@@ -18,6 +18,8 @@ ABSL_FLAG(int, cache_mb, 1024, "memory for the in-memory rig cache in MiB (LRU b
 ABSL_FLAG(int, max_vertices, 2000000, "largest rig accepted, in vertices");
 ABSL_FLAG(int, max_joints, 1024, "largest skeleton accepted, in joints");
 ABSL_FLAG(int, max_clip_frames, 10000, "most frames in one PoseClip call");
+ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several threads)");
+ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in flight may finish");
 
 int main(int argc, char** argv) {
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
   options.limits.max_triangles = 2 * absl::GetFlag(FLAGS_max_vertices);
   options.limits.max_joints = absl::GetFlag(FLAGS_max_joints);
   options.max_clip_frames = absl::GetFlag(FLAGS_max_clip_frames);
+  options.bakes.workers = absl::GetFlag(FLAGS_bake_workers);
+  options.bakes.max_queue = absl::GetFlag(FLAGS_bake_queue);
 
   absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
   if (!server.ok()) {

@@ -10,18 +10,20 @@
 
 namespace skinning {
 
-absl::Status PoseFrame(const LoadedRig& rig, const v1::Pose& pose_proto, v1::Method method,
-                       const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) {
+absl::Status PoseFrame(const LoadedRig& rig, const SparseWeights* weights, const v1::Pose& pose_proto,
+                       v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
+                       const char* field) {
   if (method != v1::METHOD_UNSPECIFIED && method != v1::METHOD_LBS && method != v1::METHOD_DQS)
     return absl::InvalidArgumentError(absl::StrFormat("method %d is not supported (LBS or DQS)", method));
   const bool want_transforms = outputs.transforms();
   const bool want_normals = outputs.normals();
   const bool want_vertices = outputs.vertices() || (!want_transforms && !want_normals);
-  if ((want_vertices || want_normals) && !rig.rig.has_weights())
+  if ((want_vertices || want_normals) && weights == nullptr)
     return absl::FailedPreconditionError(absl::StrCat(
         "rig '", rig.id,
-        "' has no skinning weights: register it with weights, or bake weights for it and pose "
-        "with the bake's weights"));
+        "' has no skinning weights: bake them first (StartBake with rig_id '", rig.id,
+        "', method BBW, bone heat or geodesic voxel; or skinctl bake) and pose with the bake's "
+        "bake_id"));
   absl::StatusOr<Pose> pose = PoseFromProto(pose_proto, rig.rig.skeleton, field);
   if (!pose.ok()) return pose.status();
   absl::StatusOr<std::vector<Eigen::Affine3d>> T = SkinningTransforms(rig.rig.skeleton, rig.order, *pose);
@@ -60,7 +62,7 @@ absl::Status PoseFrame(const LoadedRig& rig, const v1::Pose& pose_proto, v1::Met
     if (NU) std::copy(rig.normals.begin(), rig.normals.end(), NU);
     return absl::OkStatus();
   }
-  const SparseWeights& W = rig.weights;
+  const SparseWeights& W = *weights;
   if (method == v1::METHOD_DQS) {
     const DqsTransformsFloat prepared = PrepareDqsFloat(*T);
     DqsFloat(rig.positions.data(), n, W.joints.data(), W.weights.data(), W.k(), prepared, U, N, NU);

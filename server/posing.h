@@ -8,11 +8,12 @@
 
 namespace skinning {
 
-// Poses `rig` and fills `out` with what `outputs` asks (vertices only when nothing is asked).
-// INVALID_ARGUMENT for a bad pose or method (messages start with `field`), FAILED_PRECONDITION
-// when vertices are asked of a rig without weights.
-absl::Status PoseFrame(const LoadedRig& rig, const v1::Pose& pose, v1::Method method,
-                       const v1::PoseOutputs& outputs, v1::PosedFrame* out,
+// Poses `rig` with `weights` (the rig's own, or a bake's; nullptr when it has none) and fills
+// `out` with what `outputs` asks (vertices only when nothing is asked). INVALID_ARGUMENT for a
+// bad pose or method (messages start with `field`), FAILED_PRECONDITION when vertices are asked
+// and there are no weights.
+absl::Status PoseFrame(const LoadedRig& rig, const SparseWeights* weights, const v1::Pose& pose,
+                       v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
                        const char* field = "pose");
 
 }  // namespace skinning

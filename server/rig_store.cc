@@ -60,8 +60,8 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::RigInf
   return loaded;
 }
 
-RigStore::RigStore(std::unique_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits)
-    : blobs_(std::move(blobs)), capacity_bytes_(cache_capacity_bytes), limits_(limits) {}
+RigStore::RigStore(std::shared_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits)
+    : blobs_(std::move(blobs)), limits_(limits), cache_(cache_capacity_bytes) {}
 
 absl::Status RigStore::CheckRigId(const std::string& id) {
   bool ok = id.size() == 36 && absl::StartsWith(id, "rig-");
@@ -107,7 +107,7 @@ absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto) {
 
 absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string& id) {
   if (auto s = CheckRigId(id); !s.ok()) return s;
-  if (auto hit = CacheLookup(id)) return hit;
+  if (auto hit = cache_.Find(id)) return hit;
   absl::StatusOr<std::string> bytes = blobs_->Get(RigKey(id));
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status()))
@@ -135,7 +135,7 @@ absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string
 
 absl::StatusOr<bool> RigStore::Delete(const std::string& id) {
   if (auto s = CheckRigId(id); !s.ok()) return s;
-  CacheErase(id);
+  cache_.Erase(id);
   absl::StatusOr<bool> removed = blobs_->Delete(RigKey(id));
   if (!removed.ok()) return removed.status();
   absl::StatusOr<bool> info_removed = blobs_->Delete(InfoKey(id));
@@ -155,55 +155,6 @@ absl::StatusOr<std::vector<v1::RigInfo>> RigStore::List() {
     if (info.ParseFromString(*bytes)) infos.push_back(std::move(info));
   }
   return infos;
-}
-
-RigStoreStats RigStore::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
-
-std::shared_ptr<const LoadedRig> RigStore::CacheLookup(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = index_.find(id);
-  if (it == index_.end()) {
-    ++stats_.misses;
-    return nullptr;
-  }
-  ++stats_.hits;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return *it->second;
-}
-
-void RigStore::CacheInsert(std::shared_ptr<const LoadedRig> rig) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = index_.find(rig->id); it != index_.end()) {
-    stats_.cached_bytes -= (*it->second)->bytes;
-    lru_.erase(it->second);
-    index_.erase(it);
-  }
-  if (rig->bytes > capacity_bytes_) return;  // larger than the whole cache: serve uncached
-  stats_.cached_bytes += rig->bytes;
-  const std::string id = rig->id;
-  lru_.push_front(std::move(rig));
-  index_[id] = lru_.begin();
-  while (stats_.cached_bytes > capacity_bytes_ && !lru_.empty()) {
-    const auto& victim = lru_.back();
-    stats_.cached_bytes -= victim->bytes;
-    index_.erase(victim->id);
-    lru_.pop_back();
-    ++stats_.evictions;
-  }
-  stats_.cached_rigs = lru_.size();
-}
-
-void RigStore::CacheErase(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = index_.find(id); it != index_.end()) {
-    stats_.cached_bytes -= (*it->second)->bytes;
-    lru_.erase(it->second);
-    index_.erase(it);
-    stats_.cached_rigs = lru_.size();
-  }
 }
 
 }  // namespace skinning

@@ -4,17 +4,15 @@
 #define SKINNING_SERVER_RIG_STORE_H_
 
 #include <cstdint>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/rig/rig.h"
 #include "server/blob_store.h"
 #include "server/convert.h"
+#include "server/lru_cache.h"
 #include "skinning/v1/rig.pb.h"
 
 namespace skinning {
@@ -40,14 +38,9 @@ struct RegisterResult {
   v1::RigInfo info;
 };
 
-struct RigStoreStats {
-  uint64_t hits = 0, misses = 0, evictions = 0;
-  size_t cached_bytes = 0, cached_rigs = 0;
-};
-
 class RigStore {
  public:
-  RigStore(std::unique_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits = {});
+  RigStore(std::shared_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits = {});
 
   // Validates and stores a rig. The same rig (mesh, skeleton, weights; the name does not count)
   // always gets the same id; storing it again changes nothing and returns created = false.
@@ -59,24 +52,17 @@ class RigStore {
   // Every stored rig's summary, sorted by id.
   absl::StatusOr<std::vector<v1::RigInfo>> List();
 
-  RigStoreStats stats() const;
+  CacheStats cache_stats() const { return cache_.stats(); }
   const RigLimits& limits() const { return limits_; }
 
   static absl::Status CheckRigId(const std::string& rig_id);
 
  private:
-  std::shared_ptr<const LoadedRig> CacheLookup(const std::string& id);
-  void CacheInsert(std::shared_ptr<const LoadedRig> rig);
-  void CacheErase(const std::string& id);
+  void CacheInsert(std::shared_ptr<const LoadedRig> rig) { cache_.Insert(rig->id, rig, rig->bytes); }
 
-  std::unique_ptr<BlobStore> blobs_;
-  const size_t capacity_bytes_;
+  std::shared_ptr<BlobStore> blobs_;
   const RigLimits limits_;
-
-  mutable std::mutex mu_;
-  std::list<std::shared_ptr<const LoadedRig>> lru_;  // front = most recently used
-  std::unordered_map<std::string, std::list<std::shared_ptr<const LoadedRig>>::iterator> index_;
-  RigStoreStats stats_;
+  LruCache<LoadedRig> cache_;
 };
 
 // Builds the prepared form of a validated rig.

@@ -16,9 +16,13 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenFilesystemBlobStore(options.store_dir);
   if (!blobs.ok()) return blobs.status();
   std::unique_ptr<SkinningServer> s(new SkinningServer());
-  s->store_ = std::make_unique<RigStore>(*std::move(blobs), options.cache_bytes, options.limits);
+  s->blobs_ = *std::move(blobs);
+  s->store_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
+  s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes);
   s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get());
-  s->pose_service_ = std::make_unique<PoseServiceImpl>(s->store_.get(), &s->draining_, options.max_clip_frames);
+  s->pose_service_ =
+      std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_, options.max_clip_frames);
+  s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -32,6 +36,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.SetResourceQuota(quota);
   builder.RegisterService(s->rig_service_.get());
   builder.RegisterService(s->pose_service_.get());
+  builder.RegisterService(s->bake_service_.get());
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
@@ -44,6 +49,9 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   shut_down_ = true;
   draining_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  // Bakes in progress are cancelled (nothing half-done is stored); a client restarts them on
+  // another replica, where a finished bake is found in the shared store.
+  bakes_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + drain);
 }
 

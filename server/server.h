@@ -23,6 +23,7 @@ struct ServerOptions {
   size_t cache_bytes = size_t{1} << 30;    // in-memory rig cache (LRU by bytes)
   RigLimits limits;
   int max_clip_frames = 10000;
+  BakeJobsOptions bakes;
 };
 
 class SkinningServer {
@@ -32,6 +33,7 @@ class SkinningServer {
 
   int port() const { return port_; }
   RigStore& store() { return *store_; }
+  BakeJobs& bakes() { return *bakes_; }
 
   // Graceful shutdown: reports NOT_SERVING on the health service, stops accepting calls, lets
   // calls in flight finish for up to `drain`, then cancels what remains.
@@ -40,7 +42,10 @@ class SkinningServer {
 
  private:
   SkinningServer() = default;
+  std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> store_;
+  std::unique_ptr<BakeJobs> bakes_;
+  std::unique_ptr<BakeServiceImpl> bake_service_;
   std::atomic<bool> draining_{false};
   std::unique_ptr<RigServiceImpl> rig_service_;
   std::unique_ptr<PoseServiceImpl> pose_service_;

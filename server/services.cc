@@ -60,11 +60,27 @@ grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext*, const v1::DeleteRig
   return grpc::Status::OK;
 }
 
+absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const LoadedRig& rig,
+                                                    const std::string& bake_id,
+                                                    std::shared_ptr<const LoadedBake>* holder) {
+  if (bake_id.empty()) return rig.rig.has_weights() ? &rig.weights : nullptr;
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes->Result(bake_id);
+  if (!bake.ok()) return bake.status();
+  if ((*bake)->rig_id != rig.id)
+    return absl::InvalidArgumentError(absl::StrCat("bake_id '", bake_id, "' belongs to rig '", (*bake)->rig_id,
+                                                   "', not '", rig.id, "'"));
+  *holder = *std::move(bake);
+  return &(*holder)->sparse;
+}
+
 grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* req,
                                    v1::PoseResponse* resp) {
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
   if (!rig.ok()) return ToGrpcStatus(rig.status());
-  return ToGrpcStatus(PoseFrame(**rig, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
+  std::shared_ptr<const LoadedBake> bake;
+  absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
+  if (!weights.ok()) return ToGrpcStatus(weights.status());
+  return ToGrpcStatus(PoseFrame(**rig, *weights, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
 }
 
 grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
@@ -74,10 +90,14 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
         "frames: %d frames exceed the server limit of %d per clip", req->frames_size(), max_clip_frames_)));
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
   if (!rig.ok()) return ToGrpcStatus(rig.status());
+  std::shared_ptr<const LoadedBake> bake;
+  absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
+  if (!weights.ok()) return ToGrpcStatus(weights.status());
   for (int f = 0; f < req->frames_size(); ++f) {
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
     const std::string field = absl::StrFormat("frames[%d]", f);
-    if (auto s = PoseFrame(**rig, req->frames(f), req->method(), req->outputs(), resp->add_frames(), field.c_str());
+    if (auto s = PoseFrame(**rig, *weights, req->frames(f), req->method(), req->outputs(), resp->add_frames(),
+                           field.c_str());
         !s.ok())
       return ToGrpcStatus(s);
   }
@@ -89,6 +109,8 @@ grpc::Status PoseServiceImpl::PoseSession(
     grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>* stream) {
   v1::PoseSessionRequest req;
   std::shared_ptr<const LoadedRig> rig;
+  std::shared_ptr<const LoadedBake> bake;
+  const SparseWeights* weights = nullptr;
   v1::Method method = v1::METHOD_UNSPECIFIED;
   v1::PoseOutputs outputs;
   v1::PoseSessionResponse resp;
@@ -102,6 +124,9 @@ grpc::Status PoseServiceImpl::PoseSession(
       absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded = store_->Get(req.rig_id());
       if (!loaded.ok()) return ToGrpcStatus(loaded.status());
       rig = *std::move(loaded);
+      absl::StatusOr<const SparseWeights*> w = ResolveWeights(bakes_, *rig, req.bake_id(), &bake);
+      if (!w.ok()) return ToGrpcStatus(w.status());
+      weights = *w;
     } else if (!req.rig_id().empty() && req.rig_id() != rig->id) {
       return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
           "rig_id '", req.rig_id(), "' differs from the session's rig '", rig->id, "'")));
@@ -111,12 +136,73 @@ grpc::Status PoseServiceImpl::PoseSession(
     resp.Clear();
     resp.set_sequence(req.sequence());
     const std::string field = absl::StrFormat("frame %d: pose", frames);
-    if (auto s = PoseFrame(*rig, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
+    if (auto s = PoseFrame(*rig, weights, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
       return ToGrpcStatus(s);
     if (!stream->Write(resp)) break;  // the client went away
     ++frames;
   }
   if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "session cancelled");
+  return grpc::Status::OK;
+}
+
+grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext*, const v1::StartBakeRequest* req,
+                                        v1::BakeStatus* resp) {
+  absl::StatusOr<v1::BakeStatus> s = bakes_->Start(req->rig_id(), req->options());
+  if (!s.ok()) return ToGrpcStatus(s.status());
+  *resp = *std::move(s);
+  return grpc::Status::OK;
+}
+
+grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::WatchBakeRequest* req,
+                                        grpc::ServerWriter<v1::BakeStatus>* writer) {
+  absl::Status s = bakes_->Watch(
+      req->bake_id(), [&](const v1::BakeStatus& status) { return writer->Write(status); },
+      [&] { return ctx->IsCancelled() || draining_->load(); });
+  if (absl::IsCancelled(s) && draining_->load())
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down; watch again elsewhere");
+  return ToGrpcStatus(s);
+}
+
+grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext*, const v1::GetBakeRequest* req, v1::BakeStatus* resp) {
+  absl::StatusOr<v1::BakeStatus> s = bakes_->Get(req->bake_id());
+  if (!s.ok()) return ToGrpcStatus(s.status());
+  *resp = *std::move(s);
+  return grpc::Status::OK;
+}
+
+grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext*, const v1::CancelBakeRequest* req,
+                                         v1::BakeStatus* resp) {
+  absl::StatusOr<v1::BakeStatus> s = bakes_->Cancel(req->bake_id());
+  if (!s.ok()) return ToGrpcStatus(s.status());
+  *resp = *std::move(s);
+  return grpc::Status::OK;
+}
+
+grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* req,
+                                         v1::GetWeightsResponse* resp) {
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes_->Result(req->bake_id());
+  if (!bake.ok()) return ToGrpcStatus(bake.status());
+  const LoadedBake& b = **bake;
+  resp->set_bake_id(b.bake_id);
+  resp->set_rig_id(b.rig_id);
+  *resp->mutable_report() = b.report;
+  if (req->dense()) {
+    v1::DenseWeights* d = resp->mutable_weights()->mutable_dense();
+    d->set_num_joints(static_cast<uint32_t>(b.dense.cols()));
+    d->mutable_values()->Reserve(static_cast<int>(b.dense.size()));
+    for (int i = 0; i < b.dense.rows(); ++i)
+      for (int j = 0; j < b.dense.cols(); ++j) d->add_values(b.dense(i, j));
+    return grpc::Status::OK;
+  }
+  const int k = req->influences() == 0 ? b.sparse.k() : static_cast<int>(req->influences());
+  if (k < 1 || k > BakeOptions::kMaxInfluences)
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrFormat("influences = %d must be in [1, %d]", k, BakeOptions::kMaxInfluences)));
+  const SparseWeights W = k == b.sparse.k() ? b.sparse : TopK(b.dense, std::min<int>(k, static_cast<int>(b.dense.cols())));
+  v1::SparseWeights* sw = resp->mutable_weights()->mutable_sparse();
+  sw->set_influences_per_vertex(W.k());
+  for (int i = 0; i < W.joints.size(); ++i) sw->add_joints(static_cast<uint32_t>(W.joints.data()[i]));
+  for (int i = 0; i < W.weights.size(); ++i) sw->add_weights(W.weights.data()[i]);
   return grpc::Status::OK;
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 
+#include "server/bake_jobs.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.grpc.pb.h"
 
@@ -29,8 +30,9 @@ class PoseServiceImpl final : public v1::PoseService::Service {
  public:
   // `draining` becomes true when the server starts shutting down: sessions then end with
   // UNAVAILABLE after the frame in progress, so clients reconnect elsewhere.
-  PoseServiceImpl(RigStore* store, const std::atomic<bool>* draining, int max_clip_frames)
-      : store_(store), draining_(draining), max_clip_frames_(max_clip_frames) {}
+  PoseServiceImpl(RigStore* store, BakeJobs* bakes, const std::atomic<bool>* draining,
+                  int max_clip_frames)
+      : store_(store), bakes_(bakes), draining_(draining), max_clip_frames_(max_clip_frames) {}
   grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
   grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*,
                         v1::PoseClipResponse*) override;
@@ -40,9 +42,34 @@ class PoseServiceImpl final : public v1::PoseService::Service {
 
  private:
   RigStore* store_;
+  BakeJobs* bakes_;
   const std::atomic<bool>* draining_;
   const int max_clip_frames_;
 };
+
+class BakeServiceImpl final : public v1::BakeService::Service {
+ public:
+  BakeServiceImpl(BakeJobs* bakes, const std::atomic<bool>* draining)
+      : bakes_(bakes), draining_(draining) {}
+  grpc::Status StartBake(grpc::ServerContext*, const v1::StartBakeRequest*, v1::BakeStatus*) override;
+  grpc::Status WatchBake(grpc::ServerContext*, const v1::WatchBakeRequest*,
+                         grpc::ServerWriter<v1::BakeStatus>*) override;
+  grpc::Status GetBake(grpc::ServerContext*, const v1::GetBakeRequest*, v1::BakeStatus*) override;
+  grpc::Status CancelBake(grpc::ServerContext*, const v1::CancelBakeRequest*,
+                          v1::BakeStatus*) override;
+  grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*,
+                          v1::GetWeightsResponse*) override;
+
+ private:
+  BakeJobs* bakes_;
+  const std::atomic<bool>* draining_;
+};
+
+// The weights a pose call uses: the bake's when bake_id is set (its rig must be rig.id), else
+// the rig's own (nullptr when it has none). `holder` keeps a bake's weights alive.
+absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const LoadedRig& rig,
+                                                    const std::string& bake_id,
+                                                    std::shared_ptr<const LoadedBake>* holder);
 
 }  // namespace skinning
 

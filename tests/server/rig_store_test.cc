@@ -143,16 +143,16 @@ TEST(RigStore, CacheStaysUnderItsByteCapAndEvictsLeastRecentlyUsed) {
     v1::Rig p = RigToProto(base);
     p.mutable_mesh()->set_positions(0, static_cast<float>(i));
     ids.push_back(store->Register(p)->rig_id);
-    EXPECT_LE(store->stats().cached_bytes, 3 * one + one / 2);
+    EXPECT_LE(store->cache_stats().bytes, 3 * one + one / 2);
   }
-  EXPECT_EQ(store->stats().cached_rigs, 3u);
-  EXPECT_EQ(store->stats().evictions, 3u);
+  EXPECT_EQ(store->cache_stats().entries, 3u);
+  EXPECT_EQ(store->cache_stats().evictions, 3u);
   // Evicted rigs still load from the store (a miss), recent ones are hits.
-  const auto before = store->stats();
+  const auto before = store->cache_stats();
   ASSERT_TRUE(store->Get(ids[5]).ok());
   ASSERT_TRUE(store->Get(ids[0]).ok());
-  EXPECT_EQ(store->stats().hits, before.hits + 1);
-  EXPECT_EQ(store->stats().misses, before.misses + 1);
+  EXPECT_EQ(store->cache_stats().hits, before.hits + 1);
+  EXPECT_EQ(store->cache_stats().misses, before.misses + 1);
 }
 
 TEST(RigStore, DeleteRemovesTheRigAndMalformedIdsAreRejected) {

@@ -1,0 +1,106 @@
+// Bakes as jobs: a bounded worker pool with a bounded queue, content-addressed job ids, progress
+// and cancellation, results stored atomically before they are reported done.
+#ifndef SKINNING_SERVER_BAKE_JOBS_H_
+#define SKINNING_SERVER_BAKE_JOBS_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "absl/status/statusor.h"
+#include "core/skinning/weights.h"
+#include "core/weights/bake.h"
+#include "server/blob_store.h"
+#include "server/lru_cache.h"
+#include "server/rig_store.h"
+#include "skinning/v1/skinning.pb.h"
+
+namespace skinning {
+
+// Version of the StoredBake layout; readers refuse other versions.
+inline constexpr uint32_t kBakeFormatVersion = 1;
+
+// A finished bake, ready for posing and GetWeights.
+struct LoadedBake {
+  std::string bake_id;
+  std::string rig_id;
+  v1::BakeOptions options;
+  v1::BakeReport report;
+  Eigen::MatrixXd dense;  // #V by #joints
+  SparseWeights sparse;   // top options.influences of dense
+  size_t bytes = 0;
+};
+
+struct BakeJobsOptions {
+  int workers = 1;            // bakes computed at once
+  int max_queue = 16;         // bakes waiting beyond the workers; more → RESOURCE_EXHAUSTED
+  size_t cache_bytes = size_t{256} << 20;  // finished bakes kept in memory
+};
+
+class BakeJobs {
+ public:
+  BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options);
+  ~BakeJobs();  // Shutdown()
+
+  // Validates, normalizes the options (defaults filled in) and returns the bake's status: an
+  // existing queued/running job or stored result (reused = true), or a new queued job.
+  absl::StatusOr<v1::BakeStatus> Start(const std::string& rig_id, const v1::BakeOptions& options);
+  // NOT_FOUND for a bake neither running nor stored.
+  absl::StatusOr<v1::BakeStatus> Get(const std::string& bake_id);
+  // Calls on_status with the current status, then after every change, until the bake ends,
+  // on_status returns false, or stop() returns true (polled every 100 ms).
+  absl::Status Watch(const std::string& bake_id,
+                     const std::function<bool(const v1::BakeStatus&)>& on_status,
+                     const std::function<bool()>& stop);
+  // Cancels a queued or running bake and waits (up to 5 s) for it to stop; returns the final
+  // status. A finished bake is returned unchanged.
+  absl::StatusOr<v1::BakeStatus> Cancel(const std::string& bake_id);
+  // A finished bake's weights; FAILED_PRECONDITION naming the state when it is not done, or
+  // naming the bake to run when it is unknown.
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> Result(const std::string& bake_id);
+
+  // Cancels queued and running bakes and stops the workers.
+  void Shutdown();
+
+  // "bake-" + 32 hex digits of SHA-256 over the rig id and the normalized options.
+  static std::string BakeId(const std::string& rig_id, const v1::BakeOptions& normalized);
+  static absl::Status CheckBakeId(const std::string& bake_id);
+  // Fills defaults and checks ranges: "options.voxel_resolution = 300 is over the limit (256)".
+  static absl::StatusOr<v1::BakeOptions> NormalizeOptions(const v1::BakeOptions& options);
+
+ private:
+  struct Job;
+  void WorkerLoop();
+  void Run(const std::shared_ptr<Job>& job);
+  v1::BakeStatus StatusLocked(const Job& job) const;
+  absl::StatusOr<v1::BakeStatus> StoredStatus(const std::string& bake_id);
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
+  void PruneLocked();
+
+  RigStore* rigs_;
+  std::shared_ptr<BlobStore> blobs_;
+  const BakeJobsOptions options_;
+  LruCache<LoadedBake> cache_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // any job changed, or the queue did
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_BAKE_JOBS_H_

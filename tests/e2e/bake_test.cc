@@ -1,0 +1,310 @@
+// Bake jobs through the real server: progress, cancel, reuse, restart, bad input.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "server/convert.h"
+#include "tests/support/data.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::BinaryPath;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::skinning::testing::RunCommand;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+ClientOptions Options(const ServerProcess& server) {
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = std::chrono::seconds(60);
+  return o;
+}
+
+// The tube without weights, its bones ending at explicit tails (so the second bone is a
+// segment, not a point).
+v1::Rig TubeWithoutWeights() {
+  Rig rig = MakeTwoBoneTube(41, 24);
+  rig.sparse_weights.reset();
+  rig.skeleton.joints[0].tail = Eigen::Vector3d(1.0, 0, 0);
+  rig.skeleton.joints[1].tail = Eigen::Vector3d(1.9, 0, 0);
+  return RigToProto(rig);
+}
+
+bool StoredBakeExists(const std::string& store, const std::string& bake_id) {
+  return std::filesystem::exists(store + "/bakes/" + bake_id + ".pb");
+}
+
+TEST(BakeJobs, ProgressIsMonotonicAndReachesOneThenWeightsAreServed) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto reg = client.RegisterRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  v1::BakeOptions options;
+  options.set_method(v1::BAKE_METHOD_BBW);
+  options.set_voxel_resolution(48);
+  auto started = client.StartBake(reg->rig_id(), options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_FALSE(started->reused());
+  EXPECT_EQ(started->options().influences(), 4u) << "defaults are filled in";
+  std::vector<double> fractions;
+  auto last = client.WatchBake(started->bake_id(), [&](const v1::BakeStatus& s) {
+    fractions.push_back(s.fraction());
+    return true;
+  });
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->state(), v1::BAKE_STATE_DONE) << last->error_message();
+  ASSERT_GE(fractions.size(), 2u);
+  for (size_t i = 1; i < fractions.size(); ++i) EXPECT_GE(fractions[i], fractions[i - 1]) << "at update " << i;
+  EXPECT_EQ(fractions.back(), 1.0);
+  EXPECT_TRUE(StoredBakeExists(store, started->bake_id()));
+  EXPECT_THAT(last->report().domain(), HasSubstr("voxel grid 48"));
+
+  auto weights = client.GetWeights(started->bake_id(), /*dense=*/false);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  ASSERT_TRUE(weights->weights().has_sparse());
+  const auto& sw = weights->weights().sparse();
+  EXPECT_EQ(sw.influences_per_vertex(), 2u) << "two joints: top-4 keeps both";
+  for (int i = 0; i < sw.weights_size() / 2; ++i)
+    EXPECT_NEAR(sw.weights(2 * i) + sw.weights(2 * i + 1), 1.0, 1e-6);
+
+  // Posing with the bake's weights: the far end follows the elbow rigidly.
+  v1::PoseRequest req;
+  req.set_rig_id(reg->rig_id());
+  req.set_bake_id(started->bake_id());
+  auto rig = RigFromProto(TubeWithoutWeights());
+  ASSERT_TRUE(rig.ok());
+  Pose pose = RestPose(rig->skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ());
+  *req.mutable_pose() = PoseToProto(pose);
+  auto posed = client.Pose(req);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  const int last_vertex = static_cast<int>(rig->mesh.V.rows()) - 1;  // at x = 2 on the tube's far ring
+  const Eigen::Vector3d p(posed->vertices(3 * last_vertex), posed->vertices(3 * last_vertex + 1),
+                          posed->vertices(3 * last_vertex + 2));
+  const Eigen::Vector3d rest = rig->mesh.V.row(last_vertex);
+  const Eigen::Vector3d expected = Eigen::Vector3d(1, 0, 0) + Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ()) * (rest - Eigen::Vector3d(1, 0, 0));
+  EXPECT_LT((p - expected).norm(), 0.02) << p.transpose() << " vs " << expected.transpose();
+}
+
+TEST(BakeJobs, RepeatedStartReturnsTheSameJobOrTheStoredResultWithoutRecomputing) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto reg = client.RegisterRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok());
+  v1::BakeOptions options;
+  options.set_method(v1::BAKE_METHOD_BBW);
+  options.set_voxel_resolution(64);
+  auto first = client.StartBake(reg->rig_id(), options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = client.StartBake(reg->rig_id(), options);  // while queued or running
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->bake_id(), first->bake_id());
+  EXPECT_TRUE(second->reused());
+  EXPECT_NE(second->state(), v1::BAKE_STATE_DONE) << "the first bake has not finished yet";
+  auto done = client.WatchBake(first->bake_id(), [](const v1::BakeStatus&) { return true; });
+  ASSERT_TRUE(done.ok());
+  ASSERT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
+  const auto path = store + "/bakes/" + first->bake_id() + ".pb";
+  const auto written = std::filesystem::last_write_time(path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  // Options spelled differently but equal after defaults are the same bake.
+  v1::BakeOptions same = options;
+  same.set_influences(4);
+  auto third = client.StartBake(reg->rig_id(), same);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->bake_id(), first->bake_id());
+  EXPECT_TRUE(third->reused());
+  EXPECT_EQ(third->state(), v1::BAKE_STATE_DONE);
+  EXPECT_EQ(third->report().total_seconds(), done->report().total_seconds());
+  EXPECT_EQ(std::filesystem::last_write_time(path), written) << "the stored bake was not rewritten";
+
+  // Different options are a different bake.
+  options.set_voxel_resolution(32);
+  auto other = client.StartBake(reg->rig_id(), options);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->bake_id(), first->bake_id());
+}
+
+TEST(BakeJobs, CancelStopsWithinASecondAndStoresNothing) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto reg = client.RegisterRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok());
+  v1::BakeOptions options;
+  options.set_method(v1::BAKE_METHOD_BBW);
+  options.set_voxel_resolution(256);  // minutes of work: it will not finish on its own here
+  auto started = client.StartBake(reg->rig_id(), options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  // Let it get going.
+  auto running = client.WatchBake(started->bake_id(), [](const v1::BakeStatus& s) {
+    return s.state() != v1::BAKE_STATE_RUNNING || s.fraction() < 0.01;
+  });
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(running->state(), v1::BAKE_STATE_RUNNING);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cancelled = client.CancelBake(started->bake_id());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::BAKE_STATE_CANCELLED);
+  EXPECT_LT(seconds, 1.0);
+  std::printf("cancel took %.3f s (at %.0f%%, stage %s)\n", seconds, 100 * running->fraction(), running->stage().c_str());
+  EXPECT_FALSE(StoredBakeExists(store, started->bake_id()));
+  auto weights = client.GetWeights(started->bake_id(), false);
+  EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition) << weights.status();
+  EXPECT_THAT(std::string(weights.status().message()), HasSubstr("CANCELLED"));
+}
+
+TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
+  const std::string store = MakeTempDir("store");
+  std::string rig_id, bake_id;
+  v1::GetWeightsResponse before;
+  {
+    ServerProcess server(store);
+    Client client(Options(server));
+    auto reg = client.RegisterRig(TubeWithoutWeights());
+    ASSERT_TRUE(reg.ok());
+    rig_id = reg->rig_id();
+    v1::BakeOptions options;
+    options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
+    options.set_voxel_resolution(40);
+    auto started = client.StartBake(rig_id, options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    bake_id = started->bake_id();
+    auto done = client.WatchBake(bake_id, [](const v1::BakeStatus&) { return true; });
+    ASSERT_TRUE(done.ok());
+    ASSERT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
+    auto w = client.GetWeights(bake_id, true);
+    ASSERT_TRUE(w.ok());
+    before = *w;
+    ASSERT_EQ(server.Stop(SIGTERM), 0);
+  }
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto status = client.GetBake(bake_id);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state(), v1::BAKE_STATE_DONE);
+  auto after = client.GetWeights(bake_id, true);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->weights().dense().values_size(), before.weights().dense().values_size());
+  for (int i = 0; i < after->weights().dense().values_size(); ++i)
+    ASSERT_EQ(after->weights().dense().values(i), before.weights().dense().values(i));
+  v1::PoseRequest req;
+  req.set_rig_id(rig_id);
+  req.set_bake_id(bake_id);
+  EXPECT_TRUE(client.Pose(req).ok());
+}
+
+class BakeBadInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = MakeTempDir("store");
+    server_ = std::make_unique<ServerProcess>(store_);
+    client_ = std::make_unique<Client>(Options(*server_));
+  }
+  // Runs a bake expected to fail; returns its final status. Nothing may be stored.
+  v1::BakeStatus FailedBake(const v1::Rig& rig, const v1::BakeOptions& options) {
+    auto reg = client_->RegisterRig(rig);
+    EXPECT_TRUE(reg.ok()) << reg.status();
+    auto started = client_->StartBake(reg->rig_id(), options);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return {};
+    auto last = client_->WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
+    EXPECT_TRUE(last.ok());
+    EXPECT_EQ(last->state(), v1::BAKE_STATE_FAILED);
+    EXPECT_FALSE(StoredBakeExists(store_, started->bake_id()));
+    return *last;
+  }
+  std::string store_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(BakeBadInputTest, SkeletonOutsideTheMeshFails) {
+  Rig rig = *RigFromProto(TubeWithoutWeights());
+  for (auto& j : rig.skeleton.joints) {
+    j.inverse_bind.translation() += Eigen::Vector3d(0, 0, -10);  // the bind pose moves 10 up
+    *j.tail += Eigen::Vector3d(0, 0, 10);
+  }
+  v1::BakeOptions options;
+  options.set_voxel_resolution(32);
+  const v1::BakeStatus s = FailedBake(RigToProto(rig), options);
+  EXPECT_EQ(s.error_code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(s.error_message(), HasSubstr("outside the mesh"));
+}
+
+TEST_F(BakeBadInputTest, MeshWithNoInsideFails) {
+  Rig rig = *RigFromProto(TubeWithoutWeights());
+  // Flatten the tube into a double-sided strip: no volume inside.
+  rig.mesh.V.col(2).setZero();
+  v1::BakeOptions options;
+  options.set_voxel_resolution(32);
+  const v1::BakeStatus s = FailedBake(RigToProto(rig), options);
+  EXPECT_EQ(s.error_code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(s.error_message(), HasSubstr("no inside"));
+}
+
+TEST_F(BakeBadInputTest, ZeroLengthBoneAndResolutionOverTheLimitAreRefusedAtOnce) {
+  Rig rig = *RigFromProto(TubeWithoutWeights());
+  rig.skeleton.joints[1].tail = BindPosition(rig.skeleton, 1);
+  auto reg = client_->RegisterRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto started = client_->StartBake(reg->rig_id(), v1::BakeOptions());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kInvalidArgument) << started.status();
+  EXPECT_THAT(std::string(started.status().message()), HasSubstr("skeleton.joints[1]"));
+  EXPECT_THAT(std::string(started.status().message()), HasSubstr("zero length"));
+
+  auto good = client_->RegisterRig(TubeWithoutWeights());
+  v1::BakeOptions options;
+  options.set_voxel_resolution(100000);
+  started = client_->StartBake(good->rig_id(), options);
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(started.status().message()), HasSubstr("options.voxel_resolution = 100000 is outside the limits"));
+  EXPECT_FALSE(std::filesystem::exists(store_ + "/bakes"));
+}
+
+TEST_F(BakeBadInputTest, PosingWithAMissingBakeNamesTheBakeToRun) {
+  auto reg = client_->RegisterRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok());
+  v1::PoseRequest req;
+  req.set_rig_id(reg->rig_id());
+  auto posed = client_->Pose(req);
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(posed.status().message()), HasSubstr("StartBake"));
+  req.set_bake_id("bake-0123456789abcdef0123456789abcdef");
+  posed = client_->Pose(req);
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(posed.status().message()), HasSubstr("bake-0123456789abcdef0123456789abcdef"));
+}
+
+TEST(SkinctlBake, WritesDmatAndSkinnedGltfWithPlainProgressLines) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  const std::string obj = testing::DataPath("libigl/arm/arm.obj"), tgf = testing::DataPath("libigl/arm/arm.tgf");
+  SKINNING_REQUIRE_DATA(obj);
+  const std::string out = MakeTempDir("bake-out");
+  auto result = RunCommand({BinaryPath("client/skinctl"), "--server=" + server.address(), "bake", "--obj=" + obj,
+                            "--tgf=" + tgf, "--bake_method=geodesic_voxel", "--resolution=48", "--out=" + out});
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("done 100%")) << "plain progress lines when not a terminal";
+  EXPECT_TRUE(std::filesystem::exists(out + "/arm-geodesic_voxel.dmat"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/arm-geodesic_voxel.glb"));
+}
+
+}  // namespace
+}  // namespace skinning
