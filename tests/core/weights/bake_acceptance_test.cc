@@ -1,0 +1,180 @@
+// Baked weights on the real characters of ../shared/data: the hand (tet mesh + skeleton), the
+// arm (given libigl weights) and the glTF characters (artist weights).
+#include <cmath>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "core/geometry/volume_domain.h"
+#include "core/io/dmat.h"
+#include "core/io/gltf.h"
+#include "core/io/medit.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "core/rig/bones.h"
+#include "core/rig/pose.h"
+#include "core/skinning/lbs.h"
+#include "core/weights/bake.h"
+#include "core/weights/bbw.h"
+#include "tests/support/data.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::DataPath;
+
+struct Hand {
+  TetMesh tets;
+  Mesh surface;
+  Skeleton skeleton;
+};
+
+absl::StatusOr<Hand> LoadHand() {
+  Hand h;
+  auto tets = ReadMedit(DataPath("libigl/hand/hand.mesh"));
+  if (!tets.ok()) return tets.status();
+  h.tets = *std::move(tets);
+  // The boundary triangles use only the first vertices: the surface.
+  const int nv = h.tets.F.maxCoeff() + 1;
+  h.surface.V = h.tets.V.topRows(nv);
+  h.surface.F = h.tets.F;
+  auto graph = ReadTgf(DataPath("libigl/hand/hand.tgf"));
+  if (!graph.ok()) return graph.status();
+  auto skeleton = SkeletonFromBones(*graph);
+  if (!skeleton.ok()) return skeleton.status();
+  h.skeleton = *std::move(skeleton);
+  return h;
+}
+
+// Bounds, partition of unity and the handle values of node weights W (#N by #handles).
+void ExpectBbwProperties(const Eigen::MatrixXd& W, const std::vector<std::vector<int>>& pinned, const char* what) {
+  EXPECT_GE(W.minCoeff(), -1e-8) << what;
+  EXPECT_LE(W.maxCoeff(), 1 + 1e-8) << what;
+  EXPECT_LE((W.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-8) << what;
+  for (size_t h = 0; h < pinned.size(); ++h)
+    for (int node : pinned[h])
+      for (int c = 0; c < W.cols(); ++c)
+        ASSERT_NEAR(W(node, c), c == static_cast<int>(h) ? 1.0 : 0.0, 1e-8) << what << ": handle " << h << " node " << node;
+}
+
+TEST(BakeAcceptance, HandBbwOnTheTetMeshAndOnVoxelsAreBoundedPinnedAndClose) {
+  SKINNING_REQUIRE_DATA(DataPath("libigl/hand/hand.mesh"));
+  auto hand = LoadHand();
+  ASSERT_TRUE(hand.ok()) << hand.status();
+  auto handles = JointHandles(hand->skeleton);
+  ASSERT_TRUE(handles.ok());
+
+  auto tet = BuildTetDomain(hand->tets.V, hand->tets.T, hand->surface.V);
+  ASSERT_TRUE(tet.ok()) << tet.status();
+  auto tet_pinned = RasterizeHandles(*tet, *handles);
+  ASSERT_TRUE(tet_pinned.ok()) << tet_pinned.status();
+  BbwReport tet_report;
+  auto tet_w = BoundedBiharmonicWeights(*tet, *tet_pinned, {}, &tet_report);
+  ASSERT_TRUE(tet_w.ok()) << tet_w.status();
+  ExpectBbwProperties(*tet_w, *tet_pinned, "tet nodes");
+  const Eigen::MatrixXd tet_v = tet->to_mesh * *tet_w;
+
+  auto voxel = BuildVoxelDomain(hand->surface, {});
+  ASSERT_TRUE(voxel.ok()) << voxel.status();
+  auto voxel_pinned = RasterizeHandles(*voxel, *handles);
+  ASSERT_TRUE(voxel_pinned.ok()) << voxel_pinned.status();
+  BbwReport voxel_report;
+  auto voxel_w = BoundedBiharmonicWeights(*voxel, *voxel_pinned, {}, &voxel_report);
+  ASSERT_TRUE(voxel_w.ok()) << voxel_w.status();
+  ExpectBbwProperties(*voxel_w, *voxel_pinned, "voxel nodes");
+  const Eigen::MatrixXd voxel_v = voxel->to_mesh * *voxel_w;
+  // The same checks at the mesh vertices.
+  EXPECT_GE(voxel_v.minCoeff(), -1e-8);
+  EXPECT_LE(voxel_v.maxCoeff(), 1 + 1e-8);
+  EXPECT_LE((voxel_v.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-8);
+
+  const double mean_diff = (voxel_v - tet_v).cwiseAbs().mean();
+  const double max_diff = (voxel_v - tet_v).cwiseAbs().maxCoeff();
+  std::printf("hand BBW: tet %d nodes %.2f s, voxel %d nodes %.2f s; voxel vs tet at the %d vertices: "
+              "mean |diff| %.4f, max %.4f\n",
+              tet->num_nodes(), tet_report.seconds, voxel->num_nodes(), voxel_report.seconds,
+              static_cast<int>(tet_v.rows()), mean_diff, max_diff);
+  RecordProperty("voxel_vs_tet_mean_abs_diff", std::to_string(mean_diff));
+  // Two discretizations of one problem: close on average (each weight is in [0, 1]).
+  EXPECT_LT(mean_diff, 0.03);
+  // The dominant joint agrees at most vertices.
+  int agree = 0;
+  for (int i = 0; i < tet_v.rows(); ++i) {
+    Eigen::Index a, b;
+    tet_v.row(i).maxCoeff(&a);
+    voxel_v.row(i).maxCoeff(&b);
+    agree += a == b;
+  }
+  EXPECT_GT(agree, 0.9 * tet_v.rows());
+}
+
+TEST(BakeAcceptance, ArmBbwIsCloseToTheGivenLibiglWeights) {
+  SKINNING_REQUIRE_DATA(DataPath("libigl/arm/arm.obj"));
+  auto mesh = ReadObj(DataPath("libigl/arm/arm.obj"));
+  auto graph = ReadTgf(DataPath("libigl/arm/arm.tgf"));
+  auto given = ReadDmat(DataPath("libigl/arm/arm-weights.dmat"));
+  ASSERT_TRUE(mesh.ok() && graph.ok() && given.ok());
+  auto skeleton = SkeletonFromBones(*graph);
+  ASSERT_TRUE(skeleton.ok());
+  BakeOptions options;
+  options.method = BakeMethod::kBbw;
+  auto baked = BakeWeights(*mesh, *skeleton, options);
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  const Eigen::MatrixXd diff = (baked->dense - *given).cwiseAbs();
+  std::printf("arm BBW (%s, %.2f s) vs arm-weights.dmat: mean |diff| %.4f, max %.4f\n",
+              baked->report.domain.c_str(), baked->report.total_seconds, diff.mean(), diff.maxCoeff());
+  RecordProperty("arm_bbw_mean_abs_diff", std::to_string(diff.mean()));
+  RecordProperty("arm_bbw_max_abs_diff", std::to_string(diff.maxCoeff()));
+  EXPECT_LT(diff.mean(), 0.05);
+}
+
+// LBS with baked weights over each character's animation against LBS with the artist weights:
+// RMS vertex distance as % of the bounding-box diagonal.
+class CharacterBakeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CharacterBakeTest, LbsWithBakedWeightsFollowsTheArtistWeights) {
+  const std::string path = DataPath(GetParam());
+  SKINNING_REQUIRE_DATA(path);
+  auto character = ReadGltf(path);
+  ASSERT_TRUE(character.ok()) << character.status();
+  ASSERT_FALSE(character->animations.empty());
+  const auto& anim = character->animations[0];
+  const std::vector<int> order = *TopologicalOrder(character->skeleton);
+  const double diag = BoundingBoxDiagonal(character->mesh.V);
+  for (BakeMethod method : {BakeMethod::kBoneHeat, BakeMethod::kGeodesicVoxel, BakeMethod::kBbw}) {
+    BakeOptions options;
+    options.method = method;
+    auto baked = BakeWeights(character->mesh, character->skeleton, options);
+    ASSERT_TRUE(baked.ok()) << BakeMethodName(method) << ": " << baked.status();
+    double sum_sq = 0;
+    long count = 0;
+    for (int f = 0; f <= 10; ++f) {
+      const double t = anim.start + (anim.end - anim.start) * f / 10;
+      auto T = SkinningTransforms(character->skeleton, order, Pose{SampleAnimation(character->skeleton, anim, t)});
+      ASSERT_TRUE(T.ok());
+      RowMatrixX3d artist, ours;
+      Lbs(character->mesh.V, character->weights, *T, &artist);
+      Lbs(character->mesh.V, baked->sparse, *T, &ours);
+      sum_sq += (artist - ours).rowwise().squaredNorm().sum();
+      count += artist.rows();
+    }
+    const double rms_percent = 100 * std::sqrt(sum_sq / count) / diag;
+    std::printf("%-40s %-15s RMS %.3f%% of the diagonal (bake %.2f s, %s)\n", GetParam(), BakeMethodName(method),
+                rms_percent, baked->report.total_seconds, baked->report.domain.c_str());
+    RecordProperty(std::string(BakeMethodName(method)) + "_rms_percent", std::to_string(rms_percent));
+    // The aim is 1%; this bound catches a broken method, the figure is in the log.
+    EXPECT_LT(rms_percent, 5.0) << BakeMethodName(method);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedData, CharacterBakeTest,
+                         ::testing::Values("gltf/RiggedSimple/RiggedSimple.glb", "gltf/RiggedFigure/RiggedFigure.glb",
+                                           "gltf/CesiumMan/CesiumMan.glb"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           name = name.substr(name.rfind('/') + 1);
+                           return name.substr(0, name.find('.'));
+                         });
+
+}  // namespace
+}  // namespace skinning
