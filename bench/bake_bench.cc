@@ -1,0 +1,169 @@
+// Bake time and peak memory per method and character at the default resolution.
+//
+//   ./build/bench/bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw]
+//
+// Each bake runs in a child process (fork) so that its peak resident memory (ru_maxrss from
+// wait4) is its own. Prints one table.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "core/io/gltf.h"
+#include "core/io/medit.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "core/weights/bake.h"
+
+namespace skinning {
+namespace {
+
+struct Character {
+  std::string name;
+  Mesh mesh;
+  Skeleton skeleton;
+};
+
+// Each triangle split into four at its edge midpoints (shared midpoints deduplicated).
+Mesh MidpointSubdivide(const Mesh& m) {
+  std::map<std::pair<int, int>, int> mid;
+  std::vector<Eigen::RowVector3d> V;
+  for (int i = 0; i < m.V.rows(); ++i) V.push_back(m.V.row(i));
+  auto midpoint = [&](int a, int b) {
+    auto key = std::minmax(a, b);
+    auto it = mid.find(key);
+    if (it != mid.end()) return it->second;
+    V.push_back(0.5 * (m.V.row(a) + m.V.row(b)));
+    return mid[key] = static_cast<int>(V.size()) - 1;
+  };
+  std::vector<Eigen::RowVector3i> F;
+  for (int f = 0; f < m.F.rows(); ++f) {
+    const int a = m.F(f, 0), b = m.F(f, 1), c = m.F(f, 2);
+    const int ab = midpoint(a, b), bc = midpoint(b, c), ca = midpoint(c, a);
+    F.push_back({a, ab, ca});
+    F.push_back({ab, b, bc});
+    F.push_back({ca, bc, c});
+    F.push_back({ab, bc, ca});
+  }
+  Mesh out;
+  out.V.resize(V.size(), 3);
+  for (size_t i = 0; i < V.size(); ++i) out.V.row(i) = V[i];
+  out.F.resize(F.size(), 3);
+  for (size_t f = 0; f < F.size(); ++f) out.F.row(f) = F[f];
+  return out;
+}
+
+std::vector<Character> LoadCharacters(const std::string& data) {
+  std::vector<Character> out;
+  if (auto mesh = ReadObj(data + "/libigl/arm/arm.obj"); mesh.ok()) {
+    auto graph = ReadTgf(data + "/libigl/arm/arm.tgf");
+    if (graph.ok())
+      if (auto s = SkeletonFromBones(*graph); s.ok()) out.push_back({"arm", *mesh, *s});
+  }
+  if (auto tets = ReadMedit(data + "/libigl/hand/hand.mesh"); tets.ok()) {
+    auto graph = ReadTgf(data + "/libigl/hand/hand.tgf");
+    Mesh surface;
+    surface.V = tets->V.topRows(tets->F.maxCoeff() + 1);
+    surface.F = tets->F;
+    if (graph.ok())
+      if (auto s = SkeletonFromBones(*graph); s.ok()) out.push_back({"hand (surface)", surface, *s});
+  }
+  for (const char* name : {"RiggedFigure/RiggedFigure.glb", "CesiumMan/CesiumMan.glb"}) {
+    auto c = ReadGltf(data + "/gltf/" + name);
+    if (!c.ok()) continue;
+    std::string label = name;
+    label = label.substr(0, label.find('/'));
+    out.push_back({label, c->mesh, c->skeleton});
+    if (label == "CesiumMan") {
+      Mesh fine = MidpointSubdivide(c->mesh);
+      out.push_back({"CesiumMan subdivided", fine, c->skeleton});
+    }
+  }
+  return out;
+}
+
+struct Row {
+  bool ok = false;
+  double seconds = 0;
+  double domain_seconds = 0;
+  int nodes = 0;
+  char error[160] = {0};
+};
+
+int Run(const std::string& data, const std::vector<std::string>& methods) {
+  const std::vector<Character> characters = LoadCharacters(data);
+  if (characters.empty()) {
+    std::fprintf(stderr, "no characters found under %s\n", data.c_str());
+    return 1;
+  }
+  std::printf("Bake time and peak memory, default options (voxel resolution %d, k = 4), %ld cores\n",
+              VoxelGridOptions().resolution, sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("%-22s %8s %6s  %-15s %9s %10s %9s %12s\n", "character", "vertices", "joints", "method", "nodes",
+              "domain s", "total s", "peak RSS MB");
+  for (const Character& c : characters) {
+    for (const std::string& m : methods) {
+      BakeOptions options;
+      options.method = m == "bone_heat" ? BakeMethod::kBoneHeat : m == "bbw" ? BakeMethod::kBbw : BakeMethod::kGeodesicVoxel;
+      int fds[2];
+      if (pipe(fds) != 0) return 1;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        Row row;
+        auto result = BakeWeights(c.mesh, c.skeleton, options);
+        if (result.ok()) {
+          row.ok = true;
+          row.seconds = result->report.total_seconds;
+          row.domain_seconds = result->report.domain_seconds;
+          row.nodes = result->report.domain_nodes;
+        } else {
+          std::snprintf(row.error, sizeof row.error, "%s", std::string(result.status().message()).c_str());
+        }
+        if (write(fds[1], &row, sizeof row) != sizeof row) _exit(2);
+        _exit(0);
+      }
+      close(fds[1]);
+      Row row;
+      const bool got = read(fds[0], &row, sizeof row) == sizeof row;
+      close(fds[0]);
+      int status = 0;
+      rusage usage{};
+      wait4(pid, &status, 0, &usage);
+      const double rss_mb = usage.ru_maxrss / 1024.0;
+      if (!got || !row.ok) {
+        std::printf("%-22s %8ld %6d  %-15s failed: %s\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
+                    c.skeleton.size(), m.c_str(), got ? row.error : "child died");
+        continue;
+      }
+      std::printf("%-22s %8ld %6d  %-15s %9d %10.3f %9.3f %12.1f\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
+                  c.skeleton.size(), m.c_str(), row.nodes, row.domain_seconds, row.seconds, rss_mb);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace skinning
+
+int main(int argc, char** argv) {
+  std::string data = SKINNING_DATA_DIR;
+  if (const char* env = std::getenv("SKINNING_DATA_DIR"); env && *env) data = env;
+  std::vector<std::string> methods = {"bone_heat", "geodesic_voxel", "bbw"};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--data=", 7) == 0) data = argv[i] + 7;
+    else if (std::strncmp(argv[i], "--methods=", 10) == 0) methods = absl::StrSplit(argv[i] + 10, ',');
+    else {
+      std::fprintf(stderr, "usage: bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw]\n");
+      return 2;
+    }
+  }
+  return skinning::Run(data, methods);
+}
