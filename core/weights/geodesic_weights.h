@@ -23,6 +23,8 @@ struct GeodesicWeightsOptions {
 };
 
 struct GeodesicWeightsReport {
+  // The largest geodesic distance from a node to one of its `max_influences` nearest handles
+  // (only those distances are computed).
   double max_finite_distance = 0.0;
   int unreachable_nodes = 0;  // nodes no handle reaches (another component of the domain)
   double seconds = 0.0;
@@ -30,6 +32,14 @@ struct GeodesicWeightsReport {
 
 // #N by #handles weights: 1 on a handle's own nodes, rows summing to 1. Nodes no handle reaches
 // take the weights of the nearest (Euclidean) reached node. Empty handles get a zero column.
+//   domain        its nodes (#N by 3) and node graph (graph_offsets/targets/lengths) are used
+//   handle_nodes  #handles lists of node indices in [0, #N), the handles' own nodes (as from
+//                 RasterizeHandles); a node listed for several handles is split evenly among them
+// Distances: one label-setting Dijkstra over (node, handle) pairs from all handles at once, in
+// which each node settles only its `max_influences` nearest handles — O(k · #edges · log) work
+// for k = max_influences, independent of the number of handles (single-threaded).
+// INVALID_ARGUMENT for a malformed graph, an out-of-range handle node, no handles, every handle
+// empty, falloff ≤ 0 or max_influences < 1; CANCELLED when cancelled.
 absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
     const GeodesicWeightsOptions& options = {}, GeodesicWeightsReport* report = nullptr,
