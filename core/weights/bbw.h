@@ -2,9 +2,8 @@
 #ifndef SKINNING_CORE_WEIGHTS_BBW_H_
 #define SKINNING_CORE_WEIGHTS_BBW_H_
 
-#include <vector>
-
 #include <Eigen/Core>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/geometry/volume_domain.h"
@@ -20,6 +19,10 @@ struct BbwOptions {
   double bound_tolerance = 1e-10;
   // Solve handles on this many threads (0 = hardware concurrency).
   int threads = 0;
+  // false: skip the clamp and the partition-of-unity division and return each handle's QP
+  // minimizer as solved (free entries within [0, 1] up to bound_tolerance) — for inspecting the
+  // per-handle problems (KKT checks in tests); the service always normalizes.
+  bool normalize = true;
 };
 
 struct BbwReport {
@@ -27,6 +30,10 @@ struct BbwReport {
   int factorizations = 0;
   double max_violation_before_clamp = 0.0;  // largest bound violation after the last iteration
   double seconds = 0.0;
+  // Nodes whose clamped weights were all zero, so that the division by their sum was undefined;
+  // they get their clamped unconstrained biharmonic weights (which sum to 1 before clamping, so
+  // some are positive) divided by their sum instead. Expected to stay 0.
+  int zero_sum_nodes = 0;
 };
 
 // For each handle h (handle_nodes[h] = its pinned nodes, non-empty), minimizes the bi-Laplacian
@@ -34,6 +41,24 @@ struct BbwReport {
 // nodes and 0 on every other handle's nodes — an exact bound-constrained QP solve (active set on
 // CHOLMOD factorizations) — then divides each node's weights by their sum (partition of unity).
 // Returns #N by #handles. Handles with empty node lists get a zero column.
+//
+//   domain        K (#N by #N), mass (#N) and nodes (#N rows) are read; other fields are unused.
+//   handle_nodes  #handles lists of node indices in [0, #N); a node may belong to one handle only.
+//
+// Method: a primal-dual active-set method (Hintermüller, Ito & Kunisch 2002) per handle, warm
+// started from the unconstrained biharmonic solution; it stops only when the active sets repeat,
+// which certifies the KKT conditions (so the result is the exact constrained minimizer, up to
+// bound_tolerance). Should the sets cycle, a monotone primal active-set method with a feasible
+// line search takes over. One fill-reducing ordering and one factorization give all handles'
+// unconstrained solutions; each iteration then factorizes only the free-variable block in that
+// ordering (see bbw.cc). With threads > 1 and OpenBLAS as the BLAS, OpenBLAS is pinned to one
+// thread while the handles are solved (restored afterwards).
+//
+// Errors: INVALID_ARGUMENT for sizes that disagree in the domain, non-positive masses, a node
+// index out of range, a node in two handles, or no handle with nodes; FAILED_PRECONDITION when
+// the reduced system is singular (a connected part of the domain without handle nodes) or a
+// handle does not converge within max_iterations; CANCELLED when cancelled. Progress: stage
+// "bbw", fraction = handles done / handles.
 absl::StatusOr<Eigen::MatrixXd> BoundedBiharmonicWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
     const BbwOptions& options = {}, BbwReport* report = nullptr, const Progress& progress = {});
