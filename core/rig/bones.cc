@@ -6,7 +6,7 @@
 
 namespace skinning {
 
-absl::StatusOr<std::vector<JointHandle>> JointHandles(const Skeleton& skeleton) {
+absl::StatusOr<std::vector<JointHandle>> JointHandles(const Skeleton& skeleton, double leaf_length_ratio) {
   const int n = skeleton.size();
   std::vector<Eigen::Vector3d> position(n);
   for (int j = 0; j < n; ++j) position[j] = BindPosition(skeleton, j);
@@ -30,6 +30,11 @@ absl::StatusOr<std::vector<JointHandle>> JointHandles(const Skeleton& skeleton) 
     for (int c : children[j]) {
       if ((position[c] - position[j]).norm() > 1e-9 * (1.0 + position[j].norm()))
         h.segments.push_back({position[j], position[c]});
+    }
+    if (h.segments.empty() && children[j].empty() && joint.parent >= 0 && leaf_length_ratio > 0) {
+      const Eigen::Vector3d along = position[j] - position[joint.parent];
+      if (along.norm() > 1e-9 * (1.0 + position[j].norm()))
+        h.segments.push_back({position[j], position[j] + leaf_length_ratio * along});
     }
     if (h.segments.empty()) h.segments.push_back({position[j], position[j]});
   }

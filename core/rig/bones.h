@@ -26,9 +26,13 @@ struct JointHandle {
 };
 
 // One JointHandle per skeleton joint (index = joint). Child segments of zero length are dropped
-// (a child at its parent's position); a joint left with none is a point. INVALID_ARGUMENT for an
-// explicit tail at the joint's own position: "skeleton.joints[3]: bone has zero length".
-absl::StatusOr<std::vector<JointHandle>> JointHandles(const Skeleton& skeleton);
+// (a child at its parent's position). A leaf without a tail (glTF has no bone tails) gets a bone
+// continuing its parent's direction for `leaf_length_ratio` × the parent bone's length (the
+// convention of glTF importers such as Blender's); 0, or a leaf with no parent bone, leaves a
+// point. INVALID_ARGUMENT for an explicit tail at the joint's own position:
+// "skeleton.joints[3]: bone has zero length".
+absl::StatusOr<std::vector<JointHandle>> JointHandles(const Skeleton& skeleton,
+                                                      double leaf_length_ratio = 1.0);
 
 // Distance from p to the segment (or point).
 double DistanceToSegment(const Eigen::Vector3d& p, const Segment& s);
