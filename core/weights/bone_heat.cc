@@ -109,6 +109,8 @@ bool ComputeSources(const RowMatrixX3d& V, const RowMatrixX3i& F,
   if (nv >= 2 * kChunk) helper = std::thread(worker, false);
   worker(true);
   if (helper.joinable()) helper.join();
+  // The helper thread may have taken every chunk: report the stage's end from here.
+  if (!cancelled.load()) progress.Report("visibility", 1.0);
   return !cancelled.load();
 }
 
