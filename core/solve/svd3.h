@@ -1,0 +1,22 @@
+// 3x3 singular value decomposition and nearest rotations for the per-frame solvers.
+#ifndef SKINNING_CORE_SOLVE_SVD3_H_
+#define SKINNING_CORE_SOLVE_SVD3_H_
+
+#include <Eigen/Core>
+
+namespace skinning {
+
+// A = U · diag(sigma) · Vᵀ with U, V proper rotations (det = +1) and |sigma| sorted decreasing;
+// the sign of det A is carried by sigma(2) (negative for a reflection). Robust for rank-deficient
+// and repeated-singular-value inputs.
+void Svd3(const Eigen::Matrix3d& A, Eigen::Matrix3d* U, Eigen::Vector3d* sigma, Eigen::Matrix3d* V);
+void Svd3(const Eigen::Matrix3f& A, Eigen::Matrix3f* U, Eigen::Vector3f* sigma, Eigen::Matrix3f* V);
+
+// The rotation nearest to A in the Frobenius norm, det = +1 always (for a reflected A the
+// singular vector of the smallest singular value is flipped): U · Vᵀ from Svd3.
+Eigen::Matrix3d NearestRotation(const Eigen::Matrix3d& A);
+Eigen::Matrix3f NearestRotation(const Eigen::Matrix3f& A);
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_SOLVE_SVD3_H_
