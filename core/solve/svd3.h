@@ -9,6 +9,14 @@ namespace skinning {
 // A = U · diag(sigma) · Vᵀ with U, V proper rotations (det = +1) and |sigma| sorted decreasing;
 // the sign of det A is carried by sigma(2) (negative for a reflection). Robust for rank-deficient
 // and repeated-singular-value inputs.
+//
+// Accuracy (svd3_test.cc): |U diag(sigma) Vᵀ - A| ≤ 1e-12 |A| (double), 1e-5 |A| (float;
+// measured worst 2e-6) for finite A whose singular values are normal numbers; U, V orthonormal
+// to the same bounds. Subnormal entries or singular values lose relative accuracy but the
+// results stay finite and U, V proper. Non-finite input gives unspecified output.
+// Method and cost: one-sided Jacobi with quaternion-accumulated V, then Givens QR of A·V
+// (svd3.cc); about 340 ns (float) / 520 ns (double) per call on the 2-core dev VM
+// (bench/svd3_bench.cc), comparable to Eigen::JacobiSVD (430 / 650 ns).
 void Svd3(const Eigen::Matrix3d& A, Eigen::Matrix3d* U, Eigen::Vector3d* sigma, Eigen::Matrix3d* V);
 void Svd3(const Eigen::Matrix3f& A, Eigen::Matrix3f* U, Eigen::Vector3f* sigma, Eigen::Matrix3f* V);
 
