@@ -27,6 +27,7 @@ enum class FastEnergy {
 struct FastOptions {
   FastEnergy energy = FastEnergy::kSurface;
   int clusters = 0;       // rotation clusters r (k-means in weight space); 0 = 2 × handles
+                          // (m + extra); r ≥ #edge sets gives every edge set its own rotation
   int extra_weights = 0;  // extra weights: cubic B-splines around farthest-point seeds in weight
                           // space, zero where an original weight is one (paper Sec. 3.3)
   int kmeans_iterations = 100;
@@ -69,6 +70,8 @@ struct HandleConstraint {
   enum class Kind { kFree, kPosition, kFull };
   Kind kind = Kind::kFree;
   // kPosition: the rest-space point whose deformed position is prescribed (e.g. a joint).
+  // Implemented as T_j (point, 1) = target: only handle j's transform carries the point (not
+  // the blended LBS row of a mesh vertex), so a joint follows its own bone exactly.
   Eigen::Vector3d point = Eigen::Vector3d::Zero();
 };
 
