@@ -25,6 +25,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   rigs_ = v1::RigService::NewStub(channel_);
   poses_ = v1::PoseService::NewStub(channel_);
   bakes_ = v1::BakeService::NewStub(channel_);
+  fast_ = v1::FastService::NewStub(channel_);
 }
 
 Client::~Client() = default;
@@ -208,75 +209,123 @@ absl::StatusOr<v1::BakeStatus> Client::WatchBake(const std::string& bake_id,
 
 absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std::string& rig_id,
                                                                        v1::Method method,
-                                                                       const v1::PoseOutputs& outputs) {
+                                                                       const v1::PoseOutputs& outputs,
+                                                                       const std::string& bake_id) {
   std::unique_ptr<PoseSession> session(new PoseSession());
   session->context_ = std::make_unique<grpc::ClientContext>();
   session->stream_ = poses_->PoseSession(session->context_.get());
   if (!session->stream_) return absl::UnavailableError("PoseSession: cannot open the stream");
   session->rig_id_ = rig_id;
+  session->bake_id_ = bake_id;
   session->method_ = method;
   session->outputs_ = outputs;
   return session;
 }
 
-PoseSession::~PoseSession() {
+absl::StatusOr<v1::FastSolveResponse> Client::FastSolve(const v1::FastSolveRequest& req) {
+  v1::FastSolveResponse resp;
+  absl::Status s = WithRetry("FastSolve", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return fast_->Solve(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<std::unique_ptr<FastSession>> Client::StartFastSession(const std::string& bake_id) {
+  std::unique_ptr<FastSession> session(new FastSession());
+  session->context_ = std::make_unique<grpc::ClientContext>();
+  session->stream_ = fast_->Session(session->context_.get());
+  if (!session->stream_) return absl::UnavailableError("FastSession: cannot open the stream");
+  session->bake_id_ = bake_id;
+  return session;
+}
+
+template <typename Request, typename Response>
+BidiSession<Request, Response>::~BidiSession() {
   if (stream_ && !closed_) {
     context_->TryCancel();
     stream_->Finish().IgnoreError();
   }
 }
 
-absl::Status PoseSession::Send(const v1::Pose& pose, uint64_t sequence) {
-  if (closed_) return absl::FailedPreconditionError("PoseSession: the session is closed");
-  v1::PoseSessionRequest req;
-  if (first_) {
-    req.set_rig_id(rig_id_);
-    req.set_method(method_);
-    *req.mutable_outputs() = outputs_;
-  }
-  req.set_sequence(sequence);
-  *req.mutable_pose() = pose;
-  if (!stream_->Write(req)) return Finish();
-  first_ = false;
+template <typename Request, typename Response>
+absl::Status BidiSession<Request, Response>::Write(const Request& request) {
+  if (closed_) return absl::FailedPreconditionError("session: the session is closed");
+  if (!stream_->Write(request)) return Finish();
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::PoseSessionResponse> PoseSession::Receive() {
-  if (closed_) return absl::FailedPreconditionError("PoseSession: the session is closed");
-  v1::PoseSessionResponse resp;
+template <typename Request, typename Response>
+absl::StatusOr<Response> BidiSession<Request, Response>::Read() {
+  if (closed_) return absl::FailedPreconditionError("session: the session is closed");
+  Response resp;
   if (!stream_->Read(&resp)) {
     absl::Status s = Finish();
-    if (s.ok()) return absl::OutOfRangeError("PoseSession: the server ended the session");
+    if (s.ok()) return absl::OutOfRangeError("session: the server ended the session");
     return s;
   }
   return resp;
 }
 
+template <typename Request, typename Response>
+absl::Status BidiSession<Request, Response>::Finish() {
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  absl::Status s = FromGrpcStatus(stream_->Finish());
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("session: ", s.message()));
+}
+
+template <typename Request, typename Response>
+absl::Status BidiSession<Request, Response>::Close() {
+  if (closed_) return absl::OkStatus();
+  stream_->WritesDone();
+  Response drain;
+  while (stream_->Read(&drain)) {
+  }
+  return Finish();
+}
+
+template class BidiSession<v1::PoseSessionRequest, v1::PoseSessionResponse>;
+template class BidiSession<v1::FastSolveRequest, v1::FastSolveResponse>;
+
+absl::Status PoseSession::Send(const v1::Pose& pose, uint64_t sequence) {
+  v1::PoseSessionRequest req;
+  if (first_) {
+    req.set_rig_id(rig_id_);
+    req.set_bake_id(bake_id_);
+    req.set_method(method_);
+    *req.mutable_outputs() = outputs_;
+  }
+  req.set_sequence(sequence);
+  *req.mutable_pose() = pose;
+  if (absl::Status s = Write(req); !s.ok()) return s;
+  first_ = false;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
   const uint64_t seq = next_sequence_++;
   if (absl::Status s = Send(pose, seq); !s.ok()) return s;
-  absl::StatusOr<v1::PoseSessionResponse> resp = Receive();
+  absl::StatusOr<v1::PoseSessionResponse> resp = Read();
   if (!resp.ok()) return resp.status();
   if (resp->sequence() != seq)
     return absl::InternalError(absl::StrCat("PoseSession: answer ", resp->sequence(), " for frame ", seq));
   return std::move(*resp->mutable_frame());
 }
 
-absl::Status PoseSession::Finish() {
-  if (closed_) return absl::OkStatus();
-  closed_ = true;
-  absl::Status s = FromGrpcStatus(stream_->Finish());
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("PoseSession: ", s.message()));
-}
-
-absl::Status PoseSession::Close() {
-  if (closed_) return absl::OkStatus();
-  stream_->WritesDone();
-  v1::PoseSessionResponse drain;
-  while (stream_->Read(&drain)) {
-  }
-  return Finish();
+absl::StatusOr<v1::FastSolveResponse> FastSession::Step(v1::FastSolveRequest frame) {
+  const uint64_t seq = next_sequence_++;
+  if (first_) frame.set_bake_id(bake_id_);
+  frame.set_sequence(seq);
+  if (absl::Status s = Write(frame); !s.ok()) return s;
+  first_ = false;
+  absl::StatusOr<v1::FastSolveResponse> resp = Read();
+  if (!resp.ok()) return resp.status();
+  if (resp->sequence() != seq)
+    return absl::InternalError(absl::StrCat("FastSession: answer ", resp->sequence(), " for frame ", seq));
+  return resp;
 }
 
 }  // namespace skinning

@@ -41,7 +41,9 @@ struct ClientOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
+
 class PoseSession;
+class FastSession;
 
 class Client {
  public:
@@ -73,7 +75,12 @@ class Client {
   // and answered in order. The session has no overall deadline.
   absl::StatusOr<std::unique_ptr<PoseSession>> StartPoseSession(const std::string& rig_id,
                                                                 v1::Method method,
-                                                                const v1::PoseOutputs& outputs);
+                                                                const v1::PoseOutputs& outputs,
+                                                                const std::string& bake_id = "");
+
+  // Fast automatic skinning transformations with a BAKE_METHOD_FAST_MODEL bake.
+  absl::StatusOr<v1::FastSolveResponse> FastSolve(const v1::FastSolveRequest& request);
+  absl::StatusOr<std::unique_ptr<FastSession>> StartFastSession(const std::string& bake_id);
 
   const ClientOptions& options() const { return options_; }
 
@@ -86,33 +93,61 @@ class Client {
   std::unique_ptr<v1::RigService::Stub> rigs_;
   std::unique_ptr<v1::PoseService::Stub> poses_;
   std::unique_ptr<v1::BakeService::Stub> bakes_;
+  std::unique_ptr<v1::FastService::Stub> fast_;
 };
 
-// A bidirectional pose stream. Not thread-safe: one thread sends and receives.
-class PoseSession {
+// A bidirectional stream of one session (one HTTP/2 stream, one replica). Not thread-safe: one
+// thread sends and receives. Explicitly instantiated for the two session types below.
+template <typename Request, typename Response>
+class BidiSession {
  public:
-  ~PoseSession();
-  // Sends one frame (the sequence number is echoed back).
-  absl::Status Send(const v1::Pose& pose, uint64_t sequence);
-  // The next answer, in order. The stream's final status when the server ended it.
-  absl::StatusOr<v1::PoseSessionResponse> Receive();
-  // Send then Receive.
-  absl::StatusOr<v1::PosedFrame> Step(const v1::Pose& pose);
+  virtual ~BidiSession();
+  absl::Status Write(const Request& request);
+  // The next answer, in order; the stream's final status when the server ended it.
+  absl::StatusOr<Response> Read();
   // Half-closes and returns the stream's final status.
   absl::Status Close();
 
- private:
-  friend class Client;
-  PoseSession() = default;
+ protected:
+  BidiSession() = default;
   absl::Status Finish();
 
+ private:
+  friend class Client;
   std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::PoseSessionRequest, v1::PoseSessionResponse>> stream_;
+  std::unique_ptr<grpc::ClientReaderWriter<Request, Response>> stream_;
+  bool closed_ = false;
+};
+
+// Interactive posing.
+class PoseSession : public BidiSession<v1::PoseSessionRequest, v1::PoseSessionResponse> {
+ public:
+  // Sends one frame (the sequence number is echoed back); the first carries rig and method.
+  absl::Status Send(const v1::Pose& pose, uint64_t sequence);
+  absl::StatusOr<v1::PoseSessionResponse> Receive() { return Read(); }
+  // Send then Receive.
+  absl::StatusOr<v1::PosedFrame> Step(const v1::Pose& pose);
+
+ private:
+  friend class Client;
   std::string rig_id_;
+  std::string bake_id_;
   v1::Method method_ = v1::METHOD_UNSPECIFIED;
   v1::PoseOutputs outputs_;
   bool first_ = true;
-  bool closed_ = false;
+  uint64_t next_sequence_ = 0;
+};
+
+// Interactive FAST solves: each frame warm-starts from the previous one on the server.
+class FastSession : public BidiSession<v1::FastSolveRequest, v1::FastSolveResponse> {
+ public:
+  // Sends `frame` (bake_id filled in on the first) and returns its answer.
+  absl::StatusOr<v1::FastSolveResponse> Step(v1::FastSolveRequest frame);
+
+ private:
+  friend class Client;
+  std::string bake_id_;
+  bool first_ = true;
   uint64_t next_sequence_ = 0;
 };
 

@@ -49,6 +49,8 @@ ABSL_FLAG(std::string, tet, "", "bake: a MEDIT .mesh tet mesh to run the volumet
 ABSL_FLAG(double, falloff, 0, "bake: geodesic falloff exponent (0 = server default, 2)");
 ABSL_FLAG(bool, wait, true, "bake: wait for the bake and write its results (--nowait: print the id)");
 ABSL_FLAG(std::string, bake, "", "pose: use this bake's weights");
+ABSL_FLAG(std::string, constraints, "", "solve: a JSON constraints file (see the README)");
+ABSL_FLAG(int, iterations, 15, "solve: local/global iterations");
 ABSL_FLAG(std::string, out_file, "", "get: also write the stored rig as a skinned glTF (.glb or .gltf)");
 
 namespace skinning {
@@ -68,10 +70,14 @@ Commands:
             Prints a rig's summary; with --out_file also writes it as a skinned glTF.
   delete ID Deletes a rig.
   bake      (--rig=ID | --gltf=FILE | --obj=.. --tgf=..)
-            [--bake_method=bbw|bone_heat|geodesic_voxel] [--resolution=N] [--influences=K]
+            [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model] [--resolution=N] [--influences=K]
             [--tet=FILE.mesh] [--falloff=F] [--out=DIR] [--nowait]
             Bakes weights on the server with progress, then writes DIR/<rig>-<method>.dmat
             (dense #V x #joints) and DIR/<rig>-<method>.glb (skinned, top-K weights).
+  solve     --bake=FAST_BAKE_ID --constraints=FILE.json [--iterations=15] [--out=DIR]
+            [--format=glb,obj]
+            Solves the free handles with fast automatic skinning transformations, prints the
+            transforms as JSON and writes the posed mesh.
   bake-status BAKE_ID    Prints a bake's state.
   cancel BAKE_ID         Cancels a queued or running bake.
   pose      (--rig=ID | --gltf=FILE | --obj=.. --tgf=.. --dmat=..) [--bake=BAKE_ID]
@@ -397,6 +403,7 @@ absl::Status CommandBake() {
   if (method == "bbw") options.set_method(v1::BAKE_METHOD_BBW);
   else if (method == "bone_heat") options.set_method(v1::BAKE_METHOD_BONE_HEAT);
   else if (method == "geodesic_voxel" || method == "geodesic") options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
+  else if (method == "fast_model") options.set_method(v1::BAKE_METHOD_FAST_MODEL);
   else return absl::InvalidArgumentError(absl::StrCat("--bake_method: unknown method '", method, "' (bbw, bone_heat, geodesic_voxel)"));
   if (absl::GetFlag(FLAGS_influences) < 1) return absl::InvalidArgumentError("--influences must be at least 1");
   options.set_influences(static_cast<uint32_t>(absl::GetFlag(FLAGS_influences)));
@@ -427,6 +434,11 @@ absl::Status CommandBake() {
   if (last->state() == v1::BAKE_STATE_CANCELLED) return absl::CancelledError(absl::StrCat("bake ", last->bake_id(), " was cancelled"));
   if (last->state() != v1::BAKE_STATE_DONE) return absl::UnknownError("bake ended in an unexpected state");
 
+  if (last->options().method() == v1::BAKE_METHOD_FAST_MODEL) {  // nothing to write: solve with it
+    PrintBakeStatus(*last);
+    std::printf("%s\n", last->bake_id().c_str());
+    return absl::OkStatus();
+  }
   // Results: dense weights as .dmat, and a skinned glTF with the top-k weights.
   absl::StatusOr<v1::GetWeightsResponse> dense = client->GetWeights(last->bake_id(), /*dense=*/true);
   if (!dense.ok()) return dense.status();
@@ -453,6 +465,105 @@ absl::Status CommandBake() {
     return s;
   PrintBakeStatus(*last);
   std::printf("%s\n%s\n", dmat.c_str(), glb.c_str());
+  return absl::OkStatus();
+}
+
+// {"constraints": [{"joint": NAME or INDEX, "transform": [12 numbers, 3x4 row-major]} or
+//                  {"joint": ..., "position": [x, y, z], "point": [x, y, z] (optional)}]}
+absl::StatusOr<v1::FastSolveRequest> ReadConstraintsFile(const std::string& path, const Skeleton& skeleton) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("constraints") || !doc["constraints"].is_array())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object with a \"constraints\" array"));
+  v1::FastSolveRequest req;
+  int i = 0;
+  for (const auto& entry : doc["constraints"]) {
+    const std::string where = absl::StrFormat("%s: constraints[%d]", path, i++);
+    if (!entry.is_object() || !entry.contains("joint"))
+      return absl::InvalidArgumentError(absl::StrCat(where, ": needs \"joint\" (a name or an index)"));
+    int j = -1;
+    if (entry["joint"].is_string()) j = skeleton.Find(entry["joint"].get<std::string>());
+    else if (entry["joint"].is_number_integer()) j = entry["joint"].get<int>();
+    if (j < 0 || j >= skeleton.size())
+      return absl::InvalidArgumentError(absl::StrCat(where, ": unknown joint ", entry["joint"].dump()));
+    auto numbers = [&](const char* key, size_t n, google::protobuf::RepeatedField<float>* out) -> absl::Status {
+      const auto& a = entry[key];
+      if (!a.is_array() || a.size() != n)
+        return absl::InvalidArgumentError(absl::StrFormat("%s.%s must be an array of %d numbers", where, key, n));
+      for (const auto& v : a) {
+        if (!v.is_number()) return absl::InvalidArgumentError(absl::StrFormat("%s.%s holds a non-number", where, key));
+        out->Add(v.get<float>());
+      }
+      return absl::OkStatus();
+    };
+    v1::HandleConstraint* c = req.add_constraints();
+    c->set_handle(static_cast<uint32_t>(j));
+    if (entry.contains("transform")) {
+      c->set_kind(v1::HandleConstraint::FULL);
+      if (auto s = numbers("transform", 12, c->mutable_target()); !s.ok()) return s;
+    } else if (entry.contains("position")) {
+      c->set_kind(v1::HandleConstraint::POSITION);
+      if (auto s = numbers("position", 3, c->mutable_target()); !s.ok()) return s;
+      if (entry.contains("point"))
+        if (auto s = numbers("point", 3, c->mutable_point()); !s.ok()) return s;
+    } else {
+      c->set_kind(v1::HandleConstraint::FREE);
+    }
+  }
+  return req;
+}
+
+absl::Status CommandSolve() {
+  std::unique_ptr<Client> client = MakeClient();
+  const std::string bake_id = absl::GetFlag(FLAGS_bake);
+  if (bake_id.empty()) return absl::InvalidArgumentError("solve needs --bake=ID (a BAKE_METHOD_FAST_MODEL bake)");
+  absl::StatusOr<v1::BakeStatus> bake = client->GetBake(bake_id);
+  if (!bake.ok()) return bake.status();
+  absl::StatusOr<v1::GetRigResponse> got = client->GetRig(bake->rig_id(), /*include_rig=*/true);
+  if (!got.ok()) return got.status();
+  absl::StatusOr<Rig> rig = RigFromProto(got->rig(), RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+  if (!rig.ok()) return rig.status();
+  if (absl::GetFlag(FLAGS_constraints).empty()) return absl::InvalidArgumentError("solve needs --constraints=FILE.json");
+  absl::StatusOr<v1::FastSolveRequest> req = ReadConstraintsFile(absl::GetFlag(FLAGS_constraints), rig->skeleton);
+  if (!req.ok()) return req.status();
+  req->set_bake_id(bake_id);
+  if (absl::GetFlag(FLAGS_iterations) < 1) return absl::InvalidArgumentError("--iterations must be at least 1");
+  req->set_iterations(static_cast<uint32_t>(absl::GetFlag(FLAGS_iterations)));
+  req->mutable_outputs()->set_vertices(true);
+  absl::StatusOr<v1::FastSolveResponse> solved = client->FastSolve(*req);
+  if (!solved.ok()) return solved.status();
+  nlohmann::json out;
+  out["energy"] = solved->energy();
+  out["transforms"] = nlohmann::json::array();
+  for (int h = 0; h < solved->transforms_size() / 12; ++h) {
+    nlohmann::json t;
+    if (h < solved->handle_joints_size()) {
+      const int j = static_cast<int>(solved->handle_joints(h));
+      t["joint"] = j;
+      t["name"] = rig->skeleton.joints[j].name;
+    } else {
+      t["extra_handle"] = h - solved->handle_joints_size();
+    }
+    std::vector<float> m(solved->transforms().begin() + 12 * h, solved->transforms().begin() + 12 * h + 12);
+    t["transform"] = m;
+    out["transforms"].push_back(t);
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+  const fs::path out_dir = absl::GetFlag(FLAGS_out);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  Mesh mesh;
+  mesh.F = rig->mesh.F;
+  const int nv = solved->vertices_size() / 3;
+  mesh.V.resize(nv, 3);
+  for (int i = 0; i < 3 * nv; ++i) mesh.V.data()[i] = solved->vertices(i);
+  for (absl::string_view format : absl::StrSplit(absl::GetFlag(FLAGS_format), ',', absl::SkipWhitespace())) {
+    const fs::path path = out_dir / absl::StrCat(rig->name.empty() ? bake->rig_id() : rig->name, "-fast.", format);
+    absl::Status s = format == "obj" ? WriteObj(path.string(), mesh) : WritePosedGltf(path.string(), mesh);
+    if (!s.ok()) return s;
+    std::fprintf(stderr, "wrote %s\n", path.string().c_str());
+  }
   return absl::OkStatus();
 }
 
@@ -501,6 +612,7 @@ absl::Status Run(const std::vector<char*>& args) {
   }
   if (command == "pose") return CommandPose();
   if (command == "bake") return CommandBake();
+  if (command == "solve") return CommandSolve();
   if (command == "bake-status" || command == "cancel") {
     if (args.size() < 3) return absl::InvalidArgumentError(absl::StrCat(command, " needs a bake id"));
     std::unique_ptr<Client> client = MakeClient();

@@ -84,6 +84,13 @@ absl::StatusOr<BakeOptions> ToCoreOptions(const v1::BakeOptions& o, int num_vert
   return b;
 }
 
+// Every non-zero of each row (k = the most non-zeros in a row), renormalized.
+SparseWeights ExactSparse(const Eigen::MatrixXd& D) {
+  int k = 1;
+  for (int i = 0; i < D.rows(); ++i) k = std::max(k, static_cast<int>((D.row(i).array() > 0).count()));
+  return TopK(D, k);
+}
+
 }  // namespace
 
 struct BakeJobs::Job {
@@ -150,12 +157,31 @@ absl::StatusOr<v1::BakeOptions> BakeJobs::NormalizeOptions(const v1::BakeOptions
   if (!v1::BakeMethod_IsValid(o.method()))
     return absl::InvalidArgumentError(absl::StrFormat("options.method = %d is not a bake method", o.method()));
   if (o.method() == v1::BAKE_METHOD_UNSPECIFIED) o.set_method(v1::BAKE_METHOD_BBW);
-  if (o.influences() == 0) o.set_influences(4);
+  if (o.influences() == 0 && o.method() != v1::BAKE_METHOD_FAST_MODEL) o.set_influences(4);
   if (o.influences() > static_cast<uint32_t>(BakeOptions::kMaxInfluences))
     return absl::InvalidArgumentError(absl::StrFormat("options.influences = %u is over the limit (%d)",
                                                       o.influences(), BakeOptions::kMaxInfluences));
-  const bool volumetric = o.method() != v1::BAKE_METHOD_BONE_HEAT;
-  if (!volumetric && o.has_tet_mesh())
+  const bool fast = o.method() == v1::BAKE_METHOD_FAST_MODEL;
+  if (fast) {
+    const auto& f = o.fast();
+    if (!v1::FastEnergy_IsValid(f.energy()))
+      return absl::InvalidArgumentError(absl::StrFormat("options.fast.energy = %d is not an energy", f.energy()));
+    if (f.clusters() > 4096)
+      return absl::InvalidArgumentError(absl::StrFormat("options.fast.clusters = %u is over the limit (4096)", f.clusters()));
+    if (f.extra_weights() > 256)
+      return absl::InvalidArgumentError(absl::StrFormat("options.fast.extra_weights = %u is over the limit (256)", f.extra_weights()));
+    if (!f.weights_bake_id().empty())
+      if (auto s = CheckBakeId(f.weights_bake_id()); !s.ok())
+        return absl::InvalidArgumentError(absl::StrCat("options.fast.weights_bake_id: ", s.message()));
+    o.set_influences(0);
+  } else {
+    o.clear_fast();
+  }
+  const bool volumetric =
+      fast ? o.fast().energy() == v1::FAST_ENERGY_VOLUMETRIC : o.method() != v1::BAKE_METHOD_BONE_HEAT;
+  if (fast && !volumetric && o.has_tet_mesh())
+    return absl::InvalidArgumentError("options.tet_mesh: the surface FAST energy takes no tet mesh");
+  if (!fast && !volumetric && o.has_tet_mesh())
     return absl::InvalidArgumentError("options.tet_mesh: bone heat works on the surface and takes no tet mesh");
   if (volumetric && !o.has_tet_mesh()) {
     if (o.voxel_resolution() == 0) o.set_voxel_resolution(VoxelGridOptions().resolution);
@@ -249,6 +275,20 @@ absl::StatusOr<v1::BakeStatus> BakeJobs::Start(const std::string& rig_id, const 
   // What can be refused at once is refused at once (bone geometry); the rest (a mesh with no
   // inside, a skeleton outside the mesh) shows when the domain is built and fails the job.
   if (absl::StatusOr<std::vector<JointHandle>> h = JointHandles((*rig)->rig.skeleton); !h.ok()) return h.status();
+  if (normalized->method() == v1::BAKE_METHOD_FAST_MODEL) {
+    const std::string& source = normalized->fast().weights_bake_id();
+    if (source.empty() && !(*rig)->rig.has_weights())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rig '", rig_id, "' has no weights for a FAST model: bake weights first (StartBake with method BBW) and "
+          "give its id as options.fast.weights_bake_id"));
+    if (!source.empty()) {
+      absl::StatusOr<std::shared_ptr<const LoadedBake>> w = Result(source);
+      if (!w.ok()) return w.status();
+      if ((*w)->rig_id != rig_id || (*w)->fast)
+        return absl::InvalidArgumentError(absl::StrCat("options.fast.weights_bake_id '", source,
+                                                       "' is not a weights bake of rig '", rig_id, "'"));
+    }
+  }
   const std::string id = BakeId(rig_id, *normalized);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -426,6 +466,7 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
         if (changed) cv_.notify_all();
       },
       &job->cancel);
+  if (job->options.method() == v1::BAKE_METHOD_FAST_MODEL) return RunFast(job, **rig, progress);
   absl::StatusOr<BakeResult> result = BakeWeights((*rig)->rig.mesh, (*rig)->rig.skeleton, *options, progress);
   if (!result.ok()) {
     if (absl::IsCancelled(result.status()) || job->cancel) return finish(v1::BAKE_STATE_CANCELLED, absl::OkStatus(), "cancelled");
@@ -442,39 +483,114 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
   report.set_total_seconds(result->report.total_seconds);
   report.set_detail(result->report.detail);
 
+  v1::StoredBake stored;
+  const Eigen::MatrixXd& D = result->dense;
+  stored.mutable_weights()->set_num_joints(static_cast<uint32_t>(D.cols()));
+  stored.mutable_weights()->mutable_values()->Reserve(static_cast<int>(D.size()));
+  for (int i = 0; i < D.rows(); ++i)
+    for (int j = 0; j < D.cols(); ++j) stored.mutable_weights()->add_values(D(i, j));
+  auto loaded = std::make_shared<LoadedBake>();
+  loaded->dense = result->dense;
+  loaded->sparse = result->sparse;
+  StoreAndFinish(job, report, std::move(stored), std::move(loaded));
+}
+
+void BakeJobs::StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeReport& report, v1::StoredBake stored,
+                              std::shared_ptr<LoadedBake> loaded) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     job->stage = "storing";
   }
-  v1::StoredBake stored;
   stored.set_format_version(kBakeFormatVersion);
   stored.set_bake_id(job->bake_id);
   stored.set_rig_id(job->rig_id);
   *stored.mutable_options() = job->options;
   *stored.mutable_report() = report;
   stored.set_created_unix_ms(NowUnixMs());
-  const Eigen::MatrixXd& D = result->dense;
-  stored.mutable_weights()->set_num_joints(static_cast<uint32_t>(D.cols()));
-  stored.mutable_weights()->mutable_values()->Reserve(static_cast<int>(D.size()));
-  for (int i = 0; i < D.rows(); ++i)
-    for (int j = 0; j < D.cols(); ++j) stored.mutable_weights()->add_values(D(i, j));
+  auto finish = [&](v1::BakeState state, absl::Status error, std::string stage) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job->state = state;
+      job->error = std::move(error);
+      job->stage = std::move(stage);
+      if (state == v1::BAKE_STATE_DONE) {
+        job->fraction = 1.0;
+        job->report = report;
+      }
+      job->finished_at = Clock::now();
+    }
+    cv_.notify_all();
+  };
+  if (job->cancel) return finish(v1::BAKE_STATE_CANCELLED, absl::OkStatus(), "cancelled");
   if (auto s = blobs_->Put(BakeKey(job->bake_id), stored.SerializeAsString()); !s.ok())
     return finish(v1::BAKE_STATE_FAILED, absl::Status(s.code(), absl::StrCat("storing the bake: ", s.message())), "failed");
-
-  auto loaded = std::make_shared<LoadedBake>();
   loaded->bake_id = job->bake_id;
   loaded->rig_id = job->rig_id;
   loaded->options = job->options;
   loaded->report = report;
-  loaded->dense = result->dense;
-  loaded->sparse = result->sparse;
-  loaded->bytes = sizeof(LoadedBake) + D.size() * 8 + loaded->sparse.joints.size() * 8;
+  loaded->bytes = sizeof(LoadedBake) + loaded->dense.size() * 8 + loaded->sparse.joints.size() * 8 +
+                  stored.fast_model().size();
   cache_.Insert(loaded->bake_id, loaded, loaded->bytes);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job->report = report;
-  }
   finish(v1::BAKE_STATE_DONE, absl::OkStatus(), "done");
+}
+
+void BakeJobs::RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
+  auto fail = [&](absl::Status s) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const bool cancelled = absl::IsCancelled(s) || job->cancel;
+      job->state = cancelled ? v1::BAKE_STATE_CANCELLED : v1::BAKE_STATE_FAILED;
+      if (!cancelled) job->error = std::move(s);
+      job->stage = cancelled ? "cancelled" : "failed";
+      job->finished_at = Clock::now();
+    }
+    cv_.notify_all();
+  };
+  const auto t0 = Clock::now();
+  // The weights: the rig's own, or a weights bake's; handles are the joints with any weight.
+  Eigen::MatrixXd W;
+  const std::string& source = job->options.fast().weights_bake_id();
+  if (source.empty()) {
+    W = ToDense(rig.weights, rig.rig.skeleton.size());
+  } else {
+    absl::StatusOr<std::shared_ptr<const LoadedBake>> w = Result(source);
+    if (!w.ok()) return fail(w.status());
+    W = (*w)->dense;
+  }
+  std::vector<int> joints;
+  for (int j = 0; j < W.cols(); ++j)
+    if (W.col(j).maxCoeff() > 0) joints.push_back(j);
+  Eigen::MatrixXd Wh(W.rows(), joints.size());
+  for (size_t h = 0; h < joints.size(); ++h) Wh.col(h) = W.col(joints[h]);
+  FastOptions options;
+  options.energy = job->options.fast().energy() == v1::FAST_ENERGY_VOLUMETRIC ? FastEnergy::kVolumetric : FastEnergy::kSurface;
+  options.clusters = static_cast<int>(job->options.fast().clusters());
+  options.extra_weights = static_cast<int>(job->options.fast().extra_weights());
+  if (job->options.voxel_resolution() > 0) options.voxel.resolution = static_cast<int>(job->options.voxel_resolution());
+  if (job->options.has_tet_mesh()) {
+    absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
+    if (!core.ok()) return fail(core.status());
+    options.tet_mesh = std::make_pair(core->tet_mesh->TV, core->tet_mesh->TT);
+  }
+  FastReport fast_report;
+  absl::StatusOr<FastModelPtr> model = PrecomputeFast(rig.rig.mesh, Wh, options, &fast_report, progress);
+  if (!model.ok()) return fail(model.status());
+  v1::BakeReport report;
+  report.set_method("fast_model");
+  report.set_domain(options.energy == FastEnergy::kVolumetric ? "volumetric" : "surface (spokes and rims)");
+  report.set_total_seconds(std::chrono::duration<double>(Clock::now() - t0).count());
+  report.set_solve_seconds(fast_report.seconds);
+  report.set_detail(absl::StrFormat("%d handles, %d extra handles, %d rotation clusters", fast_report.handles,
+                                    fast_report.extra_handles, fast_report.clusters));
+  v1::StoredBake stored;
+  stored.set_fast_model(SerializeFastModel(**model));
+  for (int j : joints) stored.add_fast_handle_joints(static_cast<uint32_t>(j));
+  auto loaded = std::make_shared<LoadedBake>();
+  loaded->fast = *model;
+  loaded->fast_handle_joints = joints;
+  loaded->dense = FastModelWeights(**model);
+  loaded->sparse = ExactSparse(loaded->dense);
+  StoreAndFinish(job, report, std::move(stored), std::move(loaded));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeJobs::Load(const std::string& bake_id) {
@@ -491,6 +607,25 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeJobs::Load(const std::stri
     return absl::DataLossError(absl::StrCat("stored bake '", bake_id, "' does not match its content address"));
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = rigs_->Get(stored.rig_id());
   if (!rig.ok()) return absl::Status(rig.status().code(), absl::StrCat("bake '", bake_id, "': ", rig.status().message()));
+  if (stored.options().method() == v1::BAKE_METHOD_FAST_MODEL) {
+    absl::StatusOr<FastModelPtr> model = ParseFastModel(stored.fast_model());
+    if (!model.ok()) return absl::DataLossError(absl::StrCat("stored bake '", bake_id, "': ", model.status().message()));
+    auto loaded = std::make_shared<LoadedBake>();
+    loaded->bake_id = bake_id;
+    loaded->rig_id = stored.rig_id();
+    loaded->options = stored.options();
+    loaded->report = stored.report();
+    loaded->fast = *model;
+    for (uint32_t j : stored.fast_handle_joints()) loaded->fast_handle_joints.push_back(static_cast<int>(j));
+    loaded->dense = FastModelWeights(**model);
+    if (loaded->dense.rows() != (*rig)->rig.mesh.V.rows() ||
+        static_cast<int>(loaded->fast_handle_joints.size()) != FastModelHandles(**model))
+      return absl::DataLossError(absl::StrCat("stored bake '", bake_id, "' does not match its rig"));
+    loaded->sparse = ExactSparse(loaded->dense);
+    loaded->bytes = sizeof(LoadedBake) + loaded->dense.size() * 8 + stored.fast_model().size();
+    cache_.Insert(bake_id, loaded, loaded->bytes);
+    return std::shared_ptr<const LoadedBake>(loaded);
+  }
   const int nv = static_cast<int>((*rig)->rig.mesh.V.rows()), nj = (*rig)->rig.skeleton.size();
   if (static_cast<int>(stored.weights().num_joints()) != nj || stored.weights().values_size() != nv * nj)
     return absl::DataLossError(absl::StrFormat("stored bake '%s' has %d values for %d joints, expected %d x %d",

@@ -20,11 +20,13 @@
 
 #include "absl/status/statusor.h"
 #include "core/skinning/weights.h"
+#include "core/solve/fast_skinning.h"
 #include "core/weights/bake.h"
 #include "server/blob_store.h"
 #include "server/lru_cache.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.pb.h"
+#include "skinning/v1/store.pb.h"
 
 namespace skinning {
 
@@ -37,8 +39,11 @@ struct LoadedBake {
   std::string rig_id;
   v1::BakeOptions options;
   v1::BakeReport report;
-  Eigen::MatrixXd dense;  // #V by #joints
-  SparseWeights sparse;   // top options.influences of dense
+  Eigen::MatrixXd dense;  // #V by #joints (weights bakes); #V by (m + extra) (FAST models)
+  SparseWeights sparse;   // top options.influences of dense (FAST: exact, every non-zero)
+  // BAKE_METHOD_FAST_MODEL only: the reduced model and the joint of each of its m handles.
+  FastModelPtr fast;
+  std::vector<int> fast_handle_joints;
   size_t bytes = 0;
 };
 
@@ -70,6 +75,8 @@ class BakeJobs {
   // naming the bake to run when it is unknown.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Result(const std::string& bake_id);
 
+  RigStore* rigs() const { return rigs_; }
+
   // Cancels queued and running bakes and stops the workers.
   void Shutdown();
 
@@ -83,6 +90,10 @@ class BakeJobs {
   struct Job;
   void WorkerLoop();
   void Run(const std::shared_ptr<Job>& job);
+  void RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress);
+  // Stores the artifact atomically, caches it, then reports DONE (or FAILED/CANCELLED).
+  void StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeReport& report, v1::StoredBake stored,
+                      std::shared_ptr<LoadedBake> loaded);
   v1::BakeStatus StatusLocked(const Job& job) const;
   absl::StatusOr<v1::BakeStatus> StoredStatus(const std::string& bake_id);
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);

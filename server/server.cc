@@ -23,6 +23,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->pose_service_ =
       std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_, options.max_clip_frames);
   s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_);
+  s->fast_service_ = std::make_unique<FastServiceImpl>(s->bakes_.get(), &s->draining_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -37,6 +38,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.RegisterService(s->rig_service_.get());
   builder.RegisterService(s->pose_service_.get());
   builder.RegisterService(s->bake_service_.get());
+  builder.RegisterService(s->fast_service_.get());
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));

@@ -46,6 +46,7 @@ class SkinningServer {
   std::unique_ptr<RigStore> store_;
   std::unique_ptr<BakeJobs> bakes_;
   std::unique_ptr<BakeServiceImpl> bake_service_;
+  std::unique_ptr<FastServiceImpl> fast_service_;
   std::atomic<bool> draining_{false};
   std::unique_ptr<RigServiceImpl> rig_service_;
   std::unique_ptr<PoseServiceImpl> pose_service_;

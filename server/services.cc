@@ -8,6 +8,9 @@
 #include "server/convert.h"
 #include "server/grpc_status.h"
 #include "server/posing.h"
+#include "core/rig/skeleton.h"
+#include "core/skinning/lbs.h"
+#include "core/solve/fast_skinning.h"
 
 namespace skinning {
 
@@ -66,6 +69,9 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
   if (bake_id.empty()) return rig.rig.has_weights() ? &rig.weights : nullptr;
   absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes->Result(bake_id);
   if (!bake.ok()) return bake.status();
+  if ((*bake)->fast)
+    return absl::InvalidArgumentError(absl::StrCat("bake_id '", bake_id,
+                                                   "' is a FAST model, not weights: solve with FastService"));
   if ((*bake)->rig_id != rig.id)
     return absl::InvalidArgumentError(absl::StrCat("bake_id '", bake_id, "' belongs to rig '", (*bake)->rig_id,
                                                    "', not '", rig.id, "'"));
@@ -203,6 +209,163 @@ grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext*, const v1::GetWeig
   sw->set_influences_per_vertex(W.k());
   for (int i = 0; i < W.joints.size(); ++i) sw->add_joints(static_cast<uint32_t>(W.joints.data()[i]));
   for (int i = 0; i < W.weights.size(); ++i) sw->add_weights(W.weights.data()[i]);
+  return grpc::Status::OK;
+}
+
+namespace {
+
+// Per-session FAST state: the model, the solver (warm start, constraint set) and buffers reused
+// frame after frame.
+struct FastState {
+  std::shared_ptr<const LoadedBake> bake;
+  std::unique_ptr<FastSolver> solver;
+  std::vector<int> handle_of_joint;  // joint → model handle, -1 for joints without weight
+  std::vector<HandleConstraint> constraints;
+  std::vector<Affine34> targets;
+  std::vector<Affine34> T;
+  std::vector<float> T34;
+};
+
+absl::Status OpenFast(BakeJobs* bakes, const std::string& bake_id, FastState* st) {
+  if (bake_id.empty()) return absl::InvalidArgumentError("bake_id is required (a BAKE_METHOD_FAST_MODEL bake)");
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes->Result(bake_id);
+  if (!bake.ok()) return bake.status();
+  if (!(*bake)->fast)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bake '", bake_id, "' holds weights, not a FAST model: run StartBake with method BAKE_METHOD_FAST_MODEL"));
+  st->bake = *std::move(bake);
+  st->solver = std::make_unique<FastSolver>(st->bake->fast);
+  const int m = FastModelHandles(*st->bake->fast);
+  int max_joint = 0;
+  for (int j : st->bake->fast_handle_joints) max_joint = std::max(max_joint, j);
+  st->handle_of_joint.assign(max_joint + 1, -1);
+  for (int h = 0; h < m; ++h) st->handle_of_joint[st->bake->fast_handle_joints[h]] = h;
+  st->constraints.resize(m);
+  st->targets.assign(m, Affine34::Zero());
+  st->T.clear();
+  return absl::OkStatus();
+}
+
+// Converts the request's constraints (joint-indexed) into the solver's (handle-indexed).
+absl::Status ReadConstraints(const v1::FastSolveRequest& req, const std::vector<Eigen::Vector3d>& joint_points,
+                             FastState* st) {
+  for (auto& c : st->constraints) c = HandleConstraint();
+  for (int i = 0; i < req.constraints_size(); ++i) {
+    const v1::HandleConstraint& c = req.constraints(i);
+    const std::string where = absl::StrFormat("constraints[%d]", i);
+    if (c.handle() >= st->handle_of_joint.size() || st->handle_of_joint[c.handle()] < 0)
+      return absl::InvalidArgumentError(absl::StrFormat("%s.handle = %u is not a handle of this model (a joint with weights)",
+                                                        where, c.handle()));
+    const int h = st->handle_of_joint[c.handle()];
+    HandleConstraint& hc = st->constraints[h];
+    switch (c.kind()) {
+      case v1::HandleConstraint::FREE:
+        break;
+      case v1::HandleConstraint::POSITION: {
+        if (c.target_size() != 3)
+          return absl::InvalidArgumentError(absl::StrFormat("%s.target has %d values, POSITION needs 3", where, c.target_size()));
+        if (c.point_size() != 0 && c.point_size() != 3)
+          return absl::InvalidArgumentError(absl::StrFormat("%s.point has %d values, expected 3 or none", where, c.point_size()));
+        hc.kind = HandleConstraint::Kind::kPosition;
+        hc.point = c.point_size() == 3 ? Eigen::Vector3d(c.point(0), c.point(1), c.point(2)) : joint_points[c.handle()];
+        st->targets[h].col(3) = Eigen::Vector3d(c.target(0), c.target(1), c.target(2));
+        break;
+      }
+      case v1::HandleConstraint::FULL:
+        if (c.target_size() != 12)
+          return absl::InvalidArgumentError(absl::StrFormat("%s.target has %d values, FULL needs 12 (3x4 row-major)", where,
+                                                            c.target_size()));
+        hc.kind = HandleConstraint::Kind::kFull;
+        for (int r = 0; r < 3; ++r)
+          for (int k = 0; k < 4; ++k) st->targets[h](r, k) = c.target(4 * r + k);
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrFormat("%s.kind = %d is not a constraint kind", where, c.kind()));
+    }
+    if (!st->targets[h].allFinite() || !hc.point.allFinite())
+      return absl::InvalidArgumentError(absl::StrCat(where, " has a non-finite value"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SolveFrame(const v1::FastSolveRequest& req, const LoadedRig& rig, FastState* st,
+                        v1::FastSolveResponse* resp) {
+  std::vector<Eigen::Vector3d> joint_points(rig.rig.skeleton.size());
+  for (int j = 0; j < rig.rig.skeleton.size(); ++j) joint_points[j] = BindPosition(rig.rig.skeleton, j);
+  if (auto s = ReadConstraints(req, joint_points, st); !s.ok()) return s;
+  if (auto s = st->solver->SetConstraints(st->constraints); !s.ok()) return s;
+  if (req.iterations() > 1000)
+    return absl::InvalidArgumentError(absl::StrFormat("iterations = %u is over the limit (1000)", req.iterations()));
+  const int iterations = req.iterations() == 0 ? 15 : static_cast<int>(req.iterations());
+  if (auto s = st->solver->Solve(st->targets, &st->T, iterations); !s.ok()) return s;
+  const FastModel& model = *st->bake->fast;
+  resp->set_handles(static_cast<uint32_t>(FastModelHandles(model)));
+  resp->set_extra_handles(static_cast<uint32_t>(FastModelTotalHandles(model) - FastModelHandles(model)));
+  resp->mutable_handle_joints()->Clear();
+  for (int j : st->bake->fast_handle_joints) resp->add_handle_joints(static_cast<uint32_t>(j));
+  resp->mutable_transforms()->Resize(static_cast<int>(12 * st->T.size()), 0.f);
+  float* out = resp->mutable_transforms()->mutable_data();
+  for (size_t h = 0; h < st->T.size(); ++h)
+    for (int r = 0; r < 3; ++r)
+      for (int k = 0; k < 4; ++k) out[12 * h + 4 * r + k] = static_cast<float>(st->T[h](r, k));
+  resp->set_energy(st->solver->Energy(st->T));
+  if (req.outputs().vertices()) {
+    const int n = static_cast<int>(rig.positions.size() / 3);
+    const SparseWeights& W = st->bake->sparse;
+    resp->mutable_vertices()->Resize(3 * n, 0.f);
+    LbsFloat(rig.positions.data(), n, W.joints.data(), W.weights.data(), W.k(), out, resp->mutable_vertices()->mutable_data());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status FastServiceImpl::Solve(grpc::ServerContext*, const v1::FastSolveRequest* req, v1::FastSolveResponse* resp) {
+  FastState st;
+  if (auto s = OpenFast(bakes_, req->bake_id(), &st); !s.ok()) return ToGrpcStatus(s);
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = bakes_->rigs()->Get(st.bake->rig_id);
+  if (!rig.ok()) return ToGrpcStatus(rig.status());
+  if (req->warm_start_size() != 0) {
+    const int total = FastModelTotalHandles(*st.bake->fast);
+    if (req->warm_start_size() != 12 * total)
+      return ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrFormat("warm_start has %d values, expected %d (12 per handle)", req->warm_start_size(), 12 * total)));
+    st.T.assign(total, Affine34::Zero());
+    for (int h = 0; h < total; ++h)
+      for (int r = 0; r < 3; ++r)
+        for (int k = 0; k < 4; ++k) st.T[h](r, k) = req->warm_start(12 * h + 4 * r + k);
+  }
+  resp->set_sequence(req->sequence());
+  return ToGrpcStatus(SolveFrame(*req, **rig, &st, resp));
+}
+
+grpc::Status FastServiceImpl::Session(grpc::ServerContext* ctx,
+                                      grpc::ServerReaderWriter<v1::FastSolveResponse, v1::FastSolveRequest>* stream) {
+  FastState st;
+  std::shared_ptr<const LoadedRig> rig;
+  v1::FastSolveRequest req;
+  v1::FastSolveResponse resp;
+  uint64_t frames = 0;
+  while (stream->Read(&req)) {
+    if (draining_->load())
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down; reconnect to continue the session");
+    if (!st.bake) {
+      if (auto s = OpenFast(bakes_, req.bake_id(), &st); !s.ok()) return ToGrpcStatus(s);
+      absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded = bakes_->rigs()->Get(st.bake->rig_id);
+      if (!loaded.ok()) return ToGrpcStatus(loaded.status());
+      rig = *std::move(loaded);
+    } else if (!req.bake_id().empty() && req.bake_id() != st.bake->bake_id) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat("bake_id '", req.bake_id(),
+                                                                  "' differs from the session's '", st.bake->bake_id, "'")));
+    }
+    resp.Clear();
+    resp.set_sequence(req.sequence());
+    if (auto s = SolveFrame(req, *rig, &st, &resp); !s.ok())
+      return ToGrpcStatus(absl::Status(s.code(), absl::StrFormat("frame %d: %s", frames, s.message())));
+    if (!stream->Write(resp)) break;
+    ++frames;
+  }
+  if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "session cancelled");
   return grpc::Status::OK;
 }
 

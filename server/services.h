@@ -65,6 +65,18 @@ class BakeServiceImpl final : public v1::BakeService::Service {
   const std::atomic<bool>* draining_;
 };
 
+class FastServiceImpl final : public v1::FastService::Service {
+ public:
+  FastServiceImpl(BakeJobs* bakes, const std::atomic<bool>* draining) : bakes_(bakes), draining_(draining) {}
+  grpc::Status Solve(grpc::ServerContext*, const v1::FastSolveRequest*, v1::FastSolveResponse*) override;
+  grpc::Status Session(grpc::ServerContext*,
+                       grpc::ServerReaderWriter<v1::FastSolveResponse, v1::FastSolveRequest>*) override;
+
+ private:
+  BakeJobs* bakes_;
+  const std::atomic<bool>* draining_;
+};
+
 // The weights a pose call uses: the bake's when bake_id is set (its rig must be rig.id), else
 // the rig's own (nullptr when it has none). `holder` keeps a bake's weights alive.
 absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const LoadedRig& rig,
