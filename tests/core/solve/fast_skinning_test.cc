@@ -273,9 +273,9 @@ TEST(FastSkinningTest, RejectsWrongCountsAndUnpinnedTranslation) {
   auto model = PrecomputeFast(tube.mesh, tube.W);
   ASSERT_TRUE(model.ok());
   FastSolver solver(*model);
-  EXPECT_EQ(solver.SetConstraints({{Kind::kFull, {}}}).code(),
+  EXPECT_EQ(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}}).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(solver.SetConstraints({{Kind::kFree, {}}, {Kind::kFree, {}}}).code(),
+  EXPECT_EQ(solver.SetConstraints({{Kind::kFree, Eigen::Vector3d::Zero()}, {Kind::kFree, Eigen::Vector3d::Zero()}}).code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<Affine34> T;
   EXPECT_EQ(solver.Solve({Affine34::Identity(), Affine34::Identity()}, &T).code(),
