@@ -6,10 +6,13 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libeigen3-dev
   libsuitesparse-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libtinygltf-dev libhiredis-dev redis-server nlohmann-json3-dev libcivetweb-dev libssl-dev
-  libopenblas0-pthread pkg-config cmake ninja-build ccache g++ git
+  libopenblas0-pthread pkg-config cmake ninja-build ccache g++ git kubernetes-client python3-yaml
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
+  # Any kubectl already installed (e.g. Google Cloud SDK's `kubectl` package, which owns
+  # /usr/bin/kubectl and conflicts with kubernetes-client) serves the deploy render test.
+  [ "$p" = kubernetes-client ] && command -v kubectl >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -1,0 +1,373 @@
+#!/usr/bin/python3
+"""Renders the Kubernetes overlays offline and checks them against the server's own flags.
+
+For each overlay in deploy/k8s/overlays, `kubectl kustomize` (no cluster involved) renders the
+manifests; the server container's flags are its args with every --flagfile expanded from the
+rendered ConfigMap it names (absl semantics: in order, the last value of a flag wins). Checks:
+
+  - every --flag is one `skinning-server --helpfull` lists, or is in PLANNED_FLAGS below;
+  - the container port named grpc is the --address port; readiness, liveness (and startup)
+    probes are native gRPC probes on it; the ClusterIP and headless Services select the pods
+    and target it;
+  - terminationGracePeriodSeconds >= preStop sleep + --drain_seconds, and liveness cannot
+    restart a pod while it drains;
+  - --store_dir is on a writable volume; --cache_mb fits in the memory limit;
+  - the HPA scales this Deployment, the PDB selects its pods;
+  - dev: one replica, no --redis, no Redis objects; prod: >= 3 replicas, --redis naming the
+    rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted;
+  - kustomization.yaml files use only fields the kustomize in Debian 12's kubectl 1.20 knows;
+  - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port.
+
+Prints one line per check; exits 1 if any fails. Without kubectl (or PyYAML) it skips
+(exit 77), except in CI (CI=true), where that is a failure.
+
+Usage: check_manifests.py --repo REPO_ROOT --server path/to/skinning-server [--kubectl K]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# Flags the manifests may use before the server binary knows them. Keep this list short and
+# say where each comes from: anything else unknown to the binary (a typo) fails the test.
+PLANNED_FLAGS = {
+    # The Redis store (issue: production serving, the Redis part), developed in parallel:
+    # host:port of the shared store; the filesystem store when empty.
+    "redis": "Redis store work (--redis=host:port)",
+    # Key prefix in that Redis, so several installations can share one.
+    "redis_prefix": "Redis store work (--redis_prefix)",
+}
+
+# Fields of kustomization.yaml that the kustomize embedded in kubectl 1.20 (v2.0.3, Debian
+# 12's kubernetes-client) supports. Newer ones (patches, labels, replicas, components, ...)
+# would render with a newer kubectl but fail on Debian's.
+KUSTOMIZE_V2_FIELDS = {
+    "apiVersion", "kind", "resources", "bases", "namespace", "namePrefix", "nameSuffix",
+    "commonLabels", "commonAnnotations", "configMapGenerator", "secretGenerator",
+    "generatorOptions", "patchesStrategicMerge", "patchesJson6902", "images", "vars", "crds",
+}
+
+SKIP = 77
+OVERLAYS = ("dev", "prod")
+SERVER_CONTAINER = "server"
+PLANNED_FLAGS_SEEN = set()
+
+
+class Checker:
+    def __init__(self):
+        self.failures = 0
+
+    def check(self, ok, what, detail=""):
+        print(("PASS " if ok else "FAIL ") + what + (f" ({detail})" if detail else ""))
+        if not ok:
+            self.failures += 1
+        return ok
+
+
+def unavailable(what):
+    """kubectl or PyYAML missing: skip, except in CI."""
+    if os.environ.get("CI", "").lower() == "true":
+        print(f"FAIL {what} (CI=true: required; scripts/install-deps.sh installs it)")
+        sys.exit(1)
+    print(f"SKIP {what} (install it with scripts/install-deps.sh)")
+    sys.exit(SKIP)
+
+
+def known_server_flags(server):
+    """Flag names and defaults from `skinning-server --helpfull` (absl exits 1 after help)."""
+    out = subprocess.run([server, "--helpfull"], capture_output=True, text=True, timeout=60)
+    text = out.stdout + out.stderr
+    names = re.findall(r"^\s+--([A-Za-z0-9_]+) \(", text, re.M)
+    defaults = {}
+    for m in re.finditer(r"^\s+--([A-Za-z0-9_]+) \((.*?)\);\s+default: (.*?);", text, re.M | re.S):
+        defaults[m.group(1)] = m.group(3).strip().strip('"')
+    return set(names), defaults
+
+
+def parse_flag(arg):
+    """'--name=value' -> (name, value); '--name' -> (name, None); otherwise None."""
+    m = re.fullmatch(r"--?([A-Za-z0-9_]+)(?:=(.*))?", arg, re.S)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def memory_bytes(q):
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "K": 10**3, "M": 10**6, "G": 10**9}
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([A-Za-z]*)", str(q))
+    if not m or (m.group(2) and m.group(2) not in units):
+        return None
+    return float(m.group(1)) * units.get(m.group(2), 1)
+
+
+def labels_match(selector, labels):
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def check_kustomizations(c, repo):
+    import yaml
+    root = os.path.join(repo, "deploy", "k8s")
+    for dirpath, _, files in sorted(os.walk(root)):
+        if "kustomization.yaml" not in files:
+            continue
+        rel = os.path.relpath(dirpath, repo)
+        with open(os.path.join(dirpath, "kustomization.yaml")) as f:
+            k = yaml.safe_load(f) or {}
+        extra = sorted(set(k) - KUSTOMIZE_V2_FIELDS)
+        c.check(not extra, f"{rel}: kustomization fields work with kubectl 1.20's kustomize",
+                f"unsupported: {', '.join(extra)}" if extra else ", ".join(sorted(k)))
+        dirs = [r for r in k.get("resources", []) if os.path.isdir(os.path.join(dirpath, r))]
+        c.check(not dirs, f"{rel}: resources are files (directories go in bases for kustomize v2)",
+                ", ".join(dirs))
+
+
+def render(kubectl, repo, overlay):
+    env = dict(os.environ, KUBECONFIG=os.devnull)  # offline: never look for a cluster
+    out = subprocess.run([kubectl, "kustomize", os.path.join(repo, "deploy", "k8s", "overlays", overlay)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    return out.returncode, out.stdout, out.stderr
+
+
+def server_flags(c, name, deployment, container, objects):
+    """The container's flags in order, --flagfile expanded from the mounted ConfigMaps."""
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"].get("volumes", [])}
+    mounts = container.get("volumeMounts", [])
+    configmaps = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ConfigMap"}
+
+    def read_flagfile(path):
+        for m in mounts:
+            prefix = m["mountPath"].rstrip("/") + "/"
+            if path.startswith(prefix):
+                vol = volumes.get(m["name"], {})
+                cm = configmaps.get(vol.get("configMap", {}).get("name"))
+                key = path[len(prefix):]
+                if cm is not None and key in cm.get("data", {}):
+                    return cm["data"][key]
+        return None
+
+    flags = []  # (name, value, origin)
+    for arg in container.get("command", [])[1:] + container.get("args", []):
+        parsed = parse_flag(arg)
+        if not parsed:
+            c.check(False, f"{name}: container argument is a --flag", repr(arg))
+            continue
+        if parsed[0] != "flagfile":
+            flags.append((parsed[0], parsed[1], "args"))
+            continue
+        for path in (parsed[1] or "").split(","):
+            text = read_flagfile(path)
+            if not c.check(text is not None, f"{name}: --flagfile={path} is a key of a mounted, rendered ConfigMap"):
+                continue
+            for line in text.splitlines():
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                parsed_line = parse_flag(line)
+                if parsed_line is None:
+                    c.check(False, f"{name}: {path}: line is a --flag", repr(line))
+                else:
+                    flags.append((parsed_line[0], parsed_line[1], path))
+    return flags
+
+
+def check_overlay(c, name, objects, known, defaults):
+    by_kind = {}
+    for o in objects:
+        by_kind.setdefault(o["kind"], []).append(o)
+    deployments = [d for d in by_kind.get("Deployment", [])
+                   if any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"])]
+    if not c.check(len(deployments) == 1, f"{name}: one Deployment runs the server container",
+                   ", ".join(d["metadata"]["name"] for d in deployments)):
+        return
+    dep = deployments[0]
+    pod = dep["spec"]["template"]["spec"]
+    pod_labels = dep["spec"]["template"]["metadata"].get("labels", {})
+    container = next(x for x in pod["containers"] if x["name"] == SERVER_CONTAINER)
+
+    flags = server_flags(c, name, dep, container, objects)
+    values = {}
+    for flag, value, origin in flags:
+        values[flag] = value
+        if flag in known:
+            c.check(True, f"{name}: --{flag} is a server flag", origin)
+        elif flag in PLANNED_FLAGS:
+            PLANNED_FLAGS_SEEN.add(flag)
+            c.check(True, f"{name}: --{flag} is a planned flag (allowlist: {PLANNED_FLAGS[flag]})", origin)
+        else:
+            c.check(False, f"{name}: --{flag} is a server flag", f"{origin}; not in --helpfull nor PLANNED_FLAGS")
+
+    # Port: --address, the container port, the probes, the Services.
+    address = values.get("address", defaults.get("address", ""))
+    m = re.fullmatch(r".*:(\d+)", address or "")
+    if not c.check(m is not None and int(m.group(1)) > 0, f"{name}: --address has a fixed port", address):
+        return
+    port = int(m.group(1))
+    grpc_ports = [p for p in container.get("ports", []) if p.get("name") == "grpc"]
+    c.check(len(grpc_ports) == 1 and grpc_ports[0]["containerPort"] == port,
+            f"{name}: container port 'grpc' equals the --address port {port}",
+            f"containerPort {[p['containerPort'] for p in grpc_ports]}")
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        spec = container.get(probe)
+        if spec is None and probe == "startupProbe":
+            continue
+        grpc_port = (spec or {}).get("grpc", {}).get("port")
+        c.check(grpc_port == port, f"{name}: {probe} is a gRPC probe on port {port}",
+                f"got {spec and {k: v for k, v in spec.items() if k in ('grpc', 'httpGet', 'tcpSocket', 'exec')}}")
+
+    named = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
+    services = [s for s in by_kind.get("Service", []) if labels_match(s["spec"].get("selector"), pod_labels)]
+    headless = [s for s in services if s["spec"].get("clusterIP") == "None"]
+    cluster_ip = [s for s in services if s["spec"].get("clusterIP") != "None" and s["spec"].get("type", "ClusterIP") == "ClusterIP"]
+    c.check(len(cluster_ip) == 1, f"{name}: a ClusterIP Service selects the server pods", ", ".join(s["metadata"]["name"] for s in cluster_ip))
+    c.check(len(headless) == 1, f"{name}: a headless Service selects the server pods", ", ".join(s["metadata"]["name"] for s in headless))
+    for s in services:
+        targets = [named.get(p.get("targetPort"), p.get("targetPort", p.get("port"))) for p in s["spec"]["ports"]]
+        c.check(port in targets, f"{name}: Service {s['metadata']['name']} targets port {port}", f"targets {targets}")
+
+    # Shutdown: preStop, drain, grace period, liveness.
+    drain = float(values.get("drain_seconds") or defaults.get("drain_seconds", 10))
+    pre_stop = 0.0
+    cmd = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    if len(cmd) == 2 and cmd[0] == "sleep":
+        pre_stop = float(cmd[1])
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    c.check(grace >= pre_stop + drain, f"{name}: terminationGracePeriodSeconds >= preStop + --drain_seconds",
+            f"{grace} >= {pre_stop:g} + {drain:g}")
+    live = container.get("livenessProbe", {})
+    tolerated = live.get("periodSeconds", 10) * live.get("failureThreshold", 3)
+    c.check(tolerated > pre_stop + drain, f"{name}: liveness tolerates a whole drain (period x failureThreshold > preStop + drain)",
+            f"{tolerated} > {pre_stop + drain:g}")
+
+    # Store directory and memory.
+    store_dir = values.get("store_dir", defaults.get("store_dir", ""))
+    writable = [mt for mt in container.get("volumeMounts", [])
+                if not mt.get("readOnly") and (store_dir + "/").startswith(mt["mountPath"].rstrip("/") + "/")]
+    c.check(bool(writable), f"{name}: --store_dir={store_dir} is on a writable volume",
+            ", ".join(mt["mountPath"] for mt in writable))
+    limit = memory_bytes(container.get("resources", {}).get("limits", {}).get("memory"))
+    requests = container.get("resources", {}).get("requests", {})
+    c.check("cpu" in requests and "memory" in requests, f"{name}: CPU and memory requests are set", str(requests))
+    cache_mb = int(values.get("cache_mb") or defaults.get("cache_mb", 1024))
+    c.check(limit is not None and cache_mb * 2**20 <= limit / 2, f"{name}: --cache_mb is at most half the memory limit",
+            f"{cache_mb} MiB vs limit {container.get('resources', {}).get('limits', {}).get('memory')}")
+
+    # HPA and PDB.
+    replicas = dep["spec"].get("replicas", 1)
+    hpas = [h for h in by_kind.get("HorizontalPodAutoscaler", [])
+            if h["spec"]["scaleTargetRef"].get("kind") == "Deployment" and h["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]]
+    for h in hpas:
+        c.check(h["apiVersion"] == "autoscaling/v2", f"{name}: HPA {h['metadata']['name']} is autoscaling/v2")
+        lo, hi = h["spec"].get("minReplicas", 1), h["spec"]["maxReplicas"]
+        c.check(lo == replicas and hi >= lo, f"{name}: HPA minReplicas equals the Deployment's replicas, max >= min",
+                f"replicas {replicas}, HPA {lo}..{hi}")
+    pdbs = [p for p in by_kind.get("PodDisruptionBudget", []) if labels_match(p["spec"]["selector"].get("matchLabels"), pod_labels)]
+    for p in pdbs:
+        c.check(p["apiVersion"] == "policy/v1", f"{name}: PDB {p['metadata']['name']} is policy/v1 and selects the server pods")
+        c.check("minAvailable" not in p["spec"] or replicas > int(p["spec"]["minAvailable"]),
+                f"{name}: PDB allows an eviction", str(p["spec"]))
+
+    redis_objects = [f"{o['kind']}/{o['metadata']['name']}" for o in objects if "redis" in o["metadata"]["name"]]
+    if name == "dev":
+        c.check(replicas == 1, f"dev: one replica", f"replicas {replicas}")
+        c.check(all(h["spec"]["maxReplicas"] == 1 for h in hpas), "dev: the HPA (if any) keeps one replica")
+        c.check(not values.get("redis"), "dev: no --redis (filesystem store)", str(values.get("redis")))
+        c.check(not redis_objects, "dev: no Redis objects", ", ".join(redis_objects))
+    if name == "prod":
+        c.check(replicas >= 3, "prod: at least 3 replicas", f"replicas {replicas}")
+        c.check(len(hpas) == 1 and hpas[0]["spec"].get("minReplicas", 1) >= 3 and hpas[0]["spec"]["maxReplicas"] > hpas[0]["spec"]["minReplicas"],
+                "prod: an HPA with minReplicas >= 3 and room to grow",
+                ", ".join(f"{h['spec'].get('minReplicas')}..{h['spec']['maxReplicas']}" for h in hpas))
+        c.check(len(pdbs) == 1, "prod: a PodDisruptionBudget")
+        redis = values.get("redis") or ""
+        c.check(bool(redis), "prod: --redis is set", redis)
+        host, _, rport = redis.rpartition(":")
+        if redis and "." not in host:
+            svc = [s for s in by_kind.get("Service", []) if s["metadata"]["name"] == host]
+            c.check(len(svc) == 1 and any(str(p["port"]) == rport for p in svc[0]["spec"]["ports"]),
+                    f"prod: --redis={redis} is a rendered Service and port")
+            if svc:
+                c.check(any(labels_match(svc[0]["spec"]["selector"], d["spec"]["template"]["metadata"].get("labels", {}))
+                            for d in by_kind.get("Deployment", [])), f"prod: Service {host} selects a Redis Deployment")
+        tls = [v for v in pod.get("volumes", []) if v.get("secret", {}).get("secretName") == "skinning-server-tls"]
+        c.check(len(tls) == 1 and any(mt["name"] == tls[0]["name"] for mt in container.get("volumeMounts", [])),
+                "prod: the TLS Secret skinning-server-tls is mounted in the server container")
+    return {"port": port, "headless": [s["metadata"]["name"] for s in headless],
+            "namespace": dep["metadata"].get("namespace", "default")}
+
+
+def check_envoy(c, repo, prod):
+    import yaml
+    path = os.path.join(repo, "deploy", "k8s", "routing", "envoy-ring-hash.yaml")
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    clusters = {cl["name"]: cl for cl in config["static_resources"]["clusters"]}
+    routes = []
+    for listener in config["static_resources"]["listeners"]:
+        for chain in listener["filter_chains"]:
+            for flt in chain["filters"]:
+                for vh in flt.get("typed_config", {}).get("route_config", {}).get("virtual_hosts", []):
+                    routes += [r["route"] for r in vh["routes"] if "route" in r]
+    c.check(bool(routes) and all(any(h.get("header", {}).get("header_name") == "x-rig-id" for h in r.get("hash_policy", []))
+                                 for r in routes), "envoy: every route hashes on the x-rig-id header")
+    c.check(all(r.get("timeout") == "0s" for r in routes), "envoy: routes have no timeout (pose sessions are long streams)")
+    for r in routes:
+        cl = clusters.get(r["cluster"])
+        if not c.check(cl is not None, f"envoy: route cluster {r['cluster']} exists"):
+            continue
+        c.check(cl.get("lb_policy") == "RING_HASH" and cl.get("type") == "STRICT_DNS",
+                f"envoy: cluster {cl['name']} is STRICT_DNS with RING_HASH", f"{cl.get('type')} {cl.get('lb_policy')}")
+        for group in cl["load_assignment"]["endpoints"]:
+            for ep in group["lb_endpoints"]:
+                sa = ep["endpoint"]["address"]["socket_address"]
+                wanted = [f"{h}.{prod['namespace']}.svc.cluster.local" for h in prod["headless"]]
+                c.check(sa["address"] in wanted and sa["port_value"] == prod["port"],
+                        "envoy: upstream is the prod headless Service on the server port",
+                        f"{sa['address']}:{sa['port_value']} vs {wanted}:{prod['port']}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--server", required=True, help="the skinning-server binary")
+    ap.add_argument("--kubectl", default=os.environ.get("KUBECTL") or shutil.which("kubectl"))
+    args = ap.parse_args()
+
+    try:
+        import yaml
+    except ImportError:
+        unavailable("PyYAML (python3-yaml) for /usr/bin/python3")
+    if not args.kubectl or not os.access(args.kubectl, os.X_OK):
+        unavailable("kubectl (kubernetes-client)")
+
+    c = Checker()
+    known, defaults = known_server_flags(args.server)
+    if not c.check("address" in known and "drain_seconds" in known, "server --helpfull lists its flags",
+                   f"{len(known)} flags from {args.server}"):
+        return 1
+    check_kustomizations(c, args.repo)
+
+    summaries = {}
+    for overlay in OVERLAYS:
+        rc, out, err = render(args.kubectl, args.repo, overlay)
+        if not c.check(rc == 0, f"{overlay}: kubectl kustomize renders offline", err.strip()[-500:] if rc else ""):
+            continue
+        objects = [o for o in yaml.safe_load_all(out) if o]
+        c.check(bool(objects), f"{overlay}: rendered {len(objects)} objects")
+        summaries[overlay] = check_overlay(c, overlay, objects, known, defaults)
+
+    if summaries.get("prod"):
+        check_envoy(c, args.repo, summaries["prod"])
+
+    unused = sorted(set(PLANNED_FLAGS) - PLANNED_FLAGS_SEEN - known)
+    c.check(not unused, "every planned flag in the allowlist is used (drop stale entries)", ", ".join(unused))
+    already = sorted(set(PLANNED_FLAGS) & known)
+    if already:
+        print(f"NOTE the server now knows {', '.join('--' + f for f in already)}: drop them from PLANNED_FLAGS")
+
+    print(f"{'FAILED' if c.failures else 'OK'}: {c.failures} failing check(s)")
+    return 1 if c.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
