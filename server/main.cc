@@ -12,7 +12,9 @@
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every call in flight and every open pose session holds one (0 = 128)");
-ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store");
+ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store (when --redis is empty)");
+ABSL_FLAG(std::string, redis, "", "host:port of a Redis shared by several replicas; empty = the --store_dir directory");
+ABSL_FLAG(std::string, redis_prefix, "skinning:", "prefix of this service's keys in Redis");
 ABSL_FLAG(int, max_message_mb, 64, "largest request or response in MiB");
 ABSL_FLAG(int, cache_mb, 1024, "memory for the in-memory rig cache in MiB (LRU by bytes)");
 ABSL_FLAG(int, max_vertices, 2000000, "largest rig accepted, in vertices");
@@ -37,6 +39,8 @@ int main(int argc, char** argv) {
   options.address = absl::GetFlag(FLAGS_address);
   options.threads = absl::GetFlag(FLAGS_threads);
   options.store_dir = absl::GetFlag(FLAGS_store_dir);
+  options.redis_address = absl::GetFlag(FLAGS_redis);
+  options.redis_prefix = absl::GetFlag(FLAGS_redis_prefix);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_cache_mb)) << 20;
   options.limits.max_vertices = absl::GetFlag(FLAGS_max_vertices);
@@ -52,7 +56,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Tests and scripts read this line to learn the port.
-  std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), options.store_dir.c_str());
+  const std::string store = options.redis_address.empty()
+                                ? options.store_dir
+                                : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
+  std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store.c_str());
   std::fflush(stdout);
 
   int sig = 0;

@@ -8,12 +8,29 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace skinning {
 
+namespace {
+
+// The store options select: Redis when an address is given, else the filesystem.
+absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options) {
+  if (options.redis_address.empty()) return OpenFilesystemBlobStore(options.store_dir);
+  const size_t colon = options.redis_address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(options.redis_address).substr(colon + 1), &port))
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis address '", options.redis_address, "' is not host:port"));
+  return OpenRedisBlobStore(options.redis_address.substr(0, colon), port, options.redis_prefix);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options) {
-  absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenFilesystemBlobStore(options.store_dir);
+  absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenStore(options);
   if (!blobs.ok()) return blobs.status();
   std::unique_ptr<SkinningServer> s(new SkinningServer());
   s->blobs_ = *std::move(blobs);

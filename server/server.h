@@ -18,7 +18,10 @@ namespace skinning {
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
   int threads = 0;  // max gRPC worker threads (each call in flight, each open session, holds one); 0 = 128
-  std::string store_dir = "skinning-store";
+  std::string store_dir = "skinning-store";  // filesystem store, used when redis_address is empty
+  // host:port of a Redis shared by several replicas; empty = the filesystem store in store_dir.
+  std::string redis_address;
+  std::string redis_prefix = "skinning:";  // namespace of this service's keys in Redis
   int max_message_bytes = 64 << 20;        // largest request or response
   size_t cache_bytes = size_t{1} << 30;    // in-memory rig cache (LRU by bytes)
   RigLimits limits;

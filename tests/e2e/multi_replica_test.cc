@@ -1,0 +1,283 @@
+// Several skinning-server replicas sharing one real redis-server: artifacts written through one
+// replica are served by the others, and a replica killed mid-run costs the client nothing.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "client/client.h"
+#include "server/convert.h"
+#include "skinning/v1/store.pb.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/redis_process.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::ConnectRedis;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::skinning::testing::RedisConnection;
+using ::skinning::testing::RedisProcess;
+using ::skinning::testing::RedisReply;
+using ::skinning::testing::ServerProcess;
+
+// The tube without weights, its bones ending at explicit tails (as in bake_test.cc).
+v1::Rig TubeWithoutWeights() {
+  Rig rig = MakeTwoBoneTube(41, 24);
+  rig.sparse_weights.reset();
+  rig.skeleton.joints[0].tail = Eigen::Vector3d(1.0, 0, 0);
+  rig.skeleton.joints[1].tail = Eigen::Vector3d(1.9, 0, 0);
+  return RigToProto(rig);
+}
+
+// Generous deadline and attempts: a call that lands on the killed replica is retried on the
+// others.
+ClientOptions Options(const std::string& target) {
+  ClientOptions o;
+  o.target = target;
+  o.deadline = std::chrono::seconds(60);
+  o.max_attempts = 10;
+  return o;
+}
+
+v1::PoseRequest BentRequest(const Rig& rig, const std::string& rig_id, const std::string& bake_id,
+                            double degrees) {
+  Pose pose = RestPose(rig.skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
+  v1::PoseRequest req;
+  req.set_rig_id(rig_id);
+  req.set_bake_id(bake_id);
+  *req.mutable_pose() = PoseToProto(pose);
+  req.set_method(v1::METHOD_LBS);
+  req.mutable_outputs()->set_vertices(true);
+  return req;
+}
+
+// Largest difference between two frames' vertices (infinity when the sizes differ).
+double MaxDifference(const v1::PosedFrame& a, const v1::PosedFrame& b) {
+  if (a.vertices_size() != b.vertices_size() || a.vertices_size() == 0) return INFINITY;
+  double d = 0;
+  for (int i = 0; i < a.vertices_size(); ++i)
+    d = std::max(d, std::abs(double(a.vertices(i)) - b.vertices(i)));
+  return d;
+}
+
+// What a replica serves about the rig and its bake, for comparing replicas.
+struct Served {
+  std::string rig, bake, weights;
+};
+
+Served ReadThrough(Client& client, const std::string& rig_id, const std::string& bake_id) {
+  Served s;
+  auto rig = client.GetRig(rig_id, /*include_rig=*/true);
+  EXPECT_TRUE(rig.ok()) << rig.status();
+  if (rig.ok()) s.rig = rig->SerializeAsString();
+  auto bake = client.GetBake(bake_id);
+  EXPECT_TRUE(bake.ok()) << bake.status();
+  if (bake.ok()) s.bake = bake->SerializeAsString();
+  auto weights = client.GetWeights(bake_id, /*dense=*/true);
+  EXPECT_TRUE(weights.ok()) << weights.status();
+  if (weights.ok()) s.weights = weights->SerializeAsString();
+  return s;
+}
+
+void ExpectSameAs(const Served& got, const Served& want, const std::string& where) {
+  EXPECT_TRUE(got.rig == want.rig) << where << ": GetRig differs";
+  EXPECT_TRUE(got.bake == want.bake) << where << ": GetBake differs";
+  EXPECT_TRUE(got.weights == want.weights) << where << ": GetWeights differs";
+}
+
+uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(s[at + i])) << (8 * i);
+  return v;
+}
+
+uint32_t BitwiseCrc32(const char* data, size_t n) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= static_cast<uint8_t>(data[i]);
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+// Reads every key under "skinning:" straight from Redis, checks each value's header (magic
+// "SKB1", version 1, length, CRC-32) by hand and parses its payload as the artifact its name
+// says. Returns the keys (without the prefix) that passed.
+std::set<std::string> CheckStoredArtifacts(int redis_port) {
+  std::set<std::string> good;
+  RedisConnection redis = ConnectRedis(redis_port);
+  EXPECT_NE(redis, nullptr);
+  if (!redis) return good;
+  RedisReply keys(static_cast<redisReply*>(redisCommand(redis.get(), "KEYS skinning:*")));
+  EXPECT_TRUE(keys && keys->type == REDIS_REPLY_ARRAY);
+  if (!keys || keys->type != REDIS_REPLY_ARRAY) return good;
+  for (size_t i = 0; i < keys->elements; ++i) {
+    const std::string full(keys->element[i]->str, keys->element[i]->len);
+    const std::string key = full.substr(std::strlen("skinning:"));
+    RedisReply value(
+        static_cast<redisReply*>(redisCommand(redis.get(), "GET %b", full.data(), full.size())));
+    if (!value || value->type != REDIS_REPLY_STRING) {
+      ADD_FAILURE() << full << " cannot be read";
+      continue;
+    }
+    const std::string v(value->str, value->len);
+    if (v.size() < 20) {
+      ADD_FAILURE() << key << " is shorter than the header";
+      continue;
+    }
+    EXPECT_EQ(v.substr(0, 4), "SKB1") << key;
+    EXPECT_EQ(LittleEndian(v, 4, 4), 1u) << key;
+    EXPECT_EQ(LittleEndian(v, 8, 8), v.size() - 20) << key;
+    EXPECT_EQ(LittleEndian(v, 16, 4), BitwiseCrc32(v.data() + 20, v.size() - 20)) << key;
+    const std::string payload = v.substr(20);
+    bool parses = false;
+    if (key.rfind("rigs/", 0) == 0 && key.size() > 3 &&
+        key.compare(key.size() - 3, 3, ".pb") == 0) {
+      v1::StoredRig rig;
+      parses = rig.ParseFromString(payload) && "rigs/" + rig.rig_id() + ".pb" == key;
+    } else if (key.rfind("rigs/", 0) == 0) {
+      v1::RigInfo info;
+      parses = info.ParseFromString(payload) && "rigs/" + info.rig_id() + ".info" == key;
+    } else if (key.rfind("bakes/", 0) == 0) {
+      v1::StoredBake bake;
+      parses = bake.ParseFromString(payload) && "bakes/" + bake.bake_id() + ".pb" == key;
+    }
+    EXPECT_TRUE(parses) << key << " does not parse as the artifact its name says";
+    if (parses) good.insert(key);
+  }
+  return good;
+}
+
+TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
+  RedisProcess redis;
+  std::vector<std::string> dirs;
+  std::vector<std::unique_ptr<ServerProcess>> replicas;
+  for (int i = 0; i < 3; ++i) {
+    dirs.push_back(MakeTempDir("unused-store"));
+    replicas.push_back(std::make_unique<ServerProcess>(
+        dirs.back(), std::vector<std::string>{"--redis=" + redis.address()}));
+    ASSERT_THAT(replicas.back()->Output(), ::testing::HasSubstr("redis://" + redis.address()));
+  }
+  const std::string round_robin_target = "ipv4:" + replicas[0]->address() + "," +
+                                         replicas[1]->address() + "," + replicas[2]->address();
+
+  // Register and bake through replica 1 alone.
+  Client first(Options(replicas[0]->address()));
+  const v1::Rig rig_proto = TubeWithoutWeights();
+  const Rig rig = *RigFromProto(rig_proto);
+  auto reg = first.RegisterRig(rig_proto);
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  const std::string rig_id = reg->rig_id();
+  v1::BakeOptions bake_options;
+  bake_options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
+  bake_options.set_voxel_resolution(32);
+  auto started = first.StartBake(rig_id, bake_options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string bake_id = started->bake_id();
+  auto done = first.WatchBake(bake_id, [](const v1::BakeStatus&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
+
+  const Served reference = ReadThrough(first, rig_id, bake_id);
+  ASSERT_FALSE(reference.rig.empty() || reference.bake.empty() || reference.weights.empty());
+  const std::vector<double> angles = {0, 30, 60, 90, 120};
+  std::vector<v1::PoseRequest> requests;
+  std::vector<v1::PosedFrame> expected;
+  for (double a : angles) {
+    requests.push_back(BentRequest(rig, rig_id, bake_id, a));
+    auto frame = first.Pose(requests.back());
+    ASSERT_TRUE(frame.ok()) << frame.status();
+    expected.push_back(*frame);
+  }
+
+  // Replicas 2 and 3 never saw the rig or the bake: they serve them from Redis alone.
+  for (int i = 1; i < 3; ++i) {
+    Client pinned(Options(replicas[i]->address()));
+    ExpectSameAs(ReadThrough(pinned, rig_id, bake_id), reference,
+                 "replica " + std::to_string(i + 1));
+    for (size_t p = 0; p < requests.size(); ++p) {
+      auto frame = pinned.Pose(requests[p]);
+      ASSERT_TRUE(frame.ok()) << frame.status();
+      EXPECT_LT(MaxDifference(*frame, expected[p]), 1e-5) << "replica " << i + 1 << ", pose " << p;
+    }
+  }
+
+  // Pose calls spread round-robin over the three from several threads; replica 2 is SIGKILLed
+  // once kCallsBeforeKill have completed, then every thread makes kCallsAfterKill more. Every
+  // call must succeed with the right frame (those in flight on replica 2 are retried).
+  Client spread(Options(round_robin_target));
+  constexpr int kThreads = 4, kCallsBeforeKill = 100, kCallsAfterKill = 40;
+  std::atomic<int> completed{0}, failed{0}, wrong{0}, after_kill{0};
+  std::atomic<bool> killed{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      int mine_after_kill = 0;
+      for (int c = 0; mine_after_kill < kCallsAfterKill; ++c) {
+        const bool started_after_kill = killed;
+        const size_t p = (t + c) % requests.size();
+        auto frame = spread.Pose(requests[p]);
+        if (!frame.ok()) {
+          ++failed;
+          ADD_FAILURE() << "call " << c << " of thread " << t
+                        << (started_after_kill ? " (after the kill)" : "") << ": "
+                        << frame.status();
+        } else if (MaxDifference(*frame, expected[p]) > 1e-5) {
+          ++wrong;
+        }
+        if (started_after_kill) {
+          ++mine_after_kill;
+          ++after_kill;
+        }
+        ++completed;
+      }
+    });
+  }
+  while (completed < kCallsBeforeKill) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int completed_at_kill = completed;
+  EXPECT_EQ(replicas[1]->Stop(SIGKILL), 128 + SIGKILL);
+  killed = true;
+  for (auto& t : threads) t.join();
+  std::printf(
+      "%d Pose calls round-robin, %d completed before replica 2 was killed, %d started after; "
+      "%d failed, %d wrong\n",
+      completed.load(), completed_at_kill, after_kill.load(), failed.load(), wrong.load());
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(after_kill, kThreads * kCallsAfterKill);
+
+  // Nothing was lost or corrupted: the survivors (pinned and round-robin) serve exactly what
+  // was read before the kill, and every value in Redis is whole and parses.
+  ExpectSameAs(ReadThrough(spread, rig_id, bake_id), reference, "round-robin after the kill");
+  for (int i : {0, 2}) {
+    Client pinned(Options(replicas[i]->address()));
+    ExpectSameAs(ReadThrough(pinned, rig_id, bake_id), reference,
+                 "replica " + std::to_string(i + 1) + " after the kill");
+  }
+  EXPECT_EQ(CheckStoredArtifacts(redis.port()),
+            (std::set<std::string>{"rigs/" + rig_id + ".pb", "rigs/" + rig_id + ".info",
+                                   "bakes/" + bake_id + ".pb"}));
+  for (const std::string& dir : dirs)
+    EXPECT_TRUE(std::filesystem::is_empty(dir))
+        << dir << ": with --redis nothing goes to the store directory";
+
+  for (int i : {0, 2}) EXPECT_EQ(replicas[i]->Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace skinning

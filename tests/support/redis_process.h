@@ -1,0 +1,58 @@
+// Runs a real redis-server on a free loopback port for tests, and talks to it with hiredis.
+#ifndef SKINNING_TESTS_SUPPORT_REDIS_PROCESS_H_
+#define SKINNING_TESTS_SUPPORT_REDIS_PROCESS_H_
+
+#include <hiredis/hiredis.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+namespace skinning::testing {
+
+struct RedisContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using RedisConnection = std::unique_ptr<redisContext, RedisContextDeleter>;
+
+struct RedisReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
+
+// A connection to 127.0.0.1:port, or nullptr when nothing answers there.
+RedisConnection ConnectRedis(int port);
+
+class RedisProcess {
+ public:
+  // Starts `redis-server --port N --bind 127.0.0.1 --save "" --appendonly no --daemonize no`
+  // on a free port (another port is tried if N turns out to be taken) and waits until it
+  // answers PING. Throws std::runtime_error, with redis-server's output, when it does not come
+  // up, or when redis-server is not installed (scripts/install-deps.sh installs it).
+  RedisProcess();
+  ~RedisProcess();  // SIGKILL if still running
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Sends `signal` to the server by its PID and waits for it; returns its exit status
+  // (WEXITSTATUS, or 128 + signal number when killed), or -1 if it did not exit in `timeout_s`.
+  int Stop(int signal, double timeout_s = 30);
+  // Starts a new (empty) redis-server on the same port after Stop. Throws if it does not come up.
+  void Restart();
+
+ private:
+  // Starts redis-server on `port` and waits for PING; false (with its output in `log`) when it
+  // exits or does not answer within 10 s.
+  bool Launch(int port, std::string* log);
+
+  std::string binary_;
+  std::string dir_;  // redis-server's working directory (it writes nothing there: no persistence)
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace skinning::testing
+
+#endif  // SKINNING_TESTS_SUPPORT_REDIS_PROCESS_H_
