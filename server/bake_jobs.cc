@@ -99,8 +99,9 @@ struct BakeJobs::Job {
   v1::BakeReport report;
 };
 
-BakeJobs::BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options)
-    : rigs_(rigs), blobs_(std::move(blobs)), options_(options), cache_(options.cache_bytes) {
+BakeJobs::BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options,
+                   BakeObserver* observer)
+    : rigs_(rigs), blobs_(std::move(blobs)), options_(options), observer_(observer), cache_(options.cache_bytes) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -112,7 +113,7 @@ void BakeJobs::Shutdown() {
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
     for (auto& job : queue_) {
-      job->state = v1::BAKE_STATE_CANCELLED;
+      SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
       job->stage = "server shutting down";
     }
     queue_.clear();
@@ -191,6 +192,19 @@ absl::StatusOr<v1::BakeOptions> BakeJobs::NormalizeOptions(const v1::BakeOptions
     o.set_bone_heat_coefficient(0);
   }
   return o;
+}
+
+void BakeJobs::SetStateLocked(Job& job, v1::BakeState state) {
+  if (observer_ != nullptr) {
+    BakeTransition t;
+    t.method = job.options.method();
+    t.from = job.state;
+    t.to = state;
+    if (job.state == v1::BAKE_STATE_RUNNING && Terminal(state))
+      t.run_seconds = std::chrono::duration<double>(Clock::now() - job.started_at).count();
+    observer_->OnBakeTransition(t);
+  }
+  job.state = state;
 }
 
 v1::BakeStatus BakeJobs::StatusLocked(const Job& job) const {
@@ -286,6 +300,8 @@ absl::StatusOr<v1::BakeStatus> BakeJobs::Start(const std::string& rig_id, const 
   job->bake_id = id;
   job->rig_id = rig_id;
   job->options = *normalized;
+  job->state = v1::BAKE_STATE_UNSPECIFIED;
+  SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
   jobs_[id] = job;
   queue_.push_back(job);
   PruneLocked();
@@ -364,7 +380,7 @@ absl::StatusOr<v1::BakeStatus> BakeJobs::Cancel(const std::string& bake_id) {
   std::shared_ptr<Job> job = it->second;
   if (job->state == v1::BAKE_STATE_QUEUED) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
-    job->state = v1::BAKE_STATE_CANCELLED;
+    SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
     job->stage = "cancelled while queued";
     job->finished_at = Clock::now();
     cv_.notify_all();
@@ -384,7 +400,7 @@ void BakeJobs::WorkerLoop() {
       if (stopping_) return;
       job = queue_.front();
       queue_.pop_front();
-      job->state = v1::BAKE_STATE_RUNNING;
+      SetStateLocked(*job, v1::BAKE_STATE_RUNNING);
       job->stage = "starting";
       job->started_at = Clock::now();
     }
@@ -397,7 +413,7 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
   auto finish = [&](v1::BakeState state, absl::Status error, std::string stage) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job->state = state;
+      SetStateLocked(*job, state);
       job->error = std::move(error);
       job->stage = std::move(stage);
       if (state == v1::BAKE_STATE_DONE) job->fraction = 1.0;
