@@ -106,8 +106,9 @@ struct BakeJobs::Job {
   v1::BakeReport report;
 };
 
-BakeJobs::BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options)
-    : rigs_(rigs), blobs_(std::move(blobs)), options_(options), cache_(options.cache_bytes) {
+BakeJobs::BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options,
+                   BakeObserver* observer)
+    : rigs_(rigs), blobs_(std::move(blobs)), options_(options), observer_(observer), cache_(options.cache_bytes) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -119,7 +120,7 @@ void BakeJobs::Shutdown() {
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
     for (auto& job : queue_) {
-      job->state = v1::BAKE_STATE_CANCELLED;
+      SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
       job->stage = "server shutting down";
     }
     queue_.clear();
@@ -217,6 +218,19 @@ absl::StatusOr<v1::BakeOptions> BakeJobs::NormalizeOptions(const v1::BakeOptions
     o.set_bone_heat_coefficient(0);
   }
   return o;
+}
+
+void BakeJobs::SetStateLocked(Job& job, v1::BakeState state) {
+  if (observer_ != nullptr) {
+    BakeTransition t;
+    t.method = job.options.method();
+    t.from = job.state;
+    t.to = state;
+    if (job.state == v1::BAKE_STATE_RUNNING && Terminal(state))
+      t.run_seconds = std::chrono::duration<double>(Clock::now() - job.started_at).count();
+    observer_->OnBakeTransition(t);
+  }
+  job.state = state;
 }
 
 v1::BakeStatus BakeJobs::StatusLocked(const Job& job) const {
@@ -326,6 +340,8 @@ absl::StatusOr<v1::BakeStatus> BakeJobs::Start(const std::string& rig_id, const 
   job->bake_id = id;
   job->rig_id = rig_id;
   job->options = *normalized;
+  job->state = v1::BAKE_STATE_UNSPECIFIED;
+  SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
   jobs_[id] = job;
   queue_.push_back(job);
   PruneLocked();
@@ -404,7 +420,7 @@ absl::StatusOr<v1::BakeStatus> BakeJobs::Cancel(const std::string& bake_id) {
   std::shared_ptr<Job> job = it->second;
   if (job->state == v1::BAKE_STATE_QUEUED) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
-    job->state = v1::BAKE_STATE_CANCELLED;
+    SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
     job->stage = "cancelled while queued";
     job->finished_at = Clock::now();
     cv_.notify_all();
@@ -424,7 +440,7 @@ void BakeJobs::WorkerLoop() {
       if (stopping_) return;
       job = queue_.front();
       queue_.pop_front();
-      job->state = v1::BAKE_STATE_RUNNING;
+      SetStateLocked(*job, v1::BAKE_STATE_RUNNING);
       job->stage = "starting";
       job->started_at = Clock::now();
     }
@@ -437,7 +453,7 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
   auto finish = [&](v1::BakeState state, absl::Status error, std::string stage) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job->state = state;
+      SetStateLocked(*job, state);
       job->error = std::move(error);
       job->stage = std::move(stage);
       if (state == v1::BAKE_STATE_DONE) job->fraction = 1.0;
@@ -510,7 +526,7 @@ void BakeJobs::StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeRep
   auto finish = [&](v1::BakeState state, absl::Status error, std::string stage) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job->state = state;
+      SetStateLocked(*job, state);
       job->error = std::move(error);
       job->stage = std::move(stage);
       if (state == v1::BAKE_STATE_DONE) {
@@ -539,7 +555,7 @@ void BakeJobs::RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, co
     {
       std::lock_guard<std::mutex> lock(mu_);
       const bool cancelled = absl::IsCancelled(s) || job->cancel;
-      job->state = cancelled ? v1::BAKE_STATE_CANCELLED : v1::BAKE_STATE_FAILED;
+      SetStateLocked(*job, cancelled ? v1::BAKE_STATE_CANCELLED : v1::BAKE_STATE_FAILED);
       if (!cancelled) job->error = std::move(s);
       job->stage = cancelled ? "cancelled" : "failed";
       job->finished_at = Clock::now();

@@ -53,9 +53,27 @@ struct BakeJobsOptions {
   size_t cache_bytes = size_t{256} << 20;  // finished bakes kept in memory
 };
 
+// A bake job's change of state. `from` is BAKE_STATE_UNSPECIFIED for a job just queued;
+// `run_seconds` is the time since the job started running when it ends after running, else 0.
+struct BakeTransition {
+  v1::BakeMethod method = v1::BAKE_METHOD_UNSPECIFIED;  // normalized (never UNSPECIFIED)
+  v1::BakeState from = v1::BAKE_STATE_UNSPECIFIED;
+  v1::BakeState to = v1::BAKE_STATE_UNSPECIFIED;
+  double run_seconds = 0.0;
+};
+
+// Watches bake jobs (for metrics). Called with BakeJobs' lock held: be quick, do not call back.
+class BakeObserver {
+ public:
+  virtual ~BakeObserver() = default;
+  virtual void OnBakeTransition(const BakeTransition& transition) = 0;
+};
+
 class BakeJobs {
  public:
-  BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options);
+  // `observer` (may be null) must outlive this object.
+  BakeJobs(RigStore* rigs, std::shared_ptr<BlobStore> blobs, BakeJobsOptions options,
+           BakeObserver* observer = nullptr);
   ~BakeJobs();  // Shutdown()
 
   // Validates, normalizes the options (defaults filled in) and returns the bake's status: an
@@ -80,6 +98,9 @@ class BakeJobs {
   // Cancels queued and running bakes and stops the workers.
   void Shutdown();
 
+  // The in-memory cache of finished bakes.
+  CacheStats cache_stats() const { return cache_.stats(); }
+
   // "bake-" + 32 hex digits of SHA-256 over the rig id and the normalized options.
   static std::string BakeId(const std::string& rig_id, const v1::BakeOptions& normalized);
   static absl::Status CheckBakeId(const std::string& bake_id);
@@ -95,6 +116,8 @@ class BakeJobs {
   void StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeReport& report, v1::StoredBake stored,
                       std::shared_ptr<LoadedBake> loaded);
   v1::BakeStatus StatusLocked(const Job& job) const;
+  // Sets job.state and tells the observer.
+  void SetStateLocked(Job& job, v1::BakeState state);
   absl::StatusOr<v1::BakeStatus> StoredStatus(const std::string& bake_id);
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
   void PruneLocked();
@@ -102,6 +125,7 @@ class BakeJobs {
   RigStore* rigs_;
   std::shared_ptr<BlobStore> blobs_;
   const BakeJobsOptions options_;
+  BakeObserver* const observer_;
   LruCache<LoadedBake> cache_;
 
   mutable std::mutex mu_;

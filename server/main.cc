@@ -22,6 +22,8 @@ ABSL_FLAG(int, max_joints, 1024, "largest skeleton accepted, in joints");
 ABSL_FLAG(int, max_clip_frames, 10000, "most frames in one PoseClip call");
 ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several threads)");
 ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9090",
+          "host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no metrics");
 ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in flight may finish");
 
 int main(int argc, char** argv) {
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   options.max_clip_frames = absl::GetFlag(FLAGS_max_clip_frames);
   options.bakes.workers = absl::GetFlag(FLAGS_bake_workers);
   options.bakes.max_queue = absl::GetFlag(FLAGS_bake_queue);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
 
   absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
   if (!server.ok()) {
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
                                 ? options.store_dir
                                 : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store.c_str());
+  if ((*server)->metrics_port() != 0) std::printf("skinning-server metrics on port %d\n", (*server)->metrics_port());
   std::fflush(stdout);
 
   int sig = 0;

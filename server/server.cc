@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/instrumented_blob_store.h"
 
 namespace skinning {
 
@@ -33,12 +34,14 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenStore(options);
   if (!blobs.ok()) return blobs.status();
   std::unique_ptr<SkinningServer> s(new SkinningServer());
+  if (!options.metrics_address.empty()) s->metrics_ = std::make_unique<Metrics>();
   s->blobs_ = *std::move(blobs);
+  if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->store_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
-  s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes);
+  s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes, s->metrics_.get());
   s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get());
-  s->pose_service_ =
-      std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_, options.max_clip_frames);
+  s->pose_service_ = std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
+                                                       options.max_clip_frames, s->metrics_.get());
   s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_);
   s->fast_service_ = std::make_unique<FastServiceImpl>(s->bakes_.get(), &s->draining_);
 
@@ -56,6 +59,19 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.RegisterService(s->pose_service_.get());
   builder.RegisterService(s->bake_service_.get());
   builder.RegisterService(s->fast_service_.get());
+  if (s->metrics_) {
+    RigStore* store = s->store_.get();
+    BakeJobs* bakes = s->bakes_.get();
+    s->metrics_->AddCache("skinning_rig_cache", "rig cache", [store] { return store->cache_stats(); });
+    s->metrics_->AddCache("skinning_bake_cache", "bake cache", [bakes] { return bakes->cache_stats(); });
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> exposer = s->metrics_->Serve(options.metrics_address);
+    if (!exposer.ok()) return exposer.status();
+    s->exposer_ = *std::move(exposer);
+    s->metrics_port_ = s->exposer_->port();
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(s->metrics_->NewInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));

@@ -10,6 +10,7 @@
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
+#include "server/metrics.h"
 #include "server/rig_store.h"
 #include "server/services.h"
 
@@ -27,6 +28,9 @@ struct ServerOptions {
   RigLimits limits;
   int max_clip_frames = 10000;
   BakeJobsOptions bakes;
+  // host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no
+  // metrics are kept or served.
+  std::string metrics_address;
 };
 
 class SkinningServer {
@@ -35,6 +39,8 @@ class SkinningServer {
   ~SkinningServer();
 
   int port() const { return port_; }
+  // The metrics endpoint's port; 0 when metrics are off.
+  int metrics_port() const { return metrics_port_; }
   RigStore& store() { return *store_; }
   BakeJobs& bakes() { return *bakes_; }
 
@@ -45,6 +51,7 @@ class SkinningServer {
 
  private:
   SkinningServer() = default;
+  std::unique_ptr<Metrics> metrics_;  // first: outlives everything that reports to it
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> store_;
   std::unique_ptr<BakeJobs> bakes_;
@@ -56,6 +63,8 @@ class SkinningServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;
+  std::unique_ptr<MetricsHttpServer> exposer_;  // last: stops scraping the store first
+  int metrics_port_ = 0;
 };
 
 }  // namespace skinning

@@ -1,6 +1,7 @@
 #include "server/services.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,17 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
   return &(*holder)->sparse;
 }
 
+absl::Status PoseServiceImpl::PoseOneFrame(const LoadedRig& rig, const SparseWeights* weights,
+                                           const v1::Pose& pose, v1::Method method,
+                                           const v1::PoseOutputs& outputs, v1::PosedFrame* out,
+                                           const char* field) {
+  if (frames_ == nullptr) return PoseFrame(rig, weights, pose, method, outputs, out, field);
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status s = PoseFrame(rig, weights, pose, method, outputs, out, field);
+  if (s.ok()) frames_->OnFrame(method, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return s;
+}
+
 grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* req,
                                    v1::PoseResponse* resp) {
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
@@ -86,7 +98,7 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* 
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
-  return ToGrpcStatus(PoseFrame(**rig, *weights, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
+  return ToGrpcStatus(PoseOneFrame(**rig, *weights, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
 }
 
 grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
@@ -102,8 +114,8 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
   for (int f = 0; f < req->frames_size(); ++f) {
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
     const std::string field = absl::StrFormat("frames[%d]", f);
-    if (auto s = PoseFrame(**rig, *weights, req->frames(f), req->method(), req->outputs(), resp->add_frames(),
-                           field.c_str());
+    if (auto s = PoseOneFrame(**rig, *weights, req->frames(f), req->method(), req->outputs(), resp->add_frames(),
+                              field.c_str());
         !s.ok())
       return ToGrpcStatus(s);
   }
@@ -142,7 +154,7 @@ grpc::Status PoseServiceImpl::PoseSession(
     resp.Clear();
     resp.set_sequence(req.sequence());
     const std::string field = absl::StrFormat("frame %d: pose", frames);
-    if (auto s = PoseFrame(*rig, weights, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
+    if (auto s = PoseOneFrame(*rig, weights, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
       return ToGrpcStatus(s);
     if (!stream->Write(resp)) break;  // the client went away
     ++frames;

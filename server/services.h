@@ -11,6 +11,14 @@
 
 namespace skinning {
 
+// Watches per-frame posing (for metrics): one frame of Pose, PoseClip or PoseSession posed
+// successfully with `method` (UNSPECIFIED is LBS) in `seconds`. Called on the gRPC threads.
+class FrameObserver {
+ public:
+  virtual ~FrameObserver() = default;
+  virtual void OnFrame(v1::Method method, double seconds) = 0;
+};
+
 class RigServiceImpl final : public v1::RigService::Service {
  public:
   explicit RigServiceImpl(RigStore* store) : store_(store) {}
@@ -30,9 +38,10 @@ class PoseServiceImpl final : public v1::PoseService::Service {
  public:
   // `draining` becomes true when the server starts shutting down: sessions then end with
   // UNAVAILABLE after the frame in progress, so clients reconnect elsewhere.
+  // `frames` (may be null) is told of every frame posed.
   PoseServiceImpl(RigStore* store, BakeJobs* bakes, const std::atomic<bool>* draining,
-                  int max_clip_frames)
-      : store_(store), bakes_(bakes), draining_(draining), max_clip_frames_(max_clip_frames) {}
+                  int max_clip_frames, FrameObserver* frames = nullptr)
+      : store_(store), bakes_(bakes), draining_(draining), max_clip_frames_(max_clip_frames), frames_(frames) {}
   grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
   grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*,
                         v1::PoseClipResponse*) override;
@@ -41,10 +50,16 @@ class PoseServiceImpl final : public v1::PoseService::Service {
       grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>*) override;
 
  private:
+  // PoseFrame, timed for frames_.
+  absl::Status PoseOneFrame(const LoadedRig& rig, const SparseWeights* weights, const v1::Pose& pose,
+                            v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
+                            const char* field = "pose");
+
   RigStore* store_;
   BakeJobs* bakes_;
   const std::atomic<bool>* draining_;
   const int max_clip_frames_;
+  FrameObserver* const frames_;
 };
 
 class BakeServiceImpl final : public v1::BakeService::Service {

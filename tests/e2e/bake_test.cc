@@ -22,7 +22,6 @@ namespace {
 
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeTempDir;
-using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 using ::testing::HasSubstr;
@@ -34,15 +33,7 @@ ClientOptions Options(const ServerProcess& server) {
   return o;
 }
 
-// The tube without weights, its bones ending at explicit tails (so the second bone is a
-// segment, not a point).
-v1::Rig TubeWithoutWeights() {
-  Rig rig = MakeTwoBoneTube(41, 24);
-  rig.sparse_weights.reset();
-  rig.skeleton.joints[0].tail = Eigen::Vector3d(1.0, 0, 0);
-  rig.skeleton.joints[1].tail = Eigen::Vector3d(1.9, 0, 0);
-  return RigToProto(rig);
-}
+v1::Rig TubeWithoutWeights() { return RigToProto(testing::MakeTubeForBaking()); }
 
 bool StoredBakeExists(const std::string& store, const std::string& bake_id) {
   return std::filesystem::exists(store + "/bakes/" + bake_id + ".pb");

@@ -49,6 +49,14 @@ Rig MakeTwoBoneTube(int rings, int segments, double length, double radius) {
   return rig;
 }
 
+Rig MakeTubeForBaking() {
+  Rig rig = MakeTwoBoneTube(41, 24);
+  rig.sparse_weights.reset();
+  rig.skeleton.joints[0].tail = Eigen::Vector3d(1.0, 0, 0);
+  rig.skeleton.joints[1].tail = Eigen::Vector3d(1.9, 0, 0);
+  return rig;
+}
+
 RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);

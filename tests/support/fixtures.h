@@ -12,6 +12,10 @@ namespace skinning::testing {
 // outside it have a single influence. Sparse, k = 2. Normals included.
 Rig MakeTwoBoneTube(int rings = 21, int segments = 16, double length = 2.0, double radius = 0.25);
 
+// MakeTwoBoneTube(41, 24) without weights, its bones ending at explicit tails (so the second
+// bone is a segment, not a point): a rig to bake weights for.
+Rig MakeTubeForBaking();
+
 // Random skinning data: #V positions in [-1, 1]³ with unit normals, and k-sparse weights (the
 // top k of random dense weights over `joints` joints, renormalized). Deterministic in `seed`.
 struct RandomSkinningData {

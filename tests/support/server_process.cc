@@ -53,7 +53,8 @@ ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> args = {BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
-                                   "--store_dir=" + store_dir, "--drain_seconds=5"};
+                                   "--store_dir=" + store_dir, "--drain_seconds=5",
+                                   "--metrics_address="};  // extra flags may turn metrics on
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   pid_ = fork();
   if (pid_ == 0) {
@@ -82,6 +83,23 @@ ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std
     pid_ = -1;
     throw std::runtime_error("skinning-server did not start; output: " + output_);
   }
+}
+
+int ServerProcess::metrics_port() {
+  constexpr char kMarker[] = "metrics on port ";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (metrics_port_ == 0) {
+    const std::string out = Output();
+    const auto at = out.find(kMarker);
+    if (at != std::string::npos) {
+      metrics_port_ = std::atoi(out.c_str() + at + sizeof(kMarker) - 1);
+      break;
+    }
+    if (pid_ < 0 || std::chrono::steady_clock::now() >= until) break;
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0 && (p.revents & POLLIN) == 0) break;  // the server closed stdout
+  }
+  return metrics_port_;
 }
 
 std::string ServerProcess::Output() {

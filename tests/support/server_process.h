@@ -19,12 +19,16 @@ class ServerProcess {
  public:
   // Starts skinning-server on 127.0.0.1 with a free port (it prints the port; we read it) and
   // the given store directory and extra flags. Aborts the test binary if it does not come up.
+  // The metrics endpoint is off unless `extra_flags` sets --metrics_address.
   ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags = {});
   ~ServerProcess();  // SIGKILL if still running
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The metrics endpoint's port, read from the "metrics on port N" line (waiting up to 10 s
+  // for it); 0 when the server does not print one.
+  int metrics_port();
 
   // Sends `signal` and waits for the process; returns its exit status (WEXITSTATUS, or 128 +
   // signal number when killed by a signal), or -1 if it did not exit within `timeout_s`.
@@ -35,6 +39,7 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int metrics_port_ = 0;
   int stdout_fd_ = -1;
   std::string output_;
 };
