@@ -77,6 +77,36 @@ using MatrixXfc = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // colu
 inline Eigen::Matrix3f ClosestRotation3f(const Eigen::Matrix3f& S) { return NearestRotation(S); }
 inline Eigen::Matrix3d ClosestRotation3d(const Eigen::Matrix3d& S) { return NearestRotation(S); }
 
+// Ascent steps on f(R) = tr(Rᵀ A) over SO(3) from the rotation *q: ω = Σ_c r_c × a_c / |Σ_c r_c·a_c|
+// (r_c, a_c the columns), q ← normalize((1, ω/2) q). Returns the better of the start and the
+// result (never a worse rotation), and stores it in *q.
+// At most this many steps; a cluster stops as soon as its update is below ~1e-4 rad, so settled
+// clusters cost one step.
+constexpr int kRotationSteps = 4;
+constexpr float kRotationStepTolerance = 2.5e-9f;  // |ω/2|², i.e. |ω| ≈ 1e-4
+inline Eigen::Matrix3f WarmRotationAscent(const Eigen::Matrix3f& A, Eigen::Quaternionf* q) {
+  const Eigen::Matrix3f start = q->toRotationMatrix();
+  const float f_start = (start.transpose() * A).trace();
+  Eigen::Quaternionf cur = *q;
+  Eigen::Matrix3f R = start;
+  for (int step = 0; step < kRotationSteps; ++step) {
+    const Eigen::Vector3f omega =
+        R.col(0).cross(A.col(0)) + R.col(1).cross(A.col(1)) + R.col(2).cross(A.col(2));
+    const float denom = std::abs(R.col(0).dot(A.col(0)) + R.col(1).dot(A.col(1)) + R.col(2).dot(A.col(2))) + 1e-20f;
+    const Eigen::Vector3f half = (0.5f / denom) * omega;
+    const float h2 = half.squaredNorm();
+    if (h2 < 1e-14f) break;
+    cur = (Eigen::Quaternionf(1.f, half.x(), half.y(), half.z()) * cur).normalized();
+    R = cur.toRotationMatrix();
+    if (h2 < kRotationStepTolerance) break;
+  }
+  if ((R.transpose() * A).trace() >= f_start) {
+    *q = cur;
+    return R;
+  }
+  return start;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Per-frame kernels. C (rows by 3, column-major) (+)= A (rows by cols, column-major) ·
 // B (cols by 3, column-major, leading dimension ldb). Plain loops the compiler vectorizes; an
@@ -910,6 +940,10 @@ struct FastSolver::State {
   MatrixXfc sc;        // 3r by 3: K̃ (Φ P + t0)
   MatrixXfc s;         // 3r by 3
   MatrixXfc rt;        // 3r by 3: stacked R_kᵀ
+  // Warm start of the local step: each cluster's last rotation (as R_kᵀ, a unit quaternion),
+  // kept across iterations and frames. Until the first exact local step they are not valid.
+  std::vector<Eigen::Quaternionf> warm;
+  bool warm_valid = false;
 };
 
 FastSolver::FastSolver(FastModelPtr model) : state_(std::make_unique<State>()) {
@@ -1027,6 +1061,10 @@ absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& con
   st.sc.resize(r3, 3);
   st.s.resize(r3, 3);
   st.rt.resize(r3, 3);
+  if (static_cast<int>(st.warm.size()) != model.r) {
+    st.warm.assign(model.r, Eigen::Quaternionf::Identity());
+    st.warm_valid = false;
+  }
   st.constraints = constraints;
   st.ready = true;
   return absl::OkStatus();
@@ -1113,15 +1151,35 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets, std::vector
     if (recording) report->energy.reserve(iterations);
   }
   for (int it = 0; it < iterations; ++it) {
-    // Local step: R_kᵀ = nearest rotation to S_k (= (nearest rotation to S_kᵀ)ᵀ).
-    for (int k = 0; k < model.r; ++k) {
-      Eigen::Matrix3f sk;
-      for (int b = 0; b < 3; ++b) {
-        for (int a = 0; a < 3; ++a) sk(a, b) = st.s(3 * k + a, b);
+    // Local step: R_kᵀ = the rotation nearest to S_k, i.e. the maximizer of tr(Rᵀ S_k) over
+    // SO(3). The first local step of a solver is exact (SVD); after that each cluster starts from
+    // its previous rotation and takes kRotationSteps ascent steps on tr(Rᵀ S_k) (Müller et al.
+    // 2016, "A robust method to extract the rotational part of deformations"), keeping the
+    // previous rotation if the steps did not improve it — so the local step never increases the
+    // energy, and the outer iterations keep converging to the exact local/global fixed point.
+    if (!st.warm_valid) {
+      for (int k = 0; k < model.r; ++k) {
+        Eigen::Matrix3f sk;
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) sk(a, b) = st.s(3 * k + a, b);
+        }
+        const Eigen::Matrix3f rk_t = ClosestRotation3f(sk);
+        st.warm[k] = Eigen::Quaternionf(rk_t).normalized();
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) st.rt(3 * k + a, b) = rk_t(a, b);
+        }
       }
-      const Eigen::Matrix3f rk_t = ClosestRotation3f(sk);
-      for (int b = 0; b < 3; ++b) {
-        for (int a = 0; a < 3; ++a) st.rt(3 * k + a, b) = rk_t(a, b);
+      st.warm_valid = true;
+    } else {
+      for (int k = 0; k < model.r; ++k) {
+        Eigen::Matrix3f sk;
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) sk(a, b) = st.s(3 * k + a, b);
+        }
+        const Eigen::Matrix3f rk_t = WarmRotationAscent(sk, &st.warm[k]);
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) st.rt(3 * k + a, b) = rk_t(a, b);
+        }
       }
     }
     // Global step: T = Γ Rᵀ + T_c, then S = K̃ T (or directly S = K̃Γ Rᵀ + S_c).
