@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->store_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
   s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes, s->metrics_.get());
-  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get());
+  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_);
   s->pose_service_ = std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
                                                        options.max_clip_frames, s->metrics_.get());
   s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_);
@@ -68,10 +68,11 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     if (!exposer.ok()) return exposer.status();
     s->exposer_ = *std::move(exposer);
     s->metrics_port_ = s->exposer_->port();
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-    interceptors.push_back(s->metrics_->NewInterceptorFactory());
-    builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(s->inflight_.NewInterceptorFactory());
+  if (s->metrics_) interceptors.push_back(s->metrics_->NewInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
@@ -87,7 +88,13 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   // Bakes in progress are cancelled (nothing half-done is stored); a client restarts them on
   // another replica, where a finished bake is found in the shared store.
   bakes_->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now() + drain);
+  // New calls are refused with UNAVAILABLE while draining (clients retry elsewhere); wait for the
+  // ones in flight, then shut down at once. gRPC's own Shutdown(deadline) would wait for the
+  // whole deadline whenever a client is still connected, even idle.
+  const auto deadline = std::chrono::steady_clock::now() + drain;
+  while (inflight_.count() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
 }
 
 void SkinningServer::Wait() { server_->Wait(); }

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/metrics.h"
+#include "server/inflight.h"
 #include "server/rig_store.h"
 #include "server/services.h"
 
@@ -58,6 +59,7 @@ class SkinningServer {
   std::unique_ptr<BakeServiceImpl> bake_service_;
   std::unique_ptr<FastServiceImpl> fast_service_;
   std::atomic<bool> draining_{false};
+  InflightCalls inflight_;
   std::unique_ptr<RigServiceImpl> rig_service_;
   std::unique_ptr<PoseServiceImpl> pose_service_;
   std::unique_ptr<grpc::Server> server_;

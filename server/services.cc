@@ -14,9 +14,18 @@
 #include "core/solve/fast_skinning.h"
 
 namespace skinning {
+namespace {
+
+// Calls that arrive while the server drains: the client retries them on another replica.
+grpc::Status Draining() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down; retry on another replica");
+}
+
+}  // namespace
 
 grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest* req,
                                          v1::RegisterRigResponse* resp) {
+  if (draining_->load()) return Draining();
   if (!req->has_rig()) return ToGrpcStatus(absl::InvalidArgumentError("rig is required"));
   absl::StatusOr<RegisterResult> r = store_->Register(req->rig());
   if (!r.ok()) return ToGrpcStatus(r.status());
@@ -28,6 +37,7 @@ grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext*, const v1::Registe
 
 grpc::Status RigServiceImpl::GetRig(grpc::ServerContext*, const v1::GetRigRequest* req,
                                     v1::GetRigResponse* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
   if (!rig.ok()) return ToGrpcStatus(rig.status());
   *resp->mutable_info() = (*rig)->info;
@@ -37,6 +47,7 @@ grpc::Status RigServiceImpl::GetRig(grpc::ServerContext*, const v1::GetRigReques
 
 grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext*, const v1::ListRigsRequest* req,
                                       v1::ListRigsResponse* resp) {
+  if (draining_->load()) return Draining();
   if (req->page_size() > 1000)
     return ToGrpcStatus(absl::InvalidArgumentError(
         absl::StrFormat("page_size %u exceeds 1000", req->page_size())));
@@ -57,6 +68,7 @@ grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext*, const v1::ListRigsRe
 
 grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext*, const v1::DeleteRigRequest* req,
                                        v1::DeleteRigResponse* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<bool> deleted = store_->Delete(req->rig_id());
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
   if (!*deleted) return ToGrpcStatus(absl::NotFoundError(absl::StrCat("rig '", req->rig_id(), "' not found")));
@@ -93,6 +105,7 @@ absl::Status PoseServiceImpl::PoseOneFrame(const LoadedRig& rig, const SparseWei
 
 grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* req,
                                    v1::PoseResponse* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
   if (!rig.ok()) return ToGrpcStatus(rig.status());
   std::shared_ptr<const LoadedBake> bake;
@@ -103,6 +116,7 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* 
 
 grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
                                        v1::PoseClipResponse* resp) {
+  if (draining_->load()) return Draining();
   if (req->frames_size() > max_clip_frames_)
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrFormat(
         "frames: %d frames exceed the server limit of %d per clip", req->frames_size(), max_clip_frames_)));
@@ -125,6 +139,7 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
 grpc::Status PoseServiceImpl::PoseSession(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>* stream) {
+  if (draining_->load()) return Draining();
   v1::PoseSessionRequest req;
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;
@@ -165,6 +180,7 @@ grpc::Status PoseServiceImpl::PoseSession(
 
 grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext*, const v1::StartBakeRequest* req,
                                         v1::BakeStatus* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<v1::BakeStatus> s = bakes_->Start(req->rig_id(), req->options());
   if (!s.ok()) return ToGrpcStatus(s.status());
   *resp = *std::move(s);
@@ -173,6 +189,7 @@ grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext*, const v1::StartBak
 
 grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::WatchBakeRequest* req,
                                         grpc::ServerWriter<v1::BakeStatus>* writer) {
+  if (draining_->load()) return Draining();
   absl::Status s = bakes_->Watch(
       req->bake_id(), [&](const v1::BakeStatus& status) { return writer->Write(status); },
       [&] { return ctx->IsCancelled() || draining_->load(); });
@@ -182,6 +199,7 @@ grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::Watc
 }
 
 grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext*, const v1::GetBakeRequest* req, v1::BakeStatus* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<v1::BakeStatus> s = bakes_->Get(req->bake_id());
   if (!s.ok()) return ToGrpcStatus(s.status());
   *resp = *std::move(s);
@@ -190,6 +208,7 @@ grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext*, const v1::GetBakeReq
 
 grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext*, const v1::CancelBakeRequest* req,
                                          v1::BakeStatus* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<v1::BakeStatus> s = bakes_->Cancel(req->bake_id());
   if (!s.ok()) return ToGrpcStatus(s.status());
   *resp = *std::move(s);
@@ -198,6 +217,7 @@ grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext*, const v1::CancelB
 
 grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* req,
                                          v1::GetWeightsResponse* resp) {
+  if (draining_->load()) return Draining();
   absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes_->Result(req->bake_id());
   if (!bake.ok()) return ToGrpcStatus(bake.status());
   const LoadedBake& b = **bake;
@@ -333,6 +353,7 @@ absl::Status SolveFrame(const v1::FastSolveRequest& req, const LoadedRig& rig, F
 }  // namespace
 
 grpc::Status FastServiceImpl::Solve(grpc::ServerContext*, const v1::FastSolveRequest* req, v1::FastSolveResponse* resp) {
+  if (draining_->load()) return Draining();
   FastState st;
   if (auto s = OpenFast(bakes_, req->bake_id(), &st); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = bakes_->rigs()->Get(st.bake->rig_id);
@@ -353,6 +374,7 @@ grpc::Status FastServiceImpl::Solve(grpc::ServerContext*, const v1::FastSolveReq
 
 grpc::Status FastServiceImpl::Session(grpc::ServerContext* ctx,
                                       grpc::ServerReaderWriter<v1::FastSolveResponse, v1::FastSolveRequest>* stream) {
+  if (draining_->load()) return Draining();
   FastState st;
   std::shared_ptr<const LoadedRig> rig;
   v1::FastSolveRequest req;

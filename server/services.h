@@ -21,7 +21,7 @@ class FrameObserver {
 
 class RigServiceImpl final : public v1::RigService::Service {
  public:
-  explicit RigServiceImpl(RigStore* store) : store_(store) {}
+  RigServiceImpl(RigStore* store, const std::atomic<bool>* draining) : store_(store), draining_(draining) {}
   grpc::Status RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest*,
                            v1::RegisterRigResponse*) override;
   grpc::Status GetRig(grpc::ServerContext*, const v1::GetRigRequest*, v1::GetRigResponse*) override;
@@ -32,6 +32,7 @@ class RigServiceImpl final : public v1::RigService::Service {
 
  private:
   RigStore* store_;
+  const std::atomic<bool>* draining_;
 };
 
 class PoseServiceImpl final : public v1::PoseService::Service {

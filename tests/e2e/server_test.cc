@@ -135,6 +135,18 @@ TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
   EXPECT_THAT(server.Output(), HasSubstr("stopped"));
 }
 
+// A connected but idle client must not hold the drain open: the server stops once nothing is in
+// flight, not when --drain_seconds runs out. Calls arriving while it drains get UNAVAILABLE.
+TEST(ServerEndToEnd, SigtermWithOnlyIdleClientsDoesNotWaitForTheDrainDeadline) {
+  ServerProcess server(MakeTempDir("store"), {"--drain_seconds=30"});
+  Client client(Options(server));
+  ASSERT_TRUE(client.RegisterRig(RigToProto(MakeTwoBoneTube())).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.Stop(SIGTERM, 60), 0) << server.Output();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 15.0) << "waited for the 30 s drain deadline with nothing in flight";
+}
+
 // Bad input: the right code, a message naming the field and index, and the server still serves.
 class BadInputTest : public ::testing::Test {
  protected:
