@@ -39,6 +39,18 @@ bool StoredBakeExists(const std::string& store, const std::string& bake_id) {
   return std::filesystem::exists(store + "/bakes/" + bake_id + ".pb");
 }
 
+// Cancels a running bake (last seen as `running`): CANCELLED within a second, nothing stored.
+void ExpectPromptCancel(Client& client, const std::string& store, const v1::BakeStatus& running) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cancelled = client.CancelBake(running.bake_id());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::BAKE_STATE_CANCELLED);
+  EXPECT_LT(seconds, 1.0);
+  std::printf("cancel took %.3f s (at %.0f%%, stage %s)\n", seconds, 100 * running.fraction(), running.stage().c_str());
+  EXPECT_FALSE(StoredBakeExists(store, running.bake_id()));
+}
+
 TEST(BakeJobs, ProgressIsMonotonicAndReachesOneThenWeightsAreServed) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store);
@@ -150,14 +162,7 @@ TEST(BakeJobs, CancelStopsWithinASecondAndStoresNothing) {
   });
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->state(), v1::BAKE_STATE_RUNNING);
-  const auto t0 = std::chrono::steady_clock::now();
-  auto cancelled = client.CancelBake(started->bake_id());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
-  EXPECT_EQ(cancelled->state(), v1::BAKE_STATE_CANCELLED);
-  EXPECT_LT(seconds, 1.0);
-  std::printf("cancel took %.3f s (at %.0f%%, stage %s)\n", seconds, 100 * running->fraction(), running->stage().c_str());
-  EXPECT_FALSE(StoredBakeExists(store, started->bake_id()));
+  ExpectPromptCancel(client, store, *running);
   auto weights = client.GetWeights(started->bake_id(), false);
   EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition) << weights.status();
   EXPECT_THAT(std::string(weights.status().message()), HasSubstr("CANCELLED"));
@@ -188,14 +193,7 @@ TEST(BakeJobs, CancelDuringTheSolveStopsWithinASecond) {
   });
   ASSERT_TRUE(solving.ok());
   ASSERT_EQ(solving->state(), v1::BAKE_STATE_RUNNING) << "the bake should still be solving";
-  const auto t0 = std::chrono::steady_clock::now();
-  auto cancelled = client.CancelBake(started->bake_id());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
-  EXPECT_EQ(cancelled->state(), v1::BAKE_STATE_CANCELLED);
-  EXPECT_LT(seconds, 1.0);
-  std::printf("cancel during the solve took %.3f s (at %.0f%%)\n", seconds, 100 * solving->fraction());
-  EXPECT_FALSE(StoredBakeExists(store, started->bake_id()));
+  ExpectPromptCancel(client, store, *solving);
 }
 
 TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
