@@ -1,7 +1,9 @@
 #include "client/client.h"
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -13,6 +15,41 @@ namespace skinning {
 absl::Status FromGrpcStatus(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+namespace {
+
+absl::StatusOr<std::string> ReadPemFile(const char* what, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().find("-----BEGIN ") == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": '", path, "' is not a PEM file"));
+  return text.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsChannelCredentials(
+    const std::string& ca_file, const std::string& cert_file, const std::string& key_file) {
+  if (cert_file.empty() != key_file.empty())
+    return absl::InvalidArgumentError("a client certificate needs its key: give both or neither");
+  grpc::SslCredentialsOptions options;
+  if (!ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPemFile("TLS CA", ca_file);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *std::move(ca);
+  }
+  if (!cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadPemFile("TLS client certificate", cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPemFile("TLS client key", key_file);
+    if (!key.ok()) return key.status();
+    options.pem_cert_chain = *std::move(cert);
+    options.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(options);
 }
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
@@ -30,6 +67,10 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 
 Client::~Client() = default;
 
+void Client::Authorize(grpc::ClientContext* context) const {
+  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
+}
+
 template <typename Call>
 absl::Status Client::WithRetry(const char* what, Call call) {
   const auto deadline = std::chrono::system_clock::now() + options_.deadline;
@@ -39,6 +80,7 @@ absl::Status Client::WithRetry(const char* what, Call call) {
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
     ctx.set_deadline(deadline);
+    Authorize(&ctx);
     status = call(&ctx);
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) break;
     // Full jitter: sleep uniformly in [backoff/2, backoff].
@@ -183,6 +225,7 @@ absl::StatusOr<v1::BakeStatus> Client::WatchBake(const std::string& bake_id,
   v1::BakeStatus last;
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
+    Authorize(&ctx);
     std::unique_ptr<grpc::ClientReader<v1::BakeStatus>> reader = bakes_->WatchBake(&ctx, req);
     v1::BakeStatus status;
     bool stopped = false;
@@ -213,6 +256,7 @@ absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std:
                                                                        const std::string& bake_id) {
   std::unique_ptr<PoseSession> session(new PoseSession());
   session->context_ = std::make_unique<grpc::ClientContext>();
+  Authorize(session->context_.get());
   session->stream_ = poses_->PoseSession(session->context_.get());
   if (!session->stream_) return absl::UnavailableError("PoseSession: cannot open the stream");
   session->rig_id_ = rig_id;
@@ -235,6 +279,7 @@ absl::StatusOr<v1::FastSolveResponse> Client::FastSolve(const v1::FastSolveReque
 absl::StatusOr<std::unique_ptr<FastSession>> Client::StartFastSession(const std::string& bake_id) {
   std::unique_ptr<FastSession> session(new FastSession());
   session->context_ = std::make_unique<grpc::ClientContext>();
+  Authorize(session->context_.get());
   session->stream_ = fast_->Session(session->context_.get());
   if (!session->stream_) return absl::UnavailableError("FastSession: cannot open the stream");
   session->bake_id_ = bake_id;

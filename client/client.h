@@ -37,10 +37,20 @@ struct ClientOptions {
   int max_message_bytes = 64 << 20;
   // Spread calls over every address the target resolves to (client-side round robin).
   bool round_robin = true;
-  // nullptr = plaintext.
+  // nullptr = plaintext. TlsChannelCredentials builds TLS (and mutual TLS) credentials.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Bearer token for a server run with --auth_tokens, sent as `authorization: Bearer TOKEN` on
+  // every call and stream; empty = none. Use TLS too, or the token travels in plaintext.
+  std::string token;
 };
 
+// TLS channel credentials from PEM files: `ca_file` holds the CA certificate(s) that signed the
+// server's certificate (empty = the system's roots); `cert_file` and `key_file` (both or
+// neither) are the client's certificate and key for servers that require client certificates.
+// INVALID_ARGUMENT naming a file that cannot be read.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsChannelCredentials(
+    const std::string& ca_file, const std::string& cert_file = "",
+    const std::string& key_file = "");
 
 class PoseSession;
 class FastSession;
@@ -87,6 +97,8 @@ class Client {
  private:
   template <typename Call>
   absl::Status WithRetry(const char* what, Call call);
+  // Adds the bearer token (if any) to a call's metadata.
+  void Authorize(grpc::ClientContext* context) const;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

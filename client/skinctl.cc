@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -28,6 +29,13 @@
 
 ABSL_FLAG(std::string, server, "localhost:50051", "server address (gRPC target)");
 ABSL_FLAG(int, deadline_ms, 60000, "deadline per call in milliseconds, retries included");
+ABSL_FLAG(std::string, token, "",
+          "bearer token for a server with --auth_tokens (default: $SKINNING_TOKEN)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "connect with TLS, trusting the CA certificate(s) in this PEM file");
+ABSL_FLAG(std::string, tls_cert, "",
+          "TLS client certificate (PEM) for servers that require one (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "private key (PEM) of --tls_cert");
 ABSL_FLAG(std::string, gltf, "", "a glTF 2.0 character (.gltf or .glb)");
 ABSL_FLAG(std::string, obj, "", "an OBJ mesh (with --tgf)");
 ABSL_FLAG(std::string, tgf, "", "a libigl .tgf skeleton: one joint per bone (with --obj)");
@@ -60,7 +68,11 @@ namespace fs = std::filesystem;
 
 constexpr char kUsage[] = R"(skinctl: talk to a skinning server.
 
-Usage: skinctl [--server=host:port] COMMAND [flags]
+Usage: skinctl [--server=host:port] [--token=T] [--tls_ca=CA.pem [--tls_cert=C.pem --tls_key=K.pem]]
+               COMMAND [flags]
+
+Security: --token (or $SKINNING_TOKEN) is sent as a bearer token on every call; --tls_ca turns
+TLS on (trusting that CA), --tls_cert/--tls_key add a client certificate (mutual TLS).
 
 Commands:
   register  --gltf=FILE | --obj=FILE --tgf=FILE [--dmat=FILE]  [--name=NAME]
@@ -134,10 +146,23 @@ absl::StatusOr<Character> LoadCharacter() {
   return c;
 }
 
-std::unique_ptr<Client> MakeClient() {
+// The client the flags describe: --server, --deadline_ms, --token (or $SKINNING_TOKEN), and TLS
+// when --tls_ca or --tls_cert is given.
+absl::StatusOr<std::unique_ptr<Client>> MakeClient() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
   options.deadline = std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  options.token = absl::GetFlag(FLAGS_token);
+  if (const char* env = std::getenv("SKINNING_TOKEN"); options.token.empty() && env != nullptr)
+    options.token = env;
+  const std::string ca = absl::GetFlag(FLAGS_tls_ca), cert = absl::GetFlag(FLAGS_tls_cert),
+                    key = absl::GetFlag(FLAGS_tls_key);
+  if (!ca.empty() || !cert.empty() || !key.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls =
+        TlsChannelCredentials(ca, cert, key);
+    if (!tls.ok()) return tls.status();
+    options.credentials = *std::move(tls);
+  }
   return std::make_unique<Client>(options);
 }
 
@@ -236,7 +261,9 @@ absl::StatusOr<std::vector<double>> AnimationTimes(const Animation& anim) {
 }
 
 absl::Status CommandPose() {
-  std::unique_ptr<Client> client = MakeClient();
+  absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Client> client = *std::move(made);
   // The rig: from local files (registered first), or by id from the server.
   std::optional<Character> local;
   std::string rig_id = absl::GetFlag(FLAGS_rig);
@@ -389,7 +416,9 @@ class ProgressPrinter {
 };
 
 absl::Status CommandBake() {
-  std::unique_ptr<Client> client = MakeClient();
+  absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Client> client = *std::move(made);
   std::string rig_id = absl::GetFlag(FLAGS_rig);
   if (rig_id.empty()) {
     absl::StatusOr<Character> c = LoadCharacter();
@@ -515,7 +544,9 @@ absl::StatusOr<v1::FastSolveRequest> ReadConstraintsFile(const std::string& path
 }
 
 absl::Status CommandSolve() {
-  std::unique_ptr<Client> client = MakeClient();
+  absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Client> client = *std::move(made);
   const std::string bake_id = absl::GetFlag(FLAGS_bake);
   if (bake_id.empty()) return absl::InvalidArgumentError("solve needs --bake=ID (a BAKE_METHOD_FAST_MODEL bake)");
   absl::StatusOr<v1::BakeStatus> bake = client->GetBake(bake_id);
@@ -576,21 +607,27 @@ absl::Status Run(const std::vector<char*>& args) {
   if (command == "register") {
     absl::StatusOr<Character> c = LoadCharacter();
     if (!c.ok()) return c.status();
-    std::unique_ptr<Client> client = MakeClient();
+    absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+    if (!made.ok()) return made.status();
+    std::unique_ptr<Client> client = *std::move(made);
     absl::StatusOr<std::string> id = RegisterCharacter(*client, *c);
     if (!id.ok()) return id.status();
     std::printf("%s\n", id->c_str());
     return absl::OkStatus();
   }
   if (command == "list") {
-    absl::StatusOr<std::vector<v1::RigInfo>> rigs = MakeClient()->ListRigs();
+    absl::StatusOr<std::unique_ptr<Client>> client = MakeClient();
+    if (!client.ok()) return client.status();
+    absl::StatusOr<std::vector<v1::RigInfo>> rigs = (*client)->ListRigs();
     if (!rigs.ok()) return rigs.status();
     for (const auto& info : *rigs) PrintInfo(info);
     return absl::OkStatus();
   }
   if (command == "get" || command == "delete") {
     if (args.size() < 3) return absl::InvalidArgumentError(absl::StrCat(command, " needs a rig id"));
-    std::unique_ptr<Client> client = MakeClient();
+    absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+    if (!made.ok()) return made.status();
+    std::unique_ptr<Client> client = *std::move(made);
     if (command == "delete") {
       if (auto s = client->DeleteRig(args[2]); !s.ok()) return s;
       std::printf("deleted %s\n", args[2]);
@@ -615,7 +652,9 @@ absl::Status Run(const std::vector<char*>& args) {
   if (command == "solve") return CommandSolve();
   if (command == "bake-status" || command == "cancel") {
     if (args.size() < 3) return absl::InvalidArgumentError(absl::StrCat(command, " needs a bake id"));
-    std::unique_ptr<Client> client = MakeClient();
+    absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+    if (!made.ok()) return made.status();
+    std::unique_ptr<Client> client = *std::move(made);
     absl::StatusOr<v1::BakeStatus> s = command == "cancel" ? client->CancelBake(args[2]) : client->GetBake(args[2]);
     if (!s.ok()) return s.status();
     PrintBakeStatus(*s);

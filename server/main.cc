@@ -24,6 +24,16 @@ ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several th
 ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9090",
           "host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no metrics");
+ABSL_FLAG(std::string, auth_tokens, "",
+          "file of 'TOKEN TENANT' lines: every call needs 'authorization: Bearer TOKEN' and sees "
+          "only its "
+          "tenant's rigs and bakes; empty = no authentication");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of the server: serve TLS only (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificate(s): require client certificates signed by them (mutual TLS; needs "
+          "--tls_cert)");
 ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in flight may finish");
 
 int main(int argc, char** argv) {
@@ -52,6 +62,10 @@ int main(int argc, char** argv) {
   options.bakes.workers = absl::GetFlag(FLAGS_bake_workers);
   options.bakes.max_queue = absl::GetFlag(FLAGS_bake_queue);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
 
   absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
   if (!server.ok()) {
@@ -63,6 +77,11 @@ int main(int argc, char** argv) {
                                 ? options.store_dir
                                 : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store.c_str());
+  std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
+  if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())
+    std::fprintf(stderr,
+                 "skinning-server: warning: --auth_tokens without --tls_cert: bearer tokens travel "
+                 "in plaintext\n");
   if ((*server)->metrics_port() != 0) std::printf("skinning-server metrics on port %d\n", (*server)->metrics_port());
   std::fflush(stdout);
 

@@ -12,6 +12,17 @@ namespace {
 
 std::string RigKey(const std::string& id) { return absl::StrCat("rigs/", id, ".pb"); }
 std::string InfoKey(const std::string& id) { return absl::StrCat("rigs/", id, ".info"); }
+// Ownership markers: tenants/<tenant>/rigs/<rig id>, empty.
+constexpr char kTenantsPrefix[] = "tenants/";
+std::string OwnerPrefix(const std::string& tenant) {
+  return absl::StrCat(kTenantsPrefix, tenant, "/rigs/");
+}
+std::string OwnerKey(const std::string& id, const std::string& tenant) {
+  return OwnerPrefix(tenant) + id;
+}
+
+// The ownership cache is cleared when it grows past this many entries.
+constexpr size_t kMaxOwnershipEntries = 100000;
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -73,7 +84,7 @@ absl::Status RigStore::CheckRigId(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto) {
+absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const std::string& tenant) {
   absl::StatusOr<Rig> rig = RigFromProto(proto, limits_);
   if (!rig.ok()) return rig.status();
   v1::StoredRig stored;
@@ -86,23 +97,79 @@ absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto) {
   result.rig_id = id;
   absl::StatusOr<bool> exists = blobs_->Exists(RigKey(id));
   if (!exists.ok()) return exists.status();
+  bool stored_now = true;
   if (*exists) {
     absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded = Get(id);
     if (loaded.ok()) {
       result.info = (*loaded)->info;
-      return result;
+      stored_now = false;
     }
     // A stored artifact that no longer reads is replaced below.
   }
-  stored.set_created_unix_ms(NowUnixMs());
-  const std::string bytes = stored.SerializeAsString();
-  if (auto s = blobs_->Put(RigKey(id), bytes); !s.ok()) return s;
-  v1::RigInfo info = MakeInfo(id, *rig, stored.created_unix_ms(), bytes.size());
-  if (auto s = blobs_->Put(InfoKey(id), info.SerializeAsString()); !s.ok()) return s;
-  result.created = true;
-  result.info = info;
-  CacheInsert(PrepareRig(id, *std::move(rig), std::move(info)));
+  if (stored_now) {
+    stored.set_created_unix_ms(NowUnixMs());
+    const std::string bytes = stored.SerializeAsString();
+    if (auto s = blobs_->Put(RigKey(id), bytes); !s.ok()) return s;
+    v1::RigInfo info = MakeInfo(id, *rig, stored.created_unix_ms(), bytes.size());
+    if (auto s = blobs_->Put(InfoKey(id), info.SerializeAsString()); !s.ok()) return s;
+    result.created = true;
+    result.info = info;
+    CacheInsert(PrepareRig(id, *std::move(rig), std::move(info)));
+  }
+  if (tenant.empty()) return result;
+  // The marker is written after the artifact, so a marker never precedes its rig.
+  absl::StatusOr<bool> owned = blobs_->Exists(OwnerKey(id, tenant));
+  if (!owned.ok()) return owned.status();
+  if (!*owned) {
+    if (auto s = blobs_->Put(OwnerKey(id, tenant), ""); !s.ok()) return s;
+    result.created = true;
+  }
+  CacheOwnership(id, tenant);
   return result;
+}
+
+bool RigStore::OwnershipCached(const std::string& id, const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(ownership_mu_);
+  auto it = ownership_.find(absl::StrCat(tenant, "/", id));
+  if (it == ownership_.end()) return false;
+  if (it->second > std::chrono::steady_clock::now()) return true;
+  ownership_.erase(it);
+  return false;
+}
+
+void RigStore::CacheOwnership(const std::string& id, const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(ownership_mu_);
+  if (ownership_.size() >= kMaxOwnershipEntries) ownership_.clear();
+  ownership_[absl::StrCat(tenant, "/", id)] = std::chrono::steady_clock::now() + kOwnershipCacheTtl;
+}
+
+void RigStore::ForgetOwnership(const std::string& id, const std::string& tenant) {
+  std::lock_guard<std::mutex> lock(ownership_mu_);
+  ownership_.erase(absl::StrCat(tenant, "/", id));
+}
+
+absl::Status RigStore::NotOwned(const std::string& id) {
+  absl::StatusOr<bool> exists = blobs_->Exists(RigKey(id));
+  if (!exists.ok()) return exists.status();
+  if (*exists)
+    return absl::PermissionDeniedError(absl::StrCat("rig '", id, "' belongs to another tenant"));
+  return absl::NotFoundError(absl::StrCat("rig '", id, "' not found"));
+}
+
+absl::Status RigStore::CheckAccess(const std::string& id, const std::string& tenant) {
+  if (auto s = CheckRigId(id); !s.ok()) return s;
+  if (tenant.empty() || OwnershipCached(id, tenant)) return absl::OkStatus();
+  absl::StatusOr<bool> owned = blobs_->Exists(OwnerKey(id, tenant));
+  if (!owned.ok()) return owned.status();
+  if (!*owned) return NotOwned(id);
+  CacheOwnership(id, tenant);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::GetForTenant(const std::string& id,
+                                                                        const std::string& tenant) {
+  if (auto s = CheckAccess(id, tenant); !s.ok()) return s;
+  return Get(id);
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string& id) {
@@ -133,22 +200,48 @@ absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string
   return loaded;
 }
 
-absl::StatusOr<bool> RigStore::Delete(const std::string& id) {
+absl::StatusOr<bool> RigStore::Delete(const std::string& id, const std::string& tenant) {
   if (auto s = CheckRigId(id); !s.ok()) return s;
+  if (!tenant.empty()) {
+    ForgetOwnership(id, tenant);
+    absl::StatusOr<bool> had = blobs_->Delete(OwnerKey(id, tenant));
+    if (!had.ok()) return had.status();
+    if (!*had) {
+      absl::Status not_owned = NotOwned(id);
+      if (absl::IsNotFound(not_owned)) return false;
+      return not_owned;
+    }
+    // The stored rig stays while another tenant owns it. (Listing every marker is linear in
+    // the number of markers; deletes are rare.)
+    absl::StatusOr<std::vector<std::string>> markers = blobs_->List(kTenantsPrefix);
+    if (!markers.ok()) return markers.status();
+    const std::string suffix = absl::StrCat("/rigs/", id);
+    for (const std::string& key : *markers)
+      if (absl::EndsWith(key, suffix)) return true;
+  }
   cache_.Erase(id);
   absl::StatusOr<bool> removed = blobs_->Delete(RigKey(id));
   if (!removed.ok()) return removed.status();
   absl::StatusOr<bool> info_removed = blobs_->Delete(InfoKey(id));
   if (!info_removed.ok()) return info_removed.status();
-  return *removed;
+  return tenant.empty() ? *removed : true;
 }
 
-absl::StatusOr<std::vector<v1::RigInfo>> RigStore::List() {
-  absl::StatusOr<std::vector<std::string>> keys = blobs_->List("rigs/");
-  if (!keys.ok()) return keys.status();
+absl::StatusOr<std::vector<v1::RigInfo>> RigStore::List(const std::string& tenant) {
+  std::vector<std::string> info_keys;
+  if (tenant.empty()) {
+    absl::StatusOr<std::vector<std::string>> keys = blobs_->List("rigs/");
+    if (!keys.ok()) return keys.status();
+    for (std::string& key : *keys)
+      if (absl::EndsWith(key, ".info")) info_keys.push_back(std::move(key));
+  } else {
+    const std::string prefix = OwnerPrefix(tenant);
+    absl::StatusOr<std::vector<std::string>> keys = blobs_->List(prefix);
+    if (!keys.ok()) return keys.status();
+    for (const std::string& key : *keys) info_keys.push_back(InfoKey(key.substr(prefix.size())));
+  }
   std::vector<v1::RigInfo> infos;
-  for (const std::string& key : *keys) {
-    if (!absl::EndsWith(key, ".info")) continue;
+  for (const std::string& key : info_keys) {
     absl::StatusOr<std::string> bytes = blobs_->Get(key);
     if (!bytes.ok()) continue;  // deleted meanwhile
     v1::RigInfo info;

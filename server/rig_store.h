@@ -3,11 +3,14 @@
 #ifndef SKINNING_SERVER_RIG_STORE_H_
 #define SKINNING_SERVER_RIG_STORE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/rig/rig.h"
 #include "server/blob_store.h"
@@ -38,19 +41,43 @@ struct RegisterResult {
   v1::RigInfo info;
 };
 
+// Tenancy. Rig ids are content addresses shared by every tenant (the same rig registered by two
+// tenants is stored once), but access is per tenant: registering a rig records that the tenant
+// owns it (an empty marker under tenants/<tenant>/rigs/<rig_id>), and a tenant may only use,
+// list and delete the rigs it owns. The tenant "" (authentication off) owns every stored rig
+// and keeps no markers. A rig stored while authentication was off is owned by no tenant until
+// one registers it.
 class RigStore {
  public:
   RigStore(std::shared_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits = {});
 
-  // Validates and stores a rig. The same rig (mesh, skeleton, weights; the name does not count)
-  // always gets the same id; storing it again changes nothing and returns created = false.
-  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig);
+  // Validates and stores a rig, owned by `tenant`. The same rig (mesh, skeleton, weights; the
+  // name does not count) always gets the same id; registering it again changes nothing and
+  // returns created = false. For a tenant, created says whether the tenant did not own it yet
+  // (so it does not tell whether another tenant has the same rig).
+  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig, const std::string& tenant = "");
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one, DATA_LOSS for a stored
-  // artifact that does not parse or has another format version.
+  // artifact that does not parse or has another format version. No access check: for internal
+  // use (bakes) after CheckAccess, or with authentication off.
   absl::StatusOr<std::shared_ptr<const LoadedRig>> Get(const std::string& rig_id);
-  absl::StatusOr<bool> Delete(const std::string& rig_id);
-  // Every stored rig's summary, sorted by id.
-  absl::StatusOr<std::vector<v1::RigInfo>> List();
+  // Whether `tenant` may use the rig: OK when it owns it (always for ""), PERMISSION_DENIED
+  // "rig 'X' belongs to another tenant" when the rig is stored but not the tenant's, NOT_FOUND
+  // when nobody has it. Positive answers are cached in memory for kOwnershipCacheTtl, so the
+  // per-call check on the posing path is a hash lookup.
+  absl::Status CheckAccess(const std::string& rig_id, const std::string& tenant);
+  // CheckAccess, then Get.
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> GetForTenant(const std::string& rig_id,
+                                                                const std::string& tenant);
+  // Removes the tenant's ownership, and the stored rig when no tenant owns it any more (with
+  // tenant "": the stored rig, whoever owns it). Returns whether the tenant had it;
+  // PERMISSION_DENIED when the rig is another tenant's.
+  absl::StatusOr<bool> Delete(const std::string& rig_id, const std::string& tenant = "");
+  // The summaries of the tenant's rigs (every stored rig for ""), sorted by id.
+  absl::StatusOr<std::vector<v1::RigInfo>> List(const std::string& tenant = "");
+
+  // How long a positive ownership check is trusted without asking the store again (another
+  // replica's DeleteRig is seen after at most this long).
+  static constexpr std::chrono::seconds kOwnershipCacheTtl{30};
 
   CacheStats cache_stats() const { return cache_.stats(); }
   const RigLimits& limits() const { return limits_; }
@@ -59,10 +86,19 @@ class RigStore {
 
  private:
   void CacheInsert(std::shared_ptr<const LoadedRig> rig) { cache_.Insert(rig->id, rig, rig->bytes); }
+  bool OwnershipCached(const std::string& rig_id, const std::string& tenant);
+  void CacheOwnership(const std::string& rig_id, const std::string& tenant);
+  void ForgetOwnership(const std::string& rig_id, const std::string& tenant);
+  // PERMISSION_DENIED when the rig is stored (someone else's), else NOT_FOUND.
+  absl::Status NotOwned(const std::string& rig_id);
 
   std::shared_ptr<BlobStore> blobs_;
   const RigLimits limits_;
   LruCache<LoadedRig> cache_;
+
+  std::mutex ownership_mu_;
+  // tenant + '/' + rig id → when the positive answer expires.
+  absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> ownership_;
 };
 
 // Builds the prepared form of a validated rig.

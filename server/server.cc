@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/instrumented_blob_store.h"
+#include "server/tls.h"
 
 namespace skinning {
 
@@ -34,21 +35,44 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenStore(options);
   if (!blobs.ok()) return blobs.status();
   std::unique_ptr<SkinningServer> s(new SkinningServer());
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
+      !options.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tls = TlsServerCredentials(
+        options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file);
+    if (!tls.ok()) return tls.status();
+    credentials = *std::move(tls);
+    s->tls_ = true;
+    s->mutual_tls_ = !options.tls_client_ca_file.empty();
+  }
+  if (!options.auth_tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<Authenticator>> auth =
+        Authenticator::FromFile(options.auth_tokens_file);
+    if (!auth.ok())
+      return absl::Status(auth.status().code(),
+                          absl::StrCat("--auth_tokens: ", auth.status().message()));
+    s->auth_ = *std::move(auth);
+  } else {
+    s->auth_ = std::make_unique<Authenticator>();
+  }
   if (!options.metrics_address.empty()) s->metrics_ = std::make_unique<Metrics>();
   s->blobs_ = *std::move(blobs);
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->store_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
   s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes, s->metrics_.get());
-  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_);
-  s->pose_service_ = std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
-                                                       options.max_clip_frames, s->metrics_.get());
-  s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_);
-  s->fast_service_ = std::make_unique<FastServiceImpl>(s->bakes_.get(), &s->draining_);
+  const Authenticator* auth = s->auth_.get();
+  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_, auth);
+  s->pose_service_ =
+      std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
+                                        options.max_clip_frames, s->metrics_.get(), auth);
+  s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_, auth);
+  s->fast_service_ = std::make_unique<FastServiceImpl>(s->bakes_.get(), &s->draining_, auth);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &s->port_);
+  // Health checking and reflection share the port (and its TLS) but need no token.
+  builder.AddListeningPort(options.address, credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   const int threads = options.threads > 0 ? options.threads : 128;
@@ -78,6 +102,16 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   s->server_->GetHealthCheckService()->SetServingStatus(true);
   return s;
+}
+
+std::string SkinningServer::SecuritySummary() const {
+  std::string summary = !tls_ ? "plaintext" : mutual_tls_ ? "TLS with client certificates" : "TLS";
+  if (auth_->enabled())
+    absl::StrAppend(&summary, ", bearer tokens (", auth_->tenant_count(),
+                    auth_->tenant_count() == 1 ? " tenant)" : " tenants)");
+  else
+    absl::StrAppend(&summary, ", no authentication");
+  return summary;
 }
 
 void SkinningServer::Shutdown(std::chrono::milliseconds drain) {

@@ -10,6 +10,7 @@
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
+#include "server/auth.h"
 #include "server/metrics.h"
 #include "server/inflight.h"
 #include "server/rig_store.h"
@@ -32,6 +33,14 @@ struct ServerOptions {
   // host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no
   // metrics are kept or served.
   std::string metrics_address;
+  // Security (see README, "Security"). A token file of `TOKEN TENANT` lines; empty = no
+  // authentication (every caller is the tenant "", which sees every rig).
+  std::string auth_tokens_file;
+  // PEM files. With a certificate and key the gRPC port serves TLS only; with a client CA as
+  // well, clients must present a certificate signed by it (mutual TLS). Empty = plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
 };
 
 class SkinningServer {
@@ -43,6 +52,8 @@ class SkinningServer {
   // The metrics endpoint's port; 0 when metrics are off.
   int metrics_port() const { return metrics_port_; }
   RigStore& store() { return *store_; }
+  // One line on the server's security: "TLS with client certificates, bearer tokens (2 tenants)".
+  std::string SecuritySummary() const;
   BakeJobs& bakes() { return *bakes_; }
 
   // Graceful shutdown: reports NOT_SERVING on the health service, stops accepting calls, lets
@@ -53,6 +64,9 @@ class SkinningServer {
  private:
   SkinningServer() = default;
   std::unique_ptr<Metrics> metrics_;  // first: outlives everything that reports to it
+  std::unique_ptr<Authenticator> auth_;
+  bool tls_ = false;
+  bool mutual_tls_ = false;
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> store_;
   std::unique_ptr<BakeJobs> bakes_;

@@ -13,6 +13,13 @@
 #include "core/skinning/lbs.h"
 #include "core/solve/fast_skinning.h"
 
+// Authenticates the call with `auth_` (UNAUTHENTICATED ends it) and declares `tenant`, the
+// caller's tenant.
+#define SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx)                     \
+  absl::StatusOr<std::string> tenant##_or = auth_->Authenticate(*(ctx)); \
+  if (!tenant##_or.ok()) return ToGrpcStatus(tenant##_or.status());      \
+  const std::string tenant = *std::move(tenant##_or)
+
 namespace skinning {
 namespace {
 
@@ -23,11 +30,25 @@ grpc::Status Draining() {
 
 }  // namespace
 
-grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest* req,
+absl::Status CheckBakeAccess(BakeJobs* bakes, const std::string& bake_id,
+                             const std::string& tenant) {
+  if (tenant.empty()) return absl::OkStatus();
+  absl::StatusOr<v1::BakeStatus> status = bakes->Get(bake_id);
+  if (absl::IsNotFound(status.status())) return absl::OkStatus();
+  if (!status.ok()) return status.status();
+  absl::Status access = bakes->rigs()->CheckAccess(status->rig_id(), tenant);
+  if (!access.ok())
+    return absl::Status(access.code(), absl::StrCat("bake '", bake_id, "': ", access.message()));
+  return absl::OkStatus();
+}
+
+grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext* ctx,
+                                         const v1::RegisterRigRequest* req,
                                          v1::RegisterRigResponse* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   if (!req->has_rig()) return ToGrpcStatus(absl::InvalidArgumentError("rig is required"));
-  absl::StatusOr<RegisterResult> r = store_->Register(req->rig());
+  absl::StatusOr<RegisterResult> r = store_->Register(req->rig(), tenant);
   if (!r.ok()) return ToGrpcStatus(r.status());
   resp->set_rig_id(r->rig_id);
   resp->set_created(r->created);
@@ -35,24 +56,27 @@ grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext*, const v1::Registe
   return grpc::Status::OK;
 }
 
-grpc::Status RigServiceImpl::GetRig(grpc::ServerContext*, const v1::GetRigRequest* req,
+grpc::Status RigServiceImpl::GetRig(grpc::ServerContext* ctx, const v1::GetRigRequest* req,
                                     v1::GetRigResponse* resp) {
   if (draining_->load()) return Draining();
-  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig =
+      store_->GetForTenant(req->rig_id(), tenant);
   if (!rig.ok()) return ToGrpcStatus(rig.status());
   *resp->mutable_info() = (*rig)->info;
   if (req->include_rig()) *resp->mutable_rig() = RigToProto((*rig)->rig);
   return grpc::Status::OK;
 }
 
-grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext*, const v1::ListRigsRequest* req,
+grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext* ctx, const v1::ListRigsRequest* req,
                                       v1::ListRigsResponse* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   if (req->page_size() > 1000)
     return ToGrpcStatus(absl::InvalidArgumentError(
         absl::StrFormat("page_size %u exceeds 1000", req->page_size())));
   const size_t page = req->page_size() == 0 ? 100 : req->page_size();
-  absl::StatusOr<std::vector<v1::RigInfo>> all = store_->List();
+  absl::StatusOr<std::vector<v1::RigInfo>> all = store_->List(tenant);
   if (!all.ok()) return ToGrpcStatus(all.status());
   // The page token is the last id of the previous page; ids are sorted.
   auto it = all->begin();
@@ -66,10 +90,11 @@ grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext*, const v1::ListRigsRe
   return grpc::Status::OK;
 }
 
-grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext*, const v1::DeleteRigRequest* req,
+grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext* ctx, const v1::DeleteRigRequest* req,
                                        v1::DeleteRigResponse* resp) {
   if (draining_->load()) return Draining();
-  absl::StatusOr<bool> deleted = store_->Delete(req->rig_id());
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  absl::StatusOr<bool> deleted = store_->Delete(req->rig_id(), tenant);
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
   if (!*deleted) return ToGrpcStatus(absl::NotFoundError(absl::StrCat("rig '", req->rig_id(), "' not found")));
   resp->set_deleted(true);
@@ -103,10 +128,12 @@ absl::Status PoseServiceImpl::PoseOneFrame(const LoadedRig& rig, const SparseWei
   return s;
 }
 
-grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* req,
+grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseRequest* req,
                                    v1::PoseResponse* resp) {
   if (draining_->load()) return Draining();
-  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig =
+      store_->GetForTenant(req->rig_id(), tenant);
   if (!rig.ok()) return ToGrpcStatus(rig.status());
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
@@ -117,10 +144,12 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext*, const v1::PoseRequest* 
 grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
                                        v1::PoseClipResponse* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   if (req->frames_size() > max_clip_frames_)
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrFormat(
         "frames: %d frames exceed the server limit of %d per clip", req->frames_size(), max_clip_frames_)));
-  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->Get(req->rig_id());
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig =
+      store_->GetForTenant(req->rig_id(), tenant);
   if (!rig.ok()) return ToGrpcStatus(rig.status());
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
@@ -140,6 +169,7 @@ grpc::Status PoseServiceImpl::PoseSession(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>* stream) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   v1::PoseSessionRequest req;
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;
@@ -154,7 +184,8 @@ grpc::Status PoseServiceImpl::PoseSession(
     if (!rig) {
       if (req.rig_id().empty())
         return ToGrpcStatus(absl::InvalidArgumentError("rig_id is required in the first message of a session"));
-      absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded = store_->Get(req.rig_id());
+      absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded =
+          store_->GetForTenant(req.rig_id(), tenant);
       if (!loaded.ok()) return ToGrpcStatus(loaded.status());
       rig = *std::move(loaded);
       absl::StatusOr<const SparseWeights*> w = ResolveWeights(bakes_, *rig, req.bake_id(), &bake);
@@ -178,9 +209,12 @@ grpc::Status PoseServiceImpl::PoseSession(
   return grpc::Status::OK;
 }
 
-grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext*, const v1::StartBakeRequest* req,
+grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext* ctx, const v1::StartBakeRequest* req,
                                         v1::BakeStatus* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  if (auto access = bakes_->rigs()->CheckAccess(req->rig_id(), tenant); !access.ok())
+    return ToGrpcStatus(access);
   absl::StatusOr<v1::BakeStatus> s = bakes_->Start(req->rig_id(), req->options());
   if (!s.ok()) return ToGrpcStatus(s.status());
   *resp = *std::move(s);
@@ -190,6 +224,9 @@ grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext*, const v1::StartBak
 grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::WatchBakeRequest* req,
                                         grpc::ServerWriter<v1::BakeStatus>* writer) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
+    return ToGrpcStatus(access);
   absl::Status s = bakes_->Watch(
       req->bake_id(), [&](const v1::BakeStatus& status) { return writer->Write(status); },
       [&] { return ctx->IsCancelled() || draining_->load(); });
@@ -198,26 +235,37 @@ grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::Watc
   return ToGrpcStatus(s);
 }
 
-grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext*, const v1::GetBakeRequest* req, v1::BakeStatus* resp) {
+grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext* ctx, const v1::GetBakeRequest* req,
+                                      v1::BakeStatus* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   absl::StatusOr<v1::BakeStatus> s = bakes_->Get(req->bake_id());
   if (!s.ok()) return ToGrpcStatus(s.status());
+  if (auto access = bakes_->rigs()->CheckAccess(s->rig_id(), tenant); !access.ok())
+    return ToGrpcStatus(absl::Status(
+        access.code(), absl::StrCat("bake '", req->bake_id(), "': ", access.message())));
   *resp = *std::move(s);
   return grpc::Status::OK;
 }
 
-grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext*, const v1::CancelBakeRequest* req,
+grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext* ctx, const v1::CancelBakeRequest* req,
                                          v1::BakeStatus* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
+    return ToGrpcStatus(access);
   absl::StatusOr<v1::BakeStatus> s = bakes_->Cancel(req->bake_id());
   if (!s.ok()) return ToGrpcStatus(s.status());
   *resp = *std::move(s);
   return grpc::Status::OK;
 }
 
-grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest* req,
+grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext* ctx, const v1::GetWeightsRequest* req,
                                          v1::GetWeightsResponse* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
+    return ToGrpcStatus(access);
   absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes_->Result(req->bake_id());
   if (!bake.ok()) return ToGrpcStatus(bake.status());
   const LoadedBake& b = **bake;
@@ -352,8 +400,12 @@ absl::Status SolveFrame(const v1::FastSolveRequest& req, const LoadedRig& rig, F
 
 }  // namespace
 
-grpc::Status FastServiceImpl::Solve(grpc::ServerContext*, const v1::FastSolveRequest* req, v1::FastSolveResponse* resp) {
+grpc::Status FastServiceImpl::Solve(grpc::ServerContext* ctx, const v1::FastSolveRequest* req,
+                                    v1::FastSolveResponse* resp) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
+    return ToGrpcStatus(access);
   FastState st;
   if (auto s = OpenFast(bakes_, req->bake_id(), &st); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = bakes_->rigs()->Get(st.bake->rig_id);
@@ -375,6 +427,7 @@ grpc::Status FastServiceImpl::Solve(grpc::ServerContext*, const v1::FastSolveReq
 grpc::Status FastServiceImpl::Session(grpc::ServerContext* ctx,
                                       grpc::ServerReaderWriter<v1::FastSolveResponse, v1::FastSolveRequest>* stream) {
   if (draining_->load()) return Draining();
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   FastState st;
   std::shared_ptr<const LoadedRig> rig;
   v1::FastSolveRequest req;
@@ -384,6 +437,7 @@ grpc::Status FastServiceImpl::Session(grpc::ServerContext* ctx,
     if (draining_->load())
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down; reconnect to continue the session");
     if (!st.bake) {
+      if (auto s = CheckBakeAccess(bakes_, req.bake_id(), tenant); !s.ok()) return ToGrpcStatus(s);
       if (auto s = OpenFast(bakes_, req.bake_id(), &st); !s.ok()) return ToGrpcStatus(s);
       absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded = bakes_->rigs()->Get(st.bake->rig_id);
       if (!loaded.ok()) return ToGrpcStatus(loaded.status());

@@ -1,10 +1,16 @@
-// gRPC service implementations: RigService and PoseService.
+// gRPC service implementations: RigService, PoseService, BakeService and FastService.
+//
+// Every call is authenticated first (Authenticator::Authenticate; UNAUTHENTICATED ends it) and
+// then runs as the caller's tenant: rigs are reached through RigStore::CheckAccess /
+// GetForTenant, bakes through the tenant's access to the bake's rig. A null `auth` means
+// authentication off (tenant "", every rig).
 #ifndef SKINNING_SERVER_SERVICES_H_
 #define SKINNING_SERVER_SERVICES_H_
 
 #include <atomic>
 #include <memory>
 
+#include "server/auth.h"
 #include "server/bake_jobs.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.grpc.pb.h"
@@ -21,7 +27,8 @@ class FrameObserver {
 
 class RigServiceImpl final : public v1::RigService::Service {
  public:
-  RigServiceImpl(RigStore* store, const std::atomic<bool>* draining) : store_(store), draining_(draining) {}
+  RigServiceImpl(RigStore* store, const std::atomic<bool>* draining, const Authenticator* auth = nullptr)
+      : store_(store), draining_(draining), auth_(auth ? auth : &Authenticator::Off()) {}
   grpc::Status RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest*,
                            v1::RegisterRigResponse*) override;
   grpc::Status GetRig(grpc::ServerContext*, const v1::GetRigRequest*, v1::GetRigResponse*) override;
@@ -33,6 +40,7 @@ class RigServiceImpl final : public v1::RigService::Service {
  private:
   RigStore* store_;
   const std::atomic<bool>* draining_;
+  const Authenticator* auth_;
 };
 
 class PoseServiceImpl final : public v1::PoseService::Service {
@@ -41,8 +49,14 @@ class PoseServiceImpl final : public v1::PoseService::Service {
   // UNAVAILABLE after the frame in progress, so clients reconnect elsewhere.
   // `frames` (may be null) is told of every frame posed.
   PoseServiceImpl(RigStore* store, BakeJobs* bakes, const std::atomic<bool>* draining,
-                  int max_clip_frames, FrameObserver* frames = nullptr)
-      : store_(store), bakes_(bakes), draining_(draining), max_clip_frames_(max_clip_frames), frames_(frames) {}
+                  int max_clip_frames, FrameObserver* frames = nullptr,
+                  const Authenticator* auth = nullptr)
+      : store_(store),
+        bakes_(bakes),
+        draining_(draining),
+        max_clip_frames_(max_clip_frames),
+        frames_(frames),
+        auth_(auth ? auth : &Authenticator::Off()) {}
   grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
   grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*,
                         v1::PoseClipResponse*) override;
@@ -61,12 +75,14 @@ class PoseServiceImpl final : public v1::PoseService::Service {
   const std::atomic<bool>* draining_;
   const int max_clip_frames_;
   FrameObserver* const frames_;
+  const Authenticator* auth_;
 };
 
 class BakeServiceImpl final : public v1::BakeService::Service {
  public:
-  BakeServiceImpl(BakeJobs* bakes, const std::atomic<bool>* draining)
-      : bakes_(bakes), draining_(draining) {}
+  BakeServiceImpl(BakeJobs* bakes, const std::atomic<bool>* draining,
+                  const Authenticator* auth = nullptr)
+      : bakes_(bakes), draining_(draining), auth_(auth ? auth : &Authenticator::Off()) {}
   grpc::Status StartBake(grpc::ServerContext*, const v1::StartBakeRequest*, v1::BakeStatus*) override;
   grpc::Status WatchBake(grpc::ServerContext*, const v1::WatchBakeRequest*,
                          grpc::ServerWriter<v1::BakeStatus>*) override;
@@ -79,11 +95,14 @@ class BakeServiceImpl final : public v1::BakeService::Service {
  private:
   BakeJobs* bakes_;
   const std::atomic<bool>* draining_;
+  const Authenticator* auth_;
 };
 
 class FastServiceImpl final : public v1::FastService::Service {
  public:
-  FastServiceImpl(BakeJobs* bakes, const std::atomic<bool>* draining) : bakes_(bakes), draining_(draining) {}
+  FastServiceImpl(BakeJobs* bakes, const std::atomic<bool>* draining,
+                  const Authenticator* auth = nullptr)
+      : bakes_(bakes), draining_(draining), auth_(auth ? auth : &Authenticator::Off()) {}
   grpc::Status Solve(grpc::ServerContext*, const v1::FastSolveRequest*, v1::FastSolveResponse*) override;
   grpc::Status Session(grpc::ServerContext*,
                        grpc::ServerReaderWriter<v1::FastSolveResponse, v1::FastSolveRequest>*) override;
@@ -91,10 +110,16 @@ class FastServiceImpl final : public v1::FastService::Service {
  private:
   BakeJobs* bakes_;
   const std::atomic<bool>* draining_;
+  const Authenticator* auth_;
 };
 
 // The weights a pose call uses: the bake's when bake_id is set (its rig must be rig.id), else
 // the rig's own (nullptr when it has none). `holder` keeps a bake's weights alive.
+// Whether `tenant` may use the bake: it must be allowed the bake's rig (RigStore::CheckAccess).
+// OK for tenant "" and for a bake that does not exist (the call then reports that itself).
+absl::Status CheckBakeAccess(BakeJobs* bakes, const std::string& bake_id,
+                             const std::string& tenant);
+
 absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const LoadedRig& rig,
                                                     const std::string& bake_id,
                                                     std::shared_ptr<const LoadedBake>* holder);

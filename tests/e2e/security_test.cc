@@ -1,0 +1,527 @@
+// Security of the real skinning-server binary on a loopback port: bearer tokens and tenants
+// (--auth_tokens), TLS (--tls_cert, --tls_key) and mutual TLS (--tls_client_ca). The
+// certificates are made here with the openssl command line: a CA, a server certificate for
+// 127.0.0.1 and localhost, a client certificate from the CA, and a second CA with its own client
+// certificate that the server must not accept.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "server/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::BinaryPath;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTubeForBaking;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::skinning::testing::RunCommand;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+constexpr char kOpenssl[] = "/usr/bin/openssl";
+
+// Two tenants; alpha has two tokens.
+constexpr char kTokens[] = R"(# tokens for the security tests
+token-alpha alpha
+
+token-beta	beta
+token-alpha-2 alpha
+)";
+
+// Extensions for the test PKI, independent of the system's openssl.cnf.
+constexpr char kOpensslConfig[] = R"([req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = unused
+[ca_ext]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server_ext]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost
+[client_ext]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+)";
+
+// PEM files made by openssl in a temporary directory.
+struct Pki {
+  std::string dir;
+  std::string ca_cert, server_cert, server_key, client_cert, client_key;
+  std::string other_ca_cert, other_client_cert, other_client_key;
+};
+
+void Openssl(std::vector<std::string> args) {
+  args.insert(args.begin(), kOpenssl);
+  testing::CommandResult r = RunCommand(args);
+  ASSERT_EQ(r.exit_code, 0) << "openssl " << args[1] << " failed:\n" << r.output;
+}
+
+// A self-signed CA `name`.{crt,key} (P-256).
+void MakeCa(const Pki& pki, const std::string& name, const std::string& subject) {
+  Openssl({"req",
+           "-x509",
+           "-new",
+           "-newkey",
+           "ec",
+           "-pkeyopt",
+           "ec_paramgen_curve:prime256v1",
+           "-nodes",
+           "-keyout",
+           pki.dir + "/" + name + ".key",
+           "-out",
+           pki.dir + "/" + name + ".crt",
+           "-days",
+           "2",
+           "-subj",
+           subject,
+           "-config",
+           pki.dir + "/openssl.cnf",
+           "-extensions",
+           "ca_ext"});
+}
+
+// A certificate `name`.{crt,key} signed by the CA `ca`, with the extensions section `ext`.
+void MakeLeaf(const Pki& pki, const std::string& name, const std::string& subject,
+              const std::string& ca, const std::string& ext, int serial) {
+  const std::string base = pki.dir + "/" + name;
+  Openssl({"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+           "-keyout", base + ".key", "-out", base + ".csr", "-subj", subject, "-config",
+           pki.dir + "/openssl.cnf"});
+  Openssl({"x509", "-req", "-in", base + ".csr", "-CA", pki.dir + "/" + ca + ".crt", "-CAkey",
+           pki.dir + "/" + ca + ".key", "-set_serial", std::to_string(serial), "-out",
+           base + ".crt", "-days", "2", "-extfile", pki.dir + "/openssl.cnf", "-extensions", ext});
+}
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(kOpenssl)) return;
+    pki_ = new Pki();
+    Pki& p = *pki_;
+    p.dir = MakeTempDir("pki");
+    std::ofstream(p.dir + "/openssl.cnf") << kOpensslConfig;
+    std::ofstream(p.dir + "/tokens.txt") << kTokens;
+    MakeCa(p, "ca", "/CN=Skinning Test CA");
+    MakeLeaf(p, "server", "/CN=localhost", "ca", "server_ext", 2);
+    MakeLeaf(p, "client", "/CN=skinning test client", "ca", "client_ext", 3);
+    MakeCa(p, "other-ca", "/CN=Some Other CA");
+    MakeLeaf(p, "other-client", "/CN=client of another CA", "other-ca", "client_ext", 4);
+    p.ca_cert = p.dir + "/ca.crt";
+    p.server_cert = p.dir + "/server.crt";
+    p.server_key = p.dir + "/server.key";
+    p.client_cert = p.dir + "/client.crt";
+    p.client_key = p.dir + "/client.key";
+    p.other_ca_cert = p.dir + "/other-ca.crt";
+    p.other_client_cert = p.dir + "/other-client.crt";
+    p.other_client_key = p.dir + "/other-client.key";
+  }
+  static void TearDownTestSuite() {
+    delete pki_;
+    pki_ = nullptr;
+  }
+  void SetUp() override {
+    if (pki_ == nullptr) GTEST_SKIP() << kOpenssl << " is not installed";
+    ASSERT_TRUE(std::filesystem::exists(pki_->client_key)) << "the test certificates were not made";
+  }
+
+  static std::string TokensFile() { return pki_->dir + "/tokens.txt"; }
+  static std::vector<std::string> TlsFlags() {
+    return {"--tls_cert=" + pki_->server_cert, "--tls_key=" + pki_->server_key};
+  }
+
+  static Pki* pki_;
+};
+
+Pki* SecurityTest::pki_ = nullptr;
+
+ClientOptions Options(const ServerProcess& server, const std::string& token = "") {
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = std::chrono::milliseconds(10000);
+  o.token = token;
+  return o;
+}
+
+// Options for a connection that is expected to fail: one attempt, a short deadline.
+ClientOptions Refused(ClientOptions o) {
+  o.max_attempts = 1;
+  o.deadline = std::chrono::milliseconds(3000);
+  return o;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> Tls(const std::string& ca, const std::string& cert = "",
+                                              const std::string& key = "") {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds =
+      TlsChannelCredentials(ca, cert, key);
+  EXPECT_TRUE(creds.ok()) << creds.status();
+  return creds.ok() ? *creds : nullptr;
+}
+
+v1::PoseRequest PoseOf(const std::string& rig_id) {
+  v1::PoseRequest req;
+  req.set_rig_id(rig_id);
+  req.mutable_outputs()->set_vertices(true);
+  return req;
+}
+
+bool Lists(const absl::StatusOr<std::vector<v1::RigInfo>>& rigs, const std::string& rig_id) {
+  if (!rigs.ok()) return false;
+  for (const v1::RigInfo& info : *rigs)
+    if (info.rig_id() == rig_id) return true;
+  return false;
+}
+
+TEST_F(SecurityTest, MissingOrWrongTokenIsUnauthenticated) {
+  ServerProcess server(MakeTempDir("store"), {"--auth_tokens=" + TokensFile()});
+  EXPECT_THAT(server.Output(), HasSubstr("bearer tokens (2 tenants)"));
+  const v1::Rig rig = RigToProto(MakeTwoBoneTube());
+
+  Client anonymous(Options(server));
+  absl::StatusOr<v1::RegisterRigResponse> r = anonymous.RegisterRig(rig);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnauthenticated) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("missing bearer token (authorization metadata)"));
+  absl::StatusOr<std::vector<v1::RigInfo>> list = anonymous.ListRigs();
+  EXPECT_EQ(list.status().code(), absl::StatusCode::kUnauthenticated) << list.status();
+
+  Client wrong(Options(server, "token-gamma"));
+  r = wrong.RegisterRig(rig);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnauthenticated) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown bearer token"));
+  EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("token-gamma")));
+
+  // Streams are refused too: the session ends before its first frame.
+  Client alpha(Options(server, "token-alpha"));
+  absl::StatusOr<v1::RegisterRigResponse> registered = alpha.RegisterRig(rig);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  absl::StatusOr<std::unique_ptr<PoseSession>> session =
+      wrong.StartPoseSession(registered->rig_id(), v1::METHOD_LBS, v1::PoseOutputs());
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::StatusOr<v1::PosedFrame> frame = (*session)->Step(v1::Pose());
+  EXPECT_EQ(frame.status().code(), absl::StatusCode::kUnauthenticated) << frame.status();
+  absl::StatusOr<v1::BakeStatus> watched = anonymous.WatchBake(
+      "bake-00000000000000000000000000000000", [](const v1::BakeStatus&) { return true; });
+  EXPECT_EQ(watched.status().code(), absl::StatusCode::kUnauthenticated) << watched.status();
+
+  // A raw header that is not "Bearer TOKEN".
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::RigService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Basic dXNlcjpwYXNz");
+  v1::ListRigsResponse resp;
+  grpc::Status s = stub->ListRigs(&ctx, v1::ListRigsRequest(), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(s.error_message(), HasSubstr("not 'Bearer TOKEN'"));
+  // The scheme is case-insensitive (RFC 6750), and the right token passes.
+  grpc::ClientContext ok_ctx;
+  ok_ctx.AddMetadata("authorization", "bearer token-beta");
+  s = stub->ListRigs(&ok_ctx, v1::ListRigsRequest(), &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+TEST_F(SecurityTest, MalformedTokenFileStopsTheServer) {
+  const std::string dir = MakeTempDir("tokens");
+  std::ofstream(dir + "/bad.txt") << "# ok\ntoken-a alpha\ntoken-b beta extra\n";
+  std::ofstream(dir + "/bad-tenant.txt") << "token-a ../alpha\n";
+  std::ofstream(dir + "/twice.txt") << "token-a alpha\ntoken-a beta\n";
+  const std::vector<std::string> base = {
+      BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
+      "--store_dir=" + MakeTempDir("store"), "--metrics_address="};
+  auto run = [&](const std::string& flag) {
+    std::vector<std::string> args = base;
+    args.push_back(flag);
+    return RunCommand(args);
+  };
+  testing::CommandResult r = run("--auth_tokens=" + dir + "/bad.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bad.txt:3: expected 'TOKEN TENANT', found 3 fields"));
+  r = run("--auth_tokens=" + dir + "/bad-tenant.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bad-tenant.txt:1: tenant '../alpha' is not a tenant name"));
+  r = run("--auth_tokens=" + dir + "/twice.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("twice.txt:2: this token is listed twice"));
+  r = run("--auth_tokens=" + dir + "/absent.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot read the token file"));
+  // TLS flags are checked the same way.
+  r = run("--tls_cert=" + pki_->server_cert);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--tls_cert and --tls_key go together"));
+  std::vector<std::string> mismatched = base;
+  mismatched.push_back("--tls_cert=" + pki_->server_cert);
+  mismatched.push_back("--tls_key=" + pki_->client_key);
+  r = RunCommand(mismatched);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("is not the private key of the certificate"));
+}
+
+TEST_F(SecurityTest, TenantsSeeOnlyTheirOwnRigs) {
+  ServerProcess server(MakeTempDir("store"), {"--auth_tokens=" + TokensFile()});
+  Client alpha(Options(server, "token-alpha"));
+  Client alpha2(Options(server, "token-alpha-2"));
+  Client beta(Options(server, "token-beta"));
+  const v1::Rig tube = RigToProto(MakeTwoBoneTube());
+
+  absl::StatusOr<v1::RegisterRigResponse> a = alpha.RegisterRig(tube);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->created());
+  const std::string id = a->rig_id();
+  // Another token of the same tenant sees it.
+  EXPECT_TRUE(alpha2.GetRig(id).ok());
+  EXPECT_TRUE(Lists(alpha2.ListRigs(), id));
+
+  // Beta cannot see, pose, bake or delete it, and does not list it.
+  absl::StatusOr<v1::GetRigResponse> got = beta.GetRig(id, /*include_rig=*/true);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("rig '" + id + "' belongs to another tenant"));
+  absl::StatusOr<v1::PosedFrame> posed = beta.Pose(PoseOf(id));
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kPermissionDenied) << posed.status();
+  v1::PoseClipRequest clip;
+  clip.set_rig_id(id);
+  clip.add_frames();
+  EXPECT_EQ(beta.PoseClip(clip).status().code(), absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<std::unique_ptr<PoseSession>> session =
+      beta.StartPoseSession(id, v1::METHOD_LBS, v1::PoseOutputs());
+  ASSERT_TRUE(session.ok());
+  EXPECT_EQ((*session)->Step(v1::Pose()).status().code(), absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<v1::BakeStatus> bake = beta.StartBake(id, v1::BakeOptions());
+  EXPECT_EQ(bake.status().code(), absl::StatusCode::kPermissionDenied) << bake.status();
+  absl::StatusOr<std::vector<v1::RigInfo>> beta_rigs = beta.ListRigs();
+  ASSERT_TRUE(beta_rigs.ok()) << beta_rigs.status();
+  EXPECT_TRUE(beta_rigs->empty());
+  EXPECT_EQ(beta.DeleteRig(id).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(alpha.GetRig(id).ok()) << "beta's refused delete must leave alpha's rig";
+  // A rig nobody has is NOT_FOUND, not PERMISSION_DENIED.
+  const std::string nobody = "rig-0123456789abcdef0123456789abcdef";
+  EXPECT_EQ(beta.GetRig(nobody).status().code(), absl::StatusCode::kNotFound);
+
+  // Bakes follow their rig: alpha's bake is invisible to beta.
+  absl::StatusOr<v1::RegisterRigResponse> to_bake =
+      alpha.RegisterRig(RigToProto(MakeTubeForBaking()));
+  ASSERT_TRUE(to_bake.ok()) << to_bake.status();
+  v1::BakeOptions options;
+  options.set_voxel_resolution(16);
+  absl::StatusOr<v1::BakeStatus> alpha_bake = alpha.StartBake(to_bake->rig_id(), options);
+  ASSERT_TRUE(alpha_bake.ok()) << alpha_bake.status();
+  const std::string bake_id = alpha_bake->bake_id();
+  absl::StatusOr<v1::BakeStatus> peek = beta.GetBake(bake_id);
+  EXPECT_EQ(peek.status().code(), absl::StatusCode::kPermissionDenied) << peek.status();
+  EXPECT_THAT(peek.status().message(), HasSubstr("belongs to another tenant"));
+  EXPECT_EQ(beta.CancelBake(bake_id).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta.WatchBake(bake_id, [](const v1::BakeStatus&) { return true; }).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta.GetWeights(bake_id, false).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::FastSolveRequest solve;
+  solve.set_bake_id(bake_id);
+  EXPECT_EQ(beta.FastSolve(solve).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(alpha.GetBake(bake_id).ok());
+  EXPECT_TRUE(alpha.CancelBake(bake_id).ok());
+
+  // Beta registering the same mesh gets the same id (created for beta) and can then pose it.
+  absl::StatusOr<v1::RegisterRigResponse> b = beta.RegisterRig(tube);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->rig_id(), id);
+  EXPECT_TRUE(b->created());
+  posed = beta.Pose(PoseOf(id));
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  EXPECT_EQ(posed->vertices_size(), 3 * MakeTwoBoneTube().mesh.V.rows());
+  beta_rigs = beta.ListRigs();
+  ASSERT_TRUE(beta_rigs.ok());
+  ASSERT_EQ(beta_rigs->size(), 1u);
+  EXPECT_EQ((*beta_rigs)[0].rig_id(), id);
+  // Registering again is not new for beta.
+  b = beta.RegisterRig(tube);
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->created());
+
+  // Alpha deleting its copy keeps beta's.
+  ASSERT_TRUE(alpha.DeleteRig(id).ok());
+  EXPECT_FALSE(Lists(alpha.ListRigs(), id));
+  EXPECT_EQ(alpha.GetRig(id).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(beta.GetRig(id).ok());
+  EXPECT_TRUE(beta.Pose(PoseOf(id)).ok());
+  // The last owner's delete removes the rig.
+  ASSERT_TRUE(beta.DeleteRig(id).ok());
+  EXPECT_EQ(beta.GetRig(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(alpha.GetRig(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(beta.DeleteRig(id).code(), absl::StatusCode::kNotFound);
+}
+
+// grpc.health.v1.Health/Check by a generic call, the message encoded by hand.
+grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
+                         std::string* response_bytes) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice empty("", 0);
+  grpc::ByteBuffer request(&empty, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status status = done.get_future().get();
+  std::vector<grpc::Slice> slices;
+  if (status.ok() && response.Dump(&slices).ok())
+    for (auto& s : slices)
+      response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return status;
+}
+
+TEST_F(SecurityTest, HealthIsOpenWithoutToken) {
+  ServerProcess server(MakeTempDir("store"), {"--auth_tokens=" + TokensFile()});
+  std::string bytes;
+  grpc::Status status = HealthCheck(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()), &bytes);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // SERVING
+  // The skinning services on the same channel are not open.
+  Client anonymous(Options(server));
+  EXPECT_EQ(anonymous.ListRigs().status().code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(SecurityTest, TlsConnectionWorksAndPlaintextIsRefused) {
+  ServerProcess server(MakeTempDir("store"), TlsFlags());
+  EXPECT_THAT(server.Output(), HasSubstr("security: TLS, no authentication"));
+  const v1::Rig tube = RigToProto(MakeTwoBoneTube());
+
+  ClientOptions tls = Options(server);
+  tls.credentials = Tls(pki_->ca_cert);
+  Client client(tls);
+  absl::StatusOr<v1::RegisterRigResponse> r = client.RegisterRig(tube);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(client.Pose(PoseOf(r->rig_id())).ok());
+  // By name: the certificate names localhost too.
+  ClientOptions by_name = tls;
+  by_name.target = "localhost:" + std::to_string(server.port());
+  EXPECT_TRUE(Client(by_name).GetRig(r->rig_id()).ok());
+  // Health checking is served over TLS as well.
+  std::string bytes;
+  EXPECT_TRUE(HealthCheck(grpc::CreateChannel(server.address(), tls.credentials), &bytes).ok());
+
+  // Plaintext is refused.
+  Client plaintext(Refused(Options(server)));
+  absl::StatusOr<std::vector<v1::RigInfo>> list = plaintext.ListRigs();
+  EXPECT_FALSE(list.ok());
+  EXPECT_THAT(list.status().code(),
+              ::testing::AnyOf(absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded))
+      << list.status();
+  bytes.clear();
+  EXPECT_FALSE(
+      HealthCheck(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()), &bytes)
+          .ok());
+  // A client that trusts another CA refuses the server.
+  ClientOptions distrust = Refused(Options(server));
+  distrust.credentials = Tls(pki_->other_ca_cert);
+  EXPECT_FALSE(Client(distrust).ListRigs().ok());
+}
+
+TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheTrustedCa) {
+  std::vector<std::string> flags = TlsFlags();
+  flags.push_back("--tls_client_ca=" + pki_->ca_cert);
+  ServerProcess server(MakeTempDir("store"), flags);
+  EXPECT_THAT(server.Output(), HasSubstr("security: TLS with client certificates"));
+  const v1::Rig tube = RigToProto(MakeTwoBoneTube());
+
+  ClientOptions no_cert = Refused(Options(server));
+  no_cert.credentials = Tls(pki_->ca_cert);
+  absl::StatusOr<v1::RegisterRigResponse> r = Client(no_cert).RegisterRig(tube);
+  EXPECT_FALSE(r.ok()) << "a client without a certificate was accepted";
+
+  ClientOptions other_ca = Refused(Options(server));
+  other_ca.credentials = Tls(pki_->ca_cert, pki_->other_client_cert, pki_->other_client_key);
+  r = Client(other_ca).RegisterRig(tube);
+  EXPECT_FALSE(r.ok()) << "a certificate from another CA was accepted";
+
+  Client plaintext(Refused(Options(server)));
+  EXPECT_FALSE(plaintext.ListRigs().ok());
+
+  ClientOptions good = Options(server);
+  good.credentials = Tls(pki_->ca_cert, pki_->client_cert, pki_->client_key);
+  Client client(good);
+  r = client.RegisterRig(tube);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(client.Pose(PoseOf(r->rig_id())).ok());
+  absl::StatusOr<std::unique_ptr<PoseSession>> session =
+      client.StartPoseSession(r->rig_id(), v1::METHOD_DQS, v1::PoseOutputs());
+  ASSERT_TRUE(session.ok());
+  EXPECT_TRUE((*session)->Step(v1::Pose()).ok());
+  EXPECT_TRUE((*session)->Close().ok());
+}
+
+TEST_F(SecurityTest, SkinctlUsesTokenAndTls) {
+  std::vector<std::string> flags = TlsFlags();
+  flags.push_back("--tls_client_ca=" + pki_->ca_cert);
+  flags.push_back("--auth_tokens=" + TokensFile());
+  ServerProcess server(MakeTempDir("store"), flags);
+  ClientOptions o = Options(server, "token-beta");
+  o.credentials = Tls(pki_->ca_cert, pki_->client_cert, pki_->client_key);
+  absl::StatusOr<v1::RegisterRigResponse> r = Client(o).RegisterRig(RigToProto(MakeTwoBoneTube()));
+  ASSERT_TRUE(r.ok()) << r.status();
+
+  const std::vector<std::string> tls_flags = {"--tls_ca=" + pki_->ca_cert,
+                                              "--tls_cert=" + pki_->client_cert,
+                                              "--tls_key=" + pki_->client_key};
+  auto skinctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {BinaryPath("client/skinctl"), "--server=" + server.address(),
+                               "--deadline_ms=5000"});
+    return RunCommand(args);
+  };
+  std::vector<std::string> args = tls_flags;
+  args.insert(args.end(), {"--token=token-beta", "list"});
+  testing::CommandResult listed = skinctl(args);
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_THAT(listed.output, HasSubstr(r->rig_id()));
+
+  // Another tenant's token: the list is empty and the rig is refused.
+  args = tls_flags;
+  args.insert(args.end(), {"--token=token-alpha", "get", r->rig_id()});
+  testing::CommandResult refused = skinctl(args);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("PERMISSION_DENIED"));
+  EXPECT_THAT(refused.output, HasSubstr("belongs to another tenant"));
+
+  // No token at all.
+  args = tls_flags;
+  args.push_back("list");
+  testing::CommandResult anonymous = skinctl(args);
+  EXPECT_EQ(anonymous.exit_code, 2) << anonymous.output;
+  EXPECT_THAT(anonymous.output, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(anonymous.output, HasSubstr("missing bearer token"));
+
+  // $SKINNING_TOKEN stands in for --token.
+  ASSERT_EQ(setenv("SKINNING_TOKEN", "token-beta", 1), 0);
+  args = tls_flags;
+  args.insert(args.end(), {"get", r->rig_id()});
+  testing::CommandResult from_env = skinctl(args);
+  unsetenv("SKINNING_TOKEN");
+  EXPECT_EQ(from_env.exit_code, 0) << from_env.output;
+  EXPECT_THAT(from_env.output, HasSubstr(r->rig_id()));
+
+  // Without TLS flags skinctl speaks plaintext, which the server refuses.
+  testing::CommandResult plaintext = skinctl({"--token=token-beta", "--deadline_ms=2000", "list"});
+  EXPECT_EQ(plaintext.exit_code, 2) << plaintext.output;
+  // A TLS file that does not exist is named.
+  testing::CommandResult missing = skinctl({"--tls_ca=" + pki_->dir + "/absent.crt", "list"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("absent.crt"));
+}
+
+}  // namespace
+}  // namespace skinning
