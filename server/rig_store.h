@@ -4,6 +4,7 @@
 #define SKINNING_SERVER_RIG_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,7 +45,10 @@ class RigStore {
 
   // Validates and stores a rig. The same rig (mesh, skeleton, weights; the name does not count)
   // always gets the same id; storing it again changes nothing and returns created = false.
-  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig);
+  // `still_wanted` (may be empty) is asked after validation and after hashing; a non-OK answer
+  // (the caller's deadline passed, say) stops the registration before anything is stored.
+  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig,
+                                          const std::function<absl::Status()>& still_wanted = nullptr);
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one, DATA_LOSS for a stored
   // artifact that does not parse or has another format version.
   absl::StatusOr<std::shared_ptr<const LoadedRig>> Get(const std::string& rig_id);
