@@ -12,57 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_rigs.h"
 #include "client/client.h"
 #include "server/convert.h"
 #include "server/server.h"
 
 namespace skinning {
 namespace {
-
-// A tube along x with `joints` joints in a chain, each vertex blended between its two nearest
-// joints (k = 4 with two unused slots, as glTF characters store them).
-Rig MakeChainTube(int rings, int segments, int joints) {
-  Rig rig;
-  rig.name = "bench-tube";
-  const double length = 10.0, radius = 0.5;
-  const int nv = rings * segments;
-  rig.mesh.V.resize(nv, 3);
-  SparseWeights W;
-  W.joints = RowMatrixXi::Zero(nv, 4);
-  W.weights = RowMatrixXf::Zero(nv, 4);
-  const double spacing = length / joints;
-  for (int r = 0; r < rings; ++r) {
-    const double x = length * r / (rings - 1);
-    const double u = std::clamp(x / spacing - 0.5, 0.0, joints - 1.0);
-    const int j0 = std::min(static_cast<int>(u), joints - 1), j1 = std::min(j0 + 1, joints - 1);
-    const float b = static_cast<float>(u - j0);
-    for (int s = 0; s < segments; ++s) {
-      const double a = 2 * M_PI * s / segments;
-      const int i = r * segments + s;
-      rig.mesh.V.row(i) << x, radius * std::cos(a), radius * std::sin(a);
-      W.joints.row(i) << j0, j1, 0, 0;
-      W.weights.row(i) << 1 - b, b, 0, 0;
-    }
-  }
-  rig.mesh.F.resize(2 * (rings - 1) * segments, 3);
-  int f = 0;
-  for (int r = 0; r + 1 < rings; ++r)
-    for (int s = 0; s < segments; ++s) {
-      const int a = r * segments + s, b = r * segments + (s + 1) % segments;
-      rig.mesh.F.row(f++) << a, b, b + segments;
-      rig.mesh.F.row(f++) << a, b + segments, a + segments;
-    }
-  rig.skeleton.joints.resize(joints);
-  for (int j = 0; j < joints; ++j) {
-    Joint& joint = rig.skeleton.joints[j];
-    joint.name = "j" + std::to_string(j);
-    joint.parent = j - 1;
-    joint.rest.translation = Eigen::Vector3d(j == 0 ? 0.0 : spacing, 0, 0);
-    joint.inverse_bind.translation() = Eigen::Vector3d(-spacing * j, 0, 0);
-  }
-  rig.sparse_weights = std::move(W);
-  return rig;
-}
 
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());

@@ -57,6 +57,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   args.SetMaxSendMessageSize(options_.max_message_bytes);
   if (options_.round_robin) args.SetLoadBalancingPolicyName("round_robin");
+  if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   rigs_ = v1::RigService::NewStub(channel_);

@@ -37,6 +37,10 @@ struct ClientOptions {
   int max_message_bytes = 64 << 20;
   // Spread calls over every address the target resolves to (client-side round robin).
   bool round_robin = true;
+  // A TCP connection of this Client's own. By default Clients (channels) with the same target and
+  // options share one connection; a load generator or a busy process opens several for
+  // throughput (gRPC's local subchannel pool).
+  bool own_connection = false;
   // nullptr = plaintext. TlsChannelCredentials builds TLS (and mutual TLS) credentials.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // Bearer token for a server run with --auth_tokens, sent as `authorization: Bearer TOKEN` on

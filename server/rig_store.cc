@@ -84,14 +84,19 @@ absl::Status RigStore::CheckRigId(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const std::string& tenant) {
+absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const std::string& tenant,
+                                                  const std::function<absl::Status()>& still_wanted) {
   absl::StatusOr<Rig> rig = RigFromProto(proto, limits_);
   if (!rig.ok()) return rig.status();
+  if (still_wanted)
+    if (absl::Status s = still_wanted(); !s.ok()) return s;
   v1::StoredRig stored;
   stored.set_format_version(kRigFormatVersion);
   *stored.mutable_rig() = RigToProto(*rig);
   const std::string id = RigId(stored.rig());
   stored.set_rig_id(id);
+  if (still_wanted)
+    if (absl::Status s = still_wanted(); !s.ok()) return s;
 
   RegisterResult result;
   result.rig_id = id;

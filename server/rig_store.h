@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,8 +55,11 @@ class RigStore {
   // Validates and stores a rig, owned by `tenant`. The same rig (mesh, skeleton, weights; the
   // name does not count) always gets the same id; registering it again changes nothing and
   // returns created = false. For a tenant, created says whether the tenant did not own it yet
-  // (so it does not tell whether another tenant has the same rig).
-  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig, const std::string& tenant = "");
+  // (so it does not tell whether another tenant has the same rig). `still_wanted` (may be empty)
+  // is asked after validation and after hashing; a non-OK answer (the caller's deadline passed,
+  // say) stops the registration before anything is stored.
+  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig, const std::string& tenant = "",
+                                          const std::function<absl::Status()>& still_wanted = nullptr);
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one, DATA_LOSS for a stored
   // artifact that does not parse or has another format version. No access check: for internal
   // use (bakes) after CheckAccess, or with authentication off.

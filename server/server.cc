@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -79,6 +80,12 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   grpc::ResourceQuota quota("skinning-server");
   quota.SetMaxThreads(threads);
   builder.SetResourceQuota(quota);
+  // gRPC's sync server keeps between min and max threads polling for new calls (defaults 1 and
+  // 2); with few pollers, threads are created and retired as calls come and go. More pollers
+  // measured faster under load here (bench/load, README "Load and limits").
+  if (options.min_pollers > 0) builder.SetSyncServerOption(grpc::ServerBuilder::MIN_POLLERS, options.min_pollers);
+  if (options.max_pollers > 0)
+    builder.SetSyncServerOption(grpc::ServerBuilder::MAX_POLLERS, std::max(options.max_pollers, options.min_pollers));
   builder.RegisterService(s->rig_service_.get());
   builder.RegisterService(s->pose_service_.get());
   builder.RegisterService(s->bake_service_.get());

@@ -21,6 +21,10 @@ namespace skinning {
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
   int threads = 0;  // max gRPC worker threads (each call in flight, each open session, holds one); 0 = 128
+  // Threads of the gRPC sync server waiting for new calls: at least min_pollers, at most
+  // max_pollers (the rest of the `threads` only work). 0 = gRPC's default (1 and 2).
+  int min_pollers = 2;
+  int max_pollers = 8;
   std::string store_dir = "skinning-store";  // filesystem store, used when redis_address is empty
   // host:port of a Redis shared by several replicas; empty = the filesystem store in store_dir.
   std::string redis_address;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,17 @@ grpc::Status Draining() {
 
 }  // namespace
 
+absl::Status DeadlinePassed(const grpc::ServerContext& ctx) {
+  if (std::chrono::system_clock::now() < ctx.deadline()) return absl::OkStatus();
+  return absl::DeadlineExceededError("the call's deadline passed before the work was done; the work was stopped");
+}
+
+absl::Status StillWanted(const grpc::ServerContext& ctx) {
+  if (absl::Status s = DeadlinePassed(ctx); !s.ok()) return s;
+  if (ctx.IsCancelled()) return absl::CancelledError("the client cancelled the call; the work was stopped");
+  return absl::OkStatus();
+}
+
 absl::Status CheckBakeAccess(BakeJobs* bakes, const std::string& bake_id,
                              const std::string& tenant) {
   if (tenant.empty()) return absl::OkStatus();
@@ -48,7 +60,10 @@ grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext* ctx,
   if (draining_->load()) return Draining();
   SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   if (!req->has_rig()) return ToGrpcStatus(absl::InvalidArgumentError("rig is required"));
-  absl::StatusOr<RegisterResult> r = store_->Register(req->rig(), tenant);
+  if (absl::Status s = StillWanted(*ctx); !s.ok()) return ToGrpcStatus(s);
+  // Checked again between validation, hashing and storing (each linear in the rig's size).
+  absl::StatusOr<RegisterResult> r =
+      store_->Register(req->rig(), tenant, [ctx] { return StillWanted(*ctx); });
   if (!r.ok()) return ToGrpcStatus(r.status());
   resp->set_rig_id(r->rig_id);
   resp->set_created(r->created);
@@ -132,6 +147,9 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseReque
                                    v1::PoseResponse* resp) {
   if (draining_->load()) return Draining();
   SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  // A call that waited for a thread past its deadline is not worked on (the clock only: one
+  // frame is too short to be worth polling for cancellation).
+  if (absl::Status s = DeadlinePassed(*ctx); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig =
       store_->GetForTenant(req->rig_id(), tenant);
   if (!rig.ok()) return ToGrpcStatus(rig.status());
@@ -155,7 +173,8 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
   for (int f = 0; f < req->frames_size(); ++f) {
-    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "client cancelled");
+    if (absl::Status s = StillWanted(*ctx); !s.ok())
+      return ToGrpcStatus(absl::Status(s.code(), absl::StrFormat("frames[%d] of %d: %s", f, req->frames_size(), s.message())));
     const std::string field = absl::StrFormat("frames[%d]", f);
     if (auto s = PoseOneFrame(**rig, *weights, req->frames(f), req->method(), req->outputs(), resp->add_frames(),
                               field.c_str());
@@ -368,8 +387,14 @@ absl::Status ReadConstraints(const v1::FastSolveRequest& req, const std::vector<
   return absl::OkStatus();
 }
 
+// Unary solves of more iterations than this run in chunks of it, checking between chunks whether
+// the caller still wants the answer. Each chunk warm-starts from the last one's (snapped) result.
+constexpr int kSolveChunk = 50;
+
+// `still_wanted` (may be null: sessions answer every frame) is checked after the constraint
+// set is factored and between chunks of iterations.
 absl::Status SolveFrame(const v1::FastSolveRequest& req, const LoadedRig& rig, FastState* st,
-                        v1::FastSolveResponse* resp) {
+                        v1::FastSolveResponse* resp, const std::function<absl::Status()>& still_wanted = nullptr) {
   std::vector<Eigen::Vector3d> joint_points(rig.rig.skeleton.size());
   for (int j = 0; j < rig.rig.skeleton.size(); ++j) joint_points[j] = BindPosition(rig.rig.skeleton, j);
   if (auto s = ReadConstraints(req, joint_points, st); !s.ok()) return s;
@@ -377,7 +402,17 @@ absl::Status SolveFrame(const v1::FastSolveRequest& req, const LoadedRig& rig, F
   if (req.iterations() > 1000)
     return absl::InvalidArgumentError(absl::StrFormat("iterations = %u is over the limit (1000)", req.iterations()));
   const int iterations = req.iterations() == 0 ? 15 : static_cast<int>(req.iterations());
-  if (auto s = st->solver->Solve(st->targets, &st->T, iterations); !s.ok()) return s;
+  if (still_wanted) {
+    if (auto s = still_wanted(); !s.ok()) return s;
+    for (int done = 0; done < iterations; done += kSolveChunk) {
+      if (auto s = st->solver->Solve(st->targets, &st->T, std::min(kSolveChunk, iterations - done)); !s.ok()) return s;
+      if (auto s = still_wanted(); !s.ok())
+        return absl::Status(s.code(), absl::StrFormat("after %d of %d iterations: %s",
+                                                      std::min(done + kSolveChunk, iterations), iterations, s.message()));
+    }
+  } else if (auto s = st->solver->Solve(st->targets, &st->T, iterations); !s.ok()) {
+    return s;
+  }
   const FastModel& model = *st->bake->fast;
   resp->set_handles(static_cast<uint32_t>(FastModelHandles(model)));
   resp->set_extra_handles(static_cast<uint32_t>(FastModelTotalHandles(model) - FastModelHandles(model)));
@@ -406,6 +441,7 @@ grpc::Status FastServiceImpl::Solve(grpc::ServerContext* ctx, const v1::FastSolv
   SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
   if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
     return ToGrpcStatus(access);
+  if (absl::Status s = StillWanted(*ctx); !s.ok()) return ToGrpcStatus(s);
   FastState st;
   if (auto s = OpenFast(bakes_, req->bake_id(), &st); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = bakes_->rigs()->Get(st.bake->rig_id);
@@ -421,7 +457,7 @@ grpc::Status FastServiceImpl::Solve(grpc::ServerContext* ctx, const v1::FastSolv
         for (int k = 0; k < 4; ++k) st.T[h](r, k) = req->warm_start(12 * h + 4 * r + k);
   }
   resp->set_sequence(req->sequence());
-  return ToGrpcStatus(SolveFrame(*req, **rig, &st, resp));
+  return ToGrpcStatus(SolveFrame(*req, **rig, &st, resp, [ctx] { return StillWanted(*ctx); }));
 }
 
 grpc::Status FastServiceImpl::Session(grpc::ServerContext* ctx,

@@ -113,6 +113,15 @@ class FastServiceImpl final : public v1::FastService::Service {
   const Authenticator* auth_;
 };
 
+// DEADLINE_EXCEEDED once the call's deadline has passed, else OK. Cheap (reads the clock).
+absl::Status DeadlinePassed(const grpc::ServerContext& ctx);
+// DeadlineExceeded as above, CANCELLED once the client cancelled the call or went away, else OK.
+// Long unary work (PoseClip frames, FAST solver iterations, the stages of RegisterRig) checks it
+// between steps and stops, so a server under load does not finish answers nobody waits for.
+// Bakes are jobs, not calls: they run on until done or CancelBake, whatever happens to the
+// StartBake call that queued them.
+absl::Status StillWanted(const grpc::ServerContext& ctx);
+
 // The weights a pose call uses: the bake's when bake_id is set (its rig must be rig.id), else
 // the rig's own (nullptr when it has none). `holder` keeps a bake's weights alive.
 // Whether `tenant` may use the bake: it must be allowed the bake's rig (RigStore::CheckAccess).

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -137,6 +138,22 @@ ServerProcess::~ServerProcess() {
     waitpid(pid_, nullptr, 0);
   }
   if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+int64_t ResidentBytes(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long long value = 0;
+    if (std::sscanf(line, "VmRSS: %lld kB", &value) == 1) {
+      kib = value;
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib < 0 ? -1 : kib * 1024;
 }
 
 CommandResult RunCommand(const std::vector<std::string>& command) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ class ServerProcess {
   int stdout_fd_ = -1;
   std::string output_;
 };
+
+// The resident memory of process `pid` in bytes (VmRSS in /proc/<pid>/status); -1 when it
+// cannot be read (no such process, no /proc).
+int64_t ResidentBytes(pid_t pid);
 
 // Runs a command, returns {exit status, stdout+stderr}.
 struct CommandResult {

@@ -1,0 +1,459 @@
+// A load generator built on the client library: closed loop (--concurrency=N client threads, each
+// sending its next call when the last one answered) or open loop (--rate=R calls/s on a fixed
+// schedule; latency counted from each call's intended send time, so a slow server is not hidden
+// by the generator slowing down). Workloads on a generated 20-joint, ~10k-vertex chain tube:
+//
+//   pose_transforms  unary Pose, the 20 skinning transforms only
+//   pose_vertices    unary Pose, LBS vertices (10k × 3 floats)
+//   session          PoseSession frames (one stream per client thread), LBS vertices
+//   fast             FastSession frames (a BAKE_METHOD_FAST_MODEL bake made first): the root
+//                    fixed, the tip dragged around a circle by position, transforms returned
+//
+// It starts the real server binary on 127.0.0.1 with a temporary store (or uses --target) and
+// prints one row per run: calls, errors by code, throughput, p50/p99/p99.9 latency.
+//
+//   ./build/bench/load --workload=pose_transforms --concurrency=16 --duration=5
+//   ./build/bench/load --workload=session --rate=2000
+//   ./build/bench/load --sweep --duration=5
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_rigs.h"
+#include "client/client.h"
+#include "server/convert.h"
+
+ABSL_FLAG(std::string, target, "", "host:port of a running server; empty = start --server_binary");
+ABSL_FLAG(std::string, server_binary, SKINNING_SERVER_BINARY, "the skinning-server binary to start");
+ABSL_FLAG(std::string, server_flags, "", "extra flags for the started server, comma-separated (e.g. --threads=8)");
+ABSL_FLAG(std::string, workload, "pose_transforms", "pose_transforms, pose_vertices, session or fast");
+ABSL_FLAG(int, concurrency, 16, "closed loop: client threads, each with one call in flight");
+ABSL_FLAG(double, rate, 0, "open loop: calls per second on a fixed schedule (0 = closed loop at --concurrency)");
+ABSL_FLAG(int, rate_threads, 64, "open loop: threads sending the scheduled calls (most calls in flight at once)");
+ABSL_FLAG(double, duration, 5, "seconds measured per run");
+ABSL_FLAG(double, warmup, 1, "seconds run before measuring");
+ABSL_FLAG(int, threads_per_channel, 8, "client threads sharing one gRPC channel (and TCP connection); 0 = one for all");
+ABSL_FLAG(int, vertices, 10000, "vertices of the generated tube (100 per ring)");
+ABSL_FLAG(int, joints, 20, "joints of the generated tube's chain");
+ABSL_FLAG(bool, sweep, false,
+          "run pose_transforms and pose_vertices at concurrency 1, 16, 64 and session and fast at 1, 16 "
+          "(closed loop) and print one table");
+
+namespace skinning {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The skinning-server binary as a child process on a free loopback port.
+class SpawnedServer {
+ public:
+  ~SpawnedServer() { Stop(); }
+
+  absl::Status Start(const std::string& binary, const std::vector<std::string>& extra_flags) {
+    store_ = (std::filesystem::temp_directory_path() / absl::StrCat("skinning-load-", getpid())).string();
+    std::filesystem::create_directories(store_);
+    std::vector<std::string> args = {binary, "--address=127.0.0.1:0", "--store_dir=" + store_, "--metrics_address=",
+                                     "--drain_seconds=1"};
+    args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    std::string out;
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (port_ == 0 && Clock::now() < until) {
+      pollfd p{fds[0], POLLIN, 0};
+      if (poll(&p, 1, 200) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, n);
+      const size_t at = out.find("listening on port ");
+      if (at != std::string::npos) port_ = std::atoi(out.c_str() + at + 18);
+    }
+    stdout_fd_ = fds[0];
+    if (port_ == 0) return absl::UnavailableError(absl::StrCat(binary, " did not start: ", out));
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+    stdout_fd_ = -1;
+    if (!store_.empty()) std::filesystem::remove_all(store_);
+    store_.clear();
+  }
+
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int stdout_fd_ = -1;
+  std::string store_;
+};
+
+// What every run needs: the rig, a FAST bake when asked, precomputed request bodies.
+struct Fixture {
+  std::string target;
+  std::string rig_id;
+  std::string fast_bake_id;
+  Rig rig;
+  std::vector<v1::Pose> poses;                   // a bending animation, cycled through
+  std::vector<v1::FastSolveRequest> fast_frames;  // the tip circling
+};
+
+ClientOptions LoadClientOptions(const std::string& target) {
+  ClientOptions o;
+  o.target = target;
+  o.deadline = std::chrono::seconds(10);
+  o.max_attempts = 1;  // a load test counts errors instead of hiding them in retries
+  o.round_robin = false;
+  o.own_connection = true;  // each Client (channel) is its own TCP connection
+  return o;
+}
+
+absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
+  const int segments = 100, rings = std::max(2, absl::GetFlag(FLAGS_vertices) / segments);
+  const int joints = absl::GetFlag(FLAGS_joints);
+  fx->rig = MakeChainTube(rings, segments, joints);
+  Client client(LoadClientOptions(fx->target));
+  absl::StatusOr<v1::RegisterRigResponse> reg = client.RegisterRig(RigToProto(fx->rig));
+  if (!reg.ok()) return reg.status();
+  fx->rig_id = reg->rig_id();
+  for (int c = 0; c < 256; ++c) {
+    Pose pose = RestPose(fx->rig.skeleton);
+    for (int j = 1; j < joints; ++j)
+      pose.local[j].rotation = Eigen::AngleAxisd(0.3 * std::sin(2 * M_PI * c / 256 + j), Eigen::Vector3d::UnitZ());
+    fx->poses.push_back(PoseToProto(pose));
+  }
+  if (!need_fast) return absl::OkStatus();
+  v1::BakeOptions options;
+  options.set_method(v1::BAKE_METHOD_FAST_MODEL);
+  options.mutable_fast()->set_energy(v1::FAST_ENERGY_SURFACE);  // the tube is open: no inside
+  absl::StatusOr<v1::BakeStatus> started = client.StartBake(fx->rig_id, options);
+  if (!started.ok()) return started.status();
+  absl::StatusOr<v1::BakeStatus> done = client.WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
+  if (!done.ok()) return done.status();
+  if (done->state() != v1::BAKE_STATE_DONE)
+    return absl::InternalError(absl::StrCat("FAST bake ended ", v1::BakeState_Name(done->state()), ": ",
+                                            done->error_message()));
+  fx->fast_bake_id = started->bake_id();
+  const int tip = joints - 1;
+  const double spacing = 10.0 / joints, x = spacing * tip;
+  for (int c = 0; c < 256; ++c) {
+    const double a = 2 * M_PI * c / 256;
+    v1::FastSolveRequest req;
+    v1::HandleConstraint* root = req.add_constraints();
+    root->set_handle(0);
+    root->set_kind(v1::HandleConstraint::FULL);
+    for (float v : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) root->add_target(v);
+    v1::HandleConstraint* drag = req.add_constraints();
+    drag->set_handle(tip);
+    drag->set_kind(v1::HandleConstraint::POSITION);  // the tip joint itself goes to the target
+    for (double v : {x - 0.5 * (1 - std::cos(a)), 0.0, 1.0 * std::sin(a)}) drag->add_target(static_cast<float>(v));
+    fx->fast_frames.push_back(std::move(req));
+  }
+  return absl::OkStatus();
+}
+
+enum class Workload { kPoseTransforms, kPoseVertices, kSession, kFast };
+
+absl::StatusOr<Workload> ParseWorkload(const std::string& name) {
+  if (name == "pose_transforms") return Workload::kPoseTransforms;
+  if (name == "pose_vertices") return Workload::kPoseVertices;
+  if (name == "session") return Workload::kSession;
+  if (name == "fast") return Workload::kFast;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--workload=", name, " is not one of pose_transforms, pose_vertices, session, fast"));
+}
+
+const char* WorkloadName(Workload w) {
+  switch (w) {
+    case Workload::kPoseTransforms:
+      return "pose_transforms";
+    case Workload::kPoseVertices:
+      return "pose_vertices";
+    case Workload::kSession:
+      return "session";
+    case Workload::kFast:
+      return "fast";
+  }
+  return "?";
+}
+
+// One client thread's calls: unary Pose through a shared Client, or a stream of its own
+// (reopened after an error).
+class Caller {
+ public:
+  Caller(Workload workload, Client* client, const Fixture* fx, int seed)
+      : workload_(workload), client_(client), fx_(fx), next_(seed * 37) {
+    request_.set_rig_id(fx->rig_id);
+    request_.set_method(v1::METHOD_LBS);
+    if (workload == Workload::kPoseTransforms) request_.mutable_outputs()->set_transforms(true);
+    else request_.mutable_outputs()->set_vertices(true);
+  }
+
+  // One call, answered.
+  absl::Status Call() {
+    const int i = next_++ & 255;
+    switch (workload_) {
+      case Workload::kPoseTransforms:
+      case Workload::kPoseVertices: {
+        *request_.mutable_pose() = fx_->poses[i];
+        absl::StatusOr<v1::PosedFrame> frame = client_->Pose(request_);
+        if (!frame.ok()) return frame.status();
+        return Expect(workload_ == Workload::kPoseTransforms ? frame->transforms_size() : frame->vertices_size(),
+                      workload_ == Workload::kPoseTransforms ? 12 * fx_->rig.skeleton.size() : 3 * fx_->rig.mesh.V.rows());
+      }
+      case Workload::kSession: {
+        if (!pose_session_) {
+          absl::StatusOr<std::unique_ptr<PoseSession>> s =
+              client_->StartPoseSession(fx_->rig_id, v1::METHOD_LBS, request_.outputs());
+          if (!s.ok()) return s.status();
+          pose_session_ = *std::move(s);
+        }
+        absl::StatusOr<v1::PosedFrame> frame = pose_session_->Step(fx_->poses[i]);
+        if (!frame.ok()) {
+          pose_session_.reset();
+          return frame.status();
+        }
+        return Expect(frame->vertices_size(), 3 * fx_->rig.mesh.V.rows());
+      }
+      case Workload::kFast: {
+        if (!fast_session_) {
+          absl::StatusOr<std::unique_ptr<FastSession>> s = client_->StartFastSession(fx_->fast_bake_id);
+          if (!s.ok()) return s.status();
+          fast_session_ = *std::move(s);
+        }
+        absl::StatusOr<v1::FastSolveResponse> answer = fast_session_->Step(fx_->fast_frames[i]);
+        if (!answer.ok()) {
+          fast_session_.reset();
+          return answer.status();
+        }
+        return Expect(answer->transforms_size() > 0, 1);
+      }
+    }
+    return absl::InternalError("unknown workload");
+  }
+
+  void Close() {
+    if (pose_session_) pose_session_->Close().IgnoreError();
+    if (fast_session_) fast_session_->Close().IgnoreError();
+  }
+
+ private:
+  static absl::Status Expect(int64_t got, int64_t want) {
+    if (got == want) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat("answer has ", got, " values, expected ", want));
+  }
+
+  const Workload workload_;
+  Client* const client_;
+  const Fixture* const fx_;
+  int next_;
+  v1::PoseRequest request_;
+  std::unique_ptr<PoseSession> pose_session_;
+  std::unique_ptr<FastSession> fast_session_;
+};
+
+struct ThreadResult {
+  std::vector<double> micros;
+  std::map<absl::StatusCode, int64_t> errors;
+  std::string first_error;
+};
+
+struct RunResult {
+  std::string workload, load;
+  int64_t calls = 0;
+  std::map<absl::StatusCode, int64_t> errors;
+  std::string first_error;
+  double seconds = 0;
+  double p50 = 0, p99 = 0, p999 = 0;
+};
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return NAN;
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))];
+}
+
+// Closed loop when rate == 0 (threads = concurrency), else open loop at `rate` calls/s.
+RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
+  const double warmup = absl::GetFlag(FLAGS_warmup), duration = absl::GetFlag(FLAGS_duration);
+  const int per_channel = absl::GetFlag(FLAGS_threads_per_channel);
+  const int channels = per_channel <= 0 ? 1 : (threads + per_channel - 1) / per_channel;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int c = 0; c < channels; ++c) clients.push_back(std::make_unique<Client>(LoadClientOptions(fx.target)));
+
+  const Clock::time_point start = Clock::now() + std::chrono::milliseconds(100);  // threads ready first
+  const Clock::time_point measure_from = start + std::chrono::microseconds(static_cast<int64_t>(warmup * 1e6));
+  const Clock::time_point end = measure_from + std::chrono::microseconds(static_cast<int64_t>(duration * 1e6));
+  std::atomic<int64_t> ticket{0};
+  const auto period = std::chrono::duration<double>(rate > 0 ? 1.0 / rate : 0.0);
+  std::vector<ThreadResult> results(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      Caller caller(workload, clients[per_channel <= 0 ? 0 : t / per_channel].get(), &fx, t);
+      ThreadResult& r = results[t];
+      r.micros.reserve(rate > 0 ? static_cast<size_t>(rate * duration / threads * 2 + 16) : 1 << 16);
+      std::this_thread::sleep_until(start);
+      while (true) {
+        Clock::time_point intended;
+        if (rate > 0) {
+          const int64_t k = ticket.fetch_add(1);
+          intended = start + std::chrono::duration_cast<Clock::duration>(period * k);
+          if (intended >= end) break;
+          std::this_thread::sleep_until(intended);
+        } else {
+          intended = Clock::now();
+          if (intended >= end) break;
+        }
+        const absl::Status s = caller.Call();
+        const Clock::time_point done = Clock::now();
+        if (intended < measure_from) continue;
+        if (s.ok()) {
+          r.micros.push_back(std::chrono::duration<double, std::micro>(done - intended).count());
+        } else {
+          if (r.errors.empty()) r.first_error = s.ToString();
+          ++r.errors[s.code()];
+        }
+      }
+      caller.Close();
+    });
+  }
+  for (std::thread& t : pool) t.join();
+
+  RunResult out;
+  out.workload = WorkloadName(workload);
+  out.load = rate > 0 ? absl::StrCat("rate ", rate, "/s") : absl::StrCat(threads, " clients");
+  out.seconds = duration;
+  std::vector<double> all;
+  for (ThreadResult& r : results) {
+    all.insert(all.end(), r.micros.begin(), r.micros.end());
+    for (const auto& [code, n] : r.errors) out.errors[code] += n;
+    if (out.first_error.empty()) out.first_error = r.first_error;
+  }
+  std::sort(all.begin(), all.end());
+  out.calls = static_cast<int64_t>(all.size());
+  for (const auto& [code, n] : out.errors) out.calls += n;
+  out.p50 = Percentile(all, 0.5);
+  out.p99 = Percentile(all, 0.99);
+  out.p999 = Percentile(all, 0.999);
+  return out;
+}
+
+void PrintHeader() {
+  std::printf("%-16s %-14s %9s %-22s %10s %9s %9s %9s\n", "workload", "load", "calls", "errors", "calls/s", "p50 us",
+              "p99 us", "p99.9 us");
+}
+
+void PrintRow(const RunResult& r) {
+  std::string errors = "0";
+  if (!r.errors.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [code, n] : r.errors) parts.push_back(absl::StrCat(absl::StatusCodeToString(code), ":", n));
+    errors = absl::StrJoin(parts, ",");
+  }
+  const int64_t ok = r.calls - [&] {
+    int64_t e = 0;
+    for (const auto& [code, n] : r.errors) e += n;
+    return e;
+  }();
+  std::printf("%-16s %-14s %9lld %-22s %10.0f %9.0f %9.0f %9.0f\n", r.workload.c_str(), r.load.c_str(),
+              static_cast<long long>(r.calls), errors.c_str(), ok / r.seconds, r.p50, r.p99, r.p999);
+  if (!r.first_error.empty()) std::printf("  first error: %s\n", r.first_error.c_str());
+  std::fflush(stdout);
+}
+
+int Main() {
+  std::vector<std::pair<Workload, int>> plan;
+  double rate = absl::GetFlag(FLAGS_rate);
+  if (absl::GetFlag(FLAGS_sweep)) {
+    rate = 0;
+    for (Workload w : {Workload::kPoseTransforms, Workload::kPoseVertices})
+      for (int c : {1, 16, 64}) plan.emplace_back(w, c);
+    for (Workload w : {Workload::kSession, Workload::kFast})
+      for (int c : {1, 16}) plan.emplace_back(w, c);
+  } else {
+    absl::StatusOr<Workload> w = ParseWorkload(absl::GetFlag(FLAGS_workload));
+    if (!w.ok()) {
+      std::fprintf(stderr, "load: %s\n", std::string(w.status().message()).c_str());
+      return 2;
+    }
+    plan.emplace_back(*w, rate > 0 ? absl::GetFlag(FLAGS_rate_threads) : absl::GetFlag(FLAGS_concurrency));
+  }
+  const bool need_fast = std::any_of(plan.begin(), plan.end(), [](const auto& p) { return p.first == Workload::kFast; });
+
+  SpawnedServer server;
+  Fixture fx;
+  fx.target = absl::GetFlag(FLAGS_target);
+  if (fx.target.empty()) {
+    std::vector<std::string> extra;
+    for (absl::string_view f : absl::StrSplit(absl::GetFlag(FLAGS_server_flags), ',', absl::SkipEmpty()))
+      extra.emplace_back(f);
+    if (absl::Status s = server.Start(absl::GetFlag(FLAGS_server_binary), extra); !s.ok()) {
+      std::fprintf(stderr, "load: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    fx.target = absl::StrCat("127.0.0.1:", server.port());
+  }
+  if (absl::Status s = PrepareFixture(need_fast, &fx); !s.ok()) {
+    std::fprintf(stderr, "load: setup failed: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("skinning load: %s, rig %lld vertices / %d joints; %.0f s measured after %.0f s warm-up per row; "
+              "%d client threads per channel; %u hardware threads shared by client and server%s%s\n",
+              fx.target.c_str(), static_cast<long long>(fx.rig.mesh.V.rows()), fx.rig.skeleton.size(),
+              absl::GetFlag(FLAGS_duration), absl::GetFlag(FLAGS_warmup), absl::GetFlag(FLAGS_threads_per_channel),
+              std::thread::hardware_concurrency(), absl::GetFlag(FLAGS_server_flags).empty() ? "" : "; server flags ",
+              absl::GetFlag(FLAGS_server_flags).c_str());
+  PrintHeader();
+  for (const auto& [workload, threads] : plan) PrintRow(Run(fx, workload, threads, rate));
+  return 0;
+}
+
+}  // namespace
+}  // namespace skinning
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Load generator for the skinning service.\n"
+      "Usage: load [--workload=pose_transforms|pose_vertices|session|fast] [--concurrency=N | --rate=R] "
+      "[--duration=S] [--sweep] [--target=host:port]");
+  absl::ParseCommandLine(argc, argv);
+  signal(SIGPIPE, SIG_IGN);
+  return skinning::Main();
+}

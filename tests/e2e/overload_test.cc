@@ -1,0 +1,265 @@
+// Limits and overload through the real server binary: a full bake queue answers
+// RESOURCE_EXHAUSTED, the rig cache keeps the server's memory bounded over many rigs, a call's
+// deadline stops its work, and size limits refuse what is too big.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "server/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/http_get.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::HttpGet;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTubeForBaking;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::skinning::testing::ResidentBytes;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+ClientOptions Options(const ServerProcess& server, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = deadline;
+  o.max_attempts = 1;
+  return o;
+}
+
+// The elbow bent by `degrees` about z.
+v1::Pose BentPose(const Rig& rig, double degrees) {
+  Pose pose = RestPose(rig.skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
+  return PoseToProto(pose);
+}
+
+// The value of the unlabelled series `name` (or the one with exactly `labels`, e.g.
+// {method="lbs"}) in a scrape of the server's /metrics; nullopt when absent.
+std::optional<double> Scrape(ServerProcess& server, const std::string& name, const std::string& labels = "") {
+  auto response = HttpGet("127.0.0.1", server.metrics_port(), "/metrics");
+  if (!response.ok() || response->status != 200) return std::nullopt;
+  const std::string prefix = name + labels + " ";
+  for (absl::string_view line : absl::StrSplit(response->body, '\n')) {
+    if (!absl::StartsWith(line, prefix)) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line.substr(prefix.size()), &value)) return value;
+  }
+  return std::nullopt;
+}
+
+v1::BakeOptions Bbw(int resolution) {
+  v1::BakeOptions o;
+  o.set_method(v1::BAKE_METHOD_BBW);
+  o.set_voxel_resolution(resolution);
+  return o;
+}
+
+// One worker and a queue of two: the running bake and two queued ones are accepted, every
+// further distinct bake is refused at once with RESOURCE_EXHAUSTED (nothing unbounded waits).
+TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store, {"--bake_workers=1", "--bake_queue=2"});
+  Client client(Options(server));
+  auto reg = client.RegisterRig(RigToProto(MakeTubeForBaking()));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+
+  auto running = client.StartBake(reg->rig_id(), Bbw(200));  // far longer than this test
+  ASSERT_TRUE(running.ok()) << running.status();
+  // The worker takes it off the queue.
+  for (int i = 0; i < 200; ++i) {
+    auto s = client.GetBake(running->bake_id());
+    ASSERT_TRUE(s.ok()) << s.status();
+    if (s->state() == v1::BAKE_STATE_RUNNING) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto status = client.GetBake(running->bake_id());
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(status->state(), v1::BAKE_STATE_RUNNING);
+
+  std::vector<std::string> accepted = {running->bake_id()};
+  for (int resolution : {40, 44}) {
+    auto queued = client.StartBake(reg->rig_id(), Bbw(resolution));
+    ASSERT_TRUE(queued.ok()) << "resolution " << resolution << ": " << queued.status();
+    EXPECT_EQ(queued->state(), v1::BAKE_STATE_QUEUED);
+    EXPECT_EQ(queued->queue_position(), accepted.size() - 1);
+    accepted.push_back(queued->bake_id());
+  }
+  for (int resolution : {48, 52, 56, 60}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto refused = client.StartBake(reg->rig_id(), Bbw(resolution));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(refused.ok()) << "resolution " << resolution << " was accepted";
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("bake queue is full (2 waiting, 1 workers busy)"));
+    EXPECT_LT(seconds, 1.0) << "refused at once, not after waiting";
+  }
+  // A bake already queued is found, not refused.
+  auto again = client.StartBake(reg->rig_id(), Bbw(40));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->reused());
+  EXPECT_EQ(again->bake_id(), accepted[1]);
+
+  for (const std::string& id : accepted) {
+    auto cancelled = client.CancelBake(id);
+    ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+    EXPECT_EQ(cancelled->state(), v1::BAKE_STATE_CANCELLED) << id;
+  }
+  // The queue has room again; and nothing was stored.
+  auto after = client.StartBake(reg->rig_id(), Bbw(48));
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_TRUE(client.CancelBake(after->bake_id()).ok());
+  int stored = 0;
+  if (std::filesystem::exists(store + "/bakes"))
+    for (const auto& entry : std::filesystem::directory_iterator(store + "/bakes")) stored += entry.path().extension() == ".pb";
+  EXPECT_EQ(stored, 0);
+}
+
+// 200 distinct ~20k-vertex rigs (about 2.6 MB each prepared) through a server with a 16 MiB rig
+// cache: the cache evicts, stays within its cap, and the process's resident memory levels off
+// instead of growing with the number of rigs (it would grow by ~500 MB if every rig stayed).
+TEST(Overload, MemoryStaysBoundedOverManyRigs) {
+  ServerProcess server(MakeTempDir("store"), {"--cache_mb=16", "--metrics_address=127.0.0.1:0"});
+  Client client(Options(server));
+  constexpr int kRigs = 200, kSettled = 50;
+  int64_t rss_settled = 0, rss_peak_after = 0;
+  std::vector<int64_t> samples;
+  for (int i = 0; i < kRigs; ++i) {
+    const Rig rig = MakeTwoBoneTube(201, 100, 2.0 + 0.001 * i);  // 20,100 vertices
+    auto reg = client.RegisterRig(RigToProto(rig));
+    ASSERT_TRUE(reg.ok()) << "rig " << i << ": " << reg.status();
+    ASSERT_TRUE(reg->created()) << "rig " << i << " is distinct";
+    v1::PoseRequest req;
+    req.set_rig_id(reg->rig_id());
+    *req.mutable_pose() = BentPose(rig, 30);
+    req.mutable_outputs()->set_vertices(true);
+    auto posed = client.Pose(req);
+    ASSERT_TRUE(posed.ok()) << "rig " << i << ": " << posed.status();
+    ASSERT_EQ(posed->vertices_size(), 3 * 20100);
+    const int64_t rss = ResidentBytes(server.pid());
+    ASSERT_GT(rss, 0);
+    if ((i + 1) % 10 == 0) samples.push_back(rss);
+    if (i + 1 == kSettled) rss_settled = rss;
+    if (i + 1 > kSettled) rss_peak_after = std::max(rss_peak_after, rss);
+  }
+  std::printf("server VmRSS every 10 rigs (MiB):");
+  for (int64_t s : samples) std::printf(" %lld", static_cast<long long>(s / kMiB));
+  std::printf("\n");
+  // Cache cap (16) plus slack for allocator reuse and gRPC buffers.
+  EXPECT_LT(rss_peak_after, rss_settled + 64 * kMiB)
+      << "after " << kSettled << " rigs: " << rss_settled / kMiB << " MiB, peak afterwards " << rss_peak_after / kMiB;
+
+  const std::optional<double> cache_bytes = Scrape(server, "skinning_rig_cache_bytes");
+  const std::optional<double> evictions = Scrape(server, "skinning_rig_cache_evictions_total");
+  ASSERT_TRUE(cache_bytes.has_value() && evictions.has_value()) << server.Output();
+  EXPECT_LE(*cache_bytes, 16.0 * kMiB);
+  EXPECT_GT(*cache_bytes, 0);
+  EXPECT_GE(*evictions, kRigs - 16.0 * kMiB / (2 * kMiB)) << "each rig is over 2 MiB, so at most 8 stay";
+}
+
+// A PoseClip whose work would take far longer than its deadline: the client gets
+// DEADLINE_EXCEEDED at the deadline, the server stops posing frames soon after (its frame counter
+// stops well short of the clip) and answers the next call.
+TEST(Overload, DeadlinePassedStopsAClip) {
+  ServerProcess server(MakeTempDir("store"), {"--metrics_address=127.0.0.1:0"});
+  Client client(Options(server));
+  // A rig stored without normals, asked for transforms and normals: each frame is skinned in full
+  // (into a scratch buffer) but only the two transforms come back, so the answer stays small
+  // however many frames are posed.
+  const Rig rig = MakeTwoBoneTube(201, 100);
+  v1::Rig proto = RigToProto(rig);
+  proto.mutable_mesh()->clear_normals();
+  auto reg = client.RegisterRig(proto);
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto clip = [&](int frames) {
+    v1::PoseClipRequest req;
+    req.set_rig_id(reg->rig_id());
+    req.set_method(v1::METHOD_DQS);
+    req.mutable_outputs()->set_transforms(true);
+    req.mutable_outputs()->set_normals(true);
+    for (int f = 0; f < frames; ++f) *req.add_frames() = BentPose(rig, f % 90);
+    return req;
+  };
+  // How long a frame takes here.
+  const auto c0 = std::chrono::steady_clock::now();
+  auto calibration = client.PoseClip(clip(200));
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  const double frame_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count() / 200;
+  const std::optional<double> frames_before = Scrape(server, "skinning_frame_seconds_count", "{method=\"dqs\"}");
+  ASSERT_TRUE(frames_before.has_value()) << server.Output();
+
+  constexpr int kFrames = 10000;  // the server's default clip limit
+  const auto deadline = std::chrono::milliseconds(std::max<int64_t>(50, static_cast<int64_t>(0.1 * kFrames * frame_s * 1e3)));
+  Client hurried(Options(server, deadline));
+  const v1::PoseClipRequest long_clip = clip(kFrames);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto late = hurried.PoseClip(long_clip);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  EXPECT_LT(waited, deadline.count() / 1e3 + 1.0);
+
+  // The server stops within a frame or so of the deadline: a little after it, the frame count
+  // no longer moves, and it is far short of the whole clip.
+  std::this_thread::sleep_for(deadline + std::chrono::milliseconds(300));
+  const std::optional<double> settled = Scrape(server, "skinning_frame_seconds_count", "{method=\"dqs\"}");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::optional<double> later = Scrape(server, "skinning_frame_seconds_count", "{method=\"dqs\"}");
+  ASSERT_TRUE(settled.has_value() && later.has_value());
+  const double posed = *settled - *frames_before;
+  std::printf("frame %.0f us, deadline %lld ms: the server posed %.0f of %d frames\n", 1e6 * frame_s,
+              static_cast<long long>(deadline.count()), posed, kFrames);
+  EXPECT_EQ(*later, *settled) << "the server was still posing frames of the abandoned clip";
+  EXPECT_LT(posed, 0.5 * kFrames);
+
+  v1::PoseRequest next;
+  next.set_rig_id(reg->rig_id());
+  *next.mutable_pose() = BentPose(rig, 45);
+  next.mutable_outputs()->set_transforms(true);
+  auto served = client.Pose(next);
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ(served->transforms_size(), 24);
+}
+
+// --max_message_mb is covered by ServerEndToEnd (BadInputTest.RejectsRequestOverTheSizeLimit);
+// here the rig size and clip length limits, which answer RESOURCE_EXHAUSTED naming the limit.
+TEST(Overload, RigOverMaxVerticesAndClipOverMaxFramesAreResourceExhausted) {
+  ServerProcess server(MakeTempDir("store"), {"--max_vertices=1000", "--max_clip_frames=10"});
+  Client client(Options(server));
+  const Rig small = MakeTwoBoneTube(21, 16);  // 336 vertices
+  auto ok = client.RegisterRig(RigToProto(small));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  auto big = client.RegisterRig(RigToProto(MakeTwoBoneTube(101, 16)));  // 1616 vertices
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
+  EXPECT_THAT(std::string(big.status().message()), HasSubstr("1616 vertices exceed the server limit of 1000"));
+
+  v1::PoseClipRequest clip;
+  clip.set_rig_id(ok->rig_id());
+  for (int f = 0; f < 11; ++f) *clip.add_frames() = BentPose(small, f);
+  auto refused = client.PoseClip(clip);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("11 frames exceed the server limit of 10"));
+  clip.mutable_frames()->RemoveLast();
+  EXPECT_TRUE(client.PoseClip(clip).ok());
+}
+
+}  // namespace
+}  // namespace skinning
