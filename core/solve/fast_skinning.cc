@@ -83,7 +83,7 @@ inline Eigen::Matrix3d ClosestRotation3d(const Eigen::Matrix3d& S) { return Near
 // At most this many steps; a cluster stops as soon as its update is below ~1e-4 rad, so settled
 // clusters cost one step.
 constexpr int kRotationSteps = 4;
-constexpr float kRotationStepTolerance = 2.5e-9f;  // |ω/2|², i.e. |ω| ≈ 1e-4
+constexpr float kRotationStepTolerance = 2.5e-7f;  // |ω/2|², i.e. |ω| ≈ 1e-3
 inline Eigen::Matrix3f WarmRotationAscent(const Eigen::Matrix3f& A, Eigen::Quaternionf* q) {
   const Eigen::Matrix3f start = q->toRotationMatrix();
   const float f_start = (start.transpose() * A).trace();
