@@ -21,6 +21,12 @@
   if (!tenant##_or.ok()) return ToGrpcStatus(tenant##_or.status());      \
   const std::string tenant = *std::move(tenant##_or)
 
+// The start of every handler: refuse the call while the server drains (the client retries on
+// another replica), then authenticate it and declare `tenant`.
+#define SKINNING_BEGIN_CALL(tenant, ctx)      \
+  if (draining_->load()) return Draining(); \
+  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx)
+
 namespace skinning {
 namespace {
 
@@ -57,8 +63,7 @@ absl::Status CheckBakeAccess(BakeJobs* bakes, const std::string& bake_id,
 grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext* ctx,
                                          const v1::RegisterRigRequest* req,
                                          v1::RegisterRigResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (!req->has_rig()) return ToGrpcStatus(absl::InvalidArgumentError("rig is required"));
   if (absl::Status s = StillWanted(*ctx); !s.ok()) return ToGrpcStatus(s);
   // Checked again between validation, hashing and storing (each linear in the rig's size).
@@ -73,8 +78,7 @@ grpc::Status RigServiceImpl::RegisterRig(grpc::ServerContext* ctx,
 
 grpc::Status RigServiceImpl::GetRig(grpc::ServerContext* ctx, const v1::GetRigRequest* req,
                                     v1::GetRigResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   absl::StatusOr<std::shared_ptr<const LoadedRig>> rig =
       store_->GetForTenant(req->rig_id(), tenant);
   if (!rig.ok()) return ToGrpcStatus(rig.status());
@@ -85,8 +89,7 @@ grpc::Status RigServiceImpl::GetRig(grpc::ServerContext* ctx, const v1::GetRigRe
 
 grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext* ctx, const v1::ListRigsRequest* req,
                                       v1::ListRigsResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (req->page_size() > 1000)
     return ToGrpcStatus(absl::InvalidArgumentError(
         absl::StrFormat("page_size %u exceeds 1000", req->page_size())));
@@ -107,8 +110,7 @@ grpc::Status RigServiceImpl::ListRigs(grpc::ServerContext* ctx, const v1::ListRi
 
 grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext* ctx, const v1::DeleteRigRequest* req,
                                        v1::DeleteRigResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   absl::StatusOr<bool> deleted = store_->Delete(req->rig_id(), tenant);
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
   if (!*deleted) return ToGrpcStatus(absl::NotFoundError(absl::StrCat("rig '", req->rig_id(), "' not found")));
@@ -145,8 +147,7 @@ absl::Status PoseServiceImpl::PoseOneFrame(const LoadedRig& rig, const SparseWei
 
 grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseRequest* req,
                                    v1::PoseResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   // A call that waited for a thread past its deadline is not worked on (the clock only: one
   // frame is too short to be worth polling for cancellation).
   if (absl::Status s = DeadlinePassed(*ctx); !s.ok()) return ToGrpcStatus(s);
@@ -161,8 +162,7 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseReque
 
 grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
                                        v1::PoseClipResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (req->frames_size() > max_clip_frames_)
     return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrFormat(
         "frames: %d frames exceed the server limit of %d per clip", req->frames_size(), max_clip_frames_)));
@@ -187,8 +187,7 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
 grpc::Status PoseServiceImpl::PoseSession(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>* stream) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   v1::PoseSessionRequest req;
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;
@@ -230,8 +229,7 @@ grpc::Status PoseServiceImpl::PoseSession(
 
 grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext* ctx, const v1::StartBakeRequest* req,
                                         v1::BakeStatus* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (auto access = bakes_->rigs()->CheckAccess(req->rig_id(), tenant); !access.ok())
     return ToGrpcStatus(access);
   absl::StatusOr<v1::BakeStatus> s = bakes_->Start(req->rig_id(), req->options());
@@ -242,8 +240,7 @@ grpc::Status BakeServiceImpl::StartBake(grpc::ServerContext* ctx, const v1::Star
 
 grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::WatchBakeRequest* req,
                                         grpc::ServerWriter<v1::BakeStatus>* writer) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
     return ToGrpcStatus(access);
   absl::Status s = bakes_->Watch(
@@ -256,8 +253,7 @@ grpc::Status BakeServiceImpl::WatchBake(grpc::ServerContext* ctx, const v1::Watc
 
 grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext* ctx, const v1::GetBakeRequest* req,
                                       v1::BakeStatus* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   absl::StatusOr<v1::BakeStatus> s = bakes_->Get(req->bake_id());
   if (!s.ok()) return ToGrpcStatus(s.status());
   if (auto access = bakes_->rigs()->CheckAccess(s->rig_id(), tenant); !access.ok())
@@ -269,8 +265,7 @@ grpc::Status BakeServiceImpl::GetBake(grpc::ServerContext* ctx, const v1::GetBak
 
 grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext* ctx, const v1::CancelBakeRequest* req,
                                          v1::BakeStatus* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
     return ToGrpcStatus(access);
   absl::StatusOr<v1::BakeStatus> s = bakes_->Cancel(req->bake_id());
@@ -281,8 +276,7 @@ grpc::Status BakeServiceImpl::CancelBake(grpc::ServerContext* ctx, const v1::Can
 
 grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext* ctx, const v1::GetWeightsRequest* req,
                                          v1::GetWeightsResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
     return ToGrpcStatus(access);
   absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes_->Result(req->bake_id());
@@ -437,8 +431,7 @@ absl::Status SolveFrame(const v1::FastSolveRequest& req, const LoadedRig& rig, F
 
 grpc::Status FastServiceImpl::Solve(grpc::ServerContext* ctx, const v1::FastSolveRequest* req,
                                     v1::FastSolveResponse* resp) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   if (auto access = CheckBakeAccess(bakes_, req->bake_id(), tenant); !access.ok())
     return ToGrpcStatus(access);
   if (absl::Status s = StillWanted(*ctx); !s.ok()) return ToGrpcStatus(s);
@@ -462,8 +455,7 @@ grpc::Status FastServiceImpl::Solve(grpc::ServerContext* ctx, const v1::FastSolv
 
 grpc::Status FastServiceImpl::Session(grpc::ServerContext* ctx,
                                       grpc::ServerReaderWriter<v1::FastSolveResponse, v1::FastSolveRequest>* stream) {
-  if (draining_->load()) return Draining();
-  SKINNING_AUTHENTICATE_OR_RETURN(tenant, ctx);
+  SKINNING_BEGIN_CALL(tenant, ctx);
   FastState st;
   std::shared_ptr<const LoadedRig> rig;
   v1::FastSolveRequest req;
