@@ -11,7 +11,7 @@ OUT=${OUT:-out}
 STORE="$OUT/store"
 mkdir -p "$OUT"
 LOG="$OUT/server.log"
-./build/server/skinning-server --address=127.0.0.1:0 --store_dir="$STORE" >"$LOG" 2>&1 &
+./build/server/skinning-server --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --store_dir="$STORE" >"$LOG" 2>&1 &
 SERVER_PID=$!
 trap 'kill -TERM $SERVER_PID 2>/dev/null || true' EXIT
 PORT=""
