@@ -15,28 +15,20 @@
 
 #include "server/convert.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/health_check.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
 namespace {
 
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::HealthCheck;
+using ::skinning::testing::PickFreePort;
 using ::skinning::testing::ServerProcess;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 TEST(Client, RetriesUnavailableUntilTheServerComesUp) {
-  const int port = FreePort();
+  const int port = PickFreePort();
   ClientOptions o;
   o.target = "127.0.0.1:" + std::to_string(port);
   o.deadline = std::chrono::seconds(20);
@@ -55,7 +47,7 @@ TEST(Client, RetriesUnavailableUntilTheServerComesUp) {
 
 TEST(Client, GivesUpAtTheDeadlineWhenNoServerAnswers) {
   ClientOptions o;
-  o.target = "127.0.0.1:" + std::to_string(FreePort());
+  o.target = "127.0.0.1:" + std::to_string(PickFreePort());
   o.deadline = std::chrono::milliseconds(600);
   o.max_attempts = 100;
   Client client(o);
@@ -84,21 +76,10 @@ TEST(Client, DoesNotRetryInvalidArgument) {
 // generic call and the message encoded by hand (the health protos are not installed as C++).
 TEST(Server, HealthServiceReportsServing) {
   ServerProcess server(MakeTempDir("store"));
-  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Slice empty("", 0);
-  grpc::ByteBuffer request(&empty, 1), response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  grpc::Status status = done.get_future().get();
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(response.Dump(&slices).ok());
   std::string bytes;
-  for (auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  grpc::Status status =
+      HealthCheck(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()), &bytes);
+  ASSERT_TRUE(status.ok()) << status.error_message();
   // HealthCheckResponse { ServingStatus status = 1; }: tag 0x08, value 1 (SERVING).
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
 }

@@ -17,6 +17,7 @@
 #include "client/client.h"
 #include "server/convert.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/health_check.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -365,24 +366,7 @@ TEST_F(SecurityTest, TenantsSeeOnlyTheirOwnRigs) {
   EXPECT_EQ(beta.DeleteRig(id).code(), absl::StatusCode::kNotFound);
 }
 
-// grpc.health.v1.Health/Check by a generic call, the message encoded by hand.
-grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
-                         std::string* response_bytes) {
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Slice empty("", 0);
-  grpc::ByteBuffer request(&empty, 1), response;
-  std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) { done.set_value(s); });
-  grpc::Status status = done.get_future().get();
-  std::vector<grpc::Slice> slices;
-  if (status.ok() && response.Dump(&slices).ok())
-    for (auto& s : slices)
-      response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return status;
-}
+using ::skinning::testing::HealthCheck;
 
 TEST_F(SecurityTest, HealthIsOpenWithoutToken) {
   ServerProcess server(MakeTempDir("store"), {"--auth_tokens=" + TokensFile()});

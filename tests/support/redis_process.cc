@@ -1,5 +1,7 @@
 #include "tests/support/redis_process.h"
 
+#include "tests/support/server_process.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -37,24 +39,6 @@ std::string FindRedisServer() {
   return "";
 }
 
-// A port the kernel says is free right now (another process may still take it before redis
-// binds it; Launch then fails and the caller tries another).
-int PickFreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot bind a loopback socket to find a free port");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,6 +1,9 @@
 #include "tests/support/server_process.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -38,6 +41,23 @@ std::string BinaryPath(const std::string& relative) {
   const char* env = std::getenv("SKINNING_BINARY_DIR");
   const std::string dir = env && *env ? env : SKINNING_BINARY_DIR;
   return dir + "/" + relative;
+}
+
+int PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot bind a loopback socket to find a free port");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
 }
 
 std::string MakeTempDir(const std::string& prefix) {

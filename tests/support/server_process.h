@@ -13,6 +13,10 @@ namespace skinning::testing {
 // Path of a binary built by this project, e.g. BinaryPath("server/skinning-server").
 std::string BinaryPath(const std::string& relative);
 
+// A loopback port the kernel says is free right now (another process may still take it before
+// the caller binds it).
+int PickFreePort();
+
 // A fresh empty directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& prefix);
 
