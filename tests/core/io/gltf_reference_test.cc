@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/support/data.h"
+#include "tests/support/temp_files.h"
 
 namespace skinning::testing::gltf_reference {
 namespace {
@@ -309,7 +310,7 @@ std::string WriteSyntheticGltf() {
       animation(2, "translation", "CUBICSPLINE", t02, cubic_out), ",",
       animation(3, "rotation", "CUBICSPLINE", t01, cubic_rot), ",",
       animation(3, "rotation", "LINEAR", t01, linear_rot), "]"));
-  const std::string path = ::testing::TempDir() + "/gltf_reference_synthetic.gltf";
+  const std::string path = ::skinning::testing::TempPath("_synthetic.gltf");  // unique: tests run in parallel
   std::ofstream(path) << json;
   return path;
 }
