@@ -62,4 +62,13 @@ RowMatrixX3d PerVertexNormals(const RowMatrixX3d& V, const RowMatrixX3i& F) {
   return N;
 }
 
+double SignedVolume(const RowMatrixX3d& V, const RowMatrixX3i& F) {
+  double sum = 0.0;
+  for (int f = 0; f < F.rows(); ++f) {
+    const Eigen::Vector3d a = V.row(F(f, 0)), b = V.row(F(f, 1)), c = V.row(F(f, 2));
+    sum += a.dot(b.cross(c));
+  }
+  return sum / 6.0;
+}
+
 }  // namespace skinning

@@ -38,6 +38,10 @@ double BoundingBoxDiagonal(const RowMatrixX3d& V);
 // vertices on no triangle of non-zero area).
 RowMatrixX3d PerVertexNormals(const RowMatrixX3d& V, const RowMatrixX3i& F);
 
+// Signed volume enclosed by a closed triangle mesh (divergence theorem: Σ v0 · (v1 × v2) / 6);
+// positive for outward-facing (counter-clockwise seen from outside) triangles.
+double SignedVolume(const RowMatrixX3d& V, const RowMatrixX3i& F);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_GEOMETRY_MESH_H_

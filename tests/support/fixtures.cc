@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 namespace skinning::testing {
 
@@ -54,6 +55,111 @@ Rig MakeTubeForBaking() {
   rig.sparse_weights.reset();
   rig.skeleton.joints[0].tail = Eigen::Vector3d(1.0, 0, 0);
   rig.skeleton.joints[1].tail = Eigen::Vector3d(1.9, 0, 0);
+  return rig;
+}
+
+namespace {
+
+void TwoBoneSkeleton(double length, Rig* rig) {
+  const double mid = length / 2;
+  rig->skeleton.joints.resize(2);
+  rig->skeleton.joints[0].name = "root";
+  rig->skeleton.joints[0].parent = -1;
+  rig->skeleton.joints[0].tail = Eigen::Vector3d(mid, 0, 0);
+  rig->skeleton.joints[1].name = "elbow";
+  rig->skeleton.joints[1].parent = 0;
+  rig->skeleton.joints[1].rest.translation = Eigen::Vector3d(mid, 0, 0);
+  rig->skeleton.joints[1].inverse_bind.translation() = Eigen::Vector3d(-mid, 0, 0);
+  rig->skeleton.joints[1].tail = Eigen::Vector3d(0.95 * length, 0, 0);
+}
+
+}  // namespace
+
+Rig MakeCylinderRig(int rings, int segments, double length, double radius) {
+  Rig rig;
+  rig.name = "cylinder";
+  const int nv = rings * segments + 2;
+  rig.mesh.V.resize(nv, 3);
+  for (int r = 0; r < rings; ++r) {
+    const double x = length * r / (rings - 1);
+    for (int s = 0; s < segments; ++s) {
+      const double a = 2 * M_PI * s / segments;
+      rig.mesh.V.row(r * segments + s) << x, radius * std::cos(a), radius * std::sin(a);
+    }
+  }
+  const int c0 = rings * segments, c1 = c0 + 1;
+  rig.mesh.V.row(c0) << 0, 0, 0;
+  rig.mesh.V.row(c1) << length, 0, 0;
+  std::vector<Eigen::Vector3i> faces;
+  for (int r = 0; r + 1 < rings; ++r)
+    for (int s = 0; s < segments; ++s) {
+      const int a = r * segments + s, b = r * segments + (s + 1) % segments;
+      const int c = a + segments, d = b + segments;
+      faces.emplace_back(a, b, d);  // normal points away from the axis
+      faces.emplace_back(a, d, c);
+    }
+  for (int s = 0; s < segments; ++s) {
+    const int a = s, b = (s + 1) % segments;
+    faces.emplace_back(c0, b, a);  // -x cap
+    const int off = (rings - 1) * segments;
+    faces.emplace_back(c1, off + a, off + b);  // +x cap
+  }
+  rig.mesh.F.resize(static_cast<int>(faces.size()), 3);
+  for (int f = 0; f < static_cast<int>(faces.size()); ++f) rig.mesh.F.row(f) = faces[f].transpose();
+  TwoBoneSkeleton(length, &rig);
+  return rig;
+}
+
+Rig MakeBoxRig(int nx, int nyz, double length, double h) {
+  Rig rig;
+  rig.name = "box";
+  const int n[3] = {nx, nyz, nyz};
+  auto on_boundary = [&](int i, int j, int k) {
+    return i == 0 || j == 0 || k == 0 || i == n[0] - 1 || j == n[1] - 1 || k == n[2] - 1;
+  };
+  std::vector<int> index(static_cast<size_t>(n[0]) * n[1] * n[2], -1);
+  auto id = [&](int i, int j, int k) -> int& { return index[(static_cast<size_t>(k) * n[1] + j) * n[0] + i]; };
+  std::vector<Eigen::Vector3d> verts;
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i)
+        if (on_boundary(i, j, k)) {
+          id(i, j, k) = static_cast<int>(verts.size());
+          verts.emplace_back(length * i / (n[0] - 1), -h + 2 * h * j / (n[1] - 1), -h + 2 * h * k / (n[2] - 1));
+        }
+  std::vector<Eigen::Vector3i> faces;
+  // Each side: axis a fixed at 0 or n[a]-1; quads over the other two axes, oriented outward.
+  for (int a = 0; a < 3; ++a) {
+    const int b = (a + 1) % 3, c = (a + 2) % 3;
+    for (int side = 0; side < 2; ++side) {
+      const int fixed = side == 0 ? 0 : n[a] - 1;
+      for (int u = 0; u + 1 < n[b]; ++u)
+        for (int v = 0; v + 1 < n[c]; ++v) {
+          int q[4];
+          const int uv[4][2] = {{u, v}, {u + 1, v}, {u + 1, v + 1}, {u, v + 1}};
+          for (int t = 0; t < 4; ++t) {
+            int ijk[3];
+            ijk[a] = fixed;
+            ijk[b] = uv[t][0];
+            ijk[c] = uv[t][1];
+            q[t] = id(ijk[0], ijk[1], ijk[2]);
+          }
+          // (b, c, a) is a right-handed permutation, so u × v points along +a: flip for side 0.
+          if (side == 1) {
+            faces.emplace_back(q[0], q[1], q[2]);
+            faces.emplace_back(q[0], q[2], q[3]);
+          } else {
+            faces.emplace_back(q[0], q[2], q[1]);
+            faces.emplace_back(q[0], q[3], q[2]);
+          }
+        }
+    }
+  }
+  rig.mesh.V.resize(static_cast<int>(verts.size()), 3);
+  for (int i = 0; i < static_cast<int>(verts.size()); ++i) rig.mesh.V.row(i) = verts[i].transpose();
+  rig.mesh.F.resize(static_cast<int>(faces.size()), 3);
+  for (int f = 0; f < static_cast<int>(faces.size()); ++f) rig.mesh.F.row(f) = faces[f].transpose();
+  TwoBoneSkeleton(length, &rig);
   return rig;
 }
 

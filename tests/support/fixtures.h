@@ -16,6 +16,15 @@ Rig MakeTwoBoneTube(int rings = 21, int segments = 16, double length = 2.0, doub
 // bone is a segment, not a point): a rig to bake weights for.
 Rig MakeTubeForBaking();
 
+// Generated test shapes for the elasticity-inspired deformers, without weights (rigs to bake):
+// a closed cylinder along +x from 0 to `length` of radius `radius` (`rings` rings of `segments`
+// vertices plus one centre vertex per cap), and a closed box [0, length] × [-h, h]² triangulated
+// on a regular lattice (`nx` by `nyz` by `nyz` lattice points). Both have the same two-bone
+// skeleton: joint 0 "root" at the origin with tail (length/2, 0, 0), joint 1 "elbow" at
+// (length/2, 0, 0) with tail (0.95 · length, 0, 0). Outward-facing triangles, no normals.
+Rig MakeCylinderRig(int rings = 41, int segments = 24, double length = 2.0, double radius = 0.25);
+Rig MakeBoxRig(int nx = 41, int nyz = 7, double length = 2.0, double h = 0.25);
+
 // Random skinning data: #V positions in [-1, 1]³ with unit normals, and k-sparse weights (the
 // top k of random dense weights over `joints` joints, renormalized). Deterministic in `seed`.
 struct RandomSkinningData {
