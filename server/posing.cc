@@ -10,9 +10,10 @@
 
 namespace skinning {
 
-absl::Status PoseFrame(const LoadedRig& rig, const SparseWeights* weights, const v1::Pose& pose_proto,
-                       v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
-                       const char* field) {
+absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose_proto, v1::Method method,
+                       const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) {
+  const LoadedRig& rig = *ctx.rig;
+  const SparseWeights* weights = ctx.weights;
   if (method != v1::METHOD_UNSPECIFIED && method != v1::METHOD_LBS && method != v1::METHOD_DQS)
     return absl::InvalidArgumentError(absl::StrFormat("method %d is not supported (LBS or DQS)", method));
   const bool want_transforms = outputs.transforms();

@@ -3,16 +3,27 @@
 #define SKINNING_SERVER_POSING_H_
 
 #include "absl/status/status.h"
+#include "server/bake_jobs.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.pb.h"
 
 namespace skinning {
 
-// Poses `rig` with `weights` (the rig's own, or a bake's; nullptr when it has none) and fills
+class PsdModel;  // core/skinning/psd.h
+
+// What one frame is posed with.
+struct PoseContext {
+  const LoadedRig* rig = nullptr;          // required
+  const SparseWeights* weights = nullptr;  // the rig's own or the bake's; nullptr when none
+  const LoadedBake* bake = nullptr;        // the request's bake_id, or nullptr
+  const PsdModel* psd = nullptr;           // METHOD_PSD_*: the rig's pose-space model
+};
+
+// Poses `ctx.rig` with `ctx.weights` (the rig's own, or a bake's; nullptr when it has none) and fills
 // `out` with what `outputs` asks (vertices only when nothing is asked). INVALID_ARGUMENT for a
 // bad pose or method (messages start with `field`), FAILED_PRECONDITION when vertices are asked
 // and there are no weights.
-absl::Status PoseFrame(const LoadedRig& rig, const SparseWeights* weights, const v1::Pose& pose,
+absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose,
                        v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
                        const char* field = "pose");
 

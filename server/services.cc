@@ -134,13 +134,12 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
   return &(*holder)->sparse;
 }
 
-absl::Status PoseServiceImpl::PoseOneFrame(const LoadedRig& rig, const SparseWeights* weights,
-                                           const v1::Pose& pose, v1::Method method,
+absl::Status PoseServiceImpl::PoseOneFrame(const PoseContext& pc, const v1::Pose& pose, v1::Method method,
                                            const v1::PoseOutputs& outputs, v1::PosedFrame* out,
                                            const char* field) {
-  if (frames_ == nullptr) return PoseFrame(rig, weights, pose, method, outputs, out, field);
+  if (frames_ == nullptr) return PoseFrame(pc, pose, method, outputs, out, field);
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = PoseFrame(rig, weights, pose, method, outputs, out, field);
+  absl::Status s = PoseFrame(pc, pose, method, outputs, out, field);
   if (s.ok()) frames_->OnFrame(method, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return s;
 }
@@ -157,7 +156,8 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseReque
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
-  return ToGrpcStatus(PoseOneFrame(**rig, *weights, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
+  const PoseContext pc{rig->get(), *weights, bake.get()};
+  return ToGrpcStatus(PoseOneFrame(pc, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
 }
 
 grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
@@ -172,12 +172,12 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
+  const PoseContext pc{rig->get(), *weights, bake.get()};
   for (int f = 0; f < req->frames_size(); ++f) {
     if (absl::Status s = StillWanted(*ctx); !s.ok())
       return ToGrpcStatus(absl::Status(s.code(), absl::StrFormat("frames[%d] of %d: %s", f, req->frames_size(), s.message())));
     const std::string field = absl::StrFormat("frames[%d]", f);
-    if (auto s = PoseOneFrame(**rig, *weights, req->frames(f), req->method(), req->outputs(), resp->add_frames(),
-                              field.c_str());
+    if (auto s = PoseOneFrame(pc, req->frames(f), req->method(), req->outputs(), resp->add_frames(), field.c_str());
         !s.ok())
       return ToGrpcStatus(s);
   }
@@ -218,7 +218,8 @@ grpc::Status PoseServiceImpl::PoseSession(
     resp.Clear();
     resp.set_sequence(req.sequence());
     const std::string field = absl::StrFormat("frame %d: pose", frames);
-    if (auto s = PoseOneFrame(*rig, weights, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
+    const PoseContext pc{rig.get(), weights, bake.get()};
+    if (auto s = PoseOneFrame(pc, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
       return ToGrpcStatus(s);
     if (!stream->Write(resp)) break;  // the client went away
     ++frames;

@@ -12,6 +12,7 @@
 
 #include "server/auth.h"
 #include "server/bake_jobs.h"
+#include "server/posing.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.grpc.pb.h"
 
@@ -66,8 +67,7 @@ class PoseServiceImpl final : public v1::PoseService::Service {
 
  private:
   // PoseFrame, timed for frames_.
-  absl::Status PoseOneFrame(const LoadedRig& rig, const SparseWeights* weights, const v1::Pose& pose,
-                            v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
+  absl::Status PoseOneFrame(const PoseContext& pc, const v1::Pose& pose, v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
                             const char* field = "pose");
 
   RigStore* store_;
