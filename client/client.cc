@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -145,6 +146,43 @@ absl::Status Client::DeleteRig(const std::string& rig_id) {
   req.set_rig_id(rig_id);
   v1::DeleteRigResponse resp;
   return WithRetry("DeleteRig", [&](grpc::ClientContext* ctx) { return rigs_->DeleteRig(ctx, req, &resp); });
+}
+
+absl::StatusOr<v1::AddExampleResponse> Client::AddExample(const v1::AddExampleRequest& req) {
+  v1::AddExampleResponse resp;
+  absl::Status s = WithRetry("AddExample", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return rigs_->AddExample(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<std::vector<v1::Example>> Client::ListExamples(const std::string& rig_id, bool include_shapes) {
+  v1::ListExamplesRequest req;
+  req.set_rig_id(rig_id);
+  req.set_include_shapes(include_shapes);
+  v1::ListExamplesResponse resp;
+  absl::Status s = WithRetry("ListExamples", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return rigs_->ListExamples(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return std::vector<v1::Example>(std::make_move_iterator(resp.mutable_examples()->begin()),
+                                  std::make_move_iterator(resp.mutable_examples()->end()));
+}
+
+absl::StatusOr<v1::RemoveExampleResponse> Client::RemoveExample(const std::string& rig_id, const std::string& name) {
+  v1::RemoveExampleRequest req;
+  req.set_rig_id(rig_id);
+  req.set_name(name);
+  v1::RemoveExampleResponse resp;
+  absl::Status s = WithRetry("RemoveExample", [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return rigs_->RemoveExample(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
 }
 
 absl::StatusOr<v1::PosedFrame> Client::Pose(const v1::PoseRequest& req) {

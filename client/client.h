@@ -70,6 +70,18 @@ class Client {
   absl::StatusOr<std::vector<v1::RigInfo>> ListRigs();
   absl::Status DeleteRig(const std::string& rig_id);
 
+  // Pose space deformation examples of a rig (RigService.AddExample / ListExamples /
+  // RemoveExample; pose with METHOD_PSD_*). An example is the full pose (request.example.pose,
+  // or request.joints_by_name with the other joints at rest) and the #V*3 sculpted positions.
+  // Unlike the other calls, adding is not idempotent: a retried AddExample whose first attempt
+  // was stored answers ALREADY_EXISTS (a named example) or adds a second one (an unnamed one,
+  // which then fails as a duplicate pose, INVALID_ARGUMENT) — check ListExamples after such errors.
+  absl::StatusOr<v1::AddExampleResponse> AddExample(const v1::AddExampleRequest& request);
+  // Names only, unless include_shapes (poses and positions too).
+  absl::StatusOr<std::vector<v1::Example>> ListExamples(const std::string& rig_id, bool include_shapes = false);
+  // NOT_FOUND for an unknown name.
+  absl::StatusOr<v1::RemoveExampleResponse> RemoveExample(const std::string& rig_id, const std::string& name);
+
   absl::StatusOr<v1::PosedFrame> Pose(const v1::PoseRequest& request);
   absl::StatusOr<v1::PoseClipResponse> PoseClip(const v1::PoseClipRequest& request);
 

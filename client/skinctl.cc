@@ -23,6 +23,7 @@
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
 #include "core/io/medit.h"
+#include "core/io/mesh_file.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "server/convert.h"
@@ -40,7 +41,7 @@ ABSL_FLAG(std::string, gltf, "", "a glTF 2.0 character (.gltf or .glb)");
 ABSL_FLAG(std::string, obj, "", "an OBJ mesh (with --tgf)");
 ABSL_FLAG(std::string, tgf, "", "a libigl .tgf skeleton: one joint per bone (with --obj)");
 ABSL_FLAG(std::string, dmat, "", "a libigl .dmat weight matrix, #vertices by #bones (with --obj)");
-ABSL_FLAG(std::string, name, "", "a label for the registered rig (default: the file name)");
+ABSL_FLAG(std::string, name, "", "a label for the registered rig (default: the file name); example add/remove: the example's name");
 ABSL_FLAG(std::string, rig, "", "the rig id to pose (default: register the given files first)");
 ABSL_FLAG(std::string, pose, "", "a pose file: .json (local transforms by joint name or index) or "
                                  ".dmat (one relative rotation quaternion x,y,z,w per joint)");
@@ -60,6 +61,8 @@ ABSL_FLAG(std::string, bake, "", "pose: use this bake's weights");
 ABSL_FLAG(std::string, constraints, "", "solve: a JSON constraints file (see the README)");
 ABSL_FLAG(int, iterations, 15, "solve: local/global iterations");
 ABSL_FLAG(std::string, out_file, "", "get: also write the stored rig as a skinned glTF (.glb or .gltf)");
+ABSL_FLAG(std::string, mesh, "",
+          "example add: the sculpted mesh (.obj or .off) with the rig's vertex count and order");
 
 namespace skinning {
 namespace {
@@ -96,7 +99,13 @@ Commands:
             [--pose=FILE | --times=T1,T2,.. | --fps=F] [--animation=N]
             [--method=lbs,dqs] [--out=DIR] [--format=glb,obj]
             Poses the rig through the server (one PoseClip call) and writes the posed meshes.
-            With no pose, time or rate it poses the rest pose.
+            With no pose, time or rate it poses the rest pose. Methods: lbs, dqs, and pose space
+            deformation over the rig's examples: psd_lbs, psd_dqs, psd_support_lbs, psd_support_dqs.
+  example add --rig=ID --pose=FILE --mesh=FILE.obj|.off [--name=NAME]
+            Adds a pose space deformation example: the sculpted mesh (the rig's vertices, same
+            order) at the pose (the formats of pose --pose). Prints its name and the count.
+  example list --rig=ID      Lists the rig's examples.
+  example remove --rig=ID NAME   Removes one.
 )";
 
 // A character read from local files.
@@ -316,7 +325,11 @@ absl::Status CommandPose() {
   for (absl::string_view m : absl::StrSplit(absl::GetFlag(FLAGS_method), ',', absl::SkipWhitespace())) {
     if (m == "lbs") methods.emplace_back("lbs", v1::METHOD_LBS);
     else if (m == "dqs") methods.emplace_back("dqs", v1::METHOD_DQS);
-    else return absl::InvalidArgumentError(absl::StrCat("--method: unknown method '", m, "' (lbs or dqs)"));
+    else if (m == "psd_lbs") methods.emplace_back("psd_lbs", v1::METHOD_PSD_LBS);
+    else if (m == "psd_dqs") methods.emplace_back("psd_dqs", v1::METHOD_PSD_DQS);
+    else if (m == "psd_support_lbs") methods.emplace_back("psd_support_lbs", v1::METHOD_PSD_SUPPORT_LBS);
+    else if (m == "psd_support_dqs") methods.emplace_back("psd_support_dqs", v1::METHOD_PSD_SUPPORT_DQS);
+    else return absl::InvalidArgumentError(absl::StrCat("--method: unknown method '", m, "' (lbs, dqs, psd_lbs, psd_dqs, psd_support_lbs or psd_support_dqs)"));
   }
   std::vector<std::string> formats = absl::StrSplit(absl::GetFlag(FLAGS_format), ',', absl::SkipWhitespace());
   for (const std::string& f : formats)
@@ -598,6 +611,58 @@ absl::Status CommandSolve() {
   return absl::OkStatus();
 }
 
+// skinctl example add|list|remove: pose space deformation examples of a stored rig.
+absl::Status CommandExample(const std::vector<char*>& args) {
+  if (args.size() < 3) return absl::InvalidArgumentError("example needs a subcommand: add, list or remove");
+  const std::string sub = args[2];
+  const std::string rig_id = absl::GetFlag(FLAGS_rig);
+  if (rig_id.empty()) return absl::InvalidArgumentError(absl::StrCat("example ", sub, " needs --rig=ID"));
+  absl::StatusOr<std::unique_ptr<Client>> made = MakeClient();
+  if (!made.ok()) return made.status();
+  std::unique_ptr<Client> client = *std::move(made);
+  if (sub == "list") {
+    absl::StatusOr<std::vector<v1::Example>> examples = client->ListExamples(rig_id);
+    if (!examples.ok()) return examples.status();
+    for (const v1::Example& e : *examples) std::printf("%s\n", e.name().c_str());
+    return absl::OkStatus();
+  }
+  if (sub == "remove") {
+    std::string name = args.size() >= 4 ? args[3] : absl::GetFlag(FLAGS_name);
+    if (name.empty()) return absl::InvalidArgumentError("example remove needs the example's name");
+    absl::StatusOr<v1::RemoveExampleResponse> removed = client->RemoveExample(rig_id, name);
+    if (!removed.ok()) return removed.status();
+    std::printf("removed %s (%u examples left)\n", name.c_str(), removed->example_count());
+    return absl::OkStatus();
+  }
+  if (sub != "add") return absl::InvalidArgumentError(absl::StrCat("example: unknown subcommand '", sub, "' (add, list or remove)"));
+  const std::string pose_file = absl::GetFlag(FLAGS_pose), mesh_file = absl::GetFlag(FLAGS_mesh);
+  if (pose_file.empty() || mesh_file.empty())
+    return absl::InvalidArgumentError("example add needs --pose=FILE (.json or .dmat) and --mesh=FILE (.obj or .off)");
+  absl::StatusOr<v1::GetRigResponse> got = client->GetRig(rig_id, /*include_rig=*/true);
+  if (!got.ok()) return got.status();
+  absl::StatusOr<Rig> rig = RigFromProto(got->rig(), RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+  if (!rig.ok()) return rig.status();
+  absl::StatusOr<Pose> pose = ReadPoseFile(pose_file, rig->skeleton);
+  if (!pose.ok()) return pose.status();
+  absl::StatusOr<Mesh> mesh = ReadMeshFile(mesh_file);
+  if (!mesh.ok()) return mesh.status();
+  if (mesh->V.rows() != rig->mesh.V.rows())
+    return absl::InvalidArgumentError(absl::StrFormat("%s has %d vertices, rig %s has %d (same vertices, same order)",
+                                                      mesh_file, mesh->V.rows(), rig_id, rig->mesh.V.rows()));
+  v1::AddExampleRequest req;
+  req.set_rig_id(rig_id);
+  v1::Example* e = req.mutable_example();
+  e->set_name(absl::GetFlag(FLAGS_name));
+  *e->mutable_pose() = PoseToProto(*pose);
+  e->mutable_positions()->Reserve(static_cast<int>(mesh->V.size()));
+  for (int i = 0; i < mesh->V.rows(); ++i)
+    for (int a = 0; a < 3; ++a) e->add_positions(static_cast<float>(mesh->V(i, a)));
+  absl::StatusOr<v1::AddExampleResponse> added = client->AddExample(req);
+  if (!added.ok()) return added.status();
+  std::printf("%s (%u examples)\n", added->name().c_str(), added->example_count());
+  return absl::OkStatus();
+}
+
 absl::Status Run(const std::vector<char*>& args) {
   if (args.size() < 2) {
     std::cerr << kUsage;
@@ -648,6 +713,7 @@ absl::Status Run(const std::vector<char*>& args) {
     return absl::OkStatus();
   }
   if (command == "pose") return CommandPose();
+  if (command == "example") return CommandExample(args);
   if (command == "bake") return CommandBake();
   if (command == "solve") return CommandSolve();
   if (command == "bake-status" || command == "cancel") {

@@ -7,11 +7,14 @@
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "server/convert.h"
+#include "server/psd_posing.h"
 
 namespace skinning {
 
 absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose_proto, v1::Method method,
                        const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) {
+  // Pose space deformation (its own file; falls back to LBS / DQS without examples).
+  if (IsPsdMethod(method)) return PosePsdFrame(ctx, pose_proto, method, outputs, out, field);
   const LoadedRig& rig = *ctx.rig;
   const SparseWeights* weights = ctx.weights;
   if (method != v1::METHOD_UNSPECIFIED && method != v1::METHOD_LBS && method != v1::METHOD_DQS)

@@ -60,12 +60,14 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->blobs_ = *std::move(blobs);
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->store_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
+  s->examples_ = std::make_unique<ExampleStore>(s->blobs_);
+  s->psd_models_ = std::make_unique<PsdModels>(s->examples_.get());
   s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes, s->metrics_.get());
   const Authenticator* auth = s->auth_.get();
-  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_, auth);
+  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_, auth, s->examples_.get());
   s->pose_service_ =
       std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
-                                        options.max_clip_frames, s->metrics_.get(), auth);
+                                        options.max_clip_frames, s->metrics_.get(), auth, s->psd_models_.get());
   s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_, auth);
   s->fast_service_ = std::make_unique<FastServiceImpl>(s->bakes_.get(), &s->draining_, auth);
 
@@ -95,6 +97,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     BakeJobs* bakes = s->bakes_.get();
     s->metrics_->AddCache("skinning_rig_cache", "rig cache", [store] { return store->cache_stats(); });
     s->metrics_->AddCache("skinning_bake_cache", "bake cache", [bakes] { return bakes->cache_stats(); });
+    PsdModels* psd = s->psd_models_.get();
+    s->metrics_->AddCache("skinning_psd_model_cache", "PSD model cache", [psd] { return psd->cache_stats(); });
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> exposer = s->metrics_->Serve(options.metrics_address);
     if (!exposer.ok()) return exposer.status();
     s->exposer_ = *std::move(exposer);

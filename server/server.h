@@ -73,6 +73,8 @@ class SkinningServer {
   bool mutual_tls_ = false;
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> store_;
+  std::unique_ptr<ExampleStore> examples_;  // PSD examples per rig
+  std::unique_ptr<PsdModels> psd_models_;   // PSD models built from them, cached
   std::unique_ptr<BakeJobs> bakes_;
   std::unique_ptr<BakeServiceImpl> bake_service_;
   std::unique_ptr<FastServiceImpl> fast_service_;

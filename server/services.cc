@@ -114,7 +114,56 @@ grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext* ctx, const v1::Delet
   absl::StatusOr<bool> deleted = store_->Delete(req->rig_id(), tenant);
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
   if (!*deleted) return ToGrpcStatus(absl::NotFoundError(absl::StrCat("rig '", req->rig_id(), "' not found")));
+  // The examples go with the stored rig (which stays while another tenant owns it).
+  if (examples_ != nullptr && absl::IsNotFound(store_->Get(req->rig_id()).status()))
+    if (auto s = examples_->DeleteAll(req->rig_id()); !s.ok()) return ToGrpcStatus(s);
   resp->set_deleted(true);
+  return grpc::Status::OK;
+}
+
+grpc::Status RigServiceImpl::AddExample(grpc::ServerContext* ctx, const v1::AddExampleRequest* req,
+                                        v1::AddExampleResponse* resp) {
+  SKINNING_BEGIN_CALL(tenant, ctx);
+  if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->GetForTenant(req->rig_id(), tenant);
+  if (!rig.ok()) return ToGrpcStatus(rig.status());
+  absl::StatusOr<v1::Example> example = ResolveExample(**rig, *req);
+  if (!example.ok()) return ToGrpcStatus(example.status());
+  const LoadedRig& r = **rig;
+  absl::StatusOr<v1::AddExampleResponse> added = examples_->Add(
+      r.id, *std::move(example),
+      [&r](const v1::StoredExamples& existing, const v1::Example& e) { return ValidateNewExample(r, existing, e); });
+  if (!added.ok()) return ToGrpcStatus(added.status());
+  *resp = *std::move(added);
+  return grpc::Status::OK;
+}
+
+grpc::Status RigServiceImpl::ListExamples(grpc::ServerContext* ctx, const v1::ListExamplesRequest* req,
+                                          v1::ListExamplesResponse* resp) {
+  SKINNING_BEGIN_CALL(tenant, ctx);
+  if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
+  // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.
+  if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
+  absl::StatusOr<ExampleSet> set = examples_->Get(req->rig_id());
+  if (!set.ok()) return ToGrpcStatus(set.status());
+  for (const v1::Example& e : set->stored->examples()) {
+    if (req->include_shapes()) {
+      *resp->add_examples() = e;
+    } else {
+      resp->add_examples()->set_name(e.name());
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status RigServiceImpl::RemoveExample(grpc::ServerContext* ctx, const v1::RemoveExampleRequest* req,
+                                           v1::RemoveExampleResponse* resp) {
+  SKINNING_BEGIN_CALL(tenant, ctx);
+  if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
+  if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
+  absl::StatusOr<v1::RemoveExampleResponse> removed = examples_->Remove(req->rig_id(), req->name());
+  if (!removed.ok()) return ToGrpcStatus(removed.status());
+  *resp = *std::move(removed);
   return grpc::Status::OK;
 }
 
@@ -132,6 +181,16 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
                                                    "', not '", rig.id, "'"));
   *holder = *std::move(bake);
   return &(*holder)->sparse;
+}
+
+absl::Status PoseServiceImpl::FetchPsd(const LoadedRig& rig, const SparseWeights* weights, const std::string& bake_id,
+                                       v1::Method method, std::shared_ptr<const PsdModel>* holder) {
+  holder->reset();
+  if (psd_ == nullptr || !IsPsdMethod(method)) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const PsdModel>> model = psd_->Get(rig, weights, bake_id, method);
+  if (!model.ok()) return model.status();
+  *holder = *std::move(model);
+  return absl::OkStatus();
 }
 
 absl::Status PoseServiceImpl::PoseOneFrame(const PoseContext& pc, const v1::Pose& pose, v1::Method method,
@@ -156,7 +215,9 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseReque
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
-  const PoseContext pc{rig->get(), *weights, bake.get()};
+  std::shared_ptr<const PsdModel> psd;
+  if (auto s = FetchPsd(**rig, *weights, req->bake_id(), req->method(), &psd); !s.ok()) return ToGrpcStatus(s);
+  const PoseContext pc{rig->get(), *weights, bake.get(), psd.get()};
   return ToGrpcStatus(PoseOneFrame(pc, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
 }
 
@@ -172,7 +233,9 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
   std::shared_ptr<const LoadedBake> bake;
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
-  const PoseContext pc{rig->get(), *weights, bake.get()};
+  std::shared_ptr<const PsdModel> psd;
+  if (auto s = FetchPsd(**rig, *weights, req->bake_id(), req->method(), &psd); !s.ok()) return ToGrpcStatus(s);
+  const PoseContext pc{rig->get(), *weights, bake.get(), psd.get()};
   for (int f = 0; f < req->frames_size(); ++f) {
     if (absl::Status s = StillWanted(*ctx); !s.ok())
       return ToGrpcStatus(absl::Status(s.code(), absl::StrFormat("frames[%d] of %d: %s", f, req->frames_size(), s.message())));
@@ -192,6 +255,7 @@ grpc::Status PoseServiceImpl::PoseSession(
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;
   const SparseWeights* weights = nullptr;
+  std::string rig_bake_id;  // the session's bake_id (PSD model key)
   v1::Method method = v1::METHOD_UNSPECIFIED;
   v1::PoseOutputs outputs;
   v1::PoseSessionResponse resp;
@@ -209,6 +273,7 @@ grpc::Status PoseServiceImpl::PoseSession(
       absl::StatusOr<const SparseWeights*> w = ResolveWeights(bakes_, *rig, req.bake_id(), &bake);
       if (!w.ok()) return ToGrpcStatus(w.status());
       weights = *w;
+      rig_bake_id = req.bake_id();
     } else if (!req.rig_id().empty() && req.rig_id() != rig->id) {
       return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
           "rig_id '", req.rig_id(), "' differs from the session's rig '", rig->id, "'")));
@@ -218,7 +283,10 @@ grpc::Status PoseServiceImpl::PoseSession(
     resp.Clear();
     resp.set_sequence(req.sequence());
     const std::string field = absl::StrFormat("frame %d: pose", frames);
-    const PoseContext pc{rig.get(), weights, bake.get()};
+    // PSD: the model of the rig's current examples (a cache lookup after the first frame).
+    std::shared_ptr<const PsdModel> psd;
+    if (auto s = FetchPsd(*rig, weights, rig_bake_id, method, &psd); !s.ok()) return ToGrpcStatus(s);
+    const PoseContext pc{rig.get(), weights, bake.get(), psd.get()};
     if (auto s = PoseOneFrame(pc, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
       return ToGrpcStatus(s);
     if (!stream->Write(resp)) break;  // the client went away

@@ -12,7 +12,9 @@
 
 #include "server/auth.h"
 #include "server/bake_jobs.h"
+#include "server/example_store.h"
 #include "server/posing.h"
+#include "server/psd_posing.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.grpc.pb.h"
 
@@ -28,8 +30,11 @@ class FrameObserver {
 
 class RigServiceImpl final : public v1::RigService::Service {
  public:
-  RigServiceImpl(RigStore* store, const std::atomic<bool>* draining, const Authenticator* auth = nullptr)
-      : store_(store), draining_(draining), auth_(auth ? auth : &Authenticator::Off()) {}
+  // `examples` (may be null: the example calls are then UNIMPLEMENTED) holds the rigs' PSD
+  // examples; DeleteRig removes them with the stored rig.
+  RigServiceImpl(RigStore* store, const std::atomic<bool>* draining, const Authenticator* auth = nullptr,
+                 ExampleStore* examples = nullptr)
+      : store_(store), draining_(draining), auth_(auth ? auth : &Authenticator::Off()), examples_(examples) {}
   grpc::Status RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest*,
                            v1::RegisterRigResponse*) override;
   grpc::Status GetRig(grpc::ServerContext*, const v1::GetRigRequest*, v1::GetRigResponse*) override;
@@ -37,11 +42,20 @@ class RigServiceImpl final : public v1::RigService::Service {
                         v1::ListRigsResponse*) override;
   grpc::Status DeleteRig(grpc::ServerContext*, const v1::DeleteRigRequest*,
                          v1::DeleteRigResponse*) override;
+  // Pose space deformation examples (see ExampleStore; validated by ResolveExample and
+  // ValidateNewExample before anything is stored). Same access check as the rig.
+  grpc::Status AddExample(grpc::ServerContext*, const v1::AddExampleRequest*,
+                          v1::AddExampleResponse*) override;
+  grpc::Status ListExamples(grpc::ServerContext*, const v1::ListExamplesRequest*,
+                            v1::ListExamplesResponse*) override;
+  grpc::Status RemoveExample(grpc::ServerContext*, const v1::RemoveExampleRequest*,
+                             v1::RemoveExampleResponse*) override;
 
  private:
   RigStore* store_;
   const std::atomic<bool>* draining_;
   const Authenticator* auth_;
+  ExampleStore* examples_;
 };
 
 class PoseServiceImpl final : public v1::PoseService::Service {
@@ -51,13 +65,14 @@ class PoseServiceImpl final : public v1::PoseService::Service {
   // `frames` (may be null) is told of every frame posed.
   PoseServiceImpl(RigStore* store, BakeJobs* bakes, const std::atomic<bool>* draining,
                   int max_clip_frames, FrameObserver* frames = nullptr,
-                  const Authenticator* auth = nullptr)
+                  const Authenticator* auth = nullptr, PsdModels* psd = nullptr)
       : store_(store),
         bakes_(bakes),
         draining_(draining),
         max_clip_frames_(max_clip_frames),
         frames_(frames),
-        auth_(auth ? auth : &Authenticator::Off()) {}
+        auth_(auth ? auth : &Authenticator::Off()),
+        psd_(psd) {}
   grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
   grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*,
                         v1::PoseClipResponse*) override;
@@ -69,6 +84,10 @@ class PoseServiceImpl final : public v1::PoseService::Service {
   // PoseFrame, timed for frames_.
   absl::Status PoseOneFrame(const PoseContext& pc, const v1::Pose& pose, v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
                             const char* field = "pose");
+  // The PSD model of a METHOD_PSD_* call into `holder` (null for other methods, without
+  // examples or without psd_).
+  absl::Status FetchPsd(const LoadedRig& rig, const SparseWeights* weights, const std::string& bake_id,
+                        v1::Method method, std::shared_ptr<const PsdModel>* holder);
 
   RigStore* store_;
   BakeJobs* bakes_;
@@ -76,6 +95,7 @@ class PoseServiceImpl final : public v1::PoseService::Service {
   const int max_clip_frames_;
   FrameObserver* const frames_;
   const Authenticator* auth_;
+  PsdModels* psd_;  // METHOD_PSD_* models; null = those methods pose as plain LBS / DQS
 };
 
 class BakeServiceImpl final : public v1::BakeService::Service {

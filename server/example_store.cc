@@ -1,0 +1,261 @@
+#include "server/example_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/convert.h"
+
+namespace skinning {
+namespace {
+
+std::string ExamplesKey(const std::string& rig_id) { return absl::StrCat("examples/", rig_id, ".pb"); }
+std::string RevisionKey(const std::string& rig_id) { return absl::StrCat("examples/", rig_id, ".rev"); }
+
+size_t CachedBytes(const v1::StoredExamples& stored) { return stored.ByteSizeLong() * 2 + 256; }
+
+absl::Status CheckTransformLengths(const v1::Transform& t, const std::string& where) {
+  if (t.translation_size() != 0 && t.translation_size() != 3)
+    return absl::InvalidArgumentError(absl::StrFormat("%s.translation has %d values, expected 3 (or none)", where,
+                                                      t.translation_size()));
+  if (t.rotation_size() != 0 && t.rotation_size() != 4)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.rotation has %d values, expected 4 (x, y, z, w) or none", where, t.rotation_size()));
+  if (t.scale_size() != 0 && t.scale_size() != 3)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.scale has %d values, expected 3 (or none)", where, t.scale_size()));
+  return absl::OkStatus();
+}
+
+absl::Status CheckName(const std::string& name) {
+  if (name.size() > kMaxExampleNameBytes)
+    return absl::InvalidArgumentError(absl::StrFormat("example.name has %d bytes, at most %d are allowed",
+                                                      name.size(), kMaxExampleNameBytes));
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("example.name[%d] is control character 0x%02x", i, static_cast<int>(c)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::AddExampleRequest& req) {
+  const v1::Example& in = req.example();
+  const Skeleton& skeleton = rig.rig.skeleton;
+  if (auto s = CheckName(in.name()); !s.ok()) return s;
+  const int nv = static_cast<int>(rig.positions.size() / 3);
+  if (in.positions_size() != 3 * nv)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("example.positions has %d values, expected %d (3 per vertex, the rig has %d vertices)",
+                        in.positions_size(), 3 * nv, nv));
+  for (int i = 0; i < in.positions_size(); ++i)
+    if (!std::isfinite(in.positions(i)))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("example.positions[%d] (vertex %d) is %f, not finite", i, i / 3, in.positions(i)));
+  if (in.pose().bone_stretch_size() != 0 || in.pose().bone_twist_size() != 0)
+    return absl::InvalidArgumentError(
+        "example.pose has bone_stretch or bone_twist: examples are plain poses (every joint's local transform)");
+
+  Pose pose;
+  if (!req.joints_by_name().empty()) {
+    if (in.pose().joints_size() != 0)
+      return absl::InvalidArgumentError("give example.pose or joints_by_name, not both");
+    pose = RestPose(skeleton);
+    // Sorted for a deterministic message when several names are wrong.
+    std::vector<std::string> names;
+    for (const auto& [name, t] : req.joints_by_name()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      const v1::Transform& t = req.joints_by_name().at(name);
+      const std::string where = absl::StrCat("joints_by_name['", name, "']");
+      const int j = skeleton.Find(name);
+      if (j < 0)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: the rig has no joint named '%s' (%d joints)", where, name, skeleton.size()));
+      if (auto s = CheckTransformLengths(t, where); !s.ok()) return s;
+      // Fields given replace the rest value; fields left empty keep it.
+      Transform& local = pose.local[j];
+      if (t.translation_size() == 3) local.translation = Eigen::Vector3d(t.translation(0), t.translation(1), t.translation(2));
+      if (t.rotation_size() == 4) local.rotation = Eigen::Quaterniond(t.rotation(3), t.rotation(0), t.rotation(1), t.rotation(2));
+      if (t.scale_size() == 3) local.scale = Eigen::Vector3d(t.scale(0), t.scale(1), t.scale(2));
+    }
+    if (auto s = ValidatePose(skeleton, pose, "joints_by_name"); !s.ok()) return s;
+  } else if (in.pose().joints_size() == 0) {
+    pose = RestPose(skeleton);
+  } else {
+    absl::StatusOr<Pose> p = PoseFromProto(in.pose(), skeleton, "example.pose");
+    if (!p.ok()) return p.status();
+    pose = *std::move(p);
+  }
+
+  v1::Example out;
+  out.set_name(in.name());
+  *out.mutable_pose() = PoseToProto(pose);
+  // The canonical (float) pose must still be valid: re-read it as the poser will.
+  if (absl::StatusOr<Pose> again = PoseFromProto(out.pose(), skeleton, "example.pose"); !again.ok())
+    return again.status();
+  *out.mutable_positions() = in.positions();
+  return out;
+}
+
+ExampleStore::ExampleStore(std::shared_ptr<BlobStore> blobs, size_t cache_bytes)
+    : blobs_(std::move(blobs)), cache_(cache_bytes) {}
+
+std::mutex& ExampleStore::RigMutex(const std::string& rig_id) {
+  return rig_mu_[std::hash<std::string>()(rig_id) % rig_mu_.size()];
+}
+
+absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(const std::string& rig_id) {
+  auto stored = std::make_shared<v1::StoredExamples>();
+  absl::StatusOr<std::string> bytes = blobs_->Get(ExamplesKey(rig_id));
+  if (absl::IsNotFound(bytes.status())) {
+    stored->set_format_version(kExamplesFormatVersion);
+    stored->set_rig_id(rig_id);
+    stored->set_revision(StoredRevision(rig_id));  // kept by DeleteAll: revisions never repeat
+    return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
+  }
+  if (!bytes.ok()) return bytes.status();
+  if (!stored->ParseFromString(*bytes))
+    return absl::DataLossError(absl::StrCat("stored examples of rig '", rig_id, "' are corrupt (do not parse)"));
+  if (stored->format_version() != kExamplesFormatVersion)
+    return absl::DataLossError(absl::StrFormat("stored examples of rig '%s' have format version %d, this server reads %d",
+                                               rig_id, stored->format_version(), kExamplesFormatVersion));
+  if (stored->rig_id() != rig_id)
+    return absl::DataLossError(
+        absl::StrCat("stored examples of rig '", rig_id, "' belong to rig '", stored->rig_id(), "'"));
+  return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
+}
+
+uint64_t ExampleStore::StoredRevision(const std::string& rig_id) {
+  absl::StatusOr<std::string> text = blobs_->Get(RevisionKey(rig_id));
+  uint64_t revision = 0;
+  if (!text.ok() || !absl::SimpleAtoi(*text, &revision)) return 0;
+  return revision;
+}
+
+ExampleSet ExampleStore::Remember(const std::string& rig_id, std::shared_ptr<const v1::StoredExamples> stored) {
+  ExampleSet set;
+  set.fingerprint = std::hash<std::string>()(stored->SerializeAsString());
+  set.stored = std::move(stored);
+  Recheck(rig_id, set);
+  return set;
+}
+
+void ExampleStore::Recheck(const std::string& rig_id, const ExampleSet& set) {
+  cache_.Insert(rig_id, std::make_shared<const Cached>(Cached{set, std::chrono::steady_clock::now()}),
+                CachedBytes(*set.stored));
+}
+
+absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id) {
+  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
+  if (std::shared_ptr<const Cached> hit = cache_.Find(rig_id)) {
+    if (std::chrono::steady_clock::now() - hit->checked < kRecheck) return hit->set;
+    if (StoredRevision(rig_id) == hit->set.stored->revision()) {
+      Recheck(rig_id, hit->set);  // still current: trust it for another kRecheck
+      return hit->set;
+    }
+  }
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> loaded = Load(rig_id);
+  if (!loaded.ok()) return loaded.status();
+  return Remember(rig_id, *std::move(loaded));
+}
+
+absl::Status ExampleStore::Store(const v1::StoredExamples& stored) {
+  // The set first, then its revision: a reader that sees the new revision finds the new set.
+  if (auto s = blobs_->Put(ExamplesKey(stored.rig_id()), stored.SerializeAsString()); !s.ok()) return s;
+  return blobs_->Put(RevisionKey(stored.rig_id()), absl::StrCat(stored.revision()));
+}
+
+absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_id, v1::Example example,
+                                                         const Validator& validate) {
+  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(RigMutex(rig_id));
+  // Read the stored set itself (not the cache): another replica may have changed it.
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id);
+  if (!current.ok()) return current.status();
+  const v1::StoredExamples& old = **current;
+  if (old.examples_size() >= kMaxExamplesPerRig)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "rig '%s' has %d examples, the limit per rig; remove some first", rig_id, old.examples_size()));
+  absl::flat_hash_set<std::string> taken;
+  for (const v1::Example& e : old.examples()) taken.insert(e.name());
+  if (example.name().empty()) {
+    for (int n = old.examples_size() + 1;; ++n) {
+      std::string name = absl::StrCat("example-", n);
+      if (!taken.contains(name)) {
+        example.set_name(std::move(name));
+        break;
+      }
+    }
+  } else if (taken.contains(example.name())) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("rig '", rig_id, "' already has an example named '", example.name(), "'"));
+  }
+  if (validate)
+    if (auto s = validate(old, example); !s.ok()) return s;
+  auto next = std::make_shared<v1::StoredExamples>(old);
+  next->set_format_version(kExamplesFormatVersion);
+  next->set_rig_id(rig_id);
+  next->set_revision(old.revision() + 1);
+  v1::AddExampleResponse resp;
+  resp.set_name(example.name());
+  *next->add_examples() = std::move(example);
+  resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
+  if (auto s = Store(*next); !s.ok()) {
+    cache_.Erase(rig_id);  // the store may hold either version now
+    return s;
+  }
+  Remember(rig_id, std::move(next));
+  return resp;
+}
+
+absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string& rig_id, const std::string& name) {
+  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(RigMutex(rig_id));
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id);
+  if (!current.ok()) return current.status();
+  const v1::StoredExamples& old = **current;
+  auto next = std::make_shared<v1::StoredExamples>(old);
+  next->clear_examples();
+  for (const v1::Example& e : old.examples())
+    if (e.name() != name) *next->add_examples() = e;
+  if (next->examples_size() == old.examples_size())
+    return absl::NotFoundError(absl::StrFormat("rig '%s' has no example named '%s' (%d examples)", rig_id, name,
+                                               old.examples_size()));
+  next->set_format_version(kExamplesFormatVersion);
+  next->set_rig_id(rig_id);
+  next->set_revision(old.revision() + 1);
+  if (auto s = Store(*next); !s.ok()) {
+    cache_.Erase(rig_id);
+    return s;
+  }
+  v1::RemoveExampleResponse resp;
+  resp.set_removed(true);
+  resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
+  Remember(rig_id, std::move(next));
+  return resp;
+}
+
+absl::Status ExampleStore::DeleteAll(const std::string& rig_id) {
+  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(RigMutex(rig_id));
+  cache_.Erase(rig_id);
+  // The revision blob stays (a few bytes) so that a rig registered again continues the count:
+  // a revision number never names two different sets.
+  const uint64_t revision = StoredRevision(rig_id);
+  absl::StatusOr<bool> had = blobs_->Delete(ExamplesKey(rig_id));
+  if (!had.ok()) return had.status();
+  if (!*had) return absl::OkStatus();
+  return blobs_->Put(RevisionKey(rig_id), absl::StrCat(revision + 1));
+}
+
+}  // namespace skinning

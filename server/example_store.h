@@ -1,0 +1,111 @@
+// Example shapes for pose space deformation, stored per rig (StoredExamples in the BlobStore).
+//
+// A rig's examples live under examples/<rig id>.pb (the whole StoredExamples, replaced
+// atomically on every change) with the revision also under examples/<rig id>.rev (decimal
+// text, written after the .pb), so a replica can check cheaply whether its in-memory copy is
+// current. Changes are read-modify-write and serialized per rig within the process; two
+// replicas changing the same rig's examples at the same instant may lose one change (the last
+// write wins).
+#ifndef SKINNING_SERVER_EXAMPLE_STORE_H_
+#define SKINNING_SERVER_EXAMPLE_STORE_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/blob_store.h"
+#include "server/lru_cache.h"
+#include "server/rig_store.h"
+#include "skinning/v1/skinning.pb.h"
+#include "skinning/v1/store.pb.h"
+
+namespace skinning {
+
+// Version of the StoredExamples layout; readers refuse other versions.
+inline constexpr uint32_t kExamplesFormatVersion = 1;
+// At most this many examples per rig (RESOURCE_EXHAUSTED beyond).
+inline constexpr int kMaxExamplesPerRig = 256;
+// Example names: 1 to this many bytes, printable ASCII (no control characters).
+inline constexpr size_t kMaxExampleNameBytes = 128;
+
+// Checks an AddExample request against `rig` and returns the example to store: the name as
+// given (possibly empty: ExampleStore::Add names it), the pose with every joint's local
+// transform explicit (from example.pose, or from joints_by_name with every other joint at its
+// rest transform; both empty = the rest pose), and the positions. INVALID_ARGUMENT, naming the
+// field, for: positions not #V*3 finite floats, a pose with the wrong joint count or a bad
+// transform, an unknown name in joints_by_name, both pose and joints_by_name, bone_stretch or
+// bone_twist values, a name that is too long or has control characters.
+absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::AddExampleRequest& req);
+
+// A rig's examples as read at one moment.
+struct ExampleSet {
+  std::shared_ptr<const v1::StoredExamples> stored;
+  // A hash of the whole content (names, poses, positions, revision): a key for what is derived
+  // from the examples (PSD models). Revisions alone may repeat after the rig is deleted and
+  // registered again; content hashes do not collide in practice. Stable within one process.
+  uint64_t fingerprint = 0;
+};
+
+class ExampleStore {
+ public:
+  // Called by Add with the rig's current examples and the new one (pose and positions already
+  // resolved, name assigned) before anything is stored; a non-OK answer stops the change.
+  using Validator = std::function<absl::Status(const v1::StoredExamples& existing, const v1::Example& added)>;
+
+  // `cache_bytes` bounds the in-memory copies of examples (LRU by bytes).
+  explicit ExampleStore(std::shared_ptr<BlobStore> blobs, size_t cache_bytes = size_t{256} << 20);
+
+  // The rig's examples (no examples and revision 0 when it has none). The rig id must be valid
+  // (RigStore::CheckAccess). Served from memory; a copy older than kRecheck is compared with
+  // the stored revision first. DATA_LOSS for a stored artifact that does not parse or has
+  // another format version.
+  absl::StatusOr<ExampleSet> Get(const std::string& rig_id);
+
+  // Adds `example` to the rig's examples: an empty name becomes "example-<n>" (the smallest
+  // n >= count + 1 not taken); ALREADY_EXISTS for a taken name; RESOURCE_EXHAUSTED past
+  // kMaxExamplesPerRig; then `validate` (may be empty). Stores the new set with revision + 1.
+  // Nothing is stored on any error.
+  absl::StatusOr<v1::AddExampleResponse> Add(const std::string& rig_id, v1::Example example,
+                                             const Validator& validate = nullptr);
+  // NOT_FOUND naming the example when the rig has none of that name.
+  absl::StatusOr<v1::RemoveExampleResponse> Remove(const std::string& rig_id, const std::string& name);
+  // Removes every example of the rig (when the rig itself is deleted); OK when it had none. The
+  // revision counter (examples/<rig>.rev) is kept and bumped, so revisions never repeat.
+  absl::Status DeleteAll(const std::string& rig_id);
+
+  // How long an in-memory copy is served without asking the store for the revision (another
+  // replica's change is seen after at most this long; this replica's own changes at once).
+  static constexpr std::chrono::milliseconds kRecheck{1000};
+
+  CacheStats cache_stats() const { return cache_.stats(); }
+
+ private:
+  struct Cached {
+    ExampleSet set;
+    std::chrono::steady_clock::time_point checked;
+  };
+  // Reads examples/<rig>.pb (empty set, revision 0, when absent).
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> Load(const std::string& rig_id);
+  // The stored revision from examples/<rig>.rev (0 when absent or unreadable).
+  uint64_t StoredRevision(const std::string& rig_id);
+  absl::Status Store(const v1::StoredExamples& stored);
+  // Caches `stored` (fingerprint computed) and returns it as a set.
+  ExampleSet Remember(const std::string& rig_id, std::shared_ptr<const v1::StoredExamples> stored);
+  void Recheck(const std::string& rig_id, const ExampleSet& set);
+  std::mutex& RigMutex(const std::string& rig_id);
+
+  std::shared_ptr<BlobStore> blobs_;
+  LruCache<Cached> cache_;
+  // Changes to one rig's examples take the rig's stripe (a hash of the id).
+  std::array<std::mutex, 64> rig_mu_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_EXAMPLE_STORE_H_

@@ -1,0 +1,465 @@
+// Pose space deformation end to end: examples through RigService, posing with METHOD_PSD_*,
+// against the real server binary (and skinctl) on a loopback port.
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "core/geometry/mesh.h"
+#include "core/io/obj.h"
+#include "server/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::BinaryPath;
+using ::skinning::testing::MakeCylinderRig;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::skinning::testing::RunCommand;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+constexpr v1::Method kPsdMethods[] = {v1::METHOD_PSD_LBS, v1::METHOD_PSD_DQS, v1::METHOD_PSD_SUPPORT_LBS,
+                                      v1::METHOD_PSD_SUPPORT_DQS};
+
+// The closed cylinder of MakeCylinderRig (bones with tails, so the elbow qualifies for a support
+// joint) with weights blending linearly from root to elbow over the middle fifth of its length.
+Rig PsdRig() {
+  Rig rig = MakeCylinderRig(21, 16);
+  rig.name = "psd-cylinder";
+  const int n = static_cast<int>(rig.mesh.V.rows());
+  SparseWeights W;
+  W.joints.resize(n, 2);
+  W.weights.resize(n, 2);
+  for (int i = 0; i < n; ++i) {
+    const double b = std::clamp((rig.mesh.V(i, 0) - 0.8) / 0.4, 0.0, 1.0);
+    W.joints.row(i) << 0, 1;
+    W.weights.row(i) << static_cast<float>(1 - b), static_cast<float>(b);
+  }
+  rig.sparse_weights = std::move(W);
+  return rig;
+}
+
+double BoxDiagonal(const Rig& rig) {
+  return (rig.mesh.V.colwise().maxCoeff() - rig.mesh.V.colwise().minCoeff()).norm();
+}
+
+// The elbow rotated by `degrees` about `axis`, the root at rest.
+v1::Pose Bend(const Rig& rig, double degrees, const Eigen::Vector3d& axis) {
+  Pose pose = RestPose(rig.skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, axis.normalized());
+  return PoseToProto(pose);
+}
+
+double MaxDistance(const google::protobuf::RepeatedField<float>& a, const google::protobuf::RepeatedField<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (int i = 0; i + 2 < std::min(a.size(), b.size()); i += 3)
+    worst = std::max(worst, std::hypot(a[i] - b[i], a[i + 1] - b[i + 1], a[i + 2] - b[i + 2]));
+  return worst;
+}
+
+class PsdEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_dir_ = MakeTempDir("store");
+    Start();
+    rig_ = PsdRig();
+    auto reg = client_->RegisterRig(RigToProto(rig_));
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    rig_id_ = reg->rig_id();
+    diag_ = BoxDiagonal(rig_);
+  }
+  void TearDown() override {
+    if (server_) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->Output();
+  }
+  void Start() {
+    server_ = std::make_unique<ServerProcess>(store_dir_);
+    ClientOptions o;
+    o.target = server_->address();
+    o.deadline = std::chrono::milliseconds(120000);  // the first PSD call builds the model
+    client_ = std::make_unique<Client>(o);
+  }
+
+  absl::StatusOr<v1::PosedFrame> PoseVertices(const v1::Pose& pose, v1::Method method, bool normals = false) {
+    v1::PoseRequest req;
+    req.set_rig_id(rig_id_);
+    *req.mutable_pose() = pose;
+    req.set_method(method);
+    req.mutable_outputs()->set_vertices(true);
+    req.mutable_outputs()->set_normals(normals);
+    return client_->Pose(req);
+  }
+
+  // A sculpted example at `pose`: plain LBS there plus a bulge of `amplitude` around the elbow,
+  // along each vertex's rest radial direction.
+  v1::Example Sculpt(const std::string& name, const v1::Pose& pose, double amplitude) {
+    auto lbs = PoseVertices(pose, v1::METHOD_LBS);
+    EXPECT_TRUE(lbs.ok()) << lbs.status();
+    v1::Example e;
+    e.set_name(name);
+    *e.mutable_pose() = pose;
+    for (int i = 0; i < rig_.mesh.V.rows(); ++i) {
+      const Eigen::Vector3d v = rig_.mesh.V.row(i);
+      const Eigen::Vector3d radial(0, v.y(), v.z());
+      const double g = amplitude * std::exp(-(v.x() - 1.0) * (v.x() - 1.0) / 0.02);
+      const Eigen::Vector3d d = radial.norm() > 1e-9 ? Eigen::Vector3d(g * radial.normalized()) : Eigen::Vector3d::Zero();
+      for (int a = 0; a < 3; ++a) e.add_positions(static_cast<float>(lbs->vertices(3 * i + a) + d(a)));
+    }
+    return e;
+  }
+
+  absl::StatusOr<v1::AddExampleResponse> Add(const v1::Example& e) {
+    v1::AddExampleRequest req;
+    req.set_rig_id(rig_id_);
+    *req.mutable_example() = e;
+    return client_->AddExample(req);
+  }
+
+  std::vector<std::string> Names() {
+    auto list = client_->ListExamples(rig_id_);
+    EXPECT_TRUE(list.ok()) << list.status();
+    std::vector<std::string> names;
+    if (list.ok())
+      for (const auto& e : *list) names.push_back(e.name());
+    return names;
+  }
+
+  std::string store_dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Client> client_;
+  Rig rig_;
+  std::string rig_id_;
+  double diag_ = 0;
+};
+
+TEST_F(PsdEndToEnd, EveryPsdMethodReproducesTheExamplesAtTheirPoses) {
+  const v1::Example a = Sculpt("bend-z", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  const v1::Example b = Sculpt("bend-y", Bend(rig_, -50, Eigen::Vector3d::UnitY()), 0.03);
+  auto added_a = Add(a);
+  ASSERT_TRUE(added_a.ok()) << added_a.status();
+  EXPECT_EQ(added_a->name(), "bend-z");
+  EXPECT_EQ(added_a->example_count(), 1u);
+  auto added_b = Add(b);
+  ASSERT_TRUE(added_b.ok()) << added_b.status();
+  EXPECT_EQ(added_b->example_count(), 2u);
+  for (v1::Method method : kPsdMethods) {
+    SCOPED_TRACE(v1::Method_Name(method));
+    for (const v1::Example* e : {&a, &b}) {
+      auto posed = PoseVertices(e->pose(), method);
+      ASSERT_TRUE(posed.ok()) << posed.status();
+      EXPECT_LE(MaxDistance(posed->vertices(), e->positions()), 1e-6 * diag_) << e->name();
+    }
+  }
+  // The same through a clip and a session (the cached model).
+  v1::PoseClipRequest clip;
+  clip.set_rig_id(rig_id_);
+  clip.set_method(v1::METHOD_PSD_SUPPORT_DQS);
+  *clip.add_frames() = a.pose();
+  *clip.add_frames() = b.pose();
+  auto frames = client_->PoseClip(clip);
+  ASSERT_TRUE(frames.ok()) << frames.status();
+  ASSERT_EQ(frames->frames_size(), 2);
+  EXPECT_LE(MaxDistance(frames->frames(0).vertices(), a.positions()), 1e-6 * diag_);
+  EXPECT_LE(MaxDistance(frames->frames(1).vertices(), b.positions()), 1e-6 * diag_);
+  v1::PoseOutputs outputs;
+  outputs.set_vertices(true);
+  auto session = client_->StartPoseSession(rig_id_, v1::METHOD_PSD_LBS, outputs);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (const v1::Example* e : {&b, &a}) {
+    auto frame = (*session)->Step(e->pose());
+    ASSERT_TRUE(frame.ok()) << frame.status();
+    EXPECT_LE(MaxDistance(frame->vertices(), e->positions()), 1e-6 * diag_);
+  }
+  EXPECT_TRUE((*session)->Close().ok());
+}
+
+TEST_F(PsdEndToEnd, PsdIsPlainSkinningAtRestAndBendsTheBulgeInBetween) {
+  const v1::Example a = Sculpt("bend-z", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  ASSERT_TRUE(Add(a).ok());
+  const v1::Pose rest = PoseToProto(RestPose(rig_.skeleton));
+  const v1::Pose half = Bend(rig_, 30, Eigen::Vector3d::UnitZ());
+  for (auto [psd, plain] : {std::pair{v1::METHOD_PSD_LBS, v1::METHOD_LBS}, std::pair{v1::METHOD_PSD_DQS, v1::METHOD_DQS}}) {
+    SCOPED_TRACE(v1::Method_Name(psd));
+    auto p_rest = PoseVertices(rest, psd), s_rest = PoseVertices(rest, plain);
+    ASSERT_TRUE(p_rest.ok() && s_rest.ok()) << p_rest.status() << s_rest.status();
+    EXPECT_LE(MaxDistance(p_rest->vertices(), s_rest->vertices()), 1e-6 * diag_);
+    // Half way to the example some of its bulge (0.05 at the elbow) is there.
+    auto p_half = PoseVertices(half, psd), s_half = PoseVertices(half, plain);
+    ASSERT_TRUE(p_half.ok() && s_half.ok());
+    const double d = MaxDistance(p_half->vertices(), s_half->vertices());
+    EXPECT_GT(d, 0.005);
+    EXPECT_LT(d, 0.05 + 1e-3);
+  }
+}
+
+TEST_F(PsdEndToEnd, WithoutExamplesPsdIsPlainSkinning) {
+  const v1::Pose pose = Bend(rig_, 70, Eigen::Vector3d(0, 1, 1));
+  for (auto [psd, plain] : {std::pair{v1::METHOD_PSD_LBS, v1::METHOD_LBS}, std::pair{v1::METHOD_PSD_DQS, v1::METHOD_DQS},
+                            std::pair{v1::METHOD_PSD_SUPPORT_LBS, v1::METHOD_LBS},
+                            std::pair{v1::METHOD_PSD_SUPPORT_DQS, v1::METHOD_DQS}}) {
+    auto p = PoseVertices(pose, psd), s = PoseVertices(pose, plain);
+    ASSERT_TRUE(p.ok() && s.ok()) << p.status() << s.status();
+    EXPECT_EQ(MaxDistance(p->vertices(), s->vertices()), 0.0) << v1::Method_Name(psd);
+  }
+}
+
+TEST_F(PsdEndToEnd, BadExamplesAreRefusedAndNothingIsStored) {
+  const v1::Example a = Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  ASSERT_TRUE(Add(a).ok());
+  const std::vector<std::string> before = Names();
+  ASSERT_THAT(before, ::testing::ElementsAre("a"));
+  auto expect_invalid = [&](const v1::AddExampleRequest& req, const std::string& message) {
+    auto r = client_->AddExample(req);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(message));
+    EXPECT_EQ(Names(), before);
+  };
+  v1::AddExampleRequest req;
+  req.set_rig_id(rig_id_);
+  {  // Wrong vertex count.
+    v1::AddExampleRequest r = req;
+    *r.mutable_example() = Sculpt("short", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    for (int k = 0; k < 3; ++k) r.mutable_example()->mutable_positions()->RemoveLast();
+    expect_invalid(r, absl::StrFormat("expected %d", 3 * rig_.mesh.V.rows()));
+  }
+  {  // The pose of example "a" again (other positions).
+    v1::AddExampleRequest r = req;
+    *r.mutable_example() = Sculpt("again", a.pose(), 0.02);
+    expect_invalid(r, "has the pose of example 'a'");
+  }
+  {  // An unknown joint name.
+    v1::AddExampleRequest r = req;
+    *r.mutable_example() = Sculpt("by-name", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    r.mutable_example()->clear_pose();
+    (*r.mutable_joints_by_name())["shoulder"].add_rotation(0);
+    expect_invalid(r, "no joint named 'shoulder'");
+  }
+  {  // The wrong joint count.
+    v1::AddExampleRequest r = req;
+    *r.mutable_example() = Sculpt("three", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    *r.mutable_example()->mutable_pose()->add_joints() = r.example().pose().joints(0);
+    expect_invalid(r, "joints has 3 entries, the rig's skeleton has 2");
+  }
+  {  // A taken name.
+    v1::AddExampleRequest r = req;
+    *r.mutable_example() = Sculpt("a", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    auto taken = client_->AddExample(r);
+    EXPECT_EQ(taken.status().code(), absl::StatusCode::kAlreadyExists) << taken.status();
+    EXPECT_EQ(Names(), before);
+  }
+  {  // Unknown rig; unknown example.
+    v1::AddExampleRequest r = req;
+    r.set_rig_id("rig-00000000000000000000000000000000");
+    *r.mutable_example() = a;
+    EXPECT_EQ(client_->AddExample(r).status().code(), absl::StatusCode::kNotFound);
+    auto missing = client_->RemoveExample(rig_id_, "nope");
+    EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(missing.status().message(), HasSubstr("'nope'"));
+  }
+  // joints_by_name gives the full pose: the elbow rotation of "a" by name is a duplicate.
+  v1::AddExampleRequest r = req;
+  *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+  r.mutable_example()->clear_pose();
+  (*r.mutable_joints_by_name())["elbow"] = a.pose().joints(1);
+  (*r.mutable_joints_by_name())["elbow"].clear_translation();  // kept at rest
+  expect_invalid(r, "has the pose of example 'a'");
+}
+
+TEST_F(PsdEndToEnd, ExamplesSurviveARestart) {
+  const v1::Example a = Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  ASSERT_TRUE(Add(a).ok());
+  auto unnamed = Add(Sculpt("", Bend(rig_, -40, Eigen::Vector3d::UnitY()), 0.02));
+  ASSERT_TRUE(unnamed.ok()) << unnamed.status();
+  EXPECT_EQ(unnamed->name(), "example-2");
+  auto shapes = client_->ListExamples(rig_id_, /*include_shapes=*/true);
+  ASSERT_TRUE(shapes.ok());
+  ASSERT_EQ(shapes->size(), 2u);
+  EXPECT_EQ(MaxDistance((*shapes)[0].positions(), a.positions()), 0.0);
+
+  EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  Start();
+  EXPECT_THAT(Names(), ::testing::ElementsAre("a", "example-2"));
+  auto posed = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  EXPECT_LE(MaxDistance(posed->vertices(), a.positions()), 1e-6 * diag_);
+}
+
+TEST_F(PsdEndToEnd, AfterRemoveExampleThePoseIsThatOfTheRemainingSet) {
+  const v1::Example a = Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  const v1::Example b = Sculpt("b", Bend(rig_, -50, Eigen::Vector3d::UnitY()), 0.03);
+  ASSERT_TRUE(Add(a).ok());
+  ASSERT_TRUE(Add(b).ok());
+  const v1::Pose between = Bend(rig_, 35, Eigen::Vector3d(0, 1, 2));
+  auto with_a = PoseVertices(between, v1::METHOD_PSD_LBS);  // builds and caches the {a, b} model
+  ASSERT_TRUE(with_a.ok());
+  auto removed = client_->RemoveExample(rig_id_, "a");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_TRUE(removed->removed());
+  EXPECT_EQ(removed->example_count(), 1u);
+  EXPECT_THAT(Names(), ::testing::ElementsAre("b"));
+
+  // A second server with only "b" added is the reference.
+  ServerProcess other(MakeTempDir("other"));
+  ClientOptions o;
+  o.target = other.address();
+  o.deadline = std::chrono::milliseconds(120000);
+  Client reference(o);
+  auto reg = reference.RegisterRig(RigToProto(rig_));
+  ASSERT_TRUE(reg.ok());
+  ASSERT_EQ(reg->rig_id(), rig_id_);
+  v1::AddExampleRequest add_b;
+  add_b.set_rig_id(rig_id_);
+  *add_b.mutable_example() = b;
+  ASSERT_TRUE(reference.AddExample(add_b).ok());
+  for (const v1::Pose& pose : {a.pose(), b.pose(), between}) {
+    auto here = PoseVertices(pose, v1::METHOD_PSD_LBS);
+    v1::PoseRequest req;
+    req.set_rig_id(rig_id_);
+    *req.mutable_pose() = pose;
+    req.set_method(v1::METHOD_PSD_LBS);
+    auto there = reference.Pose(req);
+    ASSERT_TRUE(here.ok() && there.ok()) << here.status() << there.status();
+    EXPECT_LE(MaxDistance(here->vertices(), there->vertices()), 1e-6 * diag_);
+  }
+  // And "a" is gone: its sculpt is no longer reproduced at its pose.
+  auto at_a = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
+  ASSERT_TRUE(at_a.ok());
+  EXPECT_GT(MaxDistance(at_a->vertices(), a.positions()), 0.01);
+  EXPECT_GT(MaxDistance(at_a->vertices(), with_a->vertices()), 0.0);
+  EXPECT_EQ(other.Stop(SIGTERM), 0);
+}
+
+TEST_F(PsdEndToEnd, DeleteRigRemovesItsExamples) {
+  ASSERT_TRUE(Add(Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05)).ok());
+  ASSERT_TRUE(client_->DeleteRig(rig_id_).ok());
+  EXPECT_EQ(client_->ListExamples(rig_id_).status().code(), absl::StatusCode::kNotFound);
+  auto reg = client_->RegisterRig(RigToProto(rig_));
+  ASSERT_TRUE(reg.ok());
+  EXPECT_THAT(Names(), ::testing::IsEmpty());
+}
+
+TEST_F(PsdEndToEnd, NormalsAreThoseOfThePosedMesh) {
+  const v1::Example a = Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  ASSERT_TRUE(Add(a).ok());
+  // The cylinder has no normals: none are returned, as with LBS.
+  auto none = PoseVertices(a.pose(), v1::METHOD_PSD_LBS, /*normals=*/true);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->normals_size(), 0);
+  // A rig with normals: the example's own area-weighted normals at its pose.
+  Rig tube = MakeTwoBoneTube();
+  auto reg = client_->RegisterRig(RigToProto(tube));
+  ASSERT_TRUE(reg.ok());
+  const v1::Pose pose = Bend(tube, 45, Eigen::Vector3d::UnitZ());
+  v1::PoseRequest req;
+  req.set_rig_id(reg->rig_id());
+  *req.mutable_pose() = pose;
+  req.set_method(v1::METHOD_LBS);
+  auto lbs = client_->Pose(req);
+  ASSERT_TRUE(lbs.ok());
+  v1::AddExampleRequest add;
+  add.set_rig_id(reg->rig_id());
+  *add.mutable_example()->mutable_pose() = pose;
+  RowMatrixX3d sculpt(tube.mesh.V.rows(), 3);
+  for (int i = 0; i < sculpt.rows(); ++i) {
+    for (int c = 0; c < 3; ++c) sculpt(i, c) = lbs->vertices(3 * i + c) * (c == 0 ? 1.0 : 1.2);
+    for (int c = 0; c < 3; ++c) add.mutable_example()->add_positions(static_cast<float>(sculpt(i, c)));
+  }
+  ASSERT_TRUE(client_->AddExample(add).ok());
+  req.set_method(v1::METHOD_PSD_LBS);
+  req.mutable_outputs()->set_vertices(true);
+  req.mutable_outputs()->set_normals(true);
+  auto posed = client_->Pose(req);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  const RowMatrixX3d N = PerVertexNormals(sculpt, tube.mesh.F);
+  ASSERT_EQ(posed->normals_size(), 3 * N.rows());
+  double worst = 0;
+  for (int i = 0; i < N.rows(); ++i)
+    worst = std::max(worst, (Eigen::Vector3d(posed->normals(3 * i), posed->normals(3 * i + 1), posed->normals(3 * i + 2)) -
+                             N.row(i).transpose()).norm());
+  EXPECT_LT(worst, 1e-4);
+}
+
+TEST_F(PsdEndToEnd, RigWithoutWeightsIsFailedPrecondition) {
+  Rig bare = PsdRig();
+  bare.sparse_weights.reset();
+  auto reg = client_->RegisterRig(RigToProto(bare));
+  ASSERT_TRUE(reg.ok());
+  v1::PoseRequest req;
+  req.set_rig_id(reg->rig_id());
+  *req.mutable_pose() = Bend(bare, 30, Eigen::Vector3d::UnitZ());
+  req.set_method(v1::METHOD_PSD_SUPPORT_LBS);
+  auto posed = client_->Pose(req);
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition) << posed.status();
+  EXPECT_THAT(posed.status().message(), HasSubstr("no skinning weights"));
+}
+
+TEST_F(PsdEndToEnd, SkinctlAddsListsAndRemovesExamples) {
+  const v1::Example a = Sculpt("", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
+  const std::string dir = MakeTempDir("skinctl");
+  // The pose as skinctl's JSON (absolute local rotation by joint name), the sculpt as OBJ.
+  const auto& q = a.pose().joints(1).rotation();
+  std::ofstream json(dir + "/bend.json");
+  json.precision(9);  // the float quaternion exactly
+  json << "{\"joints\": [{\"name\": \"elbow\", \"rotation\": [" << q[0] << ", " << q[1]
+                                    << ", " << q[2] << ", " << q[3] << "]}]}";
+  json.close();
+  {
+    std::ofstream obj(dir + "/bend.obj");
+    obj.precision(9);
+    for (int i = 0; i < a.positions_size(); i += 3)
+      obj << "v " << a.positions(i) << " " << a.positions(i + 1) << " " << a.positions(i + 2) << "\n";
+    for (int f = 0; f < rig_.mesh.F.rows(); ++f)
+      obj << "f " << rig_.mesh.F(f, 0) + 1 << " " << rig_.mesh.F(f, 1) + 1 << " " << rig_.mesh.F(f, 2) + 1 << "\n";
+  }
+  auto skinctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {BinaryPath("client/skinctl"), "--server=" + server_->address()});
+    return RunCommand(args);
+  };
+  auto added = skinctl({"example", "add", "--rig=" + rig_id_, "--pose=" + dir + "/bend.json",
+                        "--mesh=" + dir + "/bend.obj", "--name=elbow-60"});
+  ASSERT_EQ(added.exit_code, 0) << added.output;
+  EXPECT_THAT(added.output, HasSubstr("elbow-60 (1 examples)"));
+  auto dup = skinctl({"example", "add", "--rig=" + rig_id_, "--pose=" + dir + "/bend.json",
+                      "--mesh=" + dir + "/bend.obj", "--name=again"});
+  EXPECT_NE(dup.exit_code, 0);
+  EXPECT_THAT(dup.output, HasSubstr("INVALID_ARGUMENT"));
+  auto listed = skinctl({"example", "list", "--rig=" + rig_id_});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_THAT(absl::StrSplit(listed.output, '\n', absl::SkipEmpty()), ::testing::Contains("elbow-60"));
+  // What skinctl stored is the sculpt: PSD reproduces it at the pose.
+  auto posed = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  EXPECT_LE(MaxDistance(posed->vertices(), a.positions()), 1e-6 * diag_);
+  // skinctl pose with a PSD method writes the same mesh.
+  auto pose_cmd = skinctl({"pose", "--rig=" + rig_id_, "--pose=" + dir + "/bend.json", "--method=psd_lbs",
+                           "--format=obj", "--out=" + dir});
+  ASSERT_EQ(pose_cmd.exit_code, 0) << pose_cmd.output;
+  auto written = ReadObj(dir + "/psd-cylinder-psd_lbs-bend.obj");
+  ASSERT_TRUE(written.ok()) << written.status();
+  ASSERT_EQ(written->V.size(), a.positions_size());
+  double worst = 0;
+  for (int i = 0; i < written->V.rows(); ++i)
+    for (int c = 0; c < 3; ++c) worst = std::max(worst, std::abs(written->V(i, c) - a.positions(3 * i + c)));
+  EXPECT_LE(worst, 1e-5);
+  auto removed = skinctl({"example", "remove", "--rig=" + rig_id_, "elbow-60"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.output;
+  EXPECT_THAT(removed.output, HasSubstr("0 examples left"));
+  EXPECT_THAT(Names(), ::testing::IsEmpty());
+  auto gone = skinctl({"example", "remove", "--rig=" + rig_id_, "elbow-60"});
+  EXPECT_NE(gone.exit_code, 0);
+  EXPECT_THAT(gone.output, HasSubstr("NOT_FOUND"));
+}
+
+}  // namespace
+}  // namespace skinning

@@ -1,0 +1,255 @@
+#include "server/example_store.h"
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/convert.h"
+#include "server/psd_posing.h"
+#include "skinning/v1/store.pb.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::testing::HasSubstr;
+
+constexpr char kRig[] = "rig-0123456789abcdef0123456789abcdef";
+
+std::shared_ptr<BlobStore> OpenBlobs(const std::string& dir) {
+  auto blobs = OpenFilesystemBlobStore(dir);
+  EXPECT_TRUE(blobs.ok()) << blobs.status();
+  return std::shared_ptr<BlobStore>(*std::move(blobs));
+}
+
+std::shared_ptr<LoadedRig> TubeRig() {
+  Rig rig = MakeTwoBoneTube(5, 6);
+  return PrepareRig(kRig, std::move(rig), v1::RigInfo());
+}
+
+// The rig's bind positions, each moved by `offset`, at the elbow bent by `degrees` about z.
+v1::AddExampleRequest BentRequest(const LoadedRig& rig, double degrees, float offset = 0.01f,
+                                  const std::string& name = "") {
+  v1::AddExampleRequest req;
+  req.set_rig_id(rig.id);
+  Pose pose = RestPose(rig.rig.skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
+  *req.mutable_example()->mutable_pose() = PoseToProto(pose);
+  req.mutable_example()->set_name(name);
+  for (float p : rig.positions) req.mutable_example()->add_positions(p + offset);
+  return req;
+}
+
+std::vector<std::string> Names(const v1::StoredExamples& s) {
+  std::vector<std::string> names;
+  for (const auto& e : s.examples()) names.push_back(e.name());
+  return names;
+}
+
+TEST(ResolveExample, JointsByNameSetsTheNamedJointAndKeepsTheOthersAtRest) {
+  auto rig = TubeRig();
+  v1::AddExampleRequest req = BentRequest(*rig, 0);
+  req.mutable_example()->clear_pose();
+  const Eigen::Quaterniond q(Eigen::AngleAxisd(0.7, Eigen::Vector3d::UnitY()));
+  v1::Transform& t = (*req.mutable_joints_by_name())["elbow"];
+  for (double c : {q.x(), q.y(), q.z(), q.w()}) t.add_rotation(static_cast<float>(c));
+  auto e = ResolveExample(*rig, req);
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto pose = PoseFromProto(e->pose(), rig->rig.skeleton);
+  ASSERT_TRUE(pose.ok()) << pose.status();
+  ASSERT_EQ(pose->local.size(), 2u);
+  EXPECT_LT(pose->local[1].rotation.angularDistance(q), 1e-6);
+  // The elbow keeps its rest translation (not given), the root its rest transform.
+  EXPECT_LT((pose->local[1].translation - rig->rig.skeleton.joints[1].rest.translation).norm(), 1e-7);
+  EXPECT_LT(pose->local[0].rotation.angularDistance(rig->rig.skeleton.joints[0].rest.rotation), 1e-7);
+  EXPECT_EQ(e->positions_size(), static_cast<int>(rig->positions.size()));
+}
+
+TEST(ResolveExample, RejectsBadInputNamingTheField) {
+  auto rig = TubeRig();
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    req.mutable_example()->mutable_positions()->RemoveLast();
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("example.positions has 89 values, expected 90"));
+  }
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    req.mutable_example()->set_positions(7, std::numeric_limits<float>::quiet_NaN());
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("example.positions[7] (vertex 2)"));
+  }
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    req.mutable_example()->clear_pose();
+    (*req.mutable_joints_by_name())["wrist"].add_translation(1);
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("no joint named 'wrist'"));
+  }
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    (*req.mutable_joints_by_name())["elbow"];
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("not both"));
+  }
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    req.mutable_example()->mutable_pose()->mutable_joints()->RemoveLast();
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("example.pose.joints has 1 entries"));
+  }
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    req.mutable_example()->mutable_pose()->add_bone_stretch(1.5f);
+    req.mutable_example()->mutable_pose()->add_bone_stretch(1.f);
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("bone_stretch"));
+  }
+  {
+    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    req.mutable_example()->set_name("bad\nname");
+    auto e = ResolveExample(*rig, req);
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(e.status().message(), HasSubstr("example.name[3]"));
+  }
+}
+
+TEST(ExampleStore, AddNamesUnnamedExamplesAndBumpsTheRevision) {
+  auto rig = TubeRig();
+  ExampleStore store(OpenBlobs(MakeTempDir("examples")));
+  auto empty = store.Get(kRig);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->stored->examples_size(), 0);
+  EXPECT_EQ(empty->stored->revision(), 0u);
+  for (int k = 0; k < 3; ++k) {
+    auto e = ResolveExample(*rig, BentRequest(*rig, 20 * (k + 1), 0.01f, k == 1 ? "example-3" : ""));
+    ASSERT_TRUE(e.ok()) << e.status();
+    auto added = store.Add(kRig, *e);
+    ASSERT_TRUE(added.ok()) << added.status();
+    EXPECT_EQ(added->example_count(), static_cast<uint32_t>(k + 1));
+  }
+  auto got = store.Get(kRig);
+  ASSERT_TRUE(got.ok());
+  // The third, unnamed, skips the taken "example-3".
+  EXPECT_THAT(Names(*got->stored), ::testing::ElementsAre("example-1", "example-3", "example-4"));
+  EXPECT_EQ(got->stored->revision(), 3u);
+  EXPECT_EQ(got->stored->format_version(), kExamplesFormatVersion);
+  EXPECT_NE(got->fingerprint, empty->fingerprint);
+}
+
+TEST(ExampleStore, ErrorsStoreNothing) {
+  auto rig = TubeRig();
+  const std::string dir = MakeTempDir("examples");
+  ExampleStore store(OpenBlobs(dir));
+  auto first = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "bent"));
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(store.Add(kRig, *first).ok());
+  // Taken name.
+  auto again = ResolveExample(*rig, BentRequest(*rig, 60, 0.01f, "bent"));
+  auto taken = store.Add(kRig, *again);
+  EXPECT_EQ(taken.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(taken.status().message(), HasSubstr("'bent'"));
+  // A validator that refuses.
+  auto other = ResolveExample(*rig, BentRequest(*rig, 60, 0.01f, "other"));
+  auto refused = store.Add(kRig, *other, [](const v1::StoredExamples& existing, const v1::Example& e) {
+    EXPECT_EQ(existing.examples_size(), 1);
+    EXPECT_EQ(e.name(), "other");
+    return absl::InvalidArgumentError("no");
+  });
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  // Unknown name.
+  auto missing = store.Remove(kRig, "nope");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("'nope'"));
+  // What is stored (read by a fresh store on the same directory) is the first example alone.
+  ExampleStore fresh(OpenBlobs(dir));
+  auto got = fresh.Get(kRig);
+  ASSERT_TRUE(got.ok());
+  EXPECT_THAT(Names(*got->stored), ::testing::ElementsAre("bent"));
+  EXPECT_EQ(got->stored->revision(), 1u);
+}
+
+TEST(ExampleStore, AnotherReplicaSeesAChangeWithinTheRecheckInterval) {
+  auto rig = TubeRig();
+  const std::string dir = MakeTempDir("examples");
+  ExampleStore a(OpenBlobs(dir)), b(OpenBlobs(dir));
+  ASSERT_EQ(b.Get(kRig)->stored->examples_size(), 0);  // b caches "none"
+  auto e = ResolveExample(*rig, BentRequest(*rig, 30));
+  ASSERT_TRUE(a.Add(kRig, *e).ok());
+  EXPECT_EQ(a.Get(kRig)->stored->examples_size(), 1);  // its own change at once
+  std::this_thread::sleep_for(ExampleStore::kRecheck + std::chrono::milliseconds(50));
+  auto seen = b.Get(kRig);
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->stored->examples_size(), 1);
+  EXPECT_EQ(seen->fingerprint, a.Get(kRig)->fingerprint);
+}
+
+TEST(ExampleStore, DeleteAllRemovesTheExamplesAndRevisionsNeverRepeat) {
+  auto rig = TubeRig();
+  const std::string dir = MakeTempDir("examples");
+  ExampleStore store(OpenBlobs(dir));
+  auto e = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "x"));
+  ASSERT_TRUE(store.Add(kRig, *e).ok());
+  const ExampleSet before = *store.Get(kRig);
+  ASSERT_TRUE(store.DeleteAll(kRig).ok());
+  auto after = store.Get(kRig);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->stored->examples_size(), 0);
+  // The same example added again is a new revision with a different fingerprint: nothing
+  // derived from the deleted set can be mistaken for it.
+  ASSERT_TRUE(store.Add(kRig, *e).ok());
+  auto readded = store.Get(kRig);
+  EXPECT_GT(readded->stored->revision(), before.stored->revision());
+  EXPECT_NE(readded->fingerprint, before.fingerprint);
+  EXPECT_TRUE(store.DeleteAll("rig-ffffffffffffffffffffffffffffffff").ok());  // none: fine
+}
+
+TEST(ExampleStore, RefusesAnotherFormatVersion) {
+  const std::string dir = MakeTempDir("examples");
+  auto blobs = OpenBlobs(dir);
+  v1::StoredExamples stored;
+  stored.set_format_version(kExamplesFormatVersion + 1);
+  stored.set_rig_id(kRig);
+  ASSERT_TRUE(blobs->Put(absl::StrCat("examples/", kRig, ".pb"), stored.SerializeAsString()).ok());
+  ExampleStore store(blobs);
+  auto got = store.Get(kRig);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(), HasSubstr("format version 2"));
+  EXPECT_EQ(store.Get("../etc/passwd").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ValidateNewExample, RefusesThePoseOfAnExistingExampleNamingIt) {
+  auto rig = TubeRig();
+  v1::StoredExamples existing;
+  auto a = ResolveExample(*rig, BentRequest(*rig, 45, 0.01f, "a"));
+  ASSERT_TRUE(a.ok());
+  *existing.add_examples() = *a;
+  // The same rotation as −q, other positions: still the same pose.
+  v1::AddExampleRequest req = BentRequest(*rig, 45, 0.02f, "b");
+  auto* rot = req.mutable_example()->mutable_pose()->mutable_joints(1)->mutable_rotation();
+  for (float& c : *rot) c = -c;
+  auto b = ResolveExample(*rig, req);
+  ASSERT_TRUE(b.ok());
+  absl::Status s = ValidateNewExample(*rig, existing, *b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("has the pose of example 'a'"));
+  // Another pose is fine.
+  auto c = ResolveExample(*rig, BentRequest(*rig, 50, 0.02f, "c"));
+  EXPECT_TRUE(ValidateNewExample(*rig, existing, *c).ok());
+}
+
+}  // namespace
+}  // namespace skinning
