@@ -65,7 +65,7 @@ double MaxDistance(const google::protobuf::RepeatedField<float>& a, const google
   EXPECT_EQ(a.size(), b.size());
   double worst = 0;
   for (int i = 0; i + 2 < std::min(a.size(), b.size()); i += 3)
-    worst = std::max(worst, std::hypot(a[i] - b[i], a[i + 1] - b[i + 1], a[i + 2] - b[i + 2]));
+    worst = std::max(worst, std::hypot(double{a[i]} - b[i], double{a[i + 1]} - b[i + 1], double{a[i + 2]} - b[i + 2]));
   return worst;
 }
 
@@ -81,7 +81,9 @@ class PsdEndToEnd : public ::testing::Test {
     diag_ = BoxDiagonal(rig_);
   }
   void TearDown() override {
-    if (server_) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->Output();
+    if (server_) {
+      EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->Output();
+    }
   }
   void Start() {
     server_ = std::make_unique<ServerProcess>(store_dir_);
@@ -158,7 +160,10 @@ TEST_F(PsdEndToEnd, EveryPsdMethodReproducesTheExamplesAtTheirPoses) {
     for (const v1::Example* e : {&a, &b}) {
       auto posed = PoseVertices(e->pose(), method);
       ASSERT_TRUE(posed.ok()) << posed.status();
-      EXPECT_LE(MaxDistance(posed->vertices(), e->positions()), 1e-6 * diag_) << e->name();
+      const double error = MaxDistance(posed->vertices(), e->positions());
+      EXPECT_LE(error, 1e-6 * diag_) << e->name();
+      std::printf("%-24s %-7s max |PSD - example| = %.3g (bbox diagonal %.3f)\n", v1::Method_Name(method).c_str(),
+                  e->name().c_str(), error, diag_);
     }
   }
   // The same through a clip and a session (the cached model).
@@ -200,6 +205,16 @@ TEST_F(PsdEndToEnd, PsdIsPlainSkinningAtRestAndBendsTheBulgeInBetween) {
     const double d = MaxDistance(p_half->vertices(), s_half->vertices());
     EXPECT_GT(d, 0.005);
     EXPECT_LT(d, 0.05 + 1e-3);
+  }
+  // Support joints change the base skinning away from the examples: another in-between shape.
+  for (auto [support, psd] : {std::pair{v1::METHOD_PSD_SUPPORT_LBS, v1::METHOD_PSD_LBS},
+                              std::pair{v1::METHOD_PSD_SUPPORT_DQS, v1::METHOD_PSD_DQS}}) {
+    auto with = PoseVertices(half, support), without = PoseVertices(half, psd);
+    ASSERT_TRUE(with.ok() && without.ok()) << with.status() << without.status();
+    const double d = MaxDistance(with->vertices(), without->vertices());
+    std::printf("%s vs %s half way: max difference %.3g\n", v1::Method_Name(support).c_str(),
+                v1::Method_Name(psd).c_str(), d);
+    EXPECT_GT(d, 1e-5);
   }
 }
 
