@@ -478,3 +478,42 @@ TEST_F(PsdEndToEnd, SkinctlAddsListsAndRemovesExamples) {
 
 }  // namespace
 }  // namespace skinning
+
+namespace skinning {
+namespace {
+
+TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
+  const std::string dir = MakeTempDir("tokens");
+  std::ofstream(dir + "/tokens.txt") << "token-alpha alpha\ntoken-beta beta\n";
+  ServerProcess server(MakeTempDir("store"), {"--auth_tokens=" + dir + "/tokens.txt"});
+  auto client = [&](const std::string& token) {
+    ClientOptions o;
+    o.target = server.address();
+    o.token = token;
+    return std::make_unique<Client>(o);
+  };
+  auto alpha = client("token-alpha"), beta = client("token-beta");
+  const Rig rig = PsdRig();
+  auto reg = alpha->RegisterRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  v1::AddExampleRequest add;
+  add.set_rig_id(reg->rig_id());
+  add.mutable_example()->set_name("mine");
+  *add.mutable_example()->mutable_pose() = Bend(rig, 45, Eigen::Vector3d::UnitZ());
+  for (int i = 0; i < rig.mesh.V.size(); ++i) add.mutable_example()->add_positions(static_cast<float>(rig.mesh.V.data()[i]));
+  ASSERT_TRUE(alpha->AddExample(add).ok());
+  v1::AddExampleRequest theirs = add;
+  theirs.mutable_example()->set_name("theirs");
+  *theirs.mutable_example()->mutable_pose() = Bend(rig, -45, Eigen::Vector3d::UnitZ());
+  EXPECT_EQ(beta->AddExample(theirs).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta->ListExamples(reg->rig_id()).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta->RemoveExample(reg->rig_id(), "mine").status().code(), absl::StatusCode::kPermissionDenied);
+  auto names = alpha->ListExamples(reg->rig_id());
+  ASSERT_TRUE(names.ok());
+  ASSERT_EQ(names->size(), 1u);
+  EXPECT_EQ((*names)[0].name(), "mine");
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace skinning
