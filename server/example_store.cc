@@ -186,6 +186,10 @@ absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_
   if (old.examples_size() >= kMaxExamplesPerRig)
     return absl::ResourceExhaustedError(absl::StrFormat(
         "rig '%s' has %d examples, the limit per rig; remove some first", rig_id, old.examples_size()));
+  if (const size_t bytes = old.ByteSizeLong() + example.ByteSizeLong(); bytes > kMaxExampleBytesPerRig)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "rig '%s': its examples would take %d bytes, over the limit of %d per rig; remove some first", rig_id,
+        bytes, kMaxExampleBytesPerRig));
   absl::flat_hash_set<std::string> taken;
   for (const v1::Example& e : old.examples()) taken.insert(e.name());
   if (example.name().empty()) {

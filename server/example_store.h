@@ -31,6 +31,8 @@ namespace skinning {
 inline constexpr uint32_t kExamplesFormatVersion = 1;
 // At most this many examples per rig (RESOURCE_EXHAUSTED beyond).
 inline constexpr int kMaxExamplesPerRig = 256;
+// At most this many serialized bytes of examples per rig (RESOURCE_EXHAUSTED beyond).
+inline constexpr size_t kMaxExampleBytesPerRig = size_t{256} << 20;
 // Example names: 1 to this many bytes, printable ASCII (no control characters).
 inline constexpr size_t kMaxExampleNameBytes = 128;
 
@@ -69,7 +71,7 @@ class ExampleStore {
 
   // Adds `example` to the rig's examples: an empty name becomes "example-<n>" (the smallest
   // n >= count + 1 not taken); ALREADY_EXISTS for a taken name; RESOURCE_EXHAUSTED past
-  // kMaxExamplesPerRig; then `validate` (may be empty). Stores the new set with revision + 1.
+  // kMaxExamplesPerRig or kMaxExampleBytesPerRig; then `validate` (may be empty). Stores the new set with revision + 1.
   // Nothing is stored on any error.
   absl::StatusOr<v1::AddExampleResponse> Add(const std::string& rig_id, v1::Example example,
                                              const Validator& validate = nullptr);

@@ -419,6 +419,28 @@ TEST_F(PsdEndToEnd, RigWithoutWeightsIsFailedPrecondition) {
   EXPECT_THAT(posed.status().message(), HasSubstr("no skinning weights"));
 }
 
+TEST_F(PsdEndToEnd, SupportMethodsNeedABentJointWithAParentAndAChildEnd) {
+  // MakeTwoBoneTube's elbow has neither a child joint nor a tail: no support joint qualifies.
+  Rig tube = MakeTwoBoneTube();
+  auto reg = client_->RegisterRig(RigToProto(tube));
+  ASSERT_TRUE(reg.ok());
+  v1::AddExampleRequest add;
+  add.set_rig_id(reg->rig_id());
+  *add.mutable_example()->mutable_pose() = Bend(tube, 45, Eigen::Vector3d::UnitZ());
+  for (int i = 0; i < tube.mesh.V.size(); ++i) add.mutable_example()->add_positions(static_cast<float>(tube.mesh.V.data()[i]));
+  ASSERT_TRUE(client_->AddExample(add).ok());
+  v1::PoseRequest req;
+  req.set_rig_id(reg->rig_id());
+  *req.mutable_pose() = Bend(tube, 20, Eigen::Vector3d::UnitZ());
+  req.set_method(v1::METHOD_PSD_SUPPORT_DQS);
+  auto posed = client_->Pose(req);
+  EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition) << posed.status();
+  EXPECT_THAT(posed.status().message(), HasSubstr("METHOD_PSD_SUPPORT_DQS"));
+  // Without support joints the same rig and example pose fine.
+  req.set_method(v1::METHOD_PSD_DQS);
+  EXPECT_TRUE(client_->Pose(req).ok());
+}
+
 TEST_F(PsdEndToEnd, SkinctlAddsListsAndRemovesExamples) {
   const v1::Example a = Sculpt("", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
   const std::string dir = MakeTempDir("skinctl");

@@ -217,6 +217,18 @@ TEST(ExampleStore, DeleteAllRemovesTheExamplesAndRevisionsNeverRepeat) {
   EXPECT_TRUE(store.DeleteAll("rig-ffffffffffffffffffffffffffffffff").ok());  // none: fine
 }
 
+TEST(ExampleStore, RefusesMoreThanTheLimitPerRig) {
+  auto rig = TubeRig();
+  ExampleStore store(OpenBlobs(MakeTempDir("examples")));
+  auto e = ResolveExample(*rig, BentRequest(*rig, 30));
+  ASSERT_TRUE(e.ok());
+  for (int k = 0; k < kMaxExamplesPerRig; ++k) ASSERT_TRUE(store.Add(kRig, *e).ok()) << k;
+  auto over = store.Add(kRig, *e);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.status().message(), HasSubstr(absl::StrCat(kMaxExamplesPerRig, " examples")));
+  EXPECT_EQ(store.Get(kRig)->stored->examples_size(), kMaxExamplesPerRig);
+}
+
 TEST(ExampleStore, RefusesAnotherFormatVersion) {
   const std::string dir = MakeTempDir("examples");
   auto blobs = OpenBlobs(dir);
