@@ -384,8 +384,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
   d.n = n;
   d.V = mesh.V;
   d.Vf.assign(mesh.V.data(), mesh.V.data() + 3 * static_cast<std::ptrdiff_t>(n));
-  d.W = weights;
-  NormalizeRows(&d.W);
+  d.W = weights;  // as given (rows sum to 1 within kWeightSumTolerance), like plain skinning
   const double diag = std::max(BoundingBoxDiagonal(mesh.V), 1e-300);
   d.inv_len2 = 1.0 / (diag * diag);
   d.num_examples = static_cast<int>(examples.size());
@@ -543,9 +542,21 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     for (int s = 0; s < S; ++s) {
       SupportData sd;
       sd.joint = found[s];
+      // Where the bent joint is at its bind rotation (and its parent unposed) T^S does not depend
+      // on x: such an example's slide is arbitrary, so it takes the mean of the others and does
+      // not pull the interpolation.
+      std::vector<char> bent(examples.size(), 0);
       double mean = 0;
-      for (size_t k = 0; k < examples.size(); ++k) mean += slides[k][s];
-      sd.x_mean = mean / examples.size();
+      int count = 0;
+      for (size_t k = 0; k < examples.size(); ++k) {
+        const Eigen::Affine3d A0 = SupportJointTransform(found[s], Tk[k], 0.0);
+        const Eigen::Affine3d A1 = SupportJointTransform(found[s], Tk[k], 1.0);
+        bent[k] = !A0.matrix().isApprox(A1.matrix(), 1e-12);
+        if (bent[k]) mean += slides[k][s], ++count;
+      }
+      sd.x_mean = count > 0 ? mean / count : 0.5;
+      for (size_t k = 0; k < examples.size(); ++k)
+        if (!bent[k]) slides[k][s] = sd.x_mean;
       sd.x_centre.assign(nc, sd.x_mean);
       for (int c = 0; c < nc; ++c)
         if (d.centre_example[c] >= 0) sd.x_centre[c] = slides[d.centre_example[c]][s];

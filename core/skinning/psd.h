@@ -21,11 +21,14 @@
 // and re-aims at the child: its transform maps bind → posed as
 //        T^S(y) = s' + R_min · L_p (y − s),   s' = T_p s,
 // i.e. the parent's linear part L_p followed by the smallest rotation R_min taking the rest virtual
-// bone L_p (c − s) to the posed one (T_j c − s'), about s. With support joints the per-vertex map is
+// bone L_p (c − s) to the direction of the posed one (T_j c − s'), about s (the virtual bone keeps
+// its length, so it reaches T_j c exactly only at x = 0). With support joints the per-vertex map is
 // the affine combination A_i = (1 − Σ_s w^S_is) · base_i + Σ_s w^S_is · T^S_s. Per example k the
 // slide x_sk minimizes Σ_i |example_ik − A_i(P_k; x) v_i|² (a coarse search over
 // `support_coarse_samples` equally spaced x, then golden-section refinement in the bracket around
-// the best sample; several support joints: `support_sweeps` cyclic coordinate sweeps). At other
+// the best sample; several support joints: `support_sweeps` cyclic coordinate sweeps). An example
+// in which T^S does not depend on x (joint and parent unposed) gets the mean slide of the others
+// instead of an arbitrary minimizer. At other
 // poses x_s(P) = x̄_s + Σ_k r_k(P)(x_sk − x̄_s) with the RBF weights of the joint's region (x̄_s the
 // mean over the examples; at the rest pose T^S is the identity whatever x is). PSD then runs on what
 // remains: inverse and forward skinning use A_i with the support joints.
