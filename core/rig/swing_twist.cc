@@ -1,8 +1,13 @@
 #include "core/rig/swing_twist.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace skinning {
+
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+}  // namespace
 
 void SwingTwistSplit(const Eigen::Quaterniond& q_in, const Eigen::Vector3d& axis,
                      Eigen::Quaterniond* swing, double* twist_angle) {
@@ -21,13 +26,14 @@ void SwingTwistSplit(const Eigen::Quaterniond& q_in, const Eigen::Vector3d& axis
   }
   w /= len;
   va /= len;
-  // The twist with w ≥ 0 (angle in [−π, π]); w = 0 with va < 0 is −π, mapped to +π.
-  if (w < 0 || (w == 0 && va < 0)) {
+  // The twist with w ≥ 0 (angle in [−π, π]); a half turn (w ≈ 0, within rounding of cos(π/2))
+  // with va < 0 is −π, mapped to +π.
+  if (w < 0 || (w < 1e-14 && va < 0)) {
     w = -w;
     va = -va;
   }
   const Eigen::Quaterniond twist(w, va * axis.x(), va * axis.y(), va * axis.z());
-  *twist_angle = 2.0 * std::atan2(va, w);
+  *twist_angle = std::min(2.0 * std::atan2(va, w), kPi);
   *swing = q * twist.conjugate();
   // q·t* has no component along the axis up to rounding; remove it and renormalize.
   Eigen::Vector3d sv = swing->vec();

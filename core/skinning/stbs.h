@@ -82,7 +82,7 @@ void StbsDqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const Eigen::Matri
 // Sparse float path for the server. Per-frame parameters, computed once per frame; opaque to
 // callers (`params` holds kStride floats per joint, layout in stbs.cc).
 struct StbsFrameFloat {
-  static constexpr int kStride = 64;
+  static constexpr int kStride = 72;
   int num_joints = 0;
   std::vector<float> params;  // #J * kStride
   bool any_stretch = false;   // some T_i is not rigid (DQS takes the two-phase fallback)
