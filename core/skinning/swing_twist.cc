@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 
 #include "core/rig/swing_twist.h"
+#include "core/skinning/simd4.h"
 #include "core/solve/svd3.h"
 
 namespace skinning {
@@ -170,6 +172,268 @@ void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restric
   }
 }
 
+#ifdef SKINNING_VECTOR_EXT
+// ---- 8-lane kernel ------------------------------------------------------------------------------
+//
+// Lanes are 8 consecutive vertices. Per block, the distinct joints of the block's non-zero slots
+// are collected (usually 1–3 for smooth weights), each with per-lane weight, s and t (0 where a
+// lane does not use it); each distinct joint's deformer then runs once on all 8 lanes with its
+// parameters broadcast. GCC vector extensions (no intrinsics); an AVX2+FMA clone on x86-64.
+
+using F8 = float __attribute__((vector_size(32)));
+using I8 = int32_t __attribute__((vector_size(32)));
+
+inline F8 Load8(const float* p) {
+  F8 r;
+  std::memcpy(&r, p, sizeof(r));
+  return r;
+}
+
+// FastSinCos on 8 lanes (same reduction and polynomials).
+inline void SinCos8(F8 x, F8* s, F8* c) {
+  const F8 kf = x * 0.15915494309189535f + 1024.5f;
+  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 1024, F8);
+  x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
+  const F8 h = 0.5f * x;
+  const F8 h2 = h * h;
+  F8 sp = h2 * -2.5052108385441720e-08f + 2.7557319223985893e-06f;
+  sp = sp * h2 - 1.9841269841269841e-04f;
+  sp = sp * h2 + 8.3333333333333333e-03f;
+  sp = sp * h2 - 1.6666666666666667e-01f;
+  const F8 sh = h + h * h2 * sp;
+  F8 cp = h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f;
+  cp = cp * h2 + 2.4801587301587302e-05f;
+  cp = cp * h2 - 1.3888888888888889e-03f;
+  cp = cp * h2 + 4.1666666666666667e-02f;
+  cp = cp * h2 - 0.5f;
+  const F8 ch = 1.0f + h2 * cp;
+  *s = 2.0f * sh * ch;
+  *c = (ch - sh) * (ch + sh);
+}
+
+// 8 rows of 4 contiguous values (rows i0..i0+7 of an n×4 row-major array) as 4 slot vectors.
+template <typename V8, typename T>
+inline void Transpose8x4(const T* __restrict p, V8 out[4]) {
+  V8 a[4];  // a[q] = rows 2q, 2q+1
+  for (int q = 0; q < 4; ++q) std::memcpy(&a[q], p + 8 * q, sizeof(V8));
+  const V8 t01 = __builtin_shufflevector(a[0], a[1], 0, 4, 8, 12, 1, 5, 9, 13);
+  const V8 t23 = __builtin_shufflevector(a[2], a[3], 0, 4, 8, 12, 1, 5, 9, 13);
+  const V8 u01 = __builtin_shufflevector(a[0], a[1], 2, 6, 10, 14, 3, 7, 11, 15);
+  const V8 u23 = __builtin_shufflevector(a[2], a[3], 2, 6, 10, 14, 3, 7, 11, 15);
+  out[0] = __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11);
+  out[1] = __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15);
+  out[2] = __builtin_shufflevector(u01, u23, 0, 1, 2, 3, 8, 9, 10, 11);
+  out[3] = __builtin_shufflevector(u01, u23, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// x, y, z of 8 interleaved points.
+inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
+  const F8 a = Load8(v), b = Load8(v + 8), c = Load8(v + 16);
+  const F8 tx = __builtin_shufflevector(a, b, 0, 3, 6, 9, 12, 15, 0, 0);
+  const F8 ty = __builtin_shufflevector(a, b, 1, 4, 7, 10, 13, 0, 0, 0);
+  const F8 tz = __builtin_shufflevector(a, b, 2, 5, 8, 11, 14, 0, 0, 0);
+  *x = __builtin_shufflevector(tx, c, 0, 1, 2, 3, 4, 5, 10, 13);
+  *y = __builtin_shufflevector(ty, c, 0, 1, 2, 3, 4, 8, 11, 14);
+  *z = __builtin_shufflevector(tz, c, 0, 1, 2, 3, 4, 9, 12, 15);
+}
+
+// Bit l set when lane l of the mask m is set (portable movemask).
+inline unsigned MoveMask8(I8 m) {
+  const I8 bits = m & I8{1, 2, 4, 8, 16, 32, 64, 128};
+  const I8 a = bits | __builtin_shufflevector(bits, bits, 4, 5, 6, 7, 0, 1, 2, 3);
+  const I8 b = a | __builtin_shufflevector(a, a, 2, 3, 0, 1, 2, 3, 0, 1);
+  const I8 c = b | __builtin_shufflevector(b, b, 1, 0, 1, 0, 1, 0, 1, 0);
+  return static_cast<unsigned>(c[0]);
+}
+
+// Stores x, y, z of 8 points interleaved (24 floats).
+inline void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
+  const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);
+  const F8 o0 = __builtin_shufflevector(t0, z, 0, 1, 8, 3, 4, 9, 6, 7);
+  const F8 t1 = __builtin_shufflevector(x, y, 0, 3, 11, 0, 4, 12, 0, 5);
+  const F8 o1 = __builtin_shufflevector(t1, z, 10, 1, 2, 11, 4, 5, 12, 7);
+  const F8 t2 = __builtin_shufflevector(x, y, 13, 0, 6, 14, 0, 7, 15, 0);
+  const F8 o2 = __builtin_shufflevector(t2, z, 0, 13, 2, 3, 14, 5, 6, 15);
+  std::memcpy(u, &o0, sizeof(F8));
+  std::memcpy(u + 8, &o1, sizeof(F8));
+  std::memcpy(u + 16, &o2, sizeof(F8));
+}
+
+// Accumulates w · deformer(p; s, t) of the joint with parameters P into (ax, ay, az).
+template <bool kRemainderTerms>
+inline void DeformAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 s, F8 t,
+                              F8* ax, F8* ay, F8* az) {
+  const float* __restrict Y = P + kY34;
+  const F8 y0 = px * Y[0] + py * Y[1] + pz * Y[2] + Y[3];
+  const F8 y1 = px * Y[4] + py * Y[5] + pz * Y[6] + Y[7];
+  const F8 y2 = px * Y[8] + py * Y[9] + pz * Y[10] + Y[11];
+  if (P[kKind] == 0.f) {  // rigid: y is M_j p
+    *ax += w * y0;
+    *ay += w * y1;
+    *az += w * y2;
+    return;
+  }
+  F8 sn, cs;
+  SinCos8(t * P[kTheta], &sn, &cs);
+  const F8 r0 = cs * y0 - sn * y1;
+  const F8 r1 = sn * y0 + cs * y1;
+  const float* __restrict B = P + kB0;
+  const float* __restrict D = P + kDswing;
+  const F8 o0 = P[kA0] + (r0 * B[0] + r1 * B[1] + y2 * B[2]);
+  const F8 o1 = P[kA0 + 1] + (r0 * B[3] + r1 * B[4] + y2 * B[5]);
+  const F8 o2 = P[kA0 + 2] + (r0 * B[6] + r1 * B[7] + y2 * B[8]);
+  F8 d0 = r0 * D[0] + r1 * D[1] + y2 * D[2];
+  F8 d1 = r0 * D[3] + r1 * D[4] + y2 * D[5];
+  F8 d2 = r0 * D[6] + r1 * D[7] + y2 * D[8];
+  if constexpr (kRemainderTerms) {
+    if (P[kRemainder] != 0.f) {
+      const float* __restrict H = P + kHC;
+      d0 += y0 * H[0] + y1 * H[1] + y2 * H[2] + P[kE0];
+      d1 += y0 * H[3] + y1 * H[4] + y2 * H[5] + P[kE0 + 1];
+      d2 += y0 * H[6] + y1 * H[7] + y2 * H[8] + P[kE0 + 2];
+    }
+  }
+  const F8 ws = w * s;
+  *ax += w * o0 + ws * d0;
+  *ay += w * o1 + ws * d1;
+  *az += w * o2 + ws * d2;
+}
+
+// k == 4: the slots of 8 vertices are transposed into lane vectors; per slot, each distinct
+// joint among the lanes with non-zero weight runs once on all lanes (masked weight). For smooth
+// weights a slot usually holds one joint across the 8 lanes.
+template <bool kRemainderTerms>
+SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
+                                             const int32_t* __restrict joints,
+                                             const float* __restrict weights,
+                                             const float* __restrict swing,
+                                             const float* __restrict twist,
+                                             const float* __restrict params,
+                                             float* __restrict U) {
+  constexpr int kS = SwingTwistFrameFloat::kStride;
+  const F8 zero = {};
+  for (int i0 = 0; i0 < n8; i0 += 8) {
+    const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(i0);
+    F8 W[4], S[4], T[4];
+    I8 J[4];
+    Transpose8x4(weights + row, W);
+    Transpose8x4(joints + row, J);
+    Transpose8x4(swing + row, S);
+    Transpose8x4(twist + row, T);
+    F8 px, py, pz;
+    Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
+    F8 ax = zero, ay = zero, az = zero;
+    for (int c = 0; c < 4; ++c) {
+      I8 pending = W[c] != zero;  // lanes still to do
+      unsigned bits = MoveMask8(pending);
+      while (bits != 0) {
+        const int32_t j = J[c][__builtin_ctz(bits)];
+        const I8 mine = pending & (J[c] == j);
+        const unsigned mine_bits = MoveMask8(mine);
+        // All remaining lanes on this joint (the common case): no masking needed.
+        const F8 w = mine_bits == bits
+                         ? W[c]
+                         : reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
+        pending &= ~mine;
+        bits &= ~mine_bits;
+        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py,
+                                           pz, w, S[c], T[c], &ax, &ay, &az);
+      }
+    }
+    Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
+  }
+}
+
+constexpr int kMaxSlots = 16;
+
+template <bool kRemainderTerms>
+SKINNING_HOT_CLONES void SwingTwistKernel8(const float* __restrict V, int n8,
+                                           const int32_t* __restrict joints,
+                                           const float* __restrict weights,
+                                           const float* __restrict swing,
+                                           const float* __restrict twist, int k,
+                                           const float* __restrict params, float* __restrict U) {
+  constexpr int kS = SwingTwistFrameFloat::kStride;
+  int uniq[8 * kMaxSlots];
+  alignas(32) float uw[8 * kMaxSlots][8], us[8 * kMaxSlots][8], ut[8 * kMaxSlots][8];
+  for (int i0 = 0; i0 < n8; i0 += 8) {
+    alignas(32) float pxa[8], pya[8], pza[8];
+    for (int l = 0; l < 8; ++l) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0 + l);
+      pxa[l] = V[o];
+      pya[l] = V[o + 1];
+      pza[l] = V[o + 2];
+    }
+    int nu = 0;
+    for (int l = 0; l < 8; ++l) {
+      const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i0 + l) * k;
+      for (int c = 0; c < k; ++c) {
+        const float w = weights[row + c];
+        if (w == 0.f) continue;
+        const int j = joints[row + c];
+        int u = 0;
+        while (u < nu && uniq[u] != j) ++u;
+        if (u == nu) {
+          uniq[nu++] = j;
+          for (int q = 0; q < 8; ++q) uw[u][q] = us[u][q] = ut[u][q] = 0.f;
+        }
+        uw[u][l] += w;
+        us[u][l] = swing[row + c];
+        ut[u][l] = twist[row + c];
+      }
+    }
+    const F8 px = Load8(pxa), py = Load8(pya), pz = Load8(pza);
+    F8 ax = {}, ay = {}, az = {};
+    for (int u = 0; u < nu; ++u) {
+      const float* __restrict P = params + kS * static_cast<std::ptrdiff_t>(uniq[u]);
+      const float* __restrict Y = P + kY34;
+      const F8 w = Load8(uw[u]);
+      const F8 y0 = px * Y[0] + py * Y[1] + pz * Y[2] + Y[3];
+      const F8 y1 = px * Y[4] + py * Y[5] + pz * Y[6] + Y[7];
+      const F8 y2 = px * Y[8] + py * Y[9] + pz * Y[10] + Y[11];
+      if (P[kKind] == 0.f) {  // rigid: y is M_j p
+        ax += w * y0;
+        ay += w * y1;
+        az += w * y2;
+        continue;
+      }
+      const F8 s = Load8(us[u]);
+      F8 sn, cs;
+      SinCos8(Load8(ut[u]) * P[kTheta], &sn, &cs);
+      const F8 r0 = cs * y0 - sn * y1;
+      const F8 r1 = sn * y0 + cs * y1;
+      const float* __restrict B = P + kB0;
+      const float* __restrict D = P + kDswing;
+      // (B0 + s D) r = B0 r + s (D r)
+      F8 o0 = P[kA0] + (r0 * B[0] + r1 * B[1] + y2 * B[2]);
+      F8 o1 = P[kA0 + 1] + (r0 * B[3] + r1 * B[4] + y2 * B[5]);
+      F8 o2 = P[kA0 + 2] + (r0 * B[6] + r1 * B[7] + y2 * B[8]);
+      F8 d0 = r0 * D[0] + r1 * D[1] + y2 * D[2];
+      F8 d1 = r0 * D[3] + r1 * D[4] + y2 * D[5];
+      F8 d2 = r0 * D[6] + r1 * D[7] + y2 * D[8];
+      if constexpr (kRemainderTerms) {
+        if (P[kRemainder] != 0.f) {
+          const float* __restrict H = P + kHC;
+          d0 += y0 * H[0] + y1 * H[1] + y2 * H[2] + P[kE0];
+          d1 += y0 * H[3] + y1 * H[4] + y2 * H[5] + P[kE0 + 1];
+          d2 += y0 * H[6] + y1 * H[7] + y2 * H[8] + P[kE0 + 2];
+        }
+      }
+      const F8 ws = w * s;
+      ax += w * o0 + ws * d0;
+      ay += w * o1 + ws * d1;
+      az += w * o2 + ws * d2;
+    }
+    for (int l = 0; l < 8; ++l) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0 + l);
+      U[o] = ax[l];
+      U[o + 1] = ay[l];
+      U[o + 2] = az[l];
+    }
+  }
+}
+#endif  // SKINNING_VECTOR_EXT
+
 }  // namespace
 
 void SwingTwist(const RowMatrixX3d& V, const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
@@ -251,6 +515,28 @@ void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
   const float* s = W.swing.data();
   const float* t = W.twist.data();
   const float* P = frame.params.data();
+#ifdef SKINNING_VECTOR_EXT
+  if (k <= kMaxSlots) {
+    const int n8 = n - n % 8;
+    if (k == 4) {
+      if (frame.any_remainder)
+        SwingTwistKernel8K4<true>(V, n8, J, w, s, t, P, U);
+      else
+        SwingTwistKernel8K4<false>(V, n8, J, w, s, t, P, U);
+    } else if (frame.any_remainder) {
+      SwingTwistKernel8<true>(V, n8, J, w, s, t, k, P, U);
+    } else {
+      SwingTwistKernel8<false>(V, n8, J, w, s, t, k, P, U);
+    }
+    // The last n % 8 vertices by the scalar kernel.
+    const std::ptrdiff_t o = n8, ok = static_cast<std::ptrdiff_t>(n8) * k;
+    if (frame.any_remainder)
+      SwingTwistKernel<0, true>(V + 3 * o, n - n8, J + ok, w + ok, s + ok, t + ok, k, P, U + 3 * o);
+    else
+      SwingTwistKernel<0, false>(V + 3 * o, n - n8, J + ok, w + ok, s + ok, t + ok, k, P, U + 3 * o);
+    return;
+  }
+#endif
   if (k == 4) {
     if (frame.any_remainder)
       SwingTwistKernel<4, true>(V, n, J, w, s, t, k, P, U);
