@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "core/rig/swing_twist.h"
@@ -196,16 +197,16 @@ inline void SinCos8(F8 x, F8* s, F8* c) {
   x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
   const F8 h = 0.5f * x;
   const F8 h2 = h * h;
-  F8 sp = h2 * -2.5052108385441720e-08f + 2.7557319223985893e-06f;
-  sp = sp * h2 - 1.9841269841269841e-04f;
-  sp = sp * h2 + 8.3333333333333333e-03f;
-  sp = sp * h2 - 1.6666666666666667e-01f;
+  const F8 h4 = h2 * h2;
+  const F8 h8 = h4 * h4;
+  // The same polynomials as FastSinCos, evaluated by Estrin's scheme (shorter dependency chains).
+  const F8 sp = (h2 * 8.3333333333333333e-03f - 1.6666666666666667e-01f) +
+                h4 * (h2 * 2.7557319223985893e-06f - 1.9841269841269841e-04f) +
+                h8 * -2.5052108385441720e-08f;
   const F8 sh = h + h * h2 * sp;
-  F8 cp = h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f;
-  cp = cp * h2 + 2.4801587301587302e-05f;
-  cp = cp * h2 - 1.3888888888888889e-03f;
-  cp = cp * h2 + 4.1666666666666667e-02f;
-  cp = cp * h2 - 0.5f;
+  const F8 cp = (h2 * 4.1666666666666667e-02f - 0.5f) +
+                h4 * (h2 * 2.4801587301587302e-05f - 1.3888888888888889e-03f) +
+                h8 * (h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f);
   const F8 ch = 1.0f + h2 * cp;
   *s = 2.0f * sh * ch;
   *c = (ch - sh) * (ch + sh);
@@ -237,13 +238,19 @@ inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
   *z = __builtin_shufflevector(tz, c, 0, 1, 2, 3, 4, 9, 12, 15);
 }
 
-// Bit l set when lane l of the mask m is set (portable movemask).
-inline unsigned MoveMask8(I8 m) {
-  const I8 bits = m & I8{1, 2, 4, 8, 16, 32, 64, 128};
-  const I8 a = bits | __builtin_shufflevector(bits, bits, 4, 5, 6, 7, 0, 1, 2, 3);
-  const I8 b = a | __builtin_shufflevector(a, a, 2, 3, 0, 1, 2, 3, 0, 1);
-  const I8 c = b | __builtin_shufflevector(b, b, 1, 0, 1, 0, 1, 0, 1, 0);
-  return static_cast<unsigned>(c[0]);
+// Whether any lane of the mask is set, and the first set lane (−1 if none): through memory,
+// which costs no shuffles (the kernel is shuffle-bound otherwise).
+inline bool AnyLane(I8 m) {
+  uint64_t q[4];
+  std::memcpy(q, &m, sizeof(q));
+  return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
+}
+inline int FirstLane(I8 m) {
+  int32_t a[8];
+  std::memcpy(a, &m, sizeof(a));
+  for (int l = 0; l < 8; ++l)
+    if (a[l] != 0) return l;
+  return -1;
 }
 
 // Stores x, y, z of 8 points interleaved (24 floats).
@@ -325,17 +332,13 @@ SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
     F8 ax = zero, ay = zero, az = zero;
     for (int c = 0; c < 4; ++c) {
       I8 pending = W[c] != zero;  // lanes still to do
-      unsigned bits = MoveMask8(pending);
-      while (bits != 0) {
-        const int32_t j = J[c][__builtin_ctz(bits)];
+      while (AnyLane(pending)) {
+        int32_t jl[8];
+        std::memcpy(jl, &J[c], sizeof(jl));
+        const int32_t j = jl[FirstLane(pending)];
         const I8 mine = pending & (J[c] == j);
-        const unsigned mine_bits = MoveMask8(mine);
-        // All remaining lanes on this joint (the common case): no masking needed.
-        const F8 w = mine_bits == bits
-                         ? W[c]
-                         : reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
         pending &= ~mine;
-        bits &= ~mine_bits;
+        const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
         DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py,
                                            pz, w, S[c], T[c], &ax, &ay, &az);
       }
