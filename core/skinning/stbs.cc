@@ -1,0 +1,439 @@
+#include "core/skinning/stbs.h"
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "core/skinning/dqs.h"
+#include "core/skinning/lbs.h"
+#include "core/skinning/swing_twist.h"
+
+namespace skinning {
+
+namespace {
+
+using Matrix34d = Eigen::Matrix<double, 3, 4>;
+
+double Stretch(const BoneStretchTwist& st, int j) {
+  return st.stretch.empty() ? 1.0 : st.stretch[j];
+}
+double TwistA(const BoneStretchTwist& st, int j) {
+  return st.twist_a.empty() ? 0.0 : st.twist_a[j];
+}
+double TwistB(const BoneStretchTwist& st, int j) {
+  return st.twist_b.empty() ? 0.0 : st.twist_b[j];
+}
+
+// The bone deformation G_j (rigid) at endpoint weight e: x ↦ a + K(e)(e s + x − a). The identity
+// exactly when K = I and s = 0 (so that λ = 1, θ = 0 reproduces plain skinning bit for bit).
+Eigen::Affine3d BoneMotion(const StbsBone& bone, const BoneStretchTwist& st, int j, double e) {
+  Eigen::Affine3d G = Eigen::Affine3d::Identity();
+  if (!bone.valid) return G;
+  const double lambda = Stretch(st, j);
+  const double phi = (1.0 - e) * TwistA(st, j) + e * TwistB(st, j);
+  if (lambda == 1.0 && phi == 0.0) return G;
+  const Eigen::Vector3d d = bone.b - bone.a;
+  const Eigen::Vector3d s = (lambda - 1.0) * d;
+  const Eigen::Matrix3d K = Eigen::AngleAxisd(phi, d.normalized()).toRotationMatrix();
+  G.linear() = K;
+  G.translation() = bone.a + K * (e * s - bone.a);
+  return G;
+}
+
+// Float parameter layout per joint (StbsFrameFloat::kStride floats).
+enum : int {
+  kKind = 0,     // 0: plain (U = T p), 1: stretched or twisted bone
+  kThetaA = 1,   // θ_a
+  kThetaB = 2,   // θ_b
+  kT34 = 4,      // T, 3x4 row-major
+  kA = 16,       // a
+  kU = 19,       // unit bone axis u
+  kP1 = 22,      // L (I − u uᵀ), row-major
+  kP2 = 31,      // L [u]×
+  kLu = 40,      // L u
+  kC0 = 43,      // L a + t
+  kC1 = 46,      // L s
+  kQ = 49,       // rotation quaternion of T (xyzw)
+  kDual = 53,    // plain joints: dual part of T's dual quaternion (xyzw)
+  kP1a = 53,     // bone joints: P1 a
+  kP2a = 56,     // P2 a
+  kD0 = 59,      // c0 − (u·a) L u
+  kS9 = 62,      // T's symmetric stretch, row-major (identity when rigid)
+  kEnd = 71,
+};
+static_assert(kEnd <= StbsFrameFloat::kStride);
+
+template <typename Mat>
+void Put(const Mat& m, float* out) {  // row-major
+  for (int r = 0; r < m.rows(); ++r)
+    for (int c = 0; c < m.cols(); ++c) out[r * m.cols() + c] = static_cast<float>(m(r, c));
+}
+
+inline void Mul33(const float* __restrict m, const float* __restrict v, float* __restrict u) {
+  u[0] = m[0] * v[0] + m[1] * v[1] + m[2] * v[2];
+  u[1] = m[3] * v[0] + m[4] * v[1] + m[5] * v[2];
+  u[2] = m[6] * v[0] + m[7] * v[1] + m[8] * v[2];
+}
+
+// Slot output for LBS: T G(p).
+inline void StbsLbsSlot(const float* __restrict P, const float* __restrict p, float e,
+                        float* __restrict o) {
+  const float* __restrict T = P + kT34;
+  if (P[kKind] == 0.f) {
+    o[0] = T[0] * p[0] + T[1] * p[1] + T[2] * p[2] + T[3];
+    o[1] = T[4] * p[0] + T[5] * p[1] + T[6] * p[2] + T[7];
+    o[2] = T[8] * p[0] + T[9] * p[1] + T[10] * p[2] + T[11];
+    return;
+  }
+  // T G(p) = (L a + t) + e L s + L K (p − a),  L K q = (L u)(u·q) + cos P1 q + sin P2 q.
+  float sn, cs;
+  FastSinCos(P[kThetaA] + e * (P[kThetaB] - P[kThetaA]), &sn, &cs);
+  const float q[3] = {p[0] - P[kA], p[1] - P[kA + 1], p[2] - P[kA + 2]};
+  const float uq = P[kU] * q[0] + P[kU + 1] * q[1] + P[kU + 2] * q[2];
+  float p1[3], p2[3];
+  Mul33(P + kP1, q, p1);
+  Mul33(P + kP2, q, p2);
+  for (int r = 0; r < 3; ++r)
+    o[r] = P[kC0 + r] + e * P[kC1 + r] + uq * P[kLu + r] + cs * p1[r] + sn * p2[r];
+}
+
+// Slot's dual quaternion for DQS (real xyzw, dual xyzw) and, with kStretch, its stretch Kᵀ S K.
+template <bool kStretch>
+inline void StbsDqSlot(const float* __restrict P, float e, float* __restrict dq,
+                       float* __restrict S) {
+  const float* __restrict q = P + kQ;
+  if (P[kKind] == 0.f) {
+    for (int l = 0; l < 4; ++l) dq[l] = q[l];
+    for (int l = 0; l < 4; ++l) dq[4 + l] = P[kDual + l];
+    if constexpr (kStretch)
+      for (int l = 0; l < 9; ++l) S[l] = P[kS9 + l];
+    return;
+  }
+  float sh, ch;
+  FastSinCos(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), &sh, &ch);
+  const float cs = (ch - sh) * (ch + sh), sn = 2.f * sh * ch;
+  // real = q_T ⊗ q_K, q_K = (sh u, ch).
+  const float kx = sh * P[kU], ky = sh * P[kU + 1], kz = sh * P[kU + 2], kw = ch;
+  const float qx = q[0], qy = q[1], qz = q[2], qw = q[3];
+  const float rx = qw * kx + qx * kw + qy * kz - qz * ky;
+  const float ry = qw * ky - qx * kz + qy * kw + qz * kx;
+  const float rz = qw * kz + qx * ky - qy * kx + qz * kw;
+  const float rw = qw * kw - qx * kx - qy * ky - qz * kz;
+  // Translation of T G: T(a + e s − K a) = d0 + e c1 − cos P1 a − sin P2 a.
+  float t[3];
+  for (int r = 0; r < 3; ++r)
+    t[r] = P[kD0 + r] + e * P[kC1 + r] - cs * P[kP1a + r] - sn * P[kP2a + r];
+  dq[0] = rx;
+  dq[1] = ry;
+  dq[2] = rz;
+  dq[3] = rw;
+  // dual = ½ (t, 0) ⊗ real
+  dq[4] = 0.5f * (t[0] * rw + t[1] * rz - t[2] * ry);
+  dq[5] = 0.5f * (-t[0] * rz + t[1] * rw + t[2] * rx);
+  dq[6] = 0.5f * (t[0] * ry - t[1] * rx + t[2] * rw);
+  dq[7] = -0.5f * (t[0] * rx + t[1] * ry + t[2] * rz);
+  if constexpr (kStretch) {
+    // Kᵀ S K with K = cos I + sin [u]× + (1 − cos) u uᵀ.
+    const float ux = P[kU], uy = P[kU + 1], uz = P[kU + 2];
+    const float c1 = 1.f - cs;
+    const float K[9] = {cs + c1 * ux * ux,      c1 * ux * uy - sn * uz, c1 * ux * uz + sn * uy,
+                        c1 * uy * ux + sn * uz, cs + c1 * uy * uy,      c1 * uy * uz - sn * ux,
+                        c1 * uz * ux - sn * uy, c1 * uz * uy + sn * ux, cs + c1 * uz * uz};
+    const float* __restrict S0 = P + kS9;
+    float SK[9];
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        SK[3 * r + c] = S0[3 * r] * K[c] + S0[3 * r + 1] * K[3 + c] + S0[3 * r + 2] * K[6 + c];
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c)
+        S[3 * r + c] = K[r] * SK[c] + K[3 + r] * SK[3 + c] + K[6 + r] * SK[6 + c];
+  }
+}
+
+template <bool kStretch>
+void StbsDqsKernel(const float* __restrict V, int n, const int32_t* __restrict joints,
+                   const float* __restrict weights, const float* __restrict endpoint, int k,
+                   const float* __restrict params, float* __restrict U) {
+  constexpr int kS = StbsFrameFloat::kStride;
+  for (int i = 0; i < n; ++i) {
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * k;
+    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
+    int pivot = 0;
+    for (int c = 1; c < k; ++c)
+      if (weights[row + c] > weights[row + pivot]) pivot = c;
+    float b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float Sb[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    float rp[4] = {0, 0, 0, 0};
+    float weight_sum = 0.f;
+    bool have_pivot = false;
+    // The pivot first, so the others can be flipped to its hemisphere.
+    for (int step = 0; step < k; ++step) {
+      const int c = step == 0 ? pivot : (step <= pivot ? step - 1 : step);
+      const float w = weights[row + c];
+      if (w == 0.f) continue;
+      float dq[8], S[9];
+      StbsDqSlot<kStretch>(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]),
+                           endpoint[row + c], dq, S);
+      if (!have_pivot) {
+        for (int l = 0; l < 4; ++l) rp[l] = dq[l];
+        have_pivot = true;
+      }
+      const float d = dq[0] * rp[0] + dq[1] * rp[1] + dq[2] * rp[2] + dq[3] * rp[3];
+      const float ws = d < 0.f ? -w : w;
+      for (int l = 0; l < 8; ++l) b[l] += ws * dq[l];
+      if constexpr (kStretch)
+        for (int l = 0; l < 9; ++l) Sb[l] += w * S[l];
+      weight_sum += w;
+    }
+    float p[3] = {V[o], V[o + 1], V[o + 2]};
+    if constexpr (kStretch) {
+      const float inv = weight_sum > 0.f ? 1.f / weight_sum : 0.f;
+      for (int l = 0; l < 9; ++l) Sb[l] *= inv;
+      float sp[3];
+      Mul33(Sb, p, sp);
+      p[0] = sp[0];
+      p[1] = sp[1];
+      p[2] = sp[2];
+    }
+    // u = p + f (w a + v × a − ew v),  a = v × p + e,  f = 2 / |b0|² (as dqs.cc).
+    const float vx = b[0], vy = b[1], vz = b[2], qw = b[3];
+    const float ex = b[4], ey = b[5], ez = b[6], ew = b[7];
+    const float n2 = vx * vx + vy * vy + vz * vz + qw * qw;
+    const float f = n2 > 0.f ? 2.f / n2 : 0.f;
+    const float ax = vy * p[2] - vz * p[1] + ex;
+    const float ay = vz * p[0] - vx * p[2] + ey;
+    const float az = vx * p[1] - vy * p[0] + ez;
+    U[o] = p[0] + f * (qw * ax + (vy * az - vz * ay) - ew * vx);
+    U[o + 1] = p[1] + f * (qw * ay + (vz * ax - vx * az) - ew * vy);
+    U[o + 2] = p[2] + f * (qw * az + (vx * ay - vy * ax) - ew * vz);
+  }
+}
+
+void StbsLbsKernel(const float* __restrict V, int n, const int32_t* __restrict joints,
+                   const float* __restrict weights, const float* __restrict endpoint, int k,
+                   const float* __restrict params, float* __restrict U) {
+  constexpr int kS = StbsFrameFloat::kStride;
+  for (int i = 0; i < n; ++i) {
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * k;
+    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
+    float ax = 0.f, ay = 0.f, az = 0.f;
+    for (int c = 0; c < k; ++c) {
+      const float w = weights[row + c];
+      if (w == 0.f) continue;
+      float d[3];
+      StbsLbsSlot(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]), V + o,
+                  endpoint[row + c], d);
+      ax += w * d[0];
+      ay += w * d[1];
+      az += w * d[2];
+    }
+    U[o] = ax;
+    U[o + 1] = ay;
+    U[o + 2] = az;
+  }
+}
+
+}  // namespace
+
+std::vector<StbsBone> StbsBones(const std::vector<JointHandle>& handles) {
+  std::vector<StbsBone> bones(handles.size());
+  for (size_t j = 0; j < handles.size(); ++j) {
+    const JointHandle& h = handles[j];
+    if (!h.deforms || h.segments.size() != 1 || h.segments[0].IsPoint()) continue;
+    bones[j].valid = true;
+    bones[j].a = h.segments[0].a;
+    bones[j].b = h.segments[0].b;
+  }
+  return bones;
+}
+
+absl::Status ValidateStretchTwist(const Skeleton& skeleton, const std::vector<StbsBone>& bones,
+                                  const BoneStretchTwist& st, const char* field) {
+  const int m = skeleton.size();
+  if (static_cast<int>(bones.size()) != m)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %d bones for %d joints", field, bones.size(), m));
+  if (!st.stretch.empty() && static_cast<int>(st.stretch.size()) != m)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.bone_stretch has %d entries, the skeleton has %d joints", field, st.stretch.size(), m));
+  if (!st.twist_a.empty() && static_cast<int>(st.twist_a.size()) != m)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.bone_twist has %d start angles, the skeleton has %d joints", field, st.twist_a.size(), m));
+  if (!st.twist_b.empty() && static_cast<int>(st.twist_b.size()) != m)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.bone_twist has %d end angles, the skeleton has %d joints", field, st.twist_b.size(), m));
+  auto no_bone = [&](const char* name, int index, double value, int j) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.%s[%d] = %g: joint %d (%s) has no single bone", field, name, index,
+                        value, j, skeleton.joints[j].name));
+  };
+  for (int j = 0; j < m; ++j) {
+    if (!st.stretch.empty()) {
+      const double v = st.stretch[j];
+      if (!std::isfinite(v))
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s.bone_stretch[%d] = %g is not finite", field, j, v));
+      if (v <= 0)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s.bone_stretch[%d] = %g must be positive", field, j, v));
+      if (v != 1.0 && !bones[j].valid) return no_bone("bone_stretch", j, v, j);
+    }
+    for (int end = 0; end < 2; ++end) {
+      const std::vector<double>& tw = end == 0 ? st.twist_a : st.twist_b;
+      if (tw.empty()) continue;
+      const double v = tw[j];
+      if (!std::isfinite(v))
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s.bone_twist[%d] = %g is not finite", field, 2 * j + end, v));
+      if (v != 0.0 && !bones[j].valid) return no_bone("bone_twist", 2 * j + end, v, j);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Eigen::Affine3d>> StretchedSkinningTransforms(
+    const Skeleton& skeleton, const std::vector<int>& order, const Pose& pose,
+    const std::vector<StbsBone>& bones, const BoneStretchTwist& st) {
+  if (auto s = ValidatePose(skeleton, pose); !s.ok()) return s;
+  if (auto s = ValidateStretchTwist(skeleton, bones, st); !s.ok()) return s;
+  bool any_stretch = false;
+  for (double l : st.stretch) any_stretch |= l != 1.0;
+  if (!any_stretch) return SkinningTransforms(skeleton, order, pose);
+  const std::vector<Transform> local = pose.local.empty() ? BindPoseLocals(skeleton) : pose.local;
+  const int m = skeleton.size();
+  std::vector<Eigen::Affine3d> world(m, Eigen::Affine3d::Identity());
+  for (int j : order) {
+    const int p = skeleton.joints[j].parent;
+    const Eigen::Affine3d L = local[j].ToAffine();
+    if (p < 0) {
+      world[j] = L;
+      continue;
+    }
+    Eigen::Affine3d Wp = world[p];
+    if (bones[p].valid && Stretch(st, p) != 1.0) {
+      const Eigen::Vector3d delta = (Stretch(st, p) - 1.0) *
+                                    (skeleton.joints[p].inverse_bind.linear() * (bones[p].b - bones[p].a));
+      Wp = Wp * Eigen::Translation3d(delta);
+    }
+    world[j] = Wp * L;
+  }
+  for (int j = 0; j < m; ++j) world[j] = world[j] * skeleton.joints[j].inverse_bind;
+  return world;
+}
+
+void StbsLbs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const Eigen::MatrixXd& E,
+             const std::vector<StbsBone>& bones, const std::vector<Eigen::Affine3d>& T,
+             const BoneStretchTwist& st, RowMatrixX3d* U) {
+  const Eigen::Index n = V.rows();
+  U->resize(n, 3);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    // M = Σ w_j T_j G_j, applied to p (the same arithmetic as Lbs when every G_j = I).
+    Matrix34d M = Matrix34d::Zero();
+    for (Eigen::Index j = 0; j < W.cols(); ++j) {
+      const double w = W(i, j);
+      if (w == 0) continue;
+      const Eigen::Affine3d G = BoneMotion(bones[j], st, static_cast<int>(j), E(i, j));
+      if (G.matrix() == Eigen::Matrix4d::Identity()) {
+        M.noalias() += w * T[j].matrix().topRows<3>();
+      } else {
+        M.noalias() += w * (T[j] * G).matrix().topRows<3>();
+      }
+    }
+    U->row(i) = (M.leftCols<3>() * V.row(i).transpose() + M.col(3)).transpose();
+  }
+}
+
+void StbsDqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const Eigen::MatrixXd& E,
+             const std::vector<StbsBone>& bones, const std::vector<Eigen::Affine3d>& T,
+             const BoneStretchTwist& st, RowMatrixX3d* U) {
+  const Eigen::Index n = V.rows();
+  U->resize(n, 3);
+  std::vector<Eigen::Affine3d> phi;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    phi.clear();
+    std::vector<double> w;
+    for (Eigen::Index j = 0; j < W.cols(); ++j) {
+      if (W(i, j) == 0) continue;
+      phi.push_back(T[j] * BoneMotion(bones[j], st, static_cast<int>(j), E(i, j)));
+      w.push_back(W(i, j));
+    }
+    Eigen::MatrixXd wi(1, static_cast<Eigen::Index>(w.size()));
+    for (size_t c = 0; c < w.size(); ++c) wi(0, static_cast<Eigen::Index>(c)) = w[c];
+    RowMatrixX3d vi = V.row(i);
+    RowMatrixX3d ui;
+    Dqs(vi, wi, phi, &ui);
+    U->row(i) = ui.row(0);
+  }
+}
+
+StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
+                                const std::vector<Eigen::Affine3d>& T, const BoneStretchTwist& st) {
+  StbsFrameFloat F;
+  const int m = static_cast<int>(T.size());
+  F.num_joints = m;
+  F.params.assign(static_cast<size_t>(m) * StbsFrameFloat::kStride, 0.f);
+  const DqsTransforms D = PrepareDqs(T);
+  F.any_stretch = D.any_stretch;
+  for (int j = 0; j < m; ++j) {
+    float* P = F.params.data() + static_cast<size_t>(j) * StbsFrameFloat::kStride;
+    Put(Matrix34d(T[j].matrix().topRows<3>()), P + kT34);
+    Put(Eigen::Vector4d(D.real[j].coeffs()), P + kQ);
+    Put(D.stretch[j], P + kS9);
+    const bool bone = j < static_cast<int>(bones.size()) && bones[j].valid &&
+                      (Stretch(st, j) != 1.0 || TwistA(st, j) != 0.0 || TwistB(st, j) != 0.0);
+    if (!bone) {
+      Put(Eigen::Vector4d(D.dual[j].coeffs()), P + kDual);
+      continue;
+    }
+    P[kKind] = 1.f;
+    P[kThetaA] = static_cast<float>(TwistA(st, j));
+    P[kThetaB] = static_cast<float>(TwistB(st, j));
+    const Eigen::Vector3d a = bones[j].a;
+    const Eigen::Vector3d d = bones[j].b - a;
+    const Eigen::Vector3d u = d.normalized();
+    const Eigen::Vector3d s = (Stretch(st, j) - 1.0) * d;
+    const Eigen::Matrix3d L = T[j].linear();
+    Eigen::Matrix3d ux;
+    ux << 0, -u.z(), u.y(), u.z(), 0, -u.x(), -u.y(), u.x(), 0;
+    const Eigen::Matrix3d P1 = L * (Eigen::Matrix3d::Identity() - u * u.transpose());
+    const Eigen::Matrix3d P2 = L * ux;
+    const Eigen::Vector3d c0 = L * a + T[j].translation();
+    Put(a, P + kA);
+    Put(u, P + kU);
+    Put(P1, P + kP1);
+    Put(P2, P + kP2);
+    Put(Eigen::Vector3d(L * u), P + kLu);
+    Put(c0, P + kC0);
+    Put(Eigen::Vector3d(L * s), P + kC1);
+    Put(Eigen::Vector3d(P1 * a), P + kP1a);
+    Put(Eigen::Vector3d(P2 * a), P + kP2a);
+    Put(Eigen::Vector3d(c0 - u.dot(a) * (L * u)), P + kD0);
+  }
+  return F;
+}
+
+void StbsFloat(const float* V, int n, const SparseWeights& W, const RowMatrixXf& endpoint,
+               const StbsFrameFloat& frame, bool dqs, float* U) {
+  const int k = W.k();
+  if (!dqs) {
+    StbsLbsKernel(V, n, W.joints.data(), W.weights.data(), endpoint.data(), k,
+                  frame.params.data(), U);
+  } else if (frame.any_stretch) {
+    StbsDqsKernel<true>(V, n, W.joints.data(), W.weights.data(), endpoint.data(), k,
+                        frame.params.data(), U);
+  } else {
+    StbsDqsKernel<false>(V, n, W.joints.data(), W.weights.data(), endpoint.data(), k,
+                         frame.params.data(), U);
+  }
+}
+
+RowMatrixXf AlignEndpointWeights(const SparseWeights& W, const Eigen::MatrixXd& E) {
+  RowMatrixXf out = RowMatrixXf::Zero(W.rows(), W.k());
+  for (int i = 0; i < W.rows(); ++i)
+    for (int c = 0; c < W.k(); ++c)
+      if (W.weights(i, c) != 0.f) out(i, c) = static_cast<float>(E(i, W.joints(i, c)));
+  return out;
+}
+
+}  // namespace skinning

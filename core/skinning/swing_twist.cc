@@ -1,0 +1,556 @@
+#include "core/skinning/swing_twist.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "core/rig/swing_twist.h"
+#include "core/skinning/simd4.h"
+#include "core/solve/svd3.h"
+
+namespace skinning {
+
+namespace {
+
+// A linear part counts as a rotation when |AᵀA − I| ≤ this (max-abs entry) and det A > 0.
+constexpr double kRigidTolerance = 1e-9;
+
+// One joint's deformer for the current frame, in double (see the header for the symbols).
+struct DeformerFrame {
+  bool deformer = false;
+  Eigen::Affine3d Mj;  // rigid joints: their skinning transform
+  // Deformer joints.
+  Eigen::Matrix3d C;       // axes
+  Eigen::Vector3d c;       // centre
+  Eigen::Affine3d Mp;      // parent's skinning transform
+  Eigen::Matrix3d Qswing;  // swing in the joint frame
+  double theta = 0.0;      // twist angle about the frame's z
+  Eigen::Matrix3d G;       // E(x) = G x + g
+  Eigen::Vector3d g;
+  bool remainder = false;
+};
+
+bool IsRotation(const Eigen::Matrix3d& A) {
+  return (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() <=
+             kRigidTolerance &&
+         A.determinant() > 0;
+}
+
+std::vector<DeformerFrame> PrepareDeformers(const std::vector<JointFrame>& frames,
+                                            const std::vector<Eigen::Affine3d>& M) {
+  std::vector<DeformerFrame> out(frames.size());
+  for (size_t j = 0; j < frames.size(); ++j) {
+    const JointFrame& f = frames[j];
+    DeformerFrame& d = out[j];
+    d.Mj = M[j];
+    if (!f.deformer || f.parent < 0) continue;
+    d.deformer = true;
+    d.C = f.axes;
+    d.c = f.center;
+    d.Mp = M[f.parent];
+    const Eigen::Affine3d delta = d.Mp.inverse(Eigen::Affine) * M[j];
+    const Eigen::Matrix3d A = delta.linear();
+    const Eigen::Matrix3d Rot = IsRotation(A) ? A : NearestRotation(A);
+    // E(x) = Δx − c − Rot(x − c) = (A − Rot) x + (t_Δ − c + Rot c).
+    d.G = A - Rot;
+    d.g = delta.translation() - d.c + Rot * d.c;
+    d.remainder = d.G.cwiseAbs().maxCoeff() > 1e-12 || d.g.cwiseAbs().maxCoeff() > 1e-12;
+    const Eigen::Matrix3d Q = d.C.transpose() * Rot * d.C;
+    Eigen::Quaterniond swing;
+    SwingTwistSplit(Eigen::Quaterniond(Q), Eigen::Vector3d::UnitZ(), &swing, &d.theta);
+    d.Qswing = swing.toRotationMatrix();
+  }
+  return out;
+}
+
+Eigen::Vector3d ApplyDeformer(const DeformerFrame& d, const Eigen::Vector3d& p, double s,
+                              double t) {
+  if (!d.deformer) return d.Mj * p;
+  const Eigen::Vector3d x = d.C.transpose() * (p - d.c);
+  const Eigen::Vector3d r = Eigen::AngleAxisd(t * d.theta, Eigen::Vector3d::UnitZ()) * x;
+  const Eigen::Vector3d gamma = (1.0 - s) * r + s * (d.Qswing * r);
+  Eigen::Vector3d local = d.c + d.C * gamma;
+  if (d.remainder) local += s * (d.G * p + d.g);
+  return d.Mp * local;
+}
+
+// Float parameter layout per joint (kStride floats).
+enum : int {
+  kKind = 0,        // 0: rigid (U = M_j p), 1: deformer
+  kRemainder = 1,   // 1 when the deformer has an affine remainder
+  kTheta = 2,       // twist angle θ
+  kRigid34 = 4,     // rigid: 3x4 row-major M_j
+  kY34 = 4,         // deformer: y = Cᵀ(p − c) as a 3x4 row-major map
+  kB0 = 16,         // L_p C, 3x3 row-major
+  kDswing = 25,     // L_p C Q_swing − L_p C
+  kA0 = 34,         // M_p c
+  kHC = 37,         // L_p G C
+  kE0 = 46,         // L_p (G c + g)
+  kEnd = 49,
+};
+static_assert(kEnd <= SwingTwistFrameFloat::kStride);
+
+template <typename Mat>
+void Put(const Mat& m, float* out) {  // row-major
+  for (int r = 0; r < m.rows(); ++r)
+    for (int c = 0; c < m.cols(); ++c) out[r * m.cols() + c] = static_cast<float>(m(r, c));
+}
+
+inline void Apply33(const float* __restrict m, float x, float y, float z, float* __restrict u) {
+  u[0] = m[0] * x + m[1] * y + m[2] * z;
+  u[1] = m[3] * x + m[4] * y + m[5] * z;
+  u[2] = m[6] * x + m[7] * y + m[8] * z;
+}
+
+// out = (B0 + s D) r
+inline void ApplyBlend33(const float* __restrict b0, const float* __restrict d, float s, float x,
+                         float y, float z, float* __restrict u) {
+  float b[9];
+  for (int l = 0; l < 9; ++l) b[l] = b0[l] + s * d[l];
+  Apply33(b, x, y, z, u);
+}
+
+// One slot's deformer output at bind-space (px, py, pz).
+template <bool kRemainderTerms>
+inline void DeformSlot(const float* __restrict P, float px, float py, float pz, float s, float t,
+                       float* __restrict o) {
+  const float* __restrict Y = P + kY34;
+  if (P[kKind] == 0.f) {
+    o[0] = Y[0] * px + Y[1] * py + Y[2] * pz + Y[3];
+    o[1] = Y[4] * px + Y[5] * py + Y[6] * pz + Y[7];
+    o[2] = Y[8] * px + Y[9] * py + Y[10] * pz + Y[11];
+    return;
+  }
+  const float y0 = Y[0] * px + Y[1] * py + Y[2] * pz + Y[3];
+  const float y1 = Y[4] * px + Y[5] * py + Y[6] * pz + Y[7];
+  const float y2 = Y[8] * px + Y[9] * py + Y[10] * pz + Y[11];
+  float sn, cs;
+  FastSinCos(t * P[kTheta], &sn, &cs);
+  const float r0 = cs * y0 - sn * y1;
+  const float r1 = sn * y0 + cs * y1;
+  float u[3];
+  ApplyBlend33(P + kB0, P + kDswing, s, r0, r1, y2, u);
+  o[0] = P[kA0] + u[0];
+  o[1] = P[kA0 + 1] + u[1];
+  o[2] = P[kA0 + 2] + u[2];
+  if constexpr (kRemainderTerms) {
+    if (P[kRemainder] != 0.f) {
+      float h[3];
+      Apply33(P + kHC, y0, y1, y2, h);
+      o[0] += s * (h[0] + P[kE0]);
+      o[1] += s * (h[1] + P[kE0 + 1]);
+      o[2] += s * (h[2] + P[kE0 + 2]);
+    }
+  }
+}
+
+template <int K, bool kRemainderTerms>
+void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restrict joints,
+                      const float* __restrict weights, const float* __restrict swing,
+                      const float* __restrict twist, int k_runtime, const float* __restrict params,
+                      float* __restrict U) {
+  const int k = K > 0 ? K : k_runtime;
+  constexpr int kS = SwingTwistFrameFloat::kStride;
+  for (int i = 0; i < n; ++i) {
+    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * k;
+    const float px = V[o], py = V[o + 1], pz = V[o + 2];
+    float ax = 0.f, ay = 0.f, az = 0.f;
+    for (int c = 0; c < k; ++c) {
+      const float w = weights[row + c];
+      if (w == 0.f) continue;
+      float d[3];
+      DeformSlot<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]), px,
+                                  py, pz, swing[row + c], twist[row + c], d);
+      ax += w * d[0];
+      ay += w * d[1];
+      az += w * d[2];
+    }
+    U[o] = ax;
+    U[o + 1] = ay;
+    U[o + 2] = az;
+  }
+}
+
+#ifdef SKINNING_VECTOR_EXT
+// ---- 8-lane kernel ------------------------------------------------------------------------------
+//
+// Lanes are 8 consecutive vertices. Per block, the distinct joints of the block's non-zero slots
+// are collected (usually 1–3 for smooth weights), each with per-lane weight, s and t (0 where a
+// lane does not use it); each distinct joint's deformer then runs once on all 8 lanes with its
+// parameters broadcast. GCC vector extensions (no intrinsics); an AVX2+FMA clone on x86-64.
+
+using F8 = float __attribute__((vector_size(32)));
+using I8 = int32_t __attribute__((vector_size(32)));
+
+inline F8 Load8(const float* p) {
+  F8 r;
+  std::memcpy(&r, p, sizeof(r));
+  return r;
+}
+
+// FastSinCos on 8 lanes (same reduction and polynomials).
+inline void SinCos8(F8 x, F8* s, F8* c) {
+  const F8 kf = x * 0.15915494309189535f + 1024.5f;
+  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 1024, F8);
+  x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
+  const F8 h = 0.5f * x;
+  const F8 h2 = h * h;
+  const F8 h4 = h2 * h2;
+  const F8 h8 = h4 * h4;
+  // The same polynomials as FastSinCos, evaluated by Estrin's scheme (shorter dependency chains).
+  const F8 sp = (h2 * 8.3333333333333333e-03f - 1.6666666666666667e-01f) +
+                h4 * (h2 * 2.7557319223985893e-06f - 1.9841269841269841e-04f) +
+                h8 * -2.5052108385441720e-08f;
+  const F8 sh = h + h * h2 * sp;
+  const F8 cp = (h2 * 4.1666666666666667e-02f - 0.5f) +
+                h4 * (h2 * 2.4801587301587302e-05f - 1.3888888888888889e-03f) +
+                h8 * (h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f);
+  const F8 ch = 1.0f + h2 * cp;
+  *s = 2.0f * sh * ch;
+  *c = (ch - sh) * (ch + sh);
+}
+
+// 8 rows of 4 contiguous values (rows i0..i0+7 of an n×4 row-major array) as 4 slot vectors.
+template <typename V8, typename T>
+inline void Transpose8x4(const T* __restrict p, V8 out[4]) {
+  V8 a[4];  // a[q] = rows 2q, 2q+1
+  for (int q = 0; q < 4; ++q) std::memcpy(&a[q], p + 8 * q, sizeof(V8));
+  const V8 t01 = __builtin_shufflevector(a[0], a[1], 0, 4, 8, 12, 1, 5, 9, 13);
+  const V8 t23 = __builtin_shufflevector(a[2], a[3], 0, 4, 8, 12, 1, 5, 9, 13);
+  const V8 u01 = __builtin_shufflevector(a[0], a[1], 2, 6, 10, 14, 3, 7, 11, 15);
+  const V8 u23 = __builtin_shufflevector(a[2], a[3], 2, 6, 10, 14, 3, 7, 11, 15);
+  out[0] = __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11);
+  out[1] = __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15);
+  out[2] = __builtin_shufflevector(u01, u23, 0, 1, 2, 3, 8, 9, 10, 11);
+  out[3] = __builtin_shufflevector(u01, u23, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// x, y, z of 8 interleaved points.
+inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
+  const F8 a = Load8(v), b = Load8(v + 8), c = Load8(v + 16);
+  const F8 tx = __builtin_shufflevector(a, b, 0, 3, 6, 9, 12, 15, 0, 0);
+  const F8 ty = __builtin_shufflevector(a, b, 1, 4, 7, 10, 13, 0, 0, 0);
+  const F8 tz = __builtin_shufflevector(a, b, 2, 5, 8, 11, 14, 0, 0, 0);
+  *x = __builtin_shufflevector(tx, c, 0, 1, 2, 3, 4, 5, 10, 13);
+  *y = __builtin_shufflevector(ty, c, 0, 1, 2, 3, 4, 8, 11, 14);
+  *z = __builtin_shufflevector(tz, c, 0, 1, 2, 3, 4, 9, 12, 15);
+}
+
+// Whether any lane of the mask is set, and the first set lane (−1 if none): through memory,
+// which costs no shuffles (the kernel is shuffle-bound otherwise).
+inline bool AnyLane(I8 m) {
+  uint64_t q[4];
+  std::memcpy(q, &m, sizeof(q));
+  return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
+}
+inline int FirstLane(I8 m) {
+  int32_t a[8];
+  std::memcpy(a, &m, sizeof(a));
+  for (int l = 0; l < 8; ++l)
+    if (a[l] != 0) return l;
+  return -1;
+}
+
+// Stores x, y, z of 8 points interleaved (24 floats).
+inline void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
+  const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);
+  const F8 o0 = __builtin_shufflevector(t0, z, 0, 1, 8, 3, 4, 9, 6, 7);
+  const F8 t1 = __builtin_shufflevector(x, y, 0, 3, 11, 0, 4, 12, 0, 5);
+  const F8 o1 = __builtin_shufflevector(t1, z, 10, 1, 2, 11, 4, 5, 12, 7);
+  const F8 t2 = __builtin_shufflevector(x, y, 13, 0, 6, 14, 0, 7, 15, 0);
+  const F8 o2 = __builtin_shufflevector(t2, z, 0, 13, 2, 3, 14, 5, 6, 15);
+  std::memcpy(u, &o0, sizeof(F8));
+  std::memcpy(u + 8, &o1, sizeof(F8));
+  std::memcpy(u + 16, &o2, sizeof(F8));
+}
+
+// Accumulates w · deformer(p; s, t) of the joint with parameters P into (ax, ay, az).
+template <bool kRemainderTerms>
+inline void DeformAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 s, F8 t,
+                              F8* ax, F8* ay, F8* az) {
+  const float* __restrict Y = P + kY34;
+  const F8 y0 = px * Y[0] + py * Y[1] + pz * Y[2] + Y[3];
+  const F8 y1 = px * Y[4] + py * Y[5] + pz * Y[6] + Y[7];
+  const F8 y2 = px * Y[8] + py * Y[9] + pz * Y[10] + Y[11];
+  if (P[kKind] == 0.f) {  // rigid: y is M_j p
+    *ax += w * y0;
+    *ay += w * y1;
+    *az += w * y2;
+    return;
+  }
+  F8 sn, cs;
+  SinCos8(t * P[kTheta], &sn, &cs);
+  const F8 r0 = cs * y0 - sn * y1;
+  const F8 r1 = sn * y0 + cs * y1;
+  const float* __restrict B = P + kB0;
+  const float* __restrict D = P + kDswing;
+  const F8 o0 = P[kA0] + (r0 * B[0] + r1 * B[1] + y2 * B[2]);
+  const F8 o1 = P[kA0 + 1] + (r0 * B[3] + r1 * B[4] + y2 * B[5]);
+  const F8 o2 = P[kA0 + 2] + (r0 * B[6] + r1 * B[7] + y2 * B[8]);
+  F8 d0 = r0 * D[0] + r1 * D[1] + y2 * D[2];
+  F8 d1 = r0 * D[3] + r1 * D[4] + y2 * D[5];
+  F8 d2 = r0 * D[6] + r1 * D[7] + y2 * D[8];
+  if constexpr (kRemainderTerms) {
+    if (P[kRemainder] != 0.f) {
+      const float* __restrict H = P + kHC;
+      d0 += y0 * H[0] + y1 * H[1] + y2 * H[2] + P[kE0];
+      d1 += y0 * H[3] + y1 * H[4] + y2 * H[5] + P[kE0 + 1];
+      d2 += y0 * H[6] + y1 * H[7] + y2 * H[8] + P[kE0 + 2];
+    }
+  }
+  const F8 ws = w * s;
+  *ax += w * o0 + ws * d0;
+  *ay += w * o1 + ws * d1;
+  *az += w * o2 + ws * d2;
+}
+
+// k == 4: the slots of 8 vertices are transposed into lane vectors; per slot, each distinct
+// joint among the lanes with non-zero weight runs once on all lanes (masked weight). For smooth
+// weights a slot usually holds one joint across the 8 lanes.
+template <bool kRemainderTerms>
+SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
+                                             const int32_t* __restrict joints,
+                                             const float* __restrict weights,
+                                             const float* __restrict swing,
+                                             const float* __restrict twist,
+                                             const float* __restrict params,
+                                             float* __restrict U) {
+  constexpr int kS = SwingTwistFrameFloat::kStride;
+  const F8 zero = {};
+  for (int i0 = 0; i0 < n8; i0 += 8) {
+    const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(i0);
+    F8 W[4], S[4], T[4];
+    I8 J[4];
+    Transpose8x4(weights + row, W);
+    Transpose8x4(joints + row, J);
+    Transpose8x4(swing + row, S);
+    Transpose8x4(twist + row, T);
+    F8 px, py, pz;
+    Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
+    F8 ax = zero, ay = zero, az = zero;
+    for (int c = 0; c < 4; ++c) {
+      I8 pending = W[c] != zero;  // lanes still to do
+      while (AnyLane(pending)) {
+        int32_t jl[8];
+        std::memcpy(jl, &J[c], sizeof(jl));
+        const int32_t j = jl[FirstLane(pending)];
+        const I8 mine = pending & (J[c] == j);
+        pending &= ~mine;
+        const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
+        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py,
+                                           pz, w, S[c], T[c], &ax, &ay, &az);
+      }
+    }
+    Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
+  }
+}
+
+constexpr int kMaxSlots = 16;
+
+template <bool kRemainderTerms>
+SKINNING_HOT_CLONES void SwingTwistKernel8(const float* __restrict V, int n8,
+                                           const int32_t* __restrict joints,
+                                           const float* __restrict weights,
+                                           const float* __restrict swing,
+                                           const float* __restrict twist, int k,
+                                           const float* __restrict params, float* __restrict U) {
+  constexpr int kS = SwingTwistFrameFloat::kStride;
+  int uniq[8 * kMaxSlots];
+  alignas(32) float uw[8 * kMaxSlots][8], us[8 * kMaxSlots][8], ut[8 * kMaxSlots][8];
+  for (int i0 = 0; i0 < n8; i0 += 8) {
+    alignas(32) float pxa[8], pya[8], pza[8];
+    for (int l = 0; l < 8; ++l) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0 + l);
+      pxa[l] = V[o];
+      pya[l] = V[o + 1];
+      pza[l] = V[o + 2];
+    }
+    int nu = 0;
+    for (int l = 0; l < 8; ++l) {
+      const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i0 + l) * k;
+      for (int c = 0; c < k; ++c) {
+        const float w = weights[row + c];
+        if (w == 0.f) continue;
+        const int j = joints[row + c];
+        int u = 0;
+        while (u < nu && uniq[u] != j) ++u;
+        if (u == nu) {
+          uniq[nu++] = j;
+          for (int q = 0; q < 8; ++q) uw[u][q] = us[u][q] = ut[u][q] = 0.f;
+        }
+        uw[u][l] += w;
+        us[u][l] = swing[row + c];
+        ut[u][l] = twist[row + c];
+      }
+    }
+    const F8 px = Load8(pxa), py = Load8(pya), pz = Load8(pza);
+    F8 ax = {}, ay = {}, az = {};
+    for (int u = 0; u < nu; ++u) {
+      const float* __restrict P = params + kS * static_cast<std::ptrdiff_t>(uniq[u]);
+      const float* __restrict Y = P + kY34;
+      const F8 w = Load8(uw[u]);
+      const F8 y0 = px * Y[0] + py * Y[1] + pz * Y[2] + Y[3];
+      const F8 y1 = px * Y[4] + py * Y[5] + pz * Y[6] + Y[7];
+      const F8 y2 = px * Y[8] + py * Y[9] + pz * Y[10] + Y[11];
+      if (P[kKind] == 0.f) {  // rigid: y is M_j p
+        ax += w * y0;
+        ay += w * y1;
+        az += w * y2;
+        continue;
+      }
+      const F8 s = Load8(us[u]);
+      F8 sn, cs;
+      SinCos8(Load8(ut[u]) * P[kTheta], &sn, &cs);
+      const F8 r0 = cs * y0 - sn * y1;
+      const F8 r1 = sn * y0 + cs * y1;
+      const float* __restrict B = P + kB0;
+      const float* __restrict D = P + kDswing;
+      // (B0 + s D) r = B0 r + s (D r)
+      F8 o0 = P[kA0] + (r0 * B[0] + r1 * B[1] + y2 * B[2]);
+      F8 o1 = P[kA0 + 1] + (r0 * B[3] + r1 * B[4] + y2 * B[5]);
+      F8 o2 = P[kA0 + 2] + (r0 * B[6] + r1 * B[7] + y2 * B[8]);
+      F8 d0 = r0 * D[0] + r1 * D[1] + y2 * D[2];
+      F8 d1 = r0 * D[3] + r1 * D[4] + y2 * D[5];
+      F8 d2 = r0 * D[6] + r1 * D[7] + y2 * D[8];
+      if constexpr (kRemainderTerms) {
+        if (P[kRemainder] != 0.f) {
+          const float* __restrict H = P + kHC;
+          d0 += y0 * H[0] + y1 * H[1] + y2 * H[2] + P[kE0];
+          d1 += y0 * H[3] + y1 * H[4] + y2 * H[5] + P[kE0 + 1];
+          d2 += y0 * H[6] + y1 * H[7] + y2 * H[8] + P[kE0 + 2];
+        }
+      }
+      const F8 ws = w * s;
+      ax += w * o0 + ws * d0;
+      ay += w * o1 + ws * d1;
+      az += w * o2 + ws * d2;
+    }
+    for (int l = 0; l < 8; ++l) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0 + l);
+      U[o] = ax[l];
+      U[o + 1] = ay[l];
+      U[o + 2] = az[l];
+    }
+  }
+}
+#endif  // SKINNING_VECTOR_EXT
+
+}  // namespace
+
+void SwingTwist(const RowMatrixX3d& V, const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
+                const Eigen::MatrixXd& T, const std::vector<JointFrame>& frames,
+                const std::vector<Eigen::Affine3d>& M, RowMatrixX3d* U) {
+  const std::vector<DeformerFrame> def = PrepareDeformers(frames, M);
+  const Eigen::Index n = V.rows();
+  U->resize(n, 3);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Eigen::Vector3d p = V.row(i).transpose();
+    Eigen::Vector3d u = Eigen::Vector3d::Zero();
+    for (Eigen::Index j = 0; j < D.cols(); ++j) {
+      const double d = D(i, j);
+      if (d == 0) continue;
+      u += d * ApplyDeformer(def[j], p, S(i, j), T(i, j));
+    }
+    U->row(i) = u.transpose();
+  }
+}
+
+SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
+                                        const Eigen::MatrixXd& T, int k) {
+  SwingTwistWeights W;
+  W.deformer = TopK(D, k);
+  const int n = W.deformer.rows();
+  W.swing = RowMatrixXf::Zero(n, k);
+  W.twist = RowMatrixXf::Zero(n, k);
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < k; ++c) {
+      if (W.deformer.weights(i, c) == 0.f) continue;
+      const int j = W.deformer.joints(i, c);
+      W.swing(i, c) = static_cast<float>(S(i, j));
+      W.twist(i, c) = static_cast<float>(T(i, j));
+    }
+  }
+  return W;
+}
+
+SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frames,
+                                            const std::vector<Eigen::Affine3d>& M) {
+  const std::vector<DeformerFrame> def = PrepareDeformers(frames, M);
+  SwingTwistFrameFloat F;
+  F.num_joints = static_cast<int>(def.size());
+  F.params.assign(def.size() * SwingTwistFrameFloat::kStride, 0.f);
+  for (size_t j = 0; j < def.size(); ++j) {
+    const DeformerFrame& d = def[j];
+    float* P = F.params.data() + j * SwingTwistFrameFloat::kStride;
+    if (!d.deformer) {
+      P[kKind] = 0.f;
+      Put(Eigen::Matrix<double, 3, 4>(d.Mj.matrix().topRows<3>()), P + kRigid34);
+      continue;
+    }
+    P[kKind] = 1.f;
+    P[kTheta] = static_cast<float>(d.theta);
+    Eigen::Matrix<double, 3, 4> Y;
+    Y.leftCols<3>() = d.C.transpose();
+    Y.col(3) = -d.C.transpose() * d.c;
+    Put(Y, P + kY34);
+    const Eigen::Matrix3d Lp = d.Mp.linear();
+    const Eigen::Matrix3d B0 = Lp * d.C;
+    Put(B0, P + kB0);
+    Put(Eigen::Matrix3d(B0 * d.Qswing - B0), P + kDswing);
+    Put(Eigen::Vector3d(d.Mp * d.c), P + kA0);
+    if (d.remainder) {
+      P[kRemainder] = 1.f;
+      F.any_remainder = true;
+      Put(Eigen::Matrix3d(Lp * d.G * d.C), P + kHC);
+      Put(Eigen::Vector3d(Lp * (d.G * d.c + d.g)), P + kE0);
+    }
+  }
+  return F;
+}
+
+void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
+                     const SwingTwistFrameFloat& frame, float* U) {
+  const int k = W.deformer.k();
+  const int32_t* J = W.deformer.joints.data();
+  const float* w = W.deformer.weights.data();
+  const float* s = W.swing.data();
+  const float* t = W.twist.data();
+  const float* P = frame.params.data();
+#ifdef SKINNING_VECTOR_EXT
+  if (k <= kMaxSlots) {
+    const int n8 = n - n % 8;
+    if (k == 4) {
+      if (frame.any_remainder)
+        SwingTwistKernel8K4<true>(V, n8, J, w, s, t, P, U);
+      else
+        SwingTwistKernel8K4<false>(V, n8, J, w, s, t, P, U);
+    } else if (frame.any_remainder) {
+      SwingTwistKernel8<true>(V, n8, J, w, s, t, k, P, U);
+    } else {
+      SwingTwistKernel8<false>(V, n8, J, w, s, t, k, P, U);
+    }
+    // The last n % 8 vertices by the scalar kernel.
+    const std::ptrdiff_t o = n8, ok = static_cast<std::ptrdiff_t>(n8) * k;
+    if (frame.any_remainder)
+      SwingTwistKernel<0, true>(V + 3 * o, n - n8, J + ok, w + ok, s + ok, t + ok, k, P, U + 3 * o);
+    else
+      SwingTwistKernel<0, false>(V + 3 * o, n - n8, J + ok, w + ok, s + ok, t + ok, k, P, U + 3 * o);
+    return;
+  }
+#endif
+  if (k == 4) {
+    if (frame.any_remainder)
+      SwingTwistKernel<4, true>(V, n, J, w, s, t, k, P, U);
+    else
+      SwingTwistKernel<4, false>(V, n, J, w, s, t, k, P, U);
+  } else {
+    if (frame.any_remainder)
+      SwingTwistKernel<0, true>(V, n, J, w, s, t, k, P, U);
+    else
+      SwingTwistKernel<0, false>(V, n, J, w, s, t, k, P, U);
+  }
+}
+
+}  // namespace skinning

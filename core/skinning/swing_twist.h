@@ -1,0 +1,100 @@
+// The swing/twist joint deformer (Kavan & Sorkine 2012, Sec. 3.3–3.5, Eq. 5–6).
+//
+// Frames come from core/rig/joint_frames.h (JointFrame: centre c, axes C with z along the child
+// bone, parent p = nearest deforming ancestor, deformer flag). M = skinning transforms (#J, bind
+// space → posed, world · inverse bind). For a joint j with a deformer (parent p):
+//   Δ = M_p⁻¹ M_j; Rot = nearest rotation of Δ's linear part (Δ's own when rigid);
+//   E(x) = Δx − (c + Rot(x − c))     (affine remainder; 0 for a rotation about the joint)
+//   Q = Cᵀ Rot C = Q_swing · Q_twist (split about z), twist angle θ;
+//   x̃ = Cᵀ(p̃ − c);  Γ = ((1 − s) I + s Q_swing) · Rz(t θ) · x̃          (Eq. 6)
+//   deformer_j(p̃) = M_p (c + C Γ + s E(p̃))
+// so s = t = 1 gives M_j p̃ and s = t = 0 gives M_p p̃. Deforming joints without a deformer
+// (roots) and non-deforming joints: deformer_j(p̃) = M_j p̃. Result p = Σ_j d_j deformer_j(p̃)
+// (Eq. 5).
+#ifndef SKINNING_CORE_SKINNING_SWING_TWIST_H_
+#define SKINNING_CORE_SKINNING_SWING_TWIST_H_
+
+#include <cmath>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+
+#include "core/geometry/mesh.h"
+#include "core/rig/joint_frames.h"
+#include "core/skinning/weights.h"
+
+namespace skinning {
+
+// Reference (double, dense).
+//   V       #V by 3 bind-space positions
+//   D       #V by #J deformer weights d (rows sum to 1)
+//   S, T    #V by #J swing weights s and twist weights t (any real; usually in [0, 1])
+//   frames  #J joint frames (JointFrames)
+//   M       #J skinning transforms
+//   U       out: #V by 3 posed positions
+void SwingTwist(const RowMatrixX3d& V, const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
+                const Eigen::MatrixXd& T, const std::vector<JointFrame>& frames,
+                const std::vector<Eigen::Affine3d>& M, RowMatrixX3d* U);
+
+// Sparse per-vertex layout for the per-frame kernel: the top k deformer weights (renormalized)
+// and the s, t of those slots' joints.
+struct SwingTwistWeights {
+  SparseWeights deformer;    // #V by k
+  RowMatrixXf swing, twist;  // #V by k, aligned with deformer.joints (0 in unused slots)
+};
+//   D, S, T  #V by #J as in SwingTwist;  k ≥ 1 slots per vertex.
+SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
+                                        const Eigen::MatrixXd& T, int k);
+
+// Per-frame prepared parameters (float), computed once per frame from frames and M. Opaque to
+// callers; `params` holds kStride floats per joint (layout in swing_twist.cc).
+struct SwingTwistFrameFloat {
+  static constexpr int kStride = 56;
+  int num_joints = 0;
+  std::vector<float> params;       // #J * kStride
+  bool any_remainder = false;      // some deformer has a non-zero affine remainder E
+};
+//   frames  #J;  M  #J skinning transforms (same order).
+SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frames,
+                                            const std::vector<Eigen::Affine3d>& M);
+
+// float32 kernel: V n*3 floats (xyz interleaved), U n*3 out (may not alias V). W has n rows;
+// joint indices must be < frame.num_joints.
+void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
+                     const SwingTwistFrameFloat& frame, float* U);
+
+// sin and cos of x (radians, |x| < 6000) in float, to ~2e-7 absolute: reduction to
+// [−π, π], then Taylor polynomials of x/2 (|x/2| ≤ π/2) and the double-angle formulas. Shared by
+// the per-frame kernels (swing/twist, STBS).
+inline void FastSinCos(float x, float* s, float* c) {
+  constexpr float kInvTwoPi = 0.15915494309189535f;
+  constexpr float kTwoPiHi = 6.28125f;                   // exact in float
+  constexpr float kTwoPiLo = 1.9353071795864769253e-3f;  // 2π − kTwoPiHi
+  // k = round(x / 2π) without a libm call (nearbyint is one on baseline x86-64); |x| < 6000.
+  const float k = static_cast<float>(static_cast<int>(x * kInvTwoPi + 1024.5f) - 1024);
+  x = (x - k * kTwoPiHi) - k * kTwoPiLo;
+  const float h = 0.5f * x;  // |h| ≤ π/2 (+ rounding)
+  const float h2 = h * h;
+  // sin h: h (1 − h²/3! + h⁴/5! − … − h¹⁰/11!)
+  float sp = -2.5052108385441720e-08f;
+  sp = sp * h2 + 2.7557319223985893e-06f;
+  sp = sp * h2 - 1.9841269841269841e-04f;
+  sp = sp * h2 + 8.3333333333333333e-03f;
+  sp = sp * h2 - 1.6666666666666667e-01f;
+  const float sh = h + h * h2 * sp;
+  // cos h: 1 − h²/2! + … + h¹²/12!
+  float cp = 2.0876756987868099e-09f;
+  cp = cp * h2 - 2.7557319223985891e-07f;
+  cp = cp * h2 + 2.4801587301587302e-05f;
+  cp = cp * h2 - 1.3888888888888889e-03f;
+  cp = cp * h2 + 4.1666666666666667e-02f;
+  cp = cp * h2 - 0.5f;
+  const float ch = 1.0f + h2 * cp;
+  *s = 2.0f * sh * ch;
+  *c = (ch - sh) * (ch + sh);
+}
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_SKINNING_SWING_TWIST_H_

@@ -1,0 +1,159 @@
+#include "core/weights/endpoint_weights.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/rig/bones.h"
+#include "core/rig/joint_frames.h"
+#include "core/skinning/stbs.h"
+
+namespace skinning {
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Eq. 8: e = (p − a)·(b − a) / |b − a|², clamped to [0, 1].
+Eigen::MatrixXd ProjectionEndpoints(const RowMatrixX3d& V, const std::vector<StbsBone>& bones) {
+  Eigen::MatrixXd E = Eigen::MatrixXd::Zero(V.rows(), static_cast<Eigen::Index>(bones.size()));
+  for (size_t j = 0; j < bones.size(); ++j) {
+    if (!bones[j].valid) continue;
+    const Eigen::Vector3d d = bones[j].b - bones[j].a;
+    const double d2 = d.squaredNorm();
+    for (Eigen::Index i = 0; i < V.rows(); ++i) {
+      const double e = (V.row(i).transpose() - bones[j].a).dot(d) / d2;
+      E(i, static_cast<Eigen::Index>(j)) = std::clamp(e, 0.0, 1.0);
+    }
+  }
+  return E;
+}
+
+// Eq. 7 with point BBW at the joints and at the bone ends that are not joints.
+absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skeleton& skeleton,
+                                                  const std::vector<StbsBone>& bones,
+                                                  const EndpointBakeOptions& options,
+                                                  const Progress& progress, BakeReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<JointHandle> handles = JointPointHandles(skeleton);
+  const double tol = 1e-9 * std::max(1.0, BoundingBoxDiagonal(mesh.V));
+  // handle_b[j]: the handle at the end of joint j's bone.
+  std::vector<int> handle_b(bones.size(), -1);
+  for (size_t j = 0; j < bones.size(); ++j) {
+    if (!bones[j].valid) continue;
+    for (size_t h = 0; h < handles.size(); ++h) {
+      if (!handles[h].segments.empty() && (handles[h].segments[0].a - bones[j].b).norm() <= tol) {
+        handle_b[j] = static_cast<int>(h);
+        break;
+      }
+    }
+    if (handle_b[j] < 0) {
+      JointHandle extra;
+      extra.joint = static_cast<int>(handles.size());
+      extra.deforms = true;
+      extra.segments.push_back(Segment{bones[j].b, bones[j].b});
+      handle_b[j] = static_cast<int>(handles.size());
+      handles.push_back(extra);
+    }
+  }
+  absl::StatusOr<VolumeDomain> domain;
+  if (options.tet_mesh) {
+    domain = BuildTetDomain(options.tet_mesh->TV, options.tet_mesh->TT, mesh.V,
+                            progress.Sub(0.0, 0.1));
+    if (domain.ok())
+      report->domain = absl::StrFormat("tet mesh (%d nodes, %d tets)", domain->num_nodes(),
+                                       options.tet_mesh->TT.rows());
+  } else {
+    VoxelGridReport vr;
+    domain = BuildVoxelDomain(mesh, options.voxel, &vr, progress.Sub(0.0, 0.1));
+    if (domain.ok())
+      report->domain = absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes)",
+                                       vr.resolution, vr.cells.x(), vr.cells.y(), vr.cells.z(),
+                                       vr.inside_cells, vr.nodes);
+  }
+  if (!domain.ok()) return domain.status();
+  report->domain_nodes = domain->num_nodes();
+  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(*domain, handles);
+  if (!pinned.ok()) return pinned.status();
+  report->domain_seconds = Seconds(t0);
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  const auto t1 = std::chrono::steady_clock::now();
+  BbwReport br;
+  absl::StatusOr<Eigen::MatrixXd> node_weights =
+      BoundedBiharmonicWeights(*domain, *pinned, options.bbw, &br, progress.Sub(0.1, 1.0));
+  if (!node_weights.ok()) return node_weights.status();
+  report->solve_seconds = Seconds(t1);
+  report->detail = absl::StrFormat("%d point handles (%d at bone ends that are not joints), %d "
+                                   "factorizations, %.3g s",
+                                   handles.size(), handles.size() - skeleton.size(),
+                                   br.factorizations, br.seconds);
+  const Eigen::MatrixXd J = domain->to_mesh * *node_weights;  // #V by #handles
+  Eigen::MatrixXd E = Eigen::MatrixXd::Zero(mesh.V.rows(), skeleton.size());
+  for (size_t j = 0; j < bones.size(); ++j) {
+    if (!bones[j].valid) continue;
+    const Eigen::Index jj = static_cast<Eigen::Index>(j);
+    E.col(jj) = (0.5 * ((1.0 - J.col(jj).array()) + J.col(handle_b[j]).array()))
+                    .cwiseMax(0.0)
+                    .cwiseMin(1.0)
+                    .matrix();
+  }
+  return E;
+}
+
+}  // namespace
+
+const char* EndpointMethodName(EndpointMethod method) {
+  switch (method) {
+    case EndpointMethod::kJointBbw:
+      return "endpoint_joint_bbw";
+    case EndpointMethod::kProjection:
+      return "endpoint_projection";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const Skeleton& skeleton,
+                                                       const EndpointBakeOptions& options,
+                                                       const Progress& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (auto s = ValidateMesh(mesh); !s.ok()) return s;
+  if (auto s = ValidateSkeleton(skeleton); !s.ok()) return s;
+  if (options.method != EndpointMethod::kJointBbw && options.method != EndpointMethod::kProjection)
+    return absl::InvalidArgumentError(absl::StrFormat("options.method = %d is not an endpoint method",
+                                                      static_cast<int>(options.method)));
+  if (options.method == EndpointMethod::kJointBbw && !options.tet_mesh &&
+      (options.voxel.resolution < VoxelGridOptions::kMinResolution ||
+       options.voxel.resolution > VoxelGridOptions::kMaxResolution))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "options.voxel.resolution = %d is outside [%d, %d]", options.voxel.resolution,
+        VoxelGridOptions::kMinResolution, VoxelGridOptions::kMaxResolution));
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
+  if (!handles.ok()) return handles.status();
+  const std::vector<StbsBone> bones = StbsBones(*handles);
+  if (std::none_of(bones.begin(), bones.end(), [](const StbsBone& b) { return b.valid; }))
+    return absl::InvalidArgumentError(
+        "skeleton has no joint with a single bone to bake endpoint weights for");
+
+  EndpointBakeResult result;
+  result.report.method = EndpointMethodName(options.method);
+  if (options.method == EndpointMethod::kProjection) {
+    result.report.domain = "none";
+    const auto t1 = std::chrono::steady_clock::now();
+    result.endpoint = ProjectionEndpoints(mesh.V, bones);
+    result.report.solve_seconds = Seconds(t1);
+  } else {
+    absl::StatusOr<Eigen::MatrixXd> E =
+        JointBbwEndpoints(mesh, skeleton, bones, options, progress, &result.report);
+    if (!E.ok()) return E.status();
+    result.endpoint = *std::move(E);
+  }
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  result.report.total_seconds = Seconds(t0);
+  progress.Report("done", 1.0);
+  return result;
+}
+
+}  // namespace skinning

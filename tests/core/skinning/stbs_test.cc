@@ -1,0 +1,327 @@
+#include "core/skinning/stbs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/rig/bones.h"
+#include "core/skinning/dqs.h"
+#include "core/skinning/lbs.h"
+#include "core/weights/bake.h"
+#include "core/weights/endpoint_weights.h"
+#include "tests/support/fixtures.h"
+
+namespace skinning {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// The cylinder rig (joint 0 at 0 with tail (1,0,0), joint 1 "elbow" at (1,0,0) with tail
+// (1.9,0,0)) with BBW bone weights and both kinds of endpoint weights, baked once.
+struct Baked {
+  Rig rig;
+  std::vector<int> order;
+  std::vector<StbsBone> bones;
+  Eigen::MatrixXd W;       // bone weights
+  Eigen::MatrixXd E_bbw;   // joint-BBW endpoint weights
+  Eigen::MatrixXd E_proj;  // projection endpoint weights
+};
+
+const Baked& GetBaked() {
+  static const Baked* baked = [] {
+    auto* b = new Baked;
+    b->rig = testing::MakeCylinderRig();
+    b->order = *TopologicalOrder(b->rig.skeleton);
+    b->bones = StbsBones(*JointHandles(b->rig.skeleton));
+    BakeOptions bo;
+    bo.method = BakeMethod::kBbw;
+    bo.voxel.resolution = 28;
+    auto w = BakeWeights(b->rig.mesh, b->rig.skeleton, bo);
+    EXPECT_TRUE(w.ok()) << w.status();
+    b->W = w->dense;
+    EndpointBakeOptions eo;
+    eo.voxel.resolution = 28;
+    auto e = BakeEndpointWeights(b->rig.mesh, b->rig.skeleton, eo);
+    EXPECT_TRUE(e.ok()) << e.status();
+    b->E_bbw = e->endpoint;
+    eo.method = EndpointMethod::kProjection;
+    b->E_proj = BakeEndpointWeights(b->rig.mesh, b->rig.skeleton, eo)->endpoint;
+    return b;
+  }();
+  return *baked;
+}
+
+Pose RandomPose(const Skeleton& sk, std::mt19937& gen) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Pose pose = RestPose(sk);
+  for (Transform& t : pose.local) {
+    t.rotation = Eigen::Quaterniond(u(gen), u(gen), u(gen), u(gen)).normalized();
+    t.translation += 0.2 * Eigen::Vector3d(u(gen), u(gen), u(gen));
+  }
+  return pose;
+}
+
+// Indices of vertices with x > x0.
+std::vector<int> Beyond(const RowMatrixX3d& V, double x0) {
+  std::vector<int> out;
+  for (int i = 0; i < V.rows(); ++i)
+    if (V(i, 0) > x0) out.push_back(i);
+  return out;
+}
+
+double Spread(const RowMatrixX3d& V, const std::vector<int>& idx) {
+  double lo = 1e300, hi = -1e300;
+  for (int i : idx) lo = std::min(lo, V(i, 0)), hi = std::max(hi, V(i, 0));
+  return hi - lo;
+}
+
+TEST(StbsBones, CylinderBonesAreTheTwoTails) {
+  const Baked& b = GetBaked();
+  ASSERT_EQ(b.bones.size(), 2u);
+  EXPECT_TRUE(b.bones[0].valid);
+  EXPECT_TRUE(b.bones[1].valid);
+  EXPECT_LT((b.bones[0].a - Eigen::Vector3d(0, 0, 0)).norm(), 1e-12);
+  EXPECT_LT((b.bones[0].b - Eigen::Vector3d(1, 0, 0)).norm(), 1e-12);
+  EXPECT_LT((b.bones[1].a - Eigen::Vector3d(1, 0, 0)).norm(), 1e-12);
+  EXPECT_LT((b.bones[1].b - Eigen::Vector3d(1.9, 0, 0)).norm(), 1e-12);
+}
+
+TEST(StretchedSkinningTransforms, EqualSkinningTransformsWhenUnstretched) {
+  const Baked& b = GetBaked();
+  std::mt19937 gen(1);
+  BoneStretchTwist st;
+  st.stretch = {1.0, 1.0};
+  st.twist_a = {0.3, -0.2};  // twists do not enter the transforms
+  for (int trial = 0; trial < 5; ++trial) {
+    const Pose pose = RandomPose(b.rig.skeleton, gen);
+    auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, pose, b.bones, st);
+    auto R = SkinningTransforms(b.rig.skeleton, b.order, pose);
+    ASSERT_TRUE(T.ok() && R.ok());
+    for (int j = 0; j < 2; ++j) EXPECT_TRUE((*T)[j].matrix() == (*R)[j].matrix());
+  }
+}
+
+TEST(StretchedSkinningTransforms, ChildMovesByRotatedStretchOffset) {
+  const Baked& b = GetBaked();
+  std::mt19937 gen(2);
+  BoneStretchTwist st;
+  st.stretch = {1.7, 1.0};
+  for (int trial = 0; trial < 5; ++trial) {
+    const Pose pose = RandomPose(b.rig.skeleton, gen);
+    auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, pose, b.bones, st);
+    auto R = SkinningTransforms(b.rig.skeleton, b.order, pose);
+    ASSERT_TRUE(T.ok() && R.ok());
+    // Closed form: joint 1's transform is shifted by 0.7 × bone 0 as posed by joint 0.
+    const Eigen::Vector3d offset = (*R)[0].linear() * Eigen::Vector3d(0.7, 0, 0);
+    EXPECT_LT(((*T)[0].matrix() - (*R)[0].matrix()).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LT(((*T)[1].linear() - (*R)[1].linear()).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LT(((*T)[1].translation() - (*R)[1].translation() - offset).norm(), 1e-12);
+  }
+}
+
+// Stretching bone 0 by 2 (offset (1,0,0)) with projection endpoint weights.
+class StbsStretch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(StbsStretch, MovesVerticesBeyondTheFarJointRigidly) {
+  const bool dqs = GetParam();
+  const Baked& b = GetBaked();
+  BoneStretchTwist st;
+  st.stretch = {2.0, 1.0};
+  auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, Pose{}, b.bones, st);
+  ASSERT_TRUE(T.ok());
+  RowMatrixX3d U;
+  if (dqs)
+    StbsDqs(b.rig.mesh.V, b.W, b.E_proj, b.bones, *T, st, &U);
+  else
+    StbsLbs(b.rig.mesh.V, b.W, b.E_proj, b.bones, *T, st, &U);
+  const std::vector<int> far = Beyond(b.rig.mesh.V, 1.3);
+  ASSERT_GT(far.size(), 100u);
+  double worst = 0;
+  for (int i : far)
+    worst = std::max(worst, (U.row(i) - b.rig.mesh.V.row(i) - Eigen::RowVector3d(1, 0, 0)).norm());
+  EXPECT_LT(worst, 1e-6);
+  EXPECT_NEAR(Spread(U, far), Spread(b.rig.mesh.V, far), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(LbsAndDqs, StbsStretch, ::testing::Values(false, true));
+
+TEST(StbsStretch, LbsWithScaledJointScalesTheFarPart) {
+  const Baked& b = GetBaked();
+  Pose pose = RestPose(b.rig.skeleton);
+  pose.local[0].scale = Eigen::Vector3d(2, 1, 1);
+  auto T = SkinningTransforms(b.rig.skeleton, b.order, pose);
+  ASSERT_TRUE(T.ok());
+  RowMatrixX3d U;
+  Lbs(b.rig.mesh.V, b.W, *T, &U);
+  const std::vector<int> far = Beyond(b.rig.mesh.V, 1.3);
+  EXPECT_NEAR(Spread(U, far) / Spread(b.rig.mesh.V, far), 2.0, 1e-9);
+}
+
+// Mean twist angle (radians) about the x-axis of the vertices with |x − x0| < 0.02.
+double MeanRingTwist(const RowMatrixX3d& V, const RowMatrixX3d& U, double x0) {
+  double sum = 0;
+  int count = 0;
+  for (int i = 0; i < V.rows(); ++i) {
+    if (std::abs(V(i, 0) - x0) > 0.02) continue;
+    const Eigen::Vector2d a(V(i, 1), V(i, 2)), c(U(i, 1), U(i, 2));
+    if (a.norm() < 1e-6) continue;
+    sum += std::atan2(a.x() * c.y() - a.y() * c.x(), a.dot(c));
+    ++count;
+  }
+  EXPECT_GT(count, 0);
+  return sum / std::max(count, 1);
+}
+
+class StbsTwist : public ::testing::TestWithParam<bool> {};
+
+TEST_P(StbsTwist, HalfTurnAtBoneEndSpreadsToQuarterTurnAtMiddle) {
+  const bool dqs = GetParam();
+  const Baked& b = GetBaked();
+  BoneStretchTwist st;
+  st.twist_a = {0.0, 0.0};
+  st.twist_b = {0.0, kPi};
+  auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, Pose{}, b.bones, st);
+  ASSERT_TRUE(T.ok());
+  RowMatrixX3d U;
+  if (dqs)
+    StbsDqs(b.rig.mesh.V, b.W, b.E_bbw, b.bones, *T, st, &U);
+  else
+    StbsLbs(b.rig.mesh.V, b.W, b.E_bbw, b.bones, *T, st, &U);
+  const double mid = MeanRingTwist(b.rig.mesh.V, U, 1.45) * 180 / kPi;
+  const double near = MeanRingTwist(b.rig.mesh.V, U, 1.15) * 180 / kPi;
+  const double far = MeanRingTwist(b.rig.mesh.V, U, 1.75) * 180 / kPi;
+  std::printf("twist at x = 1.15 / 1.45 / 1.75: %.1f / %.1f / %.1f degrees (%s)\n", near, mid, far,
+              dqs ? "dqs" : "lbs");
+  EXPECT_NEAR(mid, 90.0, 10.0);
+  EXPECT_LT(near, mid);
+  EXPECT_LT(mid, far);
+}
+
+INSTANTIATE_TEST_SUITE_P(LbsAndDqs, StbsTwist, ::testing::Values(false, true));
+
+TEST(Stbs, RestStretchAndTwistEqualPlainSkinning) {
+  const Baked& b = GetBaked();
+  std::mt19937 gen(3);
+  BoneStretchTwist st;
+  st.stretch = {1.0, 1.0};
+  st.twist_a = {0.0, 0.0};
+  st.twist_b = {0.0, 0.0};
+  for (int trial = 0; trial < 3; ++trial) {
+    auto T = SkinningTransforms(b.rig.skeleton, b.order, RandomPose(b.rig.skeleton, gen));
+    ASSERT_TRUE(T.ok());
+    RowMatrixX3d U, L, Ud, D;
+    StbsLbs(b.rig.mesh.V, b.W, b.E_bbw, b.bones, *T, st, &U);
+    Lbs(b.rig.mesh.V, b.W, *T, &L);
+    EXPECT_TRUE(U == L);
+    StbsDqs(b.rig.mesh.V, b.W, b.E_bbw, b.bones, *T, st, &Ud);
+    Dqs(b.rig.mesh.V, b.W, *T, &D);
+    EXPECT_LT((Ud - D).cwiseAbs().maxCoeff(), 1e-12);
+  }
+}
+
+TEST(Stbs, FloatPathMatchesReference) {
+  const Baked& b = GetBaked();
+  const SparseWeights W = TopK(b.W, 4);
+  const Eigen::MatrixXd Wd = ToDense(W, 2);
+  const RowMatrixXf Ek = AlignEndpointWeights(W, b.E_bbw);
+  const Eigen::Index n = b.rig.mesh.V.rows();
+  const std::vector<float> V(b.rig.mesh.V.data(), b.rig.mesh.V.data() + 3 * n);
+  std::mt19937 gen(4);
+  BoneStretchTwist st;
+  st.stretch = {1.6, 0.7};
+  st.twist_a = {0.4, -1.0};
+  st.twist_b = {2.5, 4.0};
+  for (bool with_scale : {false, true}) {
+    Pose pose = RandomPose(b.rig.skeleton, gen);
+    if (with_scale) pose.local[1].scale = Eigen::Vector3d(1.3, 0.8, 1.1);
+    auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, pose, b.bones, st);
+    ASSERT_TRUE(T.ok());
+    const StbsFrameFloat frame = PrepareStbsFloat(b.bones, *T, st);
+    EXPECT_EQ(frame.any_stretch, with_scale);
+    for (bool dqs : {false, true}) {
+      RowMatrixX3d ref;
+      if (dqs)
+        StbsDqs(b.rig.mesh.V, Wd, b.E_bbw, b.bones, *T, st, &ref);
+      else
+        StbsLbs(b.rig.mesh.V, Wd, b.E_bbw, b.bones, *T, st, &ref);
+      std::vector<float> U(3 * n);
+      StbsFloat(V.data(), static_cast<int>(n), W, Ek, frame, dqs, U.data());
+      const double scale = std::max(1.0, ref.cwiseAbs().maxCoeff());
+      double worst = 0;
+      for (Eigen::Index i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(U[3 * i + d] - ref(i, d)));
+      EXPECT_LT(worst / scale, 1e-5) << "dqs " << dqs << " scale " << with_scale;
+    }
+  }
+}
+
+TEST(AlignEndpointWeights, PicksTheSlotJointsColumn) {
+  SparseWeights W;
+  W.joints.resize(2, 2);
+  W.weights.resize(2, 2);
+  W.joints << 1, 0, 2, 0;
+  W.weights << 0.6f, 0.4f, 1.0f, 0.0f;
+  Eigen::MatrixXd E(2, 3);
+  E << 0.1, 0.2, 0.3, 0.4, 0.5, 0.6;
+  const RowMatrixXf A = AlignEndpointWeights(W, E);
+  EXPECT_FLOAT_EQ(A(0, 0), 0.2f);
+  EXPECT_FLOAT_EQ(A(0, 1), 0.1f);
+  EXPECT_FLOAT_EQ(A(1, 0), 0.6f);
+  EXPECT_FLOAT_EQ(A(1, 1), 0.0f);
+}
+
+// A root "hips" with two children: the hips have two segments, so no single bone.
+Skeleton ForkSkeleton() {
+  Skeleton sk;
+  auto add = [&](const char* name, int parent, const Eigen::Vector3d& world) {
+    Joint j;
+    j.name = name;
+    j.parent = parent;
+    const Eigen::Vector3d pw = parent < 0 ? Eigen::Vector3d::Zero()
+                                          : Eigen::Vector3d(-sk.joints[parent].inverse_bind.translation());
+    j.rest.translation = world - pw;
+    j.inverse_bind = Eigen::Translation3d(-world);
+    sk.joints.push_back(j);
+  };
+  add("hips", -1, Eigen::Vector3d(0, 0, 0));
+  add("left", 0, Eigen::Vector3d(1, 0, 0));
+  add("right", 0, Eigen::Vector3d(-1, 0, 0));
+  return sk;
+}
+
+TEST(ValidateStretchTwist, NamesFieldIndexValueAndJoint) {
+  const Skeleton sk = ForkSkeleton();
+  const std::vector<StbsBone> bones = StbsBones(*JointHandles(sk));
+  ASSERT_FALSE(bones[0].valid);
+  ASSERT_TRUE(bones[1].valid);
+  BoneStretchTwist st;
+  st.stretch = {2.0, 1.0, 1.0};
+  absl::Status s = ValidateStretchTwist(sk, bones, st);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "pose.bone_stretch[0] = 2: joint 0 (hips) has no single bone");
+  st.stretch = {1.0, 2.0, 1.5};
+  EXPECT_TRUE(ValidateStretchTwist(sk, bones, st).ok());
+  st.twist_b = {0.5, 0.0, 0.0};
+  s = ValidateStretchTwist(sk, bones, st);
+  EXPECT_EQ(s.message(), "pose.bone_twist[1] = 0.5: joint 0 (hips) has no single bone");
+  st.twist_b.clear();
+  st.stretch = {1.0, -1.0, 1.0};
+  s = ValidateStretchTwist(sk, bones, st, "frame");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("frame.bone_stretch[1] = -1"), std::string::npos) << s.message();
+  st.stretch = {1.0, 1.0};
+  s = ValidateStretchTwist(sk, bones, st);
+  EXPECT_NE(s.message().find("pose.bone_stretch has 2 entries"), std::string::npos) << s.message();
+  st.stretch.clear();
+  st.twist_a = {0.0, std::nan(""), 0.0};
+  s = ValidateStretchTwist(sk, bones, st);
+  EXPECT_NE(s.message().find("pose.bone_twist[2] = nan is not finite"), std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace skinning
