@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -48,10 +49,18 @@ ABSL_FLAG(std::string, pose, "", "a pose file: .json (local transforms by joint 
 ABSL_FLAG(std::string, times, "", "comma-separated animation times in seconds, e.g. 0,0.25,0.5");
 ABSL_FLAG(double, fps, 0, "sample the whole animation at this frame rate");
 ABSL_FLAG(int, animation, 0, "which glTF animation to sample");
-ABSL_FLAG(std::string, method, "lbs", "lbs, dqs, or lbs,dqs for both");
+ABSL_FLAG(std::string, method, "lbs",
+          "pose methods, comma-separated: lbs, dqs, stbs_lbs, stbs_dqs, swing_twist, elastic, psd_lbs, psd_dqs, "
+          "psd_support_lbs, psd_support_dqs");
+ABSL_FLAG(std::string, stretch, "", "pose (stbs_*): bone length scales, JOINT=SCALE,... (joint name or index)");
+ABSL_FLAG(std::string, twist, "",
+          "pose (stbs_*): twist angles in degrees at a bone's start and end, JOINT=START:END,...");
+ABSL_FLAG(std::string, weights_bake, "", "bake (fast_model, endpoint): the weights bake to build on (default: the rig's own weights)");
+ABSL_FLAG(std::string, endpoint_method, "joint_bbw", "bake endpoint: joint_bbw or projection");
 ABSL_FLAG(std::string, out, "skinning-out", "output folder for posed meshes");
 ABSL_FLAG(std::string, format, "glb,obj", "output formats: any of glb, gltf, obj");
-ABSL_FLAG(std::string, bake_method, "bbw", "bake: bbw, bone_heat or geodesic_voxel");
+ABSL_FLAG(std::string, bake_method, "bbw",
+          "bake: bbw, bone_heat, geodesic_voxel, fast_model, swing_twist, endpoint or elastic_model");
 ABSL_FLAG(int, resolution, 0, "bake: voxel cells along the longest side (0 = server default, 64)");
 ABSL_FLAG(int, influences, 4, "bake: influences kept per vertex (top k)");
 ABSL_FLAG(std::string, tet, "", "bake: a MEDIT .mesh tet mesh to run the volumetric methods on");
@@ -85,10 +94,13 @@ Commands:
             Prints a rig's summary; with --out_file also writes it as a skinned glTF.
   delete ID Deletes a rig.
   bake      (--rig=ID | --gltf=FILE | --obj=.. --tgf=..)
-            [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model] [--resolution=N] [--influences=K]
-            [--tet=FILE.mesh] [--falloff=F] [--out=DIR] [--nowait]
-            Bakes weights on the server with progress, then writes DIR/<rig>-<method>.dmat
-            (dense #V x #joints) and DIR/<rig>-<method>.glb (skinned, top-K weights).
+            [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model|swing_twist|endpoint|elastic_model]
+            [--resolution=N] [--influences=K] [--tet=FILE.mesh] [--falloff=F] [--out=DIR] [--nowait]
+            [--weights_bake=BAKE_ID] [--endpoint_method=joint_bbw|projection]
+            Bakes on the server with progress, then writes DIR/<rig>-<method>.dmat (dense
+            #V x #joints: bone weights; swing_twist: the deformer weights d, plus -swing.dmat and
+            -twist.dmat; endpoint: plus -endpoint.dmat) and DIR/<rig>-<method>.glb (skinned, top-K).
+            fast_model and elastic_model bakes print their id (use them with solve / pose).
   solve     --bake=FAST_BAKE_ID --constraints=FILE.json [--iterations=15] [--out=DIR]
             [--format=glb,obj]
             Solves the free handles with fast automatic skinning transformations, prints the
@@ -97,10 +109,10 @@ Commands:
   cancel BAKE_ID         Cancels a queued or running bake.
   pose      (--rig=ID | --gltf=FILE | --obj=.. --tgf=.. --dmat=..) [--bake=BAKE_ID]
             [--pose=FILE | --times=T1,T2,.. | --fps=F] [--animation=N]
-            [--method=lbs,dqs] [--out=DIR] [--format=glb,obj]
-            Poses the rig through the server (one PoseClip call) and writes the posed meshes.
-            With no pose, time or rate it poses the rest pose. Methods: lbs, dqs, and pose space
-            deformation over the rig's examples: psd_lbs, psd_dqs, psd_support_lbs, psd_support_dqs.
+            [--method=lbs,dqs,...] [--stretch=J=S,..] [--twist=J=A:B,..] [--out=DIR] [--format=glb,obj]
+            Poses the rig through the server (one PoseClip call per method) and writes the posed
+            meshes. With no pose, time or rate it poses the rest pose. stbs_lbs/stbs_dqs need an
+            endpoint bake (--bake), swing_twist a swing_twist bake, elastic an elastic_model bake.
   example add --rig=ID --pose=FILE --mesh=FILE.obj|.off [--name=NAME]
             Adds a pose space deformation example: the sculpted mesh (the rig's vertices, same
             order) at the pose (the formats of pose --pose). Prints its name and the count.
@@ -323,13 +335,43 @@ absl::Status CommandPose() {
 
   std::vector<std::pair<std::string, v1::Method>> methods;
   for (absl::string_view m : absl::StrSplit(absl::GetFlag(FLAGS_method), ',', absl::SkipWhitespace())) {
-    if (m == "lbs") methods.emplace_back("lbs", v1::METHOD_LBS);
-    else if (m == "dqs") methods.emplace_back("dqs", v1::METHOD_DQS);
-    else if (m == "psd_lbs") methods.emplace_back("psd_lbs", v1::METHOD_PSD_LBS);
-    else if (m == "psd_dqs") methods.emplace_back("psd_dqs", v1::METHOD_PSD_DQS);
-    else if (m == "psd_support_lbs") methods.emplace_back("psd_support_lbs", v1::METHOD_PSD_SUPPORT_LBS);
-    else if (m == "psd_support_dqs") methods.emplace_back("psd_support_dqs", v1::METHOD_PSD_SUPPORT_DQS);
-    else return absl::InvalidArgumentError(absl::StrCat("--method: unknown method '", m, "' (lbs, dqs, psd_lbs, psd_dqs, psd_support_lbs or psd_support_dqs)"));
+    v1::Method parsed;
+    if (!v1::Method_Parse(absl::AsciiStrToUpper(absl::StrCat("METHOD_", m)), &parsed) ||
+        parsed == v1::METHOD_UNSPECIFIED)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--method: unknown method '", m,
+          "' (lbs, dqs, stbs_lbs, stbs_dqs, swing_twist, elastic, psd_lbs, psd_dqs, psd_support_lbs, psd_support_dqs)"));
+    methods.emplace_back(std::string(m), parsed);
+  }
+  // Bone stretch and twist (STBS), the same for every frame.
+  std::vector<float> stretch, twist;
+  auto joint_index = [&](absl::string_view name, const char* flag) -> absl::StatusOr<int> {
+    int j = rig.skeleton.Find(std::string(name));
+    if (j < 0 && absl::SimpleAtoi(name, &j) && (j < 0 || j >= rig.skeleton.size())) j = -1;
+    if (j < 0) return absl::InvalidArgumentError(absl::StrCat(flag, ": unknown joint '", name, "'"));
+    return j;
+  };
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_stretch), ',', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    absl::StatusOr<int> j = joint_index(kv.first, "--stretch");
+    if (!j.ok()) return j.status();
+    double scale;
+    if (!absl::SimpleAtod(kv.second, &scale))
+      return absl::InvalidArgumentError(absl::StrCat("--stretch: '", item, "' is not JOINT=SCALE"));
+    if (stretch.empty()) stretch.assign(rig.skeleton.size(), 1.0f);
+    stretch[*j] = static_cast<float>(scale);
+  }
+  for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_twist), ',', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    absl::StatusOr<int> j = joint_index(kv.first, "--twist");
+    if (!j.ok()) return j.status();
+    std::pair<std::string, std::string> ab = absl::StrSplit(kv.second, absl::MaxSplits(':', 1));
+    double a, b;
+    if (!absl::SimpleAtod(ab.first, &a) || !absl::SimpleAtod(ab.second, &b))
+      return absl::InvalidArgumentError(absl::StrCat("--twist: '", item, "' is not JOINT=START:END (degrees)"));
+    if (twist.empty()) twist.assign(2 * rig.skeleton.size(), 0.0f);
+    twist[2 * *j] = static_cast<float>(a * M_PI / 180);
+    twist[2 * *j + 1] = static_cast<float>(b * M_PI / 180);
   }
   std::vector<std::string> formats = absl::StrSplit(absl::GetFlag(FLAGS_format), ',', absl::SkipWhitespace());
   for (const std::string& f : formats)
@@ -349,7 +391,12 @@ absl::Status CommandPose() {
     req.set_method(method);
     req.mutable_outputs()->set_vertices(true);
     req.mutable_outputs()->set_normals(rig.mesh.N.rows() > 0);
-    for (const auto& frame : frames) *req.add_frames() = PoseToProto(frame.second);
+    for (const auto& frame : frames) {
+      v1::Pose* p = req.add_frames();
+      *p = PoseToProto(frame.second);
+      for (float v : stretch) p->add_bone_stretch(v);
+      for (float v : twist) p->add_bone_twist(v);
+    }
     absl::StatusOr<v1::PoseClipResponse> clip = client->PoseClip(req);
     if (!clip.ok()) return clip.status();
     for (size_t f = 0; f < frames.size(); ++f) {
@@ -446,9 +493,27 @@ absl::Status CommandBake() {
   else if (method == "bone_heat") options.set_method(v1::BAKE_METHOD_BONE_HEAT);
   else if (method == "geodesic_voxel" || method == "geodesic") options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
   else if (method == "fast_model") options.set_method(v1::BAKE_METHOD_FAST_MODEL);
-  else return absl::InvalidArgumentError(absl::StrCat("--bake_method: unknown method '", method, "' (bbw, bone_heat, geodesic_voxel)"));
+  else if (method == "swing_twist") options.set_method(v1::BAKE_METHOD_SWING_TWIST);
+  else if (method == "endpoint") options.set_method(v1::BAKE_METHOD_ENDPOINT);
+  else if (method == "elastic_model" || method == "elastic") options.set_method(v1::BAKE_METHOD_ELASTIC_MODEL);
+  else
+    return absl::InvalidArgumentError(absl::StrCat("--bake_method: unknown method '", method,
+                                                   "' (bbw, bone_heat, geodesic_voxel, fast_model, swing_twist, "
+                                                   "endpoint, elastic_model)"));
+  if (const std::string w = absl::GetFlag(FLAGS_weights_bake); !w.empty()) {
+    if (options.method() == v1::BAKE_METHOD_FAST_MODEL) options.mutable_fast()->set_weights_bake_id(w);
+    else if (options.method() == v1::BAKE_METHOD_ENDPOINT) options.mutable_endpoint()->set_weights_bake_id(w);
+    else return absl::InvalidArgumentError("--weights_bake is for --bake_method=fast_model or endpoint");
+  }
+  if (options.method() == v1::BAKE_METHOD_ENDPOINT) {
+    const std::string em = absl::GetFlag(FLAGS_endpoint_method);
+    if (em == "projection") options.mutable_endpoint()->set_method(v1::ENDPOINT_PROJECTION);
+    else if (em != "joint_bbw")
+      return absl::InvalidArgumentError(absl::StrCat("--endpoint_method: '", em, "' (joint_bbw or projection)"));
+  }
   if (absl::GetFlag(FLAGS_influences) < 1) return absl::InvalidArgumentError("--influences must be at least 1");
-  options.set_influences(static_cast<uint32_t>(absl::GetFlag(FLAGS_influences)));
+  if (options.method() != v1::BAKE_METHOD_ELASTIC_MODEL)
+    options.set_influences(static_cast<uint32_t>(absl::GetFlag(FLAGS_influences)));
   if (absl::GetFlag(FLAGS_resolution) < 0) return absl::InvalidArgumentError("--resolution must be positive");
   options.set_voxel_resolution(static_cast<uint32_t>(absl::GetFlag(FLAGS_resolution)));
   options.set_geodesic_falloff(absl::GetFlag(FLAGS_falloff));
@@ -476,7 +541,8 @@ absl::Status CommandBake() {
   if (last->state() == v1::BAKE_STATE_CANCELLED) return absl::CancelledError(absl::StrCat("bake ", last->bake_id(), " was cancelled"));
   if (last->state() != v1::BAKE_STATE_DONE) return absl::UnknownError("bake ended in an unexpected state");
 
-  if (last->options().method() == v1::BAKE_METHOD_FAST_MODEL) {  // nothing to write: solve with it
+  if (last->options().method() == v1::BAKE_METHOD_FAST_MODEL ||
+      last->options().method() == v1::BAKE_METHOD_ELASTIC_MODEL) {  // nothing to write: solve / pose with it
     PrintBakeStatus(*last);
     std::printf("%s\n", last->bake_id().c_str());
     return absl::OkStatus();
@@ -502,11 +568,25 @@ absl::Status CommandBake() {
   const std::string stem = absl::StrCat(rig->name.empty() ? rig_id : rig->name, "-", last->report().method());
   const std::string dmat = (out_dir / (stem + ".dmat")).string(), glb = (out_dir / (stem + ".glb")).string();
   if (auto s = WriteDmat(dmat, W, /*ascii=*/true); !s.ok()) return s;
+  // Swing/twist and endpoint bakes: their extra per-joint weights beside the main ones.
+  std::vector<std::string> extra_files;
+  for (const auto& [suffix, extra] : {std::pair<const char*, const v1::DenseWeights*>{"swing", &dense->swing()},
+                                      {"twist", &dense->twist()}, {"endpoint", &dense->endpoint()}}) {
+    if (extra->values_size() == 0) continue;
+    if (static_cast<int>(extra->num_joints()) != nj || extra->values_size() != nv * nj)
+      return absl::DataLossError(absl::StrCat("the bake's ", suffix, " weights do not match the rig"));
+    Eigen::MatrixXd X(nv, nj);
+    for (int i = 0; i < nv; ++i)
+      for (int j = 0; j < nj; ++j) X(i, j) = extra->values(i * nj + j);
+    extra_files.push_back((out_dir / absl::StrCat(stem, "-", suffix, ".dmat")).string());
+    if (auto s = WriteDmat(extra_files.back(), X, /*ascii=*/true); !s.ok()) return s;
+  }
   if (auto s = WriteSkinnedGltf(glb, rig->mesh, rig->skeleton, TopK(W, std::min(static_cast<int>(last->options().influences()), nj)));
       !s.ok())
     return s;
   PrintBakeStatus(*last);
   std::printf("%s\n%s\n", dmat.c_str(), glb.c_str());
+  for (const std::string& f : extra_files) std::printf("%s\n", f.c_str());
   return absl::OkStatus();
 }
 

@@ -11,6 +11,8 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "core/rig/bones.h"
+#include "core/weights/endpoint_weights.h"
+#include "core/weights/swing_twist_bake.h"
 #include "skinning/v1/store.pb.h"
 
 namespace skinning {
@@ -91,6 +93,52 @@ SparseWeights ExactSparse(const Eigen::MatrixXd& D) {
   return TopK(D, k);
 }
 
+void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out) {
+  out->set_num_joints(static_cast<uint32_t>(D.cols()));
+  out->mutable_values()->Reserve(static_cast<int>(D.size()));
+  for (int i = 0; i < D.rows(); ++i)
+    for (int j = 0; j < D.cols(); ++j) out->add_values(D(i, j));
+}
+
+absl::StatusOr<Eigen::MatrixXd> DenseFromProto(const v1::DenseWeights& d, int nv, int nj, const std::string& bake_id,
+                                               const char* what) {
+  if (static_cast<int>(d.num_joints()) != nj || d.values_size() != nv * nj)
+    return absl::DataLossError(absl::StrFormat("stored bake '%s' has %d %s values for %d joints, expected %d x %d",
+                                               bake_id, d.values_size(), what, d.num_joints(), nv, nj));
+  Eigen::MatrixXd D(nv, nj);
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < nj; ++j) D(i, j) = d.values(i * nj + j);
+  if (!D.allFinite()) return absl::DataLossError(absl::StrFormat("stored bake '%s': non-finite %s", bake_id, what));
+  return D;
+}
+
+v1::BakeReport ReportToProto(const BakeReport& r) {
+  v1::BakeReport report;
+  report.set_method(r.method);
+  report.set_domain(r.domain);
+  report.set_domain_nodes(r.domain_nodes);
+  report.set_domain_seconds(r.domain_seconds);
+  report.set_solve_seconds(r.solve_seconds);
+  report.set_total_seconds(r.total_seconds);
+  report.set_detail(r.detail);
+  return report;
+}
+
+// The weights bake a bake builds on (FAST models, endpoint weights), or "".
+const std::string& WeightsSource(const v1::BakeOptions& o) {
+  static const std::string kNone;
+  if (o.method() == v1::BAKE_METHOD_FAST_MODEL) return o.fast().weights_bake_id();
+  if (o.method() == v1::BAKE_METHOD_ENDPOINT) return o.endpoint().weights_bake_id();
+  return kNone;
+}
+
+// Rough resident size of an elastic model: nodes, the factor, elements.
+size_t ElasticModelBytes(const ElasticModel& m) {
+  const VolumeDomain& d = m.domain();
+  return static_cast<size_t>(d.num_nodes()) * 600 + static_cast<size_t>(d.elements.size()) * 16 +
+         static_cast<size_t>(d.to_mesh.nonZeros()) * 12;
+}
+
 }  // namespace
 
 struct BakeJobs::Job {
@@ -163,6 +211,26 @@ absl::StatusOr<v1::BakeOptions> BakeJobs::NormalizeOptions(const v1::BakeOptions
     return absl::InvalidArgumentError(absl::StrFormat("options.influences = %u is over the limit (%d)",
                                                       o.influences(), BakeOptions::kMaxInfluences));
   const bool fast = o.method() == v1::BAKE_METHOD_FAST_MODEL;
+  const v1::BakeMethod m = o.method();
+  if (m == v1::BAKE_METHOD_ENDPOINT) {
+    if (!v1::EndpointMethod_IsValid(o.endpoint().method()))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("options.endpoint.method = %d is not an endpoint method", o.endpoint().method()));
+    if (!o.endpoint().weights_bake_id().empty())
+      if (auto s = CheckBakeId(o.endpoint().weights_bake_id()); !s.ok())
+        return absl::InvalidArgumentError(absl::StrCat("options.endpoint.weights_bake_id: ", s.message()));
+  } else {
+    o.clear_endpoint();
+  }
+  if (m == v1::BAKE_METHOD_SWING_TWIST) {
+    if (o.swing_twist().max_iterations() == 0) o.mutable_swing_twist()->set_max_iterations(EmwOptions().max_iterations);
+    if (o.swing_twist().max_iterations() > 500)
+      return absl::InvalidArgumentError(absl::StrFormat("options.swing_twist.max_iterations = %u is over the limit (500)",
+                                                        o.swing_twist().max_iterations()));
+  } else {
+    o.clear_swing_twist();
+  }
+  if (m == v1::BAKE_METHOD_ELASTIC_MODEL) o.set_influences(0);
   if (fast) {
     const auto& f = o.fast();
     if (!v1::FastEnergy_IsValid(f.energy()))
@@ -178,12 +246,16 @@ absl::StatusOr<v1::BakeOptions> BakeJobs::NormalizeOptions(const v1::BakeOptions
   } else {
     o.clear_fast();
   }
-  const bool volumetric =
-      fast ? o.fast().energy() == v1::FAST_ENERGY_VOLUMETRIC : o.method() != v1::BAKE_METHOD_BONE_HEAT;
+  bool volumetric = true;
+  if (fast) volumetric = o.fast().energy() == v1::FAST_ENERGY_VOLUMETRIC;
+  if (m == v1::BAKE_METHOD_BONE_HEAT) volumetric = false;
+  if (m == v1::BAKE_METHOD_ENDPOINT) volumetric = o.endpoint().method() == v1::ENDPOINT_JOINT_BBW;
   if (fast && !volumetric && o.has_tet_mesh())
     return absl::InvalidArgumentError("options.tet_mesh: the surface FAST energy takes no tet mesh");
-  if (!fast && !volumetric && o.has_tet_mesh())
+  if (m == v1::BAKE_METHOD_BONE_HEAT && o.has_tet_mesh())
     return absl::InvalidArgumentError("options.tet_mesh: bone heat works on the surface and takes no tet mesh");
+  if (m == v1::BAKE_METHOD_ENDPOINT && !volumetric && o.has_tet_mesh())
+    return absl::InvalidArgumentError("options.tet_mesh: projected endpoint weights need no volume and take no tet mesh");
   if (volumetric && !o.has_tet_mesh()) {
     if (o.voxel_resolution() == 0) o.set_voxel_resolution(VoxelGridOptions().resolution);
     if (o.voxel_resolution() < static_cast<uint32_t>(VoxelGridOptions::kMinResolution) ||
@@ -289,18 +361,20 @@ absl::StatusOr<v1::BakeStatus> BakeJobs::Start(const std::string& rig_id, const 
   // What can be refused at once is refused at once (bone geometry); the rest (a mesh with no
   // inside, a skeleton outside the mesh) shows when the domain is built and fails the job.
   if (absl::StatusOr<std::vector<JointHandle>> h = JointHandles((*rig)->rig.skeleton); !h.ok()) return h.status();
-  if (normalized->method() == v1::BAKE_METHOD_FAST_MODEL) {
-    const std::string& source = normalized->fast().weights_bake_id();
+  if (normalized->method() == v1::BAKE_METHOD_FAST_MODEL || normalized->method() == v1::BAKE_METHOD_ENDPOINT) {
+    const bool fast = normalized->method() == v1::BAKE_METHOD_FAST_MODEL;
+    const char* what = fast ? "a FAST model" : "endpoint weights";
+    const char* field = fast ? "options.fast.weights_bake_id" : "options.endpoint.weights_bake_id";
+    const std::string& source = WeightsSource(*normalized);
     if (source.empty() && !(*rig)->rig.has_weights())
       return absl::FailedPreconditionError(absl::StrCat(
-          "rig '", rig_id, "' has no weights for a FAST model: bake weights first (StartBake with method BBW) and "
-          "give its id as options.fast.weights_bake_id"));
+          "rig '", rig_id, "' has no weights for ", what, ": bake weights first (StartBake with method BBW) and "
+          "give its id as ", field));
     if (!source.empty()) {
       absl::StatusOr<std::shared_ptr<const LoadedBake>> w = Result(source);
       if (!w.ok()) return w.status();
-      if ((*w)->rig_id != rig_id || (*w)->fast)
-        return absl::InvalidArgumentError(absl::StrCat("options.fast.weights_bake_id '", source,
-                                                       "' is not a weights bake of rig '", rig_id, "'"));
+      if ((*w)->rig_id != rig_id || !(*w)->has_weights())
+        return absl::InvalidArgumentError(absl::StrCat(field, " '", source, "' is not a weights bake of rig '", rig_id, "'"));
     }
   }
   const std::string id = BakeId(rig_id, *normalized);
@@ -482,7 +556,18 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
         if (changed) cv_.notify_all();
       },
       &job->cancel);
-  if (job->options.method() == v1::BAKE_METHOD_FAST_MODEL) return RunFast(job, **rig, progress);
+  switch (job->options.method()) {
+    case v1::BAKE_METHOD_FAST_MODEL:
+      return RunFast(job, **rig, progress);
+    case v1::BAKE_METHOD_SWING_TWIST:
+      return RunSwingTwist(job, **rig, progress);
+    case v1::BAKE_METHOD_ENDPOINT:
+      return RunEndpoint(job, **rig, progress);
+    case v1::BAKE_METHOD_ELASTIC_MODEL:
+      return RunElastic(job, **rig, progress);
+    default:
+      break;
+  }
   absl::StatusOr<BakeResult> result = BakeWeights((*rig)->rig.mesh, (*rig)->rig.skeleton, *options, progress);
   if (!result.ok()) {
     if (absl::IsCancelled(result.status()) || job->cancel) return finish(v1::BAKE_STATE_CANCELLED, absl::OkStatus(), "cancelled");
@@ -544,35 +629,20 @@ void BakeJobs::StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeRep
   loaded->rig_id = job->rig_id;
   loaded->options = job->options;
   loaded->report = report;
-  loaded->bytes = sizeof(LoadedBake) + loaded->dense.size() * 8 + loaded->sparse.joints.size() * 8 +
-                  stored.fast_model().size();
+  if (loaded->bytes == 0)
+    loaded->bytes = sizeof(LoadedBake) + loaded->dense.size() * 8 + loaded->sparse.joints.size() * 8 +
+                    stored.fast_model().size();
   cache_.Insert(loaded->bake_id, loaded, loaded->bytes);
   finish(v1::BAKE_STATE_DONE, absl::OkStatus(), "done");
 }
 
 void BakeJobs::RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
-  auto fail = [&](absl::Status s) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const bool cancelled = absl::IsCancelled(s) || job->cancel;
-      SetStateLocked(*job, cancelled ? v1::BAKE_STATE_CANCELLED : v1::BAKE_STATE_FAILED);
-      if (!cancelled) job->error = std::move(s);
-      job->stage = cancelled ? "cancelled" : "failed";
-      job->finished_at = Clock::now();
-    }
-    cv_.notify_all();
-  };
+  auto fail = [&](absl::Status s) { Fail(job, std::move(s)); };
   const auto t0 = Clock::now();
   // The weights: the rig's own, or a weights bake's; handles are the joints with any weight.
-  Eigen::MatrixXd W;
-  const std::string& source = job->options.fast().weights_bake_id();
-  if (source.empty()) {
-    W = ToDense(rig.weights, rig.rig.skeleton.size());
-  } else {
-    absl::StatusOr<std::shared_ptr<const LoadedBake>> w = Result(source);
-    if (!w.ok()) return fail(w.status());
-    W = (*w)->dense;
-  }
+  absl::StatusOr<Eigen::MatrixXd> source_weights = SourceWeights(rig, job->options.fast().weights_bake_id());
+  if (!source_weights.ok()) return fail(source_weights.status());
+  const Eigen::MatrixXd& W = *source_weights;
   std::vector<int> joints;
   for (int j = 0; j < W.cols(); ++j)
     if (W.col(j).maxCoeff() > 0) joints.push_back(j);
@@ -609,6 +679,135 @@ void BakeJobs::RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, co
   StoreAndFinish(job, report, std::move(stored), std::move(loaded));
 }
 
+void BakeJobs::Fail(const std::shared_ptr<Job>& job, absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool cancelled = absl::IsCancelled(status) || job->cancel;
+    SetStateLocked(*job, cancelled ? v1::BAKE_STATE_CANCELLED : v1::BAKE_STATE_FAILED);
+    if (!cancelled) job->error = std::move(status);
+    job->stage = cancelled ? "cancelled" : "failed";
+    job->finished_at = Clock::now();
+  }
+  cv_.notify_all();
+}
+
+absl::StatusOr<Eigen::MatrixXd> BakeJobs::SourceWeights(const LoadedRig& rig, const std::string& source) {
+  if (source.empty()) {
+    if (!rig.rig.has_weights())
+      return absl::FailedPreconditionError(absl::StrCat("rig '", rig.id, "' has no weights"));
+    return ToDense(rig.weights, rig.rig.skeleton.size());
+  }
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> w = Result(source);
+  if (!w.ok()) return w.status();
+  if (!(*w)->has_weights())
+    return absl::InvalidArgumentError(absl::StrCat("bake '", source, "' holds no bone weights"));
+  return (*w)->dense;
+}
+
+namespace {
+
+// Loaded form of a swing/twist bake from its dense weights.
+absl::Status PrepareSwingTwist(const LoadedRig& rig, int k, LoadedBake* b) {
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(rig.rig.skeleton);
+  if (!handles.ok()) return handles.status();
+  b->frames = JointFrames(rig.rig.skeleton, *handles);
+  const int nj = rig.rig.skeleton.size();
+  b->sparse = TopK(b->dense, std::min(k, nj));
+  b->swing_twist = std::make_shared<SwingTwistWeights>(MakeSwingTwistWeights(b->dense, b->swing, b->twist, std::min(k, nj)));
+  b->bytes = sizeof(LoadedBake) + (b->dense.size() + b->swing.size() + b->twist.size()) * 8 +
+             static_cast<size_t>(b->sparse.joints.size()) * 16;
+  return absl::OkStatus();
+}
+
+absl::Status PrepareEndpoint(const LoadedRig& rig, int k, LoadedBake* b) {
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(rig.rig.skeleton);
+  if (!handles.ok()) return handles.status();
+  b->bones = StbsBones(*handles);
+  const int nj = rig.rig.skeleton.size();
+  b->sparse = TopK(b->dense, std::min(k, nj));
+  b->endpoint_aligned = AlignEndpointWeights(b->sparse, b->endpoint);
+  b->bytes = sizeof(LoadedBake) + (b->dense.size() + b->endpoint.size()) * 8 + static_cast<size_t>(b->sparse.joints.size()) * 12;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void BakeJobs::RunSwingTwist(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
+  absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
+  if (!core.ok()) return Fail(job, core.status());
+  SwingTwistBakeOptions options;
+  options.voxel = core->voxel;
+  options.tet_mesh = core->tet_mesh;
+  options.emw.max_iterations = static_cast<int>(job->options.swing_twist().max_iterations());
+  absl::StatusOr<SwingTwistBakeResult> result = BakeSwingTwist(rig.rig.mesh, rig.rig.skeleton, options, progress);
+  if (!result.ok()) return Fail(job, result.status());
+  if (job->cancel) return Fail(job, absl::CancelledError("cancelled"));
+  auto loaded = std::make_shared<LoadedBake>();
+  loaded->dense = std::move(result->deformer);
+  loaded->swing = std::move(result->swing);
+  loaded->twist = std::move(result->twist);
+  if (auto s = PrepareSwingTwist(rig, static_cast<int>(job->options.influences()), loaded.get()); !s.ok())
+    return Fail(job, s);
+  v1::StoredBake stored;
+  DenseToProto(loaded->dense, stored.mutable_weights());
+  DenseToProto(loaded->swing, stored.mutable_swing());
+  DenseToProto(loaded->twist, stored.mutable_twist());
+  StoreAndFinish(job, ReportToProto(result->report), std::move(stored), std::move(loaded));
+}
+
+void BakeJobs::RunEndpoint(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
+  const auto t0 = Clock::now();
+  absl::StatusOr<Eigen::MatrixXd> W = SourceWeights(rig, job->options.endpoint().weights_bake_id());
+  if (!W.ok()) return Fail(job, W.status());
+  absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
+  if (!core.ok()) return Fail(job, core.status());
+  EndpointBakeOptions options;
+  options.method = job->options.endpoint().method() == v1::ENDPOINT_PROJECTION ? EndpointMethod::kProjection
+                                                                                : EndpointMethod::kJointBbw;
+  options.voxel = core->voxel;
+  options.tet_mesh = core->tet_mesh;
+  absl::StatusOr<EndpointBakeResult> result = BakeEndpointWeights(rig.rig.mesh, rig.rig.skeleton, options, progress);
+  if (!result.ok()) return Fail(job, result.status());
+  if (job->cancel) return Fail(job, absl::CancelledError("cancelled"));
+  auto loaded = std::make_shared<LoadedBake>();
+  loaded->dense = *std::move(W);
+  loaded->endpoint = std::move(result->endpoint);
+  if (auto s = PrepareEndpoint(rig, static_cast<int>(job->options.influences()), loaded.get()); !s.ok())
+    return Fail(job, s);
+  v1::StoredBake stored;
+  DenseToProto(loaded->dense, stored.mutable_weights());
+  DenseToProto(loaded->endpoint, stored.mutable_endpoint());
+  v1::BakeReport report = ReportToProto(result->report);
+  report.set_total_seconds(std::chrono::duration<double>(Clock::now() - t0).count());
+  StoreAndFinish(job, report, std::move(stored), std::move(loaded));
+}
+
+void BakeJobs::RunElastic(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
+  const auto t0 = Clock::now();
+  absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
+  if (!core.ok()) return Fail(job, core.status());
+  absl::StatusOr<std::shared_ptr<const ElasticModel>> model =
+      BuildElasticModel(rig.rig.mesh, rig.rig.skeleton, core->voxel, core->tet_mesh, progress);
+  if (!model.ok()) return Fail(job, model.status());
+  if (job->cancel) return Fail(job, absl::CancelledError("cancelled"));
+  const VolumeDomain& d = (*model)->domain();
+  int pinned = 0;
+  for (const auto& nodes : (*model)->handle_nodes()) pinned += static_cast<int>(nodes.size());
+  v1::BakeReport report;
+  report.set_method("elastic_model");
+  report.set_domain(d.kind == VolumeDomain::Kind::kVoxelGrid
+                        ? absl::StrFormat("voxel grid %u (%d nodes)", job->options.voxel_resolution(), d.num_nodes())
+                        : absl::StrFormat("tet mesh (%d nodes)", d.num_nodes()));
+  report.set_domain_nodes(static_cast<uint32_t>(d.num_nodes()));
+  report.set_total_seconds(std::chrono::duration<double>(Clock::now() - t0).count());
+  report.set_detail(absl::StrFormat("%d elements, %d pinned bone nodes; the model is rebuilt when a replica loads it",
+                                    static_cast<int>(d.elements.rows()), pinned));
+  auto loaded = std::make_shared<LoadedBake>();
+  loaded->elastic = *std::move(model);
+  loaded->bytes = sizeof(LoadedBake) + ElasticModelBytes(*loaded->elastic);
+  StoreAndFinish(job, report, v1::StoredBake(), std::move(loaded));
+}
+
 absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeJobs::Load(const std::string& bake_id) {
   if (auto hit = cache_.Find(bake_id)) return hit;
   absl::StatusOr<std::string> bytes = blobs_->Get(BakeKey(bake_id));
@@ -643,6 +842,49 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeJobs::Load(const std::stri
     return std::shared_ptr<const LoadedBake>(loaded);
   }
   const int nv = static_cast<int>((*rig)->rig.mesh.V.rows()), nj = (*rig)->rig.skeleton.size();
+  const v1::BakeMethod method = stored.options().method();
+  if (method == v1::BAKE_METHOD_ELASTIC_MODEL || method == v1::BAKE_METHOD_SWING_TWIST ||
+      method == v1::BAKE_METHOD_ENDPOINT) {
+    auto loaded = std::make_shared<LoadedBake>();
+    loaded->bake_id = bake_id;
+    loaded->rig_id = stored.rig_id();
+    loaded->options = stored.options();
+    loaded->report = stored.report();
+    const LoadedRig& r = **rig;
+    if (method == v1::BAKE_METHOD_ELASTIC_MODEL) {
+      // Nothing but the options is stored: the domain and factorization are rebuilt (deterministic).
+      absl::StatusOr<BakeOptions> core = ToCoreOptions(stored.options(), nv);
+      if (!core.ok()) return absl::DataLossError(absl::StrCat("stored bake '", bake_id, "': ", core.status().message()));
+      absl::StatusOr<std::shared_ptr<const ElasticModel>> model =
+          BuildElasticModel(r.rig.mesh, r.rig.skeleton, core->voxel, core->tet_mesh);
+      if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat("bake '", bake_id, "': ", model.status().message()));
+      loaded->elastic = *std::move(model);
+      loaded->bytes = sizeof(LoadedBake) + ElasticModelBytes(*loaded->elastic);
+    } else {
+      absl::StatusOr<Eigen::MatrixXd> D = DenseFromProto(stored.weights(), nv, nj, bake_id, "weight");
+      if (!D.ok()) return D.status();
+      loaded->dense = *std::move(D);
+      if (auto s = ValidateWeights(loaded->dense, nv, nj, "stored bake weights"); !s.ok())
+        return absl::DataLossError(absl::StrCat("bake '", bake_id, "': ", s.message()));
+      const int k = static_cast<int>(stored.options().influences());
+      if (method == v1::BAKE_METHOD_SWING_TWIST) {
+        absl::StatusOr<Eigen::MatrixXd> S = DenseFromProto(stored.swing(), nv, nj, bake_id, "swing");
+        if (!S.ok()) return S.status();
+        absl::StatusOr<Eigen::MatrixXd> T = DenseFromProto(stored.twist(), nv, nj, bake_id, "twist");
+        if (!T.ok()) return T.status();
+        loaded->swing = *std::move(S);
+        loaded->twist = *std::move(T);
+        if (auto s = PrepareSwingTwist(r, k, loaded.get()); !s.ok()) return s;
+      } else {
+        absl::StatusOr<Eigen::MatrixXd> E = DenseFromProto(stored.endpoint(), nv, nj, bake_id, "endpoint");
+        if (!E.ok()) return E.status();
+        loaded->endpoint = *std::move(E);
+        if (auto s = PrepareEndpoint(r, k, loaded.get()); !s.ok()) return s;
+      }
+    }
+    cache_.Insert(bake_id, loaded, loaded->bytes);
+    return std::shared_ptr<const LoadedBake>(loaded);
+  }
   if (static_cast<int>(stored.weights().num_joints()) != nj || stored.weights().values_size() != nv * nj)
     return absl::DataLossError(absl::StrFormat("stored bake '%s' has %d values for %d joints, expected %d x %d",
                                                bake_id, stored.weights().values_size(), stored.weights().num_joints(), nv, nj));

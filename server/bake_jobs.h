@@ -19,7 +19,11 @@
 #include <Eigen/Core>
 
 #include "absl/status/statusor.h"
+#include "core/rig/joint_frames.h"
+#include "core/skinning/stbs.h"
+#include "core/skinning/swing_twist.h"
 #include "core/skinning/weights.h"
+#include "core/solve/elastic.h"
 #include "core/solve/fast_skinning.h"
 #include "core/weights/bake.h"
 #include "server/blob_store.h"
@@ -44,7 +48,21 @@ struct LoadedBake {
   // BAKE_METHOD_FAST_MODEL only: the reduced model and the joint of each of its m handles.
   FastModelPtr fast;
   std::vector<int> fast_handle_joints;
+  // BAKE_METHOD_SWING_TWIST: dense/sparse hold the deformer weights d; swing s and twist t are
+  // #V by #joints; swing_twist is the per-frame layout (top options.influences deformers).
+  Eigen::MatrixXd swing, twist;
+  std::shared_ptr<const SwingTwistWeights> swing_twist;
+  std::vector<JointFrame> frames;
+  // BAKE_METHOD_ENDPOINT: dense/sparse hold the bone weights; endpoint e is #V by #joints, and
+  // endpoint_aligned (#V by k) follows sparse's slots.
+  Eigen::MatrixXd endpoint;
+  RowMatrixXf endpoint_aligned;
+  std::vector<StbsBone> bones;
+  // BAKE_METHOD_ELASTIC_MODEL: the prefactored gold-standard model (no weights).
+  std::shared_ptr<const ElasticModel> elastic;
   size_t bytes = 0;
+
+  bool has_weights() const { return !fast && !swing_twist && !elastic; }
 };
 
 struct BakeJobsOptions {
@@ -112,6 +130,13 @@ class BakeJobs {
   void WorkerLoop();
   void Run(const std::shared_ptr<Job>& job);
   void RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress);
+  void RunSwingTwist(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress);
+  void RunEndpoint(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress);
+  void RunElastic(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress);
+  // Ends a job that failed (or was cancelled: a CANCELLED status or the job's cancel flag).
+  void Fail(const std::shared_ptr<Job>& job, absl::Status status);
+  // The bone weights a bake uses: the rig's own, or the weights bake `source`'s (#V by #joints).
+  absl::StatusOr<Eigen::MatrixXd> SourceWeights(const LoadedRig& rig, const std::string& source);
   // Stores the artifact atomically, caches it, then reports DONE (or FAILED/CANCELLED).
   void StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeReport& report, v1::StoredBake stored,
                       std::shared_ptr<LoadedBake> loaded);

@@ -203,7 +203,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("skinning_store_operation_errors_total")
                        .Help("Blob store operations that failed (NOT_FOUND does not count)")
                        .Register(*registry_);
-  for (v1::Method m : {v1::METHOD_LBS, v1::METHOD_DQS}) FrameSeconds(FrameMethodLabel(m));
+  // Every pose method's series exists from the start (a dashboard sees 0, not "no data").
+  for (int m = v1::Method_MIN; m <= v1::Method_MAX; ++m)
+    if (m != v1::METHOD_UNSPECIFIED && v1::Method_IsValid(m)) FrameSeconds(FrameMethodLabel(static_cast<v1::Method>(m)));
 }
 
 Metrics::~Metrics() = default;

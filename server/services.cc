@@ -180,7 +180,8 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
     return absl::InvalidArgumentError(absl::StrCat("bake_id '", bake_id, "' belongs to rig '", (*bake)->rig_id,
                                                    "', not '", rig.id, "'"));
   *holder = *std::move(bake);
-  return &(*holder)->sparse;
+  // Swing/twist and elastic bakes carry no bone weights: their own pose methods use the bake.
+  return (*holder)->has_weights() ? &(*holder)->sparse : nullptr;
 }
 
 absl::Status PoseServiceImpl::FetchPsd(const LoadedRig& rig, const SparseWeights* weights, const std::string& bake_id,
@@ -351,15 +352,23 @@ grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext* ctx, const v1::Get
   absl::StatusOr<std::shared_ptr<const LoadedBake>> bake = bakes_->Result(req->bake_id());
   if (!bake.ok()) return ToGrpcStatus(bake.status());
   const LoadedBake& b = **bake;
+  if (b.elastic)
+    return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "bake '", b.bake_id, "' is an elastic model (for METHOD_ELASTIC) and holds no weights")));
   resp->set_bake_id(b.bake_id);
   resp->set_rig_id(b.rig_id);
   *resp->mutable_report() = b.report;
+  auto dense_to_proto = [](const Eigen::MatrixXd& D, v1::DenseWeights* d) {
+    d->set_num_joints(static_cast<uint32_t>(D.cols()));
+    d->mutable_values()->Reserve(static_cast<int>(D.size()));
+    for (int i = 0; i < D.rows(); ++i)
+      for (int j = 0; j < D.cols(); ++j) d->add_values(D(i, j));
+  };
+  if (b.swing.size() > 0) dense_to_proto(b.swing, resp->mutable_swing());
+  if (b.twist.size() > 0) dense_to_proto(b.twist, resp->mutable_twist());
+  if (b.endpoint.size() > 0) dense_to_proto(b.endpoint, resp->mutable_endpoint());
   if (req->dense()) {
-    v1::DenseWeights* d = resp->mutable_weights()->mutable_dense();
-    d->set_num_joints(static_cast<uint32_t>(b.dense.cols()));
-    d->mutable_values()->Reserve(static_cast<int>(b.dense.size()));
-    for (int i = 0; i < b.dense.rows(); ++i)
-      for (int j = 0; j < b.dense.cols(); ++j) d->add_values(b.dense(i, j));
+    dense_to_proto(b.dense, resp->mutable_weights()->mutable_dense());
     return grpc::Status::OK;
   }
   const int k = req->influences() == 0 ? b.sparse.k() : static_cast<int>(req->influences());

@@ -837,9 +837,16 @@ absl::StatusOr<VolumeDomain> BuildTetDomain(const RowMatrixX3d& TV, const RowMat
 // ---------------------------------------------------------------------------------------------
 // Handles.
 
+namespace {
+
+absl::StatusOr<std::vector<std::vector<int>>> RasterizeWithin(const VolumeDomain& domain,
+                                                              const std::vector<JointHandle>& handles,
+                                                              double radius);
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
     const VolumeDomain& domain, const std::vector<JointHandle>& handles) {
-  const int n = domain.num_nodes();
   double radius;
   if (domain.kind == VolumeDomain::Kind::kVoxelGrid) {
     if (!(domain.spacing > 0.0))
@@ -848,6 +855,31 @@ absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
   } else {
     radius = 1e-6 * BoundingBoxDiagonal(domain.nodes);
   }
+  return RasterizeWithin(domain, handles, radius);
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> RasterizeRigidBones(
+    const VolumeDomain& domain, const std::vector<JointHandle>& handles) {
+  double radius;
+  if (domain.kind == VolumeDomain::Kind::kVoxelGrid) {
+    if (!(domain.spacing > 0.0))
+      return absl::InvalidArgumentError("voxel domain has no spacing (not built?)");
+    radius = std::sqrt(3.0) * domain.spacing;
+  } else {
+    std::vector<double> lengths = domain.graph_lengths;
+    if (lengths.empty()) return absl::InvalidArgumentError("tet domain has no edges");
+    std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+    radius = lengths[lengths.size() / 2];
+  }
+  return RasterizeWithin(domain, handles, radius);
+}
+
+namespace {
+
+absl::StatusOr<std::vector<std::vector<int>>> RasterizeWithin(const VolumeDomain& domain,
+                                                              const std::vector<JointHandle>& handles,
+                                                              double radius) {
+  const int n = domain.num_nodes();
   // A hair of slack so that nodes exactly at the radius (a corner of the cell holding a point
   // handle at the cell centre) are not lost to rounding.
   const double reach = radius * (1.0 + 1e-9);
@@ -916,5 +948,7 @@ absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
     if (owner[i] >= 0) result[owner[i]].push_back(i);
   return result;
 }
+
+}  // namespace
 
 }  // namespace skinning

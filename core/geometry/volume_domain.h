@@ -135,6 +135,16 @@ absl::StatusOr<VolumeDomain> BuildTetDomain(const RowMatrixX3d& TV, const RowMat
 absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
     const VolumeDomain& domain, const std::vector<JointHandle>& handles);
 
+// The nodes rigidly attached to each joint's bones for the elastic methods (the gold standard and
+// the energy-minimizing weights; Kavan & Sorkine 2012: "voxels intersecting a bone are rigidly
+// attached to the bone"): like RasterizeHandles, with the reach widened to a full cell diagonal
+// (√3 · spacing) for voxels — every corner of every cell a bone passes through — and to the
+// median edge length for tets. The bone is then a rigid rod at least one cell thick, so a twist
+// about its own axis is carried into the material (a single line of nodes on the axis would not
+// turn at all).
+absl::StatusOr<std::vector<std::vector<int>>> RasterizeRigidBones(
+    const VolumeDomain& domain, const std::vector<JointHandle>& handles);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_

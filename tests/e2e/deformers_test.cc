@@ -1,0 +1,241 @@
+// The elasticity-inspired deformers through the real server: swing/twist, endpoint and elastic
+// bakes; METHOD_SWING_TWIST, METHOD_STBS_LBS/DQS and METHOD_ELASTIC frames compared with the core
+// library run locally on the bake's own weights (GetWeights), and the errors a client sees.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "core/geometry/mesh.h"
+#include "core/rig/bones.h"
+#include "core/rig/joint_frames.h"
+#include "core/skinning/stbs.h"
+#include "core/skinning/swing_twist.h"
+#include "core/weights/swing_twist_bake.h"
+#include "server/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::ServerProcess;
+using ::testing::HasSubstr;
+
+constexpr int kResolution = 24;
+
+Eigen::MatrixXd Dense(const v1::DenseWeights& d, int nv) {
+  const int nj = static_cast<int>(d.num_joints());
+  EXPECT_EQ(d.values_size(), nv * nj);
+  Eigen::MatrixXd D(nv, nj);
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < nj; ++j) D(i, j) = d.values(i * nj + j);
+  return D;
+}
+
+RowMatrixX3d Positions(const v1::PosedFrame& f) {
+  RowMatrixX3d U(f.vertices_size() / 3, 3);
+  for (int i = 0; i < f.vertices_size(); ++i) U.data()[i] = f.vertices(i);
+  return U;
+}
+
+class DeformersEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = MakeTempDir("store");
+    StartServer();
+    rig_ = testing::MakeCylinderRig(41, 24);
+    order_ = *TopologicalOrder(rig_.skeleton);
+    auto reg = client_->RegisterRig(RigToProto(rig_));
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    rig_id_ = reg->rig_id();
+    diag_ = BoundingBoxDiagonal(rig_.mesh.V);
+  }
+  void TearDown() override {
+    if (server_) EXPECT_EQ(server_->Stop(SIGTERM), 0);
+  }
+  void StartServer() {
+    server_ = std::make_unique<ServerProcess>(store_);
+    ClientOptions o;
+    o.target = server_->address();
+    o.deadline = std::chrono::seconds(300);
+    client_ = std::make_unique<Client>(o);
+  }
+  std::string Bake(v1::BakeOptions options) {
+    options.set_voxel_resolution(kResolution);
+    auto started = client_->StartBake(rig_id_, options);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return "";
+    auto done = client_->WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
+    EXPECT_TRUE(done.ok()) << done.status();
+    EXPECT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
+    return started->bake_id();
+  }
+  std::string BakeMethod(v1::BakeMethod method) {
+    v1::BakeOptions o;
+    o.set_method(method);
+    return Bake(o);
+  }
+  v1::PoseRequest Request(v1::Method method, const std::string& bake_id, const Pose& pose) {
+    v1::PoseRequest req;
+    req.set_rig_id(rig_id_);
+    req.set_bake_id(bake_id);
+    req.set_method(method);
+    *req.mutable_pose() = PoseToProto(pose);
+    return req;
+  }
+  Pose ElbowPose(const Eigen::Vector3d& axis, double angle) {
+    Pose pose = RestPose(rig_.skeleton);
+    pose.local[1].rotation = Eigen::Quaterniond(Eigen::AngleAxisd(angle, axis.normalized()));
+    return pose;
+  }
+  double MaxDiff(const RowMatrixX3d& a, const RowMatrixX3d& b) {
+    return (a - b).rowwise().norm().maxCoeff() / diag_;
+  }
+
+  std::string store_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Client> client_;
+  Rig rig_;
+  std::vector<int> order_;
+  std::string rig_id_;
+  double diag_ = 1;
+};
+
+TEST_F(DeformersEndToEnd, SwingTwistFramesMatchTheCoreDeformerOnTheBakesWeights) {
+  const std::string bake = BakeMethod(v1::BAKE_METHOD_SWING_TWIST);
+  auto w = client_->GetWeights(bake, /*dense=*/true);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const int nv = static_cast<int>(rig_.mesh.V.rows());
+  const Eigen::MatrixXd D = Dense(w->weights().dense(), nv), S = Dense(w->swing(), nv), T = Dense(w->twist(), nv);
+  EXPECT_LT((D.rowwise().sum().array() - 1).abs().maxCoeff(), 1e-9);
+  const std::vector<JointFrame> frames = JointFrames(rig_.skeleton, *JointHandles(rig_.skeleton));
+  for (const Pose& pose : {ElbowPose(Eigen::Vector3d::UnitX(), M_PI / 2), ElbowPose(Eigen::Vector3d::UnitZ(), M_PI / 2),
+                           ElbowPose(Eigen::Vector3d(0.3, 1, 0.5), 1.2)}) {
+    auto frame = client_->Pose(Request(v1::METHOD_SWING_TWIST, bake, pose));
+    ASSERT_TRUE(frame.ok()) << frame.status();
+    const auto M = *SkinningTransforms(rig_.skeleton, order_, pose);
+    // The server's top-k float kernel against the dense double reference: k = 4 keeps every
+    // deformer of a two-joint rig, so only float rounding remains.
+    RowMatrixX3d expected;
+    SwingTwist(rig_.mesh.V, D, S, T, frames, M, &expected);
+    EXPECT_LT(MaxDiff(Positions(*frame), expected), 1e-5);
+  }
+}
+
+TEST_F(DeformersEndToEnd, StbsStretchMovesTheFarPartRigidlyAndMatchesTheCore) {
+  const std::string bbw = BakeMethod(v1::BAKE_METHOD_BBW);
+  v1::BakeOptions o;
+  o.set_method(v1::BAKE_METHOD_ENDPOINT);
+  o.mutable_endpoint()->set_weights_bake_id(bbw);
+  const std::string endpoint = Bake(o);
+  auto w = client_->GetWeights(endpoint, /*dense=*/true);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const int nv = static_cast<int>(rig_.mesh.V.rows());
+  const Eigen::MatrixXd W = Dense(w->weights().dense(), nv), E = Dense(w->endpoint(), nv);
+  const std::vector<StbsBone> bones = StbsBones(*JointHandles(rig_.skeleton));
+
+  Pose pose = RestPose(rig_.skeleton);
+  v1::PoseRequest req = Request(v1::METHOD_STBS_LBS, endpoint, pose);
+  req.mutable_pose()->add_bone_stretch(2.0f);  // bone 0 twice as long
+  req.mutable_pose()->add_bone_stretch(1.0f);
+  for (float t : {0.f, 0.f, 0.f, static_cast<float>(M_PI)}) req.mutable_pose()->add_bone_twist(t);
+  BoneStretchTwist st;
+  st.stretch = {2.0, 1.0};
+  st.twist_a = {0.0, 0.0};
+  st.twist_b = {0.0, M_PI};
+  const auto T = *StretchedSkinningTransforms(rig_.skeleton, order_, pose, bones, st);
+  for (v1::Method method : {v1::METHOD_STBS_LBS, v1::METHOD_STBS_DQS}) {
+    req.set_method(method);
+    auto frame = client_->Pose(req);
+    ASSERT_TRUE(frame.ok()) << frame.status();
+    const RowMatrixX3d U = Positions(*frame);
+    RowMatrixX3d expected;
+    if (method == v1::METHOD_STBS_LBS) StbsLbs(rig_.mesh.V, W, E, bones, T, st, &expected);
+    else StbsDqs(rig_.mesh.V, W, E, bones, T, st, &expected);
+    EXPECT_LT(MaxDiff(U, expected), 1e-5) << v1::Method_Name(method);
+  }
+  // Stretch only: the far part (beyond the elbow's blend zone) moves by the stretch offset.
+  req.mutable_pose()->clear_bone_twist();
+  req.set_method(v1::METHOD_STBS_LBS);
+  auto frame = client_->Pose(req);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  const RowMatrixX3d U = Positions(*frame);
+  int far = 0;
+  for (int i = 0; i < nv; ++i) {
+    if (rig_.mesh.V(i, 0) < 1.5) continue;
+    ++far;
+    EXPECT_LT((U.row(i) - rig_.mesh.V.row(i) - Eigen::RowVector3d(1, 0, 0)).norm(), 1e-5) << "vertex " << i;
+  }
+  EXPECT_GT(far, 100);
+}
+
+TEST_F(DeformersEndToEnd, ElasticPoseMatchesALocalGoldStandardSolveAndSurvivesARestart) {
+  const std::string bake = BakeMethod(v1::BAKE_METHOD_ELASTIC_MODEL);
+  const Pose pose = ElbowPose(Eigen::Vector3d::UnitZ(), M_PI / 3);
+  auto frame = client_->Pose(Request(v1::METHOD_ELASTIC, bake, pose));
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  VoxelGridOptions voxel;
+  voxel.resolution = kResolution;
+  auto model = BuildElasticModel(rig_.mesh, rig_.skeleton, voxel, std::nullopt);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const auto T = *SkinningTransforms(rig_.skeleton, order_, pose);
+  auto X = (*model)->Solve(T, nullptr, ElasticOptions());
+  ASSERT_TRUE(X.ok()) << X.status();
+  EXPECT_LT(MaxDiff(Positions(*frame), (*model)->ToMesh(*X)), 1e-5);
+  // A restarted server rebuilds the model from the stored options and answers the same.
+  ASSERT_EQ(server_->Stop(SIGTERM), 0);
+  StartServer();
+  auto again = client_->Pose(Request(v1::METHOD_ELASTIC, bake, pose));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_LT(MaxDiff(Positions(*again), Positions(*frame)), 1e-6);
+}
+
+TEST_F(DeformersEndToEnd, ClearErrorsForMissingOrMismatchedBakesAndStretchOutsideStbs) {
+  const Pose pose = ElbowPose(Eigen::Vector3d::UnitZ(), 0.5);
+  auto no_bake = client_->Pose(Request(v1::METHOD_SWING_TWIST, "", pose));
+  EXPECT_EQ(no_bake.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(no_bake.status().message(), HasSubstr("BAKE_METHOD_SWING_TWIST"));
+  auto no_elastic = client_->Pose(Request(v1::METHOD_ELASTIC, "", pose));
+  EXPECT_EQ(no_elastic.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(no_elastic.status().message(), HasSubstr("BAKE_METHOD_ELASTIC_MODEL"));
+
+  const std::string elastic = BakeMethod(v1::BAKE_METHOD_ELASTIC_MODEL);
+  auto lbs_on_elastic = client_->Pose(Request(v1::METHOD_LBS, elastic, pose));
+  EXPECT_EQ(lbs_on_elastic.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(lbs_on_elastic.status().message(), HasSubstr("METHOD_ELASTIC"));
+  auto weights = client_->GetWeights(elastic, /*dense=*/true);
+  EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition);
+
+  const std::string bbw = BakeMethod(v1::BAKE_METHOD_BBW);
+  v1::PoseRequest stretched = Request(v1::METHOD_LBS, bbw, pose);
+  stretched.mutable_pose()->add_bone_stretch(2.0f);
+  stretched.mutable_pose()->add_bone_stretch(1.0f);
+  auto lbs_stretch = client_->Pose(stretched);
+  EXPECT_EQ(lbs_stretch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(lbs_stretch.status().message(), HasSubstr("bone_stretch"));
+  stretched.set_method(v1::METHOD_STBS_LBS);
+  auto stbs_without_endpoint = client_->Pose(stretched);
+  EXPECT_EQ(stbs_without_endpoint.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(stbs_without_endpoint.status().message(), HasSubstr("BAKE_METHOD_ENDPOINT"));
+
+  v1::BakeOptions bad;
+  bad.set_method(v1::BAKE_METHOD_SWING_TWIST);
+  bad.mutable_swing_twist()->set_max_iterations(100000);
+  auto refused = client_->StartBake(rig_id_, bad);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("max_iterations"));
+  v1::BakeOptions no_weights;
+  no_weights.set_method(v1::BAKE_METHOD_ENDPOINT);
+  auto needs_weights = client_->StartBake(rig_id_, no_weights);
+  EXPECT_EQ(needs_weights.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(needs_weights.status().message(), HasSubstr("weights_bake_id"));
+}
+
+}  // namespace
+}  // namespace skinning
