@@ -32,14 +32,20 @@ namespace skinning {
 
 struct ElasticEnergy {
   RowMatrixX3d rest;  // #N by 3 rest node positions x̃ (bind space)
+  // The elements' nodes: #elements by 8 (voxel corners, x-fastest) or by 4 (tet vertices).
+  Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> elements;
   // Every element's edges, element-major: element e owns rows
   // [e · edges_per_element, (e + 1) · edges_per_element) of `edges` (node a, node b) and of
-  // `rest_edges` (x̃_a − x̃_b). 12 per voxel, 6 per tet.
+  // `rest_edges` (d̃ = x̃_a − x̃_b). 12 per voxel, 6 per tet.
   int edges_per_element = 0;
   Eigen::Matrix<int32_t, Eigen::Dynamic, 2, Eigen::RowMajor> edges;  // #elements·epe by 2
   RowMatrixX3d rest_edges;                                           // #elements·epe by 3
-  Eigen::VectorXd weight;  // #elements ω_e = vol_e / Σ_edges |d̃|² (> 0)
-  Eigen::VectorXd volume;  // #elements vol_e
+  // Row e · npe + k (npe = elements.cols()): q = ω_e Σ_{edges (a,b) of e} (±d̃), + where the
+  // element's k-th node n is a, − where it is b. Then S_e(X) = Σ_k x_{n_k} q_kᵀ and the global
+  // step's right-hand side gains R_e q_k at node n_k.
+  RowMatrixX3d corner_vectors;  // #elements·npe by 3
+  Eigen::VectorXd weight;       // #elements ω_e = vol_e / Σ_edges |d̃|² (> 0)
+  Eigen::VectorXd volume;       // #elements vol_e (= tr S_e(x̃))
   // #N by #N scalar Laplacian Σ_e ω_e B_e B_eᵀ: symmetric, positive semi-definite, rows sum to 0.
   Eigen::SparseMatrix<double> L;
   int num_nodes() const { return static_cast<int>(rest.rows()); }

@@ -34,7 +34,7 @@ struct EmwReport {
   double seconds = 0.0;
   double min_weight = 0.0, max_weight = 0.0;  // extremes of the solution (no clamping applied)
   std::string stop_reason;                    // "converged", "max_iterations"
-  double initial_energy = 0.0;  // the objective at the start (w from Y_ff w_f = −Y_fc w_c)
+  double initial_energy = 0.0;  // the objective at the start (harmonic w, exact rotations)
   double factorize_seconds = 0.0;
 };
 
@@ -51,7 +51,7 @@ enum class EmwKind { kSwing, kTwist };
 // descent: local = per element and sample the best rotation, warm started from the previous
 // one and never worse than it (quaternion ascent on tr(Rᵀ S), parallel over elements); global =
 // ONE prefactored CHOLMOD system Y_ff (Y = Σ_i D_iᵀ (L⊗I3) D_i, the sparsity of L) per call.
-// The start is the minimizer with all rotations = identity. The result is not clamped.
+// The start is the harmonic weight (L_ff w_f = −L_fc w_c). The result is not clamped.
 // INVALID_ARGUMENT for empty/overlapping/out-of-range node lists, a non-finite frame, or bad
 // options; FAILED_PRECONDITION when Y_ff is singular (a domain part without constrained nodes);
 // CANCELLED when cancelled (checked every iteration). Progress stage "emw", fraction =
