@@ -1,0 +1,423 @@
+// The geometric elastic energy (Chao et al. 2010; Kavan & Sorkine 2012 Eq. 1-2) and its full
+// local/global minimizer with pinned nodes (the "gold standard").
+//
+// Local step: per element, R_e = NearestRotation(S_e), S_e = Σ_k x_{n_k} q_kᵀ (corner vectors,
+// see elastic.h). Global step: ∂E/∂X = L X − b with b_{n_k} += R_e q_k, so the free nodes solve
+// L_ff X_f = b_f − L_fc X_c (one prefactored CHOLMOD Cholesky, 3 right-hand sides). Both steps
+// minimize E(X, {R_e}) exactly in their block, so E is non-increasing.
+#include "core/solve/elastic.h"
+
+#include <Eigen/CholmodSupport>
+#include <Eigen/Dense>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "core/skinning/dqs.h"
+#include "core/solve/svd3.h"
+#include "core/weights/geodesic_weights.h"
+
+namespace skinning {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+int ResolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, hw);
+}
+
+// Runs fn(begin, end, chunk) over [0, n) in `threads` contiguous chunks (the last on the caller).
+void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn) {
+  threads = std::max(1, std::min(threads, n / 256 + 1));
+  if (threads == 1) {
+    fn(0, n, 0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int t = 0; t + 1 < threads; ++t) {
+    const int b = static_cast<int>(static_cast<int64_t>(n) * t / threads);
+    const int e = static_cast<int>(static_cast<int64_t>(n) * (t + 1) / threads);
+    pool.emplace_back(fn, b, e, t);
+  }
+  fn(static_cast<int>(static_cast<int64_t>(n) * (threads - 1) / threads), n, threads - 1);
+  for (std::thread& th : pool) th.join();
+}
+
+// The 12 edges of a voxel cell in the x-fastest corner order (corner c = x + 2y + 4z).
+constexpr int kVoxelEdges[12][2] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3},
+                                    {4, 6}, {5, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+constexpr int kTetEdges[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+
+// ½ ω Σ |d − R d̃|² of element e at X with the exact best rotation; *R_out receives R.
+double ElementEnergy(const ElasticEnergy& en, const RowMatrixX3d& X, int e, Eigen::Matrix3d* R_out) {
+  const int npe = static_cast<int>(en.elements.cols());
+  Eigen::Matrix3d S = Eigen::Matrix3d::Zero();
+  for (int k = 0; k < npe; ++k) {
+    S.noalias() += X.row(en.elements(e, k)).transpose() * en.corner_vectors.row(e * npe + k);
+  }
+  const Eigen::Matrix3d R = NearestRotation(S);
+  const int epe = en.edges_per_element;
+  double sum = 0.0;
+  for (int k = 0; k < epe; ++k) {
+    const int r = e * epe + k;
+    const Eigen::Vector3d d = (X.row(en.edges(r, 0)) - X.row(en.edges(r, 1))).transpose();
+    sum += (d - R * en.rest_edges.row(r).transpose()).squaredNorm();
+  }
+  if (R_out) *R_out = R;
+  return 0.5 * en.weight(e) * sum;
+}
+
+}  // namespace
+
+absl::StatusOr<ElasticEnergy> BuildElasticEnergy(const VolumeDomain& domain) {
+  const int n = domain.num_nodes();
+  const int m = static_cast<int>(domain.elements.rows());
+  const int npe = static_cast<int>(domain.elements.cols());
+  if (m == 0 || n == 0) return absl::InvalidArgumentError("domain.elements: the domain has no elements");
+  if (npe != 8 && npe != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("domain.elements has %d columns; expected 8 (voxel cells) or 4 (tets)", npe));
+  }
+  ElasticEnergy en;
+  en.rest = domain.nodes;
+  en.elements = domain.elements;
+  const int epe = npe == 8 ? 12 : 6;
+  auto local_edge = [npe](int k, int side) { return npe == 8 ? kVoxelEdges[k][side] : kTetEdges[k][side]; };
+  en.edges_per_element = epe;
+  en.edges.resize(static_cast<int64_t>(m) * epe, 2);
+  en.rest_edges.resize(static_cast<int64_t>(m) * epe, 3);
+  en.corner_vectors = RowMatrixX3d::Zero(static_cast<int64_t>(m) * npe, 3);
+  en.weight.resize(m);
+  en.volume.resize(m);
+  std::vector<Eigen::Triplet<double>> trip;
+  trip.reserve(static_cast<size_t>(m) * epe * 4);
+  for (int e = 0; e < m; ++e) {
+    for (int k = 0; k < npe; ++k) {
+      const int node = domain.elements(e, k);
+      if (node < 0 || node >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("domain.elements[%d][%d] = %d is out of range (%d nodes)", e, k, node, n));
+      }
+    }
+    auto corner = [&](int k) -> Eigen::Vector3d { return domain.nodes.row(domain.elements(e, k)).transpose(); };
+    double vol = 0.0;
+    if (npe == 8) {
+      vol = std::abs((corner(1) - corner(0)).dot((corner(2) - corner(0)).cross(corner(4) - corner(0))));
+    } else {
+      vol = std::abs((corner(1) - corner(0)).dot((corner(2) - corner(0)).cross(corner(3) - corner(0)))) / 6.0;
+    }
+    double sum_sq = 0.0;
+    for (int k = 0; k < epe; ++k) {
+      const int la = local_edge(k, 0), lb = local_edge(k, 1);
+      const int r = e * epe + k;
+      en.edges(r, 0) = domain.elements(e, la);
+      en.edges(r, 1) = domain.elements(e, lb);
+      en.rest_edges.row(r) = (corner(la) - corner(lb)).transpose();
+      sum_sq += en.rest_edges.row(r).squaredNorm();
+    }
+    if (!(sum_sq > 0) || !(vol > 0) || !std::isfinite(vol)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("domain.elements[%d] is degenerate (volume %g, Σ|edge|² %g)", e, vol, sum_sq));
+    }
+    const double w = vol / sum_sq;
+    en.weight(e) = w;
+    en.volume(e) = vol;
+    for (int k = 0; k < epe; ++k) {
+      const int la = local_edge(k, 0), lb = local_edge(k, 1);
+      const int r = e * epe + k;
+      en.corner_vectors.row(e * npe + la) += w * en.rest_edges.row(r);
+      en.corner_vectors.row(e * npe + lb) -= w * en.rest_edges.row(r);
+      const int a = en.edges(r, 0), b = en.edges(r, 1);
+      trip.emplace_back(a, a, w);
+      trip.emplace_back(b, b, w);
+      trip.emplace_back(a, b, -w);
+      trip.emplace_back(b, a, -w);
+    }
+  }
+  en.L.resize(n, n);
+  en.L.setFromTriplets(trip.begin(), trip.end());
+  en.L.makeCompressed();
+  return en;
+}
+
+double ElasticEnergyValue(const ElasticEnergy& energy, const RowMatrixX3d& X) {
+  const int m = energy.num_elements();
+  std::vector<double> partial(8, 0.0);
+  ParallelChunks(m, std::min(8, ResolveThreads(0)), [&](int b, int e, int t) {
+    double s = 0.0;
+    for (int i = b; i < e; ++i) s += ElementEnergy(energy, X, i, nullptr);
+    partial[t] = s;
+  });
+  double sum = 0.0;
+  for (double p : partial) sum += p;
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct ElasticModel::Impl {
+  VolumeDomain domain;
+  std::vector<std::vector<int>> handle_nodes;
+  ElasticEnergy energy;
+  std::vector<int> free_index;   // #N: index among the free nodes, or -1 when pinned
+  std::vector<int> pinned_index; // #N: index among the pinned nodes, or -1 when free
+  std::vector<int> free_nodes;
+  std::vector<int> pinned_nodes;   // in order of pinned_index
+  std::vector<int> pinned_joint;   // joint of each pinned node
+  Eigen::SparseMatrix<double> L_fc;  // #free by #pinned
+  Eigen::MatrixXd start_weights;     // #N by #joints geodesic weights for the default start
+  mutable std::mutex solver_mutex;
+  mutable Eigen::CholmodSupernodalLLT<Eigen::SparseMatrix<double>> solver;  // of L_ff
+};
+
+ElasticModel::ElasticModel() : impl_(std::make_unique<Impl>()) {}
+ElasticModel::~ElasticModel() = default;
+
+absl::StatusOr<std::shared_ptr<const ElasticModel>> ElasticModel::Create(
+    VolumeDomain domain, std::vector<std::vector<int>> handle_nodes, const Progress& progress) {
+  progress.Report("elastic energy", 0.0);
+  absl::StatusOr<ElasticEnergy> energy = BuildElasticEnergy(domain);
+  if (!energy.ok()) return energy.status();
+  const int n = domain.num_nodes();
+  std::shared_ptr<ElasticModel> model(new ElasticModel());
+  Impl& im = *model->impl_;
+  im.free_index.assign(n, -1);
+  im.pinned_index.assign(n, -1);
+  for (int j = 0; j < static_cast<int>(handle_nodes.size()); ++j) {
+    for (int i = 0; i < static_cast<int>(handle_nodes[j].size()); ++i) {
+      const int v = handle_nodes[j][i];
+      if (v < 0 || v >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("handle_nodes[%d][%d] = %d is out of range (%d nodes)", j, i, v, n));
+      }
+      if (im.pinned_index[v] >= 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "handle_nodes[%d][%d] = %d is already pinned to joint %d", j, i, v, im.pinned_joint[im.pinned_index[v]]));
+      }
+      im.pinned_index[v] = static_cast<int>(im.pinned_nodes.size());
+      im.pinned_nodes.push_back(v);
+      im.pinned_joint.push_back(j);
+    }
+  }
+  if (im.pinned_nodes.empty()) return absl::InvalidArgumentError("handle_nodes: no pinned node at all");
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  // Every connected part (through element edges, i.e. L's pattern) needs a pinned node.
+  {
+    std::vector<uint8_t> seen(n, 0);
+    std::vector<int> stack(im.pinned_nodes.begin(), im.pinned_nodes.end());
+    for (int v : stack) seen[v] = 1;
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (Eigen::SparseMatrix<double>::InnerIterator it(energy->L, v); it; ++it) {
+        if (!seen[it.row()]) {
+          seen[it.row()] = 1;
+          stack.push_back(static_cast<int>(it.row()));
+        }
+      }
+    }
+    int unreached = 0, first = -1;
+    for (int v = 0; v < n; ++v) {
+      if (!seen[v]) {
+        ++unreached;
+        if (first < 0) first = v;
+      }
+    }
+    if (unreached > 0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "elastic model: %d domain nodes (e.g. node %d at (%g, %g, %g)) lie in a connected part without "
+          "pinned bone nodes, so their positions are undetermined",
+          unreached, first, domain.nodes(first, 0), domain.nodes(first, 1), domain.nodes(first, 2)));
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    if (im.pinned_index[v] < 0) {
+      im.free_index[v] = static_cast<int>(im.free_nodes.size());
+      im.free_nodes.push_back(v);
+    }
+  }
+  const int nf = static_cast<int>(im.free_nodes.size());
+  const int np = static_cast<int>(im.pinned_nodes.size());
+  std::vector<Eigen::Triplet<double>> tff, tfc;
+  for (int c = 0; c < n; ++c) {
+    for (Eigen::SparseMatrix<double>::InnerIterator it(energy->L, c); it; ++it) {
+      const int r = static_cast<int>(it.row());
+      if (im.free_index[r] < 0) continue;
+      if (im.free_index[c] >= 0) {
+        tff.emplace_back(im.free_index[r], im.free_index[c], it.value());
+      } else {
+        tfc.emplace_back(im.free_index[r], im.pinned_index[c], it.value());
+      }
+    }
+  }
+  Eigen::SparseMatrix<double> L_ff(nf, nf);
+  L_ff.setFromTriplets(tff.begin(), tff.end());
+  im.L_fc.resize(nf, np);
+  im.L_fc.setFromTriplets(tfc.begin(), tfc.end());
+  progress.Report("factorize", 0.3);
+  if (nf > 0) {
+    im.solver.compute(L_ff);
+    if (im.solver.info() != Eigen::Success) {
+      return absl::FailedPreconditionError("elastic model: the free-node Laplacian L_ff is not positive definite");
+    }
+  }
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  progress.Report("factorize", 0.7);
+  absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(domain, handle_nodes);
+  if (!W.ok()) return W.status();
+  im.start_weights = *std::move(W);
+  im.energy = *std::move(energy);
+  im.domain = std::move(domain);
+  im.handle_nodes = std::move(handle_nodes);
+  progress.Report("factorize", 1.0);
+  return std::shared_ptr<const ElasticModel>(std::move(model));
+}
+
+absl::StatusOr<RowMatrixX3d> ElasticModel::DefaultStart(const std::vector<Eigen::Affine3d>& T) const {
+  const Impl& im = *impl_;
+  if (T.size() != im.handle_nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("T has %d transforms; the model has %d joints",
+                                                      T.size(), im.handle_nodes.size()));
+  }
+  RowMatrixX3d X;
+  Dqs(im.domain.nodes, im.start_weights, T, &X);
+  for (size_t p = 0; p < im.pinned_nodes.size(); ++p) {
+    const int v = im.pinned_nodes[p];
+    X.row(v) = (T[im.pinned_joint[p]] * im.domain.nodes.row(v).transpose()).transpose();
+  }
+  return X;
+}
+
+absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine3d>& T, const RowMatrixX3d* initial,
+                                                 const ElasticOptions& options, ElasticReport* report,
+                                                 const Progress& progress) const {
+  const auto t0 = Clock::now();
+  const Impl& im = *impl_;
+  const int n = im.domain.num_nodes();
+  if (T.size() != im.handle_nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("T has %d transforms; the model has %d joints",
+                                                      T.size(), im.handle_nodes.size()));
+  }
+  for (size_t j = 0; j < T.size(); ++j) {
+    if (!T[j].matrix().allFinite()) {
+      return absl::InvalidArgumentError(absl::StrFormat("T[%d] has a non-finite entry", j));
+    }
+  }
+  if (options.max_iterations < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.max_iterations = %d must be ≥ 0", options.max_iterations));
+  }
+  if (!(options.relative_tolerance >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.relative_tolerance = %g must be ≥ 0", options.relative_tolerance));
+  }
+  RowMatrixX3d X;
+  if (initial != nullptr) {
+    if (initial->rows() != n) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("initial has %d rows; the domain has %d nodes", initial->rows(), n));
+    }
+    if (!initial->allFinite()) return absl::InvalidArgumentError("initial has a non-finite coordinate");
+    X = *initial;
+  } else {
+    absl::StatusOr<RowMatrixX3d> start = DefaultStart(T);
+    if (!start.ok()) return start.status();
+    X = *std::move(start);
+  }
+  const int np = static_cast<int>(im.pinned_nodes.size());
+  const int nf = static_cast<int>(im.free_nodes.size());
+  Eigen::MatrixXd Xc(np, 3);
+  for (int p = 0; p < np; ++p) {
+    const int v = im.pinned_nodes[p];
+    Xc.row(p) = (T[im.pinned_joint[p]] * im.domain.nodes.row(v).transpose()).transpose();
+    X.row(v) = Xc.row(p);
+  }
+  const Eigen::MatrixXd rhs_pinned = -(im.L_fc * Xc);  // #free by 3
+
+  const ElasticEnergy& en = im.energy;
+  const int m = en.num_elements();
+  const int npe = static_cast<int>(en.elements.cols());
+  const int threads = std::min(ResolveThreads(options.threads), 16);
+  std::vector<RowMatrixX3d> b_parts(threads);
+  std::vector<double> e_parts(threads);
+  // Local step at X: the rotations' contributions to b and E(X) (exact rotations).
+  auto local = [&](Eigen::MatrixXd* b) -> double {
+    ParallelChunks(m, threads, [&](int begin, int end, int t) {
+      RowMatrixX3d& bt = b_parts[t];
+      bt.setZero(n, 3);
+      double s = 0.0;
+      Eigen::Matrix3d R;
+      for (int e = begin; e < end; ++e) {
+        s += ElementEnergy(en, X, e, &R);
+        for (int k = 0; k < npe; ++k) {
+          bt.row(en.elements(e, k)).noalias() += (R * en.corner_vectors.row(e * npe + k).transpose()).transpose();
+        }
+      }
+      e_parts[t] = s;
+    });
+    double E = 0.0;
+    RowMatrixX3d sum = RowMatrixX3d::Zero(n, 3);
+    for (int t = 0; t < threads; ++t) {
+      if (b_parts[t].rows() == n) sum += b_parts[t];
+      E += e_parts[t];
+      e_parts[t] = 0.0;
+      b_parts[t].resize(0, 3);
+    }
+    b->resize(nf, 3);
+    for (int f = 0; f < nf; ++f) b->row(f) = sum.row(im.free_nodes[f]);
+    return E;
+  };
+
+  ElasticReport rep;
+  Eigen::MatrixXd b;
+  double E_prev = local(&b);
+  rep.initial_energy = E_prev;
+  rep.stop_reason = "max_iterations";
+  for (int it = 0; it < options.max_iterations; ++it) {
+    if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+    if (nf > 0) {
+      Eigen::MatrixXd rhs = b + rhs_pinned;
+      Eigen::MatrixXd Xf;
+      {
+        std::lock_guard<std::mutex> lock(im.solver_mutex);
+        Xf = im.solver.solve(rhs);
+      }
+      for (int f = 0; f < nf; ++f) X.row(im.free_nodes[f]) = Xf.row(f);
+    }
+    const double E = local(&b);
+    rep.energy.push_back(E);
+    rep.iterations = it + 1;
+    progress.Report("elastic solve", static_cast<double>(it + 1) / std::max(1, options.max_iterations));
+    const bool done = E_prev - E <= options.relative_tolerance * E_prev;
+    E_prev = E;
+    if (done) {
+      rep.stop_reason = "converged";
+      break;
+    }
+  }
+  rep.seconds = Seconds(t0);
+  if (report) *report = std::move(rep);
+  return X;
+}
+
+double ElasticModel::Energy(const RowMatrixX3d& X) const { return ElasticEnergyValue(impl_->energy, X); }
+RowMatrixX3d ElasticModel::ToMesh(const RowMatrixX3d& X) const { return impl_->domain.to_mesh * X; }
+const VolumeDomain& ElasticModel::domain() const { return impl_->domain; }
+const std::vector<std::vector<int>>& ElasticModel::handle_nodes() const { return impl_->handle_nodes; }
+const ElasticEnergy& ElasticModel::energy() const { return impl_->energy; }
+
+}  // namespace skinning

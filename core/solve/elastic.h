@@ -1,0 +1,130 @@
+// The geometric elastic energy of Chao et al. 2010 on a volume domain, in the edge form of Kavan
+// & Sorkine 2012 (Eq. 1-2), and the "gold standard" full nonlinear minimizer with pinned bone
+// nodes (local/global iterations, Sorkine & Alexa 2007).
+//
+// For each element e (voxel: its 12 cube edges; tet: its 6 edges) with weight
+// ω_e = vol_e / Σ_{edges of e} |d̃|²  (d̃ = x̃_a − x̃_b the rest edge vector; uniform on a regular
+// grid, so minimizers equal the paper's uniform model):
+//   E(X) = Σ_e ω_e Σ_{(a,b) ∈ edges(e)} ½ |(x_a − x_b) − R_e (x̃_a − x̃_b)|²,
+//   R_e = argmax_{R ∈ SO(3)} tr(Rᵀ S_e),  S_e = Σ_{edges} ω_e (x_a − x_b)(x̃_a − x̃_b)ᵀ.
+// Expanded: E(X) = ½ tr(Xᵀ L X) − Σ_e tr(R_eᵀ S_e(X)) + c0 with the scalar (#N by #N) graph
+// Laplacian L = Σ_e ω_e B_e B_eᵀ (B_e the oriented edge incidence of element e) and the
+// rest-pose term c0 = ½ Σ_e ω_e Σ |d̃|² = ½ Σ_e vol_e. E ≥ 0, E = 0 exactly for rigid motions of
+// the rest nodes.
+#ifndef SKINNING_CORE_SOLVE_ELASTIC_H_
+#define SKINNING_CORE_SOLVE_ELASTIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+#include <Eigen/SparseCore>
+
+#include "absl/status/statusor.h"
+#include "core/geometry/mesh.h"
+#include "core/geometry/volume_domain.h"
+#include "core/util/progress.h"
+
+namespace skinning {
+
+struct ElasticEnergy {
+  RowMatrixX3d rest;  // #N by 3 rest node positions x̃ (bind space)
+  // The elements' nodes: #elements by 8 (voxel corners, x-fastest) or by 4 (tet vertices).
+  Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> elements;
+  // Every element's edges, element-major: element e owns rows
+  // [e · edges_per_element, (e + 1) · edges_per_element) of `edges` (node a, node b) and of
+  // `rest_edges` (d̃ = x̃_a − x̃_b). 12 per voxel, 6 per tet.
+  int edges_per_element = 0;
+  Eigen::Matrix<int32_t, Eigen::Dynamic, 2, Eigen::RowMajor> edges;  // #elements·epe by 2
+  RowMatrixX3d rest_edges;                                           // #elements·epe by 3
+  // Row e · npe + k (npe = elements.cols()): q = ω_e Σ_{edges (a,b) of e} (±d̃), + where the
+  // element's k-th node n is a, − where it is b. Then S_e(X) = Σ_k x_{n_k} q_kᵀ and the global
+  // step's right-hand side gains R_e q_k at node n_k.
+  RowMatrixX3d corner_vectors;  // #elements·npe by 3
+  Eigen::VectorXd weight;       // #elements ω_e = vol_e / Σ_edges |d̃|² (> 0)
+  Eigen::VectorXd volume;       // #elements vol_e (= tr S_e(x̃))
+  // #N by #N scalar Laplacian Σ_e ω_e B_e B_eᵀ: symmetric, positive semi-definite, rows sum to 0.
+  Eigen::SparseMatrix<double> L;
+  int num_nodes() const { return static_cast<int>(rest.rows()); }
+  int num_elements() const { return static_cast<int>(weight.size()); }
+};
+
+// Builds the energy of a domain (voxel grid: elements are #cells by 8 corners; tet mesh: #T by
+// 4). INVALID_ARGUMENT for a domain without elements, an element of an unexpected width, a node
+// index out of range, or a degenerate element (all edges of zero length).
+absl::StatusOr<ElasticEnergy> BuildElasticEnergy(const VolumeDomain& domain);
+
+// E(X) with the best rotation of every element (exact nearest rotations, svd3.h).
+//   X  #N by 3 node positions (same numbering as energy.rest). Requires X.rows() == #N.
+double ElasticEnergyValue(const ElasticEnergy& energy, const RowMatrixX3d& X);
+
+struct ElasticOptions {
+  int max_iterations = 500;
+  double relative_tolerance = 1e-6;  // stop when E_prev − E ≤ tol · E_prev
+  int threads = 0;                   // 0 = hardware concurrency
+};
+
+struct ElasticReport {
+  int iterations = 0;
+  std::vector<double> energy;  // after each iteration (non-increasing)
+  double seconds = 0.0;
+  std::string stop_reason;     // "converged" or "max_iterations"
+  double initial_energy = 0.0;  // E of the start, before the first iteration
+};
+
+// The gold-standard model: owns the domain, the pinned nodes and the CHOLMOD factorization of
+// L_ff (the free-free block of L). Solve() is const and may be called from several threads (calls
+// are serialized on the factorization's workspace).
+class ElasticModel {
+ public:
+  // handle_nodes: per joint, its pinned nodes (RasterizeHandles output; empty lists allowed for
+  // non-deforming joints; at least one node overall). INVALID_ARGUMENT for a node index out of
+  // range, a node listed twice, no pinned node or a domain without elements; FAILED_PRECONDITION
+  // when a connected part of the domain has no pinned node (L_ff singular). CANCELLED when
+  // cancelled. Progress stages "elastic energy", "factorize".
+  static absl::StatusOr<std::shared_ptr<const ElasticModel>> Create(
+      VolumeDomain domain, std::vector<std::vector<int>> handle_nodes, const Progress& progress = {});
+
+  ~ElasticModel();
+  ElasticModel(const ElasticModel&) = delete;
+  ElasticModel& operator=(const ElasticModel&) = delete;
+
+  // Node positions (#N by 3) minimizing E with every node of joint j's list at T[j]·x̃.
+  //   T        #joints skinning transforms (bind space), as SkinningTransforms gives them.
+  //   initial  #N by 3 start, or nullptr for the default start: the DQS blend (dqs.h) of the
+  //            joints' transforms with geodesic voxel weights (geodesic_weights.h, default
+  //            options) over the domain graph from the pinned nodes — smooth, exact on the
+  //            pinned nodes, and free of inverted elements for 180° twists.
+  // Local/global iterations (Sorkine & Alexa 2007): local = exact best rotation per element
+  // (svd3.h, parallel over elements on options.threads), global = the prefactored L_ff solve
+  // for 3 right-hand sides. Each iteration does not increase E. Stops when the decrease is
+  // ≤ relative_tolerance · E_prev ("converged"; also when E reaches 0) or after max_iterations.
+  // INVALID_ARGUMENT for a wrong T count, a non-finite transform, a wrong initial shape or bad
+  // options; CANCELLED when progress cancels (checked every iteration). Progress stage
+  // "elastic solve", fraction = iterations / max_iterations.
+  absl::StatusOr<RowMatrixX3d> Solve(const std::vector<Eigen::Affine3d>& T, const RowMatrixX3d* initial,
+                                     const ElasticOptions& options, ElasticReport* report = nullptr,
+                                     const Progress& progress = {}) const;
+  // The default start of Solve (see there) for transforms T (#joints); the pinned nodes are set
+  // exactly. INVALID_ARGUMENT for a wrong T count.
+  absl::StatusOr<RowMatrixX3d> DefaultStart(const std::vector<Eigen::Affine3d>& T) const;
+
+  double Energy(const RowMatrixX3d& X) const;        // ElasticEnergyValue on this domain
+  RowMatrixX3d ToMesh(const RowMatrixX3d& X) const;  // domain.to_mesh * X  (#V by 3)
+  const VolumeDomain& domain() const;
+  const std::vector<std::vector<int>>& handle_nodes() const;
+  const ElasticEnergy& energy() const;
+
+  struct Impl;
+
+ private:
+  ElasticModel();
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_SOLVE_ELASTIC_H_

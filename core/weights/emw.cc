@@ -1,0 +1,332 @@
+// Energy-minimizing weights (Kavan & Sorkine 2012, Eq. 3).
+//
+// One unknown per node, w (the rotating transform's LBS weight; the fixed transform gets 1 − w).
+// Sample i deforms node n to v_in = x̃_n + w_n u_in, u_in = S_i x̃_n − x̃_n. With the corner
+// vectors q of elastic.h (S_e(X) = Σ_k x_{n_k} q_kᵀ), for element e and sample i:
+//   S_ie = S0_e + Σ_k w_{n_k} u_{i n_k} q_kᵀ,   S0_e = Σ_k x̃_{n_k} q_kᵀ,
+// and the block objective (rotations R_ie fixed) is the quadratic
+//   F(w, R) = Σ_i Σ_e Σ_{edges} ½ ω_e |w_a u_ia − w_b u_ib + (I − R_ie) d̃|²
+//           = ½ wᵀ Y w + cᵀ w + k0,
+//   Y_rc = L_rc Σ_i u_ir · u_ic            (Σ_i D_iᵀ (L⊗I3) D_i: the sparsity of L)
+//   c_{n_k} += u_{i n_k} · (I − R_ie) q_k   k0 += tr(S0_e) − tr(R_ieᵀ S0_e).
+// (Σ_edges ±(I − R) d̃ ω around node n_k is (I − R) q_k; ½ ω Σ |(I − R) d̃|² = tr S0 − tr(Rᵀ S0).)
+// Y gets a tiny Dirichlet term μ L so that nodes no sample moves (u = 0, e.g. on the twist axis)
+// take the harmonic interpolation of their neighbours instead of making Y_ff singular.
+#include "core/weights/emw.h"
+
+#include <Eigen/CholmodSupport>
+#include <Eigen/Geometry>
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "core/solve/svd3.h"
+
+namespace skinning {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn) {
+  threads = std::max(1, std::min(threads, n / 256 + 1));
+  if (threads == 1) {
+    fn(0, n, 0);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int t = 0; t + 1 < threads; ++t) {
+    const int b = static_cast<int>(static_cast<int64_t>(n) * t / threads);
+    const int e = static_cast<int>(static_cast<int64_t>(n) * (t + 1) / threads);
+    pool.emplace_back(fn, b, e, t);
+  }
+  fn(static_cast<int>(static_cast<int64_t>(n) * (threads - 1) / threads), n, threads - 1);
+  for (std::thread& th : pool) th.join();
+}
+
+// Ascent on f(R) = tr(Rᵀ A) over SO(3) from the rotation *q (as fast_skinning.cc's
+// WarmRotationAscent, in double): ω = Σ_c r_c × a_c / |Σ_c r_c·a_c|, q ← normalize((1, ω/2) q).
+// Returns the better of the start and the result (never worse), stored in *q and *R.
+constexpr int kRotationSteps = 4;
+inline void WarmRotationAscent(const Eigen::Matrix3d& A, Eigen::Quaterniond* q, Eigen::Matrix3d* R) {
+  const Eigen::Matrix3d start = q->toRotationMatrix();
+  const double f_start = (start.transpose() * A).trace();
+  Eigen::Quaterniond cur = *q;
+  Eigen::Matrix3d Rc = start;
+  for (int step = 0; step < kRotationSteps; ++step) {
+    const Eigen::Vector3d omega =
+        Rc.col(0).cross(A.col(0)) + Rc.col(1).cross(A.col(1)) + Rc.col(2).cross(A.col(2));
+    const double denom = std::abs(Rc.col(0).dot(A.col(0)) + Rc.col(1).dot(A.col(1)) + Rc.col(2).dot(A.col(2))) + 1e-300;
+    const Eigen::Vector3d half = (0.5 / denom) * omega;
+    const double h2 = half.squaredNorm();
+    if (h2 < 1e-24) break;
+    cur = (Eigen::Quaterniond(1.0, half.x(), half.y(), half.z()) * cur).normalized();
+    Rc = cur.toRotationMatrix();
+    if (h2 < 1e-12) break;
+  }
+  if ((Rc.transpose() * A).trace() >= f_start) {
+    *q = cur;
+    *R = Rc;
+  } else {
+    *R = start;
+  }
+}
+
+absl::Status CheckNodes(const std::vector<int>& nodes, const char* field, int n, uint8_t tag,
+                        std::vector<uint8_t>* role) {
+  if (nodes.empty()) return absl::InvalidArgumentError(absl::StrFormat("%s is empty", field));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int v = nodes[i];
+    if (v < 0 || v >= n) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s[%d] = %d is out of range (%d nodes)", field, i, v, n));
+    }
+    if ((*role)[v] != 0 && (*role)[v] != tag) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s[%d] = %d is both a moving and a fixed node", field, i, v));
+    }
+    (*role)[v] = tag;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<Eigen::Affine3d> EmwSamples(const JointFrame& frame, EmwKind kind, double angle) {
+  std::vector<Eigen::Vector3d> axes;
+  if (kind == EmwKind::kSwing) {
+    axes = {Eigen::Vector3d::UnitX(), Eigen::Vector3d::UnitY()};
+  } else {
+    axes = {Eigen::Vector3d::UnitZ()};
+  }
+  std::vector<Eigen::Affine3d> samples;
+  for (const Eigen::Vector3d& axis : axes) {
+    for (double sign : {-1.0, 1.0}) {
+      const Eigen::Matrix3d R = Eigen::AngleAxisd(sign * angle, axis).toRotationMatrix();
+      const Eigen::Matrix3d S = frame.axes * R * frame.axes.transpose();
+      Eigen::Affine3d A = Eigen::Affine3d::Identity();
+      A.linear() = S;
+      A.translation() = frame.center - S * frame.center;
+      samples.push_back(A);
+    }
+  }
+  return samples;
+}
+
+absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& energy, const JointFrame& frame,
+                                                       EmwKind kind, const std::vector<int>& moving,
+                                                       const std::vector<int>& fixed, const EmwOptions& options,
+                                                       EmwReport* report, const Progress& progress) {
+  const auto t0 = Clock::now();
+  const int n = energy.num_nodes();
+  const int m = energy.num_elements();
+  if (n == 0 || m == 0) return absl::InvalidArgumentError("energy: the domain has no elements");
+  if (options.max_iterations < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.max_iterations = %d must be ≥ 0", options.max_iterations));
+  }
+  if (!(options.relative_tolerance >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.relative_tolerance = %g must be ≥ 0", options.relative_tolerance));
+  }
+  if (!(options.sample_angle > 0 && options.sample_angle <= M_PI)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.sample_angle = %g must be in (0, π]", options.sample_angle));
+  }
+  if (!frame.center.allFinite() || !frame.axes.allFinite()) {
+    return absl::InvalidArgumentError(absl::StrFormat("frame of joint %d is not finite", frame.joint));
+  }
+  std::vector<uint8_t> role(n, 0);  // 1 moving, 2 fixed
+  if (auto s = CheckNodes(moving, "moving", n, 1, &role); !s.ok()) return s;
+  if (auto s = CheckNodes(fixed, "fixed", n, 2, &role); !s.ok()) return s;
+
+  // Samples and node displacements u_i = S_i x̃ − x̃.
+  const std::vector<Eigen::Affine3d> samples = EmwSamples(frame, kind, options.sample_angle);
+  const int k = static_cast<int>(samples.size());
+  std::vector<RowMatrixX3d> U(k);
+  for (int i = 0; i < k; ++i) {
+    U[i] = ((energy.rest * samples[i].linear().transpose()).rowwise() + samples[i].translation().transpose()) -
+           energy.rest;
+  }
+  // Y = Σ_i D_iᵀ (L⊗I3) D_i + μ L, the pattern of L.
+  Eigen::SparseMatrix<double> Y = energy.L;
+  double tr_y = 0.0, tr_l = 0.0;
+  for (int c = 0; c < n; ++c) {
+    for (Eigen::SparseMatrix<double>::InnerIterator it(Y, c); it; ++it) {
+      const int r = static_cast<int>(it.row());
+      double dot = 0.0;
+      for (int i = 0; i < k; ++i) dot += U[i].row(r).dot(U[i].row(c));
+      if (r == c) tr_l += it.value();
+      it.valueRef() *= dot;
+      if (r == c) tr_y += it.value();
+    }
+  }
+  const double mu = 1e-8 * tr_y / std::max(tr_l, 1e-300);
+  Y += mu * energy.L;
+
+  // Free / constrained split.
+  std::vector<int> free_index(n, -1), free_nodes;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(n);
+  for (int v = 0; v < n; ++v) {
+    if (role[v] == 0) {
+      free_index[v] = static_cast<int>(free_nodes.size());
+      free_nodes.push_back(v);
+    } else if (role[v] == 1) {
+      w(v) = 1.0;
+    }
+  }
+  const int nf = static_cast<int>(free_nodes.size());
+  std::vector<Eigen::Triplet<double>> tff, lff;
+  Eigen::VectorXd rhs_c = Eigen::VectorXd::Zero(nf);  // −Y_fc w_c
+  Eigen::VectorXd rhs_l = Eigen::VectorXd::Zero(nf);  // −L_fc w_c
+  for (int c = 0; c < n; ++c) {
+    Eigen::SparseMatrix<double>::InnerIterator lt(energy.L, c);
+    for (Eigen::SparseMatrix<double>::InnerIterator it(Y, c); it; ++it) {
+      // Y has the pattern of L (Y = L ∘ (Σ u·u) + μ L, same compressed layout).
+      while (lt && lt.row() < it.row()) ++lt;
+      const double l = (lt && lt.row() == it.row()) ? lt.value() : 0.0;
+      const int fr = free_index[it.row()];
+      if (fr < 0) continue;
+      if (free_index[c] >= 0) {
+        tff.emplace_back(fr, free_index[c], it.value());
+        lff.emplace_back(fr, free_index[c], l);
+      } else {
+        rhs_c(fr) -= it.value() * w(c);
+        rhs_l(fr) -= l * w(c);
+      }
+    }
+  }
+  EmwReport rep;
+  const auto tf = Clock::now();
+  Eigen::CholmodSupernodalLLT<Eigen::SparseMatrix<double>> solver;
+  if (nf > 0) {
+    // The start: harmonic weights (L_ff w_f = −L_fc w_c: 1 on the moving bones' side, a smooth
+    // transition at the joint). (Starting from the minimizer for identity rotations instead ends
+    // in a poor local minimum for twists: w ≈ 0 off the bone axis, which the axis nodes do not
+    // prevent since twists hardly move them.) L_ff and Y_ff share one symbolic analysis.
+    Eigen::SparseMatrix<double> L_ff(nf, nf), Y_ff(nf, nf);
+    L_ff.setFromTriplets(lff.begin(), lff.end());
+    Y_ff.setFromTriplets(tff.begin(), tff.end());
+    solver.analyzePattern(L_ff);
+    solver.factorize(L_ff);
+    if (solver.info() != Eigen::Success) {
+      return absl::FailedPreconditionError(
+          "energy-minimizing weights: L_ff is singular (a part of the domain has no moving or fixed node)");
+    }
+    const Eigen::VectorXd wf = solver.solve(rhs_l);
+    for (int f = 0; f < nf; ++f) w(free_nodes[f]) = wf(f);
+    solver.factorize(Y_ff);
+    if (solver.info() != Eigen::Success) {
+      return absl::FailedPreconditionError(
+          "energy-minimizing weights: Y_ff is singular (a part of the domain has no moving or fixed node)");
+    }
+  }
+  rep.factorize_seconds = std::chrono::duration<double>(Clock::now() - tf).count();
+  auto global = [&](const Eigen::VectorXd& c) {
+    if (nf == 0) return;
+    Eigen::VectorXd rhs = rhs_c;
+    for (int f = 0; f < nf; ++f) rhs(f) -= c(free_nodes[f]);
+    const Eigen::VectorXd wf = solver.solve(rhs);
+    for (int f = 0; f < nf; ++f) w(free_nodes[f]) = wf(f);
+  };
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+
+  // Local step state: per element and sample a rotation (warm start after the first step).
+  const int npe = static_cast<int>(energy.elements.cols());
+  std::vector<Eigen::Matrix3d> S0(m);
+  for (int e = 0; e < m; ++e) {
+    Eigen::Matrix3d s = Eigen::Matrix3d::Zero();
+    for (int j = 0; j < npe; ++j) {
+      s.noalias() += energy.rest.row(energy.elements(e, j)).transpose() * energy.corner_vectors.row(e * npe + j);
+    }
+    S0[e] = s;
+  }
+  std::vector<Eigen::Quaterniond> rot(static_cast<size_t>(m) * k, Eigen::Quaterniond::Identity());
+  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::clamp(threads, 1, 16);
+  std::vector<Eigen::VectorXd> c_parts(threads);
+  std::vector<double> k_parts(threads);
+  // Computes the rotations for w (exact on the first call, warm-started ascent after), then c
+  // and k0 of F(·, R). Returns k0.
+  bool first = true;
+  auto local = [&](Eigen::VectorXd* c) -> double {
+    ParallelChunks(m, threads, [&](int begin, int end, int t) {
+      Eigen::VectorXd& ct = c_parts[t];
+      ct.setZero(n);
+      double k0 = 0.0;
+      Eigen::Matrix3d R;
+      for (int e = begin; e < end; ++e) {
+        const int* nodes = &energy.elements(e, 0);
+        const double* q = &energy.corner_vectors(static_cast<int64_t>(e) * npe, 0);
+        for (int i = 0; i < k; ++i) {
+          Eigen::Matrix3d S = S0[e];
+          for (int j = 0; j < npe; ++j) {
+            const int v = nodes[j];
+            const double wv = w(v);
+            if (wv == 0.0) continue;
+            const Eigen::Vector3d u = wv * U[i].row(v).transpose();
+            const Eigen::Map<const Eigen::RowVector3d> qj(q + 3 * j);
+            S.noalias() += u * qj;
+          }
+          Eigen::Quaterniond& qr = rot[static_cast<size_t>(e) * k + i];
+          if (first) {
+            R = NearestRotation(S);
+            qr = Eigen::Quaterniond(R).normalized();
+            R = qr.toRotationMatrix();
+          } else {
+            WarmRotationAscent(S, &qr, &R);
+          }
+          for (int j = 0; j < npe; ++j) {
+            const Eigen::Map<const Eigen::Vector3d> qj(q + 3 * j);
+            const Eigen::Vector3d g = qj - R * qj;
+            ct(nodes[j]) += U[i].row(nodes[j]).dot(g.transpose());
+          }
+          k0 += S0[e].trace() - (R.transpose() * S0[e]).trace();
+        }
+      }
+      k_parts[t] = k0;
+    });
+    first = false;
+    c->setZero(n);
+    double k0 = 0.0;
+    for (int t = 0; t < threads; ++t) {
+      if (c_parts[t].size() == n) *c += c_parts[t];
+      c_parts[t].resize(0);
+      k0 += k_parts[t];
+      k_parts[t] = 0.0;
+    }
+    return k0;
+  };
+  auto objective = [&](const Eigen::VectorXd& c, double k0) { return 0.5 * w.dot(Y * w) + c.dot(w) + k0; };
+
+  Eigen::VectorXd c;
+  double k0 = local(&c);
+  double F_prev = objective(c, k0);
+  rep.initial_energy = F_prev;
+  rep.stop_reason = "max_iterations";
+  for (int it = 0; it < options.max_iterations; ++it) {
+    if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+    global(c);
+    const double F = objective(c, k0);
+    rep.energy.push_back(F);
+    rep.iterations = it + 1;
+    progress.Report("emw", static_cast<double>(it + 1) / std::max(1, options.max_iterations));
+    if (F_prev - F <= options.relative_tolerance * F) {
+      rep.stop_reason = "converged";
+      break;
+    }
+    F_prev = F;
+    if (it + 1 < options.max_iterations) k0 = local(&c);
+  }
+  rep.min_weight = w.minCoeff();
+  rep.max_weight = w.maxCoeff();
+  rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (report) *report = std::move(rep);
+  return w;
+}
+
+}  // namespace skinning

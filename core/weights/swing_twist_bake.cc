@@ -1,0 +1,177 @@
+// Algorithm 1 of Kavan & Sorkine 2012 (d, s, t per joint) and the gold-standard model bake.
+#include "core/weights/swing_twist_bake.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "core/rig/bones.h"
+
+namespace skinning {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The validated input, the domain and its bone nodes.
+struct PreparedDomain {
+  std::vector<JointHandle> handles;
+  VolumeDomain domain;
+  std::vector<std::vector<int>> bone_nodes;
+  std::string description;
+};
+
+absl::StatusOr<PreparedDomain> PrepareDomain(const Mesh& mesh, const Skeleton& skeleton,
+                                             const VoxelGridOptions& voxel,
+                                             const std::optional<TetDomainInput>& tet_mesh,
+                                             const Progress& progress) {
+  if (auto s = ValidateMesh(mesh); !s.ok()) return s;
+  if (auto s = ValidateSkeleton(skeleton); !s.ok()) return s;
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
+  if (!handles.ok()) return handles.status();
+  int deforming = 0;
+  for (const JointHandle& h : *handles) deforming += h.deforms;
+  if (deforming == 0) return absl::InvalidArgumentError("skeleton has no deforming joint to bake weights for");
+  PreparedDomain out;
+  out.handles = *std::move(handles);
+  progress.Report("voxelize", 0.0);
+  absl::StatusOr<VolumeDomain> domain;
+  if (tet_mesh) {
+    domain = BuildTetDomain(tet_mesh->TV, tet_mesh->TT, mesh.V, progress);
+    if (domain.ok())
+      out.description = absl::StrFormat("tet mesh (%d nodes, %d tets)", domain->num_nodes(), tet_mesh->TT.rows());
+  } else {
+    VoxelGridReport vr;
+    domain = BuildVoxelDomain(mesh, voxel, &vr, progress);
+    if (domain.ok())
+      out.description = absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g)",
+                                        vr.resolution, vr.cells.x(), vr.cells.y(), vr.cells.z(), vr.inside_cells,
+                                        vr.nodes, vr.spacing);
+  }
+  if (!domain.ok()) return domain.status();
+  out.domain = *std::move(domain);
+  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(out.domain, out.handles);
+  if (!pinned.ok()) return pinned.status();
+  out.bone_nodes = *std::move(pinned);
+  progress.Report("voxelize", 1.0);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skeleton& skeleton,
+                                                    const SwingTwistBakeOptions& options,
+                                                    const Progress& progress) {
+  const auto t0 = Clock::now();
+  absl::StatusOr<PreparedDomain> prepared =
+      PrepareDomain(mesh, skeleton, options.voxel, options.tet_mesh, progress.Sub(0.0, 0.1));
+  if (!prepared.ok()) return prepared.status();
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  SwingTwistBakeResult result;
+  result.report.method = "swing_twist";
+  result.report.domain = prepared->description;
+  result.report.domain_nodes = prepared->domain.num_nodes();
+  result.report.domain_seconds = Seconds(t0);
+  const auto t1 = Clock::now();
+  const VolumeDomain& domain = prepared->domain;
+  const int J = static_cast<int>(skeleton.joints.size());
+  const int N = domain.num_nodes();
+
+  // Deformer weights: point BBW at the joints.
+  const Progress dprog = progress.Sub(0.1, 0.3);
+  dprog.Report("deformer weights", 0.0);
+  absl::StatusOr<std::vector<std::vector<int>>> point_nodes =
+      RasterizeHandles(domain, JointPointHandles(skeleton));
+  if (!point_nodes.ok()) return point_nodes.status();
+  BbwReport bbw_report;
+  absl::StatusOr<Eigen::MatrixXd> d = BoundedBiharmonicWeights(domain, *point_nodes, options.bbw, &bbw_report, dprog);
+  if (!d.ok()) return d.status();
+  dprog.Report("deformer weights", 1.0);
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+
+  // Swing and twist weights per joint with a deformer.
+  result.frames = JointFrames(skeleton, prepared->handles);
+  result.node_swing = Eigen::MatrixXd::Zero(N, J);
+  result.node_twist = Eigen::MatrixXd::Zero(N, J);
+  result.swing_reports.assign(J, EmwReport());
+  result.twist_reports.assign(J, EmwReport());
+  int deformers = 0;
+  for (int j = 0; j < J; ++j) deformers += result.frames[j].deformer;
+  const Progress sprog = progress.Sub(0.3, 1.0);
+  sprog.Report("swing/twist weights", 0.0);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  int done = 0;
+  if (deformers > 0) {
+    absl::StatusOr<ElasticEnergy> energy = BuildElasticEnergy(domain);
+    if (!energy.ok()) return energy.status();
+    for (int j = 0; j < J; ++j) {
+      if (!result.frames[j].deformer) continue;
+      std::vector<int> moving, fixed;
+      for (int other = 0; other < J; ++other) {
+        std::vector<int>& dst = InSubtree(skeleton, other, j) ? moving : fixed;
+        dst.insert(dst.end(), prepared->bone_nodes[other].begin(), prepared->bone_nodes[other].end());
+      }
+      const double f0 = static_cast<double>(done) / deformers, f1 = static_cast<double>(done + 1) / deformers;
+      const double fm = 0.5 * (f0 + f1);
+      absl::StatusOr<Eigen::VectorXd> s = EnergyMinimizingWeight(
+          *energy, result.frames[j], EmwKind::kSwing, moving, fixed, options.emw, &result.swing_reports[j],
+          sprog.Sub(f0, fm));
+      if (!s.ok()) return s.status();
+      sprog.Report("swing/twist weights", fm);
+      absl::StatusOr<Eigen::VectorXd> t = EnergyMinimizingWeight(
+          *energy, result.frames[j], EmwKind::kTwist, moving, fixed, options.emw, &result.twist_reports[j],
+          sprog.Sub(fm, f1));
+      if (!t.ok()) return t.status();
+      result.node_swing.col(j) = *s;
+      result.node_twist.col(j) = *t;
+      lo = std::min({lo, s->minCoeff(), t->minCoeff()});
+      hi = std::max({hi, s->maxCoeff(), t->maxCoeff()});
+      ++done;
+      sprog.Report("swing/twist weights", f1);
+      if (auto st = progress.CheckCancelled(); !st.ok()) return st;
+    }
+  }
+  result.node_deformer = *std::move(d);
+  result.deformer = domain.to_mesh * result.node_deformer;
+  result.swing = domain.to_mesh * result.node_swing;
+  result.twist = domain.to_mesh * result.node_twist;
+  // Partition of unity of d on the vertices exactly (interpolation keeps it up to rounding).
+  result.deformer = result.deformer.cwiseMax(0.0).cwiseMin(1.0);
+  for (int i = 0; i < result.deformer.rows(); ++i) {
+    const double sum = result.deformer.row(i).sum();
+    if (!(sum > 0)) return absl::InternalError(absl::StrFormat("vertex %d received no deformer weight", i));
+    result.deformer.row(i) /= sum;
+  }
+  result.report.solve_seconds = Seconds(t1);
+  double emw_seconds = 0.0;
+  for (int j = 0; j < J; ++j) emw_seconds += result.swing_reports[j].seconds + result.twist_reports[j].seconds;
+  if (done > 0) {
+    result.report.detail = absl::StrFormat(
+        "%d deformers; per joint s+t %.3g s; weights in [%.4g, %.4g]; deformer BBW %.3g s", done,
+        emw_seconds / done, lo, hi, bbw_report.seconds);
+  } else {
+    result.report.detail = absl::StrFormat("no joint with a deformer; deformer BBW %.3g s", bbw_report.seconds);
+  }
+  result.domain = std::move(prepared->domain);
+  result.report.total_seconds = Seconds(t0);
+  progress.Report("done", 1.0);
+  return result;
+}
+
+absl::StatusOr<std::shared_ptr<const ElasticModel>> BuildElasticModel(
+    const Mesh& mesh, const Skeleton& skeleton, const VoxelGridOptions& voxel,
+    const std::optional<TetDomainInput>& tet_mesh, const Progress& progress) {
+  absl::StatusOr<PreparedDomain> prepared = PrepareDomain(mesh, skeleton, voxel, tet_mesh, progress.Sub(0.0, 0.5));
+  if (!prepared.ok()) return prepared.status();
+  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  return ElasticModel::Create(std::move(prepared->domain), std::move(prepared->bone_nodes), progress.Sub(0.5, 1.0));
+}
+
+}  // namespace skinning

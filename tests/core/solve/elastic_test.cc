@@ -1,0 +1,261 @@
+#include "core/solve/elastic.h"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Geometry>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/geometry/mesh.h"
+#include "core/geometry/volume_domain.h"
+#include "core/rig/bones.h"
+#include "tests/support/fixtures.h"
+
+namespace skinning {
+namespace {
+
+struct CylinderModel {
+  Rig rig;
+  std::shared_ptr<const ElasticModel> model;
+};
+
+CylinderModel MakeCylinderModel(int resolution) {
+  CylinderModel c;
+  c.rig = testing::MakeCylinderRig();
+  VoxelGridOptions vo;
+  vo.resolution = resolution;
+  absl::StatusOr<VolumeDomain> domain = BuildVoxelDomain(c.rig.mesh, vo);
+  EXPECT_TRUE(domain.ok()) << domain.status();
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(c.rig.skeleton);
+  EXPECT_TRUE(handles.ok());
+  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(*domain, *handles);
+  EXPECT_TRUE(pinned.ok()) << pinned.status();
+  absl::StatusOr<std::shared_ptr<const ElasticModel>> model = ElasticModel::Create(*domain, *pinned);
+  EXPECT_TRUE(model.ok()) << model.status();
+  c.model = *model;
+  return c;
+}
+
+// A cube [0,1]³ split into 6 tets around the main diagonal, plus optionally a second such cube
+// far away (a disconnected part).
+void CubeTets(const Eigen::Vector3d& offset, RowMatrixX3d* TV, RowMatrixX4i* TT) {
+  const int v0 = static_cast<int>(TV->rows());
+  TV->conservativeResize(v0 + 8, 3);
+  for (int c = 0; c < 8; ++c) {
+    TV->row(v0 + c) = (offset + Eigen::Vector3d(c & 1, (c >> 1) & 1, (c >> 2) & 1)).transpose();
+  }
+  const int tets[6][4] = {{0, 1, 3, 7}, {0, 3, 2, 7}, {0, 2, 6, 7}, {0, 6, 4, 7}, {0, 4, 5, 7}, {0, 5, 1, 7}};
+  const int t0 = static_cast<int>(TT->rows());
+  TT->conservativeResize(t0 + 6, 4);
+  for (int t = 0; t < 6; ++t)
+    for (int k = 0; k < 4; ++k) (*TT)(t0 + t, k) = v0 + tets[t][k];
+}
+
+TEST(ElasticEnergy, RejectsDomainWithoutElements) {
+  VolumeDomain d;
+  d.nodes = RowMatrixX3d::Zero(3, 3);
+  absl::StatusOr<ElasticEnergy> e = BuildElasticEnergy(d);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Uniform scaling by s: every element's best rotation is I (S_e = s ω G, G = Σ d̃ d̃ᵀ SPD), so
+// E = ½ (s − 1)² Σ_e ω_e Σ |d̃|² = ½ (s − 1)² × total volume; any rigid motion has E = 0.
+TEST(ElasticEnergy, ScalingEnergyIsHalfSquaredStrainTimesVolumeAndRigidIsZero) {
+  Rig rig = testing::MakeCylinderRig(21, 16);
+  VoxelGridOptions vo;
+  vo.resolution = 16;
+  absl::StatusOr<VolumeDomain> voxel = BuildVoxelDomain(rig.mesh, vo);
+  ASSERT_TRUE(voxel.ok()) << voxel.status();
+  RowMatrixX3d TV(0, 3);
+  RowMatrixX4i TT(0, 4);
+  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
+  CubeTets(Eigen::Vector3d(1, 0, 0), &TV, &TT);  // shares a face's positions, separate nodes
+  absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
+  ASSERT_TRUE(tet.ok()) << tet.status();
+  for (const VolumeDomain* d : {&*voxel, &*tet}) {
+    absl::StatusOr<ElasticEnergy> en = BuildElasticEnergy(*d);
+    ASSERT_TRUE(en.ok()) << en.status();
+    double total_volume = d->kind == VolumeDomain::Kind::kVoxelGrid
+                              ? std::pow(d->spacing, 3) * static_cast<double>(d->elements.rows())
+                              : 2.0;
+    EXPECT_NEAR(en->volume.sum(), total_volume, 1e-9 * total_volume);
+    // L: symmetric, rows sum to zero.
+    Eigen::VectorXd ones = Eigen::VectorXd::Ones(en->num_nodes());
+    EXPECT_LT((en->L * ones).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LT((Eigen::SparseMatrix<double>(en->L.transpose()) - en->L).norm(), 1e-12);
+    for (double s : {0.5, 1.3, 2.0}) {
+      const double E = ElasticEnergyValue(*en, s * d->nodes);
+      EXPECT_NEAR(E, 0.5 * (s - 1) * (s - 1) * total_volume, 1e-10 * total_volume) << "s = " << s;
+    }
+    Eigen::Affine3d A = Eigen::Affine3d::Identity();
+    A.rotate(Eigen::AngleAxisd(2.1, Eigen::Vector3d(1, 2, -0.5).normalized()));
+    A.translation() = Eigen::Vector3d(3, -1, 0.5);
+    RowMatrixX3d X = (d->nodes * A.linear().transpose()).rowwise() + A.translation().transpose();
+    EXPECT_LT(ElasticEnergyValue(*en, X), 1e-20 + 1e-12 * total_volume);
+    // A non-rigid, non-scaling deformation has positive energy.
+    RowMatrixX3d Y = d->nodes;
+    Y.col(0) += 0.3 * d->nodes.col(1);  // shear
+    EXPECT_GT(ElasticEnergyValue(*en, Y), 1e-4 * total_volume);
+  }
+}
+
+TEST(ElasticModel, RestPoseGivesRestNodesAndZeroEnergy) {
+  CylinderModel c = MakeCylinderModel(24);
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  ElasticReport report;
+  absl::StatusOr<RowMatrixX3d> X = c.model->Solve(T, nullptr, ElasticOptions(), &report);
+  ASSERT_TRUE(X.ok()) << X.status();
+  const RowMatrixX3d& rest = c.model->domain().nodes;
+  EXPECT_LT((*X - rest).cwiseAbs().maxCoeff(), 1e-10);
+  EXPECT_LT(c.model->Energy(*X), 1e-20);
+  EXPECT_EQ(report.stop_reason, "converged");
+  // ToMesh of the rest nodes is the mesh (trilinear maps reproduce linear functions).
+  EXPECT_LT((c.model->ToMesh(*X) - c.rig.mesh.V).cwiseAbs().maxCoeff(), 1e-10);
+}
+
+TEST(ElasticModel, RigidMotionOfAllHandlesGivesRigidResult) {
+  CylinderModel c = MakeCylinderModel(24);
+  Eigen::Affine3d A = Eigen::Affine3d::Identity();
+  A.translate(Eigen::Vector3d(0.3, -0.2, 1.0));
+  A.rotate(Eigen::AngleAxisd(1.0, Eigen::Vector3d(0.2, 1, 0.4).normalized()));
+  std::vector<Eigen::Affine3d> T(2, A);
+  const RowMatrixX3d& rest = c.model->domain().nodes;
+  const RowMatrixX3d expected = (rest * A.linear().transpose()).rowwise() + A.translation().transpose();
+  // From the default start and from a start perturbed by noise of 2% of the radius.
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.005);
+  RowMatrixX3d perturbed = expected;
+  for (int i = 0; i < perturbed.size(); ++i) perturbed.data()[i] += noise(rng);
+  {
+    ElasticReport report;
+    absl::StatusOr<RowMatrixX3d> X = c.model->Solve(T, nullptr, ElasticOptions(), &report);
+    ASSERT_TRUE(X.ok()) << X.status();
+    EXPECT_LT((*X - expected).cwiseAbs().maxCoeff(), 1e-8) << "iterations " << report.iterations;
+    EXPECT_LT(c.model->Energy(*X), 1e-14);
+  }
+  // From a perturbed start the iterations head back to the rigid motion (local/global converges
+  // linearly, slowly for the soft twist about the pinned axis): energy and error shrink a lot.
+  {
+    ElasticOptions opt;
+    opt.relative_tolerance = 0.0;
+    opt.max_iterations = 300;
+    ElasticReport report;
+    absl::StatusOr<RowMatrixX3d> X = c.model->Solve(T, &perturbed, opt, &report);
+    ASSERT_TRUE(X.ok()) << X.status();
+    const double err0 = (perturbed - expected).cwiseAbs().maxCoeff();
+    const double err1 = (*X - expected).cwiseAbs().maxCoeff();
+    std::printf("perturbed start: max error %.3g -> %.3g, energy %.3g -> %.3g\n", err0, err1,
+                report.initial_energy, report.energy.back());
+    EXPECT_LT(err1, 0.1 * err0);
+    EXPECT_LT(report.energy.back(), 1e-3 * report.initial_energy);
+  }
+}
+
+// Twist of the child bone by 90° about the bone axis (x): the middle cross-section (at the
+// elbow) turns about half of it, the energy decreases monotonically, and volume is kept.
+TEST(ElasticModel, TwistNinetyDegreesTurnsMiddleHalfwayKeepsVolumeEnergyNonIncreasing) {
+  CylinderModel c = MakeCylinderModel(28);
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  T[1] = Eigen::Affine3d(Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitX()));
+  ElasticOptions opt;
+  ElasticReport report;
+  absl::StatusOr<RowMatrixX3d> X = c.model->Solve(T, nullptr, opt, &report);
+  ASSERT_TRUE(X.ok()) << X.status();
+  ASSERT_GE(report.energy.size(), 2u);
+  EXPECT_LE(report.energy[0], report.initial_energy * (1 + 1e-12));
+  for (size_t i = 1; i < report.energy.size(); ++i) {
+    EXPECT_LE(report.energy[i], report.energy[i - 1] * (1 + 1e-12)) << "iteration " << i;
+  }
+  EXPECT_LT(report.energy.back(), 0.9 * report.initial_energy);
+  EXPECT_NEAR(c.model->Energy(*X), report.energy.back(), 1e-9 * report.energy.back());
+  // The ring of mesh vertices at x = 1 (ring 20 of 41, 24 per ring).
+  const RowMatrixX3d V = c.model->ToMesh(*X);
+  double sum_angle = 0.0;
+  for (int s = 0; s < 24; ++s) {
+    const int i = 20 * 24 + s;
+    const double a0 = std::atan2(c.rig.mesh.V(i, 2), c.rig.mesh.V(i, 1));
+    const double a1 = std::atan2(V(i, 2), V(i, 1));
+    sum_angle += std::remainder(a1 - a0, 2 * M_PI);
+  }
+  const double middle = sum_angle / 24 * 180 / M_PI;
+  std::printf("middle cross-section turns %.2f deg; %d iterations (%s), %.3f s, E %.4g -> %.4g\n", middle,
+              report.iterations, report.stop_reason.c_str(), report.seconds, report.initial_energy,
+              report.energy.back());
+  EXPECT_GT(middle, 30.0);
+  EXPECT_LT(middle, 60.0);
+  const double v0 = SignedVolume(c.rig.mesh.V, c.rig.mesh.F);
+  const double v1 = SignedVolume(V, c.rig.mesh.F);
+  std::printf("volume %.5f -> %.5f (%.2f%%)\n", v0, v1, 100 * (v1 - v0) / v0);
+  EXPECT_NEAR(v1 / v0, 1.0, 0.03);
+  // Near the tip (x = 1.9) the surface follows the child bone most of the way, near the root
+  // (x = 0.1) hardly at all (only nodes near the axis are pinned, so the surface lags a little).
+  auto turn = [&](int i) {
+    return std::remainder(std::atan2(V(i, 2), V(i, 1)) - std::atan2(c.rig.mesh.V(i, 2), c.rig.mesh.V(i, 1)),
+                          2 * M_PI) * 180 / M_PI;
+  };
+  const int tip = 38 * 24, root = 2 * 24;
+  std::printf("turn at x = 0.1: %.2f deg, at x = 1.9: %.2f deg\n", turn(root), turn(tip));
+  EXPECT_GT(turn(tip), 60.0);
+  EXPECT_LT(turn(root), 20.0);
+  EXPECT_GT(turn(root), -1.0);
+}
+
+TEST(ElasticModel, BendKeepsEnergyBelowDefaultStart) {
+  CylinderModel c = MakeCylinderModel(24);
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  const Eigen::Vector3d elbow(1, 0, 0);
+  T[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ()) *
+         Eigen::Translation3d(-elbow);
+  absl::StatusOr<RowMatrixX3d> start = c.model->DefaultStart(T);
+  ASSERT_TRUE(start.ok());
+  ElasticReport report;
+  absl::StatusOr<RowMatrixX3d> X = c.model->Solve(T, nullptr, ElasticOptions(), &report);
+  ASSERT_TRUE(X.ok()) << X.status();
+  EXPECT_NEAR(report.initial_energy, c.model->Energy(*start), 1e-9 * report.initial_energy);
+  EXPECT_LT(c.model->Energy(*X), c.model->Energy(*start));
+  // Pinned nodes exactly at their bones' transforms.
+  for (int j = 0; j < 2; ++j)
+    for (int v : c.model->handle_nodes()[j]) {
+      const Eigen::Vector3d want = T[j] * c.model->domain().nodes.row(v).transpose();
+      EXPECT_LT((X->row(v).transpose() - want).norm(), 1e-12);
+    }
+}
+
+TEST(ElasticModel, RejectsWrongTransformCountAndInitialShape) {
+  CylinderModel c = MakeCylinderModel(16);
+  std::vector<Eigen::Affine3d> T(3, Eigen::Affine3d::Identity());
+  EXPECT_EQ(c.model->Solve(T, nullptr, ElasticOptions()).status().code(), absl::StatusCode::kInvalidArgument);
+  T.resize(2);
+  RowMatrixX3d bad = RowMatrixX3d::Zero(5, 3);
+  EXPECT_EQ(c.model->Solve(T, &bad, ElasticOptions()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElasticModel, FailsWhenAConnectedPartHasNoPinnedNode) {
+  RowMatrixX3d TV(0, 3);
+  RowMatrixX4i TT(0, 4);
+  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
+  CubeTets(Eigen::Vector3d(5, 0, 0), &TV, &TT);
+  absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
+  ASSERT_TRUE(tet.ok()) << tet.status();
+  auto model = ElasticModel::Create(*tet, {{0, 7}});
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(ElasticModel::Create(*tet, {{0, 7}, {8}}).ok());
+  EXPECT_EQ(ElasticModel::Create(*tet, {{0, 7}, {99}}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElasticModel, CancelledSolveReturnsCancelled) {
+  CylinderModel c = MakeCylinderModel(16);
+  std::atomic<bool> cancel{true};
+  Progress progress([](const std::string&, double) {}, &cancel);
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  EXPECT_EQ(c.model->Solve(T, nullptr, ElasticOptions(), nullptr, progress).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace skinning
