@@ -57,7 +57,7 @@ absl::StatusOr<PreparedDomain> PrepareDomain(const Mesh& mesh, const Skeleton& s
   }
   if (!domain.ok()) return domain.status();
   out.domain = *std::move(domain);
-  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(out.domain, out.handles);
+  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeRigidBones(out.domain, out.handles);
   if (!pinned.ok()) return pinned.status();
   out.bone_nodes = *std::move(pinned);
   progress.Report("voxelize", 1.0);
