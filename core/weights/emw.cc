@@ -19,6 +19,9 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
+#include <queue>
+#include <utility>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -94,6 +97,33 @@ absl::Status CheckNodes(const std::vector<int>& nodes, const char* field, int n,
   return absl::OkStatus();
 }
 
+// Dijkstra distances from `sources` over the element edges (rest lengths); +inf when unreached.
+std::vector<double> GraphDistances(const ElasticEnergy& energy, const std::vector<int>& sources) {
+  const int n = energy.num_nodes();
+  std::vector<double> dist(n, std::numeric_limits<double>::infinity());
+  using Item = std::pair<double, int>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+  for (int v : sources) {
+    dist[v] = 0.0;
+    queue.emplace(0.0, v);
+  }
+  while (!queue.empty()) {
+    const auto [d, v] = queue.top();
+    queue.pop();
+    if (d > dist[v]) continue;
+    for (Eigen::SparseMatrix<double>::InnerIterator it(energy.L, v); it; ++it) {
+      const int u = static_cast<int>(it.row());
+      if (u == v) continue;
+      const double nd = d + (energy.rest.row(u) - energy.rest.row(v)).norm();
+      if (nd < dist[u]) {
+        dist[u] = nd;
+        queue.emplace(nd, u);
+      }
+    }
+  }
+  return dist;
+}
+
 }  // namespace
 
 std::vector<Eigen::Affine3d> EmwSamples(const JointFrame& frame, EmwKind kind, double angle) {
@@ -117,11 +147,11 @@ std::vector<Eigen::Affine3d> EmwSamples(const JointFrame& frame, EmwKind kind, d
   return samples;
 }
 
-absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& energy, const JointFrame& frame,
-                                                       EmwKind kind, const std::vector<int>& moving,
-                                                       const std::vector<int>& fixed, const EmwOptions& options,
-                                                       EmwReport* report, const Progress& progress) {
-  const auto t0 = Clock::now();
+namespace {
+
+absl::Status ValidateEmw(const ElasticEnergy& energy, const JointFrame& frame,
+                   const std::vector<int>& moving, const std::vector<int>& fixed,
+                   const EmwOptions& options, std::vector<uint8_t>* role_out) {
   const int n = energy.num_nodes();
   const int m = energy.num_elements();
   if (n == 0 || m == 0) return absl::InvalidArgumentError("energy: the domain has no elements");
@@ -140,10 +170,25 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
   if (!frame.center.allFinite() || !frame.axes.allFinite()) {
     return absl::InvalidArgumentError(absl::StrFormat("frame of joint %d is not finite", frame.joint));
   }
-  std::vector<uint8_t> role(n, 0);  // 1 moving, 2 fixed
+  std::vector<uint8_t>& role = *role_out;
+  role.assign(n, 0);  // 1 moving, 2 fixed
   if (auto s = CheckNodes(moving, "moving", n, 1, &role); !s.ok()) return s;
   if (auto s = CheckNodes(fixed, "fixed", n, 2, &role); !s.ok()) return s;
+  return absl::OkStatus();
+}
 
+using CholmodSolver = Eigen::CholmodSupernodalLLT<Eigen::SparseMatrix<double>>;
+
+// The solve for one kind after validation. `solver` keeps the symbolic analysis of Y_ff across
+// calls with the same free nodes (*analyzed tells whether it has one).
+absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const JointFrame& frame, EmwKind kind,
+                                         const std::vector<uint8_t>& role, const std::vector<int>& moving,
+                                         const std::vector<int>& fixed, const EmwOptions& options,
+                                         EmwReport* report, const Progress& progress, CholmodSolver& solver,
+                                         bool* analyzed) {
+  const auto t0 = Clock::now();
+  const int n = energy.num_nodes();
+  const int m = energy.num_elements();
   // Samples and node displacements u_i = S_i x̃ − x̃.
   const std::vector<Eigen::Affine3d> samples = EmwSamples(frame, kind, options.sample_angle);
   const int k = static_cast<int>(samples.size());
@@ -180,45 +225,42 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
     }
   }
   const int nf = static_cast<int>(free_nodes.size());
-  std::vector<Eigen::Triplet<double>> tff, lff;
+  std::vector<Eigen::Triplet<double>> tff;
   Eigen::VectorXd rhs_c = Eigen::VectorXd::Zero(nf);  // −Y_fc w_c
-  Eigen::VectorXd rhs_l = Eigen::VectorXd::Zero(nf);  // −L_fc w_c
   for (int c = 0; c < n; ++c) {
-    Eigen::SparseMatrix<double>::InnerIterator lt(energy.L, c);
     for (Eigen::SparseMatrix<double>::InnerIterator it(Y, c); it; ++it) {
-      // Y has the pattern of L (Y = L ∘ (Σ u·u) + μ L, same compressed layout).
-      while (lt && lt.row() < it.row()) ++lt;
-      const double l = (lt && lt.row() == it.row()) ? lt.value() : 0.0;
       const int fr = free_index[it.row()];
       if (fr < 0) continue;
       if (free_index[c] >= 0) {
         tff.emplace_back(fr, free_index[c], it.value());
-        lff.emplace_back(fr, free_index[c], l);
       } else {
         rhs_c(fr) -= it.value() * w(c);
-        rhs_l(fr) -= l * w(c);
       }
+    }
+  }
+  // The start: w = d_fixed / (d_fixed + d_moving) with graph distances over the element edges
+  // (1 on the moving bones' side, a smooth transition at the joint). Starting from the
+  // minimizer for identity rotations instead ends in a poor local minimum for twists (w ≈ 0 off
+  // the bone axis, which the axis nodes do not prevent since twists hardly move them).
+  {
+    const std::vector<double> dm = GraphDistances(energy, moving), df = GraphDistances(energy, fixed);
+    for (int f = 0; f < nf; ++f) {
+      const int v = free_nodes[f];
+      const double sum = dm[v] + df[v];
+      w(v) = sum > 0 && std::isfinite(sum) ? df[v] / sum : 0.5;
     }
   }
   EmwReport rep;
   const auto tf = Clock::now();
-  Eigen::CholmodSupernodalLLT<Eigen::SparseMatrix<double>> solver;
   if (nf > 0) {
-    // The start: harmonic weights (L_ff w_f = −L_fc w_c: 1 on the moving bones' side, a smooth
-    // transition at the joint). (Starting from the minimizer for identity rotations instead ends
-    // in a poor local minimum for twists: w ≈ 0 off the bone axis, which the axis nodes do not
-    // prevent since twists hardly move them.) L_ff and Y_ff share one symbolic analysis.
-    Eigen::SparseMatrix<double> L_ff(nf, nf), Y_ff(nf, nf);
-    L_ff.setFromTriplets(lff.begin(), lff.end());
+    Eigen::SparseMatrix<double> Y_ff(nf, nf);
     Y_ff.setFromTriplets(tff.begin(), tff.end());
-    solver.analyzePattern(L_ff);
-    solver.factorize(L_ff);
-    if (solver.info() != Eigen::Success) {
-      return absl::FailedPreconditionError(
-          "energy-minimizing weights: L_ff is singular (a part of the domain has no moving or fixed node)");
+    const auto ta = Clock::now();
+    if (!*analyzed) {
+      solver.analyzePattern(Y_ff);
+      *analyzed = true;
     }
-    const Eigen::VectorXd wf = solver.solve(rhs_l);
-    for (int f = 0; f < nf; ++f) w(free_nodes[f]) = wf(f);
+    rep.analyze_seconds = std::chrono::duration<double>(Clock::now() - ta).count();
     solver.factorize(Y_ff);
     if (solver.info() != Eigen::Success) {
       return absl::FailedPreconditionError(
@@ -327,6 +369,39 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
   rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (report) *report = std::move(rep);
   return w;
+}
+
+}  // namespace
+
+absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& energy, const JointFrame& frame,
+                                                       EmwKind kind, const std::vector<int>& moving,
+                                                       const std::vector<int>& fixed, const EmwOptions& options,
+                                                       EmwReport* report, const Progress& progress) {
+  std::vector<uint8_t> role;
+  if (auto s = ValidateEmw(energy, frame, moving, fixed, options, &role); !s.ok()) return s;
+  CholmodSolver solver;
+  bool analyzed = false;
+  return SolveEmw(energy, frame, kind, role, moving, fixed, options, report, progress, solver, &analyzed);
+}
+
+absl::StatusOr<SwingTwistWeights> EnergyMinimizingSwingTwistWeights(
+    const ElasticEnergy& energy, const JointFrame& frame, const std::vector<int>& moving,
+    const std::vector<int>& fixed, const EmwOptions& options, EmwReport* swing_report, EmwReport* twist_report,
+    const Progress& progress) {
+  std::vector<uint8_t> role;
+  if (auto s = ValidateEmw(energy, frame, moving, fixed, options, &role); !s.ok()) return s;
+  CholmodSolver solver;
+  bool analyzed = false;
+  SwingTwistWeights out;
+  absl::StatusOr<Eigen::VectorXd> s = SolveEmw(energy, frame, EmwKind::kSwing, role, moving, fixed, options,
+                                               swing_report, progress.Sub(0.0, 0.6), solver, &analyzed);
+  if (!s.ok()) return s.status();
+  absl::StatusOr<Eigen::VectorXd> t = SolveEmw(energy, frame, EmwKind::kTwist, role, moving, fixed, options,
+                                               twist_report, progress.Sub(0.6, 1.0), solver, &analyzed);
+  if (!t.ok()) return t.status();
+  out.swing = *std::move(s);
+  out.twist = *std::move(t);
+  return out;
 }
 
 }  // namespace skinning

@@ -34,8 +34,9 @@ struct EmwReport {
   double seconds = 0.0;
   double min_weight = 0.0, max_weight = 0.0;  // extremes of the solution (no clamping applied)
   std::string stop_reason;                    // "converged", "max_iterations"
-  double initial_energy = 0.0;  // the objective at the start (harmonic w, exact rotations)
-  double factorize_seconds = 0.0;
+  double initial_energy = 0.0;  // the objective at the start (distance-ratio w, exact rotations)
+  double factorize_seconds = 0.0;  // symbolic analysis + numeric factorization of Y_ff
+  double analyze_seconds = 0.0;    // of which the symbolic analysis (fill-reducing ordering)
 };
 
 enum class EmwKind { kSwing, kTwist };
@@ -51,7 +52,8 @@ enum class EmwKind { kSwing, kTwist };
 // descent: local = per element and sample the best rotation, warm started from the previous
 // one and never worse than it (quaternion ascent on tr(Rᵀ S), parallel over elements); global =
 // ONE prefactored CHOLMOD system Y_ff (Y = Σ_i D_iᵀ (L⊗I3) D_i, the sparsity of L) per call.
-// The start is the harmonic weight (L_ff w_f = −L_fc w_c). The result is not clamped.
+// The start is w = d_fixed / (d_fixed + d_moving) with graph distances over the element edges
+// to the two node sets (a smooth 0→1 transition at the joint). The result is not clamped.
 // INVALID_ARGUMENT for empty/overlapping/out-of-range node lists, a non-finite frame, or bad
 // options; FAILED_PRECONDITION when Y_ff is singular (a domain part without constrained nodes);
 // CANCELLED when cancelled (checked every iteration). Progress stage "emw", fraction =
@@ -62,6 +64,17 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
                                                        const EmwOptions& options = {},
                                                        EmwReport* report = nullptr,
                                                        const Progress& progress = {});
+
+// Both kinds for one joint (as two EnergyMinimizingWeight calls) sharing one symbolic analysis
+// (fill-reducing ordering) of Y_ff, whose pattern depends only on the free nodes. Progress: the
+// swing solve in [0, 0.6), the twist solve in [0.6, 1].
+struct SwingTwistWeights {
+  Eigen::VectorXd swing, twist;  // #N each
+};
+absl::StatusOr<SwingTwistWeights> EnergyMinimizingSwingTwistWeights(
+    const ElasticEnergy& energy, const JointFrame& frame, const std::vector<int>& moving,
+    const std::vector<int>& fixed, const EmwOptions& options = {}, EmwReport* swing_report = nullptr,
+    EmwReport* twist_report = nullptr, const Progress& progress = {});
 
 // The sample rotations of `kind` (bind space, about frame.center): 4 for swing, 2 for twist,
 // each as an affine map x ↦ c + C R Cᵀ (x − c).

@@ -119,16 +119,12 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
         dst.insert(dst.end(), prepared->bone_nodes[other].begin(), prepared->bone_nodes[other].end());
       }
       const double f0 = static_cast<double>(done) / deformers, f1 = static_cast<double>(done + 1) / deformers;
-      const double fm = 0.5 * (f0 + f1);
-      absl::StatusOr<Eigen::VectorXd> s = EnergyMinimizingWeight(
-          *energy, result.frames[j], EmwKind::kSwing, moving, fixed, options.emw, &result.swing_reports[j],
-          sprog.Sub(f0, fm));
-      if (!s.ok()) return s.status();
-      sprog.Report("swing/twist weights", fm);
-      absl::StatusOr<Eigen::VectorXd> t = EnergyMinimizingWeight(
-          *energy, result.frames[j], EmwKind::kTwist, moving, fixed, options.emw, &result.twist_reports[j],
-          sprog.Sub(fm, f1));
-      if (!t.ok()) return t.status();
+      absl::StatusOr<SwingTwistWeights> st = EnergyMinimizingSwingTwistWeights(
+          *energy, result.frames[j], moving, fixed, options.emw, &result.swing_reports[j],
+          &result.twist_reports[j], sprog.Sub(f0, f1));
+      if (!st.ok()) return st.status();
+      const Eigen::VectorXd* s = &st->swing;
+      const Eigen::VectorXd* t = &st->twist;
       result.node_swing.col(j) = *s;
       result.node_twist.col(j) = *t;
       lo = std::min({lo, s->minCoeff(), t->minCoeff()});

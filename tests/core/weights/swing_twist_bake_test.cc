@@ -63,8 +63,12 @@ TEST(BakeSwingTwist, CylinderDeformerRowsSumToOneSwingTwistOnTheElbowOnly) {
     EXPECT_LE(W->col(1).maxCoeff(), 1.05);
     for (int i = 0; i < nv; ++i) {
       const double x = rig.mesh.V(i, 0);
-      if (x > 0.1 && x < 0.6) EXPECT_LT((*W)(i, 1), 0.1) << "vertex " << i;
-      if (x > 1.4 && x < 1.9) EXPECT_GT((*W)(i, 1), 0.9) << "vertex " << i;
+      if (x > 0.1 && x < 0.6) {
+        EXPECT_LT((*W)(i, 1), 0.1) << "vertex " << i;
+      }
+      if (x > 1.4 && x < 1.9) {
+        EXPECT_GT((*W)(i, 1), 0.9) << "vertex " << i;
+      }
     }
   }
   // Deformer weights (point BBW at the joints): the root's near x = 0, the elbow's near x = 1.
