@@ -410,6 +410,7 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
     Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
     if constexpr (!kDqs) {
       F8 ax = zero, ay = zero, az = zero;
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         I8 pending = W[c] != zero;
         while (AnyLane(pending)) {
@@ -428,6 +429,7 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
       // Per slot, the dual quaternion of each lane's joint; then the pivot (largest weight, first
       // on ties) per lane, antipodality against it, the blend, and the rigid motion (dqs.cc).
       F8 dq[4][8];
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         for (int l = 0; l < 8; ++l) dq[c][l] = zero;
         I8 pending = W[c] != zero;

@@ -330,6 +330,7 @@ SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
     F8 px, py, pz;
     Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
     F8 ax = zero, ay = zero, az = zero;
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       I8 pending = W[c] != zero;  // lanes still to do
       while (AnyLane(pending)) {
