@@ -244,6 +244,9 @@ void StbsLbsKernel(const float* __restrict V, int n, const int32_t* __restrict j
 // are 8 consecutive vertices, the 4 slots are transposed into lane vectors, and per slot each
 // distinct joint among the lanes runs once with its parameters broadcast and the weight masked.
 
+// The 8-lane helpers have internal linkage (and are inlined), so the AVX argument ABI note
+// does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 using F8 = float __attribute__((vector_size(32)));
 using I8 = int32_t __attribute__((vector_size(32)));
 

@@ -181,6 +181,9 @@ void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restric
 // lane does not use it); each distinct joint's deformer then runs once on all 8 lanes with its
 // parameters broadcast. GCC vector extensions (no intrinsics); an AVX2+FMA clone on x86-64.
 
+// The 8-lane helpers have internal linkage (and are inlined), so the AVX argument ABI note
+// does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 using F8 = float __attribute__((vector_size(32)));
 using I8 = int32_t __attribute__((vector_size(32)));
 
