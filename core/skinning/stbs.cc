@@ -2,11 +2,14 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
+#include "core/skinning/simd4.h"
 #include "core/skinning/swing_twist.h"
 
 namespace skinning {
@@ -234,6 +237,247 @@ void StbsLbsKernel(const float* __restrict V, int n, const int32_t* __restrict j
   }
 }
 
+#ifdef SKINNING_VECTOR_EXT
+// ---- 8-lane kernels (k == 4) -------------------------------------------------------------------
+//
+// As SwingTwistKernel8K4 in swing_twist.cc (the helpers below are a copy of that file's): lanes
+// are 8 consecutive vertices, the 4 slots are transposed into lane vectors, and per slot each
+// distinct joint among the lanes runs once with its parameters broadcast and the weight masked.
+
+// The 8-lane helpers have internal linkage (and are inlined), so the AVX argument ABI note
+// does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using F8 = float __attribute__((vector_size(32)));
+using I8 = int32_t __attribute__((vector_size(32)));
+
+inline F8 Load8(const float* p) {
+  F8 r;
+  std::memcpy(&r, p, sizeof(r));
+  return r;
+}
+
+// FastSinCos on 8 lanes (same reduction and polynomials).
+inline void SinCos8(F8 x, F8* s, F8* c) {
+  const F8 kf = x * 0.15915494309189535f + 1024.5f;
+  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 1024, F8);
+  x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
+  const F8 h = 0.5f * x;
+  const F8 h2 = h * h;
+  const F8 h4 = h2 * h2;
+  const F8 h8 = h4 * h4;
+  // The same polynomials as FastSinCos, evaluated by Estrin's scheme (shorter dependency chains).
+  const F8 sp = (h2 * 8.3333333333333333e-03f - 1.6666666666666667e-01f) +
+                h4 * (h2 * 2.7557319223985893e-06f - 1.9841269841269841e-04f) +
+                h8 * -2.5052108385441720e-08f;
+  const F8 sh = h + h * h2 * sp;
+  const F8 cp = (h2 * 4.1666666666666667e-02f - 0.5f) +
+                h4 * (h2 * 2.4801587301587302e-05f - 1.3888888888888889e-03f) +
+                h8 * (h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f);
+  const F8 ch = 1.0f + h2 * cp;
+  *s = 2.0f * sh * ch;
+  *c = (ch - sh) * (ch + sh);
+}
+
+// 8 rows of 4 contiguous values (rows i0..i0+7 of an n×4 row-major array) as 4 slot vectors.
+template <typename V8, typename T>
+inline void Transpose8x4(const T* __restrict p, V8 out[4]) {
+  V8 a[4];  // a[q] = rows 2q, 2q+1
+  for (int q = 0; q < 4; ++q) std::memcpy(&a[q], p + 8 * q, sizeof(V8));
+  const V8 t01 = __builtin_shufflevector(a[0], a[1], 0, 4, 8, 12, 1, 5, 9, 13);
+  const V8 t23 = __builtin_shufflevector(a[2], a[3], 0, 4, 8, 12, 1, 5, 9, 13);
+  const V8 u01 = __builtin_shufflevector(a[0], a[1], 2, 6, 10, 14, 3, 7, 11, 15);
+  const V8 u23 = __builtin_shufflevector(a[2], a[3], 2, 6, 10, 14, 3, 7, 11, 15);
+  out[0] = __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11);
+  out[1] = __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15);
+  out[2] = __builtin_shufflevector(u01, u23, 0, 1, 2, 3, 8, 9, 10, 11);
+  out[3] = __builtin_shufflevector(u01, u23, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// x, y, z of 8 interleaved points.
+inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
+  const F8 a = Load8(v), b = Load8(v + 8), c = Load8(v + 16);
+  const F8 tx = __builtin_shufflevector(a, b, 0, 3, 6, 9, 12, 15, 0, 0);
+  const F8 ty = __builtin_shufflevector(a, b, 1, 4, 7, 10, 13, 0, 0, 0);
+  const F8 tz = __builtin_shufflevector(a, b, 2, 5, 8, 11, 14, 0, 0, 0);
+  *x = __builtin_shufflevector(tx, c, 0, 1, 2, 3, 4, 5, 10, 13);
+  *y = __builtin_shufflevector(ty, c, 0, 1, 2, 3, 4, 8, 11, 14);
+  *z = __builtin_shufflevector(tz, c, 0, 1, 2, 3, 4, 9, 12, 15);
+}
+
+// Whether any lane of the mask is set, and the first set lane (−1 if none): through memory,
+// which costs no shuffles (the kernel is shuffle-bound otherwise).
+inline bool AnyLane(I8 m) {
+  uint64_t q[4];
+  std::memcpy(q, &m, sizeof(q));
+  return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
+}
+inline int FirstLane(I8 m) {
+  int32_t a[8];
+  std::memcpy(a, &m, sizeof(a));
+  for (int l = 0; l < 8; ++l)
+    if (a[l] != 0) return l;
+  return -1;
+}
+
+// Stores x, y, z of 8 points interleaved (24 floats).
+inline void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
+  const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);
+  const F8 o0 = __builtin_shufflevector(t0, z, 0, 1, 8, 3, 4, 9, 6, 7);
+  const F8 t1 = __builtin_shufflevector(x, y, 0, 3, 11, 0, 4, 12, 0, 5);
+  const F8 o1 = __builtin_shufflevector(t1, z, 10, 1, 2, 11, 4, 5, 12, 7);
+  const F8 t2 = __builtin_shufflevector(x, y, 13, 0, 6, 14, 0, 7, 15, 0);
+  const F8 o2 = __builtin_shufflevector(t2, z, 0, 13, 2, 3, 14, 5, 6, 15);
+  std::memcpy(u, &o0, sizeof(F8));
+  std::memcpy(u + 8, &o1, sizeof(F8));
+  std::memcpy(u + 16, &o2, sizeof(F8));
+}
+
+
+// Accumulates w · T G(p) (Eq. 5) of the joint with parameters P.
+inline void StbsLbsAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 e,
+                               F8* ax, F8* ay, F8* az) {
+  const float* __restrict T = P + kT34;
+  if (P[kKind] == 0.f) {
+    *ax += w * (px * T[0] + py * T[1] + pz * T[2] + T[3]);
+    *ay += w * (px * T[4] + py * T[5] + pz * T[6] + T[7]);
+    *az += w * (px * T[8] + py * T[9] + pz * T[10] + T[11]);
+    return;
+  }
+  F8 sn, cs;
+  SinCos8(P[kThetaA] + e * (P[kThetaB] - P[kThetaA]), &sn, &cs);
+  const F8 qx = px - P[kA], qy = py - P[kA + 1], qz = pz - P[kA + 2];
+  const F8 uq = qx * P[kU] + qy * P[kU + 1] + qz * P[kU + 2];
+  const float* __restrict P1 = P + kP1;
+  const float* __restrict P2 = P + kP2;
+  F8 o[3];
+  for (int r = 0; r < 3; ++r) {
+    const F8 p1 = qx * P1[3 * r] + qy * P1[3 * r + 1] + qz * P1[3 * r + 2];
+    const F8 p2 = qx * P2[3 * r] + qy * P2[3 * r + 1] + qz * P2[3 * r + 2];
+    o[r] = (P[kC0 + r] + e * P[kC1 + r]) + uq * P[kLu + r] + cs * p1 + sn * p2;
+  }
+  *ax += w * o[0];
+  *ay += w * o[1];
+  *az += w * o[2];
+}
+
+// The dual quaternion (real xyzw, dual xyzw) of T G at endpoint weights e (rigid T).
+inline void StbsDq8(const float* __restrict P, F8 e, F8 dq[8]) {
+  const float* __restrict q = P + kQ;
+  if (P[kKind] == 0.f) {
+    for (int l = 0; l < 4; ++l) dq[l] = F8{} + q[l];
+    for (int l = 0; l < 4; ++l) dq[4 + l] = F8{} + P[kDual + l];
+    return;
+  }
+  F8 sh, ch;
+  SinCos8(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), &sh, &ch);
+  const F8 cs = (ch - sh) * (ch + sh), sn = 2.f * sh * ch;
+  const F8 kx = sh * P[kU], ky = sh * P[kU + 1], kz = sh * P[kU + 2], kw = ch;
+  const float qx = q[0], qy = q[1], qz = q[2], qw = q[3];
+  const F8 rx = qw * kx + qx * kw + qy * kz - qz * ky;
+  const F8 ry = qw * ky - qx * kz + qy * kw + qz * kx;
+  const F8 rz = qw * kz + qx * ky - qy * kx + qz * kw;
+  const F8 rw = qw * kw - qx * kx - qy * ky - qz * kz;
+  F8 t[3];
+  for (int r = 0; r < 3; ++r)
+    t[r] = (P[kD0 + r] + e * P[kC1 + r]) - cs * P[kP1a + r] - sn * P[kP2a + r];
+  dq[0] = rx;
+  dq[1] = ry;
+  dq[2] = rz;
+  dq[3] = rw;
+  dq[4] = 0.5f * (t[0] * rw + t[1] * rz - t[2] * ry);
+  dq[5] = 0.5f * (t[1] * rw + t[2] * rx - t[0] * rz);
+  dq[6] = 0.5f * (t[0] * ry - t[1] * rx + t[2] * rw);
+  dq[7] = -0.5f * (t[0] * rx + t[1] * ry + t[2] * rz);
+}
+
+inline F8 Select(I8 m, F8 a, F8 b) {
+  return reinterpret_cast<F8>((reinterpret_cast<I8>(a) & m) | (reinterpret_cast<I8>(b) & ~m));
+}
+
+template <bool kDqs>
+SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
+                                       const int32_t* __restrict joints,
+                                       const float* __restrict weights,
+                                       const float* __restrict endpoint,
+                                       const float* __restrict params, float* __restrict U) {
+  constexpr int kS = StbsFrameFloat::kStride;
+  const F8 zero = {};
+  for (int i0 = 0; i0 < n8; i0 += 8) {
+    const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(i0);
+    F8 W[4], E[4];
+    I8 J[4];
+    Transpose8x4(weights + row, W);
+    Transpose8x4(joints + row, J);
+    Transpose8x4(endpoint + row, E);
+    F8 px, py, pz;
+    Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
+    if constexpr (!kDqs) {
+      F8 ax = zero, ay = zero, az = zero;
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        I8 pending = W[c] != zero;
+        while (AnyLane(pending)) {
+          int32_t jl[8];
+          std::memcpy(jl, &J[c], sizeof(jl));
+          const int32_t j = jl[FirstLane(pending)];
+          const I8 mine = pending & (J[c] == j);
+          pending &= ~mine;
+          const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
+          StbsLbsAccumulate8(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz, w, E[c],
+                             &ax, &ay, &az);
+        }
+      }
+      Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
+    } else {
+      // Per slot, the dual quaternion of each lane's joint; then the pivot (largest weight, first
+      // on ties) per lane, antipodality against it, the blend, and the rigid motion (dqs.cc).
+      F8 dq[4][8];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 8; ++l) dq[c][l] = zero;
+        I8 pending = W[c] != zero;
+        while (AnyLane(pending)) {
+          int32_t jl[8];
+          std::memcpy(jl, &J[c], sizeof(jl));
+          const int32_t j = jl[FirstLane(pending)];
+          const I8 mine = pending & (J[c] == j);
+          pending &= ~mine;
+          F8 d[8];
+          StbsDq8(params + kS * static_cast<std::ptrdiff_t>(j), E[c], d);
+          for (int l = 0; l < 8; ++l) dq[c][l] = Select(mine, d[l], dq[c][l]);
+        }
+      }
+      F8 best = W[0];
+      F8 rp[4] = {dq[0][0], dq[0][1], dq[0][2], dq[0][3]};
+      for (int c = 1; c < 4; ++c) {
+        const I8 gt = W[c] > best;
+        best = Select(gt, W[c], best);
+        for (int l = 0; l < 4; ++l) rp[l] = Select(gt, dq[c][l], rp[l]);
+      }
+      F8 b[8];
+      for (int l = 0; l < 8; ++l) b[l] = zero;
+      const I8 sign_bit = I8{} + INT32_MIN;
+      for (int c = 0; c < 4; ++c) {
+        const F8 d = dq[c][0] * rp[0] + dq[c][1] * rp[1] + dq[c][2] * rp[2] + dq[c][3] * rp[3];
+        const F8 ws = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) ^ ((d < zero) & sign_bit));
+        for (int l = 0; l < 8; ++l) b[l] += ws * dq[c][l];
+      }
+      const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
+      const F8 ex = b[4], ey = b[5], ez = b[6], ew = b[7];
+      const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
+      const F8 f = Select(n2 > zero, 2.f / n2, zero);
+      const F8 ax = vy * pz - vz * py + ex;
+      const F8 ay = vz * px - vx * pz + ey;
+      const F8 az = vx * py - vy * px + ez;
+      const F8 ux = px + f * (qw * ax + (vy * az - vz * ay) - ew * vx);
+      const F8 uy = py + f * (qw * ay + (vz * ax - vx * az) - ew * vy);
+      const F8 uz = pz + f * (qw * az + (vx * ay - vy * ax) - ew * vz);
+      Interleave8(ux, uy, uz, U + 3 * static_cast<std::ptrdiff_t>(i0));
+    }
+  }
+}
+#endif  // SKINNING_VECTOR_EXT
+
 }  // namespace
 
 std::vector<StbsBone> StbsBones(const std::vector<JointHandle>& handles) {
@@ -416,6 +660,26 @@ StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
 void StbsFloat(const float* V, int n, const SparseWeights& W, const RowMatrixXf& endpoint,
                const StbsFrameFloat& frame, bool dqs, float* U) {
   const int k = W.k();
+#ifdef SKINNING_VECTOR_EXT
+  if (k == 4 && !(dqs && frame.any_stretch)) {
+    const int n8 = n - n % 8;
+    if (dqs)
+      StbsKernel8K4<true>(V, n8, W.joints.data(), W.weights.data(), endpoint.data(),
+                          frame.params.data(), U);
+    else
+      StbsKernel8K4<false>(V, n8, W.joints.data(), W.weights.data(), endpoint.data(),
+                           frame.params.data(), U);
+    // The last n % 8 vertices by the scalar kernels.
+    const std::ptrdiff_t o = n8, ok = 4 * static_cast<std::ptrdiff_t>(n8);
+    if (dqs)
+      StbsDqsKernel<false>(V + 3 * o, n - n8, W.joints.data() + ok, W.weights.data() + ok,
+                           endpoint.data() + ok, k, frame.params.data(), U + 3 * o);
+    else
+      StbsLbsKernel(V + 3 * o, n - n8, W.joints.data() + ok, W.weights.data() + ok,
+                    endpoint.data() + ok, k, frame.params.data(), U + 3 * o);
+    return;
+  }
+#endif
   if (!dqs) {
     StbsLbsKernel(V, n, W.joints.data(), W.weights.data(), endpoint.data(), k,
                   frame.params.data(), U);

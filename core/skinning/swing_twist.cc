@@ -181,6 +181,9 @@ void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restric
 // lane does not use it); each distinct joint's deformer then runs once on all 8 lanes with its
 // parameters broadcast. GCC vector extensions (no intrinsics); an AVX2+FMA clone on x86-64.
 
+// The 8-lane helpers have internal linkage (and are inlined), so the AVX argument ABI note
+// does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 using F8 = float __attribute__((vector_size(32)));
 using I8 = int32_t __attribute__((vector_size(32)));
 
@@ -309,12 +312,16 @@ inline void DeformAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8
 // k == 4: the slots of 8 vertices are transposed into lane vectors; per slot, each distinct
 // joint among the lanes with non-zero weight runs once on all lanes (masked weight). For smooth
 // weights a slot usually holds one joint across the 8 lanes.
-template <bool kRemainderTerms>
+// kPacked: read the slot vectors from SwingTwistWeights::lanes / lane_joints (`lanes`,
+// `lane_joints`) instead of transposing the rows.
+template <bool kRemainderTerms, bool kPacked>
 SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
                                              const int32_t* __restrict joints,
                                              const float* __restrict weights,
                                              const float* __restrict swing,
                                              const float* __restrict twist,
+                                             const float* __restrict lanes,
+                                             const int32_t* __restrict lane_joints,
                                              const float* __restrict params,
                                              float* __restrict U) {
   constexpr int kS = SwingTwistFrameFloat::kStride;
@@ -323,13 +330,25 @@ SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
     const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(i0);
     F8 W[4], S[4], T[4];
     I8 J[4];
-    Transpose8x4(weights + row, W);
-    Transpose8x4(joints + row, J);
-    Transpose8x4(swing + row, S);
-    Transpose8x4(twist + row, T);
+    if constexpr (kPacked) {
+      const float* __restrict L = lanes + 3 * row;  // 24 floats per slot
+      const int32_t* __restrict LJ = lane_joints + row;
+      for (int c = 0; c < 4; ++c) {
+        W[c] = Load8(L + 24 * c);
+        S[c] = Load8(L + 24 * c + 8);
+        T[c] = Load8(L + 24 * c + 16);
+        std::memcpy(&J[c], LJ + 8 * c, sizeof(I8));
+      }
+    } else {
+      Transpose8x4(weights + row, W);
+      Transpose8x4(joints + row, J);
+      Transpose8x4(swing + row, S);
+      Transpose8x4(twist + row, T);
+    }
     F8 px, py, pz;
     Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
     F8 ax = zero, ay = zero, az = zero;
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       I8 pending = W[c] != zero;  // lanes still to do
       while (AnyLane(pending)) {
@@ -472,7 +491,30 @@ SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::M
       W.twist(i, c) = static_cast<float>(T(i, j));
     }
   }
+  PackSwingTwistWeights(&W);
   return W;
+}
+
+void PackSwingTwistWeights(SwingTwistWeights* W) {
+  W->lanes.clear();
+  W->lane_joints.clear();
+  if (W->deformer.k() != 4) return;
+  const int blocks = W->deformer.rows() / 8;
+  W->lanes.resize(static_cast<size_t>(blocks) * 96);
+  W->lane_joints.resize(static_cast<size_t>(blocks) * 32);
+  for (int b = 0; b < blocks; ++b) {
+    for (int c = 0; c < 4; ++c) {
+      float* L = W->lanes.data() + 24 * (4 * static_cast<size_t>(b) + c);
+      int32_t* LJ = W->lane_joints.data() + 8 * (4 * static_cast<size_t>(b) + c);
+      for (int l = 0; l < 8; ++l) {
+        const int i = 8 * b + l;
+        L[l] = W->deformer.weights(i, c);
+        L[8 + l] = W->swing(i, c);
+        L[16 + l] = W->twist(i, c);
+        LJ[l] = W->deformer.joints(i, c);
+      }
+    }
+  }
 }
 
 SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frames,
@@ -522,10 +564,21 @@ void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
   if (k <= kMaxSlots) {
     const int n8 = n - n % 8;
     if (k == 4) {
-      if (frame.any_remainder)
-        SwingTwistKernel8K4<true>(V, n8, J, w, s, t, P, U);
-      else
-        SwingTwistKernel8K4<false>(V, n8, J, w, s, t, P, U);
+      const size_t blocks = static_cast<size_t>(W.deformer.rows() / 8);
+      const bool packed = n == W.deformer.rows() && W.lanes.size() == blocks * 96 &&
+                          W.lane_joints.size() == blocks * 32;
+      const float* L = W.lanes.data();
+      const int32_t* LJ = W.lane_joints.data();
+      if (packed) {
+        if (frame.any_remainder)
+          SwingTwistKernel8K4<true, true>(V, n8, J, w, s, t, L, LJ, P, U);
+        else
+          SwingTwistKernel8K4<false, true>(V, n8, J, w, s, t, L, LJ, P, U);
+      } else if (frame.any_remainder) {
+        SwingTwistKernel8K4<true, false>(V, n8, J, w, s, t, L, LJ, P, U);
+      } else {
+        SwingTwistKernel8K4<false, false>(V, n8, J, w, s, t, L, LJ, P, U);
+      }
     } else if (frame.any_remainder) {
       SwingTwistKernel8<true>(V, n8, J, w, s, t, k, P, U);
     } else {

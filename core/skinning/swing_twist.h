@@ -42,10 +42,19 @@ void SwingTwist(const RowMatrixX3d& V, const Eigen::MatrixXd& D, const Eigen::Ma
 struct SwingTwistWeights {
   SparseWeights deformer;    // #V by k
   RowMatrixXf swing, twist;  // #V by k, aligned with deformer.joints (0 in unused slots)
+  // Optional (k = 4 only): the same data in blocks of 8 vertices, slot-major, so that the
+  // per-frame kernel reads lane vectors instead of transposing rows. For block b (vertices
+  // 8b..8b+7) and slot c: lanes[24 (4b + c) + {0, 8, 16} + l] = weight, swing, twist of vertex
+  // 8b + l, lane_joints[8 (4b + c) + l] its joint. Filled by MakeSwingTwistWeights and
+  // PackSwingTwistWeights; empty (or stale in size) = not used. Re-pack after editing the rows.
+  std::vector<float> lanes;          // ⌊#V/8⌋ · 4 · 24
+  std::vector<int32_t> lane_joints;  // ⌊#V/8⌋ · 4 · 8
 };
 //   D, S, T  #V by #J as in SwingTwist;  k ≥ 1 slots per vertex.
 SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
                                         const Eigen::MatrixXd& T, int k);
+// Fills W->lanes and W->lane_joints from the rows (k = 4; clears them for other k).
+void PackSwingTwistWeights(SwingTwistWeights* W);
 
 // Per-frame prepared parameters (float), computed once per frame from frames and M. Opaque to
 // callers; `params` holds kStride floats per joint (layout in swing_twist.cc).

@@ -172,15 +172,29 @@ TEST(SwingTwistDeformer, FloatKernelMatchesDoubleReference) {
         RowMatrixX3d ref;
         SwingTwist(s.rig.mesh.V, Dk, S, T, s.frames, M, &ref);
         const SwingTwistFrameFloat frame = PrepareSwingTwistFloat(s.frames, M);
-        if (trial == 0) EXPECT_FALSE(frame.any_remainder);  // a rotation about the joint
-        if (with_scale && trial > 0) EXPECT_TRUE(frame.any_remainder);
-        std::vector<float> U(3 * n);
-        SwingTwistFloat(V.data(), static_cast<int>(n), W, frame, U.data());
-        const double scale = std::max(1.0, ref.cwiseAbs().maxCoeff());
-        double worst = 0;
-        for (Eigen::Index i = 0; i < n; ++i)
-          for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(U[3 * i + d] - ref(i, d)));
-        EXPECT_LT(worst / scale, 1e-5) << "k " << k << " scale " << with_scale << " trial " << trial;
+        if (trial == 0) {
+          EXPECT_FALSE(frame.any_remainder);  // a rotation about the joint
+        }
+        if (with_scale && trial > 0) {
+          EXPECT_TRUE(frame.any_remainder);
+        }
+        // k = 4 also without the packed lanes (rows transposed on the fly).
+        SwingTwistWeights unpacked = W;
+        unpacked.lanes.clear();
+        unpacked.lane_joints.clear();
+        if (k == 4) {
+          EXPECT_EQ(W.lanes.size(), static_cast<size_t>(n / 8) * 96);
+        }
+        for (const SwingTwistWeights* Wp : {&W, static_cast<const SwingTwistWeights*>(&unpacked)}) {
+          std::vector<float> U(3 * n);
+          SwingTwistFloat(V.data(), static_cast<int>(n), *Wp, frame, U.data());
+          const double scale = std::max(1.0, ref.cwiseAbs().maxCoeff());
+          double worst = 0;
+          for (Eigen::Index i = 0; i < n; ++i)
+            for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(U[3 * i + d] - ref(i, d)));
+          EXPECT_LT(worst / scale, 1e-5) << "k " << k << " scale " << with_scale << " trial "
+                                         << trial << " packed " << (Wp == &W);
+        }
       }
     }
   }
