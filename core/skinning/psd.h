@@ -55,8 +55,17 @@
 // plus an implicit rest-pose example with zero displacement (unless an example is at the rest pose,
 // which then takes its place). The RBF system Φ C = I is solved in double by full-pivot LU.
 //
-// Storage: δ is kept sparsely per example (vertices with |δ_ik| > 0), so a frame costs a copy of
-// the base positions, Σ_k nnz_k multiply-adds and one LBS/DQS pass.
+// The "rest pose" of the implicit example is the bind pose (BindPoseLocals; an empty Pose), where
+// every skinning transform is the identity and the mesh is the bind mesh; for rigs whose
+// Joint::rest reproduces the bind pose (the usual case) it is also RestPose(skeleton).
+//
+// Storage: δ is kept sparsely per example (vertices with |δ_ik| > 1e-12 · bounding-box diagonal;
+// below that it is rounding noise of the inverse solve), grouped by region, so a frame costs a copy
+// of the base positions, Σ_k nnz_k multiply-adds and one LBS/DQS pass (LBS with support joints:
+// one LbsFloat pass with k + #support influences; DQS with support: DqsFloat, then the support
+// blend on the vertices with support weight).
+// Thread safety: a built model is immutable; Deform and DeformFloat may run concurrently
+// (DeformFloat keeps a thread_local scratch buffer of #V·3 floats).
 #ifndef SKINNING_CORE_SKINNING_PSD_H_
 #define SKINNING_CORE_SKINNING_PSD_H_
 

@@ -2,6 +2,8 @@
 // synthetic elastic-like truth of tests/support/psd_fixtures.h.
 #include "core/skinning/psd.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -13,6 +15,8 @@
 
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
+#include "core/rig/rig.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/psd_fixtures.h"
 
 namespace skinning {
@@ -259,6 +263,130 @@ TEST(PsdTest, ExampleAtRestPoseReplacesTheImplicitRestExample) {
     ASSERT_TRUE((*model)->Deform(ex.pose, &U).ok());
     EXPECT_LE(MaxRowDistance(U, ex.V), 1e-9) << ex.name;
   }
+}
+
+// A three-joint chain along the cylinder: joints at x = 0, 0.7, 1.4, each blended to the next
+// over ±0.1 around the joint.
+Rig MakeThreeJointArm() {
+  Rig rig = testing::MakeCylinderRig(41, 12, 2.0, 0.25);
+  rig.skeleton.joints.resize(3);
+  const double xs[3] = {0.0, 0.7, 1.4};
+  for (int j = 0; j < 3; ++j) {
+    Joint& joint = rig.skeleton.joints[j];
+    joint.name = "j" + std::to_string(j);
+    joint.parent = j - 1;
+    joint.rest = Transform();
+    joint.rest.translation = Eigen::Vector3d(j == 0 ? 0.0 : 0.7, 0, 0);
+    joint.inverse_bind = Eigen::Affine3d::Identity();
+    joint.inverse_bind.translation() = Eigen::Vector3d(-xs[j], 0, 0);
+    joint.tail = Eigen::Vector3d(j < 2 ? xs[j + 1] : 1.9, 0, 0);
+  }
+  const int n = rig.mesh.V.rows();
+  SparseWeights W;
+  W.joints.resize(n, 2);
+  W.weights.resize(n, 2);
+  for (int i = 0; i < n; ++i) {
+    const double x = rig.mesh.V(i, 0);
+    const int j = x < 1.05 ? 0 : 1;  // blends between j and j + 1 around xs[j + 1]
+    const double u = std::clamp((x - (xs[j + 1] - 0.1)) / 0.2, 0.0, 1.0);
+    W.joints(i, 0) = j;
+    W.joints(i, 1) = j + 1;
+    W.weights(i, 0) = static_cast<float>(1 - u);
+    W.weights(i, 1) = static_cast<float>(u);
+  }
+  rig.sparse_weights = W;
+  return rig;
+}
+
+Pose ChainPose(const Skeleton& skeleton, double a, double b) {
+  Pose pose = RestPose(skeleton);
+  pose.local[1].rotation = Eigen::AngleAxisd(a, Eigen::Vector3d::UnitY());
+  pose.local[2].rotation = Eigen::AngleAxisd(b, Eigen::Vector3d::UnitZ());
+  return pose;
+}
+
+TEST(PsdTest, RegionsIgnoreJointsThatDoNotInfluenceThem) {
+  const Rig rig = MakeThreeJointArm();
+  ASSERT_TRUE(ValidateRig(rig).ok()) << ValidateRig(rig);
+  auto order = TopologicalOrder(rig.skeleton);
+  // Sculpts: skinning plus a smooth radial swelling that differs per example everywhere.
+  std::vector<PsdExample> examples;
+  // Distinct per-joint values, so restricting the distance to one joint keeps the centres apart
+  // (otherwise the region falls back to all joints for exactness).
+  const std::vector<std::pair<double, double>> angles = {
+      {0.8, 0.2}, {0.1, 0.9}, {0.5, -0.4}, {-0.5, 0.5}};
+  for (size_t k = 0; k < angles.size(); ++k) {
+    PsdExample ex;
+    ex.name = "e" + std::to_string(k);
+    ex.pose = ChainPose(rig.skeleton, angles[k].first, angles[k].second);
+    RowMatrixX3d S = rig.mesh.V;
+    for (int i = 0; i < S.rows(); ++i) {
+      const double x = S(i, 0);
+      S(i, 1) *= 1 + 0.1 * (k + 1) * std::sin(3 * x + k);
+      S(i, 2) *= 1 + 0.05 * (k + 1) * std::cos(2 * x);
+    }
+    auto T = SkinningTransforms(rig.skeleton, *order, ex.pose);
+    Lbs(S, *rig.sparse_weights, *T, &ex.V);
+    examples.push_back(std::move(ex));
+  }
+  PsdReport report;
+  auto model = PsdModel::Build(rig.mesh, rig.skeleton, *rig.sparse_weights, examples,
+                               Options(PsdBase::kLbs, false), &report);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_GE(report.regions, 2);
+  // Base-pose shape of a vertex driven rigidly by joint j: T_j⁻¹ U_i.
+  auto base_shape = [&](const Pose& pose, int j, const std::vector<int>& rows) {
+    RowMatrixX3d U;
+    EXPECT_TRUE((*model)->Deform(pose, &U).ok());
+    const Eigen::Affine3d Ti = (*SkinningTransforms(rig.skeleton, *order, pose))[j].inverse();
+    RowMatrixX3d X(rows.size(), 3);
+    for (size_t r = 0; r < rows.size(); ++r) X.row(r) = (Ti * U.row(rows[r]).transpose()).transpose();
+    return X;
+  };
+  std::vector<int> first, last;  // vertices with weight on joint 0 only / joint 2 only
+  for (int i = 0; i < rig.mesh.V.rows(); ++i) {
+    if (rig.mesh.V(i, 0) < 0.55) first.push_back(i);
+    if (rig.mesh.V(i, 0) > 1.55) last.push_back(i);
+  }
+  // The last segment's shape follows joint 2 only; the first segment's (weights on joint 0,
+  // child joint 1) follows joint 1 only.
+  const RowMatrixX3d L1 = base_shape(ChainPose(rig.skeleton, 0.3, 0.5), 2, last);
+  const RowMatrixX3d L2 = base_shape(ChainPose(rig.skeleton, -0.7, 0.5), 2, last);
+  EXPECT_LE(MaxRowDistance(L1, L2), 1e-9);
+  const RowMatrixX3d F1 = base_shape(ChainPose(rig.skeleton, 0.3, 0.5), 0, first);
+  const RowMatrixX3d F2 = base_shape(ChainPose(rig.skeleton, 0.3, -0.6), 0, first);
+  EXPECT_LE(MaxRowDistance(F1, F2), 1e-9);
+  // ... but they do change with their own joint (the property is not vacuous).
+  const RowMatrixX3d L3 = base_shape(ChainPose(rig.skeleton, 0.3, -0.2), 2, last);
+  EXPECT_GT(MaxRowDistance(L1, L3), 1e-3);
+  for (const auto& ex : examples) {
+    RowMatrixX3d U;
+    ASSERT_TRUE((*model)->Deform(ex.pose, &U).ok());
+    EXPECT_LE(MaxRowDistance(U, ex.V), 1e-6 * BoundingBoxDiagonal(rig.mesh.V)) << ex.name;
+  }
+}
+
+TEST(PsdTest, BuildReportsProgressAndStopsWhenCancelled) {
+  const Rig rig = MakePsdArm(21, 12);
+  std::atomic<bool> cancel{false};
+  std::vector<double> fractions;
+  Progress progress([&](const std::string&, double f) { fractions.push_back(f); }, &cancel);
+  auto model = PsdModel::Build(rig.mesh, rig.skeleton, *rig.sparse_weights,
+                               ElbowExamples(rig, {45, 90}), Options(PsdBase::kLbs, true), nullptr,
+                               progress);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_FALSE(fractions.empty());
+  // (The voxel grid's own stages restart within their sub-range, so only the range is checked.)
+  for (double f : fractions) {
+    EXPECT_GE(f, 0.0);
+    EXPECT_LE(f, 1.0);
+  }
+  EXPECT_DOUBLE_EQ(fractions.back(), 1.0);
+  cancel = true;
+  model = PsdModel::Build(rig.mesh, rig.skeleton, *rig.sparse_weights,
+                          ElbowExamples(rig, {45, 90}), Options(PsdBase::kLbs, true), nullptr,
+                          progress);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kCancelled);
 }
 
 TEST(PsdValidationTest, RejectsWrongVertexCount) {
