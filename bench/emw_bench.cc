@@ -100,7 +100,7 @@ int Run(int resolution, int threads, bool gold_standard) {
   EmwReport swing, twist;
   const std::clock_t cpu0 = std::clock();
   const auto wall0 = Clock::now();
-  absl::StatusOr<SwingTwistWeights> st =
+  absl::StatusOr<EmwSwingTwist> st =
       EnergyMinimizingSwingTwistWeights(energy, frames[1], bones[1], bones[0], options, &swing, &twist);
   const double emw_wall = Since(wall0);
   const double emw_cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;

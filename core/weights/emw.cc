@@ -384,7 +384,7 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
   return SolveEmw(energy, frame, kind, role, moving, fixed, options, report, progress, solver, &analyzed);
 }
 
-absl::StatusOr<SwingTwistWeights> EnergyMinimizingSwingTwistWeights(
+absl::StatusOr<EmwSwingTwist> EnergyMinimizingSwingTwistWeights(
     const ElasticEnergy& energy, const JointFrame& frame, const std::vector<int>& moving,
     const std::vector<int>& fixed, const EmwOptions& options, EmwReport* swing_report, EmwReport* twist_report,
     const Progress& progress) {
@@ -392,7 +392,7 @@ absl::StatusOr<SwingTwistWeights> EnergyMinimizingSwingTwistWeights(
   if (auto s = ValidateEmw(energy, frame, moving, fixed, options, &role); !s.ok()) return s;
   CholmodSolver solver;
   bool analyzed = false;
-  SwingTwistWeights out;
+  EmwSwingTwist out;
   absl::StatusOr<Eigen::VectorXd> s = SolveEmw(energy, frame, EmwKind::kSwing, role, moving, fixed, options,
                                                swing_report, progress.Sub(0.0, 0.6), solver, &analyzed);
   if (!s.ok()) return s.status();

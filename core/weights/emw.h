@@ -68,10 +68,10 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
 // Both kinds for one joint (as two EnergyMinimizingWeight calls) sharing one symbolic analysis
 // (fill-reducing ordering) of Y_ff, whose pattern depends only on the free nodes. Progress: the
 // swing solve in [0, 0.6), the twist solve in [0.6, 1].
-struct SwingTwistWeights {
+struct EmwSwingTwist {
   Eigen::VectorXd swing, twist;  // #N each
 };
-absl::StatusOr<SwingTwistWeights> EnergyMinimizingSwingTwistWeights(
+absl::StatusOr<EmwSwingTwist> EnergyMinimizingSwingTwistWeights(
     const ElasticEnergy& energy, const JointFrame& frame, const std::vector<int>& moving,
     const std::vector<int>& fixed, const EmwOptions& options = {}, EmwReport* swing_report = nullptr,
     EmwReport* twist_report = nullptr, const Progress& progress = {});

@@ -119,7 +119,7 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
         dst.insert(dst.end(), prepared->bone_nodes[other].begin(), prepared->bone_nodes[other].end());
       }
       const double f0 = static_cast<double>(done) / deformers, f1 = static_cast<double>(done + 1) / deformers;
-      absl::StatusOr<SwingTwistWeights> st = EnergyMinimizingSwingTwistWeights(
+      absl::StatusOr<EmwSwingTwist> st = EnergyMinimizingSwingTwistWeights(
           *energy, result.frames[j], moving, fixed, options.emw, &result.swing_reports[j],
           &result.twist_reports[j], sprog.Sub(f0, f1));
       if (!st.ok()) return st.status();

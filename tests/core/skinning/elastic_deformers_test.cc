@@ -108,8 +108,11 @@ TEST(ElasticDeformersAcceptance, CylinderTwist90SwingTwistKeepsVolumeAndIsCloses
 
 TEST(ElasticDeformersAcceptance, CylinderBend90SwingTwistIsClosestToGoldAndDqsBulges) {
   const Comparison c = Compare(Cylinder(), Eigen::Quaterniond(Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ())));
-  EXPECT_GT(c.volume_dqs, c.volume_gold) << "DQS should bulge (gain volume) against the gold standard";
-  EXPECT_GT(c.volume_dqs, 0.0);
+  // The bend bulge of DQS: its volume stays near the rest volume while the elastic solid (the
+  // gold standard) gives some up at the bent joint — DQS has at least 1% more than the gold
+  // standard, and more than LBS.
+  EXPECT_GT(c.volume_dqs, c.volume_gold + 0.01) << "DQS should bulge (gain volume) against the gold standard";
+  EXPECT_GT(c.volume_dqs, c.volume_lbs);
   EXPECT_LT(c.rms_st, c.rms_dqs);
   EXPECT_LT(c.rms_st, c.rms_lbs);
 }

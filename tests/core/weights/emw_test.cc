@@ -221,7 +221,7 @@ TEST(EnergyMinimizingWeight, LowerSampleEnergyThanHarmonicWeights) {
 TEST(EnergyMinimizingWeight, SwingTwistTogetherEqualsSeparateCalls) {
   const CylinderSetup& c = Cylinder();
   EmwReport rs, rt;
-  absl::StatusOr<SwingTwistWeights> st =
+  absl::StatusOr<EmwSwingTwist> st =
       EnergyMinimizingSwingTwistWeights(c.energy, c.frames[1], c.bones[1], c.bones[0], EmwOptions(), &rs, &rt);
   ASSERT_TRUE(st.ok()) << st.status();
   EXPECT_LT((st->swing - Solve(EmwKind::kSwing).w).cwiseAbs().maxCoeff(), 1e-9);
