@@ -7,11 +7,15 @@
 // Shapes: a generated cylinder and box with a two-bone skeleton (90° bend, 90° twist, both, 2×
 // stretch of the first bone) and, from ../shared/data, the libigl arm and CesiumMan at strong
 // poses. LBS and DQS use BBW weights; STBS uses them with joint-BBW endpoint weights (Eq. 7);
+// without stretch or twist STBS is its base method (the same rows);
 // swing/twist uses its energy-minimizing weights and point-BBW deformer weights. All weights are
 // computed on the same voxel grid as the gold standard, so node-level deformations (for the
-// energy) and mesh-level ones (for RMS and volume) come from the same functions.
+// energy) and mesh-level ones (for RMS and volume) come from the same functions. In the stretch
+// case the gold standard's bone 0 is a stretched rod; LBS and DQS get the stretch as a joint
+// scale (which also scales everything beyond the bone).
 //
 // Usage: ./build/bench/quality [--resolution=N] [--shapes=cylinder,box,arm,cesiumman]
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +41,7 @@
 #include "core/solve/elastic.h"
 #include "core/solve/svd3.h"
 #include "core/weights/bbw.h"
+#include "core/weights/endpoint_weights.h"
 #include "core/weights/swing_twist_bake.h"
 #include "tests/support/fixtures.h"
 
@@ -68,36 +73,6 @@ void Die(const absl::Status& s, const std::string& what) {
   std::exit(1);
 }
 
-// Endpoint weights e_i = ½((1 − j_a) + j_b) from point BBW at the joints and at bone ends that
-// are not joints (Jacobson & Sorkine 2011, Eq. 7), on the domain nodes.
-Eigen::MatrixXd NodeEndpointWeights(const Scene& s, const VolumeDomain& domain) {
-  const int nj = s.rig.skeleton.size();
-  std::vector<JointHandle> points = JointPointHandles(s.rig.skeleton);
-  const double tol = 1e-9 * BoundingBoxDiagonal(s.rig.mesh.V);
-  std::vector<int> end_handle(nj, -1);
-  for (int j = 0; j < nj; ++j) {
-    if (!s.bones[j].valid) continue;
-    for (int k = 0; k < nj; ++k)
-      if (s.rig.skeleton.joints[k].deforms && (BindPosition(s.rig.skeleton, k) - s.bones[j].b).norm() < tol)
-        end_handle[j] = k;
-    if (end_handle[j] < 0) {
-      JointHandle h;
-      h.joint = static_cast<int>(points.size());
-      h.segments.push_back(Segment{s.bones[j].b, s.bones[j].b});
-      end_handle[j] = static_cast<int>(points.size());
-      points.push_back(h);
-    }
-  }
-  auto nodes = RasterizeHandles(domain, points);
-  if (!nodes.ok()) Die(nodes.status(), s.name + ": endpoint handles");
-  auto J = BoundedBiharmonicWeights(domain, *nodes);
-  if (!J.ok()) Die(J.status(), s.name + ": endpoint BBW");
-  Eigen::MatrixXd E = Eigen::MatrixXd::Zero(domain.num_nodes(), nj);
-  for (int j = 0; j < nj; ++j)
-    if (s.bones[j].valid) E.col(j) = 0.5 * ((1.0 - J->col(j).array()) + J->col(end_handle[j]).array()).matrix();
-  return E;
-}
-
 std::unique_ptr<Scene> Prepare(std::string name, Rig rig, bool closed, int resolution) {
   auto s = std::make_unique<Scene>();
   s->name = std::move(name);
@@ -112,14 +87,25 @@ std::unique_ptr<Scene> Prepare(std::string name, Rig rig, bool closed, int resol
   if (!gold.ok()) Die(gold.status(), s->name + ": elastic model");
   s->gold = *gold;
   const VolumeDomain& domain = s->gold->domain();
-  auto bone_nodes = RasterizeHandles(domain, s->handles);
+  // BBW pinned on the same bone nodes as the gold standard, so every method keeps the bones
+  // rigid where the gold standard does (otherwise a method could undercut its energy by bending
+  // the bones).
+  auto bone_nodes = RasterizeRigidBones(domain, s->handles);
   if (!bone_nodes.ok()) Die(bone_nodes.status(), s->name + ": handles");
   auto Wn = BoundedBiharmonicWeights(domain, *bone_nodes);
   if (!Wn.ok()) Die(Wn.status(), s->name + ": BBW");
   s->Wn = *Wn;
   s->W = domain.to_mesh * s->Wn;
-  s->En = NodeEndpointWeights(*s, domain);
-  s->E = domain.to_mesh * s->En;
+  EndpointBakeOptions endpoint;
+  endpoint.voxel = voxel;
+  auto e = BakeEndpointWeights(s->rig.mesh, s->rig.skeleton, endpoint);
+  if (!e.ok()) Die(e.status(), s->name + ": endpoint weights");
+  if (e->domain.num_nodes() != domain.num_nodes()) {
+    std::fprintf(stderr, "%s: the endpoint bake's grid differs from the gold standard's\n", s->name.c_str());
+    std::exit(1);
+  }
+  s->E = e->endpoint;
+  s->En = e->node_endpoint;
   SwingTwistBakeOptions options;
   options.voxel = voxel;
   auto st = BakeSwingTwist(s->rig.mesh, s->rig.skeleton, options);
@@ -185,8 +171,20 @@ void Run(const Scene& s, const std::vector<Case>& cases) {
     auto Tl = SkinningTransforms(s.rig.skeleton, s.order, c.lbs_pose);
     if (!T.ok() || !Tl.ok()) Die(T.ok() ? Tl.status() : T.status(), c.name);
     ElasticReport report;
+    ElasticOptions elastic;
+    if (!c.stretch.stretch.empty()) {
+      // A stretched bone is a stretched rod: each of its nodes moves with the stretch at its
+      // projection onto the bone (the descendants' transforms already carry the offset).
+      elastic.pin_map = [&](int j, const Eigen::Vector3d& x) -> Eigen::Vector3d {
+        const StbsBone& b = s.bones[j];
+        if (!b.valid || c.stretch.stretch[j] == 1.0) return (*T)[j] * x;
+        const Eigen::Vector3d d = b.b - b.a;
+        const double t = std::clamp((x - b.a).dot(d) / d.squaredNorm(), 0.0, 1.0);
+        return (*T)[j] * (x + t * (c.stretch.stretch[j] - 1.0) * d);
+      };
+    }
     const auto t0 = std::chrono::steady_clock::now();
-    auto X = s.gold->Solve(*T, nullptr, ElasticOptions(), &report);
+    auto X = s.gold->Solve(*T, nullptr, elastic, &report);
     const double gold_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!X.ok()) Die(X.status(), c.name + ": gold standard");
     const RowMatrixX3d gold = s.gold->ToMesh(*X);

@@ -343,7 +343,8 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
   Eigen::MatrixXd Xc(np, 3);
   for (int p = 0; p < np; ++p) {
     const int v = im.pinned_nodes[p];
-    Xc.row(p) = (T[im.pinned_joint[p]] * im.domain.nodes.row(v).transpose()).transpose();
+    const Eigen::Vector3d rest = im.domain.nodes.row(v).transpose();
+    Xc.row(p) = (options.pin_map ? options.pin_map(im.pinned_joint[p], rest) : T[im.pinned_joint[p]] * rest).transpose();
     X.row(v) = Xc.row(p);
   }
   const Eigen::MatrixXd rhs_pinned = -(im.L_fc * Xc);  // #free by 3

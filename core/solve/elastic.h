@@ -15,6 +15,7 @@
 #define SKINNING_CORE_SOLVE_ELASTIC_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ struct ElasticOptions {
   int max_iterations = 500;
   double relative_tolerance = 1e-6;  // stop when E_prev − E ≤ tol · E_prev
   int threads = 0;                   // 0 = hardware concurrency
+  // Where joint j's pinned node at bind position x̃ goes; empty = T[j]·x̃ (rigid bones). Set it
+  // for bones that are not rigid, e.g. stretched bones (bench/quality: each bone node moves with
+  // the STBS stretch at its projection onto the bone).
+  std::function<Eigen::Vector3d(int joint, const Eigen::Vector3d& rest)> pin_map;
 };
 
 struct ElasticReport {

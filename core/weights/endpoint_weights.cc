@@ -1,6 +1,7 @@
 #include "core/weights/endpoint_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <vector>
 
@@ -36,7 +37,8 @@ Eigen::MatrixXd ProjectionEndpoints(const RowMatrixX3d& V, const std::vector<Stb
 absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skeleton& skeleton,
                                                   const std::vector<StbsBone>& bones,
                                                   const EndpointBakeOptions& options,
-                                                  const Progress& progress, BakeReport* report) {
+                                                  const Progress& progress, BakeReport* report,
+                                                  Eigen::MatrixXd* node_endpoint, VolumeDomain* domain_out) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<JointHandle> handles = JointPointHandles(skeleton);
   const double tol = 1e-9 * std::max(1.0, BoundingBoxDiagonal(mesh.V));
@@ -76,6 +78,21 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
   }
   if (!domain.ok()) return domain.status();
   report->domain_nodes = domain->num_nodes();
+  // A bone end that is not a joint may lie outside the volume (a glTF leaf bone continued past
+  // the fingertip or the top of the head): such a point handle moves to the domain node nearest
+  // to it, the end of the limb as the volume sees it.
+  const double reach = domain->kind == VolumeDomain::Kind::kVoxelGrid
+                           ? 0.5 * std::sqrt(3.0) * domain->spacing
+                           : 1e-6 * BoundingBoxDiagonal(domain->nodes);
+  for (size_t h = skeleton.size(); h < handles.size(); ++h) {
+    const Eigen::Vector3d p = handles[h].segments[0].a;
+    Eigen::Index nearest = 0;
+    const double d2 = (domain->nodes.rowwise() - p.transpose()).rowwise().squaredNorm().minCoeff(&nearest);
+    if (std::sqrt(d2) > reach) {
+      const Eigen::Vector3d q = domain->nodes.row(nearest).transpose();
+      handles[h].segments[0] = Segment{q, q};
+    }
+  }
   absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(*domain, handles);
   if (!pinned.ok()) return pinned.status();
   report->domain_seconds = Seconds(t0);
@@ -90,16 +107,20 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
                                    "factorizations, %.3g s",
                                    handles.size(), handles.size() - skeleton.size(),
                                    br.factorizations, br.seconds);
-  const Eigen::MatrixXd J = domain->to_mesh * *node_weights;  // #V by #handles
-  Eigen::MatrixXd E = Eigen::MatrixXd::Zero(mesh.V.rows(), skeleton.size());
+  // Eq. 7 on the nodes; the mesh gets them by the domain's interpolation.
+  const Eigen::MatrixXd& J = *node_weights;  // #N by #handles
+  Eigen::MatrixXd En = Eigen::MatrixXd::Zero(domain->num_nodes(), skeleton.size());
   for (size_t j = 0; j < bones.size(); ++j) {
     if (!bones[j].valid) continue;
     const Eigen::Index jj = static_cast<Eigen::Index>(j);
-    E.col(jj) = (0.5 * ((1.0 - J.col(jj).array()) + J.col(handle_b[j]).array()))
-                    .cwiseMax(0.0)
-                    .cwiseMin(1.0)
-                    .matrix();
+    En.col(jj) = (0.5 * ((1.0 - J.col(jj).array()) + J.col(handle_b[j]).array()))
+                     .cwiseMax(0.0)
+                     .cwiseMin(1.0)
+                     .matrix();
   }
+  Eigen::MatrixXd E = domain->to_mesh * En;
+  if (node_endpoint != nullptr) *node_endpoint = std::move(En);
+  if (domain_out != nullptr) *domain_out = *std::move(domain);
   return E;
 }
 
@@ -146,7 +167,7 @@ absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const S
     result.report.solve_seconds = Seconds(t1);
   } else {
     absl::StatusOr<Eigen::MatrixXd> E =
-        JointBbwEndpoints(mesh, skeleton, bones, options, progress, &result.report);
+        JointBbwEndpoints(mesh, skeleton, bones, options, progress, &result.report, &result.node_endpoint, &result.domain);
     if (!E.ok()) return E.status();
     result.endpoint = *std::move(E);
   }

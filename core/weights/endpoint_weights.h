@@ -32,6 +32,10 @@ struct EndpointBakeResult {
   // #V by #J: column j = e of joint j's bone (StbsBones), in [0, 1]; 0 for joints without one.
   Eigen::MatrixXd endpoint;
   BakeReport report;  // method "endpoint_joint_bbw" or "endpoint_projection"
+  // kJointBbw only: the volume the weights were computed on and e on its nodes (#N by #J), for
+  // measuring deformations of the volume itself (bench/quality).
+  VolumeDomain domain;
+  Eigen::MatrixXd node_endpoint;
 };
 
 // kJointBbw: point BBW (RasterizeHandles with point handles, BoundedBiharmonicWeights) at every
