@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/io/gltf.h"
+#include "core/rig/bones.h"
+#include "core/skinning/stbs.h"
+#include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 
 namespace skinning {
@@ -60,6 +64,40 @@ TEST(EndpointJointBbw, InterpolatesBoneEndsIsBoundedAndIncreasesAlongTheBone) {
   EXPECT_GT(e(19, 1), 0.95);  // b_1 = (1.9,0,0)
   for (int p = 1; p <= 10; ++p) EXPECT_GT(e(p, 0), e(p - 1, 0)) << "probe " << p;
   for (int p = 11; p <= 19; ++p) EXPECT_GT(e(p, 1), e(p - 1, 1)) << "probe " << p;
+}
+
+// glTF leaf bones continue past the surface (CesiumMan's head, hands and toes): their ends lie
+// outside the volume and take the nearest domain node, so the bake succeeds and each bone's e
+// still rises from its start to its end.
+TEST(EndpointJointBbw, CharacterWithLeafBonesOutsideTheMesh) {
+  const std::string path = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EndpointBakeOptions options;
+  options.voxel.resolution = 48;
+  absl::StatusOr<EndpointBakeResult> r = BakeEndpointWeights(c->mesh, c->skeleton, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->endpoint.minCoeff(), 0.0);
+  EXPECT_LE(r->endpoint.maxCoeff(), 1.0);
+  const std::vector<StbsBone> bones = StbsBones(*JointHandles(c->skeleton));
+  int checked = 0;
+  for (size_t j = 0; j < bones.size(); ++j) {
+    if (!bones[j].valid) continue;
+    // Mesh vertices near the bone's start have smaller e than those near its end.
+    double near_a = 0, near_b = 0;
+    int na = 0, nb = 0;
+    const double len = (bones[j].b - bones[j].a).norm();
+    for (int i = 0; i < c->mesh.V.rows(); ++i) {
+      const Eigen::Vector3d p = c->mesh.V.row(i).transpose();
+      if ((p - bones[j].a).norm() < 0.25 * len) near_a += r->endpoint(i, j), ++na;
+      if ((p - bones[j].b).norm() < 0.25 * len) near_b += r->endpoint(i, j), ++nb;
+    }
+    if (na == 0 || nb == 0) continue;
+    EXPECT_LT(near_a / na, near_b / nb) << "bone of joint " << j;
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
 }
 
 TEST(EndpointBake, RejectsBadInputWithNamedFields) {
