@@ -88,7 +88,7 @@ int Run(int resolution, int threads, bool gold_standard) {
     return 1;
   }
   const std::vector<JointHandle> handles = *JointHandles(skeleton);
-  const std::vector<std::vector<int>> bones = *RasterizeHandles(*domain, handles);
+  const std::vector<std::vector<int>> bones = *RasterizeRigidBones(*domain, handles);
   const std::vector<JointFrame> frames = JointFrames(skeleton, handles);
   const double voxel_s = Since(t);
   t = Clock::now();
