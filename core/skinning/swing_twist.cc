@@ -7,6 +7,7 @@
 
 #include "core/rig/swing_twist.h"
 #include "core/skinning/simd4.h"
+#include "core/skinning/simd8.h"
 #include "core/solve/svd3.h"
 
 namespace skinning {
@@ -181,93 +182,7 @@ void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restric
 // lane does not use it); each distinct joint's deformer then runs once on all 8 lanes with its
 // parameters broadcast. GCC vector extensions (no intrinsics); an AVX2+FMA clone on x86-64.
 
-// The 8-lane helpers have internal linkage (and are inlined), so the AVX argument ABI note
-// does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-using F8 = float __attribute__((vector_size(32)));
-using I8 = int32_t __attribute__((vector_size(32)));
-
-inline F8 Load8(const float* p) {
-  F8 r;
-  std::memcpy(&r, p, sizeof(r));
-  return r;
-}
-
-// FastSinCos on 8 lanes (same reduction and polynomials).
-inline void SinCos8(F8 x, F8* s, F8* c) {
-  const F8 kf = x * 0.15915494309189535f + 1024.5f;
-  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 1024, F8);
-  x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
-  const F8 h = 0.5f * x;
-  const F8 h2 = h * h;
-  const F8 h4 = h2 * h2;
-  const F8 h8 = h4 * h4;
-  // The same polynomials as FastSinCos, evaluated by Estrin's scheme (shorter dependency chains).
-  const F8 sp = (h2 * 8.3333333333333333e-03f - 1.6666666666666667e-01f) +
-                h4 * (h2 * 2.7557319223985893e-06f - 1.9841269841269841e-04f) +
-                h8 * -2.5052108385441720e-08f;
-  const F8 sh = h + h * h2 * sp;
-  const F8 cp = (h2 * 4.1666666666666667e-02f - 0.5f) +
-                h4 * (h2 * 2.4801587301587302e-05f - 1.3888888888888889e-03f) +
-                h8 * (h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f);
-  const F8 ch = 1.0f + h2 * cp;
-  *s = 2.0f * sh * ch;
-  *c = (ch - sh) * (ch + sh);
-}
-
-// 8 rows of 4 contiguous values (rows i0..i0+7 of an n×4 row-major array) as 4 slot vectors.
-template <typename V8, typename T>
-inline void Transpose8x4(const T* __restrict p, V8 out[4]) {
-  V8 a[4];  // a[q] = rows 2q, 2q+1
-  for (int q = 0; q < 4; ++q) std::memcpy(&a[q], p + 8 * q, sizeof(V8));
-  const V8 t01 = __builtin_shufflevector(a[0], a[1], 0, 4, 8, 12, 1, 5, 9, 13);
-  const V8 t23 = __builtin_shufflevector(a[2], a[3], 0, 4, 8, 12, 1, 5, 9, 13);
-  const V8 u01 = __builtin_shufflevector(a[0], a[1], 2, 6, 10, 14, 3, 7, 11, 15);
-  const V8 u23 = __builtin_shufflevector(a[2], a[3], 2, 6, 10, 14, 3, 7, 11, 15);
-  out[0] = __builtin_shufflevector(t01, t23, 0, 1, 2, 3, 8, 9, 10, 11);
-  out[1] = __builtin_shufflevector(t01, t23, 4, 5, 6, 7, 12, 13, 14, 15);
-  out[2] = __builtin_shufflevector(u01, u23, 0, 1, 2, 3, 8, 9, 10, 11);
-  out[3] = __builtin_shufflevector(u01, u23, 4, 5, 6, 7, 12, 13, 14, 15);
-}
-
-// x, y, z of 8 interleaved points.
-inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
-  const F8 a = Load8(v), b = Load8(v + 8), c = Load8(v + 16);
-  const F8 tx = __builtin_shufflevector(a, b, 0, 3, 6, 9, 12, 15, 0, 0);
-  const F8 ty = __builtin_shufflevector(a, b, 1, 4, 7, 10, 13, 0, 0, 0);
-  const F8 tz = __builtin_shufflevector(a, b, 2, 5, 8, 11, 14, 0, 0, 0);
-  *x = __builtin_shufflevector(tx, c, 0, 1, 2, 3, 4, 5, 10, 13);
-  *y = __builtin_shufflevector(ty, c, 0, 1, 2, 3, 4, 8, 11, 14);
-  *z = __builtin_shufflevector(tz, c, 0, 1, 2, 3, 4, 9, 12, 15);
-}
-
-// Whether any lane of the mask is set, and the first set lane (−1 if none): through memory,
-// which costs no shuffles (the kernel is shuffle-bound otherwise).
-inline bool AnyLane(I8 m) {
-  uint64_t q[4];
-  std::memcpy(q, &m, sizeof(q));
-  return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
-}
-inline int FirstLane(I8 m) {
-  int32_t a[8];
-  std::memcpy(a, &m, sizeof(a));
-  for (int l = 0; l < 8; ++l)
-    if (a[l] != 0) return l;
-  return -1;
-}
-
-// Stores x, y, z of 8 points interleaved (24 floats).
-inline void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
-  const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);
-  const F8 o0 = __builtin_shufflevector(t0, z, 0, 1, 8, 3, 4, 9, 6, 7);
-  const F8 t1 = __builtin_shufflevector(x, y, 0, 3, 11, 0, 4, 12, 0, 5);
-  const F8 o1 = __builtin_shufflevector(t1, z, 10, 1, 2, 11, 4, 5, 12, 7);
-  const F8 t2 = __builtin_shufflevector(x, y, 13, 0, 6, 14, 0, 7, 15, 0);
-  const F8 o2 = __builtin_shufflevector(t2, z, 0, 13, 2, 3, 14, 5, 6, 15);
-  std::memcpy(u, &o0, sizeof(F8));
-  std::memcpy(u + 8, &o1, sizeof(F8));
-  std::memcpy(u + 16, &o2, sizeof(F8));
-}
+using namespace simd8;  // F8, I8 and the 8-lane helpers (simd8.h)
 
 // Accumulates w · deformer(p; s, t) of the joint with parameters P into (ax, ay, az).
 template <bool kRemainderTerms>
