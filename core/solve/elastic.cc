@@ -14,13 +14,13 @@
 #include <cmath>
 #include <functional>
 #include <mutex>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "core/skinning/dqs.h"
 #include "core/solve/svd3.h"
+#include "core/util/parallel.h"
 #include "core/weights/geodesic_weights.h"
 
 namespace skinning {
@@ -31,30 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-int ResolveThreads(int threads) {
-  if (threads > 0) return threads;
-  const int hw = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, hw);
-}
-
-// Runs fn(begin, end, chunk) over [0, n) in `threads` contiguous chunks (the last on the caller).
-void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn) {
-  threads = std::max(1, std::min(threads, n / 256 + 1));
-  if (threads == 1) {
-    fn(0, n, 0);
-    return;
-  }
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (int t = 0; t + 1 < threads; ++t) {
-    const int b = static_cast<int>(static_cast<int64_t>(n) * t / threads);
-    const int e = static_cast<int>(static_cast<int64_t>(n) * (t + 1) / threads);
-    pool.emplace_back(fn, b, e, t);
-  }
-  fn(static_cast<int>(static_cast<int64_t>(n) * (threads - 1) / threads), n, threads - 1);
-  for (std::thread& th : pool) th.join();
 }
 
 // The 12 edges of a voxel cell in the x-fastest corner order (corner c = x + 2y + 4z).

@@ -22,34 +22,17 @@
 #include <limits>
 #include <queue>
 #include <utility>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "core/solve/svd3.h"
+#include "core/util/parallel.h"
 
 namespace skinning {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn) {
-  threads = std::max(1, std::min(threads, n / 256 + 1));
-  if (threads == 1) {
-    fn(0, n, 0);
-    return;
-  }
-  std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (int t = 0; t + 1 < threads; ++t) {
-    const int b = static_cast<int>(static_cast<int64_t>(n) * t / threads);
-    const int e = static_cast<int>(static_cast<int64_t>(n) * (t + 1) / threads);
-    pool.emplace_back(fn, b, e, t);
-  }
-  fn(static_cast<int>(static_cast<int64_t>(n) * (threads - 1) / threads), n, threads - 1);
-  for (std::thread& th : pool) th.join();
-}
 
 // Ascent on f(R) = tr(Rᵀ A) over SO(3) from the rotation *q (as fast_skinning.cc's
 // WarmRotationAscent, in double): ω = Σ_c r_c × a_c / |Σ_c r_c·a_c|, q ← normalize((1, ω/2) q).
@@ -288,8 +271,7 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
     S0[e] = s;
   }
   std::vector<Eigen::Quaterniond> rot(static_cast<size_t>(m) * k, Eigen::Quaterniond::Identity());
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  threads = std::clamp(threads, 1, 16);
+  const int threads = std::min(ResolveThreads(options.threads), 16);
   std::vector<Eigen::VectorXd> c_parts(threads);
   std::vector<double> k_parts(threads);
   // Computes the rotations for w (exact on the first call, warm-started ascent after), then c
