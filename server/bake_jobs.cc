@@ -13,6 +13,7 @@
 #include "core/rig/bones.h"
 #include "core/weights/endpoint_weights.h"
 #include "core/weights/swing_twist_bake.h"
+#include "server/convert.h"
 #include "skinning/v1/store.pb.h"
 
 namespace skinning {
@@ -91,13 +92,6 @@ SparseWeights ExactSparse(const Eigen::MatrixXd& D) {
   int k = 1;
   for (int i = 0; i < D.rows(); ++i) k = std::max(k, static_cast<int>((D.row(i).array() > 0).count()));
   return TopK(D, k);
-}
-
-void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out) {
-  out->set_num_joints(static_cast<uint32_t>(D.cols()));
-  out->mutable_values()->Reserve(static_cast<int>(D.size()));
-  for (int i = 0; i < D.rows(); ++i)
-    for (int j = 0; j < D.cols(); ++j) out->add_values(D(i, j));
 }
 
 absl::StatusOr<Eigen::MatrixXd> DenseFromProto(const v1::DenseWeights& d, int nv, int nj, const std::string& bake_id,
@@ -575,21 +569,9 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
   }
   if (job->cancel) return finish(v1::BAKE_STATE_CANCELLED, absl::OkStatus(), "cancelled");
 
-  v1::BakeReport report;
-  report.set_method(result->report.method);
-  report.set_domain(result->report.domain);
-  report.set_domain_nodes(result->report.domain_nodes);
-  report.set_domain_seconds(result->report.domain_seconds);
-  report.set_solve_seconds(result->report.solve_seconds);
-  report.set_total_seconds(result->report.total_seconds);
-  report.set_detail(result->report.detail);
-
+  const v1::BakeReport report = ReportToProto(result->report);
   v1::StoredBake stored;
-  const Eigen::MatrixXd& D = result->dense;
-  stored.mutable_weights()->set_num_joints(static_cast<uint32_t>(D.cols()));
-  stored.mutable_weights()->mutable_values()->Reserve(static_cast<int>(D.size()));
-  for (int i = 0; i < D.rows(); ++i)
-    for (int j = 0; j < D.cols(); ++j) stored.mutable_weights()->add_values(D(i, j));
+  DenseToProto(result->dense, stored.mutable_weights());
   auto loaded = std::make_shared<LoadedBake>();
   loaded->dense = result->dense;
   loaded->sparse = result->sparse;

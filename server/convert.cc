@@ -253,4 +253,11 @@ std::string RigId(const v1::Rig& canonical) {
                       absl::string_view(reinterpret_cast<const char*>(digest), 16));
 }
 
+void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out) {
+  out->set_num_joints(static_cast<uint32_t>(D.cols()));
+  out->mutable_values()->Reserve(static_cast<int>(D.size()));
+  for (int i = 0; i < D.rows(); ++i)
+    for (int j = 0; j < D.cols(); ++j) out->add_values(D(i, j));
+}
+
 }  // namespace skinning

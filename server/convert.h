@@ -35,6 +35,9 @@ absl::StatusOr<Pose> PoseFromProto(const v1::Pose& proto, const Skeleton& skelet
                                    const char* field = "pose");
 v1::Pose PoseToProto(const Pose& pose);
 
+// #rows by #cols row-major weights (bakes' stored and returned dense weights).
+void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out);
+
 // The content address of a rig: "rig-" + 32 hex digits of SHA-256 over the canonical
 // (RigToProto ∘ RigFromProto) deterministic serialization, with the name left out.
 std::string RigId(const v1::Rig& canonical);

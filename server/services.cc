@@ -358,17 +358,11 @@ grpc::Status BakeServiceImpl::GetWeights(grpc::ServerContext* ctx, const v1::Get
   resp->set_bake_id(b.bake_id);
   resp->set_rig_id(b.rig_id);
   *resp->mutable_report() = b.report;
-  auto dense_to_proto = [](const Eigen::MatrixXd& D, v1::DenseWeights* d) {
-    d->set_num_joints(static_cast<uint32_t>(D.cols()));
-    d->mutable_values()->Reserve(static_cast<int>(D.size()));
-    for (int i = 0; i < D.rows(); ++i)
-      for (int j = 0; j < D.cols(); ++j) d->add_values(D(i, j));
-  };
-  if (b.swing.size() > 0) dense_to_proto(b.swing, resp->mutable_swing());
-  if (b.twist.size() > 0) dense_to_proto(b.twist, resp->mutable_twist());
-  if (b.endpoint.size() > 0) dense_to_proto(b.endpoint, resp->mutable_endpoint());
+  if (b.swing.size() > 0) DenseToProto(b.swing, resp->mutable_swing());
+  if (b.twist.size() > 0) DenseToProto(b.twist, resp->mutable_twist());
+  if (b.endpoint.size() > 0) DenseToProto(b.endpoint, resp->mutable_endpoint());
   if (req->dense()) {
-    dense_to_proto(b.dense, resp->mutable_weights()->mutable_dense());
+    DenseToProto(b.dense, resp->mutable_weights()->mutable_dense());
     return grpc::Status::OK;
   }
   const int k = req->influences() == 0 ? b.sparse.k() : static_cast<int>(req->influences());
