@@ -73,9 +73,10 @@ class Client {
   // Pose space deformation examples of a rig (RigService.AddExample / ListExamples /
   // RemoveExample; pose with METHOD_PSD_*). An example is the full pose (request.example.pose,
   // or request.joints_by_name with the other joints at rest) and the #V*3 sculpted positions.
-  // Unlike the other calls, adding is not idempotent: a retried AddExample whose first attempt
-  // was stored answers ALREADY_EXISTS (a named example) or adds a second one (an unnamed one,
-  // which then fails as a duplicate pose, INVALID_ARGUMENT) — check ListExamples after such errors.
+  // Examples are private to the caller's tenant. Give examples names to make retries safe: a
+  // retried AddExample of a named example whose first attempt was stored answers OK with
+  // created = false. An unnamed one is named by the server, so its retry is refused as a
+  // duplicate pose (INVALID_ARGUMENT) — check ListExamples after such an error.
   absl::StatusOr<v1::AddExampleResponse> AddExample(const v1::AddExampleRequest& request);
   // Names only, unless include_shapes (poses and positions too).
   absl::StatusOr<std::vector<v1::Example>> ListExamples(const std::string& rig_id, bool include_shapes = false);

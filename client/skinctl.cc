@@ -739,7 +739,8 @@ absl::Status CommandExample(const std::vector<char*>& args) {
     for (int a = 0; a < 3; ++a) e->add_positions(static_cast<float>(mesh->V(i, a)));
   absl::StatusOr<v1::AddExampleResponse> added = client->AddExample(req);
   if (!added.ok()) return added.status();
-  std::printf("%s (%u examples)\n", added->name().c_str(), added->example_count());
+  std::printf("%s (%u examples)%s\n", added->name().c_str(), added->example_count(),
+              added->created() ? "" : ", already stored as given: nothing changed");
   return absl::OkStatus();
 }
 

@@ -9,14 +9,35 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "server/auth.h"
 #include "server/convert.h"
 
 namespace skinning {
 namespace {
 
-std::string ExamplesKey(const std::string& rig_id) { return absl::StrCat("examples/", rig_id, ".pb"); }
-std::string RevisionKey(const std::string& rig_id) { return absl::StrCat("examples/", rig_id, ".rev"); }
+// The tenant "" keeps the layout of before tenants had their own examples: examples/<rig>.pb.
+std::string SetKey(const std::string& rig_id, const std::string& tenant) {
+  return tenant.empty() ? absl::StrCat("examples/", rig_id) : absl::StrCat("examples/", rig_id, "/", tenant);
+}
+std::string ExamplesKey(const std::string& rig_id, const std::string& tenant) {
+  return absl::StrCat(SetKey(rig_id, tenant), ".pb");
+}
+std::string RevisionKey(const std::string& rig_id, const std::string& tenant) {
+  return absl::StrCat(SetKey(rig_id, tenant), ".rev");
+}
+// Where the examples of tenant `tenant` of rig `rig_id` are described in messages.
+std::string Describe(const std::string& rig_id, const std::string& tenant) {
+  return tenant.empty() ? absl::StrCat("rig '", rig_id, "'") : absl::StrCat("rig '", rig_id, "' (tenant ", tenant, ")");
+}
+
+absl::Status CheckScope(const std::string& rig_id, const std::string& tenant) {
+  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
+  if (!tenant.empty())
+    if (auto s = CheckTenantName(tenant); !s.ok()) return s;
+  return absl::OkStatus();
+}
 
 size_t CachedBytes(const v1::StoredExamples& stored) { return stored.ByteSizeLong() * 2 + 256; }
 
@@ -110,89 +131,110 @@ absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::AddEx
 ExampleStore::ExampleStore(std::shared_ptr<BlobStore> blobs, size_t cache_bytes)
     : blobs_(std::move(blobs)), cache_(cache_bytes) {}
 
-std::mutex& ExampleStore::RigMutex(const std::string& rig_id) {
-  return rig_mu_[std::hash<std::string>()(rig_id) % rig_mu_.size()];
+std::mutex& ExampleStore::SetMutex(const std::string& rig_id, const std::string& tenant) {
+  return rig_mu_[std::hash<std::string>()(SetKey(rig_id, tenant)) % rig_mu_.size()];
 }
 
-absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(const std::string& rig_id) {
+absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(const std::string& rig_id,
+                                                                             const std::string& tenant) {
   auto stored = std::make_shared<v1::StoredExamples>();
-  absl::StatusOr<std::string> bytes = blobs_->Get(ExamplesKey(rig_id));
+  absl::StatusOr<std::string> bytes = blobs_->Get(ExamplesKey(rig_id, tenant));
   if (absl::IsNotFound(bytes.status())) {
     stored->set_format_version(kExamplesFormatVersion);
     stored->set_rig_id(rig_id);
-    stored->set_revision(StoredRevision(rig_id));  // kept by DeleteAll: revisions never repeat
+    stored->set_tenant(tenant);
+    stored->set_revision(StoredRevision(rig_id, tenant));  // kept by DeleteAll: revisions never repeat
     return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
   }
   if (!bytes.ok()) return bytes.status();
+  const std::string what = Describe(rig_id, tenant);
   if (!stored->ParseFromString(*bytes))
-    return absl::DataLossError(absl::StrCat("stored examples of rig '", rig_id, "' are corrupt (do not parse)"));
+    return absl::DataLossError(absl::StrCat("stored examples of ", what, " are corrupt (do not parse)"));
   if (stored->format_version() != kExamplesFormatVersion)
-    return absl::DataLossError(absl::StrFormat("stored examples of rig '%s' have format version %d, this server reads %d",
-                                               rig_id, stored->format_version(), kExamplesFormatVersion));
+    return absl::DataLossError(absl::StrFormat("stored examples of %s have format version %d, this server reads %d",
+                                               what, stored->format_version(), kExamplesFormatVersion));
   if (stored->rig_id() != rig_id)
+    return absl::DataLossError(absl::StrCat("stored examples of ", what, " belong to rig '", stored->rig_id(), "'"));
+  if (stored->tenant() != tenant)
     return absl::DataLossError(
-        absl::StrCat("stored examples of rig '", rig_id, "' belong to rig '", stored->rig_id(), "'"));
+        absl::StrCat("stored examples of ", what, " belong to tenant '", stored->tenant(), "'"));
   return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
 }
 
-uint64_t ExampleStore::StoredRevision(const std::string& rig_id) {
-  absl::StatusOr<std::string> text = blobs_->Get(RevisionKey(rig_id));
+uint64_t ExampleStore::StoredRevision(const std::string& rig_id, const std::string& tenant) {
+  absl::StatusOr<std::string> text = blobs_->Get(RevisionKey(rig_id, tenant));
   uint64_t revision = 0;
   if (!text.ok() || !absl::SimpleAtoi(*text, &revision)) return 0;
   return revision;
 }
 
-ExampleSet ExampleStore::Remember(const std::string& rig_id, std::shared_ptr<const v1::StoredExamples> stored) {
+ExampleSet ExampleStore::Remember(std::shared_ptr<const v1::StoredExamples> stored) {
   ExampleSet set;
   set.fingerprint = std::hash<std::string>()(stored->SerializeAsString());
   set.stored = std::move(stored);
-  Recheck(rig_id, set);
+  Recheck(set);
   return set;
 }
 
-void ExampleStore::Recheck(const std::string& rig_id, const ExampleSet& set) {
-  cache_.Insert(rig_id, std::make_shared<const Cached>(Cached{set, std::chrono::steady_clock::now()}),
-                CachedBytes(*set.stored));
+void ExampleStore::Recheck(const ExampleSet& set) {
+  cache_.Insert(SetKey(set.stored->rig_id(), set.stored->tenant()),
+                std::make_shared<const Cached>(Cached{set, std::chrono::steady_clock::now()}), CachedBytes(*set.stored));
 }
 
-absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id) {
-  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
-  if (std::shared_ptr<const Cached> hit = cache_.Find(rig_id)) {
+absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id, const std::string& tenant) {
+  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  if (std::shared_ptr<const Cached> hit = cache_.Find(SetKey(rig_id, tenant))) {
     if (std::chrono::steady_clock::now() - hit->checked < kRecheck) return hit->set;
-    if (StoredRevision(rig_id) == hit->set.stored->revision()) {
-      Recheck(rig_id, hit->set);  // still current: trust it for another kRecheck
+    if (StoredRevision(rig_id, tenant) == hit->set.stored->revision()) {
+      Recheck(hit->set);  // still current: trust it for another kRecheck
       return hit->set;
     }
   }
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> loaded = Load(rig_id);
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> loaded = Load(rig_id, tenant);
   if (!loaded.ok()) return loaded.status();
-  return Remember(rig_id, *std::move(loaded));
+  return Remember(*std::move(loaded));
 }
 
 absl::Status ExampleStore::Store(const v1::StoredExamples& stored) {
   // The set first, then its revision: a reader that sees the new revision finds the new set.
-  if (auto s = blobs_->Put(ExamplesKey(stored.rig_id()), stored.SerializeAsString()); !s.ok()) return s;
-  return blobs_->Put(RevisionKey(stored.rig_id()), absl::StrCat(stored.revision()));
+  if (auto s = blobs_->Put(ExamplesKey(stored.rig_id(), stored.tenant()), stored.SerializeAsString()); !s.ok())
+    return s;
+  return blobs_->Put(RevisionKey(stored.rig_id(), stored.tenant()), absl::StrCat(stored.revision()));
 }
 
-absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_id, v1::Example example,
-                                                         const Validator& validate) {
-  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(RigMutex(rig_id));
+absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_id, const std::string& tenant,
+                                                         v1::Example example, const Validator& validate) {
+  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
   // Read the stored set itself (not the cache): another replica may have changed it.
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id);
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant);
   if (!current.ok()) return current.status();
   const v1::StoredExamples& old = **current;
+  const std::string what = Describe(rig_id, tenant);
+  // A retried call: the same name with the same pose and positions is already there.
+  if (!example.name().empty())
+    for (const v1::Example& e : old.examples())
+      if (e.name() == example.name()) {
+        if (e.SerializeAsString() != example.SerializeAsString())
+          return absl::AlreadyExistsError(absl::StrCat(
+              what, " already has an example named '", example.name(),
+              "' with a different pose or shape; remove it first or choose another name"));
+        v1::AddExampleResponse resp;
+        resp.set_name(example.name());
+        resp.set_example_count(static_cast<uint32_t>(old.examples_size()));
+        resp.set_created(false);
+        return resp;
+      }
   if (old.examples_size() >= kMaxExamplesPerRig)
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "rig '%s' has %d examples, the limit per rig; remove some first", rig_id, old.examples_size()));
+        "%s has %d examples, the limit per rig; remove some first", what, old.examples_size()));
   if (const size_t bytes = old.ByteSizeLong() + example.ByteSizeLong(); bytes > kMaxExampleBytesPerRig)
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "rig '%s': its examples would take %d bytes, over the limit of %d per rig; remove some first", rig_id,
-        bytes, kMaxExampleBytesPerRig));
-  absl::flat_hash_set<std::string> taken;
-  for (const v1::Example& e : old.examples()) taken.insert(e.name());
+        "%s: its examples would take %d bytes, over the limit of %d per rig; remove some first", what, bytes,
+        kMaxExampleBytesPerRig));
   if (example.name().empty()) {
+    absl::flat_hash_set<std::string> taken;
+    for (const v1::Example& e : old.examples()) taken.insert(e.name());
     for (int n = old.examples_size() + 1;; ++n) {
       std::string name = absl::StrCat("example-", n);
       if (!taken.contains(name)) {
@@ -200,32 +242,32 @@ absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_
         break;
       }
     }
-  } else if (taken.contains(example.name())) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("rig '", rig_id, "' already has an example named '", example.name(), "'"));
   }
   if (validate)
     if (auto s = validate(old, example); !s.ok()) return s;
   auto next = std::make_shared<v1::StoredExamples>(old);
   next->set_format_version(kExamplesFormatVersion);
   next->set_rig_id(rig_id);
+  next->set_tenant(tenant);
   next->set_revision(old.revision() + 1);
   v1::AddExampleResponse resp;
   resp.set_name(example.name());
+  resp.set_created(true);
   *next->add_examples() = std::move(example);
   resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
   if (auto s = Store(*next); !s.ok()) {
-    cache_.Erase(rig_id);  // the store may hold either version now
+    cache_.Erase(SetKey(rig_id, tenant));  // the store may hold either version now
     return s;
   }
-  Remember(rig_id, std::move(next));
+  Remember(std::move(next));
   return resp;
 }
 
-absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string& rig_id, const std::string& name) {
-  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(RigMutex(rig_id));
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id);
+absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string& rig_id, const std::string& tenant,
+                                                               const std::string& name) {
+  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant);
   if (!current.ok()) return current.status();
   const v1::StoredExamples& old = **current;
   auto next = std::make_shared<v1::StoredExamples>(old);
@@ -233,33 +275,47 @@ absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string
   for (const v1::Example& e : old.examples())
     if (e.name() != name) *next->add_examples() = e;
   if (next->examples_size() == old.examples_size())
-    return absl::NotFoundError(absl::StrFormat("rig '%s' has no example named '%s' (%d examples)", rig_id, name,
-                                               old.examples_size()));
+    return absl::NotFoundError(absl::StrFormat("%s has no example named '%s' (%d examples)",
+                                               Describe(rig_id, tenant), name, old.examples_size()));
   next->set_format_version(kExamplesFormatVersion);
   next->set_rig_id(rig_id);
+  next->set_tenant(tenant);
   next->set_revision(old.revision() + 1);
   if (auto s = Store(*next); !s.ok()) {
-    cache_.Erase(rig_id);
+    cache_.Erase(SetKey(rig_id, tenant));
     return s;
   }
   v1::RemoveExampleResponse resp;
   resp.set_removed(true);
   resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
-  Remember(rig_id, std::move(next));
+  Remember(std::move(next));
   return resp;
 }
 
-absl::Status ExampleStore::DeleteAll(const std::string& rig_id) {
-  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(RigMutex(rig_id));
-  cache_.Erase(rig_id);
+absl::Status ExampleStore::DeleteAll(const std::string& rig_id, const std::string& tenant) {
+  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
+  cache_.Erase(SetKey(rig_id, tenant));
   // The revision blob stays (a few bytes) so that a rig registered again continues the count:
   // a revision number never names two different sets.
-  const uint64_t revision = StoredRevision(rig_id);
-  absl::StatusOr<bool> had = blobs_->Delete(ExamplesKey(rig_id));
+  const uint64_t revision = StoredRevision(rig_id, tenant);
+  absl::StatusOr<bool> had = blobs_->Delete(ExamplesKey(rig_id, tenant));
   if (!had.ok()) return had.status();
   if (!*had) return absl::OkStatus();
-  return blobs_->Put(RevisionKey(rig_id), absl::StrCat(revision + 1));
+  return blobs_->Put(RevisionKey(rig_id, tenant), absl::StrCat(revision + 1));
+}
+
+absl::Status ExampleStore::DeleteEveryTenant(const std::string& rig_id) {
+  if (auto s = DeleteAll(rig_id, ""); !s.ok()) return s;
+  const std::string prefix = absl::StrCat("examples/", rig_id, "/");
+  absl::StatusOr<std::vector<std::string>> keys = blobs_->List(prefix);
+  if (!keys.ok()) return keys.status();
+  for (const std::string& key : *keys) {
+    if (!absl::EndsWith(key, ".pb")) continue;
+    const std::string tenant = key.substr(prefix.size(), key.size() - prefix.size() - 3);
+    if (auto s = DeleteAll(rig_id, tenant); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace skinning

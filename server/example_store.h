@@ -1,11 +1,13 @@
 // Example shapes for pose space deformation, stored per rig (StoredExamples in the BlobStore).
 //
-// A rig's examples live under examples/<rig id>.pb (the whole StoredExamples, replaced
-// atomically on every change) with the revision also under examples/<rig id>.rev (decimal
-// text, written after the .pb), so a replica can check cheaply whether its in-memory copy is
-// current. Changes are read-modify-write and serialized per rig within the process; two
-// replicas changing the same rig's examples at the same instant may lose one change (the last
-// write wins).
+// Examples belong to a tenant as well as a rig: rig ids are content addresses shared by the
+// tenants that registered the same rig, and one tenant's sculpted shapes must not reach another.
+// The tenant "" (authentication off) keeps its examples under examples/<rig id>.pb; tenant T
+// under examples/<rig id>/T.pb (the whole StoredExamples, replaced atomically on every change),
+// each with its revision beside it in a .rev blob (decimal text, written after the .pb), so a
+// replica can check cheaply whether its in-memory copy is current. Changes are read-modify-write
+// and serialized per (tenant, rig) within the process; two replicas changing the same set at the
+// same instant may lose one change (the last write wins).
 #ifndef SKINNING_SERVER_EXAMPLE_STORE_H_
 #define SKINNING_SERVER_EXAMPLE_STORE_H_
 
@@ -67,19 +69,23 @@ class ExampleStore {
   // (RigStore::CheckAccess). Served from memory; a copy older than kRecheck is compared with
   // the stored revision first. DATA_LOSS for a stored artifact that does not parse or has
   // another format version.
-  absl::StatusOr<ExampleSet> Get(const std::string& rig_id);
+  absl::StatusOr<ExampleSet> Get(const std::string& rig_id, const std::string& tenant);
 
-  // Adds `example` to the rig's examples: an empty name becomes "example-<n>" (the smallest
-  // n >= count + 1 not taken); ALREADY_EXISTS for a taken name; RESOURCE_EXHAUSTED past
-  // kMaxExamplesPerRig or kMaxExampleBytesPerRig; then `validate` (may be empty). Stores the new set with revision + 1.
-  // Nothing is stored on any error.
-  absl::StatusOr<v1::AddExampleResponse> Add(const std::string& rig_id, v1::Example example,
-                                             const Validator& validate = nullptr);
-  // NOT_FOUND naming the example when the rig has none of that name.
-  absl::StatusOr<v1::RemoveExampleResponse> Remove(const std::string& rig_id, const std::string& name);
-  // Removes every example of the rig (when the rig itself is deleted); OK when it had none. The
-  // revision counter (examples/<rig>.rev) is kept and bumped, so revisions never repeat.
-  absl::Status DeleteAll(const std::string& rig_id);
+  // Adds `example` to the tenant's examples of the rig: an empty name becomes "example-<n>" (the
+  // smallest n >= count + 1 not taken). A taken name is OK with created = false when the stored
+  // example has the same pose and positions (a retried call; nothing changes), ALREADY_EXISTS
+  // otherwise. RESOURCE_EXHAUSTED past kMaxExamplesPerRig or kMaxExampleBytesPerRig; then
+  // `validate` (may be empty). Stores the new set with revision + 1. Nothing is stored on any error.
+  absl::StatusOr<v1::AddExampleResponse> Add(const std::string& rig_id, const std::string& tenant,
+                                             v1::Example example, const Validator& validate = nullptr);
+  // NOT_FOUND naming the example when the tenant's set has none of that name.
+  absl::StatusOr<v1::RemoveExampleResponse> Remove(const std::string& rig_id, const std::string& tenant,
+                                                   const std::string& name);
+  // Removes the tenant's examples of the rig (when the tenant deletes the rig); OK when it had
+  // none. The revision counter (the .rev blob) is kept and bumped, so revisions never repeat.
+  absl::Status DeleteAll(const std::string& rig_id, const std::string& tenant);
+  // DeleteAll for every tenant's examples of the rig (when the stored rig itself is gone).
+  absl::Status DeleteEveryTenant(const std::string& rig_id);
 
   // How long an in-memory copy is served without asking the store for the revision (another
   // replica's change is seen after at most this long; this replica's own changes at once).
@@ -92,19 +98,20 @@ class ExampleStore {
     ExampleSet set;
     std::chrono::steady_clock::time_point checked;
   };
-  // Reads examples/<rig>.pb (empty set, revision 0, when absent).
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> Load(const std::string& rig_id);
-  // The stored revision from examples/<rig>.rev (0 when absent or unreadable).
-  uint64_t StoredRevision(const std::string& rig_id);
+  // Reads the set's .pb (empty set, revision 0, when absent).
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> Load(const std::string& rig_id,
+                                                                 const std::string& tenant);
+  // The stored revision from the set's .rev (0 when absent or unreadable).
+  uint64_t StoredRevision(const std::string& rig_id, const std::string& tenant);
   absl::Status Store(const v1::StoredExamples& stored);
   // Caches `stored` (fingerprint computed) and returns it as a set.
-  ExampleSet Remember(const std::string& rig_id, std::shared_ptr<const v1::StoredExamples> stored);
-  void Recheck(const std::string& rig_id, const ExampleSet& set);
-  std::mutex& RigMutex(const std::string& rig_id);
+  ExampleSet Remember(std::shared_ptr<const v1::StoredExamples> stored);
+  void Recheck(const ExampleSet& set);
+  std::mutex& SetMutex(const std::string& rig_id, const std::string& tenant);
 
   std::shared_ptr<BlobStore> blobs_;
   LruCache<Cached> cache_;
-  // Changes to one rig's examples take the rig's stripe (a hash of the id).
+  // Changes to one set take its stripe (a hash of tenant and rig id).
   std::array<std::mutex, 64> rig_mu_;
 };
 

@@ -121,13 +121,14 @@ uint64_t PsdModels::builds() const {
   return builds_;
 }
 
-absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& rig, const SparseWeights* weights,
-                                                                const std::string& bake_id, v1::Method method) {
+absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& rig, const std::string& tenant,
+                                                                const SparseWeights* weights, const std::string& bake_id,
+                                                                v1::Method method) {
   if (weights == nullptr || !IsPsdMethod(method)) return std::shared_ptr<const PsdModel>();
-  absl::StatusOr<ExampleSet> set = examples_->Get(rig.id);
+  absl::StatusOr<ExampleSet> set = examples_->Get(rig.id, tenant);
   if (!set.ok()) return set.status();
   if (set->stored->examples_size() == 0) return std::shared_ptr<const PsdModel>();
-  const std::string key = absl::StrCat(rig.id, "|", set->fingerprint, "|", bake_id.empty() ? "rig" : bake_id, "|",
+  const std::string key = absl::StrCat(tenant, "|", rig.id, "|", set->fingerprint, "|", bake_id.empty() ? "rig" : bake_id, "|",
                                        static_cast<int>(method));
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;
   std::lock_guard<std::mutex> lock(build_mu_[std::hash<std::string>()(key) % build_mu_.size()]);

@@ -36,15 +36,16 @@ class PsdModels {
   // `examples` is where the rigs' examples are read (not owned).
   explicit PsdModels(ExampleStore* examples, size_t cache_bytes = size_t{512} << 20);
 
-  // The model for posing `rig` with PSD method `method` and `weights` (the rig's own when
-  // `bake_id` is empty, else that bake's; the key of the model includes it). Built from the
-  // rig's current examples on first use (one build at a time per key), then served from memory
-  // under (rig id, examples fingerprint, weights source, method variant). nullptr when the rig
+  // The model for posing `rig` for `tenant` with PSD method `method` and `weights` (the rig's own
+  // when `bake_id` is empty, else that bake's; the key of the model includes it). Built from the
+  // tenant's current examples of the rig on first use (one build at a time per key), then served
+  // from memory under (tenant, rig id, examples fingerprint, weights source, method variant). nullptr when the rig
   // has no examples or `weights` is nullptr: the frame is then posed as plain LBS / DQS (which
   // reports missing weights). Build errors (e.g. FAILED_PRECONDITION: no joint qualifies for a
   // support joint) are returned with the method named.
-  absl::StatusOr<std::shared_ptr<const PsdModel>> Get(const LoadedRig& rig, const SparseWeights* weights,
-                                                      const std::string& bake_id, v1::Method method);
+  absl::StatusOr<std::shared_ptr<const PsdModel>> Get(const LoadedRig& rig, const std::string& tenant,
+                                                      const SparseWeights* weights, const std::string& bake_id,
+                                                      v1::Method method);
 
   CacheStats cache_stats() const { return cache_.stats(); }
   // Models built so far (cache misses that built one).

@@ -114,9 +114,13 @@ grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext* ctx, const v1::Delet
   absl::StatusOr<bool> deleted = store_->Delete(req->rig_id(), tenant);
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
   if (!*deleted) return ToGrpcStatus(absl::NotFoundError(absl::StrCat("rig '", req->rig_id(), "' not found")));
-  // The examples go with the stored rig (which stays while another tenant owns it).
-  if (examples_ != nullptr && absl::IsNotFound(store_->Get(req->rig_id()).status()))
-    if (auto s = examples_->DeleteAll(req->rig_id()); !s.ok()) return ToGrpcStatus(s);
+  // The caller's examples go with its ownership; every tenant's go with the stored rig (which
+  // stays while another tenant owns it).
+  if (examples_ != nullptr) {
+    if (auto s = examples_->DeleteAll(req->rig_id(), tenant); !s.ok()) return ToGrpcStatus(s);
+    if (absl::IsNotFound(store_->Get(req->rig_id()).status()))
+      if (auto s = examples_->DeleteEveryTenant(req->rig_id()); !s.ok()) return ToGrpcStatus(s);
+  }
   resp->set_deleted(true);
   return grpc::Status::OK;
 }
@@ -131,7 +135,7 @@ grpc::Status RigServiceImpl::AddExample(grpc::ServerContext* ctx, const v1::AddE
   if (!example.ok()) return ToGrpcStatus(example.status());
   const LoadedRig& r = **rig;
   absl::StatusOr<v1::AddExampleResponse> added = examples_->Add(
-      r.id, *std::move(example),
+      r.id, tenant, *std::move(example),
       [&r](const v1::StoredExamples& existing, const v1::Example& e) { return ValidateNewExample(r, existing, e); });
   if (!added.ok()) return ToGrpcStatus(added.status());
   *resp = *std::move(added);
@@ -144,7 +148,7 @@ grpc::Status RigServiceImpl::ListExamples(grpc::ServerContext* ctx, const v1::Li
   if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
   // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.
   if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
-  absl::StatusOr<ExampleSet> set = examples_->Get(req->rig_id());
+  absl::StatusOr<ExampleSet> set = examples_->Get(req->rig_id(), tenant);
   if (!set.ok()) return ToGrpcStatus(set.status());
   for (const v1::Example& e : set->stored->examples()) {
     if (req->include_shapes()) {
@@ -161,7 +165,7 @@ grpc::Status RigServiceImpl::RemoveExample(grpc::ServerContext* ctx, const v1::R
   SKINNING_BEGIN_CALL(tenant, ctx);
   if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
   if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
-  absl::StatusOr<v1::RemoveExampleResponse> removed = examples_->Remove(req->rig_id(), req->name());
+  absl::StatusOr<v1::RemoveExampleResponse> removed = examples_->Remove(req->rig_id(), tenant, req->name());
   if (!removed.ok()) return ToGrpcStatus(removed.status());
   *resp = *std::move(removed);
   return grpc::Status::OK;
@@ -184,11 +188,11 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
   return (*holder)->has_weights() ? &(*holder)->sparse : nullptr;
 }
 
-absl::Status PoseServiceImpl::FetchPsd(const LoadedRig& rig, const SparseWeights* weights, const std::string& bake_id,
+absl::Status PoseServiceImpl::FetchPsd(const LoadedRig& rig, const std::string& tenant, const SparseWeights* weights, const std::string& bake_id,
                                        v1::Method method, std::shared_ptr<const PsdModel>* holder) {
   holder->reset();
   if (psd_ == nullptr || !IsPsdMethod(method)) return absl::OkStatus();
-  absl::StatusOr<std::shared_ptr<const PsdModel>> model = psd_->Get(rig, weights, bake_id, method);
+  absl::StatusOr<std::shared_ptr<const PsdModel>> model = psd_->Get(rig, tenant, weights, bake_id, method);
   if (!model.ok()) return model.status();
   *holder = *std::move(model);
   return absl::OkStatus();
@@ -217,7 +221,7 @@ grpc::Status PoseServiceImpl::Pose(grpc::ServerContext* ctx, const v1::PoseReque
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
   std::shared_ptr<const PsdModel> psd;
-  if (auto s = FetchPsd(**rig, *weights, req->bake_id(), req->method(), &psd); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = FetchPsd(**rig, tenant, *weights, req->bake_id(), req->method(), &psd); !s.ok()) return ToGrpcStatus(s);
   const PoseContext pc{rig->get(), *weights, bake.get(), psd.get()};
   return ToGrpcStatus(PoseOneFrame(pc, req->pose(), req->method(), req->outputs(), resp->mutable_frame()));
 }
@@ -235,7 +239,7 @@ grpc::Status PoseServiceImpl::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
   absl::StatusOr<const SparseWeights*> weights = ResolveWeights(bakes_, **rig, req->bake_id(), &bake);
   if (!weights.ok()) return ToGrpcStatus(weights.status());
   std::shared_ptr<const PsdModel> psd;
-  if (auto s = FetchPsd(**rig, *weights, req->bake_id(), req->method(), &psd); !s.ok()) return ToGrpcStatus(s);
+  if (auto s = FetchPsd(**rig, tenant, *weights, req->bake_id(), req->method(), &psd); !s.ok()) return ToGrpcStatus(s);
   const PoseContext pc{rig->get(), *weights, bake.get(), psd.get()};
   for (int f = 0; f < req->frames_size(); ++f) {
     if (absl::Status s = StillWanted(*ctx); !s.ok())
@@ -286,7 +290,7 @@ grpc::Status PoseServiceImpl::PoseSession(
     const std::string field = absl::StrFormat("frame %d: pose", frames);
     // PSD: the model of the rig's current examples (a cache lookup after the first frame).
     std::shared_ptr<const PsdModel> psd;
-    if (auto s = FetchPsd(*rig, weights, rig_bake_id, method, &psd); !s.ok()) return ToGrpcStatus(s);
+    if (auto s = FetchPsd(*rig, tenant, weights, rig_bake_id, method, &psd); !s.ok()) return ToGrpcStatus(s);
     const PoseContext pc{rig.get(), weights, bake.get(), psd.get()};
     if (auto s = PoseOneFrame(pc, req.pose(), method, outputs, resp.mutable_frame(), field.c_str()); !s.ok())
       return ToGrpcStatus(s);

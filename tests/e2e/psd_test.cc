@@ -534,6 +534,51 @@ TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
   ASSERT_TRUE(names.ok());
   ASSERT_EQ(names->size(), 1u);
   EXPECT_EQ((*names)[0].name(), "mine");
+
+  // A retried AddExample (same name, pose and positions) is OK and changes nothing.
+  auto retried = alpha->AddExample(add);
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_FALSE(retried->created());
+  EXPECT_EQ(retried->example_count(), 1u);
+
+  // Beta registers the same rig (same content address): it shares the rig, not the examples.
+  auto reg_beta = beta->RegisterRig(RigToProto(rig));
+  ASSERT_TRUE(reg_beta.ok()) << reg_beta.status();
+  ASSERT_EQ(reg_beta->rig_id(), reg->rig_id());
+  auto beta_names = beta->ListExamples(reg->rig_id());
+  ASSERT_TRUE(beta_names.ok()) << beta_names.status();
+  EXPECT_TRUE(beta_names->empty());
+  // Beta's own example at alpha's pose, with another shape: every vertex 0.1 further along z.
+  v1::AddExampleRequest beta_add = add;
+  beta_add.mutable_example()->set_name("mine");  // the name alpha uses is free for beta
+  for (int i = 2; i < beta_add.example().positions_size(); i += 3)
+    beta_add.mutable_example()->set_positions(i, beta_add.example().positions(i) + 0.1f);
+  auto beta_added = beta->AddExample(beta_add);
+  ASSERT_TRUE(beta_added.ok()) << beta_added.status();
+  EXPECT_TRUE(beta_added->created());
+  // At the example pose each tenant's PSD reproduces its own example, not the other's.
+  auto pose_for = [&](Client& c) {
+    v1::PoseRequest req;
+    req.set_rig_id(reg->rig_id());
+    *req.mutable_pose() = add.example().pose();
+    req.set_method(v1::METHOD_PSD_LBS);
+    return c.Pose(req);
+  };
+  const double tol = 1e-5 * BoxDiagonal(rig);
+  auto a_frame = pose_for(*alpha), b_frame = pose_for(*beta);
+  ASSERT_TRUE(a_frame.ok()) << a_frame.status();
+  ASSERT_TRUE(b_frame.ok()) << b_frame.status();
+  EXPECT_LT(MaxDistance(a_frame->vertices(), add.example().positions()), tol);
+  EXPECT_LT(MaxDistance(b_frame->vertices(), beta_add.example().positions()), tol);
+  // Alpha gives the rig up: its examples go, beta's stay (the stored rig stays, beta owns it).
+  ASSERT_TRUE(alpha->DeleteRig(reg->rig_id()).ok());
+  beta_names = beta->ListExamples(reg->rig_id());
+  ASSERT_TRUE(beta_names.ok());
+  ASSERT_EQ(beta_names->size(), 1u);
+  ASSERT_TRUE(alpha->RegisterRig(RigToProto(rig)).ok());
+  names = alpha->ListExamples(reg->rig_id());
+  ASSERT_TRUE(names.ok());
+  EXPECT_TRUE(names->empty()) << "alpha's examples came back after it deleted the rig";
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 

@@ -130,18 +130,18 @@ TEST(ResolveExample, RejectsBadInputNamingTheField) {
 TEST(ExampleStore, AddNamesUnnamedExamplesAndBumpsTheRevision) {
   auto rig = TubeRig();
   ExampleStore store(OpenBlobs(MakeTempDir("examples")));
-  auto empty = store.Get(kRig);
+  auto empty = store.Get(kRig, "");
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->stored->examples_size(), 0);
   EXPECT_EQ(empty->stored->revision(), 0u);
   for (int k = 0; k < 3; ++k) {
     auto e = ResolveExample(*rig, BentRequest(*rig, 20 * (k + 1), 0.01f, k == 1 ? "example-3" : ""));
     ASSERT_TRUE(e.ok()) << e.status();
-    auto added = store.Add(kRig, *e);
+    auto added = store.Add(kRig, "", *e);
     ASSERT_TRUE(added.ok()) << added.status();
     EXPECT_EQ(added->example_count(), static_cast<uint32_t>(k + 1));
   }
-  auto got = store.Get(kRig);
+  auto got = store.Get(kRig, "");
   ASSERT_TRUE(got.ok());
   // The third, unnamed, skips the taken "example-3".
   EXPECT_THAT(Names(*got->stored), ::testing::ElementsAre("example-1", "example-3", "example-4"));
@@ -156,45 +156,99 @@ TEST(ExampleStore, ErrorsStoreNothing) {
   ExampleStore store(OpenBlobs(dir));
   auto first = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "bent"));
   ASSERT_TRUE(first.ok());
-  ASSERT_TRUE(store.Add(kRig, *first).ok());
+  ASSERT_TRUE(store.Add(kRig, "", *first).ok());
   // Taken name.
   auto again = ResolveExample(*rig, BentRequest(*rig, 60, 0.01f, "bent"));
-  auto taken = store.Add(kRig, *again);
+  auto taken = store.Add(kRig, "", *again);
   EXPECT_EQ(taken.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(taken.status().message(), HasSubstr("'bent'"));
   // A validator that refuses.
   auto other = ResolveExample(*rig, BentRequest(*rig, 60, 0.01f, "other"));
-  auto refused = store.Add(kRig, *other, [](const v1::StoredExamples& existing, const v1::Example& e) {
+  auto refused = store.Add(kRig, "", *other, [](const v1::StoredExamples& existing, const v1::Example& e) {
     EXPECT_EQ(existing.examples_size(), 1);
     EXPECT_EQ(e.name(), "other");
     return absl::InvalidArgumentError("no");
   });
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   // Unknown name.
-  auto missing = store.Remove(kRig, "nope");
+  auto missing = store.Remove(kRig, "", "nope");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr("'nope'"));
   // What is stored (read by a fresh store on the same directory) is the first example alone.
   ExampleStore fresh(OpenBlobs(dir));
-  auto got = fresh.Get(kRig);
+  auto got = fresh.Get(kRig, "");
   ASSERT_TRUE(got.ok());
   EXPECT_THAT(Names(*got->stored), ::testing::ElementsAre("bent"));
   EXPECT_EQ(got->stored->revision(), 1u);
+}
+
+TEST(ExampleStore, ARetriedAddChangesNothing) {
+  auto rig = TubeRig();
+  const std::string dir = MakeTempDir("examples");
+  ExampleStore store(OpenBlobs(dir));
+  auto e = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "bent"));
+  ASSERT_TRUE(e.ok());
+  auto first = store.Add(kRig, "", *e);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->created());
+  // The same call again (a client retry after a lost answer): OK, nothing stored.
+  auto again = store.Add(kRig, "", *e);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created());
+  EXPECT_EQ(again->name(), "bent");
+  EXPECT_EQ(again->example_count(), 1u);
+  ExampleStore fresh(OpenBlobs(dir));
+  EXPECT_EQ(fresh.Get(kRig, "")->stored->revision(), 1u);
+  // The same name with other positions is a conflict.
+  auto moved = ResolveExample(*rig, BentRequest(*rig, 30, 0.02f, "bent"));
+  auto conflict = store.Add(kRig, "", *moved);
+  EXPECT_EQ(conflict.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(conflict.status().message(), HasSubstr("different pose or shape"));
+}
+
+TEST(ExampleStore, EachTenantHasItsOwnExamplesOfASharedRig) {
+  auto rig = TubeRig();
+  const std::string dir = MakeTempDir("examples");
+  auto blobs = OpenBlobs(dir);
+  ExampleStore store(blobs);
+  auto mine = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "alpha-bent"));
+  auto theirs = ResolveExample(*rig, BentRequest(*rig, 30, 0.05f, "beta-bent"));
+  auto open = ResolveExample(*rig, BentRequest(*rig, 60, 0.01f, "open-bent"));
+  ASSERT_TRUE(store.Add(kRig, "alpha", *mine).ok());
+  ASSERT_TRUE(store.Add(kRig, "beta", *theirs).ok());
+  ASSERT_TRUE(store.Add(kRig, "", *open).ok());
+  EXPECT_THAT(Names(*store.Get(kRig, "alpha")->stored), ::testing::ElementsAre("alpha-bent"));
+  EXPECT_THAT(Names(*store.Get(kRig, "beta")->stored), ::testing::ElementsAre("beta-bent"));
+  EXPECT_THAT(Names(*store.Get(kRig, "")->stored), ::testing::ElementsAre("open-bent"));
+  EXPECT_NE(store.Get(kRig, "alpha")->fingerprint, store.Get(kRig, "beta")->fingerprint);
+  // Another tenant's name is not taken for this one, and removing is per tenant too.
+  EXPECT_EQ(store.Remove(kRig, "beta", "alpha-bent").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(*blobs->Exists(absl::StrCat("examples/", kRig, "/alpha.pb")));
+  // A tenant that gives up the rig loses its examples; the others keep theirs.
+  ASSERT_TRUE(store.DeleteAll(kRig, "alpha").ok());
+  EXPECT_EQ(store.Get(kRig, "alpha")->stored->examples_size(), 0);
+  EXPECT_THAT(Names(*store.Get(kRig, "beta")->stored), ::testing::ElementsAre("beta-bent"));
+  // The stored rig gone: every tenant's examples go (read back by a fresh store).
+  ASSERT_TRUE(store.DeleteEveryTenant(kRig).ok());
+  ExampleStore fresh(OpenBlobs(dir));
+  for (const char* tenant : {"", "alpha", "beta"})
+    EXPECT_EQ(fresh.Get(kRig, tenant)->stored->examples_size(), 0) << tenant;
+  EXPECT_EQ(store.Get(kRig, "../beta").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ExampleStore, AnotherReplicaSeesAChangeWithinTheRecheckInterval) {
   auto rig = TubeRig();
   const std::string dir = MakeTempDir("examples");
   ExampleStore a(OpenBlobs(dir)), b(OpenBlobs(dir));
-  ASSERT_EQ(b.Get(kRig)->stored->examples_size(), 0);  // b caches "none"
+  ASSERT_EQ(b.Get(kRig, "")->stored->examples_size(), 0);  // b caches "none"
   auto e = ResolveExample(*rig, BentRequest(*rig, 30));
-  ASSERT_TRUE(a.Add(kRig, *e).ok());
-  EXPECT_EQ(a.Get(kRig)->stored->examples_size(), 1);  // its own change at once
+  ASSERT_TRUE(a.Add(kRig, "", *e).ok());
+  EXPECT_EQ(a.Get(kRig, "")->stored->examples_size(), 1);  // its own change at once
   std::this_thread::sleep_for(ExampleStore::kRecheck + std::chrono::milliseconds(50));
-  auto seen = b.Get(kRig);
+  auto seen = b.Get(kRig, "");
   ASSERT_TRUE(seen.ok());
   EXPECT_EQ(seen->stored->examples_size(), 1);
-  EXPECT_EQ(seen->fingerprint, a.Get(kRig)->fingerprint);
+  EXPECT_EQ(seen->fingerprint, a.Get(kRig, "")->fingerprint);
 }
 
 TEST(ExampleStore, DeleteAllRemovesTheExamplesAndRevisionsNeverRepeat) {
@@ -202,19 +256,19 @@ TEST(ExampleStore, DeleteAllRemovesTheExamplesAndRevisionsNeverRepeat) {
   const std::string dir = MakeTempDir("examples");
   ExampleStore store(OpenBlobs(dir));
   auto e = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "x"));
-  ASSERT_TRUE(store.Add(kRig, *e).ok());
-  const ExampleSet before = *store.Get(kRig);
-  ASSERT_TRUE(store.DeleteAll(kRig).ok());
-  auto after = store.Get(kRig);
+  ASSERT_TRUE(store.Add(kRig, "", *e).ok());
+  const ExampleSet before = *store.Get(kRig, "");
+  ASSERT_TRUE(store.DeleteAll(kRig, "").ok());
+  auto after = store.Get(kRig, "");
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->stored->examples_size(), 0);
   // The same example added again is a new revision with a different fingerprint: nothing
   // derived from the deleted set can be mistaken for it.
-  ASSERT_TRUE(store.Add(kRig, *e).ok());
-  auto readded = store.Get(kRig);
+  ASSERT_TRUE(store.Add(kRig, "", *e).ok());
+  auto readded = store.Get(kRig, "");
   EXPECT_GT(readded->stored->revision(), before.stored->revision());
   EXPECT_NE(readded->fingerprint, before.fingerprint);
-  EXPECT_TRUE(store.DeleteAll("rig-ffffffffffffffffffffffffffffffff").ok());  // none: fine
+  EXPECT_TRUE(store.DeleteAll("rig-ffffffffffffffffffffffffffffffff", "").ok());  // none: fine
 }
 
 TEST(ExampleStore, RefusesMoreThanTheLimitPerRig) {
@@ -222,11 +276,11 @@ TEST(ExampleStore, RefusesMoreThanTheLimitPerRig) {
   ExampleStore store(OpenBlobs(MakeTempDir("examples")));
   auto e = ResolveExample(*rig, BentRequest(*rig, 30));
   ASSERT_TRUE(e.ok());
-  for (int k = 0; k < kMaxExamplesPerRig; ++k) ASSERT_TRUE(store.Add(kRig, *e).ok()) << k;
-  auto over = store.Add(kRig, *e);
+  for (int k = 0; k < kMaxExamplesPerRig; ++k) ASSERT_TRUE(store.Add(kRig, "", *e).ok()) << k;
+  auto over = store.Add(kRig, "", *e);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(over.status().message(), HasSubstr(absl::StrCat(kMaxExamplesPerRig, " examples")));
-  EXPECT_EQ(store.Get(kRig)->stored->examples_size(), kMaxExamplesPerRig);
+  EXPECT_EQ(store.Get(kRig, "")->stored->examples_size(), kMaxExamplesPerRig);
 }
 
 TEST(ExampleStore, RefusesAnotherFormatVersion) {
@@ -237,10 +291,10 @@ TEST(ExampleStore, RefusesAnotherFormatVersion) {
   stored.set_rig_id(kRig);
   ASSERT_TRUE(blobs->Put(absl::StrCat("examples/", kRig, ".pb"), stored.SerializeAsString()).ok());
   ExampleStore store(blobs);
-  auto got = store.Get(kRig);
+  auto got = store.Get(kRig, "");
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(got.status().message(), HasSubstr("format version 2"));
-  EXPECT_EQ(store.Get("../etc/passwd").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Get("../etc/passwd", "").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ValidateNewExample, RefusesThePoseOfAnExistingExampleNamingIt) {
