@@ -21,12 +21,14 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/SVD>
 #include <benchmark/benchmark.h>
 
 #include "core/rig/pose.h"
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/psd.h"
+#include "core/skinning/support_joints.h"
 #include "core/solve/elastic.h"
 #include "core/weights/swing_twist_bake.h"
 #include "tests/support/psd_fixtures.h"
@@ -52,6 +54,10 @@ const Arm& GetArm() {
 }
 
 using testing::ElbowPose;
+
+std::vector<Transform> FullLocalsOf(const Pose& pose) {
+  return pose.local.empty() ? BindPoseLocals(GetArm().skeleton) : pose.local;
+}
 using Rms = double (*)(const RowMatrixX3d&, const RowMatrixX3d&);
 constexpr Rms kRms = testing::RmsDistance;
 
@@ -96,6 +102,66 @@ std::vector<PsdExample> Examples(const Truth& truth, const std::vector<double>& 
     examples.push_back(PsdExample{"bend-" + std::to_string(static_cast<int>(b)),
                                   ElbowPose(GetArm().skeleton, b * kDeg), truth(b, 0)});
   return examples;
+}
+
+// How much a support joint can do for the base skinning at each example, before PSD: RMS of
+// (1 − w_i)·base_i + w_i·T·v_i against the example (w the model's support weights) for T the
+// optimized slide's support transform, and for T the best rigid transform of all (weighted
+// Kabsch: min Σ w_i² |T v_i − (example_i − (1 − w_i) base_i) / w_i|²), an upper bound for any
+// rule that moves one rigid support joint.
+void PrintSupportHeadroom(const std::vector<PsdExample>& examples, PsdBase base, const PsdModel& model,
+                          const PsdReport& report, double diag) {
+  const Arm& arm = GetArm();
+  const Eigen::MatrixXd& WS = model.support_weights();
+  if (WS.cols() != 1) return;
+  auto order = TopologicalOrder(arm.skeleton);
+  const int n = static_cast<int>(arm.mesh.V.rows());
+  std::printf("    support joint alone at the examples, RMS %% of diagonal (base / optimized slide / best rigid T):");
+  for (size_t k = 0; k < examples.size(); ++k) {
+    const auto T = *SkinningTransforms(arm.skeleton, *order, examples[k].pose);
+    const auto found = FindSupportJoints(arm.skeleton, {FullLocalsOf(examples[k].pose)});
+    if (found.empty()) continue;  // the rest example
+    RowMatrixX3d B;
+    if (base == PsdBase::kLbs)
+      Lbs(arm.mesh.V, arm.W, T, &B);
+    else
+      Dqs(arm.mesh.V, arm.W, T, &B);
+    auto rms_with = [&](const Eigen::Affine3d& A) {
+      double e = 0;
+      for (int i = 0; i < n; ++i) {
+        const double w = WS(i, 0);
+        const Eigen::Vector3d u = (1 - w) * B.row(i).transpose() + w * (A * arm.mesh.V.row(i).transpose());
+        e += (u - examples[k].V.row(i).transpose()).squaredNorm();
+      }
+      return 100 * std::sqrt(e / n) / diag;
+    };
+    const Eigen::Affine3d slide = SupportJointTransform(found[0], T, report.support_slide[k][0]);
+    double sw = 0;
+    Eigen::Vector3d cv = Eigen::Vector3d::Zero(), cq = Eigen::Vector3d::Zero();
+    std::vector<Eigen::Vector3d> q(n);
+    for (int i = 0; i < n; ++i) {
+      const double w = WS(i, 0);
+      if (w < 1e-9) continue;
+      q[i] = (examples[k].V.row(i).transpose() - (1 - w) * B.row(i).transpose()) / w;
+      sw += w * w;
+      cv += w * w * arm.mesh.V.row(i).transpose();
+      cq += w * w * q[i];
+    }
+    cv /= sw;
+    cq /= sw;
+    Eigen::Matrix3d H = Eigen::Matrix3d::Zero();
+    for (int i = 0; i < n; ++i)
+      if (WS(i, 0) >= 1e-9) H += WS(i, 0) * WS(i, 0) * (arm.mesh.V.row(i).transpose() - cv) * (q[i] - cq).transpose();
+    Eigen::JacobiSVD<Eigen::Matrix3d> svd(H, Eigen::ComputeFullU | Eigen::ComputeFullV);
+    Eigen::Matrix3d D = Eigen::Matrix3d::Identity();
+    if ((svd.matrixV() * svd.matrixU().transpose()).determinant() < 0) D(2, 2) = -1;
+    Eigen::Affine3d best = Eigen::Affine3d::Identity();
+    best.linear() = svd.matrixV() * D * svd.matrixU().transpose();
+    best.translation() = cq - best.linear() * cv;
+    std::printf("  %s %.3f/%.3f/%.3f", examples[k].name.c_str(), 100 * kRms(B, examples[k].V) / diag,
+                rms_with(slide), rms_with(best));
+  }
+  std::printf("\n");
 }
 
 void PrintQualityTable(const char* truth_name, const Truth& truth) {
@@ -153,6 +219,7 @@ void PrintQualityTable(const char* truth_name, const Truth& truth) {
         std::printf("    slides:");
         for (const auto& s : report.support_slide) std::printf(" %.3f", s[0]);
         std::printf("   (%s)\n", report.detail.c_str());
+        PrintSupportHeadroom(examples, base, **model, report, diag);
       }
     }
   }
