@@ -121,6 +121,11 @@ uint64_t PsdModels::builds() const {
   return builds_;
 }
 
+uint64_t PsdModels::failed_builds() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return failed_builds_;
+}
+
 absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& rig, const std::string& tenant,
                                                                 const SparseWeights* weights, const std::string& bake_id,
                                                                 v1::Method method) {
@@ -133,6 +138,10 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& 
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;
   std::lock_guard<std::mutex> lock(build_mu_[std::hash<std::string>()(key) % build_mu_.size()]);
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;  // built meanwhile
+  {
+    std::lock_guard<std::mutex> stats(stats_mu_);
+    if (auto it = failures_.find(key); it != failures_.end()) return it->second;
+  }
 
   const v1::StoredExamples& stored = *set->stored;
   std::vector<PsdExample> examples;
@@ -148,10 +157,17 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& 
   PsdReport report;
   absl::StatusOr<std::shared_ptr<const PsdModel>> model =
       PsdModel::Build(rig.rig.mesh, rig.rig.skeleton, *weights, examples, options, &report);
-  if (!model.ok())
-    return absl::Status(model.status().code(),
-                        absl::StrCat(MethodName(method), " with the ", examples.size(), " examples of rig '", rig.id,
-                                     "': ", model.status().message()));
+  if (!model.ok()) {
+    absl::Status failed(model.status().code(), absl::StrCat(MethodName(method), " with the ", examples.size(),
+                                                            " examples of rig '", rig.id, "': ", model.status().message()));
+    if (absl::IsInvalidArgument(failed) || absl::IsFailedPrecondition(failed)) {
+      std::lock_guard<std::mutex> stats(stats_mu_);
+      if (failures_.size() >= kRememberedFailures) failures_.clear();
+      failures_.emplace(key, failed);
+      ++failed_builds_;
+    }
+    return failed;
+  }
   // Displacements (sparse, at most #V per example) plus the model's copies of the mesh.
   const size_t n = rig.positions.size() / 3;
   const size_t bytes = sizeof(PsdModel) + n * 3 * 8 * (examples.size() + 4) + n * (weights->k() * 8 + 64);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/example_store.h"
@@ -42,7 +43,9 @@ class PsdModels {
   // from memory under (tenant, rig id, examples fingerprint, weights source, method variant). nullptr when the rig
   // has no examples or `weights` is nullptr: the frame is then posed as plain LBS / DQS (which
   // reports missing weights). Build errors (e.g. FAILED_PRECONDITION: no joint qualifies for a
-  // support joint) are returned with the method named.
+  // support joint) are returned with the method named; INVALID_ARGUMENT and FAILED_PRECONDITION
+  // depend only on the key's inputs, so they are remembered (up to kRememberedFailures keys) and
+  // answered again without rebuilding — a client retrying every frame does not re-voxelize.
   absl::StatusOr<std::shared_ptr<const PsdModel>> Get(const LoadedRig& rig, const std::string& tenant,
                                                       const SparseWeights* weights, const std::string& bake_id,
                                                       v1::Method method);
@@ -50,6 +53,9 @@ class PsdModels {
   CacheStats cache_stats() const { return cache_.stats(); }
   // Models built so far (cache misses that built one).
   uint64_t builds() const;
+  // Builds that failed (each key at most once while it is remembered).
+  uint64_t failed_builds() const;
+  static constexpr size_t kRememberedFailures = 1024;
 
  private:
   ExampleStore* examples_;
@@ -57,6 +63,8 @@ class PsdModels {
   std::array<std::mutex, 16> build_mu_;  // one build at a time per key stripe
   mutable std::mutex stats_mu_;
   uint64_t builds_ = 0;
+  uint64_t failed_builds_ = 0;
+  absl::flat_hash_map<std::string, absl::Status> failures_;  // under stats_mu_
 };
 
 // PoseFrame (server/posing.h) for the METHOD_PSD_* methods: with `ctx.psd` the vertices are the

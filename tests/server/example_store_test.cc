@@ -319,3 +319,36 @@ TEST(ValidateNewExample, RefusesThePoseOfAnExistingExampleNamingIt) {
 
 }  // namespace
 }  // namespace skinning
+
+namespace skinning {
+namespace {
+
+// A support-joint model that cannot be built (the only bent joint is the root, which has no
+// parent bone) fails once; the same request again is answered from memory without a rebuild.
+TEST(PsdModels, ABuildThatCannotSucceedIsNotRepeated) {
+  auto rig = TubeRig();
+  ASSERT_TRUE(rig->rig.has_weights());
+  ExampleStore store(OpenBlobs(MakeTempDir("examples")));
+  v1::AddExampleRequest req = BentRequest(*rig, 0, 0.01f, "root-turned");
+  Pose pose = RestPose(rig->rig.skeleton);
+  pose.local[0].rotation = Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitZ());
+  *req.mutable_example()->mutable_pose() = PoseToProto(pose);
+  auto e = ResolveExample(*rig, req);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(store.Add(kRig, "", *e).ok());
+  PsdModels models(&store);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto m = models.Get(*rig, "", &rig->weights, "", v1::METHOD_PSD_SUPPORT_LBS);
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition) << attempt;
+    EXPECT_THAT(m.status().message(), HasSubstr("support joints")) << attempt;
+  }
+  EXPECT_EQ(models.failed_builds(), 1u);
+  // Plain PSD on the same examples builds.
+  auto plain = models.Get(*rig, "", &rig->weights, "", v1::METHOD_PSD_LBS);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_NE(*plain, nullptr);
+  EXPECT_EQ(models.builds(), 1u);
+}
+
+}  // namespace
+}  // namespace skinning
