@@ -30,8 +30,14 @@ echo "rig id: $RIG"
 $SKINCTL list
 $SKINCTL pose --rig="$RIG" --gltf=samples/CesiumMan/CesiumMan.glb --times=0,0.25,0.5,1.0,1.5 \
   --method=lbs,dqs --format=glb,obj --out="$OUT/posed"
+# Bake automatic weights (bounded biharmonic) on the server, with progress on stderr, and pose the
+# same animation with them. The bake is a job keyed by rig and options: run again, it is reused.
+BAKE=$($SKINCTL bake --rig="$RIG" --bake_method=bbw --out="$OUT/bake" | awk 'NR == 1 {print $1}')
+echo "bake id: $BAKE (weights in $OUT/bake)"
+$SKINCTL pose --rig="$RIG" --bake="$BAKE" --gltf=samples/CesiumMan/CesiumMan.glb --times=0,0.25,0.5,1.0,1.5 \
+  --method=lbs,dqs --format=glb,obj --out="$OUT/posed-bbw"
 
 kill -TERM $SERVER_PID
 wait $SERVER_PID
 trap - EXIT
-echo "server stopped cleanly; posed meshes are in $OUT/posed"
+echo "server stopped cleanly; posed meshes are in $OUT/posed (the file's weights) and $OUT/posed-bbw (baked)"
