@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/SVD>
 #include <benchmark/benchmark.h>
 
 #include "core/rig/pose.h"
@@ -30,6 +29,7 @@
 #include "core/skinning/psd.h"
 #include "core/skinning/support_joints.h"
 #include "core/solve/elastic.h"
+#include "core/solve/svd3.h"
 #include "core/weights/swing_twist_bake.h"
 #include "tests/support/psd_fixtures.h"
 
@@ -54,10 +54,6 @@ const Arm& GetArm() {
 }
 
 using testing::ElbowPose;
-
-std::vector<Transform> FullLocalsOf(const Pose& pose) {
-  return pose.local.empty() ? BindPoseLocals(GetArm().skeleton) : pose.local;
-}
 using Rms = double (*)(const RowMatrixX3d&, const RowMatrixX3d&);
 constexpr Rms kRms = testing::RmsDistance;
 
@@ -119,7 +115,7 @@ void PrintSupportHeadroom(const std::vector<PsdExample>& examples, PsdBase base,
   std::printf("    support joint alone at the examples, RMS %% of diagonal (base / optimized slide / best rigid T):");
   for (size_t k = 0; k < examples.size(); ++k) {
     const auto T = *SkinningTransforms(arm.skeleton, *order, examples[k].pose);
-    const auto found = FindSupportJoints(arm.skeleton, {FullLocalsOf(examples[k].pose)});
+    const auto found = FindSupportJoints(arm.skeleton, {PoseLocals(arm.skeleton, examples[k].pose)});
     if (found.empty()) continue;  // the rest example
     RowMatrixX3d B;
     if (base == PsdBase::kLbs)
@@ -152,11 +148,8 @@ void PrintSupportHeadroom(const std::vector<PsdExample>& examples, PsdBase base,
     Eigen::Matrix3d H = Eigen::Matrix3d::Zero();
     for (int i = 0; i < n; ++i)
       if (WS(i, 0) >= 1e-9) H += WS(i, 0) * WS(i, 0) * (arm.mesh.V.row(i).transpose() - cv) * (q[i] - cq).transpose();
-    Eigen::JacobiSVD<Eigen::Matrix3d> svd(H, Eigen::ComputeFullU | Eigen::ComputeFullV);
-    Eigen::Matrix3d D = Eigen::Matrix3d::Identity();
-    if ((svd.matrixV() * svd.matrixU().transpose()).determinant() < 0) D(2, 2) = -1;
     Eigen::Affine3d best = Eigen::Affine3d::Identity();
-    best.linear() = svd.matrixV() * D * svd.matrixU().transpose();
+    best.linear() = NearestRotation(Eigen::Matrix3d(H.transpose()));  // Kabsch: the rotation taking rest to target
     best.translation() = cq - best.linear() * cv;
     std::printf("  %s %.3f/%.3f/%.3f", examples[k].name.c_str(), 100 * kRms(B, examples[k].V) / diag,
                 rms_with(slide), rms_with(best));

@@ -133,8 +133,8 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& 
   absl::StatusOr<ExampleSet> set = examples_->Get(rig.id, tenant);
   if (!set.ok()) return set.status();
   if (set->stored->examples_size() == 0) return std::shared_ptr<const PsdModel>();
-  const std::string key = absl::StrCat(tenant, "|", rig.id, "|", set->fingerprint, "|", bake_id.empty() ? "rig" : bake_id, "|",
-                                       static_cast<int>(method));
+  const std::string key = absl::StrCat(tenant, "|", rig.id, "|", set->fingerprint, "|",
+                                       bake_id.empty() ? "rig" : bake_id, "|", static_cast<int>(method));
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;
   std::lock_guard<std::mutex> lock(build_mu_[std::hash<std::string>()(key) % build_mu_.size()]);
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;  // built meanwhile

@@ -114,12 +114,13 @@ grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext* ctx, const v1::Delet
   absl::StatusOr<bool> deleted = store_->Delete(req->rig_id(), tenant);
   if (!deleted.ok()) return ToGrpcStatus(deleted.status());
   if (!*deleted) return ToGrpcStatus(absl::NotFoundError(absl::StrCat("rig '", req->rig_id(), "' not found")));
-  // The caller's examples go with its ownership; every tenant's go with the stored rig (which
-  // stays while another tenant owns it).
+  // Every tenant's examples go with the stored rig; while another tenant still owns it, only the
+  // caller's go (with its ownership).
   if (examples_ != nullptr) {
-    if (auto s = examples_->DeleteAll(req->rig_id(), tenant); !s.ok()) return ToGrpcStatus(s);
-    if (absl::IsNotFound(store_->Get(req->rig_id()).status()))
-      if (auto s = examples_->DeleteEveryTenant(req->rig_id()); !s.ok()) return ToGrpcStatus(s);
+    const absl::Status s = absl::IsNotFound(store_->Get(req->rig_id()).status())
+                               ? examples_->DeleteEveryTenant(req->rig_id())
+                               : examples_->DeleteAll(req->rig_id(), tenant);
+    if (!s.ok()) return ToGrpcStatus(s);
   }
   resp->set_deleted(true);
   return grpc::Status::OK;
@@ -188,8 +189,9 @@ absl::StatusOr<const SparseWeights*> ResolveWeights(BakeJobs* bakes, const Loade
   return (*holder)->has_weights() ? &(*holder)->sparse : nullptr;
 }
 
-absl::Status PoseServiceImpl::FetchPsd(const LoadedRig& rig, const std::string& tenant, const SparseWeights* weights, const std::string& bake_id,
-                                       v1::Method method, std::shared_ptr<const PsdModel>* holder) {
+absl::Status PoseServiceImpl::FetchPsd(const LoadedRig& rig, const std::string& tenant, const SparseWeights* weights,
+                                       const std::string& bake_id, v1::Method method,
+                                       std::shared_ptr<const PsdModel>* holder) {
   holder->reset();
   if (psd_ == nullptr || !IsPsdMethod(method)) return absl::OkStatus();
   absl::StatusOr<std::shared_ptr<const PsdModel>> model = psd_->Get(rig, tenant, weights, bake_id, method);

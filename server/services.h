@@ -86,8 +86,8 @@ class PoseServiceImpl final : public v1::PoseService::Service {
                             const char* field = "pose");
   // The PSD model of a METHOD_PSD_* call into `holder` (null for other methods, without
   // examples or without psd_).
-  absl::Status FetchPsd(const LoadedRig& rig, const std::string& tenant, const SparseWeights* weights, const std::string& bake_id,
-                        v1::Method method, std::shared_ptr<const PsdModel>* holder);
+  absl::Status FetchPsd(const LoadedRig& rig, const std::string& tenant, const SparseWeights* weights,
+                        const std::string& bake_id, v1::Method method, std::shared_ptr<const PsdModel>* holder);
 
   RigStore* store_;
   BakeJobs* bakes_;

@@ -6,6 +6,10 @@
 
 namespace skinning {
 
+std::vector<Transform> PoseLocals(const Skeleton& skeleton, const Pose& pose) {
+  return pose.local.empty() ? BindPoseLocals(skeleton) : pose.local;
+}
+
 Pose RestPose(const Skeleton& skeleton) {
   Pose pose;
   pose.local.reserve(skeleton.size());

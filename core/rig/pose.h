@@ -21,6 +21,10 @@ struct Pose {
 // The rest pose: every joint at its Joint::rest transform.
 Pose RestPose(const Skeleton& skeleton);
 
+// The pose's local transforms (#joints): pose.local, or the bind pose's (BindPoseLocals) for an
+// empty pose.
+std::vector<Transform> PoseLocals(const Skeleton& skeleton, const Pose& pose);
+
 // World transforms (#joints) from local ones: world_j = world_parent(j) · local_j.
 // `order` is TopologicalOrder(skeleton). local.size() must equal the joint count.
 std::vector<Eigen::Affine3d> ForwardKinematics(const Skeleton& skeleton,

@@ -35,10 +35,6 @@ double AngleBetween(const Eigen::Quaterniond& a, const Eigen::Quaterniond& b) {
   return 2.0 * std::atan2(q.vec().norm(), std::abs(q.w()));
 }
 
-std::vector<Transform> FullLocals(const Skeleton& skeleton, const Pose& pose) {
-  return pose.local.empty() ? BindPoseLocals(skeleton) : pose.local;
-}
-
 bool SamePose(const std::vector<Transform>& a, const std::vector<Transform>& b) {
   for (size_t j = 0; j < a.size(); ++j) {
     if (AngleBetween(a[j].rotation, b[j].rotation) >= kSameAngle) return false;
@@ -202,7 +198,7 @@ absl::StatusOr<PsdModelData::Frame> PsdModelData::Prepare(const Pose& pose) cons
   auto T = SkinningTransforms(skeleton, order, pose);
   if (!T.ok()) return T.status();
   f.T = *std::move(T);
-  f.r = RbfWeights(FullLocals(skeleton, pose));
+  f.r = RbfWeights(PoseLocals(skeleton, pose));
   for (const SupportData& s : supports) {
     double x = s.x_mean;
     for (size_t c = 0; c < centres.size(); ++c) x += f.r(s.interp, c) * (s.x_centre[c] - s.x_mean);
@@ -239,7 +235,7 @@ absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
               "%s[%d].positions[%d].%c is not finite", field, k, i, "xyz"[a]));
     const std::string pose_field = absl::StrFormat("%s[%d].pose", field, k);
     if (auto s = ValidatePose(skeleton, ex.pose, pose_field.c_str()); !s.ok()) return s;
-    locals.push_back(FullLocals(skeleton, ex.pose));
+    locals.push_back(PoseLocals(skeleton, ex.pose));
     for (size_t l = 0; l < k; ++l)
       if (SamePose(locals[l], locals[k]))
         return absl::InvalidArgumentError(absl::StrFormat(
@@ -394,7 +390,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
   const std::vector<Transform> bind = BindPoseLocals(skeleton);
   bool rest_given = false;
   for (size_t k = 0; k < examples.size(); ++k) {
-    d.centres.push_back(FullLocals(skeleton, examples[k].pose));
+    d.centres.push_back(PoseLocals(skeleton, examples[k].pose));
     d.centre_example.push_back(static_cast<int>(k));
     if (SamePose(d.centres.back(), bind)) rest_given = true;
   }

@@ -459,7 +459,7 @@ absl::StatusOr<std::vector<Eigen::Affine3d>> StretchedSkinningTransforms(
   bool any_stretch = false;
   for (double l : st.stretch) any_stretch |= l != 1.0;
   if (!any_stretch) return SkinningTransforms(skeleton, order, pose);
-  const std::vector<Transform> local = pose.local.empty() ? BindPoseLocals(skeleton) : pose.local;
+  const std::vector<Transform> local = PoseLocals(skeleton, pose);
   const int m = skeleton.size();
   std::vector<Eigen::Affine3d> world(m, Eigen::Affine3d::Identity());
   for (int j : order) {
