@@ -66,6 +66,15 @@ struct ElasticOptions {
   int max_iterations = 500;
   double relative_tolerance = 1e-6;  // stop when E_prev − E ≤ tol · E_prev
   int threads = 0;                   // 0 = hardware concurrency
+  // κ ≥ 0: adds κ · Σ_e ½ ω_e Σ_edges |d − V_e d̃|² to E, V_e the matrix of determinant 1 nearest
+  // (Frobenius) to the element's best-fit deformation gradient F_e — the volume constraint of
+  // Projective Dynamics (Bouaziz et al. 2014) as a penalty. 0 (the default) is the gold standard
+  // of DESIGN.md (ARAP: Poisson ratio 0, so a bent limb thins); κ ≈ 10 gives a nearly
+  // incompressible solid, closer to real tissue (a bent elbow bulges). Local step: the target of
+  // each element becomes (R_e + κ V_e) / (1 + κ); the global step is unchanged; E (the combined
+  // energy) is still non-increasing. Voxel domains only (their cells are cubes, so V_e is the exact
+  // minimizer); INVALID_ARGUMENT on a tet domain when κ > 0. Energy() stays the ARAP energy.
+  double volume_weight = 0.0;
   // Where joint j's pinned node at bind position x̃ goes; empty = T[j]·x̃ (rigid bones). Set it
   // for bones that are not rigid, e.g. stretched bones (bench/quality: each bone node moves with
   // the STBS stretch at its projection onto the bone).
@@ -78,6 +87,7 @@ struct ElasticReport {
   double seconds = 0.0;
   std::string stop_reason;     // "converged" or "max_iterations"
   double initial_energy = 0.0;  // E of the start, before the first iteration
+  // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
 };
 
 // The gold-standard model: owns the domain, the pinned nodes and the CHOLMOD factorization of

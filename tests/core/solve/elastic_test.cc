@@ -225,6 +225,90 @@ TEST(ElasticModel, BendKeepsEnergyBelowDefaultStart) {
     }
 }
 
+// The volume term in closed form, at the start (no iteration). Uniform scaling by s: the nearest
+// rotation and the nearest determinant-1 matrix are both I, so E = (1 + κ) ½ (s − 1)² × volume.
+// A volume-keeping stretch F = diag(2, 1/√2, 1/√2): the volume term is 0 (V = F) and the ARAP term
+// is Σ_e ½ ω_e Σ_edges |(F − I) d̃|² = volume / 6 · |F − I|² (cube cells: Σ d̃ d̃ᵀ = 4h² I).
+TEST(ElasticModel, VolumeTermMatchesClosedFormsAtTheStart) {
+  CylinderModel c = MakeCylinderModel(16);
+  const double volume = c.model->energy().volume.sum();
+  const double kappa = 10.0;
+  ElasticOptions opt;
+  opt.volume_weight = kappa;
+  opt.max_iterations = 0;
+  for (double s : {0.8, 1.25}) {
+    std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d(Eigen::Scaling(s)));
+    const RowMatrixX3d start = s * c.model->domain().nodes;
+    ElasticReport report;
+    ASSERT_TRUE(c.model->Solve(T, &start, opt, &report).ok());
+    EXPECT_NEAR(report.initial_energy, (1 + kappa) * 0.5 * (s - 1) * (s - 1) * volume, 1e-9 * volume) << s;
+  }
+  const Eigen::Matrix3d F = Eigen::Vector3d(2, 1 / std::sqrt(2.0), 1 / std::sqrt(2.0)).asDiagonal();
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d(F));
+  const RowMatrixX3d start = c.model->domain().nodes * F.transpose();
+  ElasticReport report;
+  ASSERT_TRUE(c.model->Solve(T, &start, opt, &report).ok());
+  EXPECT_NEAR(report.initial_energy, volume / 6 * (F - Eigen::Matrix3d::Identity()).squaredNorm(), 1e-9 * volume);
+}
+
+// A 90° elbow bend: the plain gold standard (κ = 0, Poisson ratio 0) lets the bent cylinder lose
+// volume; with κ = 100 it keeps it far better, the combined energy never increases, the bones'
+// nodes stay pinned, and the ARAP part is no lower than the κ = 0 optimum's.
+TEST(ElasticModel, VolumeTermKeepsABentCylindersVolume) {
+  CylinderModel c = MakeCylinderModel(24);
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  const Eigen::Vector3d elbow(1, 0, 0);
+  T[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ()) *
+         Eigen::Translation3d(-elbow);
+  const double v_rest = SignedVolume(c.rig.mesh.V, c.rig.mesh.F);
+  double change[2], arap[2];
+  for (int q = 0; q < 2; ++q) {
+    ElasticOptions opt;
+    opt.volume_weight = q == 0 ? 0.0 : 100.0;
+    opt.relative_tolerance = 1e-7;
+    opt.max_iterations = 3000;
+    ElasticReport report;
+    absl::StatusOr<RowMatrixX3d> X = c.model->Solve(T, nullptr, opt, &report);
+    ASSERT_TRUE(X.ok()) << X.status();
+    for (size_t i = 1; i < report.energy.size(); ++i) {
+      EXPECT_LE(report.energy[i], report.energy[i - 1] * (1 + 1e-12)) << "κ " << opt.volume_weight << ", iteration " << i;
+    }
+    for (int j = 0; j < 2; ++j)
+      for (int v : c.model->handle_nodes()[j]) {
+        const Eigen::Vector3d want = T[j] * c.model->domain().nodes.row(v).transpose();
+        EXPECT_LT((X->row(v).transpose() - want).norm(), 1e-12);
+      }
+    change[q] = SignedVolume(c.model->ToMesh(*X), c.rig.mesh.F) / v_rest - 1;
+    arap[q] = c.model->Energy(*X);
+    std::printf("κ = %g: volume change %+.3f%%, ARAP energy %.5g, %d iterations (%s)\n", opt.volume_weight,
+                100 * change[q], arap[q], report.iterations, report.stop_reason.c_str());
+  }
+  EXPECT_LT(std::abs(change[1]), 0.3 * std::abs(change[0]));
+  EXPECT_GE(arap[1], arap[0] * (1 - 1e-3));
+}
+
+TEST(ElasticModel, VolumeTermNeedsCubeCellsAndAFiniteNonNegativeWeight) {
+  RowMatrixX3d TV(0, 3);
+  RowMatrixX4i TT(0, 4);
+  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
+  absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
+  ASSERT_TRUE(tet.ok()) << tet.status();
+  auto model = ElasticModel::Create(*tet, {{0, 7}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<Eigen::Affine3d> T(1, Eigen::Affine3d::Identity());
+  ElasticOptions opt;
+  opt.volume_weight = 1.0;
+  EXPECT_EQ((*model)->Solve(T, nullptr, opt).status().code(), absl::StatusCode::kInvalidArgument);
+  opt.volume_weight = 0.0;
+  EXPECT_TRUE((*model)->Solve(T, nullptr, opt).ok());
+  CylinderModel c = MakeCylinderModel(12);
+  T.assign(2, Eigen::Affine3d::Identity());
+  for (double bad : {-1.0, std::nan("")}) {
+    opt.volume_weight = bad;
+    EXPECT_EQ(c.model->Solve(T, nullptr, opt).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ElasticModel, RejectsWrongTransformCountAndInitialShape) {
   CylinderModel c = MakeCylinderModel(16);
   std::vector<Eigen::Affine3d> T(3, Eigen::Affine3d::Identity());
