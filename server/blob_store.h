@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,20 @@ class BlobStore {
   virtual absl::StatusOr<bool> Delete(const std::string& key) = 0;
   // Keys that start with `prefix`, sorted.
   virtual absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) = 0;
+
+  // One write of WriteIf: bytes to store under key, or nullopt to delete it.
+  struct Write {
+    std::string key;
+    std::optional<std::string> bytes;
+  };
+  // Compare and swap for read-modify-write across replicas: if the value under `guard` is
+  // `expected` (nullopt: the guard is absent), applies `writes` in order and returns true;
+  // otherwise changes nothing and returns false (someone else wrote first: read again, retry).
+  // Redis: one Lua script, so the check and all the writes are one atomic step. Filesystem: the
+  // check and the writes run under an exclusive flock of <root>/.write-lock (so servers sharing
+  // the directory take turns); each write is atomic, a crash between two may leave the first.
+  virtual absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                                       const std::vector<Write>& writes) = 0;
 };
 
 // Files under a root directory; a key "rigs/abc" is the file <root>/rigs/abc. Writes go to a

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -195,71 +196,102 @@ absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id, const st
   return Remember(*std::move(loaded));
 }
 
-absl::Status ExampleStore::Store(const v1::StoredExamples& stored) {
-  // The set first, then its revision: a reader that sees the new revision finds the new set.
-  if (auto s = blobs_->Put(ExamplesKey(stored.rig_id(), stored.tenant()), stored.SerializeAsString()); !s.ok())
-    return s;
-  return blobs_->Put(RevisionKey(stored.rig_id(), stored.tenant()), absl::StrCat(stored.revision()));
+absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Update(const std::string& rig_id,
+                                                                               const std::string& tenant,
+                                                                               const Change& change) {
+  const std::string rev_key = RevisionKey(rig_id, tenant);
+  for (int attempt = 0; attempt < kUpdateAttempts; ++attempt) {
+    // The guard first, then the set: a writer that lands in between changes the guard.
+    std::optional<std::string> guard;
+    if (absl::StatusOr<std::string> text = blobs_->Get(rev_key); text.ok()) {
+      guard = *std::move(text);
+    } else if (!absl::IsNotFound(text.status())) {
+      return text.status();
+    }
+    absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant);
+    if (!current.ok()) return current.status();
+    uint64_t guard_revision = 0;
+    if (guard.has_value()) (void)absl::SimpleAtoi(*guard, &guard_revision);
+    // Both counts only grow; a crash between the two writes of the filesystem store may leave the
+    // set one ahead of its .rev, so the next revision is past both.
+    const uint64_t next_revision = std::max(guard_revision, (*current)->revision()) + 1;
+    absl::StatusOr<std::shared_ptr<v1::StoredExamples>> next = change(**current);
+    if (!next.ok()) return next.status();
+    if (*next == nullptr) return *current;
+    v1::StoredExamples& set = **next;
+    const bool remove = set.rig_id().empty();  // DeleteAll's answer: delete the set's blob
+    set.set_format_version(kExamplesFormatVersion);
+    set.set_rig_id(rig_id);
+    set.set_tenant(tenant);
+    set.set_revision(next_revision);
+    std::vector<BlobStore::Write> writes;
+    writes.push_back({ExamplesKey(rig_id, tenant), remove ? std::nullopt : std::optional(set.SerializeAsString())});
+    writes.push_back({rev_key, absl::StrCat(next_revision)});
+    absl::StatusOr<bool> written = blobs_->WriteIf(rev_key, guard, writes);
+    if (!written.ok()) {
+      cache_.Erase(SetKey(rig_id, tenant));  // the store may hold either version now
+      return written.status();
+    }
+    if (*written) return std::shared_ptr<const v1::StoredExamples>(*std::move(next));
+  }
+  cache_.Erase(SetKey(rig_id, tenant));
+  return absl::AbortedError(absl::StrFormat("the examples of %s changed under %d attempts to change them; retry",
+                                            Describe(rig_id, tenant), kUpdateAttempts));
 }
 
 absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_id, const std::string& tenant,
                                                          v1::Example example, const Validator& validate) {
   if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
-  // Read the stored set itself (not the cache): another replica may have changed it.
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant);
-  if (!current.ok()) return current.status();
-  const v1::StoredExamples& old = **current;
   const std::string what = Describe(rig_id, tenant);
-  // A retried call: the same name with the same pose and positions is already there.
-  if (!example.name().empty())
-    for (const v1::Example& e : old.examples())
-      if (e.name() == example.name()) {
-        if (e.SerializeAsString() != example.SerializeAsString())
-          return absl::AlreadyExistsError(absl::StrCat(
-              what, " already has an example named '", example.name(),
-              "' with a different pose or shape; remove it first or choose another name"));
-        v1::AddExampleResponse resp;
-        resp.set_name(example.name());
-        resp.set_example_count(static_cast<uint32_t>(old.examples_size()));
-        resp.set_created(false);
-        return resp;
-      }
-  if (old.examples_size() >= kMaxExamplesPerRig)
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "%s has %d examples, the limit per rig; remove some first", what, old.examples_size()));
-  if (const size_t bytes = old.ByteSizeLong() + example.ByteSizeLong(); bytes > kMaxExampleBytesPerRig)
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "%s: its examples would take %d bytes, over the limit of %d per rig; remove some first", what, bytes,
-        kMaxExampleBytesPerRig));
-  if (example.name().empty()) {
-    absl::flat_hash_set<std::string> taken;
-    for (const v1::Example& e : old.examples()) taken.insert(e.name());
-    for (int n = old.examples_size() + 1;; ++n) {
-      std::string name = absl::StrCat("example-", n);
-      if (!taken.contains(name)) {
-        example.set_name(std::move(name));
-        break;
+  v1::AddExampleResponse resp;
+  // Runs on the stored set itself (not the cache): another replica may have changed it.
+  auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
+    resp.Clear();
+    // A retried call: the same name with the same pose and positions is already there.
+    if (!example.name().empty())
+      for (const v1::Example& e : old.examples())
+        if (e.name() == example.name()) {
+          if (e.SerializeAsString() != example.SerializeAsString())
+            return absl::AlreadyExistsError(absl::StrCat(
+                what, " already has an example named '", example.name(),
+                "' with a different pose or shape; remove it first or choose another name"));
+          resp.set_name(example.name());
+          resp.set_example_count(static_cast<uint32_t>(old.examples_size()));
+          resp.set_created(false);
+          return nullptr;
+        }
+    if (old.examples_size() >= kMaxExamplesPerRig)
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s has %d examples, the limit per rig; remove some first", what, old.examples_size()));
+    if (const size_t bytes = old.ByteSizeLong() + example.ByteSizeLong(); bytes > kMaxExampleBytesPerRig)
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: its examples would take %d bytes, over the limit of %d per rig; remove some first", what, bytes,
+          kMaxExampleBytesPerRig));
+    v1::Example added = example;
+    if (added.name().empty()) {
+      absl::flat_hash_set<std::string> taken;
+      for (const v1::Example& e : old.examples()) taken.insert(e.name());
+      for (int n = old.examples_size() + 1;; ++n) {
+        std::string name = absl::StrCat("example-", n);
+        if (!taken.contains(name)) {
+          added.set_name(std::move(name));
+          break;
+        }
       }
     }
-  }
-  if (validate)
-    if (auto s = validate(old, example); !s.ok()) return s;
-  auto next = std::make_shared<v1::StoredExamples>(old);
-  next->set_format_version(kExamplesFormatVersion);
-  next->set_rig_id(rig_id);
-  next->set_tenant(tenant);
-  next->set_revision(old.revision() + 1);
-  v1::AddExampleResponse resp;
-  resp.set_name(example.name());
-  resp.set_created(true);
-  *next->add_examples() = std::move(example);
-  resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
-  if (auto s = Store(*next); !s.ok()) {
-    cache_.Erase(SetKey(rig_id, tenant));  // the store may hold either version now
-    return s;
-  }
-  Remember(std::move(next));
+    if (validate)
+      if (auto s = validate(old, added); !s.ok()) return s;
+    auto next = std::make_shared<v1::StoredExamples>(old);
+    resp.set_name(added.name());
+    resp.set_created(true);
+    *next->add_examples() = std::move(added);
+    resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
+    return next;
+  };
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> stored = Update(rig_id, tenant, change);
+  if (!stored.ok()) return stored.status();
+  Remember(*std::move(stored));
   return resp;
 }
 
@@ -267,28 +299,22 @@ absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string
                                                                const std::string& name) {
   if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant);
-  if (!current.ok()) return current.status();
-  const v1::StoredExamples& old = **current;
-  auto next = std::make_shared<v1::StoredExamples>(old);
-  next->clear_examples();
-  for (const v1::Example& e : old.examples())
-    if (e.name() != name) *next->add_examples() = e;
-  if (next->examples_size() == old.examples_size())
-    return absl::NotFoundError(absl::StrFormat("%s has no example named '%s' (%d examples)",
-                                               Describe(rig_id, tenant), name, old.examples_size()));
-  next->set_format_version(kExamplesFormatVersion);
-  next->set_rig_id(rig_id);
-  next->set_tenant(tenant);
-  next->set_revision(old.revision() + 1);
-  if (auto s = Store(*next); !s.ok()) {
-    cache_.Erase(SetKey(rig_id, tenant));
-    return s;
-  }
+  auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
+    auto next = std::make_shared<v1::StoredExamples>(old);
+    next->clear_examples();
+    for (const v1::Example& e : old.examples())
+      if (e.name() != name) *next->add_examples() = e;
+    if (next->examples_size() == old.examples_size())
+      return absl::NotFoundError(absl::StrFormat("%s has no example named '%s' (%d examples)",
+                                                 Describe(rig_id, tenant), name, old.examples_size()));
+    return next;
+  };
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> stored = Update(rig_id, tenant, change);
+  if (!stored.ok()) return stored.status();
   v1::RemoveExampleResponse resp;
   resp.set_removed(true);
-  resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
-  Remember(std::move(next));
+  resp.set_example_count(static_cast<uint32_t>((*stored)->examples_size()));
+  Remember(*std::move(stored));
   return resp;
 }
 
@@ -296,13 +322,15 @@ absl::Status ExampleStore::DeleteAll(const std::string& rig_id, const std::strin
   if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
   cache_.Erase(SetKey(rig_id, tenant));
-  // The revision blob stays (a few bytes) so that a rig registered again continues the count:
-  // a revision number never names two different sets.
-  const uint64_t revision = StoredRevision(rig_id, tenant);
-  absl::StatusOr<bool> had = blobs_->Delete(ExamplesKey(rig_id, tenant));
-  if (!had.ok()) return had.status();
-  if (!*had) return absl::OkStatus();
-  return blobs_->Put(RevisionKey(rig_id, tenant), absl::StrCat(revision + 1));
+  // The revision blob stays (a few bytes) and is bumped, so that a rig registered again
+  // continues the count: a revision number never names two different sets.
+  auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
+    if (old.examples_size() == 0) return nullptr;
+    return std::make_shared<v1::StoredExamples>();  // no rig id: delete the set
+  };
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> stored = Update(rig_id, tenant, change);
+  cache_.Erase(SetKey(rig_id, tenant));
+  return stored.status();
 }
 
 absl::Status ExampleStore::DeleteEveryTenant(const std::string& rig_id) {

@@ -103,7 +103,17 @@ class ExampleStore {
                                                                  const std::string& tenant);
   // The stored revision from the set's .rev (0 when absent or unreadable).
   uint64_t StoredRevision(const std::string& rig_id, const std::string& tenant);
-  absl::Status Store(const v1::StoredExamples& stored);
+  // One read-modify-write of the tenant's set, safe against other replicas: reads the .rev blob
+  // and the set, calls `change` (which returns the new set, or nullptr to write nothing, or an
+  // error), and writes the set and its new revision with BlobStore::WriteIf guarded by the .rev
+  // it read. A returned set without a rig id deletes the set's blob (DeleteAll); the revision is
+  // bumped either way. Another writer in between makes it start over, up to kUpdateAttempts
+  // times (then ABORTED). `change` may run more than once and must reset what it reports each
+  // time. Returns the set now stored (the new one, or the current one when nothing was written).
+  using Change = std::function<absl::StatusOr<std::shared_ptr<v1::StoredExamples>>(const v1::StoredExamples& old)>;
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> Update(const std::string& rig_id,
+                                                                   const std::string& tenant, const Change& change);
+  static constexpr int kUpdateAttempts = 16;
   // Caches `stored` (fingerprint computed) and returns it as a set.
   ExampleSet Remember(std::shared_ptr<const v1::StoredExamples> stored);
   void Recheck(const ExampleSet& set);
@@ -111,7 +121,8 @@ class ExampleStore {
 
   std::shared_ptr<BlobStore> blobs_;
   LruCache<Cached> cache_;
-  // Changes to one set take its stripe (a hash of tenant and rig id).
+  // Changes to one set take its stripe (a hash of tenant and rig id): this replica's writers take
+  // turns instead of racing through WriteIf.
   std::array<std::mutex, 64> rig_mu_;
 };
 

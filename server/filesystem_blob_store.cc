@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +20,9 @@ namespace skinning {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The lock file of WriteIf, in the root (not a valid key of anyone's: keys are namespaced).
+constexpr char kLockName[] = ".write-lock";
 
 absl::Status CheckKey(const std::string& key) {
   if (key.empty() || key.front() == '/' || absl::StrContains(key, ".."))
@@ -113,6 +118,7 @@ class FilesystemBlobStore : public BlobStore {
       if (!it->is_regular_file()) continue;
       std::string key = fs::relative(it->path(), root_).generic_string();
       if (absl::StrContains(key, ".tmp.")) continue;  // an interrupted write, never a key
+      if (key == kLockName) continue;                 // WriteIf's lock file
       if (absl::StartsWith(key, prefix)) keys.push_back(std::move(key));
     }
     if (ec) return absl::InternalError(absl::StrCat("list ", root_.string(), ": ", ec.message()));
@@ -120,9 +126,46 @@ class FilesystemBlobStore : public BlobStore {
     return keys;
   }
 
+  absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                               const std::vector<Write>& writes) override {
+    if (auto s = CheckKey(guard); !s.ok()) return s;
+    for (const Write& w : writes)
+      if (auto s = CheckKey(w.key); !s.ok()) return s;
+    // flock locks belong to the open file description: threads of this process take turns on
+    // the mutex, processes on the lock.
+    std::lock_guard<std::mutex> in_process(write_mu_);
+    const std::string lock_path = (root_ / kLockName).string();
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("open", lock_path);
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const absl::Status s = Errno("flock", lock_path);
+      ::close(fd);
+      return s;
+    }
+    absl::StatusOr<bool> result = [&]() -> absl::StatusOr<bool> {
+      absl::StatusOr<std::string> current = Get(guard);
+      if (!current.ok() && !absl::IsNotFound(current.status())) return current.status();
+      const bool matches = expected.has_value() ? current.ok() && *current == *expected : !current.ok();
+      if (!matches) return false;
+      for (const Write& w : writes) {
+        if (w.bytes.has_value()) {
+          if (auto s = Put(w.key, *w.bytes); !s.ok()) return s;
+        } else if (absl::StatusOr<bool> d = Delete(w.key); !d.ok()) {
+          return d.status();
+        }
+      }
+      return true;
+    }();
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    return result;
+  }
+
  private:
   fs::path root_;
   std::atomic<int> counter_{0};
+  std::mutex write_mu_;
 };
 
 }  // namespace

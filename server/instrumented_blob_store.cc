@@ -19,7 +19,8 @@ InstrumentedBlobStore::InstrumentedBlobStore(std::shared_ptr<BlobStore> inner,
       get_errors_(errors.Add({{"operation", "get"}})),
       exists_errors_(errors.Add({{"operation", "exists"}})),
       delete_errors_(errors.Add({{"operation", "delete"}})),
-      list_errors_(errors.Add({{"operation", "list"}})) {}
+      list_errors_(errors.Add({{"operation", "list"}})),
+      write_if_errors_(errors.Add({{"operation", "write_if"}})) {}
 
 absl::Status InstrumentedBlobStore::Put(const std::string& key, const std::string& bytes) {
   absl::Status s = inner_->Put(key, bytes);
@@ -48,6 +49,13 @@ absl::StatusOr<bool> InstrumentedBlobStore::Delete(const std::string& key) {
 absl::StatusOr<std::vector<std::string>> InstrumentedBlobStore::List(const std::string& prefix) {
   absl::StatusOr<std::vector<std::string>> r = inner_->List(prefix);
   Count(r.status(), list_errors_);
+  return r;
+}
+
+absl::StatusOr<bool> InstrumentedBlobStore::WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                                                    const std::vector<Write>& writes) {
+  absl::StatusOr<bool> r = inner_->WriteIf(guard, expected, writes);
+  Count(r.status(), write_if_errors_);
   return r;
 }
 

@@ -15,7 +15,7 @@ namespace skinning {
 
 // Forwards every call to `inner` and counts the results that are errors other than NOT_FOUND
 // (an absent key is an answer, not a failure) in `errors`, labelled operation = put, get,
-// exists, delete or list. All five series exist from the start (at 0). `errors` must outlive
+// exists, delete, list or write_if. All six series exist from the start (at 0). `errors` must outlive
 // this object.
 class InstrumentedBlobStore : public BlobStore {
  public:
@@ -27,6 +27,8 @@ class InstrumentedBlobStore : public BlobStore {
   absl::StatusOr<bool> Exists(const std::string& key) override;
   absl::StatusOr<bool> Delete(const std::string& key) override;
   absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) override;
+  absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                               const std::vector<Write>& writes) override;
 
  private:
   const std::shared_ptr<BlobStore> inner_;
@@ -35,6 +37,7 @@ class InstrumentedBlobStore : public BlobStore {
   prometheus::Counter& exists_errors_;
   prometheus::Counter& delete_errors_;
   prometheus::Counter& list_errors_;
+  prometheus::Counter& write_if_errors_;
 };
 
 }  // namespace skinning

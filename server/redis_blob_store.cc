@@ -116,13 +116,7 @@ class RedisBlobStore : public BlobStore {
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
     if (auto s = CheckKey(key); !s.ok()) return s;
-    std::string value;
-    value.reserve(kRedisBlobHeaderBytes + bytes.size());
-    value.append(kRedisBlobMagic, sizeof kRedisBlobMagic);
-    AppendLittleEndian(kRedisBlobFormatVersion, 4, &value);
-    AppendLittleEndian(bytes.size(), 8, &value);
-    AppendLittleEndian(Crc32(bytes.data(), bytes.size()), 4, &value);
-    value.append(bytes);
+    const std::string value = Encode(bytes);
     const std::string redis_key = prefix_ + key;
     absl::StatusOr<Reply> reply =
         Command({"SET", redis_key, value}, absl::StrCat("SET '", key, "'"));
@@ -189,8 +183,53 @@ class RedisBlobStore : public BlobStore {
     return keys;
   }
 
+  // KEYS[1] the guard, KEYS[2..] the written keys; ARGV[1] "1" when the guard must hold
+  // ARGV[2] (the encoded value), "0" when it must be absent; then per written key i ≥ 2 the pair
+  // ARGV[2i−1] = "set" or "del", ARGV[2i] = the encoded value. A script runs atomically.
+  absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                               const std::vector<Write>& writes) override {
+    static constexpr char kScript[] =
+        "local cur = redis.call('GET', KEYS[1])\n"
+        "if ARGV[1] == '1' then\n"
+        "  if cur ~= ARGV[2] then return 0 end\n"
+        "elseif cur then return 0 end\n"
+        "for i = 2, #KEYS do\n"
+        "  if ARGV[2 * i - 1] == 'set' then redis.call('SET', KEYS[i], ARGV[2 * i])\n"
+        "  else redis.call('DEL', KEYS[i]) end\n"
+        "end\n"
+        "return 1\n";
+    if (auto s = CheckKey(guard); !s.ok()) return s;
+    std::vector<std::string> keys = {prefix_ + guard};
+    std::vector<std::string> values = {expected.has_value() ? "1" : "0", expected.has_value() ? Encode(*expected) : ""};
+    for (const Write& w : writes) {
+      if (auto s = CheckKey(w.key); !s.ok()) return s;
+      keys.push_back(prefix_ + w.key);
+      values.push_back(w.bytes.has_value() ? "set" : "del");
+      values.push_back(w.bytes.has_value() ? Encode(*w.bytes) : "");
+    }
+    const std::string num_keys = absl::StrCat(keys.size());
+    std::vector<absl::string_view> args = {"EVAL", kScript, num_keys};
+    for (const std::string& k : keys) args.push_back(k);
+    for (const std::string& v : values) args.push_back(v);
+    absl::StatusOr<int64_t> n = IntegerCommand(args, absl::StrCat("conditional write guarded by '", guard, "'"));
+    if (!n.ok()) return n.status();
+    return *n == 1;
+  }
+
  private:
   std::string Endpoint() const { return absl::StrCat(host_, ":", port_); }
+
+  // The stored form of a payload: the 20-byte header (blob_store.h), then the payload.
+  static std::string Encode(const std::string& bytes) {
+    std::string value;
+    value.reserve(kRedisBlobHeaderBytes + bytes.size());
+    value.append(kRedisBlobMagic, sizeof kRedisBlobMagic);
+    AppendLittleEndian(kRedisBlobFormatVersion, 4, &value);
+    AppendLittleEndian(bytes.size(), 8, &value);
+    AppendLittleEndian(Crc32(bytes.data(), bytes.size()), 4, &value);
+    value.append(bytes);
+    return value;
+  }
 
   absl::StatusOr<std::string> Decode(const std::string& key, const char* data, size_t size) const {
     const std::string what =
@@ -237,9 +276,9 @@ class RedisBlobStore : public BlobStore {
   // returns UNAVAILABLE; except that when a connection taken from the pool fails with a closed
   // socket (Redis restarted since it was last used), the idle pool is emptied and the command
   // runs once more on a fresh connection. Every command here is safe to repeat (DEL may then
-  // report that the key did not exist).
-  absl::StatusOr<Reply> Command(std::initializer_list<absl::string_view> args,
-                                const std::string& what) {
+  // report that the key did not exist; a repeated WriteIf whose first run took effect finds the
+  // guard changed and reports false, so its caller reads again and sees its own write).
+  absl::StatusOr<Reply> Command(const std::vector<absl::string_view>& args, const std::string& what) {
     std::vector<const char*> argv;
     std::vector<size_t> argv_len;
     for (absl::string_view a : args) {
@@ -289,8 +328,7 @@ class RedisBlobStore : public BlobStore {
     }
   }
 
-  absl::StatusOr<int64_t> IntegerCommand(std::initializer_list<absl::string_view> args,
-                                         const std::string& what) {
+  absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what) {
     absl::StatusOr<Reply> reply = Command(args, what);
     if (!reply.ok()) return reply.status();
     if ((*reply)->type != REDIS_REPLY_INTEGER)

@@ -366,7 +366,7 @@ TEST_F(MetricsTest, CacheSeriesAreReadAtScrapeTime) {
 }
 
 TEST_F(MetricsTest, StoreErrorsArePresentAndNotFoundIsNoError) {
-  for (const char* op : {"put", "get", "exists", "delete", "list"})
+  for (const char* op : {"put", "get", "exists", "delete", "list", "write_if"})
     EXPECT_EQ(Value("skinning_store_operation_errors_total", {{"operation", op}}), 0) << op;
   EXPECT_EQ(metrics_->types.at("skinning_store_operation_errors_total"), "counter");
 }
