@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,8 @@ namespace fs = std::filesystem;
 
 // The lock file of WriteIf, in the root (not a valid key of anyone's: keys are namespaced).
 constexpr char kLockName[] = ".write-lock";
+// Temporary files older than this when a store opens are leftovers of a crash.
+constexpr std::chrono::minutes kLeftoverAge{10};
 
 absl::Status CheckKey(const std::string& key) {
   if (key.empty() || key.front() == '/' || absl::StrContains(key, ".."))
@@ -48,7 +51,10 @@ class FilesystemBlobStore : public BlobStore {
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
     if (ec) return absl::InternalError(absl::StrCat("create ", target.parent_path().string(), ": ", ec.message()));
-    const std::string tmp = absl::StrFormat("%s.tmp.%d.%d", target.string(), getpid(), counter_++);
+    // Unique per process (pid) and per write in it: two store objects on one directory in one
+    // process must not share a temporary file.
+    static std::atomic<uint64_t> counter{0};
+    const std::string tmp = absl::StrFormat("%s.tmp.%d.%d", target.string(), getpid(), counter++);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("open", tmp);
     size_t done = 0;
@@ -164,7 +170,6 @@ class FilesystemBlobStore : public BlobStore {
 
  private:
   fs::path root_;
-  std::atomic<int> counter_{0};
   std::mutex write_mu_;
 };
 
@@ -175,12 +180,16 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::st
   fs::create_directories(root, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create store directory ", root, ": ", ec.message()));
   // Remove leftovers of writes interrupted by a crash (collected first: removing while
-  // iterating invalidates the iterator).
+  // iterating invalidates the iterator). Only old ones: another server sharing the directory may
+  // be writing a temporary file right now.
   std::vector<fs::path> leftovers;
+  const auto now = fs::file_time_type::clock::now();
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (it->is_regular_file() && absl::StrContains(it->path().filename().string(), ".tmp."))
-      leftovers.push_back(it->path());
+    if (!it->is_regular_file() || !absl::StrContains(it->path().filename().string(), ".tmp.")) continue;
+    std::error_code age;
+    const auto written = fs::last_write_time(it->path(), age);
+    if (!age && now - written > kLeftoverAge) leftovers.push_back(it->path());
   }
   for (const fs::path& p : leftovers) {
     std::error_code rm;
