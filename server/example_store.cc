@@ -28,6 +28,12 @@ std::string ExamplesKey(const std::string& rig_id, const std::string& tenant) {
 std::string RevisionKey(const std::string& rig_id, const std::string& tenant) {
   return absl::StrCat(SetKey(rig_id, tenant), ".rev");
 }
+// The number in a .rev blob's text: 0 when absent or unreadable.
+uint64_t RevisionNumber(const std::optional<std::string>& text) {
+  uint64_t revision = 0;
+  if (!text.has_value() || !absl::SimpleAtoi(*text, &revision)) return 0;
+  return revision;
+}
 // Where the examples of tenant `tenant` of rig `rig_id` are described in messages.
 std::string Describe(const std::string& rig_id, const std::string& tenant) {
   return tenant.empty() ? absl::StrCat("rig '", rig_id, "'") : absl::StrCat("rig '", rig_id, "' (tenant ", tenant, ")");
@@ -137,14 +143,16 @@ std::mutex& ExampleStore::SetMutex(const std::string& rig_id, const std::string&
 }
 
 absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(const std::string& rig_id,
-                                                                             const std::string& tenant) {
+                                                                             const std::string& tenant,
+                                                                             std::optional<uint64_t> absent_revision) {
   auto stored = std::make_shared<v1::StoredExamples>();
   absl::StatusOr<std::string> bytes = blobs_->Get(ExamplesKey(rig_id, tenant));
   if (absl::IsNotFound(bytes.status())) {
     stored->set_format_version(kExamplesFormatVersion);
     stored->set_rig_id(rig_id);
     stored->set_tenant(tenant);
-    stored->set_revision(StoredRevision(rig_id, tenant));  // kept by DeleteAll: revisions never repeat
+    // Kept by DeleteAll: revisions never repeat.
+    stored->set_revision(absent_revision.has_value() ? *absent_revision : StoredRevision(rig_id, tenant));
     return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
   }
   if (!bytes.ok()) return bytes.status();
@@ -162,11 +170,16 @@ absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(con
   return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
 }
 
-uint64_t ExampleStore::StoredRevision(const std::string& rig_id, const std::string& tenant) {
+absl::StatusOr<std::optional<std::string>> ExampleStore::ReadRevision(const std::string& rig_id,
+                                                                     const std::string& tenant) {
   absl::StatusOr<std::string> text = blobs_->Get(RevisionKey(rig_id, tenant));
-  uint64_t revision = 0;
-  if (!text.ok() || !absl::SimpleAtoi(*text, &revision)) return 0;
-  return revision;
+  if (absl::IsNotFound(text.status())) return std::nullopt;
+  if (!text.ok()) return text.status();
+  return std::optional<std::string>(*std::move(text));
+}
+
+uint64_t ExampleStore::StoredRevision(const std::string& rig_id, const std::string& tenant) {
+  return RevisionNumber(ReadRevision(rig_id, tenant).value_or(std::nullopt));
 }
 
 ExampleSet ExampleStore::Remember(std::shared_ptr<const v1::StoredExamples> stored) {
@@ -202,16 +215,11 @@ absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Update(c
   const std::string rev_key = RevisionKey(rig_id, tenant);
   for (int attempt = 0; attempt < kUpdateAttempts; ++attempt) {
     // The guard first, then the set: a writer that lands in between changes the guard.
-    std::optional<std::string> guard;
-    if (absl::StatusOr<std::string> text = blobs_->Get(rev_key); text.ok()) {
-      guard = *std::move(text);
-    } else if (!absl::IsNotFound(text.status())) {
-      return text.status();
-    }
-    absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant);
+    absl::StatusOr<std::optional<std::string>> guard = ReadRevision(rig_id, tenant);
+    if (!guard.ok()) return guard.status();
+    const uint64_t guard_revision = RevisionNumber(*guard);
+    absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant, guard_revision);
     if (!current.ok()) return current.status();
-    uint64_t guard_revision = 0;
-    if (guard.has_value()) (void)absl::SimpleAtoi(*guard, &guard_revision);
     // Both counts only grow; a crash between the two writes of the filesystem store may leave the
     // set one ahead of its .rev, so the next revision is past both.
     const uint64_t next_revision = std::max(guard_revision, (*current)->revision()) + 1;
@@ -227,7 +235,7 @@ absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Update(c
     std::vector<BlobStore::Write> writes;
     writes.push_back({ExamplesKey(rig_id, tenant), remove ? std::nullopt : std::optional(set.SerializeAsString())});
     writes.push_back({rev_key, absl::StrCat(next_revision)});
-    absl::StatusOr<bool> written = blobs_->WriteIf(rev_key, guard, writes);
+    absl::StatusOr<bool> written = blobs_->WriteIf(rev_key, *guard, writes);
     if (!written.ok()) {
       cache_.Erase(SetKey(rig_id, tenant));  // the store may hold either version now
       return written.status();
@@ -321,7 +329,6 @@ absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string
 absl::Status ExampleStore::DeleteAll(const std::string& rig_id, const std::string& tenant) {
   if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
-  cache_.Erase(SetKey(rig_id, tenant));
   // The revision blob stays (a few bytes) and is bumped, so that a rig registered again
   // continues the count: a revision number never names two different sets.
   auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {

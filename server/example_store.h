@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -98,9 +99,12 @@ class ExampleStore {
     ExampleSet set;
     std::chrono::steady_clock::time_point checked;
   };
-  // Reads the set's .pb (empty set, revision 0, when absent).
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> Load(const std::string& rig_id,
-                                                                 const std::string& tenant);
+  // Reads the set's .pb; when absent, an empty set with revision `absent_revision`, or with the
+  // stored revision (StoredRevision) when that is not given.
+  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> Load(const std::string& rig_id, const std::string& tenant,
+                                                                 std::optional<uint64_t> absent_revision = std::nullopt);
+  // The text of the set's .rev (nullopt when absent).
+  absl::StatusOr<std::optional<std::string>> ReadRevision(const std::string& rig_id, const std::string& tenant);
   // The stored revision from the set's .rev (0 when absent or unreadable).
   uint64_t StoredRevision(const std::string& rig_id, const std::string& tenant);
   // One read-modify-write of the tenant's set, safe against other replicas: reads the .rev blob
