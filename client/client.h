@@ -73,10 +73,11 @@ class Client {
   // Pose space deformation examples of a rig (RigService.AddExample / ListExamples /
   // RemoveExample; pose with METHOD_PSD_*). An example is the full pose (request.example.pose,
   // or request.joints_by_name with the other joints at rest) and the #V*3 sculpted positions.
-  // Examples are private to the caller's tenant. Give examples names to make retries safe: a
-  // retried AddExample of a named example whose first attempt was stored answers OK with
-  // created = false. An unnamed one is named by the server, so its retry is refused as a
-  // duplicate pose (INVALID_ARGUMENT) — check ListExamples after such an error.
+  // Examples are private to the caller's tenant. Retries are safe: a retried AddExample whose
+  // first attempt was stored answers OK with created = false (for an unnamed example, with the
+  // name the server gave it: the stored example with the same pose and positions). The same name
+  // with another pose or shape is ALREADY_EXISTS; another shape at a stored pose is a duplicate
+  // pose (INVALID_ARGUMENT).
   absl::StatusOr<v1::AddExampleResponse> AddExample(const v1::AddExampleRequest& request);
   // Names only, unless include_shapes (poses and positions too).
   absl::StatusOr<std::vector<v1::Example>> ListExamples(const std::string& rig_id, bool include_shapes = false);

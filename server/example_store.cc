@@ -256,19 +256,26 @@ absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_
   // Runs on the stored set itself (not the cache): another replica may have changed it.
   auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
     resp.Clear();
-    // A retried call: the same name with the same pose and positions is already there.
-    if (!example.name().empty())
-      for (const v1::Example& e : old.examples())
-        if (e.name() == example.name()) {
-          if (e.SerializeAsString() != example.SerializeAsString())
-            return absl::AlreadyExistsError(absl::StrCat(
-                what, " already has an example named '", example.name(),
-                "' with a different pose or shape; remove it first or choose another name"));
-          resp.set_name(example.name());
-          resp.set_example_count(static_cast<uint32_t>(old.examples_size()));
-          resp.set_created(false);
-          return nullptr;
-        }
+    // A retried call: the same name (or, for an unnamed example, any name) with the same pose and
+    // positions is already there.
+    const std::string content = example.name().empty() ? example.SerializeAsString() : std::string();
+    for (const v1::Example& e : old.examples()) {
+      if (example.name().empty()) {
+        v1::Example unnamed = e;
+        unnamed.clear_name();
+        if (unnamed.SerializeAsString() != content) continue;
+      } else if (e.name() != example.name()) {
+        continue;
+      } else if (e.SerializeAsString() != example.SerializeAsString()) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            what, " already has an example named '", example.name(),
+            "' with a different pose or shape; remove it first or choose another name"));
+      }
+      resp.set_name(e.name());
+      resp.set_example_count(static_cast<uint32_t>(old.examples_size()));
+      resp.set_created(false);
+      return nullptr;
+    }
     if (old.examples_size() >= kMaxExamplesPerRig)
       return absl::ResourceExhaustedError(absl::StrFormat(
           "%s has %d examples, the limit per rig; remove some first", what, old.examples_size()));

@@ -75,7 +75,8 @@ class ExampleStore {
   // Adds `example` to the tenant's examples of the rig: an empty name becomes "example-<n>" (the
   // smallest n >= count + 1 not taken). A taken name is OK with created = false when the stored
   // example has the same pose and positions (a retried call; nothing changes), ALREADY_EXISTS
-  // otherwise. RESOURCE_EXHAUSTED past kMaxExamplesPerRig or kMaxExampleBytesPerRig; then
+  // otherwise. An unnamed example whose pose and positions equal a stored one's (any name) is a
+  // retried call too: OK with created = false and the stored example's name. RESOURCE_EXHAUSTED past kMaxExamplesPerRig or kMaxExampleBytesPerRig; then
   // `validate` (may be empty). Stores the new set with revision + 1. Nothing is stored on any error.
   absl::StatusOr<v1::AddExampleResponse> Add(const std::string& rig_id, const std::string& tenant,
                                              v1::Example example, const Validator& validate = nullptr);

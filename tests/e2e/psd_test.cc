@@ -305,6 +305,13 @@ TEST_F(PsdEndToEnd, ExamplesSurviveARestart) {
   EXPECT_EQ(server_->Stop(SIGTERM), 0);
   Start();
   EXPECT_THAT(Names(), ::testing::ElementsAre("a", "example-2"));
+  // A retry of the unnamed call after the restart (its first answer lost): OK, nothing added,
+  // answered with the name the server gave it.
+  auto retried = Add(Sculpt("", Bend(rig_, -40, Eigen::Vector3d::UnitY()), 0.02));
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_FALSE(retried->created());
+  EXPECT_EQ(retried->name(), "example-2");
+  EXPECT_EQ(retried->example_count(), 2u);
   auto posed = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
   ASSERT_TRUE(posed.ok()) << posed.status();
   EXPECT_LE(MaxDistance(posed->vertices(), a.positions()), 1e-6 * diag_);

@@ -208,6 +208,38 @@ TEST(ExampleStore, ARetriedAddChangesNothing) {
   EXPECT_THAT(conflict.status().message(), HasSubstr("different pose or shape"));
 }
 
+TEST(ExampleStore, ARetriedUnnamedAddChangesNothing) {
+  auto rig = TubeRig();
+  const std::string dir = MakeTempDir("examples");
+  ExampleStore store(OpenBlobs(dir));
+  auto e = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, ""));
+  ASSERT_TRUE(e.ok());
+  auto first = store.Add(kRig, "", *e);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->created());
+  EXPECT_EQ(first->name(), "example-1");
+  // The retry of the unnamed call finds the stored copy under the name the server gave it.
+  auto again = store.Add(kRig, "", *e);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created());
+  EXPECT_EQ(again->name(), "example-1");
+  EXPECT_EQ(again->example_count(), 1u);
+  EXPECT_EQ(ExampleStore(OpenBlobs(dir)).Get(kRig, "")->stored->revision(), 1u);
+  // Unnamed, same pose, other positions: not a retry. The validator (the server's duplicate-pose
+  // check) decides; without one the store keeps both.
+  auto other = ResolveExample(*rig, BentRequest(*rig, 30, 0.02f, ""));
+  auto second = store.Add(kRig, "", *other);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->created());
+  EXPECT_EQ(second->name(), "example-2");
+  // A named call with the content of an unnamed example is not a retry of it either.
+  auto named = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "named"));
+  auto third = store.Add(kRig, "", *named);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_TRUE(third->created());
+  EXPECT_EQ(third->example_count(), 3u);
+}
+
 TEST(ExampleStore, EachTenantHasItsOwnExamplesOfASharedRig) {
   auto rig = TubeRig();
   const std::string dir = MakeTempDir("examples");
@@ -320,10 +352,10 @@ TEST(ExampleStore, DeleteAllRemovesTheExamplesAndRevisionsNeverRepeat) {
 TEST(ExampleStore, RefusesMoreThanTheLimitPerRig) {
   auto rig = TubeRig();
   ExampleStore store(OpenBlobs(MakeTempDir("examples")));
-  auto e = ResolveExample(*rig, BentRequest(*rig, 30));
-  ASSERT_TRUE(e.ok());
-  for (int k = 0; k < kMaxExamplesPerRig; ++k) ASSERT_TRUE(store.Add(kRig, "", *e).ok()) << k;
-  auto over = store.Add(kRig, "", *e);
+  // Distinct shapes (an identical unnamed one would be a retry of the first).
+  auto shape = [&](int k) { return *ResolveExample(*rig, BentRequest(*rig, 30, 0.001f * (k + 1))); };
+  for (int k = 0; k < kMaxExamplesPerRig; ++k) ASSERT_TRUE(store.Add(kRig, "", shape(k)).ok()) << k;
+  auto over = store.Add(kRig, "", shape(kMaxExamplesPerRig));
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(over.status().message(), HasSubstr(absl::StrCat(kMaxExamplesPerRig, " examples")));
   EXPECT_EQ(store.Get(kRig, "")->stored->examples_size(), kMaxExamplesPerRig);
