@@ -159,17 +159,28 @@ absl::StatusOr<v1::AddExampleResponse> Client::AddExample(const v1::AddExampleRe
 }
 
 absl::StatusOr<std::vector<v1::Example>> Client::ListExamples(const std::string& rig_id, bool include_shapes) {
-  v1::ListExamplesRequest req;
-  req.set_rig_id(rig_id);
-  req.set_include_shapes(include_shapes);
-  v1::ListExamplesResponse resp;
-  absl::Status s = WithRetry("ListExamples", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return rigs_->ListExamples(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return std::vector<v1::Example>(std::make_move_iterator(resp.mutable_examples()->begin()),
-                                  std::make_move_iterator(resp.mutable_examples()->end()));
+  // Page by page; when the examples change between pages (ABORTED), start again, a few times.
+  constexpr int kListAttempts = 4;
+  absl::Status last;
+  for (int attempt = 0; attempt < kListAttempts; ++attempt) {
+    std::vector<v1::Example> out;
+    v1::ListExamplesRequest req;
+    req.set_rig_id(rig_id);
+    req.set_include_shapes(include_shapes);
+    for (;;) {
+      v1::ListExamplesResponse resp;
+      last = WithRetry("ListExamples", [&](grpc::ClientContext* ctx) {
+        resp.Clear();
+        return rigs_->ListExamples(ctx, req, &resp);
+      });
+      if (!last.ok()) break;
+      for (v1::Example& e : *resp.mutable_examples()) out.push_back(std::move(e));
+      if (resp.next_page_token().empty()) return out;
+      req.set_page_token(resp.next_page_token());
+    }
+    if (last.code() != absl::StatusCode::kAborted) return last;
+  }
+  return last;
 }
 
 absl::StatusOr<v1::RemoveExampleResponse> Client::RemoveExample(const std::string& rig_id, const std::string& name) {

@@ -79,7 +79,9 @@ class Client {
   // with another pose or shape is ALREADY_EXISTS; another shape at a stored pose is a duplicate
   // pose (INVALID_ARGUMENT).
   absl::StatusOr<v1::AddExampleResponse> AddExample(const v1::AddExampleRequest& request);
-  // Names only, unless include_shapes (poses and positions too).
+  // Names only, unless include_shapes (poses and positions too). Fetches every page (each below
+  // the server's message limit); starts again when the examples change between pages (ABORTED
+  // after 4 tries).
   absl::StatusOr<std::vector<v1::Example>> ListExamples(const std::string& rig_id, bool include_shapes = false);
   // NOT_FOUND for an unknown name.
   absl::StatusOr<v1::RemoveExampleResponse> RemoveExample(const std::string& rig_id, const std::string& name);

@@ -64,7 +64,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->psd_models_ = std::make_unique<PsdModels>(s->examples_.get());
   s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes, s->metrics_.get());
   const Authenticator* auth = s->auth_.get();
-  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_, auth, s->examples_.get());
+  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_, auth, s->examples_.get(),
+                                                     static_cast<size_t>(options.max_message_bytes));
   s->pose_service_ =
       std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
                                         options.max_clip_frames, s->metrics_.get(), auth, s->psd_models_.get());

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
 #include "server/posing.h"
@@ -151,13 +152,42 @@ grpc::Status RigServiceImpl::ListExamples(grpc::ServerContext* ctx, const v1::Li
   if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
   absl::StatusOr<ExampleSet> set = examples_->Get(req->rig_id(), tenant);
   if (!set.ok()) return ToGrpcStatus(set.status());
-  for (const v1::Example& e : set->stored->examples()) {
+  const v1::StoredExamples& stored = *set->stored;
+  const int count = stored.examples_size();
+  // page_token: "<revision>:<index of the page's first example>".
+  int begin = 0;
+  if (!req->page_token().empty()) {
+    uint64_t revision = 0;
+    const std::vector<std::string> parts = absl::StrSplit(req->page_token(), ':');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &revision) || !absl::SimpleAtoi(parts[1], &begin) ||
+        begin < 0 || begin > count)
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("page_token '", req->page_token(), "' is not one this server gave"));
+    if (revision != stored.revision())
+      return grpc::Status(grpc::StatusCode::ABORTED,
+                          absl::StrFormat("the examples changed since the first page (revision %d, now %d); list "
+                                          "again from the first page",
+                                          revision, stored.revision()));
+  }
+  resp->set_revision(stored.revision());
+  resp->set_example_count(static_cast<uint32_t>(count));
+  // Room for the response's other fields and framing.
+  const size_t budget = max_response_bytes_ > 4096 ? max_response_bytes_ - 4096 : max_response_bytes_;
+  size_t bytes = 0;
+  int end = begin;
+  for (; end < count; ++end) {
+    if (req->page_size() > 0 && end - begin >= static_cast<int>(req->page_size())) break;
+    const v1::Example& e = stored.examples(end);
+    const size_t size = (req->include_shapes() ? e.ByteSizeLong() : e.name().size()) + 16;
+    if (end > begin && bytes + size > budget) break;
+    bytes += size;
     if (req->include_shapes()) {
       *resp->add_examples() = e;
     } else {
       resp->add_examples()->set_name(e.name());
     }
   }
+  if (end < count) resp->set_next_page_token(absl::StrCat(stored.revision(), ":", end));
   return grpc::Status::OK;
 }
 

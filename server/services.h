@@ -32,9 +32,14 @@ class RigServiceImpl final : public v1::RigService::Service {
  public:
   // `examples` (may be null: the example calls are then UNIMPLEMENTED) holds the rigs' PSD
   // examples; DeleteRig removes them with the stored rig.
+  // `max_response_bytes`: the server's message limit; ListExamples pages stay below it.
   RigServiceImpl(RigStore* store, const std::atomic<bool>* draining, const Authenticator* auth = nullptr,
-                 ExampleStore* examples = nullptr)
-      : store_(store), draining_(draining), auth_(auth ? auth : &Authenticator::Off()), examples_(examples) {}
+                 ExampleStore* examples = nullptr, size_t max_response_bytes = size_t{64} << 20)
+      : store_(store),
+        draining_(draining),
+        auth_(auth ? auth : &Authenticator::Off()),
+        examples_(examples),
+        max_response_bytes_(max_response_bytes) {}
   grpc::Status RegisterRig(grpc::ServerContext*, const v1::RegisterRigRequest*,
                            v1::RegisterRigResponse*) override;
   grpc::Status GetRig(grpc::ServerContext*, const v1::GetRigRequest*, v1::GetRigResponse*) override;
@@ -56,6 +61,7 @@ class RigServiceImpl final : public v1::RigService::Service {
   const std::atomic<bool>* draining_;
   const Authenticator* auth_;
   ExampleStore* examples_;
+  size_t max_response_bytes_;
 };
 
 class PoseServiceImpl final : public v1::PoseService::Service {

@@ -7,8 +7,10 @@
 #include <fstream>
 
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
@@ -587,6 +589,103 @@ TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
   ASSERT_TRUE(names.ok());
   EXPECT_TRUE(names->empty()) << "alpha's examples came back after it deleted the rig";
   EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// A 12k-vertex arm: each example with its shape is about 150 kB, so 8 of them do not fit in the
+// 1 MiB message limit the server is started with. Before examples came in pages, ListExamples
+// with include_shapes failed there (RESOURCE_EXHAUSTED from gRPC).
+TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll) {
+  ServerProcess server(MakeTempDir("store"), {"--max_message_mb=1"});
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  Rig rig = MakeCylinderRig(101, 120);
+  rig.name = "paging-arm";
+  auto reg = client.RegisterRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  constexpr int kExamples = 8;
+  std::vector<v1::Example> added;
+  for (int k = 0; k < kExamples; ++k) {
+    v1::AddExampleRequest req;
+    req.set_rig_id(reg->rig_id());
+    v1::Example& e = *req.mutable_example();
+    e.set_name(absl::StrCat("bend-", 10 * (k + 1)));
+    *e.mutable_pose() = Bend(rig, 10 * (k + 1), Eigen::Vector3d::UnitZ());
+    for (int i = 0; i < rig.mesh.V.rows(); ++i)
+      for (int a = 0; a < 3; ++a) e.add_positions(static_cast<float>(rig.mesh.V(i, a) + 0.001 * k));
+    auto r = client.AddExample(req);
+    ASSERT_TRUE(r.ok()) << r.status();
+    added.push_back(e);
+  }
+  const size_t one = added[0].ByteSizeLong();
+  ASSERT_GT(kExamples * one, size_t{1} << 20);  // the whole set does not fit in one message
+
+  // Raw pages (a receiver that would take more than the server may send).
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto stub = v1::RigService::NewStub(
+      grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), args));
+  auto list = [&](v1::ListExamplesRequest req, v1::ListExamplesResponse* resp) {
+    grpc::ClientContext ctx;
+    req.set_rig_id(reg->rig_id());
+    return stub->ListExamples(&ctx, req, resp);
+  };
+  v1::ListExamplesRequest req;
+  req.set_include_shapes(true);
+  std::vector<std::string> names;
+  int pages = 0;
+  for (;;) {
+    v1::ListExamplesResponse resp;
+    grpc::Status s = list(req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ++pages;
+    EXPECT_LE(resp.ByteSizeLong(), size_t{1} << 20);
+    EXPECT_GE(resp.examples_size(), 1);
+    EXPECT_EQ(resp.example_count(), static_cast<uint32_t>(kExamples));
+    EXPECT_EQ(resp.revision(), static_cast<uint64_t>(kExamples));
+    for (const v1::Example& e : resp.examples()) names.push_back(e.name());
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  EXPECT_GE(pages, 2);
+  ASSERT_EQ(names.size(), static_cast<size_t>(kExamples));
+  for (int k = 0; k < kExamples; ++k) EXPECT_EQ(names[k], added[k].name());
+
+  // page_size: names only, 3 + 3 + 2.
+  v1::ListExamplesRequest sized;
+  sized.set_page_size(3);
+  v1::ListExamplesResponse first;
+  ASSERT_TRUE(list(sized, &first).ok());
+  EXPECT_EQ(first.examples_size(), 3);
+  EXPECT_TRUE(first.examples(0).positions().empty());
+  ASSERT_FALSE(first.next_page_token().empty());
+  sized.set_page_token(first.next_page_token());
+  v1::ListExamplesResponse second;
+  ASSERT_TRUE(list(sized, &second).ok());
+  EXPECT_EQ(second.examples(0).name(), added[3].name());
+
+  // The set changes between pages: the old token is ABORTED; a made-up one INVALID_ARGUMENT.
+  ASSERT_TRUE(client.RemoveExample(reg->rig_id(), added[7].name()).ok());
+  v1::ListExamplesResponse stale;
+  grpc::Status aborted = list(sized, &stale);
+  EXPECT_EQ(aborted.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_THAT(aborted.error_message(), HasSubstr("changed since the first page"));
+  v1::ListExamplesRequest bogus;
+  bogus.set_page_token("nonsense");
+  EXPECT_EQ(list(bogus, &stale).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  bogus.set_page_token(absl::StrCat(kExamples - 1, ":99"));
+  EXPECT_EQ(list(bogus, &stale).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // The client library pages for the caller: every remaining shape, byte for byte.
+  ClientOptions small = o;
+  small.max_message_bytes = 1 << 20;
+  Client limited(small);
+  auto all = limited.ListExamples(reg->rig_id(), /*include_shapes=*/true);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), static_cast<size_t>(kExamples - 1));
+  for (int k = 0; k < kExamples - 1; ++k)
+    EXPECT_EQ((*all)[k].SerializeAsString(), added[k].SerializeAsString()) << k;
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
 }
 
 }  // namespace
