@@ -3,6 +3,7 @@
 //
 //   ./build/bench/psd_bench                      # quality table, then the timings
 //   ./build/bench/psd_bench --benchmark_min_time=0.5
+//   ./build/bench/psd_bench --volume_sweep      # only quality, gold standard at κ = 10/30/300/1000
 //
 // The arm: a capped cylinder along +x (length 2, radius 0.25, 401 rings × 160 segments = 64,162
 // vertices), joint 0 at the origin, joint 1 "elbow" at (1, 0, 0) with tail (1.9, 0, 0); smooth
@@ -25,6 +26,8 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+
+#include "absl/strings/str_format.h"
 
 #include "core/rig/pose.h"
 #include "core/skinning/dqs.h"
@@ -88,8 +91,9 @@ Truth GoldTruth(int resolution, double volume_weight = 0.0) {
     const auto T = SkinningTransforms(arm.skeleton, *order, ElbowPose(arm.skeleton, b * kDeg, t * kDeg));
     ElasticOptions options;
     options.volume_weight = volume_weight;
-    // A stiff volume term slows the local/global iterations (about 700-1300 at κ = 100 here).
-    if (volume_weight > 0) options.max_iterations = 5000;
+    // A stiff volume term slows the local/global iterations (about 700-1300 at κ = 100 here,
+    // up to about 4700 at κ = 1000).
+    if (volume_weight > 0) options.max_iterations = 20000;
     ElasticReport rep;
     auto X = gold->Solve(*T, nullptr, options, &rep);
     if (X.ok()) {
@@ -184,10 +188,13 @@ void PrintQualityTable(const char* truth_name, const Truth& truth) {
   std::printf("  %8s  %10s  %8s\n", "mean", "repro_err", "build_s");
   for (PsdBase base : {PsdBase::kLbs, PsdBase::kDqs}) {
     const char* bname = base == PsdBase::kLbs ? "LBS" : "DQS";
+    // Per held-out pose and the mean (last): base, PSD, PSD + support.
+    std::vector<std::vector<double>> err(3, std::vector<double>(held.size() + 1, 0.0));
     // Plain skinning.
     std::printf("%-22s", bname);
     double mean = 0;
-    for (const auto& [b, t] : held) {
+    for (size_t h = 0; h < held.size(); ++h) {
+      const auto& [b, t] = held[h];
       const Pose pose = ElbowPose(arm.skeleton, b * kDeg, t * kDeg);
       const auto T = SkinningTransforms(arm.skeleton, *order, pose);
       RowMatrixX3d U;
@@ -195,10 +202,11 @@ void PrintQualityTable(const char* truth_name, const Truth& truth) {
         Lbs(arm.mesh.V, arm.W, *T, &U);
       else
         Dqs(arm.mesh.V, arm.W, *T, &U);
-      const double e = 100 * kRms(U, truth(b, t)) / diag;
-      mean += e / held.size();
-      std::printf("  %10.4f", e);
+      err[0][h] = 100 * kRms(U, truth(b, t)) / diag;
+      mean += err[0][h] / held.size();
+      std::printf("  %10.4f", err[0][h]);
     }
+    err[0][held.size()] = mean;
     std::printf("  %8.4f\n", mean);
     for (bool support : {false, true}) {
       PsdOptions o;
@@ -212,13 +220,16 @@ void PrintQualityTable(const char* truth_name, const Truth& truth) {
       }
       std::printf("%-22s", (std::string("PSD") + (support ? "+support" : "") + " (" + bname + ")").c_str());
       mean = 0;
-      for (const auto& [b, t] : held) {
+      for (size_t h = 0; h < held.size(); ++h) {
+        const auto& [b, t] = held[h];
         RowMatrixX3d U;
         (void)(*model)->Deform(ElbowPose(arm.skeleton, b * kDeg, t * kDeg), &U);
         const double e = 100 * kRms(U, truth(b, t)) / diag;
         mean += e / held.size();
+        err[support ? 2 : 1][h] = e;
         std::printf("  %10.4f", e);
       }
+      err[support ? 2 : 1][held.size()] = mean;
       std::printf("  %8.4f  %10.2e  %8.2f\n", mean, report.max_reproduction_error / diag,
                   report.seconds);
       if (support) {
@@ -228,6 +239,12 @@ void PrintQualityTable(const char* truth_name, const Truth& truth) {
         PrintSupportHeadroom(examples, base, **model, report, diag);
       }
     }
+    // Issue 7's item 2: support closer than plain PSD, and both closer than the base skinning.
+    int poses_holding = 0;
+    for (size_t h = 0; h < held.size(); ++h) poses_holding += err[2][h] < err[1][h] && err[1][h] < err[0][h];
+    const size_t m = held.size();
+    std::printf("    PSD+support < PSD < %s: at %d of %d held-out poses; in the mean: %s\n", bname, poses_holding,
+                static_cast<int>(m), err[2][m] < err[1][m] && err[1][m] < err[0][m] ? "yes" : "no");
   }
   std::fflush(stdout);
 }
@@ -309,8 +326,27 @@ BENCHMARK(BM_DqsFloat)->Unit(benchmark::kMicrosecond);
 }  // namespace skinning
 
 int main(int argc, char** argv) {
+  // --volume_sweep: only the quality tables against the gold standard at more volume weights
+  // (Poisson ratio ν = κ / (2κ + 3) in the small-strain limit), about 10 min of gold solves.
+  bool volume_sweep = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--volume_sweep") {
+      volume_sweep = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      break;
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (volume_sweep) {
+    for (double kappa : {10.0, 30.0, 300.0, 1000.0}) {
+      const std::string name = absl::StrFormat(
+          "the gold standard with volume weight %g (Poisson ratio %.4f), voxel resolution 48, bones fixed", kappa,
+          kappa / (2 * kappa + 3));
+      skinning::PrintQualityTable(name.c_str(), skinning::GoldTruth(48, kappa));
+    }
+    return 0;
+  }
   skinning::PrintQualityTable("the synthetic sweep + inner bulge (tests/support/psd_fixtures.h)",
                                skinning::SyntheticTruth());
   skinning::PrintQualityTable("the elastic gold standard (voxel resolution 48, bones fixed)",
