@@ -20,6 +20,11 @@ absl::Status CheckLength(const char* field, int got, int want_multiple_of_or_exa
   return absl::OkStatus();
 }
 
+// Canonical float for hashing: the value as float32, with −0 folded into +0.
+inline float Canon(double x) { return static_cast<float>(x) + 0.0f; }
+
+}  // namespace
+
 absl::Status TransformLengths(const v1::Transform& t, const std::string& where) {
   if (t.translation_size() != 0 && t.translation_size() != 3)
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -32,11 +37,6 @@ absl::Status TransformLengths(const v1::Transform& t, const std::string& where) 
         absl::StrFormat("%s.scale has %d values, expected 3 (or none)", where, t.scale_size()));
   return absl::OkStatus();
 }
-
-// Canonical float for hashing: the value as float32, with −0 folded into +0.
-inline float Canon(double x) { return static_cast<float>(x) + 0.0f; }
-
-}  // namespace
 
 Transform TransformFromProto(const v1::Transform& p) {
   Transform t;

@@ -27,6 +27,8 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits =
 // Core rig → wire rig, every field explicit (so the result is canonical for hashing).
 v1::Rig RigToProto(const Rig& rig);
 
+// INVALID_ARGUMENT naming `where` unless translation/rotation/scale have 3/4/3 values or none.
+absl::Status TransformLengths(const v1::Transform& t, const std::string& where);
 Transform TransformFromProto(const v1::Transform& proto);  // caller validates the lengths
 void TransformToProto(const Transform& t, v1::Transform* proto);
 

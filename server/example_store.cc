@@ -48,19 +48,6 @@ absl::Status CheckScope(const std::string& rig_id, const std::string& tenant) {
 
 size_t CachedBytes(const v1::StoredExamples& stored) { return stored.ByteSizeLong() * 2 + 256; }
 
-absl::Status CheckTransformLengths(const v1::Transform& t, const std::string& where) {
-  if (t.translation_size() != 0 && t.translation_size() != 3)
-    return absl::InvalidArgumentError(absl::StrFormat("%s.translation has %d values, expected 3 (or none)", where,
-                                                      t.translation_size()));
-  if (t.rotation_size() != 0 && t.rotation_size() != 4)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s.rotation has %d values, expected 4 (x, y, z, w) or none", where, t.rotation_size()));
-  if (t.scale_size() != 0 && t.scale_size() != 3)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s.scale has %d values, expected 3 (or none)", where, t.scale_size()));
-  return absl::OkStatus();
-}
-
 absl::Status CheckName(const std::string& name) {
   if (name.size() > kMaxExampleNameBytes)
     return absl::InvalidArgumentError(absl::StrFormat("example.name has %d bytes, at most %d are allowed",
@@ -109,7 +96,7 @@ absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::AddEx
       if (j < 0)
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: the rig has no joint named '%s' (%d joints)", where, name, skeleton.size()));
-      if (auto s = CheckTransformLengths(t, where); !s.ok()) return s;
+      if (auto s = TransformLengths(t, where); !s.ok()) return s;
       // Fields given replace the rest value; fields left empty keep it.
       Transform& local = pose.local[j];
       if (t.translation_size() == 3) local.translation = Eigen::Vector3d(t.translation(0), t.translation(1), t.translation(2));
