@@ -127,11 +127,17 @@ grpc::Status RigServiceImpl::DeleteRig(grpc::ServerContext* ctx, const v1::Delet
   return grpc::Status::OK;
 }
 
+absl::StatusOr<std::shared_ptr<const LoadedRig>> RigServiceImpl::ExampleRig(const std::string& rig_id,
+                                                                          const std::string& tenant) const {
+  if (examples_ == nullptr) return absl::UnimplementedError("examples are not enabled");
+  // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.
+  return store_->GetForTenant(rig_id, tenant);
+}
+
 grpc::Status RigServiceImpl::AddExample(grpc::ServerContext* ctx, const v1::AddExampleRequest* req,
                                         v1::AddExampleResponse* resp) {
   SKINNING_BEGIN_CALL(tenant, ctx);
-  if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
-  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = store_->GetForTenant(req->rig_id(), tenant);
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = ExampleRig(req->rig_id(), tenant);
   if (!rig.ok()) return ToGrpcStatus(rig.status());
   absl::StatusOr<v1::Example> example = ResolveExample(**rig, *req);
   if (!example.ok()) return ToGrpcStatus(example.status());
@@ -147,9 +153,7 @@ grpc::Status RigServiceImpl::AddExample(grpc::ServerContext* ctx, const v1::AddE
 grpc::Status RigServiceImpl::ListExamples(grpc::ServerContext* ctx, const v1::ListExamplesRequest* req,
                                           v1::ListExamplesResponse* resp) {
   SKINNING_BEGIN_CALL(tenant, ctx);
-  if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
-  // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.
-  if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
+  if (auto rig = ExampleRig(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
   absl::StatusOr<ExampleSet> set = examples_->Get(req->rig_id(), tenant);
   if (!set.ok()) return ToGrpcStatus(set.status());
   const v1::StoredExamples& stored = *set->stored;
@@ -194,8 +198,7 @@ grpc::Status RigServiceImpl::ListExamples(grpc::ServerContext* ctx, const v1::Li
 grpc::Status RigServiceImpl::RemoveExample(grpc::ServerContext* ctx, const v1::RemoveExampleRequest* req,
                                            v1::RemoveExampleResponse* resp) {
   SKINNING_BEGIN_CALL(tenant, ctx);
-  if (examples_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "examples are not enabled");
-  if (auto rig = store_->GetForTenant(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
+  if (auto rig = ExampleRig(req->rig_id(), tenant); !rig.ok()) return ToGrpcStatus(rig.status());
   absl::StatusOr<v1::RemoveExampleResponse> removed = examples_->Remove(req->rig_id(), tenant, req->name());
   if (!removed.ok()) return ToGrpcStatus(removed.status());
   *resp = *std::move(removed);

@@ -57,6 +57,10 @@ class RigServiceImpl final : public v1::RigService::Service {
                              v1::RemoveExampleResponse*) override;
 
  private:
+  // The rig of an example call: UNIMPLEMENTED when examples are off, else the tenant's rig
+  // (NOT_FOUND for an unknown or deleted one, as GetForTenant).
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> ExampleRig(const std::string& rig_id,
+                                                              const std::string& tenant) const;
   RigStore* store_;
   const std::atomic<bool>* draining_;
   const Authenticator* auth_;
