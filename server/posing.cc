@@ -124,23 +124,13 @@ absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose_proto, v1::M
   }
   if (!T.ok()) return T.status();
   const std::vector<float> T34 = ToRowMajor34(*T);
-  if (want_transforms) {
-    out->mutable_transforms()->Resize(static_cast<int>(T34.size()), 0.f);
-    std::copy(T34.begin(), T34.end(), out->mutable_transforms()->mutable_data());
-  }
+  if (want_transforms) SetTransforms(T34, out);
   if (!want_geometry) return absl::OkStatus();
 
   const int n = static_cast<int>(rig.positions.size() / 3);
   const bool normals = want_normals && !rig.normals.empty();
   std::vector<float> scratch;
-  float* U;
-  if (want_vertices) {
-    out->mutable_vertices()->Resize(3 * n, 0.f);
-    U = out->mutable_vertices()->mutable_data();
-  } else {
-    scratch.resize(3 * n);
-    U = scratch.data();
-  }
+  float* U = PositionsOutput(n, want_vertices, out, &scratch);
   float* NU = nullptr;
   if (normals) {
     out->mutable_normals()->Resize(3 * n, 0.f);
@@ -196,13 +186,29 @@ absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose_proto, v1::M
       recompute_normals = false;
     }
   }
-  if (recompute_normals) {
-    RowMatrixX3d P(n, 3);
-    for (int i = 0; i < 3 * n; ++i) P.data()[i] = U[i];
-    const RowMatrixX3d PN = PerVertexNormals(P, rig.rig.mesh.F);
-    for (int i = 0; i < 3 * n; ++i) NU[i] = static_cast<float>(PN.data()[i]);
-  }
+  if (recompute_normals) NormalsOfPositions(U, n, rig.rig.mesh.F, NU);
   return absl::OkStatus();
+}
+
+void SetTransforms(const std::vector<float>& T34, v1::PosedFrame* out) {
+  out->mutable_transforms()->Resize(static_cast<int>(T34.size()), 0.f);
+  std::copy(T34.begin(), T34.end(), out->mutable_transforms()->mutable_data());
+}
+
+float* PositionsOutput(int n, bool returned, v1::PosedFrame* out, std::vector<float>* scratch) {
+  if (!returned) {
+    scratch->resize(3 * static_cast<size_t>(n));
+    return scratch->data();
+  }
+  out->mutable_vertices()->Resize(3 * n, 0.f);
+  return out->mutable_vertices()->mutable_data();
+}
+
+void NormalsOfPositions(const float* U, int n, const RowMatrixX3i& F, float* NU) {
+  RowMatrixX3d P(n, 3);
+  for (int i = 0; i < 3 * n; ++i) P.data()[i] = U[i];
+  const RowMatrixX3d PN = PerVertexNormals(P, F);
+  for (int i = 0; i < 3 * n; ++i) NU[i] = static_cast<float>(PN.data()[i]);
 }
 
 }  // namespace skinning

@@ -2,7 +2,10 @@
 #ifndef SKINNING_SERVER_POSING_H_
 #define SKINNING_SERVER_POSING_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
+#include "core/geometry/mesh.h"
 #include "server/bake_jobs.h"
 #include "server/rig_store.h"
 #include "skinning/v1/skinning.pb.h"
@@ -26,6 +29,15 @@ struct PoseContext {
 absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose,
                        v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
                        const char* field = "pose");
+
+// Pieces of a frame's output, shared by PoseFrame and PosePsdFrame (psd_posing.h):
+// out->transforms = T34 (row-major 3×4 per joint, ToRowMajor34).
+void SetTransforms(const std::vector<float>& T34, v1::PosedFrame* out);
+// Where the frame's 3n posed positions go: out->vertices (resized to 3n) when they are returned,
+// else *scratch.
+float* PositionsOutput(int n, bool returned, v1::PosedFrame* out, std::vector<float>* scratch);
+// NU[0..3n) = the per-vertex normals (PerVertexNormals) of the surface F with positions U[0..3n).
+void NormalsOfPositions(const float* U, int n, const RowMatrixX3i& F, float* NU);
 
 }  // namespace skinning
 

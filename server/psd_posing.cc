@@ -192,29 +192,16 @@ absl::Status PosePsdFrame(const PoseContext& ctx, const v1::Pose& pose_proto, v1
   if (want_transforms) {
     absl::StatusOr<std::vector<Eigen::Affine3d>> T = SkinningTransforms(rig.rig.skeleton, rig.order, *pose);
     if (!T.ok()) return T.status();
-    const std::vector<float> T34 = ToRowMajor34(*T);
-    out->mutable_transforms()->Resize(static_cast<int>(T34.size()), 0.f);
-    std::copy(T34.begin(), T34.end(), out->mutable_transforms()->mutable_data());
+    SetTransforms(ToRowMajor34(*T), out);
   }
   if (!want_vertices && !want_normals) return absl::OkStatus();
   const int n = static_cast<int>(rig.positions.size() / 3);
   std::vector<float> scratch;
-  float* U;
-  if (want_vertices) {
-    out->mutable_vertices()->Resize(3 * n, 0.f);
-    U = out->mutable_vertices()->mutable_data();
-  } else {
-    scratch.resize(3 * n);
-    U = scratch.data();
-  }
+  float* U = PositionsOutput(n, want_vertices, out, &scratch);
   if (auto s = ctx.psd->DeformFloat(*pose, U); !s.ok()) return s;
   if (want_normals) {
-    RowMatrixX3d V(n, 3);
-    for (int i = 0; i < 3 * n; ++i) V.data()[i] = U[i];
-    const RowMatrixX3d N = PerVertexNormals(V, rig.rig.mesh.F);
     out->mutable_normals()->Resize(3 * n, 0.f);
-    float* NU = out->mutable_normals()->mutable_data();
-    for (int i = 0; i < 3 * n; ++i) NU[i] = static_cast<float>(N.data()[i]);
+    NormalsOfPositions(U, n, rig.rig.mesh.F, out->mutable_normals()->mutable_data());
   }
   return absl::OkStatus();
 }
