@@ -259,22 +259,28 @@ std::shared_ptr<const PsdModel> TimingModel(PsdBase base, bool support) {
   return model.ok() ? *model : nullptr;
 }
 
-void BM_LbsFloat(benchmark::State& state) {
+// Plain skinning per frame as the server does it: transforms from the pose, then the kernel.
+void BaseFloatLoop(benchmark::State& state, PsdBase base) {
   const Arm& arm = GetArm();
   const int n = static_cast<int>(arm.mesh.V.rows());
   std::vector<float> V(arm.mesh.V.data(), arm.mesh.V.data() + 3 * n), U(3 * n);
   auto order = TopologicalOrder(arm.skeleton);
   const Pose pose = ElbowPose(arm.skeleton, 70 * kDeg, 5 * kDeg);
   for (auto _ : state) {
-    // Per frame as the server does it: transforms from the pose, then the kernel.
     const auto T = SkinningTransforms(arm.skeleton, *order, pose);
-    const std::vector<float> T34 = ToRowMajor34(*T);
-    LbsFloat(V.data(), n, arm.W.joints.data(), arm.W.weights.data(), arm.W.k(), T34.data(),
-             U.data());
+    if (base == PsdBase::kLbs) {
+      const std::vector<float> T34 = ToRowMajor34(*T);
+      LbsFloat(V.data(), n, arm.W.joints.data(), arm.W.weights.data(), arm.W.k(), T34.data(), U.data());
+    } else {
+      const DqsTransformsFloat prepared = PrepareDqsFloat(*T);
+      DqsFloat(V.data(), n, arm.W.joints.data(), arm.W.weights.data(), arm.W.k(), prepared, U.data());
+    }
     benchmark::DoNotOptimize(U.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
+
+void BM_LbsFloat(benchmark::State& state) { BaseFloatLoop(state, PsdBase::kLbs); }
 BENCHMARK(BM_LbsFloat)->Unit(benchmark::kMicrosecond);
 
 void BM_PsdDeformFloat(benchmark::State& state) {
@@ -305,21 +311,7 @@ BENCHMARK(BM_PsdDeformFloat)
     ->Args({1, 1})
     ->Unit(benchmark::kMicrosecond);
 
-void BM_DqsFloat(benchmark::State& state) {
-  const Arm& arm = GetArm();
-  const int n = static_cast<int>(arm.mesh.V.rows());
-  std::vector<float> V(arm.mesh.V.data(), arm.mesh.V.data() + 3 * n), U(3 * n);
-  auto order = TopologicalOrder(arm.skeleton);
-  const Pose pose = ElbowPose(arm.skeleton, 70 * kDeg, 5 * kDeg);
-  for (auto _ : state) {
-    const auto T = SkinningTransforms(arm.skeleton, *order, pose);
-    const DqsTransformsFloat prepared = PrepareDqsFloat(*T);
-    DqsFloat(V.data(), n, arm.W.joints.data(), arm.W.weights.data(), arm.W.k(), prepared,
-             U.data());
-    benchmark::DoNotOptimize(U.data());
-  }
-  state.SetItemsProcessed(state.iterations() * n);
-}
+void BM_DqsFloat(benchmark::State& state) { BaseFloatLoop(state, PsdBase::kDqs); }
 BENCHMARK(BM_DqsFloat)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
