@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -245,12 +246,17 @@ absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_
     resp.Clear();
     // A retried call: the same name (or, for an unnamed example, any name) with the same pose and
     // positions is already there.
-    const std::string content = example.name().empty() ? example.SerializeAsString() : std::string();
+    // Same pose and the same position bits (no copy of the stored shapes).
+    auto same_content = [&](const v1::Example& e) {
+      return e.positions_size() == example.positions_size() &&
+             (e.positions_size() == 0 ||
+              std::memcmp(e.positions().data(), example.positions().data(),
+                          sizeof(float) * static_cast<size_t>(e.positions_size())) == 0) &&
+             e.pose().SerializeAsString() == example.pose().SerializeAsString();
+    };
     for (const v1::Example& e : old.examples()) {
       if (example.name().empty()) {
-        v1::Example unnamed = e;
-        unnamed.clear_name();
-        if (unnamed.SerializeAsString() != content) continue;
+        if (!same_content(e)) continue;
       } else if (e.name() != example.name()) {
         continue;
       } else if (e.SerializeAsString() != example.SerializeAsString()) {
