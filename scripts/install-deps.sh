@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the project builds and tests with. Idempotent: does nothing
-# when everything is already installed.
+# Installs the Debian 12 packages the project builds and tests with, and the npm-registry tools
+# of tests/package.json. Idempotent: does nothing when everything is already installed.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libeigen3-dev
   libsuitesparse-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
@@ -15,12 +16,21 @@ for p in "${PACKAGES[@]}"; do
   [ "$p" = kubernetes-client ] && command -v kubectl >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}"
+# Node.js and npm for the npm-registry tools (tests/package.json); any installed npm will do.
+command -v npm >/dev/null || missing+=(nodejs npm)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The test tools from the npm registry, pinned by tests/package-lock.json; npm ci runs only when
+# the lock file changed since the last install.
+if [ ! -f tests/node_modules/.package-lock.json ] || [ tests/package-lock.json -nt tests/node_modules/.package-lock.json ]; then
+  echo "install-deps: npm ci in tests/"
+  (cd tests && npm ci --no-audit --no-fund --loglevel=error)
+fi
