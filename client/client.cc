@@ -98,198 +98,168 @@ absl::Status Client::WithRetry(const char* what, Call call) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
 
-absl::StatusOr<v1::RegisterRigResponse> Client::RegisterRig(const v1::Rig& rig) {
-  v1::RegisterRigRequest req;
+template <typename Response, typename Rpc>
+absl::StatusOr<Response> Client::Unary(const char* what, Rpc rpc) {
+  Response resp;
+  absl::Status s = WithRetry(what, [&](grpc::ClientContext* ctx) {
+    resp.Clear();
+    return rpc(ctx, &resp);
+  });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<v1::CreateRigResponse> Client::CreateRig(const v1::Rig& rig) {
+  v1::CreateRigRequest req;
   *req.mutable_rig() = rig;
-  v1::RegisterRigResponse resp;
-  absl::Status s = WithRetry("RegisterRig", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return rigs_->RegisterRig(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+  return Unary<v1::CreateRigResponse>(
+      "CreateRig", [&](grpc::ClientContext* ctx, v1::CreateRigResponse* resp) { return rigs_->CreateRig(ctx, req, resp); });
 }
 
-absl::StatusOr<v1::GetRigResponse> Client::GetRig(const std::string& rig_id, bool include_rig) {
+absl::StatusOr<v1::Rig> Client::GetRig(const std::string& name, v1::RigView view) {
   v1::GetRigRequest req;
-  req.set_rig_id(rig_id);
-  req.set_include_rig(include_rig);
-  v1::GetRigResponse resp;
-  absl::Status s = WithRetry("GetRig", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return rigs_->GetRig(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+  req.set_name(name);
+  req.set_view(view);
+  return Unary<v1::Rig>("GetRig",
+                        [&](grpc::ClientContext* ctx, v1::Rig* resp) { return rigs_->GetRig(ctx, req, resp); });
 }
 
-absl::StatusOr<std::vector<v1::RigInfo>> Client::ListRigs() {
-  std::vector<v1::RigInfo> all;
+absl::StatusOr<std::vector<v1::Rig>> Client::ListRigs() {
+  std::vector<v1::Rig> all;
   v1::ListRigsRequest req;
   req.set_page_size(1000);
   while (true) {
-    v1::ListRigsResponse resp;
-    absl::Status s = WithRetry("ListRigs", [&](grpc::ClientContext* ctx) {
-      resp.Clear();
-      return rigs_->ListRigs(ctx, req, &resp);
-    });
-    if (!s.ok()) return s;
-    for (auto& info : *resp.mutable_rigs()) all.push_back(std::move(info));
-    if (resp.next_page_token().empty()) break;
-    req.set_page_token(resp.next_page_token());
+    absl::StatusOr<v1::ListRigsResponse> page = Unary<v1::ListRigsResponse>(
+        "ListRigs", [&](grpc::ClientContext* ctx, v1::ListRigsResponse* resp) { return rigs_->ListRigs(ctx, req, resp); });
+    if (!page.ok()) return page.status();
+    for (v1::Rig& rig : *page->mutable_rigs()) all.push_back(std::move(rig));
+    if (page->next_page_token().empty()) return all;
+    req.set_page_token(page->next_page_token());
   }
-  return all;
 }
 
-absl::Status Client::DeleteRig(const std::string& rig_id) {
+absl::Status Client::DeleteRig(const std::string& name) {
   v1::DeleteRigRequest req;
-  req.set_rig_id(rig_id);
-  v1::DeleteRigResponse resp;
-  return WithRetry("DeleteRig", [&](grpc::ClientContext* ctx) { return rigs_->DeleteRig(ctx, req, &resp); });
+  req.set_name(name);
+  return Unary<google::protobuf::Empty>("DeleteRig", [&](grpc::ClientContext* ctx, google::protobuf::Empty* resp) {
+           return rigs_->DeleteRig(ctx, req, resp);
+         }).status();
 }
 
-absl::StatusOr<v1::AddExampleResponse> Client::AddExample(const v1::AddExampleRequest& req) {
-  v1::AddExampleResponse resp;
-  absl::Status s = WithRetry("AddExample", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return rigs_->AddExample(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+absl::StatusOr<v1::CreateExampleResponse> Client::CreateExample(const v1::CreateExampleRequest& req) {
+  return Unary<v1::CreateExampleResponse>("CreateExample",
+                                          [&](grpc::ClientContext* ctx, v1::CreateExampleResponse* resp) {
+                                            return rigs_->CreateExample(ctx, req, resp);
+                                          });
 }
 
-absl::StatusOr<std::vector<v1::Example>> Client::ListExamples(const std::string& rig_id, bool include_shapes) {
+absl::StatusOr<v1::Example> Client::GetExample(const std::string& name) {
+  v1::GetExampleRequest req;
+  req.set_name(name);
+  return Unary<v1::Example>(
+      "GetExample", [&](grpc::ClientContext* ctx, v1::Example* resp) { return rigs_->GetExample(ctx, req, resp); });
+}
+
+absl::StatusOr<std::vector<v1::Example>> Client::ListExamples(const std::string& parent, v1::ExampleView view) {
   // Page by page; when the examples change between pages (ABORTED), start again, a few times.
   constexpr int kListAttempts = 4;
   absl::Status last;
   for (int attempt = 0; attempt < kListAttempts; ++attempt) {
     std::vector<v1::Example> out;
     v1::ListExamplesRequest req;
-    req.set_rig_id(rig_id);
-    req.set_include_shapes(include_shapes);
+    req.set_parent(parent);
+    req.set_view(view);
     for (;;) {
-      v1::ListExamplesResponse resp;
-      last = WithRetry("ListExamples", [&](grpc::ClientContext* ctx) {
-        resp.Clear();
-        return rigs_->ListExamples(ctx, req, &resp);
-      });
-      if (!last.ok()) break;
-      for (v1::Example& e : *resp.mutable_examples()) out.push_back(std::move(e));
-      if (resp.next_page_token().empty()) return out;
-      req.set_page_token(resp.next_page_token());
+      absl::StatusOr<v1::ListExamplesResponse> page = Unary<v1::ListExamplesResponse>(
+          "ListExamples",
+          [&](grpc::ClientContext* ctx, v1::ListExamplesResponse* resp) { return rigs_->ListExamples(ctx, req, resp); });
+      last = page.status();
+      if (!page.ok()) break;
+      for (v1::Example& e : *page->mutable_examples()) out.push_back(std::move(e));
+      if (page->next_page_token().empty()) return out;
+      req.set_page_token(page->next_page_token());
     }
     if (last.code() != absl::StatusCode::kAborted) return last;
   }
   return last;
 }
 
-absl::StatusOr<v1::RemoveExampleResponse> Client::RemoveExample(const std::string& rig_id, const std::string& name) {
-  v1::RemoveExampleRequest req;
-  req.set_rig_id(rig_id);
+absl::Status Client::DeleteExample(const std::string& name) {
+  v1::DeleteExampleRequest req;
   req.set_name(name);
-  v1::RemoveExampleResponse resp;
-  absl::Status s = WithRetry("RemoveExample", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return rigs_->RemoveExample(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+  return Unary<google::protobuf::Empty>("DeleteExample", [&](grpc::ClientContext* ctx, google::protobuf::Empty* resp) {
+           return rigs_->DeleteExample(ctx, req, resp);
+         }).status();
 }
 
 absl::StatusOr<v1::PosedFrame> Client::Pose(const v1::PoseRequest& req) {
-  v1::PoseResponse resp;
-  absl::Status s = WithRetry("Pose", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return poses_->Pose(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return std::move(*resp.mutable_frame());
+  absl::StatusOr<v1::PoseResponse> resp = Unary<v1::PoseResponse>(
+      "Pose", [&](grpc::ClientContext* ctx, v1::PoseResponse* resp) { return poses_->Pose(ctx, req, resp); });
+  if (!resp.ok()) return resp.status();
+  return std::move(*resp->mutable_frame());
 }
 
 absl::StatusOr<v1::PoseClipResponse> Client::PoseClip(const v1::PoseClipRequest& req) {
-  v1::PoseClipResponse resp;
-  absl::Status s = WithRetry("PoseClip", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return poses_->PoseClip(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+  return Unary<v1::PoseClipResponse>(
+      "PoseClip", [&](grpc::ClientContext* ctx, v1::PoseClipResponse* resp) { return poses_->PoseClip(ctx, req, resp); });
 }
 
-absl::StatusOr<v1::BakeStatus> Client::StartBake(const std::string& rig_id, const v1::BakeOptions& options) {
+absl::StatusOr<v1::StartBakeResponse> Client::StartBake(const std::string& parent, const v1::BakeOptions& options) {
   v1::StartBakeRequest req;
-  req.set_rig_id(rig_id);
+  req.set_parent(parent);
   *req.mutable_options() = options;
-  v1::BakeStatus resp;
-  absl::Status s = WithRetry("StartBake", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return bakes_->StartBake(ctx, req, &resp);
+  return Unary<v1::StartBakeResponse>("StartBake", [&](grpc::ClientContext* ctx, v1::StartBakeResponse* resp) {
+    return bakes_->StartBake(ctx, req, resp);
   });
-  if (!s.ok()) return s;
-  return resp;
 }
 
-absl::StatusOr<v1::BakeStatus> Client::GetBake(const std::string& bake_id) {
+absl::StatusOr<v1::Bake> Client::GetBake(const std::string& name) {
   v1::GetBakeRequest req;
-  req.set_bake_id(bake_id);
-  v1::BakeStatus resp;
-  absl::Status s = WithRetry("GetBake", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return bakes_->GetBake(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+  req.set_name(name);
+  return Unary<v1::Bake>("GetBake",
+                         [&](grpc::ClientContext* ctx, v1::Bake* resp) { return bakes_->GetBake(ctx, req, resp); });
 }
 
-absl::StatusOr<v1::BakeStatus> Client::CancelBake(const std::string& bake_id) {
+absl::StatusOr<v1::Bake> Client::CancelBake(const std::string& name) {
   v1::CancelBakeRequest req;
-  req.set_bake_id(bake_id);
-  v1::BakeStatus resp;
-  absl::Status s = WithRetry("CancelBake", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return bakes_->CancelBake(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+  req.set_name(name);
+  return Unary<v1::Bake>("CancelBake",
+                         [&](grpc::ClientContext* ctx, v1::Bake* resp) { return bakes_->CancelBake(ctx, req, resp); });
 }
 
-absl::StatusOr<v1::GetWeightsResponse> Client::GetWeights(const std::string& bake_id, bool dense, uint32_t influences) {
+absl::StatusOr<v1::GetWeightsResponse> Client::GetWeights(const std::string& bake, v1::WeightsFormat format,
+                                                          int influence_count) {
   v1::GetWeightsRequest req;
-  req.set_bake_id(bake_id);
-  req.set_dense(dense);
-  req.set_influences(influences);
-  v1::GetWeightsResponse resp;
-  absl::Status s = WithRetry("GetWeights", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return bakes_->GetWeights(ctx, req, &resp);
+  req.set_bake(bake);
+  req.set_format(format);
+  req.set_influence_count(influence_count);
+  return Unary<v1::GetWeightsResponse>("GetWeights", [&](grpc::ClientContext* ctx, v1::GetWeightsResponse* resp) {
+    return bakes_->GetWeights(ctx, req, resp);
   });
-  if (!s.ok()) return s;
-  return resp;
 }
 
-absl::StatusOr<v1::BakeStatus> Client::WatchBake(const std::string& bake_id,
-                                                 const std::function<bool(const v1::BakeStatus&)>& on_status) {
+absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
+                                           const std::function<bool(const v1::Bake&)>& on_bake) {
   v1::WatchBakeRequest req;
-  req.set_bake_id(bake_id);
+  req.set_name(name);
   auto backoff = options_.initial_backoff;
-  v1::BakeStatus last;
+  v1::Bake last;
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
     Authorize(&ctx);
-    std::unique_ptr<grpc::ClientReader<v1::BakeStatus>> reader = bakes_->WatchBake(&ctx, req);
-    v1::BakeStatus status;
+    std::unique_ptr<grpc::ClientReader<v1::Bake>> reader = bakes_->WatchBake(&ctx, req);
+    v1::Bake bake;
     bool stopped = false;
-    while (reader->Read(&status)) {
-      last = status;
-      if (!on_status(status)) {
+    while (reader->Read(&bake)) {
+      last = bake;
+      if (!on_bake(bake)) {
         stopped = true;
         ctx.TryCancel();
         break;
       }
     }
     grpc::Status s = reader->Finish();
-    if (stopped) return last;
-    if (s.ok()) return last;
+    if (stopped || s.ok()) return last;
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) {
       absl::Status e = FromGrpcStatus(s);
       return absl::Status(e.code(), absl::StrCat("WatchBake: ", e.message()));
@@ -300,39 +270,35 @@ absl::StatusOr<v1::BakeStatus> Client::WatchBake(const std::string& bake_id,
   }
 }
 
-absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std::string& rig_id,
-                                                                       v1::Method method,
+absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std::string& rig, v1::Deformer deformer,
                                                                        const v1::PoseOutputs& outputs,
-                                                                       const std::string& bake_id) {
+                                                                       const std::string& bake) {
   std::unique_ptr<PoseSession> session(new PoseSession());
   session->context_ = std::make_unique<grpc::ClientContext>();
   Authorize(session->context_.get());
   session->stream_ = poses_->PoseSession(session->context_.get());
   if (!session->stream_) return absl::UnavailableError("PoseSession: cannot open the stream");
-  session->rig_id_ = rig_id;
-  session->bake_id_ = bake_id;
-  session->method_ = method;
+  session->rig_ = rig;
+  session->bake_ = bake;
+  session->deformer_ = deformer;
   session->outputs_ = outputs;
   return session;
 }
 
-absl::StatusOr<v1::FastSolveResponse> Client::FastSolve(const v1::FastSolveRequest& req) {
-  v1::FastSolveResponse resp;
-  absl::Status s = WithRetry("FastSolve", [&](grpc::ClientContext* ctx) {
-    resp.Clear();
-    return fast_->Solve(ctx, req, &resp);
-  });
-  if (!s.ok()) return s;
-  return resp;
+absl::StatusOr<v1::FastSolution> Client::Solve(const v1::SolveRequest& req) {
+  absl::StatusOr<v1::SolveResponse> resp = Unary<v1::SolveResponse>(
+      "Solve", [&](grpc::ClientContext* ctx, v1::SolveResponse* resp) { return fast_->Solve(ctx, req, resp); });
+  if (!resp.ok()) return resp.status();
+  return std::move(*resp->mutable_solution());
 }
 
-absl::StatusOr<std::unique_ptr<FastSession>> Client::StartFastSession(const std::string& bake_id) {
-  std::unique_ptr<FastSession> session(new FastSession());
+absl::StatusOr<std::unique_ptr<SolveSession>> Client::StartSolveSession(const std::string& bake) {
+  std::unique_ptr<SolveSession> session(new SolveSession());
   session->context_ = std::make_unique<grpc::ClientContext>();
   Authorize(session->context_.get());
-  session->stream_ = fast_->Session(session->context_.get());
-  if (!session->stream_) return absl::UnavailableError("FastSession: cannot open the stream");
-  session->bake_id_ = bake_id;
+  session->stream_ = fast_->SolveSession(session->context_.get());
+  if (!session->stream_) return absl::UnavailableError("SolveSession: cannot open the stream");
+  session->bake_ = bake;
   return session;
 }
 
@@ -383,14 +349,14 @@ absl::Status BidiSession<Request, Response>::Close() {
 }
 
 template class BidiSession<v1::PoseSessionRequest, v1::PoseSessionResponse>;
-template class BidiSession<v1::FastSolveRequest, v1::FastSolveResponse>;
+template class BidiSession<v1::SolveSessionRequest, v1::SolveSessionResponse>;
 
-absl::Status PoseSession::Send(const v1::Pose& pose, uint64_t sequence) {
+absl::Status PoseSession::Send(const v1::Pose& pose, int64_t sequence) {
   v1::PoseSessionRequest req;
   if (first_) {
-    req.set_rig_id(rig_id_);
-    req.set_bake_id(bake_id_);
-    req.set_method(method_);
+    req.set_rig(rig_);
+    req.set_bake(bake_);
+    req.set_deformer(deformer_);
     *req.mutable_outputs() = outputs_;
   }
   req.set_sequence(sequence);
@@ -401,7 +367,7 @@ absl::Status PoseSession::Send(const v1::Pose& pose, uint64_t sequence) {
 }
 
 absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
-  const uint64_t seq = next_sequence_++;
+  const int64_t seq = next_sequence_++;
   if (absl::Status s = Send(pose, seq); !s.ok()) return s;
   absl::StatusOr<v1::PoseSessionResponse> resp = Read();
   if (!resp.ok()) return resp.status();
@@ -410,17 +376,17 @@ absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
   return std::move(*resp->mutable_frame());
 }
 
-absl::StatusOr<v1::FastSolveResponse> FastSession::Step(v1::FastSolveRequest frame) {
-  const uint64_t seq = next_sequence_++;
-  if (first_) frame.set_bake_id(bake_id_);
+absl::StatusOr<v1::FastSolution> SolveSession::Step(v1::SolveSessionRequest frame) {
+  const int64_t seq = next_sequence_++;
+  if (first_) frame.set_bake(bake_);
   frame.set_sequence(seq);
   if (absl::Status s = Write(frame); !s.ok()) return s;
   first_ = false;
-  absl::StatusOr<v1::FastSolveResponse> resp = Read();
+  absl::StatusOr<v1::SolveSessionResponse> resp = Read();
   if (!resp.ok()) return resp.status();
   if (resp->sequence() != seq)
-    return absl::InternalError(absl::StrCat("FastSession: answer ", resp->sequence(), " for frame ", seq));
-  return resp;
+    return absl::InternalError(absl::StrCat("SolveSession: answer ", resp->sequence(), " for frame ", seq));
+  return std::move(*resp->mutable_solution());
 }
 
 }  // namespace skinning

@@ -1,22 +1,27 @@
-// skinning::Client — a thin C++ client of the skinning service.
+// skinning::Client — a thin C++ client of the skinning service (proto/skinning/v1).
 //
 // Every call has a deadline; calls that fail with UNAVAILABLE (a replica restarting, a network
 // blip) are retried with exponential backoff and jitter until the deadline or the attempt limit.
-// All calls are idempotent (rigs are content-addressed), so retrying is safe.
+// All calls are idempotent (rigs and bakes are content-addressed, retried creates answer
+// created = false), so retrying is safe. Resources are addressed by name: "rigs/{rig}",
+// "rigs/{rig}/bakes/{bake}", "rigs/{rig}/examples/{example}", as the server returns them.
 // This header includes neither Eigen nor the core library: only the generated API messages.
 #ifndef SKINNING_CLIENT_CLIENT_H_
 #define SKINNING_CLIENT_CLIENT_H_
 
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "skinning/v1/skinning.grpc.pb.h"
+#include "skinning/v1/bake_service.grpc.pb.h"
+#include "skinning/v1/fast_service.grpc.pb.h"
+#include "skinning/v1/pose_service.grpc.pb.h"
+#include "skinning/v1/rig_service.grpc.pb.h"
 
 namespace grpc {
 class Channel;
@@ -57,66 +62,74 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsChannelCredentials(
     const std::string& key_file = "");
 
 class PoseSession;
-class FastSession;
+class SolveSession;
 
 class Client {
  public:
   explicit Client(ClientOptions options);
   ~Client();
 
-  absl::StatusOr<v1::RegisterRigResponse> RegisterRig(const v1::Rig& rig);
-  absl::StatusOr<v1::GetRigResponse> GetRig(const std::string& rig_id, bool include_rig = false);
-  // Every rig, following page tokens.
-  absl::StatusOr<std::vector<v1::RigInfo>> ListRigs();
-  absl::Status DeleteRig(const std::string& rig_id);
+  // RigService. CreateRig answers the stored rig's summary (its `name` is what every other call
+  // takes) and whether this call stored it for the caller's tenant.
+  absl::StatusOr<v1::CreateRigResponse> CreateRig(const v1::Rig& rig);
+  // The summary by default; mesh, skeleton and weights too with RIG_VIEW_FULL.
+  absl::StatusOr<v1::Rig> GetRig(const std::string& name, v1::RigView view = v1::RIG_VIEW_UNSPECIFIED);
+  // Every rig of the caller (summaries), following page tokens.
+  absl::StatusOr<std::vector<v1::Rig>> ListRigs();
+  absl::Status DeleteRig(const std::string& name);
 
-  // Pose space deformation examples of a rig (RigService.AddExample / ListExamples /
-  // RemoveExample; pose with METHOD_PSD_*). An example is the full pose (request.example.pose,
-  // or request.joints_by_name with the other joints at rest) and the #V*3 sculpted positions.
-  // Examples are private to the caller's tenant. Retries are safe: a retried AddExample whose
-  // first attempt was stored answers OK with created = false (for an unnamed example, with the
-  // name the server gave it: the stored example with the same pose and positions). The same name
-  // with another pose or shape is ALREADY_EXISTS; another shape at a stored pose is a duplicate
-  // pose (INVALID_ARGUMENT).
-  absl::StatusOr<v1::AddExampleResponse> AddExample(const v1::AddExampleRequest& request);
-  // Names only, unless include_shapes (poses and positions too). Fetches every page (each below
-  // the server's message limit); starts again when the examples change between pages (ABORTED
-  // after 4 tries).
-  absl::StatusOr<std::vector<v1::Example>> ListExamples(const std::string& rig_id, bool include_shapes = false);
-  // NOT_FOUND for an unknown name.
-  absl::StatusOr<v1::RemoveExampleResponse> RemoveExample(const std::string& rig_id, const std::string& name);
+  // Example shapes for pose space deformation (pose with DEFORMER_PSD_*), private to the caller's
+  // tenant. A retried CreateExample whose first attempt was stored answers OK with created =
+  // false (without an example_id: the stored example with the same pose and positions, under the
+  // id the server gave it). The same id with another pose or shape is ALREADY_EXISTS; another
+  // shape at a stored pose is INVALID_ARGUMENT.
+  absl::StatusOr<v1::CreateExampleResponse> CreateExample(const v1::CreateExampleRequest& request);
+  absl::StatusOr<v1::Example> GetExample(const std::string& name);
+  // Names only, unless EXAMPLE_VIEW_FULL (poses and positions too). Fetches every page (each
+  // below the server's message limit); starts again when the examples change between pages
+  // (ABORTED after 4 tries).
+  absl::StatusOr<std::vector<v1::Example>> ListExamples(const std::string& parent,
+                                                        v1::ExampleView view = v1::EXAMPLE_VIEW_UNSPECIFIED);
+  // NOT_FOUND for an unknown example.
+  absl::Status DeleteExample(const std::string& name);
 
+  // PoseService.
   absl::StatusOr<v1::PosedFrame> Pose(const v1::PoseRequest& request);
   absl::StatusOr<v1::PoseClipResponse> PoseClip(const v1::PoseClipRequest& request);
 
-  // Bakes (see BakeService in skinning.proto).
-  absl::StatusOr<v1::BakeStatus> StartBake(const std::string& rig_id, const v1::BakeOptions& options);
-  absl::StatusOr<v1::BakeStatus> GetBake(const std::string& bake_id);
-  absl::StatusOr<v1::BakeStatus> CancelBake(const std::string& bake_id);
-  absl::StatusOr<v1::GetWeightsResponse> GetWeights(const std::string& bake_id, bool dense,
-                                                    uint32_t influences = 0);
-  // Streams the bake's status to on_status until the bake ends (returns its last status) or
-  // on_status returns false. No overall deadline; a dropped stream (UNAVAILABLE) is resumed
-  // with backoff up to max_attempts times.
-  absl::StatusOr<v1::BakeStatus> WatchBake(const std::string& bake_id,
-                                           const std::function<bool(const v1::BakeStatus&)>& on_status);
+  // BakeService. StartBake returns at once (created = false when the bake was already queued,
+  // running or stored).
+  absl::StatusOr<v1::StartBakeResponse> StartBake(const std::string& parent, const v1::BakeOptions& options);
+  absl::StatusOr<v1::Bake> GetBake(const std::string& name);
+  absl::StatusOr<v1::Bake> CancelBake(const std::string& name);
+  // Sparse top-k weights (influence_count 0: the bake's own k) or, with WEIGHTS_FORMAT_DENSE, the
+  // exact dense weights.
+  absl::StatusOr<v1::GetWeightsResponse> GetWeights(const std::string& bake,
+                                                    v1::WeightsFormat format = v1::WEIGHTS_FORMAT_UNSPECIFIED,
+                                                    int influence_count = 0);
+  // Streams the bake's state to on_bake until it is done (returns its last state) or on_bake
+  // returns false. No overall deadline; a dropped stream (UNAVAILABLE) is resumed with backoff
+  // up to max_attempts times.
+  absl::StatusOr<v1::Bake> WatchBake(const std::string& name, const std::function<bool(const v1::Bake&)>& on_bake);
 
   // Opens an interactive pose session on one rig (one stream, one replica). Frames are sent
   // and answered in order. The session has no overall deadline.
-  absl::StatusOr<std::unique_ptr<PoseSession>> StartPoseSession(const std::string& rig_id,
-                                                                v1::Method method,
+  absl::StatusOr<std::unique_ptr<PoseSession>> StartPoseSession(const std::string& rig, v1::Deformer deformer,
                                                                 const v1::PoseOutputs& outputs,
-                                                                const std::string& bake_id = "");
+                                                                const std::string& bake = "");
 
-  // Fast automatic skinning transformations with a BAKE_METHOD_FAST_MODEL bake.
-  absl::StatusOr<v1::FastSolveResponse> FastSolve(const v1::FastSolveRequest& request);
-  absl::StatusOr<std::unique_ptr<FastSession>> StartFastSession(const std::string& bake_id);
+  // FastService, with a bake whose options set `fast_model`.
+  absl::StatusOr<v1::FastSolution> Solve(const v1::SolveRequest& request);
+  absl::StatusOr<std::unique_ptr<SolveSession>> StartSolveSession(const std::string& bake);
 
   const ClientOptions& options() const { return options_; }
 
  private:
   template <typename Call>
   absl::Status WithRetry(const char* what, Call call);
+  // One unary call with retries: `rpc(context, response)` issues it.
+  template <typename Response, typename Rpc>
+  absl::StatusOr<Response> Unary(const char* what, Rpc rpc);
   // Adds the bearer token (if any) to a call's metadata.
   void Authorize(grpc::ClientContext* context) const;
 
@@ -154,33 +167,34 @@ class BidiSession {
 // Interactive posing.
 class PoseSession : public BidiSession<v1::PoseSessionRequest, v1::PoseSessionResponse> {
  public:
-  // Sends one frame (the sequence number is echoed back); the first carries rig and method.
-  absl::Status Send(const v1::Pose& pose, uint64_t sequence);
+  // Sends one frame (the sequence number is echoed back); the first carries rig, deformer,
+  // outputs and bake.
+  absl::Status Send(const v1::Pose& pose, int64_t sequence);
   absl::StatusOr<v1::PoseSessionResponse> Receive() { return Read(); }
   // Send then Receive.
   absl::StatusOr<v1::PosedFrame> Step(const v1::Pose& pose);
 
  private:
   friend class Client;
-  std::string rig_id_;
-  std::string bake_id_;
-  v1::Method method_ = v1::METHOD_UNSPECIFIED;
+  std::string rig_;
+  std::string bake_;
+  v1::Deformer deformer_ = v1::DEFORMER_UNSPECIFIED;
   v1::PoseOutputs outputs_;
   bool first_ = true;
-  uint64_t next_sequence_ = 0;
+  int64_t next_sequence_ = 0;
 };
 
 // Interactive FAST solves: each frame warm-starts from the previous one on the server.
-class FastSession : public BidiSession<v1::FastSolveRequest, v1::FastSolveResponse> {
+class SolveSession : public BidiSession<v1::SolveSessionRequest, v1::SolveSessionResponse> {
  public:
-  // Sends `frame` (bake_id filled in on the first) and returns its answer.
-  absl::StatusOr<v1::FastSolveResponse> Step(v1::FastSolveRequest frame);
+  // Sends `frame` (bake filled in on the first, sequence numbered) and returns its answer.
+  absl::StatusOr<v1::FastSolution> Step(v1::SolveSessionRequest frame);
 
  private:
   friend class Client;
-  std::string bake_id_;
+  std::string bake_;
   bool first_ = true;
-  uint64_t next_sequence_ = 0;
+  int64_t next_sequence_ = 0;
 };
 
 // gRPC status → absl status (same code numbering, message kept).
