@@ -11,8 +11,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/instrumented_blob_store.h"
-#include "server/tls.h"
+#include "server/store/instrumented_blob_store.h"
+#include "server/grpc/tls.h"
 
 namespace skinning {
 

@@ -10,11 +10,11 @@
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
-#include "server/auth.h"
-#include "server/metrics.h"
-#include "server/inflight.h"
-#include "server/rig_store.h"
-#include "server/services.h"
+#include "server/auth/auth.h"
+#include "server/metrics/metrics.h"
+#include "server/grpc/inflight.h"
+#include "server/store/rig_store.h"
+#include "server/api/services.h"
 
 namespace skinning {
 

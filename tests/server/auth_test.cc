@@ -1,11 +1,11 @@
 // The token file parser and the rig store's per-tenant ownership, without a server.
-#include "server/auth.h"
+#include "server/auth/auth.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "server/convert.h"
-#include "server/rig_store.h"
+#include "server/store/rig_store.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"
 

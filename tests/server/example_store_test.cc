@@ -1,4 +1,4 @@
-#include "server/example_store.h"
+#include "server/store/example_store.h"
 
 #include <cmath>
 #include <functional>
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
-#include "server/psd_posing.h"
+#include "server/pose/psd_posing.h"
 #include "skinning/v1/store.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/redis_process.h"

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/blob_store.h"
+#include "server/store/blob_store.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 

@@ -1,4 +1,4 @@
-#include "server/rig_store.h"
+#include "server/store/rig_store.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,0 +1,60 @@
+// Bearer-token authentication: a token file maps tokens to tenants; every call of the skinning
+// services carries `authorization: Bearer TOKEN` and runs as that token's tenant.
+#ifndef SKINNING_SERVER_AUTH_AUTH_H_
+#define SKINNING_SERVER_AUTH_AUTH_H_
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/server_context.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace skinning {
+
+// The metadata key (gRPC lower-cases keys) and scheme of the bearer token.
+inline constexpr char kAuthorizationMetadata[] = "authorization";
+inline constexpr char kBearerScheme[] = "Bearer";
+
+// Whether `tenant` is a valid tenant name: [A-Za-z0-9_.-]+, at most 64 characters, not starting
+// with a dot (the name is a store key component, so "." and ".." must not be names).
+absl::Status CheckTenantName(const std::string& tenant);
+
+class Authenticator {
+ public:
+  // Authentication off: every call is accepted as the tenant "" (which sees every rig).
+  Authenticator() = default;
+  // A shared instance with authentication off.
+  static const Authenticator& Off();
+
+  // Parses a token file. One token per line: `TOKEN TENANT` separated by spaces or tabs; `#`
+  // starts a comment line; blank lines are ignored. A token is printable ASCII without spaces
+  // (it travels as gRPC metadata); a tenant name follows CheckTenantName. A token listed twice,
+  // a line with other than two fields, or a file without tokens is an error naming `source`
+  // and the line: "tokens.txt:3: expected 'TOKEN TENANT', found 3 fields".
+  static absl::StatusOr<std::unique_ptr<Authenticator>> FromText(const std::string& text,
+                                                                 const std::string& source);
+  // FromText on the file's content; NOT_FOUND / PERMISSION_DENIED style errors name the path.
+  static absl::StatusOr<std::unique_ptr<Authenticator>> FromFile(const std::string& path);
+
+  bool enabled() const { return enabled_; }
+  // Number of distinct tenants in the token file.
+  int tenant_count() const { return tenant_count_; }
+
+  // The caller's tenant. With authentication off, "". Otherwise the `authorization` metadata
+  // must be `Bearer TOKEN` (scheme case-insensitive) with a listed token, else UNAUTHENTICATED:
+  // "missing bearer token (authorization metadata)", "unknown bearer token", or a malformed
+  // header. Tokens are held as SHA-256 digests; lookups compare digests, not the tokens.
+  absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
+
+ private:
+  bool enabled_ = false;
+  int tenant_count_ = 0;
+  absl::flat_hash_map<std::string, std::string> tenant_of_digest_;  // SHA-256(token) → tenant
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_AUTH_AUTH_H_

@@ -1,0 +1,330 @@
+#include "server/metrics/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <pthread.h>
+
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+
+namespace skinning {
+
+const std::vector<double> kHandlingSecondsBuckets = {
+    50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3,
+    0.1,   0.25,   0.5,    1,      2.5,  5,      10,   30,    60};
+const std::vector<double> kFrameSecondsBuckets = {1e-6,   2.5e-6, 5e-6,   10e-6, 25e-6,  50e-6,
+                                                  100e-6, 250e-6, 500e-6, 1e-3,  2.5e-3, 5e-3,
+                                                  10e-3,  25e-3,  50e-3,  0.1};
+const std::vector<double> kBakeSecondsBuckets = {0.1, 0.25, 0.5, 1,   2.5, 5,    10,
+                                                 30,  60,   120, 300, 600, 1800, 3600};
+
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+using grpc::experimental::Interceptor;
+using grpc::experimental::InterceptorBatchMethods;
+using grpc::experimental::ServerInterceptorFactoryInterface;
+using grpc::experimental::ServerRpcInfo;
+using Clock = std::chrono::steady_clock;
+
+const char* RpcTypeName(ServerRpcInfo::Type type) {
+  switch (type) {
+    case ServerRpcInfo::Type::UNARY:
+      return "unary";
+    case ServerRpcInfo::Type::CLIENT_STREAMING:
+      return "client_stream";
+    case ServerRpcInfo::Type::SERVER_STREAMING:
+      return "server_stream";
+    case ServerRpcInfo::Type::BIDI_STREAMING:
+      return "bidi_stream";
+  }
+  return "unknown";
+}
+
+// "BAKE_METHOD_GEODESIC_VOXEL" → "geodesic_voxel"; "METHOD_DQS" → "dqs".
+std::string EnumLabel(const std::string& name, absl::string_view prefix) {
+  absl::string_view s = name;
+  if (absl::StartsWith(s, prefix)) s.remove_prefix(prefix.size());
+  return s.empty() ? "unknown" : absl::AsciiStrToLower(s);
+}
+
+std::string FrameMethodLabel(v1::Method method) {
+  if (method == v1::METHOD_UNSPECIFIED) return "lbs";  // the default method
+  if (!v1::Method_IsValid(method)) return absl::StrCat("method_", static_cast<int>(method));
+  return EnumLabel(v1::Method_Name(method), "METHOD_");
+}
+
+// Times one call from its creation to its status.
+class MetricsInterceptor : public Interceptor {
+ public:
+  MetricsInterceptor(Metrics* metrics, Metrics::MethodSeries* series)
+      : metrics_(metrics), series_(series), start_(Clock::now()) {
+    series_->started->Increment();
+  }
+  ~MetricsInterceptor() override {
+    if (!finished_) Finish(static_cast<int>(grpc::StatusCode::CANCELLED));
+  }
+
+  void Intercept(InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS) && !finished_)
+      Finish(static_cast<int>(methods->GetSendStatus().error_code()));
+    methods->Proceed();
+  }
+
+ private:
+  void Finish(int code) {
+    finished_ = true;
+    metrics_->Handled(*series_, code).Increment();
+    series_->handling->Observe(std::chrono::duration<double>(Clock::now() - start_).count());
+  }
+
+  Metrics* const metrics_;
+  Metrics::MethodSeries* const series_;
+  const Clock::time_point start_;
+  bool finished_ = false;
+};
+
+class MetricsInterceptorFactory : public ServerInterceptorFactoryInterface {
+ public:
+  explicit MetricsInterceptorFactory(Metrics* metrics) : metrics_(metrics) {}
+  Interceptor* CreateServerInterceptor(ServerRpcInfo* info) override {
+    const char* method = info->method();
+    return new MetricsInterceptor(metrics_,
+                                  &metrics_->GrpcMethod(method ? method : "", info->type()));
+  }
+
+ private:
+  Metrics* const metrics_;
+};
+
+prometheus::MetricFamily Family(std::string name, std::string help, prometheus::MetricType type,
+                                double value) {
+  prometheus::MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  prometheus::ClientMetric m;
+  if (type == prometheus::MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f.metric.push_back(std::move(m));
+  return f;
+}
+
+}  // namespace
+
+const char* GrpcCodeName(int code) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
+}
+
+CacheStatsCollectable::CacheStatsCollectable(std::string prefix, std::string what,
+                                             std::function<CacheStats()> read)
+    : prefix_(std::move(prefix)), what_(std::move(what)), read_(std::move(read)) {}
+
+std::vector<prometheus::MetricFamily> CacheStatsCollectable::Collect() const {
+  const CacheStats s = read_();
+  using prometheus::MetricType;
+  return {
+      Family(prefix_ + "_hits_total", "Lookups found in the " + what_, MetricType::Counter, s.hits),
+      Family(prefix_ + "_misses_total", "Lookups not found in the " + what_, MetricType::Counter,
+             s.misses),
+      Family(prefix_ + "_evictions_total",
+             "Entries evicted from the " + what_ + " to stay within its capacity",
+             MetricType::Counter, s.evictions),
+      Family(prefix_ + "_bytes", "Approximate memory held by the " + what_, MetricType::Gauge,
+             static_cast<double>(s.bytes)),
+      Family(prefix_ + "_entries", "Entries in the " + what_, MetricType::Gauge,
+             static_cast<double>(s.entries)),
+  };
+}
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  started_ = &prometheus::BuildCounter()
+                  .Name("grpc_server_started_total")
+                  .Help("RPCs started on the server")
+                  .Register(*registry_);
+  handled_ = &prometheus::BuildCounter()
+                  .Name("grpc_server_handled_total")
+                  .Help("RPCs completed on the server, by status code")
+                  .Register(*registry_);
+  handling_ =
+      &prometheus::BuildHistogram()
+           .Name("grpc_server_handling_seconds")
+           .Help("Time from an RPC's start to its status on the server (a stream's whole life)")
+           .Register(*registry_);
+  bakes_queued_ = &prometheus::BuildGauge()
+                       .Name("skinning_bakes_queued")
+                       .Help("Bakes waiting for a worker")
+                       .Register(*registry_);
+  bakes_running_ = &prometheus::BuildGauge()
+                        .Name("skinning_bakes_running")
+                        .Help("Bakes being computed")
+                        .Register(*registry_);
+  bakes_finished_ = &prometheus::BuildCounter()
+                         .Name("skinning_bakes_finished_total")
+                         .Help("Bakes that ended, by final state (done, failed, cancelled)")
+                         .Register(*registry_);
+  bake_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("skinning_bake_duration_seconds")
+           .Help("Run time of bakes that ended done, from leaving the queue to being stored")
+           .Register(*registry_);
+  frame_seconds_ =
+      &prometheus::BuildHistogram()
+           .Name("skinning_frame_seconds")
+           .Help("Time to pose one frame (Pose, each PoseClip frame, each PoseSession frame)")
+           .Register(*registry_);
+  store_errors_ = &prometheus::BuildCounter()
+                       .Name("skinning_store_operation_errors_total")
+                       .Help("Blob store operations that failed (NOT_FOUND does not count)")
+                       .Register(*registry_);
+  // Every pose method's series exists from the start (a dashboard sees 0, not "no data").
+  for (int m = v1::Method_MIN; m <= v1::Method_MAX; ++m)
+    if (m != v1::METHOD_UNSPECIFIED && v1::Method_IsValid(m)) FrameSeconds(FrameMethodLabel(static_cast<v1::Method>(m)));
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::AddCache(const std::string& prefix, const std::string& what,
+                       std::function<CacheStats()> read) {
+  caches_.push_back(std::make_shared<CacheStatsCollectable>(prefix, what, std::move(read)));
+}
+
+std::unique_ptr<ServerInterceptorFactoryInterface> Metrics::NewInterceptorFactory() {
+  return std::make_unique<MetricsInterceptorFactory>(this);
+}
+
+Metrics::MethodSeries& Metrics::GrpcMethod(absl::string_view full_method,
+                                           ServerRpcInfo::Type type) {
+  std::lock_guard<std::mutex> lock(methods_mu_);
+  auto it = methods_.find(full_method);
+  if (it != methods_.end()) return *it->second;
+  // "/skinning.v1.RigService/RegisterRig" → service and method.
+  std::string service = "unknown", method(full_method);
+  absl::string_view rest = full_method;
+  if (absl::StartsWith(rest, "/")) rest.remove_prefix(1);
+  if (const size_t slash = rest.find('/'); slash != absl::string_view::npos) {
+    service = std::string(rest.substr(0, slash));
+    method = std::string(rest.substr(slash + 1));
+  }
+  if (method.empty()) method = "unknown";
+  auto series = std::make_unique<MethodSeries>();
+  series->labels = {
+      {"grpc_service", service}, {"grpc_method", method}, {"grpc_type", RpcTypeName(type)}};
+  series->started = &started_->Add(series->labels);
+  series->handling = &handling_->Add(series->labels, kHandlingSecondsBuckets);
+  MethodSeries& ref = *series;
+  methods_.emplace(std::string(full_method), std::move(series));
+  return ref;
+}
+
+prometheus::Counter& Metrics::Handled(MethodSeries& series, int code) {
+  if (code < 0 || code > 16) code = static_cast<int>(grpc::StatusCode::UNKNOWN);
+  if (prometheus::Counter* c = series.handled[code].load(std::memory_order_acquire)) return *c;
+  prometheus::Labels labels = series.labels;
+  labels["grpc_code"] = GrpcCodeName(code);
+  // Family::Add returns the existing counter for the same labels, so a race stores the same one.
+  prometheus::Counter* c = &handled_->Add(labels);
+  series.handled[code].store(c, std::memory_order_release);
+  return *c;
+}
+
+prometheus::Histogram& Metrics::FrameSeconds(const std::string& method) {
+  return frame_seconds_->Add({{"method", method}}, kFrameSecondsBuckets);
+}
+
+void Metrics::OnFrame(v1::Method method, double seconds) {
+  const int i = static_cast<int>(method);
+  if (i < 0 || i >= static_cast<int>(frames_by_method_.size())) {
+    FrameSeconds(FrameMethodLabel(method)).Observe(seconds);
+    return;
+  }
+  prometheus::Histogram* h = frames_by_method_[i].load(std::memory_order_acquire);
+  if (h == nullptr) {
+    h = &FrameSeconds(FrameMethodLabel(method));
+    frames_by_method_[i].store(h, std::memory_order_release);
+  }
+  h->Observe(seconds);
+}
+
+Metrics::BakeSeries& Metrics::Bake(v1::BakeMethod method) {
+  // Called with bakes_mu_ held.
+  auto it = bakes_.find(static_cast<int>(method));
+  if (it != bakes_.end()) return it->second;
+  const std::string label = v1::BakeMethod_IsValid(method)
+                                ? EnumLabel(v1::BakeMethod_Name(method), "BAKE_METHOD_")
+                                : absl::StrCat("method_", static_cast<int>(method));
+  BakeSeries s;
+  s.queued = &bakes_queued_->Add({{"method", label}});
+  s.running = &bakes_running_->Add({{"method", label}});
+  s.duration = &bake_seconds_->Add({{"method", label}}, kBakeSecondsBuckets);
+  s.done = &bakes_finished_->Add({{"method", label}, {"state", "done"}});
+  s.failed = &bakes_finished_->Add({{"method", label}, {"state", "failed"}});
+  s.cancelled = &bakes_finished_->Add({{"method", label}, {"state", "cancelled"}});
+  return bakes_.emplace(static_cast<int>(method), s).first->second;
+}
+
+void Metrics::OnBakeTransition(const BakeTransition& t) {
+  std::lock_guard<std::mutex> lock(bakes_mu_);
+  BakeSeries& s = Bake(t.method);
+  if (t.from == v1::BAKE_STATE_QUEUED) s.queued->Decrement();
+  if (t.from == v1::BAKE_STATE_RUNNING) s.running->Decrement();
+  switch (t.to) {
+    case v1::BAKE_STATE_QUEUED:
+      s.queued->Increment();
+      break;
+    case v1::BAKE_STATE_RUNNING:
+      s.running->Increment();
+      break;
+    case v1::BAKE_STATE_DONE:
+      s.done->Increment();
+      if (t.from == v1::BAKE_STATE_RUNNING) s.duration->Observe(t.run_seconds);
+      break;
+    case v1::BAKE_STATE_FAILED:
+      s.failed->Increment();
+      break;
+    case v1::BAKE_STATE_CANCELLED:
+      s.cancelled->Increment();
+      break;
+    default:
+      break;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Metrics::Serve(const std::string& address) {
+  return MetricsHttpServer::Start(address, [this] {
+    std::vector<prometheus::MetricFamily> families = registry_->Collect();
+    for (const auto& cache : caches_) {
+      std::vector<prometheus::MetricFamily> more = cache->Collect();
+      families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    return prometheus::TextSerializer().Serialize(families);
+  });
+}
+
+}  // namespace skinning

@@ -1,0 +1,152 @@
+// Prometheus metrics of the skinning server, served over HTTP on their own port.
+//
+// Series (all names follow the Prometheus conventions: base units, _total for counters):
+//   grpc_server_started_total{grpc_service,grpc_method,grpc_type}            counter
+//   grpc_server_handled_total{grpc_service,grpc_method,grpc_type,grpc_code}  counter
+//   grpc_server_handling_seconds{grpc_service,grpc_method,grpc_type}         histogram
+//     recorded by a server interceptor; grpc_type is unary, client_stream, server_stream or
+//     bidi_stream; grpc_code is the status code's name (OK, INVALID_ARGUMENT, ...). A stream's
+//     handling time runs from its start to its status.
+//   skinning_bakes_queued{method}, skinning_bakes_running{method}            gauges
+//   skinning_bakes_finished_total{method,state}   counter; state is done, failed or cancelled
+//   skinning_bake_duration_seconds{method}        histogram of the run time of bakes that end done
+//   skinning_frame_seconds{method}                histogram of one frame's posing (lbs, dqs, ...)
+//   skinning_store_operation_errors_total{operation}  counter; put, get, exists, delete, list
+//   skinning_rig_cache_{hits,misses,evictions}_total, skinning_rig_cache_{bytes,entries}
+//   skinning_bake_cache_{hits,misses,evictions}_total, skinning_bake_cache_{bytes,entries}
+//     read from the caches when scraped.
+#ifndef SKINNING_SERVER_METRICS_METRICS_H_
+#define SKINNING_SERVER_METRICS_METRICS_H_
+
+#include <grpcpp/support/server_interceptor.h>
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/bake/bake_jobs.h"
+#include "server/store/lru_cache.h"
+#include "server/metrics/metrics_http.h"
+#include "server/api/services.h"
+
+namespace skinning {
+
+// Bucket upper bounds (seconds) of the histograms.
+extern const std::vector<double> kHandlingSecondsBuckets;  // 50 µs … 60 s
+extern const std::vector<double> kFrameSecondsBuckets;     // 1 µs … 100 ms
+extern const std::vector<double> kBakeSecondsBuckets;      // 100 ms … 1 h
+
+// The gRPC code's canonical name ("OK", "INVALID_ARGUMENT"); "UNKNOWN" outside 0..16.
+const char* GrpcCodeName(int code);
+
+// Reads cache statistics when scraped and reports them as <prefix>_hits_total,
+// <prefix>_misses_total, <prefix>_evictions_total (counters), <prefix>_bytes and
+// <prefix>_entries (gauges).
+class CacheStatsCollectable : public prometheus::Collectable {
+ public:
+  // `what` names the cache in the help texts ("rig cache"); `read` is called on every scrape
+  // from the metrics endpoint's thread and must stay valid while this is registered.
+  CacheStatsCollectable(std::string prefix, std::string what, std::function<CacheStats()> read);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const std::string prefix_, what_;
+  const std::function<CacheStats()> read_;
+};
+
+class Metrics : public BakeObserver, public FrameObserver {
+ public:
+  Metrics();
+  ~Metrics() override;
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // The counters, gauges and histograms kept in this process.
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+  // Adds a cache whose statistics are read at scrape time (see CacheStatsCollectable). Call
+  // before Serve.
+  void AddCache(const std::string& prefix, const std::string& what,
+                std::function<CacheStats()> read);
+
+  // A gRPC server interceptor factory recording the grpc_server_* families. This object must
+  // outlive the server it is given to.
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewInterceptorFactory();
+
+  // skinning_store_operation_errors_total, for InstrumentedBlobStore.
+  prometheus::Family<prometheus::Counter>& store_errors() { return *store_errors_; }
+
+  // skinning_frame_seconds{method=`method`} ("lbs", "dqs", "fast"); the reference stays valid.
+  prometheus::Histogram& FrameSeconds(const std::string& method);
+
+  // FrameObserver: one frame posed with `method` in `seconds`.
+  void OnFrame(v1::Method method, double seconds) override;
+  // BakeObserver: moves the queued/running gauges, counts finished bakes, times done ones.
+  void OnBakeTransition(const BakeTransition& t) override;
+
+  // Serves /metrics over HTTP on `address` (host:port; port 0 picks a free port) until the
+  // returned server is destroyed; it must be destroyed before this object and before whatever
+  // the caches read. UNAVAILABLE when the address cannot be bound.
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Serve(const std::string& address);
+
+  // Per gRPC method: the series the interceptor updates, created once.
+  struct MethodSeries {
+    prometheus::Labels labels;  // grpc_service, grpc_method, grpc_type
+    prometheus::Counter* started = nullptr;
+    prometheus::Histogram* handling = nullptr;
+    std::array<std::atomic<prometheus::Counter*>, 17> handled{};  // by code, added on first use
+  };
+  // The series of `full_method` ("/pkg.Service/Method"), created on first use.
+  MethodSeries& GrpcMethod(absl::string_view full_method,
+                           grpc::experimental::ServerRpcInfo::Type type);
+  // grpc_server_handled_total for `series` and `code` (0..16; others count as UNKNOWN).
+  prometheus::Counter& Handled(MethodSeries& series, int code);
+
+ private:
+  // Per bake method ("bbw", "bone_heat", "geodesic_voxel").
+  struct BakeSeries {
+    prometheus::Gauge* queued = nullptr;
+    prometheus::Gauge* running = nullptr;
+    prometheus::Histogram* duration = nullptr;
+    prometheus::Counter* done = nullptr;
+    prometheus::Counter* failed = nullptr;
+    prometheus::Counter* cancelled = nullptr;
+  };
+  BakeSeries& Bake(v1::BakeMethod method);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* started_;
+  prometheus::Family<prometheus::Counter>* handled_;
+  prometheus::Family<prometheus::Histogram>* handling_;
+  prometheus::Family<prometheus::Gauge>* bakes_queued_;
+  prometheus::Family<prometheus::Gauge>* bakes_running_;
+  prometheus::Family<prometheus::Counter>* bakes_finished_;
+  prometheus::Family<prometheus::Histogram>* bake_seconds_;
+  prometheus::Family<prometheus::Histogram>* frame_seconds_;
+  prometheus::Family<prometheus::Counter>* store_errors_;
+  std::vector<std::shared_ptr<CacheStatsCollectable>> caches_;
+
+  std::mutex methods_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> methods_;  // by full method
+  std::mutex bakes_mu_;
+  absl::flat_hash_map<int, BakeSeries> bakes_;  // by v1::BakeMethod
+  // By v1::Method value; filled on first use (the histogram references never move).
+  std::array<std::atomic<prometheus::Histogram*>, 8> frames_by_method_{};
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_METRICS_METRICS_H_

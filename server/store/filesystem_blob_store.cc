@@ -1,0 +1,201 @@
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
+#include "server/store/blob_store.h"
+
+namespace skinning {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The lock file of WriteIf, in the root (not a valid key of anyone's: keys are namespaced).
+constexpr char kLockName[] = ".write-lock";
+// Temporary files older than this when a store opens are leftovers of a crash.
+constexpr std::chrono::minutes kLeftoverAge{10};
+
+absl::Status CheckKey(const std::string& key) {
+  if (key.empty() || key.front() == '/' || absl::StrContains(key, ".."))
+    return absl::InvalidArgumentError(absl::StrCat("invalid store key '", key, "'"));
+  for (char c : key) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/'))
+      return absl::InvalidArgumentError(absl::StrCat("invalid store key '", key, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Errno(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrFormat("%s %s: %s", what, path, std::strerror(errno)));
+}
+
+class FilesystemBlobStore : public BlobStore {
+ public:
+  explicit FilesystemBlobStore(fs::path root) : root_(std::move(root)) {}
+
+  absl::Status Put(const std::string& key, const std::string& bytes) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    const fs::path target = root_ / key;
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return absl::InternalError(absl::StrCat("create ", target.parent_path().string(), ": ", ec.message()));
+    // Unique per process (pid) and per write in it: two store objects on one directory in one
+    // process must not share a temporary file.
+    static std::atomic<uint64_t> counter{0};
+    const std::string tmp = absl::StrFormat("%s.tmp.%d.%d", target.string(), getpid(), counter++);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("open", tmp);
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const absl::Status s = Errno("write", tmp);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return s;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+      const absl::Status s = Errno("fsync", tmp);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    if (::rename(tmp.c_str(), target.c_str()) != 0) {
+      const absl::Status s = Errno("rename", tmp);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    const int dfd = ::open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> Get(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    const fs::path path = root_ / key;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      if (!fs::exists(path)) return absl::NotFoundError(absl::StrCat("no stored object '", key, "'"));
+      return Errno("open", path.string());
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return Errno("read", path.string());
+    return ss.str();
+  }
+
+  absl::StatusOr<bool> Exists(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    std::error_code ec;
+    return fs::exists(root_ / key, ec);
+  }
+
+  absl::StatusOr<bool> Delete(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    std::error_code ec;
+    const bool removed = fs::remove(root_ / key, ec);
+    if (ec) return absl::InternalError(absl::StrCat("delete ", key, ": ", ec.message()));
+    return removed;
+  }
+
+  absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) override {
+    std::vector<std::string> keys;
+    std::error_code ec;
+    if (!fs::exists(root_, ec)) return keys;
+    for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (!it->is_regular_file()) continue;
+      std::string key = fs::relative(it->path(), root_).generic_string();
+      if (absl::StrContains(key, ".tmp.")) continue;  // an interrupted write, never a key
+      if (key == kLockName) continue;                 // WriteIf's lock file
+      if (absl::StartsWith(key, prefix)) keys.push_back(std::move(key));
+    }
+    if (ec) return absl::InternalError(absl::StrCat("list ", root_.string(), ": ", ec.message()));
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                               const std::vector<Write>& writes) override {
+    if (auto s = CheckKey(guard); !s.ok()) return s;
+    for (const Write& w : writes)
+      if (auto s = CheckKey(w.key); !s.ok()) return s;
+    // flock locks belong to the open file description: threads of this process take turns on
+    // the mutex, processes on the lock.
+    std::lock_guard<std::mutex> in_process(write_mu_);
+    const std::string lock_path = (root_ / kLockName).string();
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return Errno("open", lock_path);
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const absl::Status s = Errno("flock", lock_path);
+      ::close(fd);
+      return s;
+    }
+    absl::StatusOr<bool> result = [&]() -> absl::StatusOr<bool> {
+      absl::StatusOr<std::string> current = Get(guard);
+      if (!current.ok() && !absl::IsNotFound(current.status())) return current.status();
+      const bool matches = expected.has_value() ? current.ok() && *current == *expected : !current.ok();
+      if (!matches) return false;
+      for (const Write& w : writes) {
+        if (w.bytes.has_value()) {
+          if (auto s = Put(w.key, *w.bytes); !s.ok()) return s;
+        } else if (absl::StatusOr<bool> d = Delete(w.key); !d.ok()) {
+          return d.status();
+        }
+      }
+      return true;
+    }();
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    return result;
+  }
+
+ private:
+  fs::path root_;
+  std::mutex write_mu_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::string& root) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create store directory ", root, ": ", ec.message()));
+  // Remove leftovers of writes interrupted by a crash (collected first: removing while
+  // iterating invalidates the iterator). Only old ones: another server sharing the directory may
+  // be writing a temporary file right now.
+  std::vector<fs::path> leftovers;
+  const auto now = fs::file_time_type::clock::now();
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file() || !absl::StrContains(it->path().filename().string(), ".tmp.")) continue;
+    std::error_code age;
+    const auto written = fs::last_write_time(it->path(), age);
+    if (!age && now - written > kLeftoverAge) leftovers.push_back(it->path());
+  }
+  for (const fs::path& p : leftovers) {
+    std::error_code rm;
+    fs::remove(p, rm);
+  }
+  return std::unique_ptr<BlobStore>(new FilesystemBlobStore(root));
+}
+
+}  // namespace skinning

@@ -1,0 +1,89 @@
+// A thread-safe LRU cache by bytes: string key → shared immutable value.
+#ifndef SKINNING_SERVER_STORE_LRU_CACHE_H_
+#define SKINNING_SERVER_STORE_LRU_CACHE_H_
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace skinning {
+
+struct CacheStats {
+  uint64_t hits = 0, misses = 0, evictions = 0;
+  size_t bytes = 0, entries = 0;
+};
+
+template <typename V>
+class LruCache {
+ public:
+  explicit LruCache(size_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+  // The value under `key` (now most recently used), or nullptr. Counts a hit or a miss.
+  std::shared_ptr<const V> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      ++stats_.misses;
+      return nullptr;
+    }
+    ++stats_.hits;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->value;
+  }
+
+  // Inserts or replaces; evicts least recently used entries until the total is within the
+  // capacity. A value larger than the whole capacity is not cached.
+  void Insert(const std::string& key, std::shared_ptr<const V> value, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    EraseLocked(key);
+    if (bytes > capacity_) return;
+    lru_.push_front(Entry{key, std::move(value), bytes});
+    index_[key] = lru_.begin();
+    stats_.bytes += bytes;
+    while (stats_.bytes > capacity_ && !lru_.empty()) {
+      stats_.bytes -= lru_.back().bytes;
+      index_.erase(lru_.back().key);
+      lru_.pop_back();
+      ++stats_.evictions;
+    }
+    stats_.entries = lru_.size();
+  }
+
+  void Erase(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    EraseLocked(key);
+  }
+
+  CacheStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const V> value;
+    size_t bytes;
+  };
+  void EraseLocked(const std::string& key) {
+    auto it = index_.find(key);
+    if (it == index_.end()) return;
+    stats_.bytes -= it->second->bytes;
+    lru_.erase(it->second);
+    index_.erase(it);
+    stats_.entries = lru_.size();
+  }
+
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::list<Entry> lru_;  // front = most recently used
+  std::unordered_map<std::string, typename std::list<Entry>::iterator> index_;
+  CacheStats stats_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_STORE_LRU_CACHE_H_

@@ -1,0 +1,364 @@
+// The Redis backend of BlobStore (see blob_store.h for the value layout).
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <initializer_list>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "server/store/blob_store.h"
+
+namespace skinning {
+namespace {
+
+// Idle connections kept for reuse; calls beyond this many at once open (and then close) more.
+constexpr size_t kMaxIdleConnections = 8;
+constexpr timeval kConnectTimeout = {2, 0};
+// Generous: a 100 MB value takes a while on a slow link.
+constexpr timeval kCommandTimeout = {30, 0};
+// Keys asked for per SCAN step.
+constexpr char kScanCount[] = "1000";
+
+// CRC-32 with the IEEE 802.3 polynomial (reflected 0xEDB88320), initial value and final xor
+// 0xFFFFFFFF: the checksum zlib's crc32() and PNG use.
+uint32_t Crc32(const char* data, size_t size) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int bit = 0; bit < 8; ++bit) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 0; i < size; ++i)
+    crc = table[(crc ^ static_cast<uint8_t>(data[i])) & 0xFF] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+void AppendLittleEndian(uint64_t value, int bytes, std::string* out) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+uint64_t ReadLittleEndian(const char* p, int bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i)
+    value |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return value;
+}
+
+absl::Status CheckKey(const std::string& key) {
+  bool ok = !key.empty() && key.front() != '/' && !absl::StrContains(key, "..");
+  for (size_t i = 0; ok && i < key.size(); ++i) {
+    const char c = key[i];
+    ok =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
+  }
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("invalid store key '", key, "'"));
+  return absl::OkStatus();
+}
+
+// `text` with Redis glob specials escaped, for SCAN MATCH.
+std::string GlobEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+struct ContextDeleter {
+  void operator()(redisContext* context) const { redisFree(context); }
+};
+using Connection = std::unique_ptr<redisContext, ContextDeleter>;
+
+// An error reply from Redis → a status. Transient server states are UNAVAILABLE (retryable).
+absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) {
+  const std::string message = absl::StrCat(what, ": redis replied ", error);
+  for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
+    if (absl::StartsWith(error, transient)) return absl::UnavailableError(message);
+  }
+  if (absl::StartsWith(error, "OOM")) return absl::ResourceExhaustedError(message);
+  return absl::InternalError(message);
+}
+
+class RedisBlobStore : public BlobStore {
+ public:
+  RedisBlobStore(std::string host, int port, std::string key_prefix)
+      : host_(std::move(host)), port_(port), prefix_(std::move(key_prefix)) {}
+
+  absl::Status Ping() {
+    absl::StatusOr<Reply> reply = Command({"PING"}, "PING");
+    if (!reply.ok()) return reply.status();
+    if ((*reply)->type != REDIS_REPLY_STATUS ||
+        absl::string_view((*reply)->str, (*reply)->len) != "PONG")
+      return absl::FailedPreconditionError(
+          absl::StrCat("redis at ", Endpoint(), " did not answer PING with PONG"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Put(const std::string& key, const std::string& bytes) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    const std::string value = Encode(bytes);
+    const std::string redis_key = prefix_ + key;
+    absl::StatusOr<Reply> reply =
+        Command({"SET", redis_key, value}, absl::StrCat("SET '", key, "'"));
+    if (!reply.ok()) return reply.status();
+    if ((*reply)->type != REDIS_REPLY_STATUS)
+      return absl::InternalError(
+          absl::StrCat("SET '", key, "': unexpected redis reply type ", (*reply)->type));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> Get(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    absl::StatusOr<Reply> reply = Command({"GET", prefix_ + key}, absl::StrCat("GET '", key, "'"));
+    if (!reply.ok()) return reply.status();
+    if ((*reply)->type == REDIS_REPLY_NIL)
+      return absl::NotFoundError(absl::StrCat("no stored object '", key, "'"));
+    if ((*reply)->type != REDIS_REPLY_STRING)
+      return absl::InternalError(
+          absl::StrCat("GET '", key, "': unexpected redis reply type ", (*reply)->type));
+    return Decode(key, (*reply)->str, (*reply)->len);
+  }
+
+  absl::StatusOr<bool> Exists(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    absl::StatusOr<int64_t> n =
+        IntegerCommand({"EXISTS", prefix_ + key}, absl::StrCat("EXISTS '", key, "'"));
+    if (!n.ok()) return n.status();
+    return *n > 0;
+  }
+
+  absl::StatusOr<bool> Delete(const std::string& key) override {
+    if (auto s = CheckKey(key); !s.ok()) return s;
+    absl::StatusOr<int64_t> n =
+        IntegerCommand({"DEL", prefix_ + key}, absl::StrCat("DEL '", key, "'"));
+    if (!n.ok()) return n.status();
+    return *n > 0;
+  }
+
+  absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) override {
+    const std::string pattern = GlobEscape(prefix_ + prefix) + "*";
+    const std::string what = absl::StrCat("SCAN for keys starting with '", prefix, "'");
+    std::vector<std::string> keys;
+    std::string cursor = "0";
+    do {
+      absl::StatusOr<Reply> reply =
+          Command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanCount}, what);
+      if (!reply.ok()) return reply.status();
+      const redisReply* r = reply->get();
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+          r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
+        return absl::InternalError(absl::StrCat(what, ": malformed redis reply"));
+      cursor.assign(r->element[0]->str, r->element[0]->len);
+      for (size_t i = 0; i < r->element[1]->elements; ++i) {
+        const redisReply* k = r->element[1]->element[i];
+        if (k->type != REDIS_REPLY_STRING) continue;
+        std::string full(k->str, k->len);
+        if (!absl::StartsWith(full, prefix_ + prefix)) continue;
+        keys.push_back(full.substr(prefix_.size()));
+      }
+    } while (cursor != "0");
+    // SCAN may return a key more than once.
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    return keys;
+  }
+
+  // KEYS[1] the guard, KEYS[2..] the written keys; ARGV[1] "1" when the guard must hold
+  // ARGV[2] (the encoded value), "0" when it must be absent; then per written key i ≥ 2 the pair
+  // ARGV[2i−1] = "set" or "del", ARGV[2i] = the encoded value. A script runs atomically.
+  absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
+                               const std::vector<Write>& writes) override {
+    static constexpr char kScript[] =
+        "local cur = redis.call('GET', KEYS[1])\n"
+        "if ARGV[1] == '1' then\n"
+        "  if cur ~= ARGV[2] then return 0 end\n"
+        "elseif cur then return 0 end\n"
+        "for i = 2, #KEYS do\n"
+        "  if ARGV[2 * i - 1] == 'set' then redis.call('SET', KEYS[i], ARGV[2 * i])\n"
+        "  else redis.call('DEL', KEYS[i]) end\n"
+        "end\n"
+        "return 1\n";
+    if (auto s = CheckKey(guard); !s.ok()) return s;
+    std::vector<std::string> keys = {prefix_ + guard};
+    std::vector<std::string> values = {expected.has_value() ? "1" : "0", expected.has_value() ? Encode(*expected) : ""};
+    for (const Write& w : writes) {
+      if (auto s = CheckKey(w.key); !s.ok()) return s;
+      keys.push_back(prefix_ + w.key);
+      values.push_back(w.bytes.has_value() ? "set" : "del");
+      values.push_back(w.bytes.has_value() ? Encode(*w.bytes) : "");
+    }
+    const std::string num_keys = absl::StrCat(keys.size());
+    std::vector<absl::string_view> args = {"EVAL", kScript, num_keys};
+    for (const std::string& k : keys) args.push_back(k);
+    for (const std::string& v : values) args.push_back(v);
+    absl::StatusOr<int64_t> n = IntegerCommand(args, absl::StrCat("conditional write guarded by '", guard, "'"));
+    if (!n.ok()) return n.status();
+    return *n == 1;
+  }
+
+ private:
+  std::string Endpoint() const { return absl::StrCat(host_, ":", port_); }
+
+  // The stored form of a payload: the 20-byte header (blob_store.h), then the payload.
+  static std::string Encode(const std::string& bytes) {
+    std::string value;
+    value.reserve(kRedisBlobHeaderBytes + bytes.size());
+    value.append(kRedisBlobMagic, sizeof kRedisBlobMagic);
+    AppendLittleEndian(kRedisBlobFormatVersion, 4, &value);
+    AppendLittleEndian(bytes.size(), 8, &value);
+    AppendLittleEndian(Crc32(bytes.data(), bytes.size()), 4, &value);
+    value.append(bytes);
+    return value;
+  }
+
+  absl::StatusOr<std::string> Decode(const std::string& key, const char* data, size_t size) const {
+    const std::string what =
+        absl::StrCat("stored object '", key, "' (redis key '", prefix_, key, "')");
+    if (size < kRedisBlobHeaderBytes)
+      return absl::DataLossError(
+          absl::StrFormat("%s is corrupt: %d bytes, shorter than the %d-byte header", what, size,
+                          kRedisBlobHeaderBytes));
+    if (std::memcmp(data, kRedisBlobMagic, sizeof kRedisBlobMagic) != 0)
+      return absl::DataLossError(
+          absl::StrCat(what, " is corrupt: it does not start with the magic \"SKB1\""));
+    const uint64_t version = ReadLittleEndian(data + 4, 4);
+    if (version != kRedisBlobFormatVersion)
+      return absl::DataLossError(absl::StrFormat("%s has format version %d, this server reads %d",
+                                                 what, version, kRedisBlobFormatVersion));
+    const uint64_t length = ReadLittleEndian(data + 8, 8);
+    const size_t actual = size - kRedisBlobHeaderBytes;
+    if (length != actual)
+      return absl::DataLossError(absl::StrFormat(
+          "%s is corrupt: its header says %d payload bytes but %d follow", what, length, actual));
+    const char* payload = data + kRedisBlobHeaderBytes;
+    const uint32_t expected_crc = static_cast<uint32_t>(ReadLittleEndian(data + 16, 4));
+    const uint32_t crc = Crc32(payload, actual);
+    if (crc != expected_crc)
+      return absl::DataLossError(absl::StrFormat(
+          "%s is corrupt: payload CRC-32 %08x, header says %08x", what, crc, expected_crc));
+    return std::string(payload, actual);
+  }
+
+  absl::StatusOr<Connection> Connect() {
+    Connection c(redisConnectWithTimeout(host_.c_str(), port_, kConnectTimeout));
+    if (c == nullptr) return absl::ResourceExhaustedError("cannot allocate a redis connection");
+    if (c->err)
+      return absl::UnavailableError(
+          absl::StrCat("cannot connect to redis at ", Endpoint(), ": ", c->errstr));
+    if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK ||
+        redisEnableKeepAlive(c.get()) != REDIS_OK)
+      return absl::UnavailableError(absl::StrCat("cannot configure the connection to redis at ",
+                                                 Endpoint(), ": ", c->errstr));
+    return c;
+  }
+
+  // Runs one command on a pooled connection. A connection that fails is dropped and the call
+  // returns UNAVAILABLE; except that when a connection taken from the pool fails with a closed
+  // socket (Redis restarted since it was last used), the idle pool is emptied and the command
+  // runs once more on a fresh connection. Every command here is safe to repeat (DEL may then
+  // report that the key did not exist; a repeated WriteIf whose first run took effect finds the
+  // guard changed and reports false, so its caller reads again and sees its own write).
+  absl::StatusOr<Reply> Command(const std::vector<absl::string_view>& args, const std::string& what) {
+    std::vector<const char*> argv;
+    std::vector<size_t> argv_len;
+    for (absl::string_view a : args) {
+      argv.push_back(a.data());
+      argv_len.push_back(a.size());
+    }
+    for (int attempt = 0;; ++attempt) {
+      Connection c;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!idle_.empty()) {
+          c = std::move(idle_.back());
+          idle_.pop_back();
+        }
+      }
+      const bool reused = c != nullptr;
+      if (!reused) {
+        absl::StatusOr<Connection> fresh = Connect();
+        if (!fresh.ok())
+          return absl::Status(fresh.status().code(),
+                              absl::StrCat(what, ": ", fresh.status().message()));
+        c = *std::move(fresh);
+      }
+      errno = 0;
+      Reply reply(static_cast<redisReply*>(
+          redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+      const int saved_errno = errno;
+      if (reply == nullptr || c->err) {
+        const bool timed_out =
+            c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
+        const std::string error = c->errstr[0] ? c->errstr : "connection failed";
+        c.reset();
+        if (reused && !timed_out && attempt == 0) {
+          std::lock_guard<std::mutex> lock(mu_);
+          idle_.clear();
+          continue;
+        }
+        return absl::UnavailableError(absl::StrCat(what, ": redis at ", Endpoint(), ": ", error));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(c));
+      }
+      if (reply->type == REDIS_REPLY_ERROR)
+        return ErrorReplyStatus(what, absl::string_view(reply->str, reply->len));
+      return reply;
+    }
+  }
+
+  absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what) {
+    absl::StatusOr<Reply> reply = Command(args, what);
+    if (!reply.ok()) return reply.status();
+    if ((*reply)->type != REDIS_REPLY_INTEGER)
+      return absl::InternalError(
+          absl::StrCat(what, ": unexpected redis reply type ", (*reply)->type));
+    return static_cast<int64_t>((*reply)->integer);
+  }
+
+  const std::string host_;
+  const int port_;
+  const std::string prefix_;
+  std::mutex mu_;
+  std::vector<Connection> idle_;  // guarded by mu_
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string& host, int port,
+                                                              const std::string& key_prefix) {
+  if (host.empty()) return absl::InvalidArgumentError("redis host is empty");
+  if (port <= 0 || port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("redis port ", port, " is out of range"));
+  // A write to a connection Redis closed raises SIGPIPE; its default action would kill the
+  // process instead of letting the call fail with UNAVAILABLE.
+  struct sigaction current;
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+    signal(SIGPIPE, SIG_IGN);
+  auto store = std::make_unique<RedisBlobStore>(host, port, key_prefix);
+  if (auto s = store->Ping(); !s.ok()) return s;
+  return std::unique_ptr<BlobStore>(std::move(store));
+}
+
+}  // namespace skinning

@@ -1,0 +1,113 @@
+// The rig store: content-addressed rigs in a BlobStore, with an in-memory LRU cache (by bytes)
+// of rigs prepared for posing.
+#ifndef SKINNING_SERVER_STORE_RIG_STORE_H_
+#define SKINNING_SERVER_STORE_RIG_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/rig/rig.h"
+#include "server/store/blob_store.h"
+#include "server/convert.h"
+#include "server/store/lru_cache.h"
+#include "skinning/v1/rig.pb.h"
+
+namespace skinning {
+
+// Version of the StoredRig layout; readers refuse other versions.
+inline constexpr uint32_t kRigFormatVersion = 1;
+
+// A rig ready for per-frame work; immutable and shared between calls.
+struct LoadedRig {
+  std::string id;
+  v1::RigInfo info;
+  Rig rig;                       // core form (double)
+  std::vector<int> order;        // TopologicalOrder(rig.skeleton)
+  SparseWeights weights;         // exact sparse weights, rows normalized (0 rows if none)
+  std::vector<float> positions;  // #V*3 float32 bind positions
+  std::vector<float> normals;    // #V*3 or empty
+  size_t bytes = 0;              // approximate memory footprint, for the cache
+};
+
+struct RegisterResult {
+  std::string rig_id;
+  bool created = false;
+  v1::RigInfo info;
+};
+
+// Tenancy. Rig ids are content addresses shared by every tenant (the same rig registered by two
+// tenants is stored once), but access is per tenant: registering a rig records that the tenant
+// owns it (an empty marker under tenants/<tenant>/rigs/<rig_id>), and a tenant may only use,
+// list and delete the rigs it owns. The tenant "" (authentication off) owns every stored rig
+// and keeps no markers. A rig stored while authentication was off is owned by no tenant until
+// one registers it.
+class RigStore {
+ public:
+  RigStore(std::shared_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits = {});
+
+  // Validates and stores a rig, owned by `tenant`. The same rig (mesh, skeleton, weights; the
+  // name does not count) always gets the same id; registering it again changes nothing and
+  // returns created = false. For a tenant, created says whether the tenant did not own it yet
+  // (so it does not tell whether another tenant has the same rig). `still_wanted` (may be empty)
+  // is asked after validation and after hashing; a non-OK answer (the caller's deadline passed,
+  // say) stops the registration before anything is stored.
+  absl::StatusOr<RegisterResult> Register(const v1::Rig& rig, const std::string& tenant = "",
+                                          const std::function<absl::Status()>& still_wanted = nullptr);
+  // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one, DATA_LOSS for a stored
+  // artifact that does not parse or has another format version. No access check: for internal
+  // use (bakes) after CheckAccess, or with authentication off.
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> Get(const std::string& rig_id);
+  // Whether `tenant` may use the rig: OK when it owns it (always for ""), PERMISSION_DENIED
+  // "rig 'X' belongs to another tenant" when the rig is stored but not the tenant's, NOT_FOUND
+  // when nobody has it. Positive answers are cached in memory for kOwnershipCacheTtl, so the
+  // per-call check on the posing path is a hash lookup.
+  absl::Status CheckAccess(const std::string& rig_id, const std::string& tenant);
+  // CheckAccess, then Get.
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> GetForTenant(const std::string& rig_id,
+                                                                const std::string& tenant);
+  // Removes the tenant's ownership, and the stored rig when no tenant owns it any more (with
+  // tenant "": the stored rig, whoever owns it). Returns whether the tenant had it;
+  // PERMISSION_DENIED when the rig is another tenant's.
+  absl::StatusOr<bool> Delete(const std::string& rig_id, const std::string& tenant = "");
+  // The summaries of the tenant's rigs (every stored rig for ""), sorted by id.
+  absl::StatusOr<std::vector<v1::RigInfo>> List(const std::string& tenant = "");
+
+  // How long a positive ownership check is trusted without asking the store again (another
+  // replica's DeleteRig is seen after at most this long).
+  static constexpr std::chrono::seconds kOwnershipCacheTtl{30};
+
+  CacheStats cache_stats() const { return cache_.stats(); }
+  const RigLimits& limits() const { return limits_; }
+
+  static absl::Status CheckRigId(const std::string& rig_id);
+
+ private:
+  void CacheInsert(std::shared_ptr<const LoadedRig> rig) { cache_.Insert(rig->id, rig, rig->bytes); }
+  bool OwnershipCached(const std::string& rig_id, const std::string& tenant);
+  void CacheOwnership(const std::string& rig_id, const std::string& tenant);
+  void ForgetOwnership(const std::string& rig_id, const std::string& tenant);
+  // PERMISSION_DENIED when the rig is stored (someone else's), else NOT_FOUND.
+  absl::Status NotOwned(const std::string& rig_id);
+
+  std::shared_ptr<BlobStore> blobs_;
+  const RigLimits limits_;
+  LruCache<LoadedRig> cache_;
+
+  std::mutex ownership_mu_;
+  // tenant + '/' + rig id → when the positive answer expires.
+  absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> ownership_;
+};
+
+// Builds the prepared form of a validated rig.
+std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::RigInfo info);
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_STORE_RIG_STORE_H_
