@@ -89,13 +89,11 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromFile(const std
   return FromText(text.str(), path);
 }
 
-absl::StatusOr<std::string> Authenticator::Authenticate(const grpc::ServerContext& context) const {
+absl::StatusOr<std::string> Authenticator::Authenticate(std::optional<absl::string_view> authorization) const {
   if (!enabled_) return std::string();
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find(kAuthorizationMetadata);
-  if (it == metadata.end())
+  if (!authorization.has_value())
     return absl::UnauthenticatedError("missing bearer token (authorization metadata)");
-  const absl::string_view value(it->second.data(), it->second.size());
+  const absl::string_view value = *authorization;
   const size_t scheme_length = sizeof(kBearerScheme) - 1;
   if (value.size() <= scheme_length + 1 ||
       !absl::EqualsIgnoreCase(value.substr(0, scheme_length), kBearerScheme) ||

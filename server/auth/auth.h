@@ -1,16 +1,17 @@
 // Bearer-token authentication: a token file maps tokens to tenants; every call of the skinning
-// services carries `authorization: Bearer TOKEN` and runs as that token's tenant.
+// services carries `authorization: Bearer TOKEN` (gRPC metadata, or an HTTP header) and runs as
+// that token's tenant. Knows nothing of the transport.
 #ifndef SKINNING_SERVER_AUTH_AUTH_H_
 #define SKINNING_SERVER_AUTH_AUTH_H_
 
 #include <memory>
+#include <optional>
 #include <string>
-
-#include <grpcpp/server_context.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace skinning {
 
@@ -43,11 +44,12 @@ class Authenticator {
   // Number of distinct tenants in the token file.
   int tenant_count() const { return tenant_count_; }
 
-  // The caller's tenant. With authentication off, "". Otherwise the `authorization` metadata
-  // must be `Bearer TOKEN` (scheme case-insensitive) with a listed token, else UNAUTHENTICATED:
-  // "missing bearer token (authorization metadata)", "unknown bearer token", or a malformed
-  // header. Tokens are held as SHA-256 digests; lookups compare digests, not the tokens.
-  absl::StatusOr<std::string> Authenticate(const grpc::ServerContext& context) const;
+  // The caller's tenant from the value of its `authorization` header (nullopt: none sent). With
+  // authentication off, "". Otherwise it must be `Bearer TOKEN` (scheme case-insensitive) with a
+  // listed token, else UNAUTHENTICATED: "missing bearer token (authorization metadata)",
+  // "unknown bearer token", or a malformed header. Tokens are held as SHA-256 digests; lookups
+  // compare digests, not the tokens.
+  absl::StatusOr<std::string> Authenticate(std::optional<absl::string_view> authorization) const;
 
  private:
   bool enabled_ = false;

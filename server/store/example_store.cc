@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 #include "server/auth/auth.h"
+#include "server/names.h"
 #include "server/convert.h"
 
 namespace skinning {
@@ -30,44 +32,31 @@ std::string RevisionKey(const std::string& rig_id, const std::string& tenant) {
   return absl::StrCat(SetKey(rig_id, tenant), ".rev");
 }
 // The number in a .rev blob's text: 0 when absent or unreadable.
-uint64_t RevisionNumber(const std::optional<std::string>& text) {
-  uint64_t revision = 0;
+int64_t RevisionNumber(const std::optional<std::string>& text) {
+  int64_t revision = 0;
   if (!text.has_value() || !absl::SimpleAtoi(*text, &revision)) return 0;
   return revision;
 }
 // Where the examples of tenant `tenant` of rig `rig_id` are described in messages.
 std::string Describe(const std::string& rig_id, const std::string& tenant) {
-  return tenant.empty() ? absl::StrCat("rig '", rig_id, "'") : absl::StrCat("rig '", rig_id, "' (tenant ", tenant, ")");
+  const std::string rig = absl::StrCat("rig '", RigName(rig_id), "'");
+  return tenant.empty() ? rig : absl::StrCat(rig, " (tenant ", tenant, ")");
 }
 
 absl::Status CheckScope(const std::string& rig_id, const std::string& tenant) {
-  if (auto s = RigStore::CheckRigId(rig_id); !s.ok()) return s;
-  if (!tenant.empty())
-    if (auto s = CheckTenantName(tenant); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRigId(rig_id));
+  if (!tenant.empty()) RETURN_IF_ERROR(CheckTenantName(tenant));
   return absl::OkStatus();
 }
 
-size_t CachedBytes(const v1::StoredExamples& stored) { return stored.ByteSizeLong() * 2 + 256; }
-
-absl::Status CheckName(const std::string& name) {
-  if (name.size() > kMaxExampleNameBytes)
-    return absl::InvalidArgumentError(absl::StrFormat("example.name has %d bytes, at most %d are allowed",
-                                                      name.size(), kMaxExampleNameBytes));
-  for (size_t i = 0; i < name.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(name[i]);
-    if (c < 0x20 || c == 0x7f)
-      return absl::InvalidArgumentError(
-          absl::StrFormat("example.name[%d] is control character 0x%02x", i, static_cast<int>(c)));
-  }
-  return absl::OkStatus();
-}
+size_t CachedBytes(const internal::v1::StoredExamples& stored) { return stored.ByteSizeLong() * 2 + 256; }
 
 }  // namespace
 
-absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::AddExampleRequest& req) {
+absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::CreateExampleRequest& req) {
   const v1::Example& in = req.example();
   const Skeleton& skeleton = rig.rig.skeleton;
-  if (auto s = CheckName(in.name()); !s.ok()) return s;
+  if (!req.example_id().empty()) RETURN_IF_ERROR(CheckNewExampleId(req.example_id(), "example_id"));
   const int nv = static_cast<int>(rig.positions.size() / 3);
   if (in.positions_size() != 3 * nv)
     return absl::InvalidArgumentError(
@@ -97,28 +86,25 @@ absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::AddEx
       if (j < 0)
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: the rig has no joint named '%s' (%d joints)", where, name, skeleton.size()));
-      if (auto s = TransformLengths(t, where); !s.ok()) return s;
+      RETURN_IF_ERROR(TransformLengths(t, where));
       // Fields given replace the rest value; fields left empty keep it.
       Transform& local = pose.local[j];
       if (t.translation_size() == 3) local.translation = Eigen::Vector3d(t.translation(0), t.translation(1), t.translation(2));
       if (t.rotation_size() == 4) local.rotation = Eigen::Quaterniond(t.rotation(3), t.rotation(0), t.rotation(1), t.rotation(2));
       if (t.scale_size() == 3) local.scale = Eigen::Vector3d(t.scale(0), t.scale(1), t.scale(2));
     }
-    if (auto s = ValidatePose(skeleton, pose, "joints_by_name"); !s.ok()) return s;
+    RETURN_IF_ERROR(ValidatePose(skeleton, pose, "joints_by_name"));
   } else if (in.pose().joints_size() == 0) {
     pose = RestPose(skeleton);
   } else {
-    absl::StatusOr<Pose> p = PoseFromProto(in.pose(), skeleton, "example.pose");
-    if (!p.ok()) return p.status();
-    pose = *std::move(p);
+    ASSIGN_OR_RETURN(pose, PoseFromProto(in.pose(), skeleton, "example.pose"));
   }
 
   v1::Example out;
-  out.set_name(in.name());
+  out.set_name(req.example_id());
   *out.mutable_pose() = PoseToProto(pose);
   // The canonical (float) pose must still be valid: re-read it as the poser will.
-  if (absl::StatusOr<Pose> again = PoseFromProto(out.pose(), skeleton, "example.pose"); !again.ok())
-    return again.status();
+  RETURN_IF_ERROR(PoseFromProto(out.pose(), skeleton, "example.pose").status());
   *out.mutable_positions() = in.positions();
   return out;
 }
@@ -130,10 +116,10 @@ std::mutex& ExampleStore::SetMutex(const std::string& rig_id, const std::string&
   return rig_mu_[std::hash<std::string>()(SetKey(rig_id, tenant)) % rig_mu_.size()];
 }
 
-absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(const std::string& rig_id,
+absl::StatusOr<std::shared_ptr<const internal::v1::StoredExamples>> ExampleStore::Load(const std::string& rig_id,
                                                                              const std::string& tenant,
-                                                                             std::optional<uint64_t> absent_revision) {
-  auto stored = std::make_shared<v1::StoredExamples>();
+                                                                             std::optional<int64_t> absent_revision) {
+  auto stored = std::make_shared<internal::v1::StoredExamples>();
   absl::StatusOr<std::string> bytes = blobs_->Get(ExamplesKey(rig_id, tenant));
   if (absl::IsNotFound(bytes.status())) {
     stored->set_format_version(kExamplesFormatVersion);
@@ -141,9 +127,9 @@ absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(con
     stored->set_tenant(tenant);
     // Kept by DeleteAll: revisions never repeat.
     stored->set_revision(absent_revision.has_value() ? *absent_revision : StoredRevision(rig_id, tenant));
-    return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
+    return std::shared_ptr<const internal::v1::StoredExamples>(std::move(stored));
   }
-  if (!bytes.ok()) return bytes.status();
+  RETURN_IF_ERROR(bytes.status());
   const std::string what = Describe(rig_id, tenant);
   if (!stored->ParseFromString(*bytes))
     return absl::DataLossError(absl::StrCat("stored examples of ", what, " are corrupt (do not parse)"));
@@ -155,22 +141,22 @@ absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Load(con
   if (stored->tenant() != tenant)
     return absl::DataLossError(
         absl::StrCat("stored examples of ", what, " belong to tenant '", stored->tenant(), "'"));
-  return std::shared_ptr<const v1::StoredExamples>(std::move(stored));
+  return std::shared_ptr<const internal::v1::StoredExamples>(std::move(stored));
 }
 
 absl::StatusOr<std::optional<std::string>> ExampleStore::ReadRevision(const std::string& rig_id,
                                                                      const std::string& tenant) {
   absl::StatusOr<std::string> text = blobs_->Get(RevisionKey(rig_id, tenant));
   if (absl::IsNotFound(text.status())) return std::nullopt;
-  if (!text.ok()) return text.status();
+  RETURN_IF_ERROR(text.status());
   return std::optional<std::string>(*std::move(text));
 }
 
-uint64_t ExampleStore::StoredRevision(const std::string& rig_id, const std::string& tenant) {
+int64_t ExampleStore::StoredRevision(const std::string& rig_id, const std::string& tenant) {
   return RevisionNumber(ReadRevision(rig_id, tenant).value_or(std::nullopt));
 }
 
-ExampleSet ExampleStore::Remember(std::shared_ptr<const v1::StoredExamples> stored) {
+ExampleSet ExampleStore::Remember(std::shared_ptr<const internal::v1::StoredExamples> stored) {
   ExampleSet set;
   set.fingerprint = std::hash<std::string>()(stored->SerializeAsString());
   set.stored = std::move(stored);
@@ -184,7 +170,7 @@ void ExampleStore::Recheck(const ExampleSet& set) {
 }
 
 absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id, const std::string& tenant) {
-  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
   if (std::shared_ptr<const Cached> hit = cache_.Find(SetKey(rig_id, tenant))) {
     if (std::chrono::steady_clock::now() - hit->checked < kRecheck) return hit->set;
     if (StoredRevision(rig_id, tenant) == hit->set.stored->revision()) {
@@ -192,29 +178,26 @@ absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id, const st
       return hit->set;
     }
   }
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> loaded = Load(rig_id, tenant);
-  if (!loaded.ok()) return loaded.status();
-  return Remember(*std::move(loaded));
+  ASSIGN_OR_RETURN(std::shared_ptr<const internal::v1::StoredExamples> loaded, Load(rig_id, tenant));
+  return Remember(std::move(loaded));
 }
 
-absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Update(const std::string& rig_id,
+absl::StatusOr<std::shared_ptr<const internal::v1::StoredExamples>> ExampleStore::Update(const std::string& rig_id,
                                                                                const std::string& tenant,
                                                                                const Change& change) {
   const std::string rev_key = RevisionKey(rig_id, tenant);
   for (int attempt = 0; attempt < kUpdateAttempts; ++attempt) {
     // The guard first, then the set: a writer that lands in between changes the guard.
-    absl::StatusOr<std::optional<std::string>> guard = ReadRevision(rig_id, tenant);
-    if (!guard.ok()) return guard.status();
-    const uint64_t guard_revision = RevisionNumber(*guard);
-    absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> current = Load(rig_id, tenant, guard_revision);
-    if (!current.ok()) return current.status();
+    ASSIGN_OR_RETURN(const std::optional<std::string> guard, ReadRevision(rig_id, tenant));
+    const int64_t guard_revision = RevisionNumber(guard);
+    ASSIGN_OR_RETURN(std::shared_ptr<const internal::v1::StoredExamples> current,
+                     Load(rig_id, tenant, guard_revision));
     // Both counts only grow; a crash between the two writes of the filesystem store may leave the
     // set one ahead of its .rev, so the next revision is past both.
-    const uint64_t next_revision = std::max(guard_revision, (*current)->revision()) + 1;
-    absl::StatusOr<std::shared_ptr<v1::StoredExamples>> next = change(**current);
-    if (!next.ok()) return next.status();
-    if (*next == nullptr) return *current;
-    v1::StoredExamples& set = **next;
+    const int64_t next_revision = std::max(guard_revision, current->revision()) + 1;
+    ASSIGN_OR_RETURN(std::shared_ptr<internal::v1::StoredExamples> next, change(*current));
+    if (next == nullptr) return current;
+    internal::v1::StoredExamples& set = *next;
     const bool remove = set.rig_id().empty();  // DeleteAll's answer: delete the set's blob
     set.set_format_version(kExamplesFormatVersion);
     set.set_rig_id(rig_id);
@@ -223,29 +206,29 @@ absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> ExampleStore::Update(c
     std::vector<BlobStore::Write> writes;
     writes.push_back({ExamplesKey(rig_id, tenant), remove ? std::nullopt : std::optional(set.SerializeAsString())});
     writes.push_back({rev_key, absl::StrCat(next_revision)});
-    absl::StatusOr<bool> written = blobs_->WriteIf(rev_key, *guard, writes);
+    absl::StatusOr<bool> written = blobs_->WriteIf(rev_key, guard, writes);
     if (!written.ok()) {
       cache_.Erase(SetKey(rig_id, tenant));  // the store may hold either version now
       return written.status();
     }
-    if (*written) return std::shared_ptr<const v1::StoredExamples>(*std::move(next));
+    if (*written) return std::shared_ptr<const internal::v1::StoredExamples>(std::move(next));
   }
   cache_.Erase(SetKey(rig_id, tenant));
   return absl::AbortedError(absl::StrFormat("the examples of %s changed under %d attempts to change them; retry",
                                             Describe(rig_id, tenant), kUpdateAttempts));
 }
 
-absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_id, const std::string& tenant,
+absl::StatusOr<ExampleAdded> ExampleStore::Add(const std::string& rig_id, const std::string& tenant,
                                                          v1::Example example, const Validator& validate) {
-  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
   const std::string what = Describe(rig_id, tenant);
-  v1::AddExampleResponse resp;
+  ExampleAdded added_result;
   // Runs on the stored set itself (not the cache): another replica may have changed it.
-  auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
-    resp.Clear();
-    // A retried call: the same name (or, for an unnamed example, any name) with the same pose and
-    // positions is already there.
+  auto change = [&](const internal::v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<internal::v1::StoredExamples>> {
+    added_result = ExampleAdded();
+    // A retried call: the same id (or, without an id, any id) with the same pose and positions
+    // is already there.
     // Same pose and the same position bits (no copy of the stored shapes).
     auto same_content = [&](const v1::Example& e) {
       return e.positions_size() == example.positions_size() &&
@@ -261,12 +244,11 @@ absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_
         continue;
       } else if (e.SerializeAsString() != example.SerializeAsString()) {
         return absl::AlreadyExistsError(absl::StrCat(
-            what, " already has an example named '", example.name(),
-            "' with a different pose or shape; remove it first or choose another name"));
+            what, " already has an example '", example.name(),
+            "' with a different pose or shape; delete it first or choose another id"));
       }
-      resp.set_name(e.name());
-      resp.set_example_count(static_cast<uint32_t>(old.examples_size()));
-      resp.set_created(false);
+      added_result.id = e.name();
+      added_result.example_count = old.examples_size();
       return nullptr;
     }
     if (old.examples_size() >= kMaxExamplesPerRig)
@@ -288,67 +270,60 @@ absl::StatusOr<v1::AddExampleResponse> ExampleStore::Add(const std::string& rig_
         }
       }
     }
-    if (validate)
-      if (auto s = validate(old, added); !s.ok()) return s;
-    auto next = std::make_shared<v1::StoredExamples>(old);
-    resp.set_name(added.name());
-    resp.set_created(true);
+    if (validate) RETURN_IF_ERROR(validate(old, added));
+    auto next = std::make_shared<internal::v1::StoredExamples>(old);
+    added_result.id = added.name();
+    added_result.created = true;
     *next->add_examples() = std::move(added);
-    resp.set_example_count(static_cast<uint32_t>(next->examples_size()));
+    added_result.example_count = next->examples_size();
     return next;
   };
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> stored = Update(rig_id, tenant, change);
-  if (!stored.ok()) return stored.status();
-  Remember(*std::move(stored));
-  return resp;
+  ASSIGN_OR_RETURN(std::shared_ptr<const internal::v1::StoredExamples> stored, Update(rig_id, tenant, change));
+  Remember(std::move(stored));
+  return added_result;
 }
 
-absl::StatusOr<v1::RemoveExampleResponse> ExampleStore::Remove(const std::string& rig_id, const std::string& tenant,
-                                                               const std::string& name) {
-  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+absl::StatusOr<int> ExampleStore::Remove(const std::string& rig_id, const std::string& tenant,
+                                         const std::string& id) {
+  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
-  auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
-    auto next = std::make_shared<v1::StoredExamples>(old);
+  auto change = [&](const internal::v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<internal::v1::StoredExamples>> {
+    auto next = std::make_shared<internal::v1::StoredExamples>(old);
     next->clear_examples();
     for (const v1::Example& e : old.examples())
-      if (e.name() != name) *next->add_examples() = e;
+      if (e.name() != id) *next->add_examples() = e;
     if (next->examples_size() == old.examples_size())
-      return absl::NotFoundError(absl::StrFormat("%s has no example named '%s' (%d examples)",
-                                                 Describe(rig_id, tenant), name, old.examples_size()));
+      return absl::NotFoundError(absl::StrFormat("%s has no example '%s' (%d examples)", Describe(rig_id, tenant), id,
+                                                 old.examples_size()));
     return next;
   };
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> stored = Update(rig_id, tenant, change);
-  if (!stored.ok()) return stored.status();
-  v1::RemoveExampleResponse resp;
-  resp.set_removed(true);
-  resp.set_example_count(static_cast<uint32_t>((*stored)->examples_size()));
-  Remember(*std::move(stored));
-  return resp;
+  ASSIGN_OR_RETURN(std::shared_ptr<const internal::v1::StoredExamples> stored, Update(rig_id, tenant, change));
+  const int left = stored->examples_size();
+  Remember(std::move(stored));
+  return left;
 }
 
 absl::Status ExampleStore::DeleteAll(const std::string& rig_id, const std::string& tenant) {
-  if (auto s = CheckScope(rig_id, tenant); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
   // The revision blob stays (a few bytes) and is bumped, so that a rig registered again
   // continues the count: a revision number never names two different sets.
-  auto change = [&](const v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<v1::StoredExamples>> {
+  auto change = [&](const internal::v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<internal::v1::StoredExamples>> {
     if (old.examples_size() == 0) return nullptr;
-    return std::make_shared<v1::StoredExamples>();  // no rig id: delete the set
+    return std::make_shared<internal::v1::StoredExamples>();  // no rig id: delete the set
   };
-  absl::StatusOr<std::shared_ptr<const v1::StoredExamples>> stored = Update(rig_id, tenant, change);
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredExamples>> stored = Update(rig_id, tenant, change);
   cache_.Erase(SetKey(rig_id, tenant));
   return stored.status();
 }
 
 absl::Status ExampleStore::DeleteEveryTenant(const std::string& rig_id) {
-  if (auto s = DeleteAll(rig_id, ""); !s.ok()) return s;
+  RETURN_IF_ERROR(DeleteAll(rig_id, ""));
   const std::string prefix = absl::StrCat("examples/", rig_id, "/");
-  absl::StatusOr<std::vector<std::string>> keys = blobs_->List(prefix);
-  if (!keys.ok()) return keys.status();
-  for (const std::string& key : *keys) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(prefix));
+  for (const std::string& key : keys) {
     if (!absl::EndsWith(key, ".pb")) continue;
-    const std::string tenant = key.substr(prefix.size(), key.size() - prefix.size() - 3);
-    if (auto s = DeleteAll(rig_id, tenant); !s.ok()) return s;
+    RETURN_IF_ERROR(DeleteAll(rig_id, key.substr(prefix.size(), key.size() - prefix.size() - 3)));
   }
   return absl::OkStatus();
 }

@@ -5,7 +5,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "skinning/v1/store.pb.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/names.h"
 
 namespace skinning {
 namespace {
@@ -30,28 +32,46 @@ int64_t NowUnixMs() {
       .count();
 }
 
-v1::RigInfo MakeInfo(const std::string& id, const Rig& rig, int64_t created_ms, size_t stored_bytes) {
-  v1::RigInfo info;
-  info.set_rig_id(id);
-  info.set_name(rig.name);
-  info.set_vertex_count(static_cast<uint32_t>(rig.mesh.V.rows()));
-  info.set_triangle_count(static_cast<uint32_t>(rig.mesh.F.rows()));
-  info.set_joint_count(static_cast<uint32_t>(rig.skeleton.size()));
-  info.set_has_weights(rig.has_weights());
-  if (rig.sparse_weights) info.set_influences_per_vertex(rig.sparse_weights->k());
-  if (rig.dense_weights) info.set_influences_per_vertex(static_cast<uint32_t>(rig.skeleton.size()));
-  for (const Joint& j : rig.skeleton.joints) info.add_joint_names(j.name);
-  info.set_created_unix_ms(created_ms);
-  info.set_stored_bytes(stored_bytes);
-  return info;
-}
+// "rig 'rigs/<id>'" in messages.
+std::string Quoted(const std::string& id) { return absl::StrCat("rig '", RigName(id), "'"); }
 
 }  // namespace
 
-std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::RigInfo info) {
+internal::v1::StoredRigSummary StoredSummary(const std::string& id, const Rig& rig, int64_t created_unix_ms,
+                                             size_t stored_bytes) {
+  internal::v1::StoredRigSummary summary;
+  summary.set_rig_id(id);
+  summary.set_display_name(rig.name);
+  summary.set_vertex_count(static_cast<int>(rig.mesh.V.rows()));
+  summary.set_triangle_count(static_cast<int>(rig.mesh.F.rows()));
+  summary.set_joint_count(rig.skeleton.size());
+  summary.set_has_weights(rig.has_weights());
+  if (rig.sparse_weights) summary.set_influence_count(rig.sparse_weights->k());
+  if (rig.dense_weights) summary.set_influence_count(rig.skeleton.size());
+  for (const Joint& j : rig.skeleton.joints) summary.add_joint_names(j.name);
+  summary.set_created_unix_ms(created_unix_ms);
+  summary.set_stored_bytes(static_cast<int64_t>(stored_bytes));
+  return summary;
+}
+
+v1::Rig SummaryFromStored(const internal::v1::StoredRigSummary& stored) {
+  v1::Rig summary;
+  summary.set_name(RigName(stored.rig_id()));
+  summary.set_display_name(stored.display_name());
+  summary.set_vertex_count(stored.vertex_count());
+  summary.set_triangle_count(stored.triangle_count());
+  summary.set_joint_count(stored.joint_count());
+  if (stored.has_weights()) summary.set_influence_count(stored.influence_count());
+  *summary.mutable_joint_names() = stored.joint_names();
+  *summary.mutable_create_time() = google::protobuf::util::TimeUtil::MillisecondsToTimestamp(stored.created_unix_ms());
+  summary.set_size_bytes(stored.stored_bytes());
+  return summary;
+}
+
+std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig summary) {
   auto loaded = std::make_shared<LoadedRig>();
   loaded->id = id;
-  loaded->info = std::move(info);
+  loaded->summary = std::move(summary);
   loaded->order = *TopologicalOrder(rig.skeleton);  // the rig was validated
   if (rig.has_weights()) loaded->weights = ExactSparseWeights(rig);
   const int nv = static_cast<int>(rig.mesh.V.rows());
@@ -74,39 +94,25 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::RigInf
 RigStore::RigStore(std::shared_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits)
     : blobs_(std::move(blobs)), limits_(limits), cache_(cache_capacity_bytes) {}
 
-absl::Status RigStore::CheckRigId(const std::string& id) {
-  bool ok = id.size() == 36 && absl::StartsWith(id, "rig-");
-  for (size_t i = 4; ok && i < id.size(); ++i)
-    ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
-  if (!ok)
-    return absl::InvalidArgumentError(
-        absl::StrCat("rig_id '", id.substr(0, 64), "' is malformed (expected rig- and 32 hex digits)"));
-  return absl::OkStatus();
-}
-
 absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const std::string& tenant,
                                                   const std::function<absl::Status()>& still_wanted) {
-  absl::StatusOr<Rig> rig = RigFromProto(proto, limits_);
-  if (!rig.ok()) return rig.status();
-  if (still_wanted)
-    if (absl::Status s = still_wanted(); !s.ok()) return s;
-  v1::StoredRig stored;
+  ASSIGN_OR_RETURN(Rig rig, RigFromProto(proto, limits_));
+  if (still_wanted) RETURN_IF_ERROR(still_wanted());
+  internal::v1::StoredRig stored;
   stored.set_format_version(kRigFormatVersion);
-  *stored.mutable_rig() = RigToProto(*rig);
+  *stored.mutable_rig() = RigToProto(rig);
   const std::string id = RigId(stored.rig());
   stored.set_rig_id(id);
-  if (still_wanted)
-    if (absl::Status s = still_wanted(); !s.ok()) return s;
+  if (still_wanted) RETURN_IF_ERROR(still_wanted());
 
   RegisterResult result;
   result.rig_id = id;
-  absl::StatusOr<bool> exists = blobs_->Exists(RigKey(id));
-  if (!exists.ok()) return exists.status();
+  ASSIGN_OR_RETURN(const bool exists, blobs_->Exists(RigKey(id)));
   bool stored_now = true;
-  if (*exists) {
+  if (exists) {
     absl::StatusOr<std::shared_ptr<const LoadedRig>> loaded = Get(id);
     if (loaded.ok()) {
-      result.info = (*loaded)->info;
+      result.summary = (*loaded)->summary;
       stored_now = false;
     }
     // A stored artifact that no longer reads is replaced below.
@@ -114,19 +120,18 @@ absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const st
   if (stored_now) {
     stored.set_created_unix_ms(NowUnixMs());
     const std::string bytes = stored.SerializeAsString();
-    if (auto s = blobs_->Put(RigKey(id), bytes); !s.ok()) return s;
-    v1::RigInfo info = MakeInfo(id, *rig, stored.created_unix_ms(), bytes.size());
-    if (auto s = blobs_->Put(InfoKey(id), info.SerializeAsString()); !s.ok()) return s;
+    RETURN_IF_ERROR(blobs_->Put(RigKey(id), bytes));
+    const internal::v1::StoredRigSummary summary = StoredSummary(id, rig, stored.created_unix_ms(), bytes.size());
+    RETURN_IF_ERROR(blobs_->Put(InfoKey(id), summary.SerializeAsString()));
     result.created = true;
-    result.info = info;
-    CacheInsert(PrepareRig(id, *std::move(rig), std::move(info)));
+    result.summary = SummaryFromStored(summary);
+    CacheInsert(PrepareRig(id, std::move(rig), result.summary));
   }
   if (tenant.empty()) return result;
   // The marker is written after the artifact, so a marker never precedes its rig.
-  absl::StatusOr<bool> owned = blobs_->Exists(OwnerKey(id, tenant));
-  if (!owned.ok()) return owned.status();
-  if (!*owned) {
-    if (auto s = blobs_->Put(OwnerKey(id, tenant), ""); !s.ok()) return s;
+  ASSIGN_OR_RETURN(const bool owned, blobs_->Exists(OwnerKey(id, tenant)));
+  if (!owned) {
+    RETURN_IF_ERROR(blobs_->Put(OwnerKey(id, tenant), ""));
     result.created = true;
   }
   CacheOwnership(id, tenant);
@@ -154,105 +159,91 @@ void RigStore::ForgetOwnership(const std::string& id, const std::string& tenant)
 }
 
 absl::Status RigStore::NotOwned(const std::string& id) {
-  absl::StatusOr<bool> exists = blobs_->Exists(RigKey(id));
-  if (!exists.ok()) return exists.status();
-  if (*exists)
-    return absl::PermissionDeniedError(absl::StrCat("rig '", id, "' belongs to another tenant"));
-  return absl::NotFoundError(absl::StrCat("rig '", id, "' not found"));
+  ASSIGN_OR_RETURN(const bool exists, blobs_->Exists(RigKey(id)));
+  if (exists) return absl::PermissionDeniedError(absl::StrCat(Quoted(id), " belongs to another tenant"));
+  return absl::NotFoundError(absl::StrCat(Quoted(id), " not found"));
 }
 
 absl::Status RigStore::CheckAccess(const std::string& id, const std::string& tenant) {
-  if (auto s = CheckRigId(id); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRigId(id));
   if (tenant.empty() || OwnershipCached(id, tenant)) return absl::OkStatus();
-  absl::StatusOr<bool> owned = blobs_->Exists(OwnerKey(id, tenant));
-  if (!owned.ok()) return owned.status();
-  if (!*owned) return NotOwned(id);
+  ASSIGN_OR_RETURN(const bool owned, blobs_->Exists(OwnerKey(id, tenant)));
+  if (!owned) return NotOwned(id);
   CacheOwnership(id, tenant);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::GetForTenant(const std::string& id,
                                                                         const std::string& tenant) {
-  if (auto s = CheckAccess(id, tenant); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckAccess(id, tenant));
   return Get(id);
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string& id) {
-  if (auto s = CheckRigId(id); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRigId(id));
   if (auto hit = cache_.Find(id)) return hit;
   absl::StatusOr<std::string> bytes = blobs_->Get(RigKey(id));
-  if (!bytes.ok()) {
-    if (absl::IsNotFound(bytes.status()))
-      return absl::NotFoundError(absl::StrCat("rig '", id, "' not found"));
-    return bytes.status();
-  }
-  v1::StoredRig stored;
-  if (!stored.ParseFromString(*bytes))
-    return absl::DataLossError(absl::StrCat("stored rig '", id, "' is corrupt (does not parse)"));
+  if (absl::IsNotFound(bytes.status())) return absl::NotFoundError(absl::StrCat(Quoted(id), " not found"));
+  RETURN_IF_ERROR(bytes.status());
+  const std::string what = absl::StrCat("stored ", Quoted(id));
+  internal::v1::StoredRig stored;
+  if (!stored.ParseFromString(*bytes)) return absl::DataLossError(absl::StrCat(what, " is corrupt (does not parse)"));
   if (stored.format_version() != kRigFormatVersion)
-    return absl::DataLossError(absl::StrFormat("stored rig '%s' has format version %d, this server reads %d",
-                                               id, stored.format_version(), kRigFormatVersion));
-  if (stored.rig_id() != id)
-    return absl::DataLossError(absl::StrCat("stored rig '", id, "' holds rig '", stored.rig_id(), "'"));
+    return absl::DataLossError(absl::StrFormat("%s has format version %d, this server reads %d", what,
+                                               stored.format_version(), kRigFormatVersion));
+  if (stored.rig_id() != id) return absl::DataLossError(absl::StrCat(what, " holds rig '", stored.rig_id(), "'"));
   absl::StatusOr<Rig> rig = RigFromProto(stored.rig(), limits_);
-  if (!rig.ok())
-    return absl::DataLossError(absl::StrCat("stored rig '", id, "' is invalid: ", rig.status().message()));
+  if (!rig.ok()) return absl::DataLossError(absl::StrCat(what, " is invalid: ", rig.status().message()));
   if (RigId(RigToProto(*rig)) != id)
-    return absl::DataLossError(absl::StrCat("stored rig '", id, "' does not match its content address"));
-  v1::RigInfo info = MakeInfo(id, *rig, stored.created_unix_ms(), bytes->size());
-  std::shared_ptr<const LoadedRig> loaded = PrepareRig(id, *std::move(rig), std::move(info));
+    return absl::DataLossError(absl::StrCat(what, " does not match its content address"));
+  v1::Rig summary = SummaryFromStored(StoredSummary(id, *rig, stored.created_unix_ms(), bytes->size()));
+  std::shared_ptr<const LoadedRig> loaded = PrepareRig(id, *std::move(rig), std::move(summary));
   CacheInsert(loaded);
   return loaded;
 }
 
 absl::StatusOr<bool> RigStore::Delete(const std::string& id, const std::string& tenant) {
-  if (auto s = CheckRigId(id); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRigId(id));
   if (!tenant.empty()) {
     ForgetOwnership(id, tenant);
-    absl::StatusOr<bool> had = blobs_->Delete(OwnerKey(id, tenant));
-    if (!had.ok()) return had.status();
-    if (!*had) {
+    ASSIGN_OR_RETURN(const bool had, blobs_->Delete(OwnerKey(id, tenant)));
+    if (!had) {
       absl::Status not_owned = NotOwned(id);
       if (absl::IsNotFound(not_owned)) return false;
       return not_owned;
     }
     // The stored rig stays while another tenant owns it. (Listing every marker is linear in
     // the number of markers; deletes are rare.)
-    absl::StatusOr<std::vector<std::string>> markers = blobs_->List(kTenantsPrefix);
-    if (!markers.ok()) return markers.status();
+    ASSIGN_OR_RETURN(const std::vector<std::string> markers, blobs_->List(kTenantsPrefix));
     const std::string suffix = absl::StrCat("/rigs/", id);
-    for (const std::string& key : *markers)
+    for (const std::string& key : markers)
       if (absl::EndsWith(key, suffix)) return true;
   }
   cache_.Erase(id);
-  absl::StatusOr<bool> removed = blobs_->Delete(RigKey(id));
-  if (!removed.ok()) return removed.status();
-  absl::StatusOr<bool> info_removed = blobs_->Delete(InfoKey(id));
-  if (!info_removed.ok()) return info_removed.status();
-  return tenant.empty() ? *removed : true;
+  ASSIGN_OR_RETURN(const bool removed, blobs_->Delete(RigKey(id)));
+  RETURN_IF_ERROR(blobs_->Delete(InfoKey(id)).status());
+  return tenant.empty() ? removed : true;
 }
 
-absl::StatusOr<std::vector<v1::RigInfo>> RigStore::List(const std::string& tenant) {
+absl::StatusOr<std::vector<v1::Rig>> RigStore::List(const std::string& tenant) {
   std::vector<std::string> info_keys;
   if (tenant.empty()) {
-    absl::StatusOr<std::vector<std::string>> keys = blobs_->List("rigs/");
-    if (!keys.ok()) return keys.status();
-    for (std::string& key : *keys)
+    ASSIGN_OR_RETURN(std::vector<std::string> keys, blobs_->List("rigs/"));
+    for (std::string& key : keys)
       if (absl::EndsWith(key, ".info")) info_keys.push_back(std::move(key));
   } else {
     const std::string prefix = OwnerPrefix(tenant);
-    absl::StatusOr<std::vector<std::string>> keys = blobs_->List(prefix);
-    if (!keys.ok()) return keys.status();
-    for (const std::string& key : *keys) info_keys.push_back(InfoKey(key.substr(prefix.size())));
+    ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(prefix));
+    for (const std::string& key : keys) info_keys.push_back(InfoKey(key.substr(prefix.size())));
   }
-  std::vector<v1::RigInfo> infos;
+  std::vector<v1::Rig> summaries;
   for (const std::string& key : info_keys) {
     absl::StatusOr<std::string> bytes = blobs_->Get(key);
     if (!bytes.ok()) continue;  // deleted meanwhile
-    v1::RigInfo info;
-    if (info.ParseFromString(*bytes)) infos.push_back(std::move(info));
+    internal::v1::StoredRigSummary stored;
+    if (stored.ParseFromString(*bytes)) summaries.push_back(SummaryFromStored(stored));
   }
-  return infos;
+  return summaries;
 }
 
 }  // namespace skinning

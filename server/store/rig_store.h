@@ -1,5 +1,6 @@
 // The rig store: content-addressed rigs in a BlobStore, with an in-memory LRU cache (by bytes)
-// of rigs prepared for posing.
+// of rigs prepared for posing. Each rig is two blobs: rigs/<id>.pb (StoredRig) and the summary
+// rigs/<id>.info (StoredRigSummary, for listing without loading the rig).
 #ifndef SKINNING_SERVER_STORE_RIG_STORE_H_
 #define SKINNING_SERVER_STORE_RIG_STORE_H_
 
@@ -17,17 +18,18 @@
 #include "server/store/blob_store.h"
 #include "server/convert.h"
 #include "server/store/lru_cache.h"
+#include "skinning/internal/v1/store.pb.h"
 #include "skinning/v1/rig.pb.h"
 
 namespace skinning {
 
 // Version of the StoredRig layout; readers refuse other versions.
-inline constexpr uint32_t kRigFormatVersion = 1;
+inline constexpr int kRigFormatVersion = 1;
 
 // A rig ready for per-frame work; immutable and shared between calls.
 struct LoadedRig {
   std::string id;
-  v1::RigInfo info;
+  v1::Rig summary;               // name, display name and the output-only fields (RigSummary)
   Rig rig;                       // core form (double)
   std::vector<int> order;        // TopologicalOrder(rig.skeleton)
   SparseWeights weights;         // exact sparse weights, rows normalized (0 rows if none)
@@ -39,7 +41,7 @@ struct LoadedRig {
 struct RegisterResult {
   std::string rig_id;
   bool created = false;
-  v1::RigInfo info;
+  v1::Rig summary;
 };
 
 // Tenancy. Rig ids are content addresses shared by every tenant (the same rig registered by two
@@ -60,12 +62,13 @@ class RigStore {
   // say) stops the registration before anything is stored.
   absl::StatusOr<RegisterResult> Register(const v1::Rig& rig, const std::string& tenant = "",
                                           const std::function<absl::Status()>& still_wanted = nullptr);
+  // Ids are rig ids ("rig-…"), not names; messages name the rig by its resource name.
   // INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one, DATA_LOSS for a stored
   // artifact that does not parse or has another format version. No access check: for internal
   // use (bakes) after CheckAccess, or with authentication off.
   absl::StatusOr<std::shared_ptr<const LoadedRig>> Get(const std::string& rig_id);
   // Whether `tenant` may use the rig: OK when it owns it (always for ""), PERMISSION_DENIED
-  // "rig 'X' belongs to another tenant" when the rig is stored but not the tenant's, NOT_FOUND
+  // "rig 'rigs/X' belongs to another tenant" when the rig is stored but not the tenant's, NOT_FOUND
   // when nobody has it. Positive answers are cached in memory for kOwnershipCacheTtl, so the
   // per-call check on the posing path is a hash lookup.
   absl::Status CheckAccess(const std::string& rig_id, const std::string& tenant);
@@ -77,7 +80,7 @@ class RigStore {
   // PERMISSION_DENIED when the rig is another tenant's.
   absl::StatusOr<bool> Delete(const std::string& rig_id, const std::string& tenant = "");
   // The summaries of the tenant's rigs (every stored rig for ""), sorted by id.
-  absl::StatusOr<std::vector<v1::RigInfo>> List(const std::string& tenant = "");
+  absl::StatusOr<std::vector<v1::Rig>> List(const std::string& tenant = "");
 
   // How long a positive ownership check is trusted without asking the store again (another
   // replica's DeleteRig is seen after at most this long).
@@ -85,8 +88,6 @@ class RigStore {
 
   CacheStats cache_stats() const { return cache_.stats(); }
   const RigLimits& limits() const { return limits_; }
-
-  static absl::Status CheckRigId(const std::string& rig_id);
 
  private:
   void CacheInsert(std::shared_ptr<const LoadedRig> rig) { cache_.Insert(rig->id, rig, rig->bytes); }
@@ -106,7 +107,13 @@ class RigStore {
 };
 
 // Builds the prepared form of a validated rig.
-std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::RigInfo info);
+std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig summary);
+
+// The stored summary of a rig (rigs/<id>.info), and the summary as the API returns it: the Rig
+// message's name, display name and output-only fields.
+internal::v1::StoredRigSummary StoredSummary(const std::string& id, const Rig& rig, int64_t created_unix_ms,
+                                             size_t stored_bytes);
+v1::Rig SummaryFromStored(const internal::v1::StoredRigSummary& stored);
 
 }  // namespace skinning
 

@@ -39,6 +39,17 @@ TEST(TokenFile, RejectsMalformedLinesNamingThem) {
   EXPECT_FALSE(CheckTenantName(".hidden").ok());
 }
 
+TEST(Authenticate, NeedsABearerTokenOfTheFile) {
+  auto auth = Authenticator::FromText("tok-1 alpha\n", "t.txt");
+  ASSERT_TRUE(auth.ok());
+  EXPECT_EQ(*(*auth)->Authenticate("Bearer tok-1"), "alpha");
+  EXPECT_EQ(*(*auth)->Authenticate("bearer  tok-1 "), "alpha");
+  EXPECT_EQ((*auth)->Authenticate(std::nullopt).status().message(), "missing bearer token (authorization metadata)");
+  EXPECT_EQ((*auth)->Authenticate("Bearer tok-2").status().message(), "unknown bearer token");
+  EXPECT_EQ((*auth)->Authenticate("Basic tok-1").status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(*Authenticator().Authenticate(std::nullopt), "");
+}
+
 TEST(RigStoreTenancy, OwnershipIsPerTenantAndTheLastOwnerDeletes) {
   auto blobs = OpenFilesystemBlobStore(MakeTempDir("store"));
   ASSERT_TRUE(blobs.ok());
@@ -52,7 +63,7 @@ TEST(RigStoreTenancy, OwnershipIsPerTenantAndTheLastOwnerDeletes) {
   EXPECT_TRUE(store.CheckAccess(id, "").ok());  // authentication off sees everything
   absl::Status denied = store.CheckAccess(id, "beta");
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(denied.message(), "rig '" + id + "' belongs to another tenant");
+  EXPECT_EQ(denied.message(), "rig 'rigs/" + id + "' belongs to another tenant");
   EXPECT_EQ(store.CheckAccess("rig-0123456789abcdef0123456789abcdef", "beta").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store.CheckAccess("nonsense", "beta").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.List("alpha")->size(), 1u);

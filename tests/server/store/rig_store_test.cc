@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "server/convert.h"
-#include "skinning/v1/store.pb.h"
+#include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"
 
@@ -31,6 +31,25 @@ TEST(Convert, RigRoundTripIsCanonical) {
   const v1::Rig again = RigToProto(*rig);
   EXPECT_EQ(again.SerializeAsString(), p.SerializeAsString());
   EXPECT_EQ(RigId(again), RigId(p));
+}
+
+// The ids of rigs stored before the v1 API (computed by that server's RigId for these fixtures):
+// the renamed fields kept their numbers and wire types, so the content addresses are unchanged
+// and stored rigs keep their names.
+TEST(Convert, RigIdsAreThoseOfTheServerBeforeTheV1Api) {
+  EXPECT_EQ(RigId(RigToProto(MakeTwoBoneTube())), "rig-f2a05c66264e4cf57adcaffe6bacc552");
+  EXPECT_EQ(RigId(RigToProto(testing::MakeTubeForBaking())), "rig-90b1e941e8e95ae50ce633c29f459ef1");
+  EXPECT_EQ(RigId(RigToProto(testing::MakeCylinderRig())), "rig-9099901ea068c0f8c96eca4de4a03fc3");
+}
+
+TEST(Convert, DisplayNameAndOutputOnlyFieldsDoNotChangeTheId) {
+  const v1::Rig plain = RigToProto(MakeTwoBoneTube());
+  v1::Rig labelled = plain;
+  labelled.set_display_name("another label");
+  labelled.set_name("rigs/rig-00000000000000000000000000000000");
+  labelled.set_vertex_count(7);
+  labelled.add_joint_names("x");
+  EXPECT_EQ(RigId(labelled), RigId(plain));
 }
 
 TEST(Convert, ImplicitAndExplicitDefaultsGiveTheSameId) {
@@ -83,8 +102,20 @@ TEST(RigStore, StoresAtomicallyWithAFormatVersionAndSurvivesReopening) {
     if (e.is_regular_file()) files.push_back(std::filesystem::relative(e.path(), dir).string());
   std::sort(files.begin(), files.end());
   EXPECT_THAT(files, ::testing::ElementsAre("rigs/" + id + ".info", "rigs/" + id + ".pb"));
+  // The summary is a StoredRigSummary (RigInfo's layout) and reads back as the Rig's
+  // output-only fields.
+  std::ifstream info_in(dir + "/rigs/" + id + ".info", std::ios::binary);
+  internal::v1::StoredRigSummary info;
+  ASSERT_TRUE(info.ParseFromIstream(&info_in));
+  const v1::Rig summary = SummaryFromStored(info);
+  EXPECT_EQ(summary.name(), "rigs/" + id);
+  EXPECT_EQ(summary.vertex_count(), MakeTwoBoneTube().mesh.V.rows());
+  EXPECT_EQ(summary.joint_count(), 2);
+  EXPECT_EQ(summary.influence_count(), 2);
+  EXPECT_GT(summary.size_bytes(), 0);
+  EXPECT_GT(summary.create_time().seconds(), 0);
   std::ifstream in(dir + "/rigs/" + id + ".pb", std::ios::binary);
-  v1::StoredRig stored;
+  internal::v1::StoredRig stored;
   ASSERT_TRUE(stored.ParseFromIstream(&in));
   EXPECT_EQ(stored.format_version(), kRigFormatVersion);
   EXPECT_EQ(stored.rig_id(), id);
@@ -115,7 +146,7 @@ TEST(RigStore, RefusesCorruptOrForeignVersionArtifactsWithDataLoss) {
   auto loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
 
-  v1::StoredRig stored;
+  internal::v1::StoredRig stored;
   ASSERT_TRUE(stored.ParseFromString(bytes));
   stored.set_format_version(kRigFormatVersion + 1);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << stored.SerializeAsString();

@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/convert.h"
-#include "server/pose/psd_posing.h"
-#include "skinning/v1/store.pb.h"
+#include "server/pose/psd_models.h"
+#include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -33,23 +33,23 @@ std::shared_ptr<BlobStore> OpenBlobs(const std::string& dir) {
 
 std::shared_ptr<LoadedRig> TubeRig() {
   Rig rig = MakeTwoBoneTube(5, 6);
-  return PrepareRig(kRig, std::move(rig), v1::RigInfo());
+  return PrepareRig(kRig, std::move(rig), v1::Rig());
 }
 
 // The rig's bind positions, each moved by `offset`, at the elbow bent by `degrees` about z.
-v1::AddExampleRequest BentRequest(const LoadedRig& rig, double degrees, float offset = 0.01f,
-                                  const std::string& name = "") {
-  v1::AddExampleRequest req;
-  req.set_rig_id(rig.id);
+v1::CreateExampleRequest BentRequest(const LoadedRig& rig, double degrees, float offset = 0.01f,
+                                     const std::string& id = "") {
+  v1::CreateExampleRequest req;
+  req.set_parent("rigs/" + rig.id);
   Pose pose = RestPose(rig.rig.skeleton);
   pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
   *req.mutable_example()->mutable_pose() = PoseToProto(pose);
-  req.mutable_example()->set_name(name);
+  req.set_example_id(id);
   for (float p : rig.positions) req.mutable_example()->add_positions(p + offset);
   return req;
 }
 
-std::vector<std::string> Names(const v1::StoredExamples& s) {
+std::vector<std::string> Names(const internal::v1::StoredExamples& s) {
   std::vector<std::string> names;
   for (const auto& e : s.examples()) names.push_back(e.name());
   return names;
@@ -57,7 +57,7 @@ std::vector<std::string> Names(const v1::StoredExamples& s) {
 
 TEST(ResolveExample, JointsByNameSetsTheNamedJointAndKeepsTheOthersAtRest) {
   auto rig = TubeRig();
-  v1::AddExampleRequest req = BentRequest(*rig, 0);
+  v1::CreateExampleRequest req = BentRequest(*rig, 0);
   req.mutable_example()->clear_pose();
   const Eigen::Quaterniond q(Eigen::AngleAxisd(0.7, Eigen::Vector3d::UnitY()));
   v1::Transform& t = (*req.mutable_joints_by_name())["elbow"];
@@ -77,21 +77,21 @@ TEST(ResolveExample, JointsByNameSetsTheNamedJointAndKeepsTheOthersAtRest) {
 TEST(ResolveExample, RejectsBadInputNamingTheField) {
   auto rig = TubeRig();
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
     req.mutable_example()->mutable_positions()->RemoveLast();
     auto e = ResolveExample(*rig, req);
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(e.status().message(), HasSubstr("example.positions has 89 values, expected 90"));
   }
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
     req.mutable_example()->set_positions(7, std::numeric_limits<float>::quiet_NaN());
     auto e = ResolveExample(*rig, req);
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(e.status().message(), HasSubstr("example.positions[7] (vertex 2)"));
   }
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
     req.mutable_example()->clear_pose();
     (*req.mutable_joints_by_name())["wrist"].add_translation(1);
     auto e = ResolveExample(*rig, req);
@@ -99,21 +99,21 @@ TEST(ResolveExample, RejectsBadInputNamingTheField) {
     EXPECT_THAT(e.status().message(), HasSubstr("no joint named 'wrist'"));
   }
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
     (*req.mutable_joints_by_name())["elbow"];
     auto e = ResolveExample(*rig, req);
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(e.status().message(), HasSubstr("not both"));
   }
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
     req.mutable_example()->mutable_pose()->mutable_joints()->RemoveLast();
     auto e = ResolveExample(*rig, req);
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(e.status().message(), HasSubstr("example.pose.joints has 1 entries"));
   }
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
     req.mutable_example()->mutable_pose()->add_bone_stretch(1.5f);
     req.mutable_example()->mutable_pose()->add_bone_stretch(1.f);
     auto e = ResolveExample(*rig, req);
@@ -121,11 +121,11 @@ TEST(ResolveExample, RejectsBadInputNamingTheField) {
     EXPECT_THAT(e.status().message(), HasSubstr("bone_stretch"));
   }
   {
-    v1::AddExampleRequest req = BentRequest(*rig, 30);
-    req.mutable_example()->set_name("bad\nname");
+    v1::CreateExampleRequest req = BentRequest(*rig, 30);
+    req.set_example_id("bad\nname");
     auto e = ResolveExample(*rig, req);
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(e.status().message(), HasSubstr("example.name[3]"));
+    EXPECT_THAT(e.status().message(), HasSubstr("example_id 'bad\nname' is not an example id"));
   }
 }
 
@@ -135,19 +135,19 @@ TEST(ExampleStore, AddNamesUnnamedExamplesAndBumpsTheRevision) {
   auto empty = store.Get(kRig, "");
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->stored->examples_size(), 0);
-  EXPECT_EQ(empty->stored->revision(), 0u);
+  EXPECT_EQ(empty->stored->revision(), 0);
   for (int k = 0; k < 3; ++k) {
     auto e = ResolveExample(*rig, BentRequest(*rig, 20 * (k + 1), 0.01f, k == 1 ? "example-3" : ""));
     ASSERT_TRUE(e.ok()) << e.status();
     auto added = store.Add(kRig, "", *e);
     ASSERT_TRUE(added.ok()) << added.status();
-    EXPECT_EQ(added->example_count(), static_cast<uint32_t>(k + 1));
+    EXPECT_EQ(added->example_count, k + 1);
   }
   auto got = store.Get(kRig, "");
   ASSERT_TRUE(got.ok());
   // The third, unnamed, skips the taken "example-3".
   EXPECT_THAT(Names(*got->stored), ::testing::ElementsAre("example-1", "example-3", "example-4"));
-  EXPECT_EQ(got->stored->revision(), 3u);
+  EXPECT_EQ(got->stored->revision(), 3);
   EXPECT_EQ(got->stored->format_version(), kExamplesFormatVersion);
   EXPECT_NE(got->fingerprint, empty->fingerprint);
 }
@@ -166,7 +166,7 @@ TEST(ExampleStore, ErrorsStoreNothing) {
   EXPECT_THAT(taken.status().message(), HasSubstr("'bent'"));
   // A validator that refuses.
   auto other = ResolveExample(*rig, BentRequest(*rig, 60, 0.01f, "other"));
-  auto refused = store.Add(kRig, "", *other, [](const v1::StoredExamples& existing, const v1::Example& e) {
+  auto refused = store.Add(kRig, "", *other, [](const internal::v1::StoredExamples& existing, const v1::Example& e) {
     EXPECT_EQ(existing.examples_size(), 1);
     EXPECT_EQ(e.name(), "other");
     return absl::InvalidArgumentError("no");
@@ -181,7 +181,7 @@ TEST(ExampleStore, ErrorsStoreNothing) {
   auto got = fresh.Get(kRig, "");
   ASSERT_TRUE(got.ok());
   EXPECT_THAT(Names(*got->stored), ::testing::ElementsAre("bent"));
-  EXPECT_EQ(got->stored->revision(), 1u);
+  EXPECT_EQ(got->stored->revision(), 1);
 }
 
 TEST(ExampleStore, ARetriedAddChangesNothing) {
@@ -192,15 +192,15 @@ TEST(ExampleStore, ARetriedAddChangesNothing) {
   ASSERT_TRUE(e.ok());
   auto first = store.Add(kRig, "", *e);
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_TRUE(first->created());
+  EXPECT_TRUE(first->created);
   // The same call again (a client retry after a lost answer): OK, nothing stored.
   auto again = store.Add(kRig, "", *e);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_FALSE(again->created());
-  EXPECT_EQ(again->name(), "bent");
-  EXPECT_EQ(again->example_count(), 1u);
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(again->id, "bent");
+  EXPECT_EQ(again->example_count, 1);
   ExampleStore fresh(OpenBlobs(dir));
-  EXPECT_EQ(fresh.Get(kRig, "")->stored->revision(), 1u);
+  EXPECT_EQ(fresh.Get(kRig, "")->stored->revision(), 1);
   // The same name with other positions is a conflict.
   auto moved = ResolveExample(*rig, BentRequest(*rig, 30, 0.02f, "bent"));
   auto conflict = store.Add(kRig, "", *moved);
@@ -216,28 +216,28 @@ TEST(ExampleStore, ARetriedUnnamedAddChangesNothing) {
   ASSERT_TRUE(e.ok());
   auto first = store.Add(kRig, "", *e);
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_TRUE(first->created());
-  EXPECT_EQ(first->name(), "example-1");
+  EXPECT_TRUE(first->created);
+  EXPECT_EQ(first->id, "example-1");
   // The retry of the unnamed call finds the stored copy under the name the server gave it.
   auto again = store.Add(kRig, "", *e);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_FALSE(again->created());
-  EXPECT_EQ(again->name(), "example-1");
-  EXPECT_EQ(again->example_count(), 1u);
-  EXPECT_EQ(ExampleStore(OpenBlobs(dir)).Get(kRig, "")->stored->revision(), 1u);
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(again->id, "example-1");
+  EXPECT_EQ(again->example_count, 1);
+  EXPECT_EQ(ExampleStore(OpenBlobs(dir)).Get(kRig, "")->stored->revision(), 1);
   // Unnamed, same pose, other positions: not a retry. The validator (the server's duplicate-pose
   // check) decides; without one the store keeps both.
   auto other = ResolveExample(*rig, BentRequest(*rig, 30, 0.02f, ""));
   auto second = store.Add(kRig, "", *other);
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_TRUE(second->created());
-  EXPECT_EQ(second->name(), "example-2");
+  EXPECT_TRUE(second->created);
+  EXPECT_EQ(second->id, "example-2");
   // A named call with the content of an unnamed example is not a retry of it either.
   auto named = ResolveExample(*rig, BentRequest(*rig, 30, 0.01f, "named"));
   auto third = store.Add(kRig, "", *named);
   ASSERT_TRUE(third.ok()) << third.status();
-  EXPECT_TRUE(third->created());
-  EXPECT_EQ(third->example_count(), 3u);
+  EXPECT_TRUE(third->created);
+  EXPECT_EQ(third->example_count, 3);
 }
 
 TEST(ExampleStore, EachTenantHasItsOwnExamplesOfASharedRig) {
@@ -303,7 +303,7 @@ void CheckConcurrentAddsFromTwoReplicas(const std::function<std::shared_ptr<Blob
           ASSERT_TRUE(e.ok()) << e.status();
           auto added = (r == 0 ? a : b).Add(kRig, "", *e);
           ASSERT_TRUE(added.ok()) << added.status();
-          EXPECT_TRUE(added->created());
+          EXPECT_TRUE(added->created);
         }
       });
   for (auto& th : threads) th.join();
@@ -312,7 +312,7 @@ void CheckConcurrentAddsFromTwoReplicas(const std::function<std::shared_ptr<Blob
   auto set = fresh.Get(kRig, "");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->stored->examples_size(), total);
-  EXPECT_EQ(set->stored->revision(), static_cast<uint64_t>(total));
+  EXPECT_EQ(set->stored->revision(), static_cast<int64_t>(total));
 }
 
 TEST(ExampleStore, ConcurrentAddsFromTwoReplicasOnOneDirectoryKeepEveryExample) {
@@ -364,7 +364,7 @@ TEST(ExampleStore, RefusesMoreThanTheLimitPerRig) {
 TEST(ExampleStore, RefusesAnotherFormatVersion) {
   const std::string dir = MakeTempDir("examples");
   auto blobs = OpenBlobs(dir);
-  v1::StoredExamples stored;
+  internal::v1::StoredExamples stored;
   stored.set_format_version(kExamplesFormatVersion + 1);
   stored.set_rig_id(kRig);
   ASSERT_TRUE(blobs->Put(absl::StrCat("examples/", kRig, ".pb"), stored.SerializeAsString()).ok());
@@ -377,12 +377,12 @@ TEST(ExampleStore, RefusesAnotherFormatVersion) {
 
 TEST(ValidateNewExample, RefusesThePoseOfAnExistingExampleNamingIt) {
   auto rig = TubeRig();
-  v1::StoredExamples existing;
+  internal::v1::StoredExamples existing;
   auto a = ResolveExample(*rig, BentRequest(*rig, 45, 0.01f, "a"));
   ASSERT_TRUE(a.ok());
   *existing.add_examples() = *a;
   // The same rotation as −q, other positions: still the same pose.
-  v1::AddExampleRequest req = BentRequest(*rig, 45, 0.02f, "b");
+  v1::CreateExampleRequest req = BentRequest(*rig, 45, 0.02f, "b");
   auto* rot = req.mutable_example()->mutable_pose()->mutable_joints(1)->mutable_rotation();
   for (float& c : *rot) c = -c;
   auto b = ResolveExample(*rig, req);
@@ -407,7 +407,7 @@ TEST(PsdModels, ABuildThatCannotSucceedIsNotRepeated) {
   auto rig = TubeRig();
   ASSERT_TRUE(rig->rig.has_weights());
   ExampleStore store(OpenBlobs(MakeTempDir("examples")));
-  v1::AddExampleRequest req = BentRequest(*rig, 0, 0.01f, "root-turned");
+  v1::CreateExampleRequest req = BentRequest(*rig, 0, 0.01f, "root-turned");
   Pose pose = RestPose(rig->rig.skeleton);
   pose.local[0].rotation = Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitZ());
   *req.mutable_example()->mutable_pose() = PoseToProto(pose);
@@ -416,13 +416,13 @@ TEST(PsdModels, ABuildThatCannotSucceedIsNotRepeated) {
   ASSERT_TRUE(store.Add(kRig, "", *e).ok());
   PsdModels models(&store);
   for (int attempt = 0; attempt < 3; ++attempt) {
-    auto m = models.Get(*rig, "", &rig->weights, "", v1::METHOD_PSD_SUPPORT_LBS);
+    auto m = models.Get(*rig, "", &rig->weights, "", v1::DEFORMER_PSD_SUPPORT_LBS);
     EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition) << attempt;
     EXPECT_THAT(m.status().message(), HasSubstr("support joints")) << attempt;
   }
   EXPECT_EQ(models.failed_builds(), 1u);
   // Plain PSD on the same examples builds.
-  auto plain = models.Get(*rig, "", &rig->weights, "", v1::METHOD_PSD_LBS);
+  auto plain = models.Get(*rig, "", &rig->weights, "", v1::DEFORMER_PSD_LBS);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_NE(*plain, nullptr);
   EXPECT_EQ(models.builds(), 1u);
