@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace skinning {
 namespace {
@@ -58,7 +59,7 @@ void TransformToProto(const Transform& t, v1::Transform* p) {
 
 absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) {
   Rig rig;
-  rig.name = proto.name();
+  rig.name = proto.display_name();
   const v1::Mesh& m = proto.mesh();
   if (auto s = CheckLength("rig.mesh.positions", m.positions_size(), 3, false); !s.ok()) return s;
   if (auto s = CheckLength("rig.mesh.triangles", m.triangles_size(), 3, false); !s.ok()) return s;
@@ -77,11 +78,11 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
   for (int i = 0; i < 3 * nv; ++i) rig.mesh.V.data()[i] = m.positions(i);
   rig.mesh.F.resize(nf, 3);
   for (int i = 0; i < 3 * nf; ++i) {
-    const uint32_t idx = m.triangles(i);
-    if (idx >= static_cast<uint32_t>(nv))
+    const int32_t idx = m.triangles(i);
+    if (idx < 0 || idx >= nv)
       return absl::InvalidArgumentError(absl::StrFormat(
-          "rig.mesh.triangles[%d][%d] = %u is out of range (%d vertices)", i / 3, i % 3, idx, nv));
-    rig.mesh.F.data()[i] = static_cast<int32_t>(idx);
+          "rig.mesh.triangles[%d][%d] = %d is out of range (%d vertices)", i / 3, i % 3, idx, nv));
+    rig.mesh.F.data()[i] = idx;
   }
   if (m.normals_size() != 0) {
     rig.mesh.N.resize(nv, 3);
@@ -138,10 +139,10 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
     const v1::Weights& w = proto.weights();
     if (w.has_sparse()) {
       const v1::SparseWeights& s = w.sparse();
-      const int k = static_cast<int>(s.influences_per_vertex());
+      const int k = s.influence_count();
       if (k <= 0 || k > limits.max_influences)
         return absl::InvalidArgumentError(absl::StrFormat(
-            "rig.weights.sparse.influences_per_vertex = %d must be in [1, %d]", k,
+            "rig.weights.sparse.influence_count = %d must be in [1, %d]", k,
             limits.max_influences));
       if (auto st = CheckLength("rig.weights.sparse.joints", s.joints_size(), nv * k, true); !st.ok())
         return st;
@@ -151,20 +152,20 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
       W.joints.resize(nv, k);
       W.weights.resize(nv, k);
       for (int i = 0; i < nv * k; ++i) {
-        const uint32_t jj = s.joints(i);
-        if (jj >= static_cast<uint32_t>(nj))
+        const int32_t jj = s.joints(i);
+        if (jj < 0 || jj >= nj)
           return absl::InvalidArgumentError(absl::StrFormat(
-              "rig.weights.sparse.joints[%d] (vertex %d) = %u is out of range (%d joints)", i,
+              "rig.weights.sparse.joints[%d] (vertex %d) = %d is out of range (%d joints)", i,
               i / k, jj, nj));
-        W.joints.data()[i] = static_cast<int32_t>(jj);
+        W.joints.data()[i] = jj;
         W.weights.data()[i] = s.weights(i);
       }
       rig.sparse_weights = std::move(W);
     } else if (w.has_dense()) {
       const v1::DenseWeights& d = w.dense();
-      if (static_cast<int>(d.num_joints()) != nj)
+      if (d.joint_count() != nj)
         return absl::InvalidArgumentError(absl::StrFormat(
-            "rig.weights.dense.num_joints = %u, the skeleton has %d joints", d.num_joints(), nj));
+            "rig.weights.dense.joint_count = %d, the skeleton has %d joints", d.joint_count(), nj));
       if (auto st = CheckLength("rig.weights.dense.values", d.values_size(), nv * nj, true); !st.ok())
         return st;
       Eigen::MatrixXd D(nv, nj);
@@ -179,12 +180,12 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
 
 v1::Rig RigToProto(const Rig& rig) {
   v1::Rig p;
-  p.set_name(rig.name);
+  p.set_display_name(rig.name);
   v1::Mesh* m = p.mutable_mesh();
   const int nv = static_cast<int>(rig.mesh.V.rows());
   m->mutable_positions()->Reserve(3 * nv);
   for (int i = 0; i < 3 * nv; ++i) m->add_positions(Canon(rig.mesh.V.data()[i]));
-  for (int i = 0; i < rig.mesh.F.size(); ++i) m->add_triangles(static_cast<uint32_t>(rig.mesh.F.data()[i]));
+  for (int i = 0; i < rig.mesh.F.size(); ++i) m->add_triangles(rig.mesh.F.data()[i]);
   for (int i = 0; i < rig.mesh.N.size(); ++i) m->add_normals(Canon(rig.mesh.N.data()[i]));
   for (const Joint& j : rig.skeleton.joints) {
     v1::Joint* pj = p.mutable_skeleton()->add_joints();
@@ -200,13 +201,13 @@ v1::Rig RigToProto(const Rig& rig) {
   if (rig.sparse_weights) {
     const SparseWeights& W = *rig.sparse_weights;
     v1::SparseWeights* s = p.mutable_weights()->mutable_sparse();
-    s->set_influences_per_vertex(W.k());
-    for (int i = 0; i < W.joints.size(); ++i) s->add_joints(static_cast<uint32_t>(W.joints.data()[i]));
+    s->set_influence_count(W.k());
+    for (int i = 0; i < W.joints.size(); ++i) s->add_joints(W.joints.data()[i]);
     for (int i = 0; i < W.weights.size(); ++i) s->add_weights(Canon(W.weights.data()[i]));
   } else if (rig.dense_weights) {
     const Eigen::MatrixXd& D = *rig.dense_weights;
     v1::DenseWeights* d = p.mutable_weights()->mutable_dense();
-    d->set_num_joints(static_cast<uint32_t>(D.cols()));
+    d->set_joint_count(static_cast<int>(D.cols()));
     for (int i = 0; i < D.rows(); ++i)
       for (int j = 0; j < D.cols(); ++j) d->add_values(D(i, j) + 0.0);  // −0 → +0
   }
@@ -238,8 +239,11 @@ v1::Pose PoseToProto(const Pose& pose) {
 }
 
 std::string RigId(const v1::Rig& canonical) {
-  v1::Rig copy = canonical;
-  copy.clear_name();
+  // Only mesh, skeleton and weights count: not the display name, not the output-only fields.
+  v1::Rig copy;
+  *copy.mutable_mesh() = canonical.mesh();
+  *copy.mutable_skeleton() = canonical.skeleton();
+  if (canonical.has_weights()) *copy.mutable_weights() = canonical.weights();
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream sos(&bytes);
@@ -254,10 +258,30 @@ std::string RigId(const v1::Rig& canonical) {
 }
 
 void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out) {
-  out->set_num_joints(static_cast<uint32_t>(D.cols()));
+  out->set_joint_count(static_cast<int>(D.cols()));
   out->mutable_values()->Reserve(static_cast<int>(D.size()));
   for (int i = 0; i < D.rows(); ++i)
     for (int j = 0; j < D.cols(); ++j) out->add_values(D(i, j));
+}
+
+void SparseToProto(const SparseWeights& W, v1::SparseWeights* out) {
+  out->set_influence_count(W.k());
+  out->mutable_joints()->Add(W.joints.data(), W.joints.data() + W.joints.size());
+  out->mutable_weights()->Add(W.weights.data(), W.weights.data() + W.weights.size());
+}
+
+v1::BakeReport BakeReportToProto(const BakeReport& r) {
+  using google::protobuf::util::TimeUtil;
+  auto duration = [](double seconds) { return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(seconds * 1e9)); };
+  v1::BakeReport report;
+  report.set_method(r.method);
+  report.set_domain(r.domain);
+  report.set_domain_node_count(r.domain_nodes);
+  *report.mutable_domain_duration() = duration(r.domain_seconds);
+  *report.mutable_solve_duration() = duration(r.solve_seconds);
+  *report.mutable_total_duration() = duration(r.total_seconds);
+  report.set_detail(r.detail);
+  return report;
 }
 
 }  // namespace skinning

@@ -9,6 +9,9 @@
 #include "absl/status/statusor.h"
 #include "core/rig/pose.h"
 #include "core/rig/rig.h"
+#include "core/weights/bake.h"
+#include "skinning/v1/bake.pb.h"
+#include "skinning/v1/pose.pb.h"
 #include "skinning/v1/rig.pb.h"
 
 namespace skinning {
@@ -39,9 +42,16 @@ v1::Pose PoseToProto(const Pose& pose);
 
 // #rows by #cols row-major weights (bakes' stored and returned dense weights).
 void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out);
+// Sparse weights as they travel: k, then #V·k joints and weights.
+void SparseToProto(const SparseWeights& W, v1::SparseWeights* out);
+
+// A bake's report (every method's, from the core Bake) as the API shows it.
+v1::BakeReport BakeReportToProto(const BakeReport& report);
 
 // The content address of a rig: "rig-" + 32 hex digits of SHA-256 over the canonical
-// (RigToProto ∘ RigFromProto) deterministic serialization, with the name left out.
+// (RigToProto ∘ RigFromProto) deterministic serialization of mesh, skeleton and weights (the
+// display name and the output-only fields left out). Unchanged by the v1 API's renames: the
+// renamed fields kept their numbers and wire types.
 std::string RigId(const v1::Rig& canonical);
 
 }  // namespace skinning

@@ -1,0 +1,113 @@
+#include "server/bake/bake_store.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/bake/bake_options.h"
+#include "server/names.h"
+
+namespace skinning {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+std::string BakeKey(const std::string& bake_id) { return absl::StrCat("bakes/", bake_id, ".pb"); }
+
+// Headers are small (options and report; a tet mesh in the options is the exception).
+constexpr size_t kHeaderCacheBytes = size_t{16} << 20;
+
+}  // namespace
+
+std::shared_ptr<const internal::v1::StoredBake> StoredBakeHeader(const internal::v1::StoredBake& stored) {
+  auto header = std::make_shared<internal::v1::StoredBake>();
+  // Every field but the artifact, without copying the artifact first.
+  header->set_format_version(stored.format_version());
+  header->set_bake_id(stored.bake_id());
+  header->set_rig_id(stored.rig_id());
+  *header->mutable_options() = stored.options();
+  *header->mutable_report() = stored.report();
+  header->set_created_unix_ms(stored.created_unix_ms());
+  header->set_tenant(stored.tenant());
+  return header;
+}
+
+BakeStore::BakeStore(std::shared_ptr<BlobStore> blobs, RigStore* rigs, const RecipeRegistry* recipes,
+                     size_t cache_bytes, BakeLoadObserver* observer)
+    : blobs_(std::move(blobs)),
+      rigs_(rigs),
+      recipes_(recipes),
+      observer_(observer),
+      loaded_(cache_bytes),
+      headers_(kHeaderCacheBytes) {}
+
+absl::Status BakeStore::Put(const internal::v1::StoredBake& stored, std::shared_ptr<const LoadedBake> loaded) {
+  RETURN_IF_ERROR(blobs_->Put(BakeKey(stored.bake_id()), stored.SerializeAsString()));
+  headers_.Insert(stored.bake_id(), loaded->header, loaded->header->ByteSizeLong());
+  loaded_.Insert(stored.bake_id(), loaded, loaded->bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> BakeStore::Read(const std::string& bake_id) {
+  ASSIGN_OR_RETURN(const std::string bytes, blobs_->Get(BakeKey(bake_id)));
+  auto stored = std::make_shared<internal::v1::StoredBake>();
+  const std::string what = absl::StrCat("stored bake '", bake_id, "'");
+  if (!stored->ParseFromString(bytes)) return absl::DataLossError(absl::StrCat(what, " is corrupt (does not parse)"));
+  if (stored->format_version() != kBakeFormatVersion)
+    return absl::DataLossError(absl::StrFormat("%s has format version %d, this server reads %d", what,
+                                               stored->format_version(), kBakeFormatVersion));
+  if (stored->bake_id() != bake_id || BakeId(stored->rig_id(), stored->options()) != bake_id)
+    return absl::DataLossError(absl::StrCat(what, " does not match its content address"));
+  if (recipes_->Find(stored->options().method_case()) == nullptr)
+    return absl::DataLossError(absl::StrCat(what, " is of a method this server does not know"));
+  return stored;
+}
+
+absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeStore::Header(const std::string& bake_id) {
+  if (std::shared_ptr<const internal::v1::StoredBake> hit = headers_.Find(bake_id)) return hit;
+  ASSIGN_OR_RETURN(std::shared_ptr<internal::v1::StoredBake> stored, Read(bake_id));
+  std::shared_ptr<const internal::v1::StoredBake> header = StoredBakeHeader(*stored);
+  headers_.Insert(bake_id, header, header->ByteSizeLong());
+  return header;
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeStore::Load(const std::string& bake_id) {
+  if (std::shared_ptr<const LoadedBake> hit = loaded_.Find(bake_id)) return hit;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::shared_ptr<internal::v1::StoredBake> stored, Read(bake_id));
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = rigs_->Get(stored->rig_id());
+  if (!rig.ok())
+    return absl::Status(rig.status().code(), absl::StrCat("bake '", BakeName(stored->rig_id(), bake_id),
+                                                          "': ", rig.status().message()));
+  const Recipe& recipe = *recipes_->Find(stored->options().method_case());
+  ASSIGN_OR_RETURN(BakeResult result, recipe.Restore(*stored, **rig));
+  ASSIGN_OR_RETURN(std::shared_ptr<const LoadedBake> loaded,
+                   PrepareBake(recipe, StoredBakeHeader(*stored), std::move(result), **rig));
+  loaded_.Insert(bake_id, loaded, loaded->bytes);
+  ++loads_;
+  if (observer_ != nullptr)
+    observer_->OnBakeLoad(recipe.name(),
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return loaded;
+}
+
+v1::Bake BakeFromStored(const internal::v1::StoredBake& header) {
+  v1::Bake bake;
+  bake.set_name(BakeName(header.rig_id(), header.bake_id()));
+  *bake.mutable_options() = header.options();
+  v1::BakeMetadata& m = *bake.mutable_metadata();
+  m.set_state(v1::BAKE_STATE_SUCCEEDED);
+  m.set_stage("done");
+  m.set_progress_fraction(1.0);
+  *m.mutable_elapsed() = header.report().total_duration();
+  *m.mutable_estimated_remaining() = TimeUtil::SecondsToDuration(0);
+  *m.mutable_create_time() = TimeUtil::MillisecondsToTimestamp(header.created_unix_ms());
+  *m.mutable_end_time() = m.create_time();
+  bake.set_done(true);
+  *bake.mutable_response()->mutable_report() = header.report();
+  return bake;
+}
+
+}  // namespace skinning

@@ -1,0 +1,82 @@
+// Finished bakes in the blob store, bakes/<bake id>.pb: a StoredBake with a format version,
+// written atomically before a bake is reported done. Read back two ways: the header (options,
+// report, times; what status checks answer from, never running a recipe's load) or the loaded
+// bake (the recipe's Restore and Prepare; what posing, GetWeights and FAST use), each with an
+// in-memory cache.
+#ifndef SKINNING_SERVER_BAKE_BAKE_STORE_H_
+#define SKINNING_SERVER_BAKE_BAKE_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <Eigen/Core>
+
+#include "absl/status/statusor.h"
+#include "server/bake/loaded_bake.h"
+#include "server/bake/recipe.h"
+#include "server/store/blob_store.h"
+#include "server/store/lru_cache.h"
+#include "server/store/rig_store.h"
+#include "skinning/internal/v1/store.pb.h"
+#include "skinning/v1/bake.pb.h"
+
+namespace skinning {
+
+// Version of the StoredBake layout; readers refuse other versions. 2: the v1 API's BakeOptions
+// (oneof per method) and the recipes' BakeArtifact.
+inline constexpr int kBakeFormatVersion = 2;
+
+// Told of every stored bake loaded into memory (for metrics).
+class BakeLoadObserver {
+ public:
+  virtual ~BakeLoadObserver() = default;
+  // The recipe `method` loaded a stored bake in `seconds`.
+  virtual void OnBakeLoad(const std::string& method, double seconds) = 0;
+};
+
+class BakeStore {
+ public:
+  // `rigs`, `recipes` and `observer` (may be null) must outlive this object. `cache_bytes`
+  // bounds the loaded bakes kept in memory.
+  BakeStore(std::shared_ptr<BlobStore> blobs, RigStore* rigs, const RecipeRegistry* recipes, size_t cache_bytes,
+            BakeLoadObserver* observer = nullptr);
+
+  // Writes `stored` (header and artifact) atomically, then caches `loaded` (its loaded form).
+  absl::Status Put(const internal::v1::StoredBake& stored, std::shared_ptr<const LoadedBake> loaded);
+  // The stored bake without its artifact. NOT_FOUND when it is not stored; DATA_LOSS when it
+  // does not parse, has another format version or does not match its content address.
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> Header(const std::string& bake_id);
+  // The bake ready for use: from the cache, or read and loaded by its method's recipe (which may
+  // rebuild a model). NOT_FOUND, DATA_LOSS as Header.
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
+
+  // The loaded bakes in memory.
+  CacheStats cache_stats() const { return loaded_.stats(); }
+  // Stored bakes loaded by their recipe so far (cache misses of Load that read a bake).
+  uint64_t loads() const { return loads_.load(); }
+
+ private:
+  // Reads, parses and checks the whole StoredBake.
+  absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> Read(const std::string& bake_id);
+
+  std::shared_ptr<BlobStore> blobs_;
+  RigStore* rigs_;
+  const RecipeRegistry* recipes_;
+  BakeLoadObserver* observer_;
+  LruCache<LoadedBake> loaded_;
+  LruCache<internal::v1::StoredBake> headers_;
+  std::atomic<uint64_t> loads_{0};
+};
+
+// `stored` without its artifact.
+std::shared_ptr<const internal::v1::StoredBake> StoredBakeHeader(const internal::v1::StoredBake& stored);
+
+// The bake resource of a stored bake: done, SUCCEEDED, its report; created and ended when it
+// was stored; elapsed its run time.
+v1::Bake BakeFromStored(const internal::v1::StoredBake& header);
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_BAKE_BAKE_STORE_H_

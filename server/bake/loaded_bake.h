@@ -1,0 +1,56 @@
+// A finished bake in memory: the stored header, the weights GetWeights returns and the method's
+// own part (BakePayload), built by the method's recipe (recipe.h).
+#ifndef SKINNING_SERVER_BAKE_LOADED_BAKE_H_
+#define SKINNING_SERVER_BAKE_LOADED_BAKE_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <Eigen/Core>
+
+#include "core/skinning/weights.h"
+#include "skinning/internal/v1/store.pb.h"
+
+namespace skinning {
+
+class Recipe;
+
+// What a method adds to a loaded bake beyond bone weights (a reduced model, per-joint channels,
+// per-frame layouts). Each recipe that has one subclasses it; consumers ask for their type with
+// LoadedBake::payload_as.
+class BakePayload {
+ public:
+  virtual ~BakePayload() = default;
+};
+
+// A finished bake, ready for posing, GetWeights and FAST solves; immutable and shared.
+struct LoadedBake {
+  std::string name;    // "rigs/{rig}/bakes/{bake}"
+  std::string bake_id;
+  std::string rig_id;
+  const Recipe* recipe = nullptr;
+  // The stored bake without its artifact: options (filled in), report, times.
+  std::shared_ptr<const internal::v1::StoredBake> header;
+  // What GetWeights returns: #V by #columns dense weights and their sparse form (top
+  // options.influence_count, or every non-zero for a FAST model). Empty for an elastic model.
+  Eigen::MatrixXd dense;
+  SparseWeights sparse;
+  // Whether dense/sparse are per-joint bone weights that posing and other bakes can use
+  // (Recipe::HasBoneWeights).
+  bool bone_weights = false;
+  std::shared_ptr<const BakePayload> payload;  // the method's own part, or null
+  size_t bytes = 0;                            // approximate memory footprint, for the cache
+
+  const v1::BakeOptions& options() const { return header->options(); }
+  const v1::BakeReport& report() const { return header->report(); }
+  // The payload as a recipe's type, or nullptr when the bake has none of that type.
+  template <typename T>
+  const T* payload_as() const {
+    return dynamic_cast<const T*>(payload.get());
+  }
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_BAKE_LOADED_BAKE_H_

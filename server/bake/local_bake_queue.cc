@@ -1,0 +1,318 @@
+#include "server/bake/local_bake_queue.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace skinning {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using google::protobuf::util::TimeUtil;
+
+// Ended jobs whose state is kept in memory; the store has the results.
+constexpr size_t kMaxEndedJobs = 1000;
+// Before this fraction the remaining time is not estimated.
+constexpr double kMinFractionForEstimate = 0.02;
+
+bool Ended(v1::BakeState s) {
+  return s == v1::BAKE_STATE_SUCCEEDED || s == v1::BAKE_STATE_FAILED || s == v1::BAKE_STATE_CANCELLED;
+}
+
+google::protobuf::Timestamp Now() { return TimeUtil::GetCurrentTime(); }
+
+google::protobuf::Duration Seconds(double s) { return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(s * 1e9)); }
+
+}  // namespace
+
+struct LocalBakeQueue::Job {
+  BakeJob spec;
+  v1::BakeState state = v1::BAKE_STATE_UNSPECIFIED;
+  std::string stage = "queued";
+  double fraction = 0.0;
+  Clock::time_point started_at, finished_at;
+  google::protobuf::Timestamp create_time, start_time, end_time;
+  std::atomic<bool> cancel{false};
+  std::string cancel_reason;
+  absl::Status error;  // FAILED: why
+  std::shared_ptr<const internal::v1::StoredBake> stored;  // SUCCEEDED: what was stored
+};
+
+LocalBakeQueue::LocalBakeQueue(BakeStore* store, BakeRunFunction run, LocalBakeQueueOptions options,
+                               BakeObserver* observer)
+    : store_(store), run_(std::move(run)), options_(options), observer_(observer) {
+  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+LocalBakeQueue::~LocalBakeQueue() { Shutdown(); }
+
+void LocalBakeQueue::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && workers_.empty()) return;
+    stopping_ = true;
+    for (auto& job : queue_) {
+      job->cancel_reason = "the server shut down before the bake started";
+      job->stage = "server shutting down";
+      SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
+    }
+    queue_.clear();
+    for (auto& [id, job] : jobs_) {
+      if (!Ended(job->state)) job->cancel_reason = "the server shut down while the bake was running";
+      job->cancel = true;
+    }
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
+  if (Ended(state)) {
+    job.finished_at = Clock::now();
+    job.end_time = Now();
+  }
+  if (observer_ != nullptr) {
+    BakeTransition t;
+    t.method = job.spec.recipe->name();
+    t.from = job.state;
+    t.to = state;
+    if (job.state == v1::BAKE_STATE_RUNNING && Ended(state))
+      t.run_seconds = std::chrono::duration<double>(job.finished_at - job.started_at).count();
+    observer_->OnBakeTransition(t);
+  }
+  job.state = state;
+}
+
+v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
+  v1::Bake bake;
+  bake.set_name(BakeName(job.spec.rig_id, job.spec.bake_id));
+  *bake.mutable_options() = job.spec.options;
+  v1::BakeMetadata& m = *bake.mutable_metadata();
+  m.set_state(job.state);
+  m.set_stage(job.stage);
+  m.set_progress_fraction(job.fraction);
+  *m.mutable_create_time() = job.create_time;
+  const bool started = job.state != v1::BAKE_STATE_QUEUED && job.started_at != Clock::time_point();
+  double elapsed = 0.0;
+  if (started) {
+    *m.mutable_start_time() = job.start_time;
+    elapsed = std::chrono::duration<double>((Ended(job.state) ? job.finished_at : Clock::now()) - job.started_at).count();
+  }
+  *m.mutable_elapsed() = Seconds(elapsed);
+  if (Ended(job.state)) {
+    *m.mutable_end_time() = job.end_time;
+    *m.mutable_estimated_remaining() = Seconds(0);
+  } else if (job.state == v1::BAKE_STATE_RUNNING && job.fraction > kMinFractionForEstimate) {
+    *m.mutable_estimated_remaining() = Seconds(elapsed * (1 - job.fraction) / job.fraction);
+  }
+  if (job.state == v1::BAKE_STATE_QUEUED) {
+    int ahead = 0;
+    for (const auto& q : queue_) {
+      if (q.get() == &job) break;
+      ++ahead;
+    }
+    m.set_queue_position(ahead);
+  }
+  bake.set_done(Ended(job.state));
+  if (job.state == v1::BAKE_STATE_FAILED) {
+    bake.mutable_error()->set_code(static_cast<int>(job.error.code()));
+    bake.mutable_error()->set_message(std::string(job.error.message()));
+  } else if (job.state == v1::BAKE_STATE_CANCELLED) {
+    bake.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kCancelled));
+    bake.mutable_error()->set_message(job.cancel_reason.empty() ? "cancelled" : job.cancel_reason);
+  } else if (job.state == v1::BAKE_STATE_SUCCEEDED) {
+    *bake.mutable_response()->mutable_report() = job.stored->report();
+  }
+  return bake;
+}
+
+std::shared_ptr<LocalBakeQueue::Job> LocalBakeQueue::FindLocked(const BakeRef& bake) const {
+  auto it = jobs_.find(bake.bake_id);
+  if (it == jobs_.end() || it->second->spec.rig_id != bake.rig_id) return nullptr;
+  return it->second;
+}
+
+absl::StatusOr<v1::Bake> LocalBakeQueue::Stored(const BakeRef& bake) {
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store_->Header(bake.bake_id);
+  if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))
+    return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "' not found"));
+  if (!header.ok()) return header.status();
+  return BakeFromStored(**header);
+}
+
+absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return absl::UnavailableError("server is shutting down");
+    if (std::shared_ptr<Job> job = FindLocked(spec.ref());
+        job && (job->state == v1::BAKE_STATE_QUEUED || job->state == v1::BAKE_STATE_RUNNING ||
+                job->state == v1::BAKE_STATE_SUCCEEDED))
+      return StartedBake{BakeLocked(*job), false};
+  }
+  // Stored by an earlier run (or another replica sharing the store). A stored bake that does not
+  // read (DATA_LOSS) is computed again below.
+  absl::StatusOr<v1::Bake> stored = Stored(spec.ref());
+  if (stored.ok()) return StartedBake{*std::move(stored), false};
+  if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !Ended(job->state))  // queued meanwhile
+    return StartedBake{BakeLocked(*job), false};
+  if (static_cast<int>(queue_.size()) >= options_.max_queue)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "bake queue is full (%d waiting, %d workers busy); retry later", queue_.size(), options_.workers));
+  auto job = std::make_shared<Job>();
+  job->spec = spec;
+  job->create_time = Now();
+  SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
+  jobs_[spec.bake_id] = job;
+  queue_.push_back(job);
+  PruneLocked();
+  cv_.notify_all();
+  return StartedBake{BakeLocked(*job), true};
+}
+
+void LocalBakeQueue::PruneLocked() {
+  size_t ended = 0;
+  for (const auto& [id, job] : jobs_) ended += Ended(job->state);
+  for (auto it = jobs_.begin(); ended > kMaxEndedJobs && it != jobs_.end();) {
+    if (Ended(it->second->state)) {
+      it = jobs_.erase(it);
+      --ended;
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::StatusOr<v1::Bake> LocalBakeQueue::Get(const BakeRef& bake) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::shared_ptr<Job> job = FindLocked(bake)) return BakeLocked(*job);
+  }
+  return Stored(bake);
+}
+
+std::optional<v1::Bake> LocalBakeQueue::Pending(const BakeRef& bake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<Job> job = FindLocked(bake);
+  if (!job || job->state == v1::BAKE_STATE_SUCCEEDED) return std::nullopt;
+  return BakeLocked(*job);
+}
+
+absl::Status LocalBakeQueue::Watch(const BakeRef& bake, const std::function<bool(const v1::Bake&)>& on_change,
+                                   const std::function<bool()>& stop) {
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job = FindLocked(bake);
+  }
+  if (!job) {
+    absl::StatusOr<v1::Bake> stored = Stored(bake);
+    if (!stored.ok()) return stored.status();
+    on_change(*stored);
+    return absl::OkStatus();
+  }
+  std::string last;
+  while (true) {
+    v1::Bake now;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      std::string key = absl::StrCat(job->state, "|", job->stage, "|", job->fraction);
+      if (key == last && !Ended(job->state)) {
+        cv_.wait_for(lock, std::chrono::milliseconds(100));
+        if (stop()) return absl::CancelledError("watch stopped");
+        continue;
+      }
+      last = std::move(key);
+      now = BakeLocked(*job);
+    }
+    if (!on_change(now) || now.done()) return absl::OkStatus();
+    if (stop()) return absl::CancelledError("watch stopped");
+  }
+}
+
+absl::StatusOr<v1::Bake> LocalBakeQueue::Cancel(const BakeRef& bake) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::shared_ptr<Job> job = FindLocked(bake);
+  if (!job) {
+    lock.unlock();
+    return Stored(bake);  // stored (SUCCEEDED) or NOT_FOUND
+  }
+  if (job->state == v1::BAKE_STATE_QUEUED) {
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+    job->stage = "cancelled while queued";
+    job->cancel_reason = "cancelled with CancelBake while queued";
+    SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
+    cv_.notify_all();
+  } else if (job->state == v1::BAKE_STATE_RUNNING) {
+    job->cancel_reason = "cancelled with CancelBake";
+    job->cancel = true;
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return Ended(job->state); });
+  }
+  return BakeLocked(*job);
+}
+
+void LocalBakeQueue::WorkerLoop() {
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = queue_.front();
+      queue_.pop_front();
+      job->stage = "starting";
+      job->started_at = Clock::now();
+      job->start_time = Now();
+      SetStateLocked(*job, v1::BAKE_STATE_RUNNING);
+    }
+    cv_.notify_all();
+    Run(job);
+  }
+}
+
+void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
+  // Progress: never decreasing, published at most every 1% or on a stage change; 1 is for done.
+  Progress progress(
+      [this, job](const std::string& stage, double fraction) {
+        bool changed = false;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          const double f = std::max(job->fraction, std::min(fraction, 0.999));
+          if (stage != job->stage || f >= job->fraction + 0.01) {
+            job->stage = stage;
+            job->fraction = f;
+            changed = true;
+          }
+        }
+        if (changed) cv_.notify_all();
+      },
+      &job->cancel);
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = run_(job->spec, progress);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stored.ok()) {
+      job->stored = *std::move(stored);
+      job->fraction = 1.0;
+      job->stage = "done";
+      SetStateLocked(*job, v1::BAKE_STATE_SUCCEEDED);
+    } else if (absl::IsCancelled(stored.status()) || job->cancel) {
+      job->stage = "cancelled";
+      if (job->cancel_reason.empty()) job->cancel_reason = std::string(stored.status().message());
+      SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
+    } else {
+      job->stage = "failed";
+      job->error = stored.status();
+      SetStateLocked(*job, v1::BAKE_STATE_FAILED);
+    }
+  }
+  cv_.notify_all();
+}
+
+}  // namespace skinning

@@ -1,0 +1,283 @@
+// The bake queue's state machine with a runner the test drives: queued, running, succeeded
+// (stored before reported done), failed, cancelled; reuse; the queue bound; stored bakes answered
+// from their header.
+#include "server/bake/local_bake_queue.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/bake/bake_options.h"
+#include "server/bake/bake_store.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::testing::HasSubstr;
+
+constexpr char kRig[] = "rig-0123456789abcdef0123456789abcdef";
+
+// A bbw job of kRig; `k` (influences) makes distinct bakes.
+BakeJob Job(int k) {
+  v1::BakeOptions options;
+  options.set_influence_count(k);
+  absl::StatusOr<NormalizedBakeOptions> n = NormalizeBakeOptions(options);
+  EXPECT_TRUE(n.ok()) << n.status();
+  BakeJob job;
+  job.rig_id = kRig;
+  job.options = n->options;
+  job.recipe = n->recipe;
+  job.bake_id = BakeId(kRig, job.options);
+  return job;
+}
+
+// Runs jobs the way the test says: each reports progress, waits until released (or cancelled),
+// then stores a minimal bake (or fails with the release's status).
+class FakeRunner {
+ public:
+  explicit FakeRunner(BakeStore* store) : store_(store) {}
+
+  BakeRunFunction function() {
+    return [this](const BakeJob& job, const Progress& progress) { return Run(job, progress); };
+  }
+  // Lets the jobs waiting now, and every later one, end with `result`.
+  void Release(absl::Status result = absl::OkStatus()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    result_ = std::move(result);
+    cv_.notify_all();
+  }
+  // Waits until `n` jobs have started running.
+  bool WaitStarted(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return started_ >= n; });
+  }
+
+ private:
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> Run(const BakeJob& job, const Progress& progress) {
+    progress.Report("working", 0.5);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++started_;
+      cv_.notify_all();
+      while (!released_ && !progress.Cancelled()) cv_.wait_for(lock, std::chrono::milliseconds(10));
+      if (progress.Cancelled()) return absl::CancelledError("cancelled");
+      if (!result_.ok()) return result_;
+    }
+    internal::v1::StoredBake stored;
+    stored.set_format_version(kBakeFormatVersion);
+    stored.set_bake_id(job.bake_id);
+    stored.set_rig_id(job.rig_id);
+    *stored.mutable_options() = job.options;
+    stored.mutable_report()->set_method("bbw");
+    stored.mutable_report()->mutable_total_duration()->set_seconds(3);
+    stored.set_created_unix_ms(1700000000000);
+    auto loaded = std::make_shared<LoadedBake>();
+    loaded->header = StoredBakeHeader(stored);
+    loaded->bytes = 1;
+    if (absl::Status s = store_->Put(stored, loaded); !s.ok()) return s;
+    return loaded->header;
+  }
+
+  BakeStore* store_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  absl::Status result_;
+  int started_ = 0;
+};
+
+class LocalBakeQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(MakeTempDir("bakes")); }
+  void Open(const std::string& dir, LocalBakeQueueOptions options = {}) {
+    if (runner_) runner_->Release();
+    queue_.reset();
+    runner_.reset();
+    auto blobs = OpenFilesystemBlobStore(dir);
+    ASSERT_TRUE(blobs.ok()) << blobs.status();
+    blobs_ = *std::move(blobs);
+    rigs_ = std::make_unique<RigStore>(blobs_, 1 << 20);
+    store_ = std::make_unique<BakeStore>(blobs_, rigs_.get(), &RecipeRegistry::Default(), 1 << 20);
+    runner_ = std::make_unique<FakeRunner>(store_.get());
+    queue_ = std::make_unique<LocalBakeQueue>(store_.get(), runner_->function(), options);
+  }
+  void TearDown() override {
+    if (runner_) runner_->Release();
+    queue_.reset();
+  }
+
+  std::shared_ptr<BlobStore> blobs_;
+  std::unique_ptr<RigStore> rigs_;
+  std::unique_ptr<BakeStore> store_;
+  std::unique_ptr<FakeRunner> runner_;
+  std::unique_ptr<LocalBakeQueue> queue_;
+};
+
+TEST_F(LocalBakeQueueTest, RunsToSucceededAndIsStoredBeforeItIsReportedDone) {
+  const BakeJob job = Job(4);
+  auto started = queue_->Start(job);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_TRUE(started->created);
+  EXPECT_EQ(started->bake.name(), job.ref().name());
+  EXPECT_FALSE(started->bake.done());
+  EXPECT_TRUE(started->bake.options().has_bbw());
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  // Running: the same bake is found, not queued again; progress and times are reported.
+  auto again = queue_->Start(job);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->created);
+  auto running = queue_->Get(job.ref());
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->metadata().state(), v1::BAKE_STATE_RUNNING);
+  EXPECT_EQ(running->metadata().stage(), "working");
+  EXPECT_DOUBLE_EQ(running->metadata().progress_fraction(), 0.5);
+  EXPECT_TRUE(running->metadata().has_start_time());
+  EXPECT_FALSE(running->metadata().has_end_time());
+  EXPECT_TRUE(queue_->Pending(job.ref()).has_value());
+
+  std::vector<v1::Bake> seen;
+  bool stored_when_done = false;
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    runner_->Release();
+  });
+  absl::Status watched = queue_->Watch(
+      job.ref(),
+      [&](const v1::Bake& bake) {
+        seen.push_back(bake);
+        if (bake.done()) stored_when_done = store_->Header(job.bake_id).ok();
+        return true;
+      },
+      [] { return false; });
+  release.join();
+  ASSERT_TRUE(watched.ok()) << watched;
+  ASSERT_FALSE(seen.empty());
+  const v1::Bake& last = seen.back();
+  EXPECT_EQ(last.metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  EXPECT_TRUE(last.done());
+  EXPECT_TRUE(last.has_response());
+  EXPECT_EQ(last.response().report().method(), "bbw");
+  EXPECT_DOUBLE_EQ(last.metadata().progress_fraction(), 1.0);
+  EXPECT_TRUE(last.metadata().has_end_time());
+  EXPECT_TRUE(stored_when_done);
+  for (size_t i = 1; i < seen.size(); ++i)
+    EXPECT_GE(seen[i].metadata().progress_fraction(), seen[i - 1].metadata().progress_fraction());
+  EXPECT_FALSE(queue_->Pending(job.ref()).has_value());
+}
+
+TEST_F(LocalBakeQueueTest, AFullQueueIsResourceExhaustedAndQueuedBakesKnowTheirPosition) {
+  Open(MakeTempDir("bakes"), LocalBakeQueueOptions{1, 1});
+  ASSERT_TRUE(queue_->Start(Job(1)).ok());
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  auto queued = queue_->Start(Job(2));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(queued->bake.metadata().state(), v1::BAKE_STATE_QUEUED);
+  EXPECT_EQ(queued->bake.metadata().queue_position(), 0);
+  EXPECT_FALSE(queued->bake.metadata().has_estimated_remaining()) << "unknown while queued";
+  auto full = queue_->Start(Job(3));
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full.status().message(), HasSubstr("bake queue is full (1 waiting, 1 workers busy); retry later"));
+  // The queued bake itself is found, not refused.
+  EXPECT_TRUE(queue_->Start(Job(2)).ok());
+}
+
+TEST_F(LocalBakeQueueTest, CancelledBakesEndCancelledAndStoreNothing) {
+  Open(MakeTempDir("bakes"), LocalBakeQueueOptions{1, 4});
+  const BakeJob running = Job(1), queued = Job(2);
+  ASSERT_TRUE(queue_->Start(running).ok());
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  ASSERT_TRUE(queue_->Start(queued).ok());
+  for (const BakeJob& job : {queued, running}) {
+    auto cancelled = queue_->Cancel(job.ref());
+    ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+    EXPECT_EQ(cancelled->metadata().state(), v1::BAKE_STATE_CANCELLED);
+    EXPECT_TRUE(cancelled->done());
+    EXPECT_EQ(cancelled->error().code(), static_cast<int>(absl::StatusCode::kCancelled));
+    EXPECT_THAT(cancelled->error().message(), HasSubstr("CancelBake"));
+    EXPECT_EQ(store_->Header(job.bake_id).status().code(), absl::StatusCode::kNotFound);
+  }
+  // A cancelled bake started again is a new job.
+  auto restarted = queue_->Start(queued);
+  ASSERT_TRUE(restarted.ok());
+  EXPECT_TRUE(restarted->created);
+}
+
+TEST_F(LocalBakeQueueTest, AFailedBakeSaysWhyAndStartingItAgainRunsItAgain) {
+  const BakeJob job = Job(4);
+  ASSERT_TRUE(queue_->Start(job).ok());
+  runner_->Release(absl::FailedPreconditionError("bone 'arm' is outside the mesh"));
+  v1::Bake last;
+  ASSERT_TRUE(queue_->Watch(job.ref(), [&](const v1::Bake& b) { last = b; return true; }, [] { return false; }).ok());
+  EXPECT_EQ(last.metadata().state(), v1::BAKE_STATE_FAILED);
+  EXPECT_EQ(last.error().code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(last.error().message(), "bone 'arm' is outside the mesh");
+  EXPECT_TRUE(queue_->Pending(job.ref()).has_value());
+  EXPECT_EQ(store_->Header(job.bake_id).status().code(), absl::StatusCode::kNotFound);
+  auto again = queue_->Start(job);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->created);
+}
+
+TEST_F(LocalBakeQueueTest, AStoredBakeIsAnsweredFromItsHeaderByAnotherQueue) {
+  const std::string dir = MakeTempDir("bakes");
+  Open(dir);
+  const BakeJob job = Job(4);
+  runner_->Release();
+  ASSERT_TRUE(queue_->Start(job).ok());
+  ASSERT_TRUE(queue_->Watch(job.ref(), [](const v1::Bake&) { return true; }, [] { return false; }).ok());
+  Open(dir);  // a fresh process on the same store
+  auto started = queue_->Start(job);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_FALSE(started->created);
+  const v1::Bake& bake = started->bake;
+  EXPECT_EQ(bake.metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  EXPECT_TRUE(bake.done());
+  EXPECT_EQ(bake.metadata().elapsed().seconds(), 3);
+  EXPECT_EQ(bake.metadata().create_time().seconds(), 1700000000);
+  for (auto got : {queue_->Get(job.ref()), queue_->Cancel(job.ref())}) {
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  }
+  int watched = 0;
+  ASSERT_TRUE(queue_->Watch(job.ref(), [&](const v1::Bake&) { return ++watched > 0; }, [] { return false; }).ok());
+  EXPECT_EQ(watched, 1);
+  EXPECT_EQ(store_->loads(), 0u) << "a status check never loads the bake";
+}
+
+TEST_F(LocalBakeQueueTest, UnknownBakesAndBakesOfAnotherRigAreNotFound) {
+  const BakeJob job = Job(4);
+  EXPECT_EQ(queue_->Get(job.ref()).status().code(), absl::StatusCode::kNotFound);
+  runner_->Release();
+  ASSERT_TRUE(queue_->Start(job).ok());
+  ASSERT_TRUE(queue_->Watch(job.ref(), [](const v1::Bake&) { return true; }, [] { return false; }).ok());
+  BakeRef other = job.ref();
+  other.rig_id = "rig-ffffffffffffffffffffffffffffffff";
+  EXPECT_EQ(queue_->Get(other).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(queue_->Cancel(other).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(LocalBakeQueueTest, ShutdownCancelsQueuedAndRunningBakes) {
+  Open(MakeTempDir("bakes"), LocalBakeQueueOptions{1, 4});
+  const BakeJob running = Job(1), queued = Job(2);
+  ASSERT_TRUE(queue_->Start(running).ok());
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  ASSERT_TRUE(queue_->Start(queued).ok());
+  queue_->Shutdown();
+  for (const BakeJob& job : {running, queued}) {
+    auto bake = queue_->Get(job.ref());
+    ASSERT_TRUE(bake.ok()) << bake.status();
+    EXPECT_EQ(bake->metadata().state(), v1::BAKE_STATE_CANCELLED);
+    EXPECT_THAT(bake->error().message(), HasSubstr("shut down"));
+  }
+  EXPECT_EQ(queue_->Start(Job(3)).status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace skinning
