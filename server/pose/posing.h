@@ -1,43 +1,63 @@
-// The per-frame work shared by Pose, PoseClip and PoseSession.
+// Posing a stored rig, shared by Pose, PoseClip and PoseSession (and any other door): the call's
+// preamble written once (the rig with the tenant's access checked, the bake's weights, the
+// deformer and its PSD model) and one frame's work (the pose decoded once, the deformer asked,
+// the outputs filled).
 #ifndef SKINNING_SERVER_POSE_POSING_H_
 #define SKINNING_SERVER_POSE_POSING_H_
 
-#include <vector>
+#include <string>
 
 #include "absl/status/status.h"
-#include "core/geometry/mesh.h"
-#include "server/bake/bake_jobs.h"
+#include "absl/status/statusor.h"
+#include "server/bake/bakes.h"
+#include "server/pose/deformer.h"
+#include "server/pose/psd_models.h"
 #include "server/store/rig_store.h"
-#include "skinning/v1/skinning.pb.h"
+#include "skinning/v1/pose.pb.h"
 
 namespace skinning {
 
-class PsdModel;  // core/skinning/psd.h
-
-// What one frame is posed with.
-struct PoseContext {
-  const LoadedRig* rig = nullptr;          // required
-  const SparseWeights* weights = nullptr;  // the rig's own or the bake's; nullptr when none
-  const LoadedBake* bake = nullptr;        // the request's bake_id, or nullptr
-  const PsdModel* psd = nullptr;           // METHOD_PSD_*: the rig's pose-space model
+// Watches per-frame posing (for metrics): one frame posed successfully with `deformer` in
+// `seconds`. Called on the calls' threads.
+class FrameObserver {
+ public:
+  virtual ~FrameObserver() = default;
+  virtual void OnFrame(v1::Deformer deformer, double seconds) = 0;
 };
 
-// Poses `ctx.rig` with `ctx.weights` (the rig's own, or a bake's; nullptr when it has none) and fills
-// `out` with what `outputs` asks (vertices only when nothing is asked). INVALID_ARGUMENT for a
-// bad pose or method (messages start with `field`), FAILED_PRECONDITION when vertices are asked
-// and there are no weights.
-absl::Status PoseFrame(const PoseContext& ctx, const v1::Pose& pose,
-                       v1::Method method, const v1::PoseOutputs& outputs, v1::PosedFrame* out,
-                       const char* field = "pose");
+class Poser {
+ public:
+  // `psd` (may be null: the PSD deformers then pose as plain LBS / DQS) and `frames` (may be
+  // null) must outlive this object, as must the others.
+  Poser(RigStore* rigs, Bakes* bakes, PsdModels* psd, FrameObserver* frames,
+        const DeformerRegistry* deformers = &DeformerRegistry::Default())
+      : rigs_(rigs), bakes_(bakes), psd_(psd), frames_(frames), deformers_(deformers) {}
 
-// Pieces of a frame's output, shared by PoseFrame and PosePsdFrame (psd_posing.h):
-// out->transforms = T34 (row-major 3×4 per joint, ToRowMajor34).
-void SetTransforms(const std::vector<float>& T34, v1::PosedFrame* out);
-// Where the frame's 3n posed positions go: out->vertices (resized to 3n) when they are returned,
-// else *scratch.
-float* PositionsOutput(int n, bool returned, v1::PosedFrame* out, std::vector<float>* scratch);
-// NU[0..3n) = the per-vertex normals (PerVertexNormals) of the surface F with positions U[0..3n).
-void NormalsOfPositions(const float* U, int n, const RowMatrixX3i& F, float* NU);
+  // The rig named `rig` (field `rig_field`) for `tenant` (PERMISSION_DENIED, NOT_FOUND), posed
+  // with the bake named `bake` when it is not empty (it must be a finished bake of that rig, not
+  // a FAST model) or with the rig's own weights.
+  absl::StatusOr<PoseTarget> Open(const std::string& tenant, const std::string& rig, const std::string& bake,
+                                  const char* rig_field = "rig", const char* bake_field = "bake");
+  // The deformer `kind` (INVALID_ARGUMENT for an unknown value); for the PSD deformers, sets the
+  // model of the tenant's current examples in `target` (a cache lookup after the first build).
+  absl::StatusOr<const Deformer*> Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target);
+
+  // One frame: `out` gets what `outputs` asks (vertices when nothing is). INVALID_ARGUMENT for a
+  // bad pose (messages start with `field`), FAILED_PRECONDITION when the deformer lacks its bake
+  // or weights. Told to the FrameObserver when it succeeds.
+  absl::Status Frame(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
+                     const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field = "pose") const;
+
+ private:
+  absl::Status FrameUntimed(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
+                            const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) const;
+
+  RigStore* rigs_;
+  Bakes* bakes_;
+  PsdModels* psd_;
+  FrameObserver* frames_;
+  const DeformerRegistry* deformers_;
+};
 
 }  // namespace skinning
 

@@ -1,4 +1,4 @@
-#include "server/pose/psd_posing.h"
+#include "server/pose/psd_models.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/geometry/mesh.h"
-#include "core/skinning/lbs.h"
 #include "core/skinning/psd.h"
+#include "core/util/status_macros.h"
 #include "server/convert.h"
+#include "server/names.h"
+#include "server/pose/deformer.h"
 
 namespace skinning {
 namespace {
@@ -38,74 +39,51 @@ bool SamePose(const Pose& a, const Pose& b) {
 absl::StatusOr<PsdExample> ToPsdExample(const v1::Example& e, const Skeleton& skeleton, const std::string& field) {
   PsdExample out;
   out.name = e.name();
-  absl::StatusOr<Pose> pose = PoseFromProto(e.pose(), skeleton, field.c_str());
-  if (!pose.ok()) return pose.status();
-  out.pose = *std::move(pose);
+  ASSIGN_OR_RETURN(out.pose, PoseFromProto(e.pose(), skeleton, field.c_str()));
   const int n = e.positions_size() / 3;
   out.V.resize(n, 3);
   for (int i = 0; i < 3 * n; ++i) out.V.data()[i] = e.positions(i);
   return out;
 }
 
-// Non-default stretch or twist: PSD poses plain skeletons.
-absl::Status CheckNoStretchOrTwist(const v1::Pose& pose, const char* field) {
-  for (int j = 0; j < pose.bone_stretch_size(); ++j)
-    if (pose.bone_stretch(j) != 1.f)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s.bone_stretch[%d] = %g: stretchable bones are METHOD_STBS_*, not the PSD methods", field, j,
-          pose.bone_stretch(j)));
-  for (int j = 0; j < pose.bone_twist_size(); ++j)
-    if (pose.bone_twist(j) != 0.f)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s.bone_twist[%d] = %g: twistable bones are METHOD_STBS_*, not the PSD methods", field, j,
-          pose.bone_twist(j)));
-  return absl::OkStatus();
-}
-
-const char* MethodName(v1::Method m) {
-  switch (m) {
-    case v1::METHOD_PSD_LBS:
-      return "METHOD_PSD_LBS";
-    case v1::METHOD_PSD_DQS:
-      return "METHOD_PSD_DQS";
-    case v1::METHOD_PSD_SUPPORT_LBS:
-      return "METHOD_PSD_SUPPORT_LBS";
-    case v1::METHOD_PSD_SUPPORT_DQS:
-      return "METHOD_PSD_SUPPORT_DQS";
+// The core options of a PSD deformer; false for other deformers.
+bool PsdOptionsOf(v1::Deformer kind, PsdOptions* options) {
+  switch (kind) {
+    case v1::DEFORMER_PSD_LBS:
+    case v1::DEFORMER_PSD_SUPPORT_LBS:
+      options->base = PsdBase::kLbs;
+      break;
+    case v1::DEFORMER_PSD_DQS:
+    case v1::DEFORMER_PSD_SUPPORT_DQS:
+      options->base = PsdBase::kDqs;
+      break;
     default:
-      return "?";
+      return false;
   }
+  options->support_joints = kind == v1::DEFORMER_PSD_SUPPORT_LBS || kind == v1::DEFORMER_PSD_SUPPORT_DQS;
+  return true;
 }
 
 }  // namespace
 
-bool IsPsdMethod(v1::Method method) {
-  return method == v1::METHOD_PSD_LBS || method == v1::METHOD_PSD_DQS || method == v1::METHOD_PSD_SUPPORT_LBS ||
-         method == v1::METHOD_PSD_SUPPORT_DQS;
-}
-
-v1::Method PsdBaseMethod(v1::Method method) {
-  return method == v1::METHOD_PSD_DQS || method == v1::METHOD_PSD_SUPPORT_DQS ? v1::METHOD_DQS : v1::METHOD_LBS;
-}
-
-absl::Status ValidateNewExample(const LoadedRig& rig, const v1::StoredExamples& existing, const v1::Example& added) {
+absl::Status ValidateNewExample(const LoadedRig& rig, const internal::v1::StoredExamples& existing,
+                                const v1::Example& added) {
   const Skeleton& skeleton = rig.rig.skeleton;
   std::vector<PsdExample> all;
   all.reserve(existing.examples_size() + 1);
   for (int k = 0; k < existing.examples_size(); ++k) {
     absl::StatusOr<PsdExample> e =
         ToPsdExample(existing.examples(k), skeleton, absl::StrFormat("stored examples[%d].pose", k));
-    if (!e.ok()) return absl::DataLossError(absl::StrCat("rig '", rig.id, "': ", e.status().message()));
+    if (!e.ok()) return absl::DataLossError(absl::StrCat("rig '", RigName(rig.id), "': ", e.status().message()));
     all.push_back(*std::move(e));
   }
-  absl::StatusOr<PsdExample> e = ToPsdExample(added, skeleton, "example.pose");
-  if (!e.ok()) return e.status();
+  ASSIGN_OR_RETURN(PsdExample e, ToPsdExample(added, skeleton, "example.pose"));
   for (const PsdExample& old : all)
-    if (SamePose(old.pose, e->pose))
+    if (SamePose(old.pose, e.pose))
       return absl::InvalidArgumentError(absl::StrCat(
           "example.pose: example '", added.name(), "' has the pose of example '", old.name,
-          "' (two shapes at one pose cannot both be interpolated; remove that example first)"));
-  all.push_back(*std::move(e));
+          "' (two shapes at one pose cannot both be interpolated; delete that example first)"));
+  all.push_back(std::move(e));
   if (absl::Status s = ValidateExamples(skeleton, static_cast<int>(rig.positions.size() / 3), all, "examples");
       !s.ok())
     return absl::Status(s.code(), absl::StrFormat("example '%s' (examples[%d] with the rig's %d examples): %s",
@@ -127,14 +105,14 @@ uint64_t PsdModels::failed_builds() const {
 }
 
 absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& rig, const std::string& tenant,
-                                                                const SparseWeights* weights, const std::string& bake_id,
-                                                                v1::Method method) {
-  if (weights == nullptr || !IsPsdMethod(method)) return std::shared_ptr<const PsdModel>();
-  absl::StatusOr<ExampleSet> set = examples_->Get(rig.id, tenant);
-  if (!set.ok()) return set.status();
-  if (set->stored->examples_size() == 0) return std::shared_ptr<const PsdModel>();
-  const std::string key = absl::StrCat(tenant, "|", rig.id, "|", set->fingerprint, "|",
-                                       bake_id.empty() ? "rig" : bake_id, "|", static_cast<int>(method));
+                                                                const SparseWeights* weights, const std::string& bake,
+                                                                v1::Deformer kind) {
+  PsdOptions options;
+  if (weights == nullptr || !PsdOptionsOf(kind, &options)) return std::shared_ptr<const PsdModel>();
+  ASSIGN_OR_RETURN(const ExampleSet set, examples_->Get(rig.id, tenant));
+  if (set.stored->examples_size() == 0) return std::shared_ptr<const PsdModel>();
+  const std::string key = absl::StrCat(tenant, "|", rig.id, "|", set.fingerprint, "|", bake.empty() ? "rig" : bake,
+                                       "|", static_cast<int>(kind));
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;
   std::lock_guard<std::mutex> lock(build_mu_[std::hash<std::string>()(key) % build_mu_.size()]);
   if (std::shared_ptr<const PsdModel> hit = cache_.Find(key)) return hit;  // built meanwhile
@@ -143,23 +121,21 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& 
     if (auto it = failures_.find(key); it != failures_.end()) return it->second;
   }
 
-  const v1::StoredExamples& stored = *set->stored;
+  const internal::v1::StoredExamples& stored = *set.stored;
   std::vector<PsdExample> examples;
   for (int k = 0; k < stored.examples_size(); ++k) {
     absl::StatusOr<PsdExample> e =
         ToPsdExample(stored.examples(k), rig.rig.skeleton, absl::StrFormat("stored examples[%d].pose", k));
-    if (!e.ok()) return absl::DataLossError(absl::StrCat("rig '", rig.id, "': ", e.status().message()));
+    if (!e.ok()) return absl::DataLossError(absl::StrCat("rig '", RigName(rig.id), "': ", e.status().message()));
     examples.push_back(*std::move(e));
   }
-  PsdOptions options;
-  options.base = PsdBaseMethod(method) == v1::METHOD_DQS ? PsdBase::kDqs : PsdBase::kLbs;
-  options.support_joints = method == v1::METHOD_PSD_SUPPORT_LBS || method == v1::METHOD_PSD_SUPPORT_DQS;
   PsdReport report;
   absl::StatusOr<std::shared_ptr<const PsdModel>> model =
       PsdModel::Build(rig.rig.mesh, rig.rig.skeleton, *weights, examples, options, &report);
   if (!model.ok()) {
-    absl::Status failed(model.status().code(), absl::StrCat(MethodName(method), " with the ", examples.size(),
-                                                            " examples of rig '", rig.id, "': ", model.status().message()));
+    absl::Status failed(model.status().code(),
+                        absl::StrCat(DeformerName(kind), " with the ", examples.size(), " examples of rig '",
+                                     RigName(rig.id), "': ", model.status().message()));
     if (absl::IsInvalidArgument(failed) || absl::IsFailedPrecondition(failed)) {
       std::lock_guard<std::mutex> stats(stats_mu_);
       if (failures_.size() >= kRememberedFailures) failures_.clear();
@@ -177,33 +153,6 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& 
     ++builds_;
   }
   return model;
-}
-
-absl::Status PosePsdFrame(const PoseContext& ctx, const v1::Pose& pose_proto, v1::Method method,
-                          const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) {
-  if (auto s = CheckNoStretchOrTwist(pose_proto, field); !s.ok()) return s;
-  if (ctx.psd == nullptr) return PoseFrame(ctx, pose_proto, PsdBaseMethod(method), outputs, out, field);
-  const LoadedRig& rig = *ctx.rig;
-  const bool want_transforms = outputs.transforms();
-  const bool want_normals = outputs.normals() && !rig.normals.empty();
-  const bool want_vertices = outputs.vertices() || (!want_transforms && !outputs.normals());
-  absl::StatusOr<Pose> pose = PoseFromProto(pose_proto, rig.rig.skeleton, field);
-  if (!pose.ok()) return pose.status();
-  if (want_transforms) {
-    absl::StatusOr<std::vector<Eigen::Affine3d>> T = SkinningTransforms(rig.rig.skeleton, rig.order, *pose);
-    if (!T.ok()) return T.status();
-    SetTransforms(ToRowMajor34(*T), out);
-  }
-  if (!want_vertices && !want_normals) return absl::OkStatus();
-  const int n = static_cast<int>(rig.positions.size() / 3);
-  std::vector<float> scratch;
-  float* U = PositionsOutput(n, want_vertices, out, &scratch);
-  if (auto s = ctx.psd->DeformFloat(*pose, U); !s.ok()) return s;
-  if (want_normals) {
-    out->mutable_normals()->Resize(3 * n, 0.f);
-    NormalsOfPositions(U, n, rig.rig.mesh.F, out->mutable_normals()->mutable_data());
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace skinning

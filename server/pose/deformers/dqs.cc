@@ -1,0 +1,29 @@
+// Dual quaternion skinning (Kavan et al. 2008), with the two-phase path for scale and shear.
+#include "core/skinning/dqs.h"
+#include "server/pose/deformers/deformers.h"
+
+namespace skinning {
+namespace {
+
+class DqsDeformer final : public Deformer {
+ public:
+  v1::Deformer kind() const override { return v1::DEFORMER_DQS; }
+  absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override {
+    return NeedsBoneWeights(*this, target, geometry);
+  }
+  absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
+    const LoadedRig& rig = *target.rig;
+    const SparseWeights& W = *target.weights;
+    const DqsTransformsFloat prepared = PrepareDqsFloat(frame.transforms);
+    DqsFloat(rig.positions.data(), out->vertex_count, W.joints.data(), W.weights.data(), W.k(), prepared,
+             out->positions, out->normals ? rig.normals.data() : nullptr, out->normals);
+    out->normals_written = true;
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Deformer> NewDqsDeformer() { return std::make_unique<DqsDeformer>(); }
+
+}  // namespace skinning

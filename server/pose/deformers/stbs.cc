@@ -1,0 +1,57 @@
+// Stretchable, twistable bones (Jacobson & Sorkine 2011) over LBS or DQS, with an endpoint bake's
+// bone weights and endpoint weights.
+#include "absl/strings/str_cat.h"
+#include "core/skinning/stbs.h"
+#include "server/bake/recipes/endpoint.h"
+#include "server/pose/deformers/deformers.h"
+
+namespace skinning {
+namespace {
+
+class StbsDeformer final : public Deformer {
+ public:
+  explicit StbsDeformer(bool dqs) : dqs_(dqs) {}
+  v1::Deformer kind() const override { return dqs_ ? v1::DEFORMER_STBS_DQS : v1::DEFORMER_STBS_LBS; }
+  const char* bake_method() const override { return "endpoint"; }
+  bool TakesStretchTwist() const override { return true; }
+
+  // Transforms alone need no bake (without stretch or twist they are the plain ones).
+  absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override {
+    if (geometry)
+      if (absl::Status s = NeedsBake(*this, target); !s.ok()) return s;
+    return NeedsBoneWeights(*this, target, geometry);
+  }
+
+  absl::StatusOr<std::vector<Eigen::Affine3d>> Transforms(const PoseTarget& target, const Pose& pose,
+                                                          const BoneStretchTwist& st,
+                                                          const char* field) const override {
+    const Rig& rig = target.rig->rig;
+    const EndpointPayload* endpoint = target.bake ? target.bake->payload_as<EndpointPayload>() : nullptr;
+    if (endpoint == nullptr) {
+      if (!st.stretch.empty() || !st.twist_a.empty())
+        return absl::FailedPreconditionError(absl::StrCat(
+            DeformerName(kind()), " with bone_stretch / bone_twist needs an endpoint bake as `bake`"));
+      return Deformer::Transforms(target, pose, st, field);
+    }
+    if (absl::Status s = ValidateStretchTwist(rig.skeleton, endpoint->bones, st, field); !s.ok()) return s;
+    return StretchedSkinningTransforms(rig.skeleton, target.rig->order, pose, endpoint->bones, st);
+  }
+
+  absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
+    const LoadedBake& bake = *target.bake;
+    const EndpointPayload& endpoint = *bake.payload_as<EndpointPayload>();
+    const StbsFrameFloat prepared = PrepareStbsFloat(endpoint.bones, frame.transforms, frame.stretch_twist);
+    StbsFloat(target.rig->positions.data(), out->vertex_count, bake.sparse, endpoint.aligned, prepared, dqs_,
+              out->positions);
+    return absl::OkStatus();
+  }
+
+ private:
+  const bool dqs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Deformer> NewStbsDeformer(bool dqs) { return std::make_unique<StbsDeformer>(dqs); }
+
+}  // namespace skinning

@@ -1,0 +1,143 @@
+// One deformer per Deformer value, what each needs, and posing through them.
+#include "server/pose/deformer.h"
+
+#include <set>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/convert.h"
+#include "server/pose/posing.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::MakeTwoBoneTube;
+using ::testing::HasSubstr;
+
+std::vector<v1::Deformer> EveryDeformerValue() {
+  std::vector<v1::Deformer> all;
+  const google::protobuf::EnumDescriptor* d = v1::Deformer_descriptor();
+  for (int i = 0; i < d->value_count(); ++i) all.push_back(static_cast<v1::Deformer>(d->value(i)->number()));
+  return all;
+}
+
+TEST(DeformerRegistry, HasOneDeformerPerDeformerValue) {
+  const DeformerRegistry& registry = DeformerRegistry::Default();
+  std::set<int> kinds;
+  for (v1::Deformer kind : EveryDeformerValue()) {
+    auto deformer = registry.Find(kind);
+    ASSERT_TRUE(deformer.ok()) << DeformerName(kind) << ": " << deformer.status();
+    EXPECT_EQ((*deformer)->kind(), kind);
+    kinds.insert(kind);
+  }
+  EXPECT_EQ(registry.all().size(), kinds.size()) << "no deformer twice, none outside the enum";
+  auto unknown = registry.Find(static_cast<v1::Deformer>(42));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("deformer = 42 is not a Deformer"));
+}
+
+TEST(DeformerRegistry, LabelsAreTheMetricsLabelsOfBefore) {
+  EXPECT_EQ(DeformerLabel(v1::DEFORMER_UNSPECIFIED), "lbs");
+  EXPECT_EQ(DeformerLabel(v1::DEFORMER_DQS), "dqs");
+  EXPECT_EQ(DeformerLabel(v1::DEFORMER_STBS_LBS), "stbs_lbs");
+  EXPECT_EQ(DeformerLabel(v1::DEFORMER_ELASTIC), "elastic");
+  EXPECT_EQ(DeformerLabel(v1::DEFORMER_PSD_SUPPORT_DQS), "psd_support_dqs");
+}
+
+TEST(DeformerRegistry, DeformersOfABakeNameTheBakeToRun) {
+  const PoseTarget target{PrepareRig("rig-0123456789abcdef0123456789abcdef", MakeTwoBoneTube(), v1::Rig())};
+  int with_bakes = 0;
+  for (const auto& deformer : DeformerRegistry::Default().all()) {
+    if (deformer->bake_method() == nullptr) continue;
+    ++with_bakes;
+    absl::Status s = deformer->CheckTarget(target, /*geometry=*/true);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << DeformerName(deformer->kind());
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("StartBake with options.", deformer->bake_method())));
+    EXPECT_EQ(DeformerRegistry::Default().ForBakeMethod(deformer->bake_method())->bake_method(),
+              std::string(deformer->bake_method()));
+  }
+  EXPECT_EQ(with_bakes, 4);  // STBS over LBS and DQS, swing/twist, elastic
+}
+
+class PoserTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto blobs = OpenFilesystemBlobStore(MakeTempDir("rigs"));
+    ASSERT_TRUE(blobs.ok());
+    rigs_ = std::make_unique<RigStore>(*std::move(blobs), 1 << 30);
+    poser_ = std::make_unique<Poser>(rigs_.get(), nullptr, nullptr, nullptr);
+    auto with = rigs_->Register(RigToProto(MakeTwoBoneTube()));
+    ASSERT_TRUE(with.ok());
+    with_weights_ = "rigs/" + with->rig_id;
+    v1::Rig bare = RigToProto(MakeTwoBoneTube());
+    bare.clear_weights();
+    auto without = rigs_->Register(bare);
+    ASSERT_TRUE(without.ok());
+    without_weights_ = "rigs/" + without->rig_id;
+  }
+
+  std::unique_ptr<RigStore> rigs_;
+  std::unique_ptr<Poser> poser_;
+  std::string with_weights_, without_weights_;
+};
+
+TEST_F(PoserTest, TheBindPoseGivesTheInputBackForEveryDeformerWithoutABake) {
+  auto target = poser_->Open("", with_weights_, "");
+  ASSERT_TRUE(target.ok()) << target.status();
+  v1::PoseOutputs outputs;
+  outputs.set_vertices(true);
+  outputs.set_normals(true);
+  for (v1::Deformer kind : {v1::DEFORMER_UNSPECIFIED, v1::DEFORMER_DQS, v1::DEFORMER_PSD_LBS, v1::DEFORMER_PSD_DQS}) {
+    auto deformer = poser_->Use(kind, "", &*target);
+    ASSERT_TRUE(deformer.ok()) << deformer.status();
+    v1::PosedFrame frame;
+    ASSERT_TRUE(poser_->Frame(*target, **deformer, v1::Pose(), outputs, &frame).ok()) << DeformerName(kind);
+    ASSERT_EQ(frame.vertices_size(), static_cast<int>((*target)->positions.size()));
+    for (int i = 0; i < frame.vertices_size(); ++i) ASSERT_EQ(frame.vertices(i), (*target)->positions[i]);
+    for (int i = 0; i < frame.normals_size(); ++i) ASSERT_EQ(frame.normals(i), (*target)->normals[i]);
+  }
+}
+
+TEST_F(PoserTest, MissingWeightsAndStretchOutsideStbsAreRefused) {
+  auto bare = poser_->Open("", without_weights_, "");
+  ASSERT_TRUE(bare.ok());
+  const Deformer* lbs = *poser_->Use(v1::DEFORMER_UNSPECIFIED, "", &*bare);
+  v1::PosedFrame frame;
+  absl::Status s = poser_->Frame(*bare, *lbs, v1::Pose(), v1::PoseOutputs(), &frame);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("has no skinning weights"));
+  v1::PoseOutputs transforms;
+  transforms.set_transforms(true);
+  ASSERT_TRUE(poser_->Frame(*bare, *lbs, v1::Pose(), transforms, &frame).ok()) << "transforms need no weights";
+  EXPECT_EQ(frame.transforms_size(), 24);
+
+  auto target = poser_->Open("", with_weights_, "");
+  v1::Pose stretched;
+  stretched.add_bone_stretch(1.5f);
+  stretched.add_bone_stretch(1.f);
+  s = poser_->Frame(*target, *lbs, stretched, v1::PoseOutputs(), &frame, "frames[2]");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("frames[2].bone_stretch / bone_twist are only used by DEFORMER_STBS_LBS"));
+  // STBS without an endpoint bake: plain transforms without stretch, a precondition with it.
+  const Deformer* stbs = *poser_->Use(v1::DEFORMER_STBS_DQS, "", &*target);
+  EXPECT_TRUE(poser_->Frame(*target, *stbs, v1::Pose(), transforms, &frame).ok());
+  s = poser_->Frame(*target, *stbs, stretched, transforms, &frame);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("needs an endpoint bake"));
+}
+
+TEST_F(PoserTest, OpenChecksTheNamesAndTheBakesRig) {
+  EXPECT_EQ(poser_->Open("", "rig-1", "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(poser_->Open("", "rigs/rig-00000000000000000000000000000000", "").status().code(),
+            absl::StatusCode::kNotFound);
+  auto other = poser_->Open("", with_weights_, without_weights_ + "/bakes/bake-00000000000000000000000000000000");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("belongs to rig '" + without_weights_ + "'"));
+}
+
+}  // namespace
+}  // namespace skinning
