@@ -11,8 +11,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/store/instrumented_blob_store.h"
 #include "server/grpc/tls.h"
+#include "server/store/instrumented_blob_store.h"
 
 namespace skinning {
 
@@ -57,20 +57,32 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->auth_ = std::make_unique<Authenticator>();
   }
   if (!options.metrics_address.empty()) s->metrics_ = std::make_unique<Metrics>();
+  s->gate_ = std::make_unique<CallGate>(s->auth_.get(), &s->draining_);
   s->blobs_ = *std::move(blobs);
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
-  s->store_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
+  s->rigs_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
   s->examples_ = std::make_unique<ExampleStore>(s->blobs_);
   s->psd_models_ = std::make_unique<PsdModels>(s->examples_.get());
-  s->bakes_ = std::make_unique<BakeJobs>(s->store_.get(), s->blobs_, options.bakes, s->metrics_.get());
-  const Authenticator* auth = s->auth_.get();
-  s->rig_service_ = std::make_unique<RigServiceImpl>(s->store_.get(), &s->draining_, auth, s->examples_.get(),
-                                                     static_cast<size_t>(options.max_message_bytes));
-  s->pose_service_ =
-      std::make_unique<PoseServiceImpl>(s->store_.get(), s->bakes_.get(), &s->draining_,
-                                        options.max_clip_frames, s->metrics_.get(), auth, s->psd_models_.get());
-  s->bake_service_ = std::make_unique<BakeServiceImpl>(s->bakes_.get(), &s->draining_, auth);
-  s->fast_service_ = std::make_unique<FastServiceImpl>(s->bakes_.get(), &s->draining_, auth);
+  // Bakes: the store of finished ones, the runner that computes and stores one, the queue.
+  const RecipeRegistry& recipes = RecipeRegistry::Default();
+  s->bake_store_ = std::make_unique<BakeStore>(s->blobs_, s->rigs_.get(), &recipes, options.bake_cache_bytes,
+                                               s->metrics_.get());
+  s->bake_runner_ = std::make_unique<BakeRunner>(s->rigs_.get(), s->bake_store_.get());
+  BakeRunner* runner = s->bake_runner_.get();
+  s->bake_queue_ = std::make_unique<LocalBakeQueue>(
+      s->bake_store_.get(), [runner](const BakeJob& job, const Progress& progress) { return runner->Run(job, progress); },
+      options.bakes, s->metrics_.get());
+  s->bakes_ = std::make_unique<Bakes>(s->rigs_.get(), s->bake_store_.get(), s->bake_queue_.get(), &recipes);
+  s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
+  // The services' logic, then their gRPC adapters.
+  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes));
+  s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames);
+  s->bake_api_ = std::make_unique<BakeApi>(s->bakes_.get());
+  s->fast_api_ = std::make_unique<FastApi>(s->bakes_.get());
+  s->rig_service_ = std::make_unique<RigGrpcService>(s->gate_.get(), s->rig_api_.get());
+  s->pose_service_ = std::make_unique<PoseGrpcService>(s->gate_.get(), s->pose_api_.get());
+  s->bake_service_ = std::make_unique<BakeGrpcService>(s->gate_.get(), s->bake_api_.get());
+  s->fast_service_ = std::make_unique<FastGrpcService>(s->gate_.get(), s->fast_api_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -94,9 +106,10 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.RegisterService(s->bake_service_.get());
   builder.RegisterService(s->fast_service_.get());
   if (s->metrics_) {
-    RigStore* store = s->store_.get();
-    BakeJobs* bakes = s->bakes_.get();
-    s->metrics_->AddCache("skinning_rig_cache", "rig cache", [store] { return store->cache_stats(); });
+    RigStore* rigs = s->rigs_.get();
+    BakeStore* bakes = s->bake_store_.get();
+    for (const auto& recipe : recipes.all()) s->metrics_->AddBakeMethod(recipe->name());
+    s->metrics_->AddCache("skinning_rig_cache", "rig cache", [rigs] { return rigs->cache_stats(); });
     s->metrics_->AddCache("skinning_bake_cache", "bake cache", [bakes] { return bakes->cache_stats(); });
     PsdModels* psd = s->psd_models_.get();
     s->metrics_->AddCache("skinning_psd_model_cache", "PSD model cache", [psd] { return psd->cache_stats(); });
@@ -133,7 +146,7 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   server_->GetHealthCheckService()->SetServingStatus(false);
   // Bakes in progress are cancelled (nothing half-done is stored); a client restarts them on
   // another replica, where a finished bake is found in the shared store.
-  bakes_->Shutdown();
+  bake_queue_->Shutdown();
   // New calls are refused with UNAVAILABLE while draining (clients retry elsewhere); wait for the
   // ones in flight, then shut down at once. gRPC's own Shutdown(deadline) would wait for the
   // whole deadline whenever a client is still connected, even idle.

@@ -1,4 +1,5 @@
-// The skinning server: store, services, health and reflection on one gRPC server.
+// The skinning server: wires the stores, the bake queue, the posing, the services and their gRPC
+// adapters, health checking, reflection and metrics into one gRPC server.
 #ifndef SKINNING_SERVER_SERVER_H_
 #define SKINNING_SERVER_SERVER_H_
 
@@ -10,11 +11,23 @@
 #include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
+#include "server/api/bake_api.h"
+#include "server/api/call_context.h"
+#include "server/api/fast_api.h"
+#include "server/api/pose_api.h"
+#include "server/api/rig_api.h"
 #include "server/auth/auth.h"
-#include "server/metrics/metrics.h"
+#include "server/bake/bake_runner.h"
+#include "server/bake/bake_store.h"
+#include "server/bake/bakes.h"
+#include "server/bake/local_bake_queue.h"
+#include "server/grpc/grpc_services.h"
 #include "server/grpc/inflight.h"
+#include "server/metrics/metrics.h"
+#include "server/pose/posing.h"
+#include "server/pose/psd_models.h"
+#include "server/store/example_store.h"
 #include "server/store/rig_store.h"
-#include "server/api/services.h"
 
 namespace skinning {
 
@@ -31,9 +44,10 @@ struct ServerOptions {
   std::string redis_prefix = "skinning:";  // namespace of this service's keys in Redis
   int max_message_bytes = 64 << 20;        // largest request or response
   size_t cache_bytes = size_t{1} << 30;    // in-memory rig cache (LRU by bytes)
+  size_t bake_cache_bytes = size_t{256} << 20;  // finished bakes kept in memory
   RigLimits limits;
   int max_clip_frames = 10000;
-  BakeJobsOptions bakes;
+  LocalBakeQueueOptions bakes;
   // host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no
   // metrics are kept or served.
   std::string metrics_address;
@@ -55,10 +69,10 @@ class SkinningServer {
   int port() const { return port_; }
   // The metrics endpoint's port; 0 when metrics are off.
   int metrics_port() const { return metrics_port_; }
-  RigStore& store() { return *store_; }
+  RigStore& store() { return *rigs_; }
+  Bakes& bakes() { return *bakes_; }
   // One line on the server's security: "TLS with client certificates, bearer tokens (2 tenants)".
   std::string SecuritySummary() const;
-  BakeJobs& bakes() { return *bakes_; }
 
   // Graceful shutdown: reports NOT_SERVING on the health service, stops accepting calls, lets
   // calls in flight finish for up to `drain`, then cancels what remains.
@@ -67,21 +81,31 @@ class SkinningServer {
 
  private:
   SkinningServer() = default;
+  // Members are destroyed in reverse order: everything below outlives what uses it.
   std::unique_ptr<Metrics> metrics_;  // first: outlives everything that reports to it
   std::unique_ptr<Authenticator> auth_;
   bool tls_ = false;
   bool mutual_tls_ = false;
-  std::shared_ptr<BlobStore> blobs_;
-  std::unique_ptr<RigStore> store_;
-  std::unique_ptr<ExampleStore> examples_;  // PSD examples per rig
-  std::unique_ptr<PsdModels> psd_models_;   // PSD models built from them, cached
-  std::unique_ptr<BakeJobs> bakes_;
-  std::unique_ptr<BakeServiceImpl> bake_service_;
-  std::unique_ptr<FastServiceImpl> fast_service_;
   std::atomic<bool> draining_{false};
+  std::unique_ptr<CallGate> gate_;
+  std::shared_ptr<BlobStore> blobs_;
+  std::unique_ptr<RigStore> rigs_;
+  std::unique_ptr<ExampleStore> examples_;  // PSD examples per rig and tenant
+  std::unique_ptr<PsdModels> psd_models_;   // PSD models built from them, cached
+  std::unique_ptr<BakeStore> bake_store_;
+  std::unique_ptr<BakeRunner> bake_runner_;
+  std::unique_ptr<LocalBakeQueue> bake_queue_;
+  std::unique_ptr<Bakes> bakes_;
+  std::unique_ptr<Poser> poser_;
+  std::unique_ptr<RigApi> rig_api_;
+  std::unique_ptr<PoseApi> pose_api_;
+  std::unique_ptr<BakeApi> bake_api_;
+  std::unique_ptr<FastApi> fast_api_;
+  std::unique_ptr<RigGrpcService> rig_service_;
+  std::unique_ptr<PoseGrpcService> pose_service_;
+  std::unique_ptr<BakeGrpcService> bake_service_;
+  std::unique_ptr<FastGrpcService> fast_service_;
   InflightCalls inflight_;
-  std::unique_ptr<RigServiceImpl> rig_service_;
-  std::unique_ptr<PoseServiceImpl> pose_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -8,7 +8,6 @@
 #include <exception>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -45,19 +44,6 @@ const char* RpcTypeName(ServerRpcInfo::Type type) {
       return "bidi_stream";
   }
   return "unknown";
-}
-
-// "BAKE_METHOD_GEODESIC_VOXEL" → "geodesic_voxel"; "METHOD_DQS" → "dqs".
-std::string EnumLabel(const std::string& name, absl::string_view prefix) {
-  absl::string_view s = name;
-  if (absl::StartsWith(s, prefix)) s.remove_prefix(prefix.size());
-  return s.empty() ? "unknown" : absl::AsciiStrToLower(s);
-}
-
-std::string FrameMethodLabel(v1::Method method) {
-  if (method == v1::METHOD_UNSPECIFIED) return "lbs";  // the default method
-  if (!v1::Method_IsValid(method)) return absl::StrCat("method_", static_cast<int>(method));
-  return EnumLabel(v1::Method_Name(method), "METHOD_");
 }
 
 // Times one call from its creation to its status.
@@ -194,6 +180,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Name("skinning_bake_duration_seconds")
            .Help("Run time of bakes that ended done, from leaving the queue to being stored")
            .Register(*registry_);
+  bake_loads_ = &prometheus::BuildCounter()
+                     .Name("skinning_bake_loads_total")
+                     .Help("Stored bakes loaded into memory by their method (weights parsed, models rebuilt)")
+                     .Register(*registry_);
   frame_seconds_ =
       &prometheus::BuildHistogram()
            .Name("skinning_frame_seconds")
@@ -203,9 +193,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("skinning_store_operation_errors_total")
                        .Help("Blob store operations that failed (NOT_FOUND does not count)")
                        .Register(*registry_);
-  // Every pose method's series exists from the start (a dashboard sees 0, not "no data").
-  for (int m = v1::Method_MIN; m <= v1::Method_MAX; ++m)
-    if (m != v1::METHOD_UNSPECIFIED && v1::Method_IsValid(m)) FrameSeconds(FrameMethodLabel(static_cast<v1::Method>(m)));
+  // Every deformer's series exists from the start (a dashboard sees 0, not "no data").
+  for (int d = v1::Deformer_MIN; d <= v1::Deformer_MAX; ++d)
+    if (v1::Deformer_IsValid(d)) FrameSeconds(DeformerLabel(static_cast<v1::Deformer>(d)));
 }
 
 Metrics::~Metrics() = default;
@@ -258,27 +248,33 @@ prometheus::Histogram& Metrics::FrameSeconds(const std::string& method) {
   return frame_seconds_->Add({{"method", method}}, kFrameSecondsBuckets);
 }
 
-void Metrics::OnFrame(v1::Method method, double seconds) {
-  const int i = static_cast<int>(method);
-  if (i < 0 || i >= static_cast<int>(frames_by_method_.size())) {
-    FrameSeconds(FrameMethodLabel(method)).Observe(seconds);
+void Metrics::OnFrame(v1::Deformer deformer, double seconds) {
+  const int i = static_cast<int>(deformer);
+  if (i < 0 || i >= static_cast<int>(frames_by_deformer_.size())) {
+    FrameSeconds(DeformerLabel(deformer)).Observe(seconds);
     return;
   }
-  prometheus::Histogram* h = frames_by_method_[i].load(std::memory_order_acquire);
+  prometheus::Histogram* h = frames_by_deformer_[i].load(std::memory_order_acquire);
   if (h == nullptr) {
-    h = &FrameSeconds(FrameMethodLabel(method));
-    frames_by_method_[i].store(h, std::memory_order_release);
+    h = &FrameSeconds(DeformerLabel(deformer));
+    frames_by_deformer_[i].store(h, std::memory_order_release);
   }
   h->Observe(seconds);
 }
 
-Metrics::BakeSeries& Metrics::Bake(v1::BakeMethod method) {
-  // Called with bakes_mu_ held.
-  auto it = bakes_.find(static_cast<int>(method));
+void Metrics::AddBakeMethod(const std::string& method) {
+  std::lock_guard<std::mutex> lock(bakes_mu_);
+  Bake(method);
+}
+
+void Metrics::OnBakeLoad(const std::string& method, double seconds) {
+  std::lock_guard<std::mutex> lock(bakes_mu_);
+  Bake(method).loads->Increment();
+}
+
+Metrics::BakeSeries& Metrics::Bake(const std::string& label) {
+  auto it = bakes_.find(label);
   if (it != bakes_.end()) return it->second;
-  const std::string label = v1::BakeMethod_IsValid(method)
-                                ? EnumLabel(v1::BakeMethod_Name(method), "BAKE_METHOD_")
-                                : absl::StrCat("method_", static_cast<int>(method));
   BakeSeries s;
   s.queued = &bakes_queued_->Add({{"method", label}});
   s.running = &bakes_running_->Add({{"method", label}});
@@ -286,7 +282,8 @@ Metrics::BakeSeries& Metrics::Bake(v1::BakeMethod method) {
   s.done = &bakes_finished_->Add({{"method", label}, {"state", "done"}});
   s.failed = &bakes_finished_->Add({{"method", label}, {"state", "failed"}});
   s.cancelled = &bakes_finished_->Add({{"method", label}, {"state", "cancelled"}});
-  return bakes_.emplace(static_cast<int>(method), s).first->second;
+  s.loads = &bake_loads_->Add({{"method", label}});
+  return bakes_.emplace(label, s).first->second;
 }
 
 void Metrics::OnBakeTransition(const BakeTransition& t) {
@@ -301,7 +298,7 @@ void Metrics::OnBakeTransition(const BakeTransition& t) {
     case v1::BAKE_STATE_RUNNING:
       s.running->Increment();
       break;
-    case v1::BAKE_STATE_DONE:
+    case v1::BAKE_STATE_SUCCEEDED:
       s.done->Increment();
       if (t.from == v1::BAKE_STATE_RUNNING) s.duration->Observe(t.run_seconds);
       break;

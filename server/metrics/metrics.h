@@ -7,10 +7,14 @@
 //     recorded by a server interceptor; grpc_type is unary, client_stream, server_stream or
 //     bidi_stream; grpc_code is the status code's name (OK, INVALID_ARGUMENT, ...). A stream's
 //     handling time runs from its start to its status.
-//   skinning_bakes_queued{method}, skinning_bakes_running{method}            gauges
+//   skinning_bakes_queued{method}, skinning_bakes_running{method}            gauges; method is
+//     the bake method's recipe name (bbw, bone_heat, geodesic_voxel, fast_model, ...)
 //   skinning_bakes_finished_total{method,state}   counter; state is done, failed or cancelled
 //   skinning_bake_duration_seconds{method}        histogram of the run time of bakes that end done
-//   skinning_frame_seconds{method}                histogram of one frame's posing (lbs, dqs, ...)
+//   skinning_bake_loads_total{method}             counter of stored bakes loaded into memory by
+//     their recipe (a status check never loads one; posing with a bake not in memory does)
+//   skinning_frame_seconds{method}                histogram of one frame's posing by deformer
+//     (lbs, dqs, stbs_lbs, ..., psd_support_dqs)
 //   skinning_store_operation_errors_total{operation}  counter; put, get, exists, delete, list
 //   skinning_rig_cache_{hits,misses,evictions}_total, skinning_rig_cache_{bytes,entries}
 //   skinning_bake_cache_{hits,misses,evictions}_total, skinning_bake_cache_{bytes,entries}
@@ -37,10 +41,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/bake/bake_jobs.h"
-#include "server/store/lru_cache.h"
+#include "server/bake/bake_queue.h"
+#include "server/bake/bake_store.h"
 #include "server/metrics/metrics_http.h"
-#include "server/api/services.h"
+#include "server/pose/posing.h"
+#include "server/store/lru_cache.h"
 
 namespace skinning {
 
@@ -67,7 +72,7 @@ class CacheStatsCollectable : public prometheus::Collectable {
   const std::function<CacheStats()> read_;
 };
 
-class Metrics : public BakeObserver, public FrameObserver {
+class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserver {
  public:
   Metrics();
   ~Metrics() override;
@@ -91,11 +96,15 @@ class Metrics : public BakeObserver, public FrameObserver {
 
   // skinning_frame_seconds{method=`method`} ("lbs", "dqs", "fast"); the reference stays valid.
   prometheus::Histogram& FrameSeconds(const std::string& method);
+  // Creates the series of bake method `method` (at 0), so dashboards see them before any bake.
+  void AddBakeMethod(const std::string& method);
 
-  // FrameObserver: one frame posed with `method` in `seconds`.
-  void OnFrame(v1::Method method, double seconds) override;
+  // FrameObserver: one frame posed with `deformer` in `seconds`.
+  void OnFrame(v1::Deformer deformer, double seconds) override;
   // BakeObserver: moves the queued/running gauges, counts finished bakes, times done ones.
   void OnBakeTransition(const BakeTransition& t) override;
+  // BakeLoadObserver: counts a stored bake loaded into memory.
+  void OnBakeLoad(const std::string& method, double seconds) override;
 
   // Serves /metrics over HTTP on `address` (host:port; port 0 picks a free port) until the
   // returned server is destroyed; it must be destroyed before this object and before whatever
@@ -116,7 +125,7 @@ class Metrics : public BakeObserver, public FrameObserver {
   prometheus::Counter& Handled(MethodSeries& series, int code);
 
  private:
-  // Per bake method ("bbw", "bone_heat", "geodesic_voxel").
+  // Per bake method ("bbw", "bone_heat", "geodesic_voxel", ...).
   struct BakeSeries {
     prometheus::Gauge* queued = nullptr;
     prometheus::Gauge* running = nullptr;
@@ -124,8 +133,10 @@ class Metrics : public BakeObserver, public FrameObserver {
     prometheus::Counter* done = nullptr;
     prometheus::Counter* failed = nullptr;
     prometheus::Counter* cancelled = nullptr;
+    prometheus::Counter* loads = nullptr;
   };
-  BakeSeries& Bake(v1::BakeMethod method);
+  // Called with bakes_mu_ held.
+  BakeSeries& Bake(const std::string& method);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* started_;
@@ -135,6 +146,7 @@ class Metrics : public BakeObserver, public FrameObserver {
   prometheus::Family<prometheus::Gauge>* bakes_running_;
   prometheus::Family<prometheus::Counter>* bakes_finished_;
   prometheus::Family<prometheus::Histogram>* bake_seconds_;
+  prometheus::Family<prometheus::Counter>* bake_loads_;
   prometheus::Family<prometheus::Histogram>* frame_seconds_;
   prometheus::Family<prometheus::Counter>* store_errors_;
   std::vector<std::shared_ptr<CacheStatsCollectable>> caches_;
@@ -142,9 +154,9 @@ class Metrics : public BakeObserver, public FrameObserver {
   std::mutex methods_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> methods_;  // by full method
   std::mutex bakes_mu_;
-  absl::flat_hash_map<int, BakeSeries> bakes_;  // by v1::BakeMethod
-  // By v1::Method value; filled on first use (the histogram references never move).
-  std::array<std::atomic<prometheus::Histogram*>, 8> frames_by_method_{};
+  absl::flat_hash_map<std::string, BakeSeries> bakes_;  // by method
+  // By v1::Deformer value; filled on first use (the histogram references never move).
+  std::array<std::atomic<prometheus::Histogram*>, 16> frames_by_deformer_{};
 };
 
 }  // namespace skinning

@@ -1,0 +1,38 @@
+#include "server/api/call_context.h"
+
+#include "core/util/status_macros.h"
+
+namespace skinning {
+
+absl::Status CallContext::DeadlinePassed() const {
+  if (std::chrono::system_clock::now() < deadline_) return absl::OkStatus();
+  return absl::DeadlineExceededError("the call's deadline passed before the work was done; the work was stopped");
+}
+
+absl::Status CallContext::StillWanted() const {
+  RETURN_IF_ERROR(DeadlinePassed());
+  if (cancelled()) return absl::CancelledError("the client cancelled the call; the work was stopped");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CallContext> CallGate::Admit(std::optional<absl::string_view> authorization,
+                                            std::chrono::system_clock::time_point deadline,
+                                            std::function<bool()> cancelled) const {
+  if (draining_->load()) return DrainingError();
+  ASSIGN_OR_RETURN(std::string tenant, auth_->Authenticate(authorization));
+  return CallContext(std::move(tenant), deadline, std::move(cancelled), draining_);
+}
+
+absl::Status DrainingError() {
+  return absl::UnavailableError("server is shutting down; retry on another replica");
+}
+
+absl::Status DrainingSessionError() {
+  return absl::UnavailableError("server is shutting down; reconnect to continue the session");
+}
+
+absl::Status DrainingWatchError() {
+  return absl::UnavailableError("server is shutting down; watch again elsewhere");
+}
+
+}  // namespace skinning

@@ -1,0 +1,76 @@
+// What a service handler knows of the call it serves, whichever door the call came through
+// (gRPC today; HTTP/JSON or WebSocket later): the caller's tenant, the deadline, whether the
+// caller gave up, whether the server is draining. CallGate admits calls in the first place.
+#ifndef SKINNING_SERVER_API_CALL_CONTEXT_H_
+#define SKINNING_SERVER_API_CALL_CONTEXT_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/auth/auth.h"
+
+namespace skinning {
+
+class CallContext {
+ public:
+  // A context of tenant "" without deadline that is never cancelled (tests, internal calls).
+  CallContext() = default;
+  // `cancelled` (may be empty: never) is asked from the handler's thread; `draining` may be null.
+  CallContext(std::string tenant, std::chrono::system_clock::time_point deadline, std::function<bool()> cancelled,
+              const std::atomic<bool>* draining)
+      : tenant_(std::move(tenant)), deadline_(deadline), cancelled_(std::move(cancelled)), draining_(draining) {}
+
+  // The caller's tenant ("" with authentication off).
+  const std::string& tenant() const { return tenant_; }
+  std::chrono::system_clock::time_point deadline() const { return deadline_; }
+  // The client cancelled the call or went away.
+  bool cancelled() const { return cancelled_ && cancelled_(); }
+  // The server is shutting down: sessions and watches end so clients reconnect elsewhere.
+  bool draining() const { return draining_ != nullptr && draining_->load(); }
+
+  // DEADLINE_EXCEEDED once the deadline has passed, else OK. Cheap (reads the clock).
+  absl::Status DeadlinePassed() const;
+  // DeadlinePassed, then CANCELLED once the client cancelled, else OK. Long unary work (PoseClip
+  // frames, FAST iterations, the stages of CreateRig) checks it between steps and stops, so a
+  // server under load does not finish answers nobody waits for. Bakes are jobs, not calls: they
+  // run on whatever happens to the StartBake call.
+  absl::Status StillWanted() const;
+
+ private:
+  std::string tenant_;
+  std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::time_point::max();
+  std::function<bool()> cancelled_;
+  const std::atomic<bool>* draining_ = nullptr;
+};
+
+// Admits calls: UNAVAILABLE while the server drains (the client retries on another replica),
+// UNAUTHENTICATED without a valid bearer token, else the call's context.
+class CallGate {
+ public:
+  // Both must outlive this object.
+  CallGate(const Authenticator* auth, const std::atomic<bool>* draining) : auth_(auth), draining_(draining) {}
+
+  // `authorization`: the value of the call's authorization header or metadata, if any.
+  absl::StatusOr<CallContext> Admit(std::optional<absl::string_view> authorization,
+                                    std::chrono::system_clock::time_point deadline,
+                                    std::function<bool()> cancelled) const;
+
+ private:
+  const Authenticator* auth_;
+  const std::atomic<bool>* draining_;
+};
+
+// The answers of a draining server, the same through every door.
+absl::Status DrainingError();         // a new call: retry on another replica
+absl::Status DrainingSessionError();  // a session's next frame: reconnect to continue
+absl::Status DrainingWatchError();    // a watch: watch again elsewhere
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_API_CALL_CONTEXT_H_

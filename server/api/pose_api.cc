@@ -1,0 +1,56 @@
+#include "server/api/pose_api.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
+
+namespace skinning {
+
+absl::Status PoseApi::Pose(const CallContext& ctx, const v1::PoseRequest& req, v1::PoseResponse* resp) {
+  // A call that waited for a thread past its deadline is not worked on (the clock only: one
+  // frame is too short to be worth polling for cancellation).
+  RETURN_IF_ERROR(ctx.DeadlinePassed());
+  ASSIGN_OR_RETURN(PoseTarget target, poser_->Open(ctx.tenant(), req.rig(), req.bake()));
+  ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(req.deformer(), ctx.tenant(), &target));
+  return poser_->Frame(target, *deformer, req.pose(), req.outputs(), resp->mutable_frame());
+}
+
+absl::Status PoseApi::PoseClip(const CallContext& ctx, const v1::PoseClipRequest& req, v1::PoseClipResponse* resp) {
+  if (req.poses_size() > max_clip_frames_)
+    return absl::ResourceExhaustedError(absl::StrFormat("poses: %d frames exceed the server limit of %d per clip",
+                                                        req.poses_size(), max_clip_frames_));
+  ASSIGN_OR_RETURN(PoseTarget target, poser_->Open(ctx.tenant(), req.rig(), req.bake()));
+  ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(req.deformer(), ctx.tenant(), &target));
+  for (int f = 0; f < req.poses_size(); ++f) {
+    if (absl::Status s = ctx.StillWanted(); !s.ok())
+      return absl::Status(s.code(), absl::StrFormat("poses[%d] of %d: %s", f, req.poses_size(), s.message()));
+    const std::string field = absl::StrFormat("poses[%d]", f);
+    RETURN_IF_ERROR(
+        poser_->Frame(target, *deformer, req.poses(f), req.outputs(), resp->add_frames(), field.c_str()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseSessionResponse* resp) {
+  if (ctx_.draining()) return DrainingSessionError();
+  if (target_.rig == nullptr) {
+    if (req.rig().empty()) return absl::InvalidArgumentError("rig is required in the first message of a session");
+    ASSIGN_OR_RETURN(target_, poser_->Open(ctx_.tenant(), req.rig(), req.bake()));
+    rig_ = req.rig();
+  } else if (!req.rig().empty() && req.rig() != rig_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rig '", req.rig(), "' differs from the session's rig '", rig_, "'"));
+  }
+  if (req.deformer() != v1::DEFORMER_UNSPECIFIED) deformer_ = req.deformer();
+  if (req.has_outputs()) outputs_ = req.outputs();
+  resp->Clear();
+  resp->set_sequence(req.sequence());
+  // PSD: the model of the caller's current examples (a cache lookup after the first frame).
+  ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(deformer_, ctx_.tenant(), &target_));
+  const std::string field = absl::StrFormat("frame %d: pose", frames_);
+  RETURN_IF_ERROR(poser_->Frame(target_, *deformer, req.pose(), outputs_, resp->mutable_frame(), field.c_str()));
+  ++frames_;
+  return absl::OkStatus();
+}
+
+}  // namespace skinning

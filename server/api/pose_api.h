@@ -1,0 +1,56 @@
+// PoseService's logic, transport-neutral: one frame, a clip, and interactive sessions. Every call
+// opens its target once through the Poser (rig, tenant access, bake, deformer, PSD model).
+#ifndef SKINNING_SERVER_API_POSE_API_H_
+#define SKINNING_SERVER_API_POSE_API_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "server/api/call_context.h"
+#include "server/pose/posing.h"
+#include "skinning/v1/pose_service.pb.h"
+
+namespace skinning {
+
+class PoseApi {
+ public:
+  // One PoseSession stream: the transport reads a request, calls Step, writes the response, until
+  // the client half-closes or Step fails (the error ends the stream).
+  class Session {
+   public:
+    // One frame. The first request names the rig (and optionally the bake); later ones may
+    // change the deformer and outputs. UNAVAILABLE once the server drains.
+    absl::Status Step(const v1::PoseSessionRequest& req, v1::PoseSessionResponse* resp);
+
+   private:
+    friend class PoseApi;
+    Session(Poser* poser, CallContext ctx) : poser_(poser), ctx_(std::move(ctx)) {}
+    Poser* poser_;
+    const CallContext ctx_;
+    PoseTarget target_;  // set by the first frame
+    std::string rig_;
+    v1::Deformer deformer_ = v1::DEFORMER_UNSPECIFIED;
+    v1::PoseOutputs outputs_;
+    int64_t frames_ = 0;
+  };
+
+  // `poser` must outlive this object and its sessions.
+  PoseApi(Poser* poser, int max_clip_frames) : poser_(poser), max_clip_frames_(max_clip_frames) {}
+
+  absl::Status Pose(const CallContext& ctx, const v1::PoseRequest& req, v1::PoseResponse* resp);
+  // RESOURCE_EXHAUSTED past the clip limit; stops between frames when the call is no longer wanted.
+  absl::Status PoseClip(const CallContext& ctx, const v1::PoseClipRequest& req, v1::PoseClipResponse* resp);
+  std::unique_ptr<Session> OpenSession(CallContext ctx) {
+    return std::unique_ptr<Session>(new Session(poser_, std::move(ctx)));
+  }
+
+ private:
+  Poser* poser_;
+  const int max_clip_frames_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_API_POSE_API_H_

@@ -1,0 +1,160 @@
+#include "server/api/rig_api.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/util/status_macros.h"
+#include "server/convert.h"
+#include "server/names.h"
+#include "server/pose/psd_models.h"
+
+namespace skinning {
+namespace {
+
+constexpr int kDefaultRigPage = 100;
+constexpr int kMaxRigPage = 1000;
+
+// ListExamples' page token: "<revision>:<index of the page's first example>".
+absl::StatusOr<int> PageStart(const std::string& token, int64_t revision, int count) {
+  if (token.empty()) return 0;
+  int64_t token_revision = 0;
+  int begin = 0;
+  const std::vector<std::string> parts = absl::StrSplit(token, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &token_revision) || !absl::SimpleAtoi(parts[1], &begin) ||
+      begin < 0 || begin > count)
+    return absl::InvalidArgumentError(absl::StrCat("page_token '", token, "' is not one this server gave"));
+  if (token_revision != revision)
+    return absl::AbortedError(absl::StrFormat(
+        "the examples changed since the first page (revision %d, now %d); list again from the first page",
+        token_revision, revision));
+  return begin;
+}
+
+}  // namespace
+
+absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigRequest& req, v1::CreateRigResponse* resp) {
+  if (!req.has_rig()) return absl::InvalidArgumentError("rig is required");
+  RETURN_IF_ERROR(ctx.StillWanted());
+  // Checked again between validation, hashing and storing (each linear in the rig's size).
+  ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.rig(), ctx.tenant(), [&ctx] { return ctx.StillWanted(); }));
+  *resp->mutable_rig() = std::move(r.summary);
+  resp->set_created(r.created);
+  return absl::OkStatus();
+}
+
+absl::Status RigApi::GetRig(const CallContext& ctx, const v1::GetRigRequest& req, v1::Rig* resp) {
+  ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.name(), "name"));
+  ASSIGN_OR_RETURN(std::shared_ptr<const LoadedRig> rig, rigs_->GetForTenant(rig_id, ctx.tenant()));
+  if (req.view() == v1::RIG_VIEW_FULL) *resp = RigToProto(rig->rig);
+  resp->MergeFrom(rig->summary);
+  return absl::OkStatus();
+}
+
+absl::Status RigApi::ListRigs(const CallContext& ctx, const v1::ListRigsRequest& req, v1::ListRigsResponse* resp) {
+  if (req.page_size() < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("page_size = %d must not be negative", req.page_size()));
+  const int page = req.page_size() == 0 ? kDefaultRigPage : std::min(req.page_size(), kMaxRigPage);
+  ASSIGN_OR_RETURN(std::vector<v1::Rig> all, rigs_->List(ctx.tenant()));
+  // The page token is the last name of the previous page; names are sorted.
+  auto it = all.begin();
+  if (!req.page_token().empty())
+    it = std::upper_bound(all.begin(), all.end(), req.page_token(),
+                          [](const std::string& token, const v1::Rig& rig) { return token < rig.name(); });
+  for (; it != all.end() && resp->rigs_size() < page; ++it) *resp->add_rigs() = std::move(*it);
+  if (it != all.end() && resp->rigs_size() > 0) resp->set_next_page_token(resp->rigs(resp->rigs_size() - 1).name());
+  return absl::OkStatus();
+}
+
+absl::Status RigApi::DeleteRig(const CallContext& ctx, const v1::DeleteRigRequest& req, google::protobuf::Empty*) {
+  ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.name(), "name"));
+  ASSIGN_OR_RETURN(const bool deleted, rigs_->Delete(rig_id, ctx.tenant()));
+  if (!deleted) return absl::NotFoundError(absl::StrCat("rig '", req.name(), "' not found"));
+  // Every tenant's examples go with the stored rig; while another tenant still owns it, only the
+  // caller's go (with its ownership).
+  if (examples_ != nullptr)
+    return absl::IsNotFound(rigs_->Get(rig_id).status()) ? examples_->DeleteEveryTenant(rig_id)
+                                                          : examples_->DeleteAll(rig_id, ctx.tenant());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedRig>> RigApi::ExampleRig(const std::string& rig_id,
+                                                                    const std::string& tenant) {
+  if (examples_ == nullptr) return absl::UnimplementedError("examples are not enabled");
+  // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.
+  return rigs_->GetForTenant(rig_id, tenant);
+}
+
+absl::Status RigApi::CreateExample(const CallContext& ctx, const v1::CreateExampleRequest& req,
+                                   v1::CreateExampleResponse* resp) {
+  ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.parent(), "parent"));
+  ASSIGN_OR_RETURN(std::shared_ptr<const LoadedRig> rig, ExampleRig(rig_id, ctx.tenant()));
+  ASSIGN_OR_RETURN(v1::Example example, ResolveExample(*rig, req));
+  const LoadedRig& r = *rig;
+  ASSIGN_OR_RETURN(const ExampleAdded added,
+                   examples_->Add(rig_id, ctx.tenant(), std::move(example),
+                                  [&r](const internal::v1::StoredExamples& existing, const v1::Example& e) {
+                                    return ValidateNewExample(r, existing, e);
+                                  }));
+  resp->mutable_example()->set_name(ExampleName(rig_id, added.id));
+  resp->set_created(added.created);
+  resp->set_example_count(added.example_count);
+  return absl::OkStatus();
+}
+
+absl::Status RigApi::GetExample(const CallContext& ctx, const v1::GetExampleRequest& req, v1::Example* resp) {
+  ASSIGN_OR_RETURN(const ExampleRef ref, ParseExampleName(req.name(), "name"));
+  RETURN_IF_ERROR(ExampleRig(ref.rig_id, ctx.tenant()).status());
+  ASSIGN_OR_RETURN(const ExampleSet set, examples_->Get(ref.rig_id, ctx.tenant()));
+  for (const v1::Example& e : set.stored->examples()) {
+    if (e.name() != ref.example_id) continue;
+    *resp = e;
+    resp->set_name(req.name());
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat("example '", req.name(), "' not found"));
+}
+
+absl::Status RigApi::ListExamples(const CallContext& ctx, const v1::ListExamplesRequest& req,
+                                  v1::ListExamplesResponse* resp) {
+  ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.parent(), "parent"));
+  if (req.page_size() < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("page_size = %d must not be negative", req.page_size()));
+  RETURN_IF_ERROR(ExampleRig(rig_id, ctx.tenant()).status());
+  ASSIGN_OR_RETURN(const ExampleSet set, examples_->Get(rig_id, ctx.tenant()));
+  const internal::v1::StoredExamples& stored = *set.stored;
+  const int count = stored.examples_size();
+  ASSIGN_OR_RETURN(const int begin, PageStart(req.page_token(), stored.revision(), count));
+  resp->set_revision(stored.revision());
+  resp->set_total_size(count);
+  const bool full = req.view() == v1::EXAMPLE_VIEW_FULL;
+  // Room for the response's other fields and framing.
+  const size_t budget = max_response_bytes_ > 4096 ? max_response_bytes_ - 4096 : max_response_bytes_;
+  size_t bytes = 0;
+  int end = begin;
+  for (; end < count; ++end) {
+    if (req.page_size() > 0 && end - begin >= req.page_size()) break;
+    const v1::Example& e = stored.examples(end);
+    const std::string name = ExampleName(rig_id, e.name());
+    const size_t size = (full ? e.ByteSizeLong() : 0) + name.size() + 16;
+    if (end > begin && bytes + size > budget) break;
+    bytes += size;
+    v1::Example* out = resp->add_examples();
+    if (full) *out = e;
+    out->set_name(name);
+  }
+  if (end < count) resp->set_next_page_token(absl::StrCat(stored.revision(), ":", end));
+  return absl::OkStatus();
+}
+
+absl::Status RigApi::DeleteExample(const CallContext& ctx, const v1::DeleteExampleRequest& req,
+                                   google::protobuf::Empty*) {
+  ASSIGN_OR_RETURN(const ExampleRef ref, ParseExampleName(req.name(), "name"));
+  RETURN_IF_ERROR(ExampleRig(ref.rig_id, ctx.tenant()).status());
+  return examples_->Remove(ref.rig_id, ctx.tenant(), ref.example_id).status();
+}
+
+}  // namespace skinning

@@ -1,0 +1,54 @@
+// RigService's logic, transport-neutral: rigs (create, get, list, delete) and their example
+// shapes for pose space deformation. Rigs are reached through the caller's tenant
+// (RigStore::GetForTenant / CheckAccess); examples are the tenant's own.
+#ifndef SKINNING_SERVER_API_RIG_API_H_
+#define SKINNING_SERVER_API_RIG_API_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/empty.pb.h"
+#include "server/api/call_context.h"
+#include "server/store/example_store.h"
+#include "server/store/rig_store.h"
+#include "skinning/v1/rig_service.pb.h"
+
+namespace skinning {
+
+class RigApi {
+ public:
+  // `examples` may be null (the example methods are then UNIMPLEMENTED); DeleteRig removes the
+  // rig's examples with it. `max_response_bytes`: the server's message limit, which
+  // ListExamples pages stay below.
+  RigApi(RigStore* rigs, ExampleStore* examples, size_t max_response_bytes)
+      : rigs_(rigs), examples_(examples), max_response_bytes_(max_response_bytes) {}
+
+  absl::Status CreateRig(const CallContext& ctx, const v1::CreateRigRequest& req, v1::CreateRigResponse* resp);
+  absl::Status GetRig(const CallContext& ctx, const v1::GetRigRequest& req, v1::Rig* resp);
+  absl::Status ListRigs(const CallContext& ctx, const v1::ListRigsRequest& req, v1::ListRigsResponse* resp);
+  absl::Status DeleteRig(const CallContext& ctx, const v1::DeleteRigRequest& req, google::protobuf::Empty* resp);
+
+  // Validated by ResolveExample and ValidateNewExample before anything is stored.
+  absl::Status CreateExample(const CallContext& ctx, const v1::CreateExampleRequest& req,
+                             v1::CreateExampleResponse* resp);
+  absl::Status GetExample(const CallContext& ctx, const v1::GetExampleRequest& req, v1::Example* resp);
+  absl::Status ListExamples(const CallContext& ctx, const v1::ListExamplesRequest& req,
+                            v1::ListExamplesResponse* resp);
+  absl::Status DeleteExample(const CallContext& ctx, const v1::DeleteExampleRequest& req,
+                             google::protobuf::Empty* resp);
+
+ private:
+  // The rig of an example call: UNIMPLEMENTED when examples are off, else the tenant's rig
+  // (NOT_FOUND for an unknown or deleted one, as GetForTenant).
+  absl::StatusOr<std::shared_ptr<const LoadedRig>> ExampleRig(const std::string& rig_id, const std::string& tenant);
+
+  RigStore* rigs_;
+  ExampleStore* examples_;
+  size_t max_response_bytes_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_API_RIG_API_H_

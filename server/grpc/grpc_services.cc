@@ -1,0 +1,136 @@
+#include "server/grpc/grpc_services.h"
+
+#include <optional>
+
+#include "server/auth/auth.h"
+#include "server/grpc/grpc_status.h"
+
+namespace skinning {
+namespace {
+
+absl::StatusOr<CallContext> Admit(const CallGate& gate, grpc::ServerContext* ctx) {
+  std::optional<absl::string_view> authorization;
+  const auto& metadata = ctx->client_metadata();
+  if (auto it = metadata.find(kAuthorizationMetadata); it != metadata.end())
+    authorization = absl::string_view(it->second.data(), it->second.size());
+  return gate.Admit(authorization, ctx->deadline(), [ctx] { return ctx->IsCancelled(); });
+}
+
+// Admits the call, runs `handler` with its context, maps the status.
+template <typename Handler>
+grpc::Status Serve(const CallGate& gate, grpc::ServerContext* ctx, Handler handler) {
+  absl::StatusOr<CallContext> call = Admit(gate, ctx);
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  return ToGrpcStatus(handler(*call));
+}
+
+// Reads requests and writes the session's answers until the client half-closes, goes away, or
+// a step fails (its error ends the stream).
+// `open` makes the session from the call's context.
+template <typename Open, typename Request, typename Response>
+grpc::Status ServeSession(const CallGate& gate, grpc::ServerContext* ctx,
+                          grpc::ServerReaderWriter<Response, Request>* stream, Open open) {
+  absl::StatusOr<CallContext> call = Admit(gate, ctx);
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  auto session = open(*std::move(call));
+  Request req;
+  Response resp;
+  while (stream->Read(&req)) {
+    if (absl::Status s = session->Step(req, &resp); !s.ok()) return ToGrpcStatus(s);
+    if (!stream->Write(resp)) break;  // the client went away
+  }
+  if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "session cancelled");
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status RigGrpcService::CreateRig(grpc::ServerContext* ctx, const v1::CreateRigRequest* req,
+                                       v1::CreateRigResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->CreateRig(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::GetRig(grpc::ServerContext* ctx, const v1::GetRigRequest* req, v1::Rig* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->GetRig(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::ListRigs(grpc::ServerContext* ctx, const v1::ListRigsRequest* req,
+                                      v1::ListRigsResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->ListRigs(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::DeleteRig(grpc::ServerContext* ctx, const v1::DeleteRigRequest* req,
+                                       google::protobuf::Empty* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->DeleteRig(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::CreateExample(grpc::ServerContext* ctx, const v1::CreateExampleRequest* req,
+                                           v1::CreateExampleResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->CreateExample(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::GetExample(grpc::ServerContext* ctx, const v1::GetExampleRequest* req,
+                                        v1::Example* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->GetExample(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::ListExamples(grpc::ServerContext* ctx, const v1::ListExamplesRequest* req,
+                                          v1::ListExamplesResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->ListExamples(c, *req, resp); });
+}
+
+grpc::Status RigGrpcService::DeleteExample(grpc::ServerContext* ctx, const v1::DeleteExampleRequest* req,
+                                           google::protobuf::Empty* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->DeleteExample(c, *req, resp); });
+}
+
+grpc::Status PoseGrpcService::Pose(grpc::ServerContext* ctx, const v1::PoseRequest* req, v1::PoseResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->Pose(c, *req, resp); });
+}
+
+grpc::Status PoseGrpcService::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
+                                       v1::PoseClipResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->PoseClip(c, *req, resp); });
+}
+
+grpc::Status PoseGrpcService::PoseSession(
+    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>* stream) {
+  return ServeSession(*gate_, ctx, stream, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+}
+
+grpc::Status BakeGrpcService::StartBake(grpc::ServerContext* ctx, const v1::StartBakeRequest* req,
+                                        v1::StartBakeResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->StartBake(c, *req, resp); });
+}
+
+grpc::Status BakeGrpcService::GetBake(grpc::ServerContext* ctx, const v1::GetBakeRequest* req, v1::Bake* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->GetBake(c, *req, resp); });
+}
+
+grpc::Status BakeGrpcService::WatchBake(grpc::ServerContext* ctx, const v1::WatchBakeRequest* req,
+                                        grpc::ServerWriter<v1::Bake>* writer) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) {
+    return api_->WatchBake(c, *req, [writer](const v1::Bake& bake) { return writer->Write(bake); });
+  });
+}
+
+grpc::Status BakeGrpcService::CancelBake(grpc::ServerContext* ctx, const v1::CancelBakeRequest* req,
+                                         v1::Bake* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->CancelBake(c, *req, resp); });
+}
+
+grpc::Status BakeGrpcService::GetWeights(grpc::ServerContext* ctx, const v1::GetWeightsRequest* req,
+                                         v1::GetWeightsResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->GetWeights(c, *req, resp); });
+}
+
+grpc::Status FastGrpcService::Solve(grpc::ServerContext* ctx, const v1::SolveRequest* req, v1::SolveResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->Solve(c, *req, resp); });
+}
+
+grpc::Status FastGrpcService::SolveSession(
+    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::SolveSessionResponse, v1::SolveSessionRequest>* stream) {
+  return ServeSession(*gate_, ctx, stream, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+}
+
+}  // namespace skinning

@@ -1,0 +1,79 @@
+// The gRPC door: thin adapters of the generated services. Each call is admitted by the CallGate
+// (UNAVAILABLE while draining, UNAUTHENTICATED without a valid bearer token), runs the service's
+// transport-neutral handler (server/api) with its CallContext, and has its status mapped once
+// (grpc_status.h). Streams are driven here: the handlers see a write callback or a session.
+#ifndef SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
+#define SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
+
+#include "server/api/bake_api.h"
+#include "server/api/call_context.h"
+#include "server/api/fast_api.h"
+#include "server/api/pose_api.h"
+#include "server/api/rig_api.h"
+#include "skinning/v1/bake_service.grpc.pb.h"
+#include "skinning/v1/fast_service.grpc.pb.h"
+#include "skinning/v1/pose_service.grpc.pb.h"
+#include "skinning/v1/rig_service.grpc.pb.h"
+
+namespace skinning {
+
+class RigGrpcService final : public v1::RigService::Service {
+ public:
+  RigGrpcService(const CallGate* gate, RigApi* api) : gate_(gate), api_(api) {}
+  grpc::Status CreateRig(grpc::ServerContext*, const v1::CreateRigRequest*, v1::CreateRigResponse*) override;
+  grpc::Status GetRig(grpc::ServerContext*, const v1::GetRigRequest*, v1::Rig*) override;
+  grpc::Status ListRigs(grpc::ServerContext*, const v1::ListRigsRequest*, v1::ListRigsResponse*) override;
+  grpc::Status DeleteRig(grpc::ServerContext*, const v1::DeleteRigRequest*, google::protobuf::Empty*) override;
+  grpc::Status CreateExample(grpc::ServerContext*, const v1::CreateExampleRequest*,
+                             v1::CreateExampleResponse*) override;
+  grpc::Status GetExample(grpc::ServerContext*, const v1::GetExampleRequest*, v1::Example*) override;
+  grpc::Status ListExamples(grpc::ServerContext*, const v1::ListExamplesRequest*, v1::ListExamplesResponse*) override;
+  grpc::Status DeleteExample(grpc::ServerContext*, const v1::DeleteExampleRequest*, google::protobuf::Empty*) override;
+
+ private:
+  const CallGate* gate_;
+  RigApi* api_;
+};
+
+class PoseGrpcService final : public v1::PoseService::Service {
+ public:
+  PoseGrpcService(const CallGate* gate, PoseApi* api) : gate_(gate), api_(api) {}
+  grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
+  grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*, v1::PoseClipResponse*) override;
+  grpc::Status PoseSession(grpc::ServerContext*,
+                           grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>*) override;
+
+ private:
+  const CallGate* gate_;
+  PoseApi* api_;
+};
+
+class BakeGrpcService final : public v1::BakeService::Service {
+ public:
+  BakeGrpcService(const CallGate* gate, BakeApi* api) : gate_(gate), api_(api) {}
+  grpc::Status StartBake(grpc::ServerContext*, const v1::StartBakeRequest*, v1::StartBakeResponse*) override;
+  grpc::Status GetBake(grpc::ServerContext*, const v1::GetBakeRequest*, v1::Bake*) override;
+  grpc::Status WatchBake(grpc::ServerContext*, const v1::WatchBakeRequest*, grpc::ServerWriter<v1::Bake>*) override;
+  grpc::Status CancelBake(grpc::ServerContext*, const v1::CancelBakeRequest*, v1::Bake*) override;
+  grpc::Status GetWeights(grpc::ServerContext*, const v1::GetWeightsRequest*, v1::GetWeightsResponse*) override;
+
+ private:
+  const CallGate* gate_;
+  BakeApi* api_;
+};
+
+class FastGrpcService final : public v1::FastService::Service {
+ public:
+  FastGrpcService(const CallGate* gate, FastApi* api) : gate_(gate), api_(api) {}
+  grpc::Status Solve(grpc::ServerContext*, const v1::SolveRequest*, v1::SolveResponse*) override;
+  grpc::Status SolveSession(grpc::ServerContext*,
+                            grpc::ServerReaderWriter<v1::SolveSessionResponse, v1::SolveSessionRequest>*) override;
+
+ private:
+  const CallGate* gate_;
+  FastApi* api_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
