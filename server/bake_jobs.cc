@@ -11,9 +11,8 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "core/rig/bones.h"
-#include "core/weights/endpoint_weights.h"
-#include "core/weights/swing_twist_bake.h"
-#include "server/convert.h"
+#include "core/weights/bake.h"
+#include "server/convert/convert.h"
 #include "skinning/v1/store.pb.h"
 
 namespace skinning {
@@ -60,13 +59,31 @@ absl::StatusOr<BakeOptions> ToCoreOptions(const v1::BakeOptions& o, int num_vert
     case v1::BAKE_METHOD_GEODESIC_VOXEL:
       b.method = BakeMethod::kGeodesicVoxel;
       break;
+    case v1::BAKE_METHOD_FAST_MODEL:
+      b.method = BakeMethod::kFastModel;
+      break;
+    case v1::BAKE_METHOD_SWING_TWIST:
+      b.method = BakeMethod::kSwingTwist;
+      break;
+    case v1::BAKE_METHOD_ENDPOINT:
+      b.method = BakeMethod::kEndpoint;
+      break;
+    case v1::BAKE_METHOD_ELASTIC_MODEL:
+      b.method = BakeMethod::kElasticModel;
+      break;
     default:
       b.method = BakeMethod::kBbw;
   }
   b.influences = static_cast<int>(o.influences());
-  b.voxel.resolution = static_cast<int>(o.voxel_resolution());
+  if (o.voxel_resolution() > 0) b.domain.voxel.resolution = static_cast<int>(o.voxel_resolution());
   b.geodesic.falloff = o.geodesic_falloff();
   b.bone_heat.heat_coefficient = o.bone_heat_coefficient();
+  b.emw.max_iterations = static_cast<int>(o.swing_twist().max_iterations());
+  b.endpoint_method =
+      o.endpoint().method() == v1::ENDPOINT_PROJECTION ? EndpointMethod::kProjection : EndpointMethod::kJointBbw;
+  b.fast.energy = o.fast().energy() == v1::FAST_ENERGY_VOLUMETRIC ? FastEnergy::kVolumetric : FastEnergy::kSurface;
+  b.fast.clusters = static_cast<int>(o.fast().clusters());
+  b.fast.extra_weights = static_cast<int>(o.fast().extra_weights());
   if (o.has_tet_mesh()) {
     const v1::TetMesh& t = o.tet_mesh();
     const int nv = t.positions_size() / 3, nt = t.tets_size() / 4;
@@ -81,17 +98,10 @@ absl::StatusOr<BakeOptions> ToCoreOptions(const v1::BakeOptions& o, int num_vert
             "options.tet_mesh.tets[%d][%d] = %u is out of range (%d vertices)", i / 4, i % 4, t.tets(i), nv));
       in.TT.data()[i] = static_cast<int32_t>(t.tets(i));
     }
-    b.tet_mesh = std::move(in);
+    b.domain.tet_mesh = std::move(in);
   }
   (void)num_vertices;
   return b;
-}
-
-// Every non-zero of each row (k = the most non-zeros in a row), renormalized.
-SparseWeights ExactSparse(const Eigen::MatrixXd& D) {
-  int k = 1;
-  for (int i = 0; i < D.rows(); ++i) k = std::max(k, static_cast<int>((D.row(i).array() > 0).count()));
-  return TopK(D, k);
 }
 
 absl::StatusOr<Eigen::MatrixXd> DenseFromProto(const v1::DenseWeights& d, int nv, int nj, const std::string& bake_id,
@@ -562,7 +572,7 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
     default:
       break;
   }
-  absl::StatusOr<BakeResult> result = BakeWeights((*rig)->rig.mesh, (*rig)->rig.skeleton, *options, progress);
+  absl::StatusOr<BakeResult> result = Bake((*rig)->rig.mesh, (*rig)->rig.skeleton, *options, progress);
   if (!result.ok()) {
     if (absl::IsCancelled(result.status()) || job->cancel) return finish(v1::BAKE_STATE_CANCELLED, absl::OkStatus(), "cancelled");
     return finish(v1::BAKE_STATE_FAILED, result.status(), "failed");
@@ -571,10 +581,10 @@ void BakeJobs::Run(const std::shared_ptr<Job>& job) {
 
   const v1::BakeReport report = ReportToProto(result->report);
   v1::StoredBake stored;
-  DenseToProto(result->dense, stored.mutable_weights());
+  DenseToProto(result->weights, stored.mutable_weights());
   auto loaded = std::make_shared<LoadedBake>();
-  loaded->dense = result->dense;
-  loaded->sparse = result->sparse;
+  loaded->dense = std::move(result->weights);
+  loaded->sparse = std::move(result->sparse);
   StoreAndFinish(job, report, std::move(stored), std::move(loaded));
 }
 
@@ -620,45 +630,23 @@ void BakeJobs::StoreAndFinish(const std::shared_ptr<Job>& job, const v1::BakeRep
 
 void BakeJobs::RunFast(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
   auto fail = [&](absl::Status s) { Fail(job, std::move(s)); };
-  const auto t0 = Clock::now();
   // The weights: the rig's own, or a weights bake's; handles are the joints with any weight.
   absl::StatusOr<Eigen::MatrixXd> source_weights = SourceWeights(rig, job->options.fast().weights_bake_id());
   if (!source_weights.ok()) return fail(source_weights.status());
-  const Eigen::MatrixXd& W = *source_weights;
-  std::vector<int> joints;
-  for (int j = 0; j < W.cols(); ++j)
-    if (W.col(j).maxCoeff() > 0) joints.push_back(j);
-  Eigen::MatrixXd Wh(W.rows(), joints.size());
-  for (size_t h = 0; h < joints.size(); ++h) Wh.col(h) = W.col(joints[h]);
-  FastOptions options;
-  options.energy = job->options.fast().energy() == v1::FAST_ENERGY_VOLUMETRIC ? FastEnergy::kVolumetric : FastEnergy::kSurface;
-  options.clusters = static_cast<int>(job->options.fast().clusters());
-  options.extra_weights = static_cast<int>(job->options.fast().extra_weights());
-  if (job->options.voxel_resolution() > 0) options.voxel.resolution = static_cast<int>(job->options.voxel_resolution());
-  if (job->options.has_tet_mesh()) {
-    absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
-    if (!core.ok()) return fail(core.status());
-    options.tet_mesh = std::make_pair(core->tet_mesh->TV, core->tet_mesh->TT);
-  }
-  FastReport fast_report;
-  absl::StatusOr<FastModelPtr> model = PrecomputeFast(rig.rig.mesh, Wh, options, &fast_report, progress);
-  if (!model.ok()) return fail(model.status());
-  v1::BakeReport report;
-  report.set_method("fast_model");
-  report.set_domain(options.energy == FastEnergy::kVolumetric ? "volumetric" : "surface (spokes and rims)");
-  report.set_total_seconds(std::chrono::duration<double>(Clock::now() - t0).count());
-  report.set_solve_seconds(fast_report.seconds);
-  report.set_detail(absl::StrFormat("%d handles, %d extra handles, %d rotation clusters", fast_report.handles,
-                                    fast_report.extra_handles, fast_report.clusters));
+  absl::StatusOr<BakeOptions> options = ToCoreOptions(job->options, 0);
+  if (!options.ok()) return fail(options.status());
+  options->source_weights = *std::move(source_weights);
+  absl::StatusOr<BakeResult> result = Bake(rig.rig.mesh, rig.rig.skeleton, *options, progress);
+  if (!result.ok()) return fail(result.status());
   v1::StoredBake stored;
-  stored.set_fast_model(SerializeFastModel(**model));
-  for (int j : joints) stored.add_fast_handle_joints(static_cast<uint32_t>(j));
+  stored.set_fast_model(SerializeFastModel(*result->fast_model));
+  for (int j : result->fast_handle_joints) stored.add_fast_handle_joints(static_cast<uint32_t>(j));
   auto loaded = std::make_shared<LoadedBake>();
-  loaded->fast = *model;
-  loaded->fast_handle_joints = joints;
-  loaded->dense = FastModelWeights(**model);
-  loaded->sparse = ExactSparse(loaded->dense);
-  StoreAndFinish(job, report, std::move(stored), std::move(loaded));
+  loaded->fast = result->fast_model;
+  loaded->fast_handle_joints = result->fast_handle_joints;
+  loaded->dense = std::move(result->weights);
+  loaded->sparse = std::move(result->sparse);
+  StoreAndFinish(job, ReportToProto(result->report), std::move(stored), std::move(loaded));
 }
 
 void BakeJobs::Fail(const std::shared_ptr<Job>& job, absl::Status status) {
@@ -715,17 +703,13 @@ absl::Status PrepareEndpoint(const LoadedRig& rig, int k, LoadedBake* b) {
 }  // namespace
 
 void BakeJobs::RunSwingTwist(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
-  absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
-  if (!core.ok()) return Fail(job, core.status());
-  SwingTwistBakeOptions options;
-  options.voxel = core->voxel;
-  options.tet_mesh = core->tet_mesh;
-  options.emw.max_iterations = static_cast<int>(job->options.swing_twist().max_iterations());
-  absl::StatusOr<SwingTwistBakeResult> result = BakeSwingTwist(rig.rig.mesh, rig.rig.skeleton, options, progress);
+  absl::StatusOr<BakeOptions> options = ToCoreOptions(job->options, 0);
+  if (!options.ok()) return Fail(job, options.status());
+  absl::StatusOr<BakeResult> result = Bake(rig.rig.mesh, rig.rig.skeleton, *options, progress);
   if (!result.ok()) return Fail(job, result.status());
   if (job->cancel) return Fail(job, absl::CancelledError("cancelled"));
   auto loaded = std::make_shared<LoadedBake>();
-  loaded->dense = std::move(result->deformer);
+  loaded->dense = std::move(result->weights);
   loaded->swing = std::move(result->swing);
   loaded->twist = std::move(result->twist);
   if (auto s = PrepareSwingTwist(rig, static_cast<int>(job->options.influences()), loaded.get()); !s.ok())
@@ -738,56 +722,35 @@ void BakeJobs::RunSwingTwist(const std::shared_ptr<Job>& job, const LoadedRig& r
 }
 
 void BakeJobs::RunEndpoint(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
-  const auto t0 = Clock::now();
   absl::StatusOr<Eigen::MatrixXd> W = SourceWeights(rig, job->options.endpoint().weights_bake_id());
   if (!W.ok()) return Fail(job, W.status());
-  absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
-  if (!core.ok()) return Fail(job, core.status());
-  EndpointBakeOptions options;
-  options.method = job->options.endpoint().method() == v1::ENDPOINT_PROJECTION ? EndpointMethod::kProjection
-                                                                                : EndpointMethod::kJointBbw;
-  options.voxel = core->voxel;
-  options.tet_mesh = core->tet_mesh;
-  absl::StatusOr<EndpointBakeResult> result = BakeEndpointWeights(rig.rig.mesh, rig.rig.skeleton, options, progress);
+  absl::StatusOr<BakeOptions> options = ToCoreOptions(job->options, 0);
+  if (!options.ok()) return Fail(job, options.status());
+  options->source_weights = *std::move(W);
+  absl::StatusOr<BakeResult> result = Bake(rig.rig.mesh, rig.rig.skeleton, *options, progress);
   if (!result.ok()) return Fail(job, result.status());
   if (job->cancel) return Fail(job, absl::CancelledError("cancelled"));
   auto loaded = std::make_shared<LoadedBake>();
-  loaded->dense = *std::move(W);
+  loaded->dense = std::move(result->weights);
   loaded->endpoint = std::move(result->endpoint);
   if (auto s = PrepareEndpoint(rig, static_cast<int>(job->options.influences()), loaded.get()); !s.ok())
     return Fail(job, s);
   v1::StoredBake stored;
   DenseToProto(loaded->dense, stored.mutable_weights());
   DenseToProto(loaded->endpoint, stored.mutable_endpoint());
-  v1::BakeReport report = ReportToProto(result->report);
-  report.set_total_seconds(std::chrono::duration<double>(Clock::now() - t0).count());
-  StoreAndFinish(job, report, std::move(stored), std::move(loaded));
+  StoreAndFinish(job, ReportToProto(result->report), std::move(stored), std::move(loaded));
 }
 
 void BakeJobs::RunElastic(const std::shared_ptr<Job>& job, const LoadedRig& rig, const Progress& progress) {
-  const auto t0 = Clock::now();
-  absl::StatusOr<BakeOptions> core = ToCoreOptions(job->options, 0);
-  if (!core.ok()) return Fail(job, core.status());
-  absl::StatusOr<std::shared_ptr<const ElasticModel>> model =
-      BuildElasticModel(rig.rig.mesh, rig.rig.skeleton, core->voxel, core->tet_mesh, progress);
-  if (!model.ok()) return Fail(job, model.status());
+  absl::StatusOr<BakeOptions> options = ToCoreOptions(job->options, 0);
+  if (!options.ok()) return Fail(job, options.status());
+  absl::StatusOr<BakeResult> result = Bake(rig.rig.mesh, rig.rig.skeleton, *options, progress);
+  if (!result.ok()) return Fail(job, result.status());
   if (job->cancel) return Fail(job, absl::CancelledError("cancelled"));
-  const VolumeDomain& d = (*model)->domain();
-  int pinned = 0;
-  for (const auto& nodes : (*model)->handle_nodes()) pinned += static_cast<int>(nodes.size());
-  v1::BakeReport report;
-  report.set_method("elastic_model");
-  report.set_domain(d.kind == VolumeDomain::Kind::kVoxelGrid
-                        ? absl::StrFormat("voxel grid %u (%d nodes)", job->options.voxel_resolution(), d.num_nodes())
-                        : absl::StrFormat("tet mesh (%d nodes)", d.num_nodes()));
-  report.set_domain_nodes(static_cast<uint32_t>(d.num_nodes()));
-  report.set_total_seconds(std::chrono::duration<double>(Clock::now() - t0).count());
-  report.set_detail(absl::StrFormat("%d elements, %d pinned bone nodes; the model is rebuilt when a replica loads it",
-                                    static_cast<int>(d.elements.rows()), pinned));
   auto loaded = std::make_shared<LoadedBake>();
-  loaded->elastic = *std::move(model);
+  loaded->elastic = std::move(result->elastic_model);
   loaded->bytes = sizeof(LoadedBake) + ElasticModelBytes(*loaded->elastic);
-  StoreAndFinish(job, report, v1::StoredBake(), std::move(loaded));
+  StoreAndFinish(job, ReportToProto(result->report), v1::StoredBake(), std::move(loaded));
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeJobs::Load(const std::string& bake_id) {
@@ -837,10 +800,9 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeJobs::Load(const std::stri
       // Nothing but the options is stored: the domain and factorization are rebuilt (deterministic).
       absl::StatusOr<BakeOptions> core = ToCoreOptions(stored.options(), nv);
       if (!core.ok()) return absl::DataLossError(absl::StrCat("stored bake '", bake_id, "': ", core.status().message()));
-      absl::StatusOr<std::shared_ptr<const ElasticModel>> model =
-          BuildElasticModel(r.rig.mesh, r.rig.skeleton, core->voxel, core->tet_mesh);
+      absl::StatusOr<BakeResult> model = Bake(r.rig.mesh, r.rig.skeleton, *core);
       if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat("bake '", bake_id, "': ", model.status().message()));
-      loaded->elastic = *std::move(model);
+      loaded->elastic = std::move(model->elastic_model);
       loaded->bytes = sizeof(LoadedBake) + ElasticModelBytes(*loaded->elastic);
     } else {
       absl::StatusOr<Eigen::MatrixXd> D = DenseFromProto(stored.weights(), nv, nj, bake_id, "weight");

@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "server/auth.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 
 namespace skinning {
 namespace {

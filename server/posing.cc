@@ -11,7 +11,7 @@
 #include "core/skinning/stbs.h"
 #include "core/skinning/swing_twist.h"
 #include "core/solve/elastic.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/psd_posing.h"
 
 namespace skinning {

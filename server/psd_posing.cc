@@ -11,7 +11,7 @@
 #include "core/geometry/mesh.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/psd.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 
 namespace skinning {
 namespace {

@@ -13,9 +13,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "core/rig/rig.h"
 #include "server/blob_store.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
+#include "server/convert/rig.h"
 #include "server/lru_cache.h"
 #include "skinning/v1/rig.pb.h"
 

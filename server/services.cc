@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/grpc_status.h"
 #include "server/posing.h"
 #include "core/rig/skeleton.h"
