@@ -95,6 +95,7 @@ struct Row {
   double domain_seconds = 0;
   int nodes = 0;
   char error[160] = {0};
+  char brief[400] = {0};  // BakeReport::BriefReport()
 };
 
 int Run(const std::string& data, const std::vector<std::string>& methods) {
@@ -117,12 +118,13 @@ int Run(const std::string& data, const std::vector<std::string>& methods) {
       if (pid == 0) {
         close(fds[0]);
         Row row;
-        auto result = BakeWeights(c.mesh, c.skeleton, options);
+        auto result = Bake(c.mesh, c.skeleton, options);
         if (result.ok()) {
           row.ok = true;
           row.seconds = result->report.total_seconds;
           row.domain_seconds = result->report.domain_seconds;
           row.nodes = result->report.domain_nodes;
+          std::snprintf(row.brief, sizeof row.brief, "%s", result->report.BriefReport().c_str());
         } else {
           std::snprintf(row.error, sizeof row.error, "%s", std::string(result.status().message()).c_str());
         }
@@ -144,6 +146,7 @@ int Run(const std::string& data, const std::vector<std::string>& methods) {
       }
       std::printf("%-22s %8ld %6d  %-15s %9d %10.3f %9.3f %12.1f\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
                   c.skeleton.size(), m.c_str(), row.nodes, row.domain_seconds, row.seconds, rss_mb);
+      std::printf("  %s\n", row.brief);
       std::fflush(stdout);
     }
   }

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/rig/rig.h"
+#include "server/convert/rig.h"
 
 namespace skinning {
 

@@ -23,6 +23,8 @@
 #include "core/rig/skeleton.h"
 #include "core/solve/elastic.h"
 #include "core/weights/emw.h"
+#include "core/weights/geodesic_weights.h"
+#include "core/weights/handles.h"
 
 namespace skinning {
 namespace {
@@ -126,7 +128,8 @@ int Run(int resolution, int threads, bool gold_standard) {
   std::fflush(stdout);
   if (!gold_standard) return 0;
   t = Clock::now();
-  absl::StatusOr<std::shared_ptr<const ElasticModel>> model = ElasticModel::Create(*domain, bones);
+  absl::StatusOr<std::shared_ptr<const ElasticModel>> model =
+      ElasticModel::Create(*domain, bones, *GeodesicVoxelWeights(*domain, bones));
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;

@@ -18,10 +18,10 @@
 #include <Eigen/Geometry>
 
 #include "core/io/gltf.h"
+#include "core/math/svd3.h"
 #include "core/rig/skeleton.h"
 #include "core/skinning/weights.h"
 #include "core/solve/fast_skinning.h"
-#include "core/solve/svd3.h"
 
 // Heap allocations, to show that a frame allocates nothing.
 static std::atomic<long> g_allocations{0};

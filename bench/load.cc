@@ -41,7 +41,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/bench_rigs.h"
 #include "client/client.h"
-#include "server/convert.h"
+#include "core/util/status_macros.h"
+#include "server/convert/convert.h"
 
 ABSL_FLAG(std::string, target, "", "host:port of a running server; empty = start --server_binary");
 ABSL_FLAG(std::string, server_binary, SKINNING_SERVER_BINARY, "the skinning-server binary to start");
@@ -150,9 +151,8 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
   const int joints = absl::GetFlag(FLAGS_joints);
   fx->rig = MakeChainTube(rings, segments, joints);
   Client client(LoadClientOptions(fx->target));
-  absl::StatusOr<v1::RegisterRigResponse> reg = client.RegisterRig(RigToProto(fx->rig));
-  if (!reg.ok()) return reg.status();
-  fx->rig_id = reg->rig_id();
+  ASSIGN_OR_RETURN(v1::RegisterRigResponse reg, client.RegisterRig(RigToProto(fx->rig)));
+  fx->rig_id = reg.rig_id();
   for (int c = 0; c < 256; ++c) {
     Pose pose = RestPose(fx->rig.skeleton);
     for (int j = 1; j < joints; ++j)
@@ -163,14 +163,13 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
   v1::BakeOptions options;
   options.set_method(v1::BAKE_METHOD_FAST_MODEL);
   options.mutable_fast()->set_energy(v1::FAST_ENERGY_SURFACE);  // the tube is open: no inside
-  absl::StatusOr<v1::BakeStatus> started = client.StartBake(fx->rig_id, options);
-  if (!started.ok()) return started.status();
-  absl::StatusOr<v1::BakeStatus> done = client.WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
-  if (!done.ok()) return done.status();
-  if (done->state() != v1::BAKE_STATE_DONE)
-    return absl::InternalError(absl::StrCat("FAST bake ended ", v1::BakeState_Name(done->state()), ": ",
-                                            done->error_message()));
-  fx->fast_bake_id = started->bake_id();
+  ASSIGN_OR_RETURN(v1::BakeStatus started, client.StartBake(fx->rig_id, options));
+  ASSIGN_OR_RETURN(v1::BakeStatus done,
+                   client.WatchBake(started.bake_id(), [](const v1::BakeStatus&) { return true; }));
+  if (done.state() != v1::BAKE_STATE_DONE)
+    return absl::InternalError(absl::StrCat("FAST bake ended ", v1::BakeState_Name(done.state()),
+                                            ": ", done.error_message()));
+  fx->fast_bake_id = started.bake_id();
   const int tip = joints - 1;
   const double spacing = 10.0 / joints, x = spacing * tip;
   for (int c = 0; c < 256; ++c) {
@@ -233,17 +232,16 @@ class Caller {
       case Workload::kPoseTransforms:
       case Workload::kPoseVertices: {
         *request_.mutable_pose() = fx_->poses[i];
-        absl::StatusOr<v1::PosedFrame> frame = client_->Pose(request_);
-        if (!frame.ok()) return frame.status();
-        return Expect(workload_ == Workload::kPoseTransforms ? frame->transforms_size() : frame->vertices_size(),
-                      workload_ == Workload::kPoseTransforms ? 12 * fx_->rig.skeleton.size() : 3 * fx_->rig.mesh.V.rows());
+        ASSIGN_OR_RETURN(v1::PosedFrame frame, client_->Pose(request_));
+        return Expect(workload_ == Workload::kPoseTransforms ? frame.transforms_size()
+                                                             : frame.vertices_size(),
+                      workload_ == Workload::kPoseTransforms ? 12 * fx_->rig.skeleton.size()
+                                                             : 3 * fx_->rig.mesh.V.rows());
       }
       case Workload::kSession: {
         if (!pose_session_) {
-          absl::StatusOr<std::unique_ptr<PoseSession>> s =
-              client_->StartPoseSession(fx_->rig_id, v1::METHOD_LBS, request_.outputs());
-          if (!s.ok()) return s.status();
-          pose_session_ = *std::move(s);
+          ASSIGN_OR_RETURN(pose_session_, client_->StartPoseSession(fx_->rig_id, v1::METHOD_LBS,
+                                                                    request_.outputs()));
         }
         absl::StatusOr<v1::PosedFrame> frame = pose_session_->Step(fx_->poses[i]);
         if (!frame.ok()) {
@@ -254,9 +252,7 @@ class Caller {
       }
       case Workload::kFast: {
         if (!fast_session_) {
-          absl::StatusOr<std::unique_ptr<FastSession>> s = client_->StartFastSession(fx_->fast_bake_id);
-          if (!s.ok()) return s.status();
-          fast_session_ = *std::move(s);
+          ASSIGN_OR_RETURN(fast_session_, client_->StartFastSession(fx_->fast_bake_id));
         }
         absl::StatusOr<v1::FastSolveResponse> answer = fast_session_->Step(fx_->fast_frames[i]);
         if (!answer.ok()) {

@@ -14,7 +14,7 @@
 
 #include "bench/bench_rigs.h"
 #include "client/client.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/server.h"
 
 namespace skinning {

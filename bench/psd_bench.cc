@@ -29,13 +29,13 @@
 
 #include "absl/strings/str_format.h"
 
+#include "core/math/svd3.h"
 #include "core/rig/pose.h"
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/psd.h"
 #include "core/skinning/support_joints.h"
 #include "core/solve/elastic.h"
-#include "core/solve/svd3.h"
 #include "core/weights/swing_twist_bake.h"
 #include "tests/support/psd_fixtures.h"
 
@@ -76,7 +76,7 @@ Truth GoldTruth(int resolution, double volume_weight = 0.0) {
   const Arm& arm = GetArm();
   VoxelGridOptions voxel;
   voxel.resolution = resolution;
-  auto model = BuildElasticModel(arm.mesh, arm.skeleton, voxel, std::nullopt);
+  auto model = BuildElasticModel(arm.mesh, arm.skeleton, DomainOptions{voxel, std::nullopt});
   if (!model.ok()) {
     std::fprintf(stderr, "gold standard: %s\n", std::string(model.status().message()).c_str());
     std::exit(1);

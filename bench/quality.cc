@@ -31,6 +31,7 @@
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
+#include "core/math/svd3.h"
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
 #include "core/rig/pose.h"
@@ -39,9 +40,9 @@
 #include "core/skinning/stbs.h"
 #include "core/skinning/swing_twist.h"
 #include "core/solve/elastic.h"
-#include "core/solve/svd3.h"
 #include "core/weights/bbw.h"
 #include "core/weights/endpoint_weights.h"
+#include "core/weights/handles.h"
 #include "core/weights/swing_twist_bake.h"
 #include "tests/support/fixtures.h"
 
@@ -83,7 +84,7 @@ std::unique_ptr<Scene> Prepare(std::string name, Rig rig, bool closed, int resol
   s->bones = StbsBones(s->handles);
   VoxelGridOptions voxel;
   voxel.resolution = resolution;
-  auto gold = BuildElasticModel(s->rig.mesh, s->rig.skeleton, voxel, std::nullopt);
+  auto gold = BuildElasticModel(s->rig.mesh, s->rig.skeleton, DomainOptions{voxel, std::nullopt});
   if (!gold.ok()) Die(gold.status(), s->name + ": elastic model");
   s->gold = *gold;
   const VolumeDomain& domain = s->gold->domain();
@@ -97,7 +98,7 @@ std::unique_ptr<Scene> Prepare(std::string name, Rig rig, bool closed, int resol
   s->Wn = *Wn;
   s->W = domain.to_mesh * s->Wn;
   EndpointBakeOptions endpoint;
-  endpoint.voxel = voxel;
+  endpoint.domain.voxel = voxel;
   auto e = BakeEndpointWeights(s->rig.mesh, s->rig.skeleton, endpoint);
   if (!e.ok()) Die(e.status(), s->name + ": endpoint weights");
   if (e->domain.num_nodes() != domain.num_nodes()) {
@@ -107,7 +108,7 @@ std::unique_ptr<Scene> Prepare(std::string name, Rig rig, bool closed, int resol
   s->E = e->endpoint;
   s->En = e->node_endpoint;
   SwingTwistBakeOptions options;
-  options.voxel = voxel;
+  options.domain.voxel = voxel;
   auto st = BakeSwingTwist(s->rig.mesh, s->rig.skeleton, options);
   if (!st.ok()) Die(st.status(), s->name + ": swing/twist bake");
   s->st = *std::move(st);

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "core/solve/svd3.h"
+#include "core/math/svd3.h"
 
 namespace skinning {
 namespace {

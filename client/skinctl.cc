@@ -27,7 +27,7 @@
 #include "core/io/mesh_file.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 
 ABSL_FLAG(std::string, server, "localhost:50051", "server address (gRPC target)");
 ABSL_FLAG(int, deadline_ms, 60000, "deadline per call in milliseconds, retries included");

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -30,7 +31,7 @@ absl::Status ValidateMesh(const Mesh& mesh, const char* field) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s.vertices[%d].%s is %s", field, i, kAxis[a],
             std::isnan(mesh.V(i, a)) ? "NaN" : "infinite"));
-  if (auto s = CheckTriangleIndices(mesh.F, nv, field); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckTriangleIndices(mesh.F, nv, field));
   if (mesh.N.rows() != 0) {
     if (mesh.N.rows() != nv)
       return absl::InvalidArgumentError(absl::StrFormat(

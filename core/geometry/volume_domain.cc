@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -229,15 +230,9 @@ Eigen::Vector3i CellOf(const Grid& g, const Vector3d& p) {
 absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridOptions& options,
                                               VoxelGridReport* report, const Progress& progress) {
   const auto start_time = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(options.Validate());
   const int res = options.resolution;
-  if (res < VoxelGridOptions::kMinResolution || res > VoxelGridOptions::kMaxResolution)
-    return absl::InvalidArgumentError(absl::StrFormat("voxel resolution %d is outside [%d, %d]",
-                                                      res, VoxelGridOptions::kMinResolution,
-                                                      VoxelGridOptions::kMaxResolution));
-  if (!(options.winding_threshold > 0.0) || !std::isfinite(options.winding_threshold))
-    return absl::InvalidArgumentError(
-        absl::StrFormat("voxel winding_threshold %g must be positive", options.winding_threshold));
-  if (absl::Status s = ValidateMesh(mesh); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(mesh));
 
   // Grid: bounding box padded by ≥ 1 cell per side, centred on the box.
   const Vector3d lo = mesh.V.colwise().minCoeff().transpose();
@@ -835,120 +830,71 @@ absl::StatusOr<VolumeDomain> BuildTetDomain(const RowMatrixX3d& TV, const RowMat
 }
 
 // ---------------------------------------------------------------------------------------------
-// Handles.
+// Options, reports, the domain builder and node lookup.
 
-namespace {
+absl::Status VoxelGridOptions::Validate() const {
+  if (resolution < kMinResolution || resolution > kMaxResolution)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.voxel.resolution = %d is outside [%d, %d]", resolution,
+                        kMinResolution, kMaxResolution));
+  if (!(winding_threshold > 0.0) || !std::isfinite(winding_threshold))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "options.voxel.winding_threshold = %g must be positive and finite", winding_threshold));
+  return absl::OkStatus();
+}
 
-absl::StatusOr<std::vector<std::vector<int>>> RasterizeWithin(const VolumeDomain& domain,
-                                                              const std::vector<JointHandle>& handles,
-                                                              double radius);
+std::string VoxelGridReport::BriefReport() const {
+  return absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g)",
+                         resolution, cells.x(), cells.y(), cells.z(), inside_cells, nodes, spacing);
+}
 
-}  // namespace
+absl::Status DomainOptions::Validate() const {
+  if (tet_mesh) return absl::OkStatus();
+  return voxel.Validate();
+}
 
-absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
-    const VolumeDomain& domain, const std::vector<JointHandle>& handles) {
-  double radius;
+std::string DomainReport::BriefReport() const {
+  if (kind == VolumeDomain::Kind::kVoxelGrid) return voxel.BriefReport();
+  return absl::StrFormat("tet mesh (%d nodes, %d tets)", nodes, tets);
+}
+
+absl::StatusOr<VolumeDomain> BuildDomain(const Mesh& mesh, const DomainOptions& options,
+                                         DomainReport* report, const Progress& progress) {
+  const auto start_time = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(options.Validate());
+  DomainReport r;
+  VolumeDomain domain;
+  if (options.tet_mesh) {
+    r.kind = VolumeDomain::Kind::kTetMesh;
+    r.tets = static_cast<int>(options.tet_mesh->TT.rows());
+    ASSIGN_OR_RETURN(domain,
+                     BuildTetDomain(options.tet_mesh->TV, options.tet_mesh->TT, mesh.V, progress));
+  } else {
+    r.kind = VolumeDomain::Kind::kVoxelGrid;
+    ASSIGN_OR_RETURN(domain, BuildVoxelDomain(mesh, options.voxel, &r.voxel, progress));
+  }
+  r.nodes = domain.num_nodes();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  if (report != nullptr) *report = std::move(r);
+  return domain;
+}
+
+absl::StatusOr<double> PointReach(const VolumeDomain& domain) {
   if (domain.kind == VolumeDomain::Kind::kVoxelGrid) {
     if (!(domain.spacing > 0.0))
       return absl::InvalidArgumentError("voxel domain has no spacing (not built?)");
-    radius = 0.5 * std::sqrt(3.0) * domain.spacing;
-  } else {
-    radius = 1e-6 * BoundingBoxDiagonal(domain.nodes);
+    return 0.5 * std::sqrt(3.0) * domain.spacing;
   }
-  return RasterizeWithin(domain, handles, radius);
+  return 1e-6 * BoundingBoxDiagonal(domain.nodes);
 }
 
-absl::StatusOr<std::vector<std::vector<int>>> RasterizeRigidBones(
-    const VolumeDomain& domain, const std::vector<JointHandle>& handles) {
-  double radius;
-  if (domain.kind == VolumeDomain::Kind::kVoxelGrid) {
-    if (!(domain.spacing > 0.0))
-      return absl::InvalidArgumentError("voxel domain has no spacing (not built?)");
-    radius = std::sqrt(3.0) * domain.spacing;
-  } else {
-    std::vector<double> lengths = domain.graph_lengths;
-    if (lengths.empty()) return absl::InvalidArgumentError("tet domain has no edges");
-    std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
-    radius = lengths[lengths.size() / 2];
-  }
-  return RasterizeWithin(domain, handles, radius);
-}
-
-namespace {
-
-absl::StatusOr<std::vector<std::vector<int>>> RasterizeWithin(const VolumeDomain& domain,
-                                                              const std::vector<JointHandle>& handles,
-                                                              double radius) {
-  const int n = domain.num_nodes();
-  // A hair of slack so that nodes exactly at the radius (a corner of the cell holding a point
-  // handle at the cell centre) are not lost to rounding.
+std::vector<int> NodesNear(const VolumeDomain& domain, const Eigen::Vector3d& point,
+                           double radius) {
   const double reach = radius * (1.0 + 1e-9);
-  const int nh = static_cast<int>(handles.size());
-  std::vector<std::vector<int>> result(nh);
-  // Bounding boxes of each handle's segments, grown by the reach, to skip far nodes quickly.
-  std::vector<Eigen::AlignedBox3d> boxes(nh);
-  for (int h = 0; h < nh; ++h) {
-    for (const Segment& s : handles[h].segments) {
-      boxes[h].extend(s.a);
-      boxes[h].extend(s.b);
-    }
-    if (!boxes[h].isEmpty()) {
-      boxes[h].min().array() -= reach;
-      boxes[h].max().array() += reach;
-    }
-  }
-  auto distance = [&](int h, const Vector3d& p) {
-    double d = std::numeric_limits<double>::infinity();
-    if (!handles[h].deforms || !boxes[h].contains(p)) return d;
-    for (const Segment& s : handles[h].segments) d = std::min(d, DistanceToSegment(p, s));
-    return d;
-  };
-  std::vector<int> owner(n, -1);
-  std::vector<int> count(nh, 0);
-  for (int i = 0; i < n; ++i) {
-    const Vector3d p = domain.nodes.row(i).transpose();
-    double owner_dist = std::numeric_limits<double>::infinity();
-    for (int h = 0; h < nh; ++h) {
-      const double d = distance(h, p);
-      if (d <= reach && d < owner_dist) owner[i] = h, owner_dist = d;
-    }
-    if (owner[i] >= 0) ++count[owner[i]];
-  }
-  // A joint that reaches nodes but is nearest to none (a leaf joint's point at the end of its
-  // parent's bone) takes the node nearest to it from a joint that keeps at least one other.
-  std::vector<uint8_t> locked(n, 0);
-  for (int h = 0; h < nh; ++h) {
-    if (!handles[h].deforms || count[h] > 0) continue;
-    int best = -1;
-    double best_dist = std::numeric_limits<double>::infinity();
-    bool reaches = false;
-    for (int i = 0; i < n; ++i) {
-      const double d = distance(h, domain.nodes.row(i).transpose());
-      if (!(d <= reach)) continue;
-      reaches = true;
-      if (locked[i] || (owner[i] >= 0 && count[owner[i]] < 2)) continue;
-      if (d < best_dist) best = i, best_dist = d;
-    }
-    const int joint = handles[h].joint >= 0 ? handles[h].joint : h;
-    if (!reaches)
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "skeleton.joints[%d] lies outside the mesh (no domain node within %g of its bone)", joint,
-          radius));
-    if (best < 0)
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "skeleton.joints[%d] shares every domain node within %g of its bone with other joints "
-          "(raise the resolution)",
-          joint, radius));
-    if (owner[best] >= 0) --count[owner[best]];
-    owner[best] = h;
-    count[h] = 1;
-    locked[best] = 1;
-  }
-  for (int i = 0; i < n; ++i)
-    if (owner[i] >= 0) result[owner[i]].push_back(i);
-  return result;
+  std::vector<int> out;
+  for (int i = 0; i < domain.num_nodes(); ++i)
+    if ((domain.nodes.row(i).transpose() - point).norm() <= reach) out.push_back(i);
+  return out;
 }
-
-}  // namespace
 
 }  // namespace skinning

@@ -6,6 +6,8 @@
 #define SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
@@ -13,7 +15,6 @@
 
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
-#include "core/rig/bones.h"
 #include "core/util/progress.h"
 
 namespace skinning {
@@ -81,6 +82,9 @@ struct VoxelGridOptions {
   // order): exact (Van Oosterom–Strackee) near the query, a dipole term for clusters farther
   // than 2 radii; within 0.15 of the threshold re-evaluated with 6 radii, within 0.03 exactly.
   double winding_threshold = 0.5;
+
+  // INVALID_ARGUMENT naming the field ("options.voxel.resolution = 300 is outside [8, 256]").
+  absl::Status Validate() const;
 };
 
 struct VoxelGridReport {
@@ -93,6 +97,9 @@ struct VoxelGridReport {
   double seconds = 0.0;
   int components = 0;           // 6-connected components of non-surface cells
   int winding_evaluations = 0;  // cell centres whose winding number was evaluated
+
+  // "voxel grid 64 (66x14x14 cells, 5210 in the domain, 6342 nodes, spacing 0.0313)"
+  std::string BriefReport() const;
 };
 
 // Embeds a closed (or nearly closed) triangle mesh in a regular grid. INVALID_ARGUMENT when the
@@ -120,30 +127,48 @@ absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridO
 absl::StatusOr<VolumeDomain> BuildTetDomain(const RowMatrixX3d& TV, const RowMatrixX4i& TT,
                                             const RowMatrixX3d& V, const Progress& progress = {});
 
-// The domain nodes each joint's weight is pinned to (1 on its own, 0 on the others'): nodes
-// within `radius` of one of the joint's segments, where radius is half a cell diagonal for
-// voxels (√3/2 · spacing) and 1e-6 of the bounding-box diagonal for tets (nodes on the bone). A
-// node within reach of several joints goes to the nearest (ties: lower joint index).
-// Non-deforming joints get no nodes. FAILED_PRECONDITION names a deforming joint that reaches no
-// node ("skeleton.joints[4] (hand) lies outside the mesh"). A JointHandle carries no name, so
-// the message is "skeleton.joints[4] lies outside the mesh (no domain node within 0.01 of its
-// bone)". The result is indexed like `handles`. Nearest-wins never starves a joint that does
-// reach nodes: a leaf joint's point handle sits at the end of its parent's bone, so every node
-// near it is at least as near that bone; such a joint instead takes the one node nearest to it
-// (from a joint that keeps at least one other). FAILED_PRECONDITION also when that is impossible
-// ("skeleton.joints[4] shares every domain node ... (raise the resolution)").
-absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
-    const VolumeDomain& domain, const std::vector<JointHandle>& handles);
+// A user-given tetrahedral domain (e.g. MEDIT .mesh): TV #TV by 3, TT #T by 4.
+struct TetDomainInput {
+  RowMatrixX3d TV;
+  RowMatrixX4i TT;
+};
 
-// The nodes rigidly attached to each joint's bones for the elastic methods (the gold standard and
-// the energy-minimizing weights; Kavan & Sorkine 2012: "voxels intersecting a bone are rigidly
-// attached to the bone"): like RasterizeHandles, with the reach widened to a full cell diagonal
-// (√3 · spacing) for voxels — every corner of every cell a bone passes through — and to the
-// median edge length for tets. The bone is then a rigid rod at least one cell thick, so a twist
-// about its own axis is carried into the material (a single line of nodes on the axis would not
-// turn at all).
-absl::StatusOr<std::vector<std::vector<int>>> RasterizeRigidBones(
-    const VolumeDomain& domain, const std::vector<JointHandle>& handles);
+// Which volume a volumetric method runs on: a voxel grid that embeds the mesh (the default), or
+// the given tet mesh.
+struct DomainOptions {
+  VoxelGridOptions voxel;                  // used when tet_mesh is not set
+  std::optional<TetDomainInput> tet_mesh;  // a tetrahedral domain instead of the voxel grid
+
+  // The voxel options when no tet mesh is given (BuildTetDomain checks a given tet mesh).
+  absl::Status Validate() const;
+};
+
+struct DomainReport {
+  VolumeDomain::Kind kind = VolumeDomain::Kind::kVoxelGrid;
+  VoxelGridReport voxel;  // voxel grids only
+  int nodes = 0;
+  int tets = 0;  // tet meshes only: the tets given (degenerate ones included)
+  double seconds = 0.0;
+
+  // VoxelGridReport::BriefReport, or "tet mesh (7234 nodes, 30411 tets)".
+  std::string BriefReport() const;
+};
+
+// The domain of `mesh` that `options` describe: BuildTetDomain(tet_mesh->TV, tet_mesh->TT,
+// mesh.V) when a tet mesh is given, else BuildVoxelDomain(mesh, voxel). Validates the options
+// first; errors and progress stages as those functions'. `report` may be null.
+absl::StatusOr<VolumeDomain> BuildDomain(const Mesh& mesh, const DomainOptions& options,
+                                         DomainReport* report = nullptr,
+                                         const Progress& progress = {});
+
+// How near a node must be to a point to count as at it: half a cell diagonal (√3/2 · spacing)
+// for voxels — the corners of the cell holding the point — and 1e-6 of the nodes'
+// bounding-box diagonal for tets. INVALID_ARGUMENT for a voxel domain without a spacing.
+absl::StatusOr<double> PointReach(const VolumeDomain& domain);
+
+// The nodes within `radius` of `point`, with a hair of slack (radius · (1 + 1e-9)) so that a
+// node exactly at the radius is not lost to rounding; in increasing order.
+std::vector<int> NodesNear(const VolumeDomain& domain, const Eigen::Vector3d& point, double radius);
 
 }  // namespace skinning
 

@@ -6,16 +6,16 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/io/text_io.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
 using io_internal::LineError;
 
 absl::StatusOr<std::vector<int>> ReadSel(const std::string& path) {
-  absl::StatusOr<std::string> text = io_internal::ReadFileToString(path);
-  if (!text.ok()) return text.status();
+  ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
   std::vector<int> status;
-  io_internal::LineCursor lines(*text);
+  io_internal::LineCursor lines(text);
   absl::string_view line;
   while (lines.Next(&line)) {
     absl::string_view rest = line;
@@ -33,9 +33,8 @@ absl::StatusOr<std::vector<int>> ReadSel(const std::string& path) {
 }
 
 absl::StatusOr<Eigen::Affine3d> ReadDef(const std::string& path) {
-  absl::StatusOr<std::string> text = io_internal::ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  io_internal::TokenCursor tokens(*text, /*hash_comments=*/true);
+  ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
+  io_internal::TokenCursor tokens(text, /*hash_comments=*/true);
   Eigen::Matrix4d M;
   absl::string_view token;
   for (int k = 0; k < 16; ++k) {

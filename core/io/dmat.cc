@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/io/text_io.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -42,7 +43,7 @@ absl::StatusOr<Eigen::MatrixXd> ParseBinary(absl::string_view text, const std::s
   if (!lines.Next(&line))
     return LineError(name, 1, "binary DMAT: missing the 'cols rows' line after '0 0'");
   int32_t cols, rows;
-  if (auto s = ParseHeader(line, name, 2, &cols, &rows); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseHeader(line, name, 2, &cols, &rows));
   const absl::string_view data = text.substr(std::min(lines.offset(), text.size()));
   const uint64_t expected = static_cast<uint64_t>(cols) * static_cast<uint64_t>(rows) * 8u;
   if (data.size() != expected)
@@ -64,16 +65,15 @@ absl::StatusOr<Eigen::MatrixXd> ParseBinary(absl::string_view text, const std::s
 }  // namespace
 
 absl::StatusOr<Eigen::MatrixXd> ReadDmat(const std::string& path) {
-  absl::StatusOr<std::string> file = io_internal::ReadFileToString(path);
-  if (!file.ok()) return file.status();
-  const absl::string_view text = *file;
+  ASSIGN_OR_RETURN(std::string file, io_internal::ReadFileToString(path));
+  const absl::string_view text = file;
   const std::string& name = path;
 
   io_internal::LineCursor lines(text);
   absl::string_view header;
   if (!lines.Next(&header)) return LineError(name, 1, "empty file, expected 'cols rows'");
   int32_t cols, rows;
-  if (auto s = ParseHeader(header, name, 1, &cols, &rows); !s.ok()) return s;
+  RETURN_IF_ERROR(ParseHeader(header, name, 1, &cols, &rows));
   // `0 0` starts the binary form, unless nothing follows (an empty ASCII matrix).
   if (cols == 0 && rows == 0) {
     if (OnlyBlanks(text.substr(std::min(lines.offset(), text.size()))))

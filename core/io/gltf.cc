@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/rig/pose.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -225,7 +226,7 @@ absl::StatusOr<Layout> CheckAccessorLayout(const tinygltf::Model& model, int ind
         absl::StrFormat("accessors[%d]: bufferView %d is out of range (%d "
                         "bufferViews)",
                         index, a.bufferView, model.bufferViews.size()));
-  if (absl::Status s = CheckBufferView(model, a.bufferView); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckBufferView(model, a.bufferView));
   const tinygltf::BufferView& bv = model.bufferViews[a.bufferView];
   const size_t stride = bv.byteStride == 0 ? elem : bv.byteStride;
   if (stride < elem)
@@ -252,11 +253,10 @@ absl::StatusOr<Layout> CheckAccessorLayout(const tinygltf::Model& model, int ind
 // Every buffer view and every non-sparse accessor of the file, used or not.
 absl::Status CheckAllAccessors(const tinygltf::Model& model) {
   for (size_t v = 0; v < model.bufferViews.size(); ++v)
-    if (absl::Status s = CheckBufferView(model, static_cast<int>(v)); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckBufferView(model, static_cast<int>(v)));
   for (size_t i = 0; i < model.accessors.size(); ++i) {
     if (model.accessors[i].sparse.isSparse) continue;  // rejected if ever used
-    if (absl::StatusOr<Layout> l = CheckAccessorLayout(model, static_cast<int>(i)); !l.ok())
-      return l.status();
+    RETURN_IF_ERROR(CheckAccessorLayout(model, static_cast<int>(i)).status());
   }
   return absl::OkStatus();
 }
@@ -281,16 +281,15 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
     return Invalid(absl::StrFormat("%s: componentType %s%s is not allowed here (expected %s)", name,
                                    a.normalized ? "normalized " : "",
                                    ComponentTypeName(a.componentType), AllowedText(allowed)));
-  absl::StatusOr<Layout> layout = CheckAccessorLayout(model, index);
-  if (!layout.ok()) return layout.status();
+  ASSIGN_OR_RETURN(Layout layout, CheckAccessorLayout(model, index));
   const int csize = ComponentSize(a.componentType);
   const int ncomp = NumComponents(a.type);
-  const size_t stride = layout->stride;
+  const size_t stride = layout.stride;
 
   Decoded out;
   out.count = a.count;
   out.components = ncomp;
-  if (layout->base == nullptr) {
+  if (layout.base == nullptr) {
     // No buffer view and not sparse: the spec says every element is zero.
     if (a.count > kMaxZeroAccessorNumbers / ncomp)
       return Invalid(
@@ -298,7 +297,7 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
     out.data.assign(a.count * ncomp, 0.0);
     return out;
   }
-  const unsigned char* base = layout->base;
+  const unsigned char* base = layout.base;
   out.data.resize(a.count * ncomp);
   for (size_t i = 0; i < a.count; ++i) {
     const unsigned char* element = base + i * stride;
@@ -539,25 +538,22 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
     Joint& joint = skeleton.joints[j];
     joint.name = model.nodes[n].name.empty() ? absl::StrFormat("node%d", n) : model.nodes[n].name;
     joint.parent = parent[n] == -1 ? -1 : (*joint_of_node)[parent[n]];
-    absl::StatusOr<Transform> rest = NodeTransform(model.nodes[n], n);
-    if (!rest.ok()) return rest.status();
-    joint.rest = *rest;
+    ASSIGN_OR_RETURN(joint.rest, NodeTransform(model.nodes[n], n));
     // Non-joint ancestors carry no weights (an "Armature" or "Z_UP" node).
     joint.deforms = static_cast<int>(j) < num_skin_joints;
   }
 
   if (skin.inverseBindMatrices >= 0) {
-    absl::StatusOr<Decoded> ibm = ReadAccessor(model, skin.inverseBindMatrices, TINYGLTF_TYPE_MAT4,
-                                               Components::kFloat, "skins[0].inverseBindMatrices");
-    if (!ibm.ok()) return ibm.status();
-    if (ibm->count < static_cast<size_t>(num_skin_joints))
+    ASSIGN_OR_RETURN(Decoded ibm, ReadAccessor(model, skin.inverseBindMatrices, TINYGLTF_TYPE_MAT4,
+                                               Components::kFloat, "skins[0].inverseBindMatrices"));
+    if (ibm.count < static_cast<size_t>(num_skin_joints))
       return Invalid(
           absl::StrFormat("accessors[%d] (skins[0].inverseBindMatrices): %d matrices for %d joints",
-                          skin.inverseBindMatrices, ibm->count, num_skin_joints));
+                          skin.inverseBindMatrices, ibm.count, num_skin_joints));
     for (int j = 0; j < num_skin_joints; ++j) {
       Eigen::Affine3d A = Eigen::Affine3d::Identity();
       for (int c = 0; c < 4; ++c)
-        for (int r = 0; r < 3; ++r) A.matrix()(r, c) = ibm->at(j, c * 4 + r);  // column-major
+        for (int r = 0; r < 3; ++r) A.matrix()(r, c) = ibm.at(j, c * 4 + r);  // column-major
       skeleton.joints[j].inverse_bind = A;
     }
   }
@@ -649,10 +645,9 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
         absl::StrFormat("meshes[%d].primitives[%d]", item.mesh, item.primitive);
     const int pos_index = attribute(item, "POSITION");
     if (pos_index < 0) return Invalid(where + ": no POSITION attribute");
-    absl::StatusOr<Decoded> pos =
-        ReadAccessor(model, pos_index, TINYGLTF_TYPE_VEC3, Components::kFloat, where + ".POSITION");
-    if (!pos.ok()) return pos.status();
-    const size_t nv = pos->count;
+    ASSIGN_OR_RETURN(Decoded pos, ReadAccessor(model, pos_index, TINYGLTF_TYPE_VEC3,
+                                               Components::kFloat, where + ".POSITION"));
+    const size_t nv = pos.count;
     const size_t base = V.size() / 3;
     if (base + nv > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
       return Invalid(where + ": too many vertices");
@@ -664,14 +659,13 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
                             accessor, where, what, d.count, nv));
       return absl::OkStatus();
     };
-    V.insert(V.end(), pos->data.begin(), pos->data.end());
+    V.insert(V.end(), pos.data.begin(), pos.data.end());
     if (all_normals) {
       const int ni = attribute(item, "NORMAL");
-      absl::StatusOr<Decoded> nor =
-          ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3, Components::kFloat, where + ".NORMAL");
-      if (!nor.ok()) return nor.status();
-      if (absl::Status s = same_count(*nor, ni, "NORMAL"); !s.ok()) return s;
-      N.insert(N.end(), nor->data.begin(), nor->data.end());
+      ASSIGN_OR_RETURN(Decoded nor, ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3, Components::kFloat,
+                                                 where + ".NORMAL"));
+      RETURN_IF_ERROR(same_count(nor, ni, "NORMAL"));
+      N.insert(N.end(), nor.data.begin(), nor.data.end());
     }
 
     // Weights: up to two sets of four influences.
@@ -685,19 +679,17 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
         return Invalid(absl::StrFormat("%s: no %s attribute (the mesh is not skinned)", where,
                                        ji < 0 ? "JOINTS_0" : "WEIGHTS_0"));
       if (ji < 0) continue;
-      absl::StatusOr<Decoded> jd = ReadAccessor(model, ji, TINYGLTF_TYPE_VEC4,
-                                                Components::kJointIndices, where + "." + jname);
-      if (!jd.ok()) return jd.status();
-      if (absl::Status s = same_count(*jd, ji, jname.c_str()); !s.ok()) return s;
-      absl::StatusOr<Decoded> wd =
-          ReadAccessor(model, wi, TINYGLTF_TYPE_VEC4, Components::kFloatOrNormalizedUnsigned,
-                       where + "." + wname);
-      if (!wd.ok()) return wd.status();
-      if (absl::Status s = same_count(*wd, wi, wname.c_str()); !s.ok()) return s;
+      ASSIGN_OR_RETURN(Decoded jd, ReadAccessor(model, ji, TINYGLTF_TYPE_VEC4,
+                                                Components::kJointIndices, where + "." + jname));
+      RETURN_IF_ERROR(same_count(jd, ji, jname.c_str()));
+      ASSIGN_OR_RETURN(Decoded wd,
+                       ReadAccessor(model, wi, TINYGLTF_TYPE_VEC4,
+                                    Components::kFloatOrNormalizedUnsigned, where + "." + wname));
+      RETURN_IF_ERROR(same_count(wd, wi, wname.c_str()));
       for (size_t v = 0; v < nv; ++v) {
         for (int c = 0; c < 4; ++c) {
-          const double w = wd->at(v, c);
-          const int j = static_cast<int>(jd->at(v, c));
+          const double w = wd.at(v, c);
+          const int j = static_cast<int>(jd.at(v, c));
           if (w < 0)
             return Invalid(
                 absl::StrFormat("accessors[%d] (%s.%s): vertex %d has negative weight "
@@ -729,12 +721,11 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
     // Triangles.
     std::vector<uint32_t> idx;
     if (prim.indices >= 0) {
-      absl::StatusOr<Decoded> id = ReadAccessor(model, prim.indices, TINYGLTF_TYPE_SCALAR,
-                                                Components::kVertexIndices, where + ".indices");
-      if (!id.ok()) return id.status();
-      idx.reserve(id->count);
-      for (size_t i = 0; i < id->count; ++i) {
-        const double x = id->data[i];
+      ASSIGN_OR_RETURN(Decoded id, ReadAccessor(model, prim.indices, TINYGLTF_TYPE_SCALAR,
+                                                Components::kVertexIndices, where + ".indices"));
+      idx.reserve(id.count);
+      for (size_t i = 0; i < id.count; ++i) {
+        const double x = id.data[i];
         if (x >= static_cast<double>(nv))
           return Invalid(
               absl::StrFormat("accessors[%d] (%s.indices): index %d = %d is out of "
@@ -747,9 +738,8 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
       for (size_t i = 0; i < nv; ++i) idx[i] = static_cast<uint32_t>(i);
     }
     const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
-    absl::StatusOr<std::vector<int>> tri = PrimitiveTriangles(idx, mode, where);
-    if (!tri.ok()) return tri.status();
-    for (int t : *tri) F.push_back(t + static_cast<int>(base));
+    ASSIGN_OR_RETURN(std::vector<int> tri, PrimitiveTriangles(idx, mode, where));
+    for (int t : tri) F.push_back(t + static_cast<int>(base));
   }
 
   const int nv = static_cast<int>(V.size() / 3);
@@ -810,20 +800,19 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
         return Invalid(
             absl::StrFormat("%s: unknown interpolation \"%s\"", swhere, sampler.interpolation));
       }
-      absl::StatusOr<Decoded> input = ReadAccessor(model, sampler.input, TINYGLTF_TYPE_SCALAR,
-                                                   Components::kFloat, swhere + ".input");
-      if (!input.ok()) return input.status();
-      absl::StatusOr<Decoded> output = ReadAccessor(
-          model, sampler.output, width == 4 ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
-          width == 4 ? Components::kFloatOrNormalized : Components::kFloat, swhere + ".output");
-      if (!output.ok()) return output.status();
-      if (output->count != input->count * keys_per_time)
-        return Invalid(
-            absl::StrFormat("%s: output has %d values for %d input times (expected "
-                            "%d for %s)",
-                            swhere, output->count, input->count, input->count * keys_per_time,
-                            sampler.interpolation));
-      channel.times = input->data;
+      ASSIGN_OR_RETURN(Decoded input, ReadAccessor(model, sampler.input, TINYGLTF_TYPE_SCALAR,
+                                                   Components::kFloat, swhere + ".input"));
+      ASSIGN_OR_RETURN(
+          Decoded output,
+          ReadAccessor(model, sampler.output, width == 4 ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
+                       width == 4 ? Components::kFloatOrNormalized : Components::kFloat,
+                       swhere + ".output"));
+      if (output.count != input.count * keys_per_time)
+        return Invalid(absl::StrFormat(
+            "%s: output has %d values for %d input times (expected "
+            "%d for %s)",
+            swhere, output.count, input.count, input.count * keys_per_time, sampler.interpolation));
+      channel.times = input.data;
       for (size_t i = 0; i < channel.times.size(); ++i) {
         if (i > 0 && !(channel.times[i] > channel.times[i - 1]))
           return Invalid(absl::StrFormat(
@@ -831,7 +820,7 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
               "than time %d (%g)",
               sampler.input, swhere, i, channel.times[i], i - 1, channel.times[i - 1]));
       }
-      channel.values = std::move(output->data);
+      channel.values = std::move(output.data);
       const double t0 = channel.times.front(), t1 = channel.times.back();
       out.start = any ? std::min(out.start, t0) : t0;
       out.end = any ? std::max(out.end, t1) : t1;
@@ -1076,17 +1065,16 @@ std::vector<Transform> SampleAnimation(const Skeleton& skeleton, const Animation
 }
 
 absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
-  absl::StatusOr<tinygltf::Model> model = LoadModel(path);
-  if (!model.ok()) return model.status();
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
   auto fail = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrFormat("%s: %s", path, s.message()));
   };
   GltfCharacter character;
-  if (absl::Status s = CheckAllAccessors(*model); !s.ok()) return fail(s);
+  if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
-  if (absl::Status s = ReadSkeleton(*model, &character, &joint_of_node); !s.ok()) return fail(s);
-  if (absl::Status s = ReadMesh(*model, &character); !s.ok()) return fail(s);
-  if (absl::Status s = ReadAnimations(*model, joint_of_node, &character); !s.ok()) return fail(s);
+  if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node); !s.ok()) return fail(s);
+  if (absl::Status s = ReadMesh(model, &character); !s.ok()) return fail(s);
+  if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
   if (character.name.empty()) character.name = std::filesystem::path(path).stem().string();
   return character;
 }
@@ -1094,8 +1082,8 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
 absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
                               const SparseWeights& weights,
                               const std::vector<Animation>& animations) {
-  if (absl::Status s = ValidateMesh(mesh); !s.ok()) return s;
-  if (absl::Status s = ValidateSkeleton(skeleton); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateSkeleton(skeleton));
   const int nj = skeleton.size();
   if (nj > 65536)
     return Invalid(
@@ -1103,7 +1091,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
                         "most 65536",
                         nj));
   const int nv = static_cast<int>(mesh.V.rows());
-  if (absl::Status s = ValidateWeights(weights, nv, nj); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateWeights(weights, nv, nj));
   const int k = weights.k();
   if (k > 8)
     return Invalid(
@@ -1112,10 +1100,8 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
                         k));
   for (size_t a = 0; a < animations.size(); ++a)
     for (size_t c = 0; c < animations[a].channels.size(); ++c)
-      if (absl::Status s = ValidateChannel(animations[a].channels[c], nj,
-                                           absl::StrFormat("animations[%d].channels[%d]", a, c));
-          !s.ok())
-        return s;
+      RETURN_IF_ERROR(ValidateChannel(animations[a].channels[c], nj,
+                                      absl::StrFormat("animations[%d].channels[%d]", a, c)));
 
   tinygltf::Model model;
   model.asset.version = "2.0";
@@ -1212,7 +1198,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
 }
 
 absl::Status WritePosedGltf(const std::string& path, const Mesh& mesh) {
-  if (absl::Status s = ValidateMesh(mesh); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(mesh));
   tinygltf::Model model;
   model.asset.version = "2.0";
   model.asset.generator = "skinning";

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/io/text_io.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -29,24 +30,24 @@ class MeditParser {
       if (keyword == "End") break;
       int32_t value;
       if (keyword == "MeshVersionFormatted") {
-        if (auto s = Int("the version", &value); !s.ok()) return s;
+        RETURN_IF_ERROR(Int("the version", &value));
       } else if (keyword == "Dimension") {
-        if (auto s = Int("the dimension", &value); !s.ok()) return s;
+        RETURN_IF_ERROR(Int("the dimension", &value));
         if (value != 3)
           return LineError(name_, tokens_.line(),
                            absl::StrFormat("Dimension %d is not supported (only 3)", value));
         dimension_seen = true;
       } else if (keyword == "Vertices") {
         int32_t count;
-        if (auto s = Count("Vertices", 4, &count); !s.ok()) return s;
+        RETURN_IF_ERROR(Count("Vertices", 4, &count));
         vertices.reserve(vertices.size() + 3 * static_cast<size_t>(count));
         for (int32_t i = 0; i < count; ++i) {
           for (int a = 0; a < 3; ++a) {
             double x;
-            if (auto s = Double(&x); !s.ok()) return s;
+            RETURN_IF_ERROR(Double(&x));
             vertices.push_back(x);
           }
-          if (auto s = Int("a vertex ref", &value); !s.ok()) return s;
+          RETURN_IF_ERROR(Int("a vertex ref", &value));
         }
       } else if (keyword == "Triangles" || keyword == "Tetrahedra" || keyword == "Edges") {
         const int corners = keyword == "Triangles" ? 3 : keyword == "Tetrahedra" ? 4 : 2;
@@ -57,16 +58,16 @@ class MeditParser {
                                   : keyword == "Tetrahedra" ? &tet_lines
                                                             : nullptr;
         int32_t count;
-        if (auto s = Count(keyword, corners + 1, &count); !s.ok()) return s;
+        RETURN_IF_ERROR(Count(keyword, corners + 1, &count));
         for (int32_t i = 0; i < count; ++i) {
           for (int c = 0; c < corners; ++c) {
-            if (auto s = Int("a vertex index", &value); !s.ok()) return s;
+            RETURN_IF_ERROR(Int("a vertex index", &value));
             if (out != nullptr) {
               out->push_back(value - 1);
               if (c == 0) lines->push_back(tokens_.line());
             }
           }
-          if (auto s = Int("an element ref", &value); !s.ok()) return s;
+          RETURN_IF_ERROR(Int("an element ref", &value));
         }
       } else {
         return LineError(name_, line, absl::StrCat("unsupported MEDIT keyword '", keyword, "'"));
@@ -86,8 +87,8 @@ class MeditParser {
                                            what, k / corners, k % corners, indices[k] + 1, nv));
       return absl::OkStatus();
     };
-    if (auto s = check(triangles, 3, triangle_lines, "triangle"); !s.ok()) return s;
-    if (auto s = check(tets, 4, tet_lines, "tetrahedron"); !s.ok()) return s;
+    RETURN_IF_ERROR(check(triangles, 3, triangle_lines, "triangle"));
+    RETURN_IF_ERROR(check(tets, 4, tet_lines, "tetrahedron"));
 
     TetMesh mesh;
     mesh.V = Eigen::Map<const RowMatrixX3d>(vertices.data(), nv, 3);
@@ -107,7 +108,7 @@ class MeditParser {
   }
   absl::Status Int(const char* what, int32_t* value) {
     absl::string_view token;
-    if (auto s = Next(what, &token); !s.ok()) return s;
+    RETURN_IF_ERROR(Next(what, &token));
     if (!io_internal::ParseInt(token, value))
       return LineError(name_, tokens_.line(),
                        absl::StrCat("expected ", what, ", found '", token, "'"));
@@ -115,7 +116,7 @@ class MeditParser {
   }
   absl::Status Double(double* value) {
     absl::string_view token;
-    if (auto s = Next("a coordinate", &token); !s.ok()) return s;
+    RETURN_IF_ERROR(Next("a coordinate", &token));
     if (!io_internal::ParseDouble(token, value))
       return LineError(name_, tokens_.line(), absl::StrCat("'", token, "' is not a number"));
     return absl::OkStatus();
@@ -123,7 +124,7 @@ class MeditParser {
   // An element count; refuses counts the rest of the file cannot hold (`per` tokens each).
   absl::Status Count(absl::string_view keyword, int per, int32_t* count) {
     const std::string what = absl::StrCat("the number of ", keyword);
-    if (auto s = Int(what.c_str(), count); !s.ok()) return s;
+    RETURN_IF_ERROR(Int(what.c_str(), count));
     if (*count < 0 || static_cast<int64_t>(*count) * per * 2 > static_cast<int64_t>(text_size_))
       return LineError(name_, tokens_.line(),
                        absl::StrFormat("%s count %d is negative or larger than the file can hold",
@@ -139,14 +140,13 @@ class MeditParser {
 }  // namespace
 
 absl::StatusOr<TetMesh> ReadMedit(const std::string& path) {
-  absl::StatusOr<std::string> text = io_internal::ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  return MeditParser(*text, path).Parse();
+  ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
+  return MeditParser(text, path).Parse();
 }
 
 absl::Status WriteMedit(const std::string& path, const TetMesh& mesh) {
   const Eigen::Index nv = mesh.V.rows();
-  if (auto s = CheckTriangleIndices(mesh.F, nv, "tet_mesh"); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckTriangleIndices(mesh.F, nv, "tet_mesh"));
   for (Eigen::Index t = 0; t < mesh.T.rows(); ++t)
     for (int k = 0; k < 4; ++k)
       if (mesh.T(t, k) < 0 || mesh.T(t, k) >= nv)

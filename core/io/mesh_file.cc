@@ -7,6 +7,7 @@
 #include "core/io/medit.h"
 #include "core/io/obj.h"
 #include "core/io/off.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -31,11 +32,10 @@ absl::StatusOr<Mesh> ReadMeshFile(const std::string& path) {
   if (extension == ".obj") return ReadObj(path);
   if (extension == ".off") return ReadOff(path);
   if (extension == ".mesh") {
-    absl::StatusOr<TetMesh> tet = ReadMedit(path);
-    if (!tet.ok()) return tet.status();
+    ASSIGN_OR_RETURN(TetMesh tet, ReadMedit(path));
     Mesh mesh;
-    mesh.V = std::move(tet->V);
-    mesh.F = std::move(tet->F);
+    mesh.V = std::move(tet.V);
+    mesh.F = std::move(tet.F);
     return mesh;
   }
   return Unsupported(path, extension);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/io/text_io.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -87,16 +88,12 @@ absl::StatusOr<Mesh> ParseObj(const std::string& text, const std::string& name) 
           if (slash2 != absl::string_view::npos) normal_token = token.substr(slash2 + 1);
         }
         Corner c{-1, -1};
-        if (auto s =
-                ResolveIndex(token.substr(0, slash1), "face", "vertices", nv, name, number, &c.v);
-            !s.ok())
-          return s;
+        RETURN_IF_ERROR(
+            ResolveIndex(token.substr(0, slash1), "face", "vertices", nv, name, number, &c.v));
         if (normal_token.empty()) {
           every_corner_has_normal = false;
-        } else if (auto s = ResolveIndex(normal_token, "normal", "normals", nn, name, number, &c.n);
-                   !s.ok()) {
-          return s;
-        }
+        } else
+          RETURN_IF_ERROR(ResolveIndex(normal_token, "normal", "normals", nn, name, number, &c.n));
         polygon.push_back(c);
       }
       if (polygon.size() < 3)
@@ -161,9 +158,8 @@ absl::StatusOr<Mesh> ParseObj(const std::string& text, const std::string& name) 
 }
 
 absl::StatusOr<Mesh> ReadObj(const std::string& path) {
-  absl::StatusOr<std::string> text = io_internal::ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  return ParseObj(*text, path);
+  ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
+  return ParseObj(text, path);
 }
 
 absl::Status WriteObj(const std::string& path, const Mesh& mesh) {
@@ -172,7 +168,7 @@ absl::Status WriteObj(const std::string& path, const Mesh& mesh) {
   if (with_normals && mesh.N.rows() != nv)
     return absl::InvalidArgumentError(absl::StrFormat(
         "mesh.normals has %d rows, expected %d (one per vertex)", mesh.N.rows(), nv));
-  if (auto s = CheckTriangleIndices(mesh.F, nv); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckTriangleIndices(mesh.F, nv));
 
   std::string out;
   out.reserve(static_cast<size_t>(64 * (nv * (with_normals ? 2 : 1) + mesh.F.rows())));

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/io/text_io.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -108,14 +109,13 @@ absl::StatusOr<Mesh> ParseOff(absl::string_view text, const std::string& name) {
 }  // namespace
 
 absl::StatusOr<Mesh> ReadOff(const std::string& path) {
-  absl::StatusOr<std::string> text = io_internal::ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  return ParseOff(*text, path);
+  ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
+  return ParseOff(text, path);
 }
 
 absl::Status WriteOff(const std::string& path, const Mesh& mesh) {
   const Eigen::Index nv = mesh.V.rows();
-  if (auto s = CheckTriangleIndices(mesh.F, nv); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckTriangleIndices(mesh.F, nv));
   std::string out;
   absl::StrAppend(&out, "OFF\n", nv, " ", mesh.F.rows(), " 0\n");
   for (Eigen::Index i = 0; i < nv; ++i) {

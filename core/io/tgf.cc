@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/io/text_io.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -70,9 +71,8 @@ absl::StatusOr<TgfGraph> ParseTgf(const std::string& text, const std::string& na
 }
 
 absl::StatusOr<TgfGraph> ReadTgf(const std::string& path) {
-  absl::StatusOr<std::string> text = io_internal::ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  return ParseTgf(*text, path);
+  ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
+  return ParseTgf(text, path);
 }
 
 absl::Status WriteTgf(const std::string& path, const TgfGraph& graph) {

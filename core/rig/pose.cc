@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -54,7 +55,7 @@ absl::Status ValidatePose(const Skeleton& skeleton, const Pose& pose, const char
 absl::StatusOr<std::vector<Eigen::Affine3d>> SkinningTransforms(const Skeleton& skeleton,
                                                                 const std::vector<int>& order,
                                                                 const Pose& pose) {
-  if (auto s = ValidatePose(skeleton, pose); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidatePose(skeleton, pose));
   if (pose.local.empty())
     return std::vector<Eigen::Affine3d>(skeleton.size(), Eigen::Affine3d::Identity());
   std::vector<Eigen::Affine3d> T = ForwardKinematics(skeleton, order, pose.local);

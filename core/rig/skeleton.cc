@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -83,7 +84,7 @@ absl::Status ValidateSkeleton(const Skeleton& skeleton, const char* field) {
   for (int j = 0; j < n; ++j) {
     const Joint& joint = skeleton.joints[j];
     const std::string where = absl::StrFormat("%s.joints[%d]", field, j);
-    if (auto s = ValidateTransform(joint.rest, where + ".rest"); !s.ok()) return s;
+    RETURN_IF_ERROR(ValidateTransform(joint.rest, where + ".rest"));
     if (!AllFinite(joint.inverse_bind))
       return absl::InvalidArgumentError(where + ".inverse_bind is not finite");
     const double det = joint.inverse_bind.linear().determinant();

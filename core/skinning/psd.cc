@@ -13,6 +13,7 @@
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/support_joints.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -193,11 +194,9 @@ Eigen::MatrixXd PsdModelData::RbfWeights(const std::vector<Transform>& locals) c
 }
 
 absl::StatusOr<PsdModelData::Frame> PsdModelData::Prepare(const Pose& pose) const {
-  if (auto s = ValidatePose(skeleton, pose); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidatePose(skeleton, pose));
   Frame f;
-  auto T = SkinningTransforms(skeleton, order, pose);
-  if (!T.ok()) return T.status();
-  f.T = *std::move(T);
+  ASSIGN_OR_RETURN(f.T, SkinningTransforms(skeleton, order, pose));
   f.r = RbfWeights(PoseLocals(skeleton, pose));
   for (const SupportData& s : supports) {
     double x = s.x_mean;
@@ -234,7 +233,7 @@ absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
           return absl::InvalidArgumentError(absl::StrFormat(
               "%s[%d].positions[%d].%c is not finite", field, k, i, "xyz"[a]));
     const std::string pose_field = absl::StrFormat("%s[%d].pose", field, k);
-    if (auto s = ValidatePose(skeleton, ex.pose, pose_field.c_str()); !s.ok()) return s;
+    RETURN_IF_ERROR(ValidatePose(skeleton, ex.pose, pose_field.c_str()));
     locals.push_back(PoseLocals(skeleton, ex.pose));
     for (size_t l = 0; l < k; ++l)
       if (SamePose(locals[l], locals[k]))
@@ -260,39 +259,36 @@ std::vector<int> PsdModel::support_joint_bent_joints() const {
 }
 
 absl::StatusOr<std::vector<double>> PsdModel::SupportSlides(const Pose& pose) const {
-  auto f = d_->Prepare(pose);
-  if (!f.ok()) return f.status();
+  ASSIGN_OR_RETURN(auto f, d_->Prepare(pose));
   std::vector<double> out;
   for (const auto& s : d_->supports) {
     double x = s.x_mean;
     for (size_t c = 0; c < d_->centres.size(); ++c)
-      x += f->r(s.interp, c) * (s.x_centre[c] - s.x_mean);
+      x += f.r(s.interp, c) * (s.x_centre[c] - s.x_mean);
     out.push_back(std::clamp(x, 0.0, 1.0));
   }
   return out;
 }
 
 absl::Status PsdModel::Deform(const Pose& pose, RowMatrixX3d* U) const {
-  auto f = d_->Prepare(pose);
-  if (!f.ok()) return f.status();
+  ASSIGN_OR_RETURN(auto f, d_->Prepare(pose));
   RowMatrixX3d X;
-  d_->Displaced(f->r, &X);
-  std::vector<Matrix34d> M = d_->BaseMaps(f->T);
-  d_->AddSupport(f->TS, &M);
+  d_->Displaced(f.r, &X);
+  std::vector<Matrix34d> M = d_->BaseMaps(f.T);
+  d_->AddSupport(f.TS, &M);
   ApplyMaps(M, X, U);
   return absl::OkStatus();
 }
 
 absl::Status PsdModel::DeformFloat(const Pose& pose, float* U) const {
-  auto f = d_->Prepare(pose);
-  if (!f.ok()) return f.status();
+  ASSIGN_OR_RETURN(auto f, d_->Prepare(pose));
   const PsdModelData& d = *d_;
   thread_local std::vector<float> X;
   X.assign(d.Vf.begin(), d.Vf.end());
   for (size_t c = 0; c < d.disp.size(); ++c) {
     const ExampleDisplacements& D = d.disp[c];
     for (const auto& b : D.blocks) {
-      const float coef = static_cast<float>(f->r(b.interp, c));
+      const float coef = static_cast<float>(f.r(b.interp, c));
       if (coef == 0.f) continue;
       const int32_t* __restrict idx = D.idx.data();
       const float* __restrict df = D.df.data();
@@ -307,20 +303,20 @@ absl::Status PsdModel::DeformFloat(const Pose& pose, float* U) const {
   }
   if (d.options.base == PsdBase::kLbs) {
     if (d.supports.empty()) {
-      const std::vector<float> T34 = ToRowMajor34(f->T);
+      const std::vector<float> T34 = ToRowMajor34(f.T);
       LbsFloat(X.data(), d.n, d.W.joints.data(), d.W.weights.data(), d.W.k(), T34.data(), U);
     } else {
-      std::vector<Eigen::Affine3d> all = f->T;
-      all.insert(all.end(), f->TS.begin(), f->TS.end());
+      std::vector<Eigen::Affine3d> all = f.T;
+      all.insert(all.end(), f.TS.begin(), f.TS.end());
       const std::vector<float> T34 = ToRowMajor34(all);
       LbsFloat(X.data(), d.n, d.joints_ext.data(), d.weights_ext.data(),
                static_cast<int>(d.joints_ext.cols()), T34.data(), U);
     }
   } else {
-    const DqsTransformsFloat prepared = PrepareDqsFloat(f->T);
+    const DqsTransformsFloat prepared = PrepareDqsFloat(f.T);
     DqsFloat(X.data(), d.n, d.W.joints.data(), d.W.weights.data(), d.W.k(), prepared, U);
     if (!d.supports.empty()) {
-      const std::vector<float> TS34 = ToRowMajor34(f->TS);
+      const std::vector<float> TS34 = ToRowMajor34(f.TS);
       for (int i : d.support_vertices) {
         const float* x = X.data() + 3 * static_cast<std::ptrdiff_t>(i);
         float* u = U + 3 * static_cast<std::ptrdiff_t>(i);
@@ -361,22 +357,21 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     return absl::InvalidArgumentError(absl::StrFormat(
         "options.support_refine_iterations (%d) must be >= 0 and options.support_sweeps (%d) >= 1",
         options.support_refine_iterations, options.support_sweeps));
-  if (auto s = ValidateSkeleton(skeleton, "skeleton"); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateSkeleton(skeleton, "skeleton"));
   const int n = static_cast<int>(mesh.V.rows());
   if (n == 0) return absl::InvalidArgumentError("mesh has no vertices");
   if (!mesh.V.allFinite()) return absl::InvalidArgumentError("mesh.vertices are not all finite");
-  if (auto s = ValidateWeights(weights, n, skeleton.size(), "weights"); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateWeights(weights, n, skeleton.size(), "weights"));
   if (examples.empty())
     return absl::InvalidArgumentError("examples: at least one example shape is required");
-  if (auto s = ValidateExamples(skeleton, n, examples); !s.ok()) return s;
-  auto order = TopologicalOrder(skeleton);
-  if (!order.ok()) return order.status();
+  RETURN_IF_ERROR(ValidateExamples(skeleton, n, examples));
+  ASSIGN_OR_RETURN(auto order, TopologicalOrder(skeleton));
 
   std::shared_ptr<PsdModel> model(new PsdModel());
   PsdModelData& d = *model->d_;
   d.options = options;
   d.skeleton = skeleton;
-  d.order = *order;
+  d.order = order;
   d.n = n;
   d.V = mesh.V;
   d.Vf.assign(mesh.V.data(), mesh.V.data() + 3 * static_cast<std::ptrdiff_t>(n));
@@ -416,13 +411,11 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
   std::vector<std::vector<Eigen::Affine3d>> Tk(examples.size());
   std::vector<std::vector<Matrix34d>> Mk(examples.size());
   for (size_t k = 0; k < examples.size(); ++k) {
-    auto T = SkinningTransforms(skeleton, d.order, examples[k].pose);
-    if (!T.ok()) return T.status();
-    Tk[k] = *std::move(T);
+    ASSIGN_OR_RETURN(Tk[k], SkinningTransforms(skeleton, d.order, examples[k].pose));
     Mk[k] = d.BaseMaps(Tk[k]);
   }
   progress.Report("psd: base skinning", 0.05);
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // ---- support joints -------------------------------------------------------------------------
   std::vector<std::vector<double>> slides(examples.size());
@@ -434,8 +427,11 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     if (found.empty())
       return absl::FailedPreconditionError(
           "support joints: no example bends a joint that has a parent bone and a child");
-    VoxelGridReport vreport;
-    auto domain = BuildVoxelDomain(mesh, options.voxel, &vreport, progress.Sub(0.05, 0.4));
+    DomainOptions domain_options;
+    domain_options.voxel = options.voxel;
+    DomainReport domain_report;
+    auto domain = BuildDomain(mesh, domain_options, &domain_report, progress.Sub(0.05, 0.4));
+    const VoxelGridReport& vreport = domain_report.voxel;
     if (!domain.ok()) {
       if (absl::IsCancelled(domain.status())) return domain.status();
       return absl::FailedPreconditionError("support joints: voxel grid for geodesic distances: " +
@@ -533,7 +529,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
       slides[k] = x;
       d.AddSupport(TS, &Mk[k]);
       progress.Report("psd: support slides", 0.45 + 0.35 * (k + 1) / examples.size());
-      if (auto st = progress.CheckCancelled(); !st.ok()) return st;
+      RETURN_IF_ERROR(progress.CheckCancelled());
     }
     for (int s = 0; s < S; ++s) {
       SupportData sd;
@@ -687,7 +683,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
   double max_err = 0;
   for (size_t k = 0; k < examples.size(); ++k) {
     RowMatrixX3d U;
-    if (auto s = model->Deform(examples[k].pose, &U); !s.ok()) return s;
+    RETURN_IF_ERROR(model->Deform(examples[k].pose, &U));
     max_err = std::max(max_err, (U - examples[k].V).rowwise().norm().maxCoeff());
   }
   size_t nnz = 0;

@@ -30,14 +30,13 @@
 // in which T^S does not depend on x (joint and parent unposed) gets the mean slide of the others
 // instead of an arbitrary minimizer. At other
 // poses x_s(P) = x̄_s + Σ_k r_k(P)(x_sk − x̄_s) with the RBF weights of the joint's region (x̄_s the
-// mean over the examples; at the rest pose T^S is the identity whatever x is). PSD then runs on what
-// remains: inverse and forward skinning use A_i with the support joints.
-// Support weights: w^S_is = exp(−g_is² / (2 σ_s²)) · e_i, where g_is is the geodesic voxel distance
-// from joint j (Dijkstra over BuildVoxelDomain's 26-neighbour node graph from the nodes
-// RasterizeHandles gives a point handle at j, interpolated to the vertices by to_mesh),
-// σ_s = support_sigma × |p − j| (the parent bone's length), and e_i = max over examples of
-// |example_ik − base_i(P_k) v_i|, normalized to max 1 over the vertices. Where Σ_s w^S_is > 1 the
-// support weights of that vertex are divided by their sum.
+// mean over the examples; at the rest pose T^S is the identity whatever x is). PSD then runs on
+// what remains: inverse and forward skinning use A_i with the support joints. Support weights:
+// w^S_is = exp(−g_is² / (2 σ_s²)) · e_i, where g_is is the geodesic voxel distance from joint j
+// (Dijkstra over BuildVoxelDomain's 26-neighbour node graph from the nodes within PointReach of j,
+// interpolated to the vertices by to_mesh), σ_s = support_sigma × |p − j| (the parent bone's
+// length), and e_i = max over examples of |example_ik − base_i(P_k) v_i|, normalized to max 1 over
+// the vertices. Where Σ_s w^S_is > 1 the support weights of that vertex are divided by their sum.
 //
 // Pose space: the distance between two poses is per joint
 //        d_j(P, Q)² = θ_j² + |Δt_j|² / ℓ² + |log s_j(P) − log s_j(Q)|²
@@ -46,9 +45,9 @@
 // count so that examples that differ only there stay distinguishable). Only "active" joints count:
 // those whose local transform differs between two of the examples (incl. the rest pose).
 // Regions: vertex i is influenced by the joints it has weight on, their child joints (a bone's
-// shape near its end follows its child's rotation) and, with support joints, the bent joint of every
-// support joint with w^S_is > 0; a region is the set of vertices with the same influencing ∩ active
-// joint set. Each region has its own RBF: D(P, Q)² = Σ_{j ∈ region} d_j², Gaussian kernel
+// shape near its end follows its child's rotation) and, with support joints, the bent joint of
+// every support joint with w^S_is > 0; a region is the set of vertices with the same influencing ∩
+// active joint set. Each region has its own RBF: D(P, Q)² = Σ_{j ∈ region} d_j², Gaussian kernel
 // φ(D) = exp(−D² / σ_r²), σ_r = rbf_width × the mean over the centres of the distance to the
 // nearest other centre. If the restricted distance makes two centres coincide (< 1e-9 rad), the
 // region uses all active joints instead, so interpolation stays exact. The centres are the examples

@@ -12,6 +12,7 @@
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
 #include "core/skinning/swing_twist.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -454,8 +455,8 @@ absl::Status ValidateStretchTwist(const Skeleton& skeleton, const std::vector<St
 absl::StatusOr<std::vector<Eigen::Affine3d>> StretchedSkinningTransforms(
     const Skeleton& skeleton, const std::vector<int>& order, const Pose& pose,
     const std::vector<StbsBone>& bones, const BoneStretchTwist& st) {
-  if (auto s = ValidatePose(skeleton, pose); !s.ok()) return s;
-  if (auto s = ValidateStretchTwist(skeleton, bones, st); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidatePose(skeleton, pose));
+  RETURN_IF_ERROR(ValidateStretchTwist(skeleton, bones, st));
   bool any_stretch = false;
   for (double l : st.stretch) any_stretch |= l != 1.0;
   if (!any_stretch) return SkinningTransforms(skeleton, order, pose);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/rig/bones.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -78,18 +79,14 @@ Eigen::Affine3d SupportJointTransform(const SupportJoint& support,
 
 absl::StatusOr<Eigen::VectorXd> GeodesicVertexDistances(const VolumeDomain& domain,
                                                         const Eigen::Vector3d& point) {
-  JointHandle handle;
-  handle.joint = 0;
-  handle.deforms = true;
-  handle.segments.push_back(Segment{point, point});
-  auto nodes = RasterizeHandles(domain, {handle});
-  if (!nodes.ok()) return nodes.status();
+  ASSIGN_OR_RETURN(const double reach, PointReach(domain));
+  const std::vector<int> seeds = NodesNear(domain, point, reach);
   const int N = domain.num_nodes();
   constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> dist(N, kInf);
   using Entry = std::pair<double, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  for (int n : (*nodes)[0]) {
+  for (int n : seeds) {
     // Start at the node's Euclidean distance from the point, so the field is continuous.
     const double d0 = (domain.nodes.row(n).transpose() - point).norm();
     if (d0 < dist[n]) {

@@ -44,8 +44,8 @@ Eigen::Affine3d SupportJointTransform(const SupportJoint& support,
 
 // Geodesic volumetric distance (Yamamoto Sec. 5) from a bind-space point to every mesh vertex:
 // Dijkstra over the domain's node graph (26-neighbourhood for voxels; edge length = Euclidean
-// distance of the node centres) from the nodes RasterizeHandles assigns a point handle at
-// `point`, then interpolated to the vertices with domain.to_mesh. Vertices in a part of the
+// distance of the node centres) from the nodes within PointReach(domain) of `point`,
+// then interpolated to the vertices with domain.to_mesh. Vertices in a part of the
 // domain the point does not reach get +infinity.
 //   domain  a VolumeDomain (BuildVoxelDomain) of the mesh
 // Returns #V distances. FAILED_PRECONDITION when the point lies outside the domain.

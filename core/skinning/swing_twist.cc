@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/math/svd3.h"
 #include "core/rig/swing_twist.h"
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
-#include "core/solve/svd3.h"
 
 namespace skinning {
 

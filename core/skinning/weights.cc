@@ -32,6 +32,13 @@ SparseWeights TopK(const Eigen::MatrixXd& W, int k) {
   return S;
 }
 
+SparseWeights ExactSparse(const Eigen::MatrixXd& W) {
+  int k = 1;
+  for (int i = 0; i < W.rows(); ++i)
+    k = std::max(k, static_cast<int>((W.row(i).array() > 0).count()));
+  return TopK(W, k);
+}
+
 Eigen::MatrixXd ToDense(const SparseWeights& W, int num_joints) {
   Eigen::MatrixXd D = Eigen::MatrixXd::Zero(W.rows(), num_joints);
   for (int i = 0; i < W.rows(); ++i)

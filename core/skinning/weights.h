@@ -27,6 +27,10 @@ inline constexpr double kWeightSumTolerance = 1e-3;
 // Keeps the k largest weights of each row of W (#V by #J, rows sum to one) and renormalizes.
 SparseWeights TopK(const Eigen::MatrixXd& W, int k);
 
+// Every positive weight of each row: TopK with k = the most positive entries in a row (at
+// least 1), so nothing is truncated.
+SparseWeights ExactSparse(const Eigen::MatrixXd& W);
+
 // #V by num_joints dense matrix of a sparse one.
 Eigen::MatrixXd ToDense(const SparseWeights& W, int num_joints);
 

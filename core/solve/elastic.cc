@@ -20,10 +20,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/math/svd3.h"
 #include "core/skinning/dqs.h"
-#include "core/solve/svd3.h"
 #include "core/util/parallel.h"
-#include "core/weights/geodesic_weights.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -199,7 +199,7 @@ struct ElasticModel::Impl {
   std::vector<int> pinned_nodes;   // in order of pinned_index
   std::vector<int> pinned_joint;   // joint of each pinned node
   Eigen::SparseMatrix<double> L_fc;  // #free by #pinned
-  Eigen::MatrixXd start_weights;     // #N by #joints geodesic weights for the default start
+  Eigen::MatrixXd start_weights;     // #N by #joints weights of the default start
   mutable std::mutex solver_mutex;
   mutable Eigen::CholmodSupernodalLLT<Eigen::SparseMatrix<double>> solver;  // of L_ff
 };
@@ -208,10 +208,10 @@ ElasticModel::ElasticModel() : impl_(std::make_unique<Impl>()) {}
 ElasticModel::~ElasticModel() = default;
 
 absl::StatusOr<std::shared_ptr<const ElasticModel>> ElasticModel::Create(
-    VolumeDomain domain, std::vector<std::vector<int>> handle_nodes, const Progress& progress) {
+    VolumeDomain domain, std::vector<std::vector<int>> handle_nodes, Eigen::MatrixXd start_weights,
+    const Progress& progress) {
   progress.Report("elastic energy", 0.0);
-  absl::StatusOr<ElasticEnergy> energy = BuildElasticEnergy(domain);
-  if (!energy.ok()) return energy.status();
+  ASSIGN_OR_RETURN(ElasticEnergy energy, BuildElasticEnergy(domain));
   const int n = domain.num_nodes();
   std::shared_ptr<ElasticModel> model(new ElasticModel());
   Impl& im = *model->impl_;
@@ -234,7 +234,15 @@ absl::StatusOr<std::shared_ptr<const ElasticModel>> ElasticModel::Create(
     }
   }
   if (im.pinned_nodes.empty()) return absl::InvalidArgumentError("handle_nodes: no pinned node at all");
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  if (start_weights.rows() != n ||
+      start_weights.cols() != static_cast<Eigen::Index>(handle_nodes.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("start_weights is %d by %d; expected %d by %d (nodes by joints)",
+                        start_weights.rows(), start_weights.cols(), n, handle_nodes.size()));
+  }
+  if (!start_weights.allFinite())
+    return absl::InvalidArgumentError("start_weights has a non-finite entry");
+  RETURN_IF_ERROR(progress.CheckCancelled());
   // Every connected part (through element edges, i.e. L's pattern) needs a pinned node.
   {
     std::vector<uint8_t> seen(n, 0);
@@ -243,7 +251,7 @@ absl::StatusOr<std::shared_ptr<const ElasticModel>> ElasticModel::Create(
     while (!stack.empty()) {
       const int v = stack.back();
       stack.pop_back();
-      for (Eigen::SparseMatrix<double>::InnerIterator it(energy->L, v); it; ++it) {
+      for (Eigen::SparseMatrix<double>::InnerIterator it(energy.L, v); it; ++it) {
         if (!seen[it.row()]) {
           seen[it.row()] = 1;
           stack.push_back(static_cast<int>(it.row()));
@@ -274,7 +282,7 @@ absl::StatusOr<std::shared_ptr<const ElasticModel>> ElasticModel::Create(
   const int np = static_cast<int>(im.pinned_nodes.size());
   std::vector<Eigen::Triplet<double>> tff, tfc;
   for (int c = 0; c < n; ++c) {
-    for (Eigen::SparseMatrix<double>::InnerIterator it(energy->L, c); it; ++it) {
+    for (Eigen::SparseMatrix<double>::InnerIterator it(energy.L, c); it; ++it) {
       const int r = static_cast<int>(it.row());
       if (im.free_index[r] < 0) continue;
       if (im.free_index[c] >= 0) {
@@ -295,12 +303,9 @@ absl::StatusOr<std::shared_ptr<const ElasticModel>> ElasticModel::Create(
       return absl::FailedPreconditionError("elastic model: the free-node Laplacian L_ff is not positive definite");
     }
   }
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
-  progress.Report("factorize", 0.7);
-  absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(domain, handle_nodes);
-  if (!W.ok()) return W.status();
-  im.start_weights = *std::move(W);
-  im.energy = *std::move(energy);
+  RETURN_IF_ERROR(progress.CheckCancelled());
+  im.start_weights = std::move(start_weights);
+  im.energy = std::move(energy);
   im.domain = std::move(domain);
   im.handle_nodes = std::move(handle_nodes);
   progress.Report("factorize", 1.0);
@@ -370,9 +375,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
     if (!initial->allFinite()) return absl::InvalidArgumentError("initial has a non-finite coordinate");
     X = *initial;
   } else {
-    absl::StatusOr<RowMatrixX3d> start = DefaultStart(T);
-    if (!start.ok()) return start.status();
-    X = *std::move(start);
+    ASSIGN_OR_RETURN(X, DefaultStart(T));
   }
   const int np = static_cast<int>(im.pinned_nodes.size());
   const int nf = static_cast<int>(im.free_nodes.size());
@@ -425,7 +428,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
   rep.initial_energy = E_prev;
   rep.stop_reason = "max_iterations";
   for (int it = 0; it < options.max_iterations; ++it) {
-    if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+    RETURN_IF_ERROR(progress.CheckCancelled());
     if (nf > 0) {
       Eigen::MatrixXd rhs = b + rhs_pinned;
       Eigen::MatrixXd Xf;

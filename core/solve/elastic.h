@@ -95,13 +95,19 @@ struct ElasticReport {
 // are serialized on the factorization's workspace).
 class ElasticModel {
  public:
-  // handle_nodes: per joint, its pinned nodes (RasterizeHandles output; empty lists allowed for
-  // non-deforming joints; at least one node overall). INVALID_ARGUMENT for a node index out of
-  // range, a node listed twice, no pinned node or a domain without elements; FAILED_PRECONDITION
+  //   handle_nodes   per joint, its pinned nodes (e.g. the rigid bone nodes of
+  //                  core/weights/handles.h; empty lists allowed for non-deforming joints; at
+  //                  least one node overall)
+  //   start_weights  #N by #joints weights for the default start of Solve (DefaultStart): the
+  //                  DQS blend of the joints' transforms with these weights (BuildElasticModel
+  //                  passes geodesic voxel weights from handle_nodes)
+  // INVALID_ARGUMENT for a node index out of range, a node listed twice, no pinned node, start
+  // weights of the wrong shape or not finite, or a domain without elements; FAILED_PRECONDITION
   // when a connected part of the domain has no pinned node (L_ff singular). CANCELLED when
   // cancelled. Progress stages "elastic energy", "factorize".
   static absl::StatusOr<std::shared_ptr<const ElasticModel>> Create(
-      VolumeDomain domain, std::vector<std::vector<int>> handle_nodes, const Progress& progress = {});
+      VolumeDomain domain, std::vector<std::vector<int>> handle_nodes,
+      Eigen::MatrixXd start_weights, const Progress& progress = {});
 
   ~ElasticModel();
   ElasticModel(const ElasticModel&) = delete;
@@ -110,9 +116,9 @@ class ElasticModel {
   // Node positions (#N by 3) minimizing E with every node of joint j's list at T[j]·x̃.
   //   T        #joints skinning transforms (bind space), as SkinningTransforms gives them.
   //   initial  #N by 3 start, or nullptr for the default start: the DQS blend (dqs.h) of the
-  //            joints' transforms with geodesic voxel weights (geodesic_weights.h, default
-  //            options) over the domain graph from the pinned nodes — smooth, exact on the
-  //            pinned nodes, and free of inverted elements for 180° twists.
+  //            joints' transforms with the start weights given to Create, exact on the pinned
+  //            nodes (with geodesic voxel weights it is smooth and free of inverted elements for
+  //            180° twists).
   // Local/global iterations (Sorkine & Alexa 2007): local = exact best rotation per element
   // (svd3.h, parallel over elements on options.threads), global = the prefactored L_ff solve
   // for 3 right-hand sides. Each iteration does not increase E. Stops when the decrease is

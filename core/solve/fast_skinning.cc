@@ -39,9 +39,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/math/svd3.h"
 #include "core/skinning/simd4.h"  // SKINNING_HOT_CLONES
 #include "core/skinning/weights.h"
-#include "core/solve/svd3.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -530,11 +531,16 @@ class Reader {
 // =============================================================================================
 // Precomputation.
 
+std::string FastReport::BriefReport() const {
+  return absl::StrFormat("%d handles, %d extra handles, %d rotation clusters", handles,
+                         extra_handles, clusters);
+}
+
 absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::MatrixXd& W,
                                             const FastOptions& options, FastReport* report,
                                             const Progress& progress) {
   const auto start = Clock::now();
-  if (absl::Status s = ValidateMesh(mesh); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(mesh));
   const int n = static_cast<int>(mesh.V.rows());
   const int m = static_cast<int>(W.cols());
   if (n == 0 || mesh.F.rows() == 0) return absl::InvalidArgumentError("mesh: no triangles");
@@ -543,7 +549,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
         "weights: %d by %d, expected %d rows (one per vertex) and at least one column",
         W.rows(), W.cols(), n));
   }
-  if (absl::Status s = ValidateWeights(W, n, m); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateWeights(W, n, m));
   if (options.clusters < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("options.clusters = %d is negative", options.clusters));
@@ -597,7 +603,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
     model->weights = Wm;
   }
   const int mm = model->total();
-  if (absl::Status st = progress.CheckCancelled(); !st.ok()) return st;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // Energy nodes, node weights and elements.
   RowMatrixX3d X;          // nodes, normalized
@@ -621,21 +627,13 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
     }
     model->energy_scale = s * s;  // cot stiffness is scale invariant, positions scale by s
   } else {
-    VolumeDomain domain;
-    if (options.tet_mesh.has_value()) {
-      auto d = BuildTetDomain(options.tet_mesh->first, options.tet_mesh->second, mesh.V,
-                              progress.Sub(0.1, 0.3));
-      if (!d.ok()) return d.status();
-      domain = *std::move(d);
-    } else {
-      auto d = BuildVoxelDomain(mesh, options.voxel, nullptr, progress.Sub(0.1, 0.3));
-      if (!d.ok()) return d.status();
-      domain = *std::move(d);
-    }
-    if (absl::Status st = progress.CheckCancelled(); !st.ok()) return st;
-    auto fit = FitNodeWeights(domain, Wm);
-    if (!fit.ok()) return fit.status();
-    WN = model->extra > 0 ? AppendExtraWeights(*fit, model->seeds, model->radii) : *fit;
+    DomainReport domain_report;
+    ASSIGN_OR_RETURN(VolumeDomain domain,
+                     BuildDomain(mesh, options.domain, &domain_report, progress.Sub(0.1, 0.3)));
+    if (report != nullptr) report->domain = std::move(domain_report);
+    RETURN_IF_ERROR(progress.CheckCancelled());
+    ASSIGN_OR_RETURN(auto fit, FitNodeWeights(domain, Wm));
+    WN = model->extra > 0 ? AppendExtraWeights(fit, model->seeds, model->radii) : fit;
     X = (domain.nodes.rowwise() - model->center.transpose()) / s;
     const int ne = static_cast<int>(domain.elements.rows());
     const int npe = static_cast<int>(domain.elements.cols());
@@ -664,7 +662,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
   const int num_nodes = static_cast<int>(X.rows());
   const int ne = el.num_elements();
   const int npe = el.nodes_per_element;
-  if (absl::Status st = progress.CheckCancelled(); !st.ok()) return st;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // Rotation clusters: k-means of the owners' weight vectors (vertices for kSurface; element
   // means of the node weights for kVolumetric), all m' columns.
@@ -685,7 +683,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
   const std::vector<int> cluster =
       KMeans(owner_w, r_wanted, options.kmeans_iterations, options.seed, &r);
   model->r = r;
-  if (absl::Status st = progress.CheckCancelled(); !st.ok()) return st;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // Reduction: L̃ = Mᵀ L M, K̃ = K M, c0.
   progress.Report("fast: reduce", 0.6);
@@ -715,7 +713,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
       model->K.middleRows(3 * k, 3) += Pe;
     }
     if ((e & 4095) == 0) {
-      if (absl::Status st = progress.CheckCancelled(); !st.ok()) return st;
+      RETURN_IF_ERROR(progress.CheckCancelled());
     }
   }
   Eigen::SparseMatrix<double> L(num_nodes, num_nodes);

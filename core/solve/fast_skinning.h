@@ -6,7 +6,6 @@
 #define SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +31,7 @@ struct FastOptions {
                           // space, zero where an original weight is one (paper Sec. 3.3)
   int kmeans_iterations = 100;
   unsigned seed = 1;      // k-means and farthest-point seeding are deterministic in it
-  VoxelGridOptions voxel;  // kVolumetric without a tet mesh
-  std::optional<std::pair<RowMatrixX3d, RowMatrixX4i>> tet_mesh;  // kVolumetric: TV, TT
+  DomainOptions domain;   // kVolumetric: the voxel grid, or a given tet mesh
 };
 
 struct FastReport {
@@ -41,6 +39,10 @@ struct FastReport {
   int extra_handles = 0;  // added by extra_weights
   int clusters = 0;       // r
   double seconds = 0.0;
+  DomainReport domain;  // kVolumetric only
+
+  // "3 handles, 2 extra handles, 10 rotation clusters"
+  std::string BriefReport() const;
 };
 
 // The per-character precomputation: everything the solver needs, independent of the

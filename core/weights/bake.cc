@@ -1,9 +1,14 @@
 #include "core/weights/bake.h"
 
+#include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "core/rig/bones.h"
+#include "core/util/status_macros.h"
+#include "core/weights/handles.h"
+#include "core/weights/swing_twist_bake.h"
 
 namespace skinning {
 namespace {
@@ -12,50 +17,105 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// Columns of the deforming joints (domain result has one column per joint already).
-absl::StatusOr<Eigen::MatrixXd> VolumetricBake(const Mesh& mesh, const std::vector<JointHandle>& handles,
-                                               const BakeOptions& options, const Progress& progress,
-                                               BakeReport* report) {
-  const auto t0 = std::chrono::steady_clock::now();
-  absl::StatusOr<VolumeDomain> domain;
-  if (options.tet_mesh) {
-    domain = BuildTetDomain(options.tet_mesh->TV, options.tet_mesh->TT, mesh.V, progress.Sub(0.0, 0.1));
-    if (domain.ok())
-      report->domain = absl::StrFormat("tet mesh (%d nodes, %d tets)", domain->num_nodes(), options.tet_mesh->TT.rows());
-  } else {
-    VoxelGridReport voxel_report;
-    domain = BuildVoxelDomain(mesh, options.voxel, &voxel_report, progress.Sub(0.0, 0.1));
-    if (domain.ok())
-      report->domain = absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g)",
-                                       voxel_report.resolution, voxel_report.cells.x(), voxel_report.cells.y(),
-                                       voxel_report.cells.z(), voxel_report.inside_cells, voxel_report.nodes,
-                                       voxel_report.spacing);
+bool Volumetric(const BakeOptions& o) {
+  switch (o.method) {
+    case BakeMethod::kBoneHeat:
+      return false;
+    case BakeMethod::kFastModel:
+      return o.fast.energy == FastEnergy::kVolumetric;
+    case BakeMethod::kEndpoint:
+      return o.endpoint_method == EndpointMethod::kJointBbw;
+    default:
+      return true;
   }
-  if (!domain.ok()) return domain.status();
-  report->domain_nodes = domain->num_nodes();
-  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(*domain, handles);
-  if (!pinned.ok()) return pinned.status();
+}
+
+// Geodesic voxel or BBW weights on the domain's nodes, mapped to the mesh vertices.
+absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
+                                                      const std::vector<JointHandle>& handles,
+                                                      const BakeOptions& options,
+                                                      const Progress& progress,
+                                                      BakeReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DomainReport domain_report;
+  ASSIGN_OR_RETURN(const VolumeDomain domain,
+                   BuildDomain(mesh, options.domain, &domain_report, progress.Sub(0.0, 0.1)));
+  report->domain = domain_report.BriefReport();
+  report->domain_nodes = domain.num_nodes();
+  ASSIGN_OR_RETURN(const std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
   report->domain_seconds = Seconds(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  absl::StatusOr<Eigen::MatrixXd> node_weights;
+  Eigen::MatrixXd node_weights;
   if (options.method == BakeMethod::kBbw) {
     BbwReport r;
-    node_weights = BoundedBiharmonicWeights(*domain, *pinned, options.bbw, &r, progress.Sub(0.1, 1.0));
-    int max_iterations = 0;
-    for (int it : r.iterations) max_iterations = std::max(max_iterations, it);
-    report->detail = absl::StrFormat("%d factorizations, at most %d active-set iterations per handle, %.3g s",
-                                     r.factorizations, max_iterations, r.seconds);
+    ASSIGN_OR_RETURN(node_weights, BoundedBiharmonicWeights(domain, pinned, options.bbw, &r,
+                                                            progress.Sub(0.1, 1.0)));
+    report->detail = r.BriefReport();
   } else {
     GeodesicWeightsReport r;
-    node_weights = GeodesicVoxelWeights(*domain, *pinned, options.geodesic, &r, progress.Sub(0.1, 1.0));
-    report->detail = absl::StrFormat("falloff %g, %d unreachable nodes, %.3g s", options.geodesic.falloff,
-                                     r.unreachable_nodes, r.seconds);
+    ASSIGN_OR_RETURN(node_weights, GeodesicVoxelWeights(domain, pinned, options.geodesic, &r,
+                                                        progress.Sub(0.1, 1.0)));
+    report->detail = absl::StrFormat("falloff %g, %s", options.geodesic.falloff, r.BriefReport());
   }
-  if (!node_weights.ok()) return node_weights.status();
   report->solve_seconds = Seconds(t1);
   // To the mesh: interpolation keeps rows summing to one and entries in [0, 1].
-  Eigen::MatrixXd W = domain->to_mesh * *node_weights;
+  Eigen::MatrixXd W = domain.to_mesh * node_weights;
   return W;
+}
+
+// Bone heat, geodesic voxel or BBW weights: #V by #J, clamped to [0, 1], rows summing to 1.
+absl::Status BakeBoneWeights(const Mesh& mesh, const std::vector<JointHandle>& handles,
+                             const BakeOptions& options, const Progress& progress,
+                             BakeResult* result) {
+  Eigen::MatrixXd W;
+  if (options.method == BakeMethod::kBoneHeat) {
+    result->report.domain = "surface";
+    result->report.domain_nodes = static_cast<int>(mesh.V.rows());
+    BoneHeatReport r;
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(W, BoneHeatWeights(mesh, handles, options.bone_heat, &r, progress));
+    result->report.solve_seconds = Seconds(t1);
+    result->report.detail = r.BriefReport();
+  } else {
+    ASSIGN_OR_RETURN(W, VolumetricBoneWeights(mesh, handles, options, progress, &result->report));
+  }
+  RETURN_IF_ERROR(progress.CheckCancelled());
+  // Exact partition of unity and bounds on the vertices (interpolation keeps them up to rounding).
+  W = W.cwiseMax(0.0).cwiseMin(1.0);
+  for (int i = 0; i < W.rows(); ++i) {
+    const double sum = W.row(i).sum();
+    if (!(sum > 0))
+      return absl::InternalError(
+          absl::StrFormat("vertex %d received no weight from %s", i, result->report.method));
+    W.row(i) /= sum;
+  }
+  result->sparse = TopK(W, std::min<int>(options.influences, static_cast<int>(W.cols())));
+  result->weights = std::move(W);
+  return absl::OkStatus();
+}
+
+// The FAST model on the source weights' handle columns (joints with a positive weight).
+absl::Status BakeFastModel(const Mesh& mesh, const BakeOptions& options, const Progress& progress,
+                           BakeResult* result) {
+  const Eigen::MatrixXd& W = options.source_weights;
+  for (int j = 0; j < W.cols(); ++j)
+    if (W.col(j).maxCoeff() > 0) result->fast_handle_joints.push_back(j);
+  Eigen::MatrixXd Wh(W.rows(), result->fast_handle_joints.size());
+  for (size_t h = 0; h < result->fast_handle_joints.size(); ++h)
+    Wh.col(h) = W.col(result->fast_handle_joints[h]);
+  FastOptions fast = options.fast;
+  fast.domain = options.domain;
+  FastReport r;
+  ASSIGN_OR_RETURN(result->fast_model, PrecomputeFast(mesh, Wh, fast, &r, progress));
+  const bool volumetric = fast.energy == FastEnergy::kVolumetric;
+  result->report.domain = volumetric ? r.domain.BriefReport() : "surface (spokes and rims)";
+  result->report.domain_nodes = volumetric ? r.domain.nodes : static_cast<int>(mesh.V.rows());
+  result->report.domain_seconds = volumetric ? r.domain.seconds : 0.0;
+  result->report.solve_seconds = r.seconds - result->report.domain_seconds;
+  result->report.detail = r.BriefReport();
+  result->weights = FastModelWeights(*result->fast_model);
+  result->sparse = ExactSparse(result->weights);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -68,53 +128,116 @@ const char* BakeMethodName(BakeMethod method) {
       return "geodesic_voxel";
     case BakeMethod::kBbw:
       return "bbw";
+    case BakeMethod::kFastModel:
+      return "fast_model";
+    case BakeMethod::kSwingTwist:
+      return "swing_twist";
+    case BakeMethod::kEndpoint:
+      return "endpoint";
+    case BakeMethod::kElasticModel:
+      return "elastic_model";
   }
   return "unknown";
 }
 
-absl::StatusOr<BakeResult> BakeWeights(const Mesh& mesh, const Skeleton& skeleton, const BakeOptions& options,
-                                       const Progress& progress) {
+absl::Status BakeOptions::Validate() const {
+  if (static_cast<int>(method) < static_cast<int>(BakeMethod::kBoneHeat) ||
+      static_cast<int>(method) > static_cast<int>(BakeMethod::kElasticModel))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.method = %d is not a bake method", static_cast<int>(method)));
+  if (method != BakeMethod::kFastModel && method != BakeMethod::kElasticModel &&
+      (influences < 1 || influences > kMaxInfluences))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.influences = %d must be in [1, %d]", influences, kMaxInfluences));
+  if (domain.tet_mesh && !Volumetric(*this)) {
+    switch (method) {
+      case BakeMethod::kBoneHeat:
+        return absl::InvalidArgumentError(
+            "options.tet_mesh: bone heat works on the surface and takes no tet mesh");
+      case BakeMethod::kFastModel:
+        return absl::InvalidArgumentError(
+            "options.tet_mesh: the surface FAST energy takes no tet mesh");
+      default:
+        return absl::InvalidArgumentError(
+            "options.tet_mesh: projected endpoint weights need no volume and take no tet mesh");
+    }
+  }
+  if (Volumetric(*this)) RETURN_IF_ERROR(domain.Validate());
+  if (method == BakeMethod::kFastModel || method == BakeMethod::kEndpoint) {
+    if (source_weights.size() == 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "options.source_weights is empty: %s builds on bone weights", BakeMethodName(method)));
+    if (!source_weights.allFinite())
+      return absl::InvalidArgumentError("options.source_weights has a non-finite entry");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
+                                const BakeOptions& options, const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (auto s = ValidateMesh(mesh); !s.ok()) return s;
-  if (auto s = ValidateSkeleton(skeleton); !s.ok()) return s;
-  if (options.influences < 1 || options.influences > BakeOptions::kMaxInfluences)
-    return absl::InvalidArgumentError(absl::StrFormat("options.influences = %d must be in [1, %d]",
-                                                      options.influences, BakeOptions::kMaxInfluences));
-  if (options.tet_mesh && options.method == BakeMethod::kBoneHeat)
-    return absl::InvalidArgumentError("options.tet_mesh: bone heat works on the surface and takes no tet mesh");
-  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
-  if (!handles.ok()) return handles.status();
-  int deforming = 0;
-  for (const JointHandle& h : *handles) deforming += h.deforms;
-  if (deforming == 0) return absl::InvalidArgumentError("skeleton has no deforming joint to bake weights for");
+  RETURN_IF_ERROR(options.Validate());
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateSkeleton(skeleton));
+  ASSIGN_OR_RETURN(const std::vector<JointHandle> handles, JointHandles(skeleton));
+  const int nv = static_cast<int>(mesh.V.rows()), nj = skeleton.size();
+  if ((options.method == BakeMethod::kFastModel || options.method == BakeMethod::kEndpoint) &&
+      (options.source_weights.rows() != nv || options.source_weights.cols() != nj))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "options.source_weights is %d by %d; expected %d by %d (vertices by joints)",
+        options.source_weights.rows(), options.source_weights.cols(), nv, nj));
+  const int k = std::min(options.influences, nj);
 
   BakeResult result;
-  result.report.method = BakeMethodName(options.method);
-  absl::StatusOr<Eigen::MatrixXd> W;
-  if (options.method == BakeMethod::kBoneHeat) {
-    result.report.domain = "surface";
-    result.report.domain_nodes = static_cast<int>(mesh.V.rows());
-    BoneHeatReport r;
-    const auto t1 = std::chrono::steady_clock::now();
-    W = BoneHeatWeights(mesh, *handles, options.bone_heat, &r, progress);
-    result.report.solve_seconds = Seconds(t1);
-    result.report.detail = absl::StrFormat("%d vertices without a visible bone, %.3g s",
-                                           r.vertices_without_visible_bone, r.seconds);
-  } else {
-    W = VolumetricBake(mesh, *handles, options, progress, &result.report);
+  switch (options.method) {
+    case BakeMethod::kBoneHeat:
+    case BakeMethod::kGeodesicVoxel:
+    case BakeMethod::kBbw: {
+      int deforming = 0;
+      for (const JointHandle& h : handles) deforming += h.deforms;
+      if (deforming == 0)
+        return absl::InvalidArgumentError("skeleton has no deforming joint to bake weights for");
+      result.report.method = BakeMethodName(options.method);
+      RETURN_IF_ERROR(BakeBoneWeights(mesh, handles, options, progress, &result));
+      break;
+    }
+    case BakeMethod::kFastModel:
+      result.report.method = BakeMethodName(options.method);
+      RETURN_IF_ERROR(BakeFastModel(mesh, options, progress, &result));
+      break;
+    case BakeMethod::kSwingTwist: {
+      SwingTwistBakeOptions st_options;
+      st_options.domain = options.domain;
+      st_options.emw = options.emw;
+      st_options.bbw = options.bbw;
+      ASSIGN_OR_RETURN(SwingTwistBakeResult st,
+                       BakeSwingTwist(mesh, skeleton, st_options, progress));
+      result.report = std::move(st.report);
+      result.weights = std::move(st.deformer);
+      result.swing = std::move(st.swing);
+      result.twist = std::move(st.twist);
+      result.sparse = TopK(result.weights, k);
+      break;
+    }
+    case BakeMethod::kEndpoint: {
+      EndpointBakeOptions e_options;
+      e_options.method = options.endpoint_method;
+      e_options.domain = options.domain;
+      e_options.bbw = options.bbw;
+      ASSIGN_OR_RETURN(EndpointBakeResult e,
+                       BakeEndpointWeights(mesh, skeleton, e_options, progress));
+      result.report = std::move(e.report);
+      result.endpoint = std::move(e.endpoint);
+      result.weights = options.source_weights;
+      result.sparse = TopK(result.weights, k);
+      break;
+    }
+    case BakeMethod::kElasticModel:
+      ASSIGN_OR_RETURN(result.elastic_model,
+                       BuildElasticModel(mesh, skeleton, options.domain, &result.report, progress));
+      break;
   }
-  if (!W.ok()) return W.status();
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
-  result.dense = *std::move(W);
-  // Exact partition of unity and bounds on the vertices (interpolation keeps them up to rounding).
-  result.dense = result.dense.cwiseMax(0.0).cwiseMin(1.0);
-  for (int i = 0; i < result.dense.rows(); ++i) {
-    const double sum = result.dense.row(i).sum();
-    if (!(sum > 0))
-      return absl::InternalError(absl::StrFormat("vertex %d received no weight from %s", i, result.report.method));
-    result.dense.row(i) /= sum;
-  }
-  result.sparse = TopK(result.dense, std::min<int>(options.influences, static_cast<int>(result.dense.cols())));
+  RETURN_IF_ERROR(progress.CheckCancelled());
   result.report.total_seconds = Seconds(t0);
   progress.Report("done", 1.0);
   return result;

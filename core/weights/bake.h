@@ -1,69 +1,96 @@
-// One entry point for every automatic-weights method: builds the domain the method needs,
-// pins handles, runs the method, maps the result to the mesh vertices, keeps the top k.
+// One entry point for every bake: automatic bone weights (bone heat, geodesic voxel, BBW), the
+// FAST reduced model, swing/twist weights, endpoint weights and the elastic gold-standard model.
 #ifndef SKINNING_CORE_WEIGHTS_BAKE_H_
 #define SKINNING_CORE_WEIGHTS_BAKE_H_
 
-#include <optional>
-#include <string>
+#include <memory>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
 #include "core/rig/skeleton.h"
 #include "core/skinning/weights.h"
+#include "core/solve/elastic.h"
+#include "core/solve/fast_skinning.h"
 #include "core/util/progress.h"
+#include "core/weights/bake_report.h"
 #include "core/weights/bbw.h"
 #include "core/weights/bone_heat.h"
+#include "core/weights/emw.h"
+#include "core/weights/endpoint_weights.h"
 #include "core/weights/geodesic_weights.h"
 
 namespace skinning {
 
-enum class BakeMethod { kBoneHeat, kGeodesicVoxel, kBbw };
-const char* BakeMethodName(BakeMethod method);  // "bone_heat", "geodesic_voxel", "bbw"
-
-// A user-given tetrahedral domain (e.g. MEDIT .mesh): TV #TV by 3, TT #T by 4.
-struct TetDomainInput {
-  RowMatrixX3d TV;
-  RowMatrixX4i TT;
+enum class BakeMethod {
+  kBoneHeat,
+  kGeodesicVoxel,
+  kBbw,
+  kFastModel,
+  kSwingTwist,
+  kEndpoint,
+  kElasticModel
 };
+// "bone_heat", "geodesic_voxel", "bbw", "fast_model", "swing_twist", "endpoint", "elastic_model"
+const char* BakeMethodName(BakeMethod method);
 
 struct BakeOptions {
   BakeMethod method = BakeMethod::kBbw;
-  // Influences kept per vertex in the sparse result (top k, renormalized).
+  // Influences kept per vertex in the sparse result (top k, renormalized); every method but
+  // kFastModel (which keeps every non-zero) and kElasticModel (no weights).
   int influences = 4;
   static constexpr int kMaxInfluences = 16;
-  // Volumetric methods (BBW, geodesic voxel) run on a voxel grid unless a tet mesh is given.
-  VoxelGridOptions voxel;
-  std::optional<TetDomainInput> tet_mesh;
-  BbwOptions bbw;
-  GeodesicWeightsOptions geodesic;
-  BoneHeatOptions bone_heat;
+  // The volume of the volumetric methods: BBW, geodesic voxel, swing/twist, joint-BBW endpoint
+  // weights, the volumetric FAST energy and the elastic model. A voxel grid unless a tet mesh is
+  // given.
+  DomainOptions domain;
+  BoneHeatOptions bone_heat;        // kBoneHeat
+  GeodesicWeightsOptions geodesic;  // kGeodesicVoxel
+  BbwOptions bbw;  // kBbw; the deformer weights of kSwingTwist; kEndpoint's joint BBW
+  EmwOptions emw;  // kSwingTwist: the swing and twist weights
+  EndpointMethod endpoint_method = EndpointMethod::kJointBbw;  // kEndpoint
+  FastOptions fast;  // kFastModel (fast.domain is replaced by `domain`)
+  // kFastModel and kEndpoint: #V by #J bone weights (rows sum to 1) they build on. FAST's handles
+  // are the joints with a positive weight somewhere.
+  Eigen::MatrixXd source_weights;
+
+  // INVALID_ARGUMENT naming the field: influences out of [1, kMaxInfluences] (where used), a tet
+  // mesh for a surface method, bad domain options for a volumetric one, missing or non-finite
+  // source weights for kFastModel / kEndpoint.
+  absl::Status Validate() const;
 };
 
-struct BakeReport {
-  std::string method;
-  std::string domain;  // "surface", "voxel grid 64 (41,231 nodes)", "tet mesh (7,234 nodes)"
-  int domain_nodes = 0;
-  double domain_seconds = 0.0;
-  double solve_seconds = 0.0;
-  double total_seconds = 0.0;
-  std::string detail;  // the method's own report in one line
-};
-
+// Plain data; which fields a method fills is said per field.
 struct BakeResult {
-  Eigen::MatrixXd dense;  // #V by #joints, rows sum to 1, 0 for non-deforming joints
-  SparseWeights sparse;   // top-k of dense, renormalized
-  BakeReport report;
+  BakeReport report;  // every method
+  // kBoneHeat, kGeodesicVoxel, kBbw: #V by #J bone weights, rows sum to 1, 0 for non-deforming
+  // joints. kEndpoint: the source weights. kSwingTwist: the deformer weights d (#V by #J, rows
+  // sum to 1). kFastModel: the model's #V by (m + extra) weights (FastModelWeights). kElasticModel:
+  // empty.
+  Eigen::MatrixXd weights;
+  // `weights` as sparse weights: the top options.influences per vertex, renormalized (kFastModel:
+  // every non-zero, ExactSparse). Empty for kElasticModel.
+  SparseWeights sparse;
+  Eigen::MatrixXd swing, twist;         // kSwingTwist: #V by #J swing and twist weights s, t
+  Eigen::MatrixXd endpoint;             // kEndpoint: #V by #J endpoint weights e
+  FastModelPtr fast_model;              // kFastModel
+  std::vector<int> fast_handle_joints;  // kFastModel: the joint of each of the m handles
+  std::shared_ptr<const ElasticModel> elastic_model;  // kElasticModel
 };
 
-// Validates the rig's mesh and skeleton, then bakes. INVALID_ARGUMENT for bad options or input
-// (a zero-length bone, a mesh with no inside, a resolution over the limit),
-// FAILED_PRECONDITION for a skeleton outside the mesh, CANCELLED when cancelled.
-absl::StatusOr<BakeResult> BakeWeights(const Mesh& mesh, const Skeleton& skeleton,
-                                       const BakeOptions& options, const Progress& progress = {});
+// Validates the options, the mesh and the skeleton, then runs options.method: bone heat on the
+// surface; geodesic voxel or BBW weights on the domain's nodes pinned by RasterizeHandles, mapped
+// to the vertices (clamped to [0, 1], rows renormalized); BakeSwingTwist; BakeEndpointWeights;
+// PrecomputeFast on the source weights' handle columns; or BuildElasticModel. INVALID_ARGUMENT for
+// bad options or input (a zero-length bone, a mesh with no inside, a resolution over the limit,
+// source weights of the wrong shape), FAILED_PRECONDITION for a skeleton outside the mesh,
+// CANCELLED when cancelled.
+absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
+                                const BakeOptions& options, const Progress& progress = {});
 
 }  // namespace skinning
 

@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 #include "core/weights/bbw_internal.h"
 
 namespace skinning {
@@ -119,13 +120,11 @@ absl::Status ValidateHandles(const std::vector<std::vector<int>>& handle_nodes, 
 
 absl::StatusOr<ReducedProblem> BuildProblem(const VolumeDomain& domain,
                                             const std::vector<std::vector<int>>& handle_nodes) {
-  absl::Status status = ValidateDomain(domain);
-  if (!status.ok()) return status;
+  RETURN_IF_ERROR(ValidateDomain(domain));
   ReducedProblem p;
   p.num_nodes = domain.num_nodes();
   p.num_handles = static_cast<int>(handle_nodes.size());
-  status = ValidateHandles(handle_nodes, p.num_nodes, &p.handle_of);
-  if (!status.ok()) return status;
+  RETURN_IF_ERROR(ValidateHandles(handle_nodes, p.num_nodes, &p.handle_of));
 
   // Q = Kᵀ M⁻¹ K (= K M⁻¹ K for the symmetric stiffness).
   SpMat K = domain.K;
@@ -408,8 +407,7 @@ class HandleSolver {
     while (!converged && !cycling) {
       if (iterations >= options_.max_iterations) return NotConverged(h);
       if (stop_()) return absl::CancelledError("cancelled");
-      absl::Status s = SubspaceSolve(b, state, x);
-      if (!s.ok()) return s;
+      RETURN_IF_ERROR(SubspaceSolve(b, state, x));
       ++iterations;
       const Eigen::VectorXd mu = p_.full * *x - b;
       bool changed = AddViolatedBounds(*x, &state);
@@ -443,8 +441,7 @@ class HandleSolver {
       while (true) {
         if (iterations >= options_.max_iterations) return NotConverged(h);
         if (stop_()) return absl::CancelledError("cancelled");
-        absl::Status s = SubspaceSolve(b, state, &target);
-        if (!s.ok()) return s;
+        RETURN_IF_ERROR(SubspaceSolve(b, state, &target));
         ++iterations;
         double alpha = 1.0;
         int blocking = -1;
@@ -546,10 +543,8 @@ class HandleSolver {
     for (int k : p_.order) {
       if (local[k] >= 0) order.push_back(local[k]);
     }
-    absl::Status s = factor_.AnalyzeGiven(sub, order);
-    if (!s.ok()) return s;
-    s = factor_.Factorize(sub);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(factor_.AnalyzeGiven(sub, order));
+    RETURN_IF_ERROR(factor_.Factorize(sub));
     factorizations_->fetch_add(1);
 
     Eigen::VectorXd full_rhs = b;
@@ -584,14 +579,12 @@ class HandleSolver {
 // minimizers of all handles (#F by #handles).
 absl::Status SolveUnconstrained(ReducedProblem* p, Eigen::MatrixXd* x,
                                 std::atomic<int>* factorizations) {
-  absl::StatusOr<std::unique_ptr<Factor>> factor = Factor::Analyze(p->lower);
-  if (!factor.ok()) return factor.status();
-  p->order = (*factor)->Permutation();
-  absl::Status s = (*factor)->Factorize(p->lower);
-  if (!s.ok()) return s;
+  ASSIGN_OR_RETURN(std::unique_ptr<Factor> factor, Factor::Analyze(p->lower));
+  p->order = factor->Permutation();
+  RETURN_IF_ERROR(factor->Factorize(p->lower));
   factorizations->fetch_add(1);
   Eigen::MatrixXd b = p->rhs;
-  (*factor)->Solve(b, x);
+  factor->Solve(b, x);
   return absl::OkStatus();
 }
 
@@ -624,19 +617,24 @@ absl::StatusOr<Eigen::MatrixXd> BoundedBiharmonicWeightsMonotone(
 
 absl::StatusOr<Eigen::MatrixXd> UnconstrainedBiharmonicWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes) {
-  absl::StatusOr<ReducedProblem> problem = BuildProblem(domain, handle_nodes);
-  if (!problem.ok()) return problem.status();
-  const ReducedProblem& p = *problem;
+  ASSIGN_OR_RETURN(ReducedProblem problem, BuildProblem(domain, handle_nodes));
+  const ReducedProblem& p = problem;
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(p.free_nodes.size(), p.num_handles);
   if (!p.free_nodes.empty()) {
     std::atomic<int> factorizations{0};
-    absl::Status s = SolveUnconstrained(&*problem, &x, &factorizations);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(SolveUnconstrained(&problem, &x, &factorizations));
   }
   return Scatter(p, x);
 }
 
 }  // namespace internal
+
+std::string BbwReport::BriefReport() const {
+  int max_iterations = 0;
+  for (int it : iterations) max_iterations = std::max(max_iterations, it);
+  return absl::StrFormat("%d factorizations, at most %d active-set iterations per handle, %.3g s",
+                         factorizations, max_iterations, seconds);
+}
 
 absl::StatusOr<Eigen::MatrixXd> BoundedBiharmonicWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
@@ -651,9 +649,8 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
                                       const BbwOptions& options, BbwReport* report,
                                       const Progress& progress, bool monotone_only) {
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<ReducedProblem> problem = BuildProblem(domain, handle_nodes);
-  if (!problem.ok()) return problem.status();
-  ReducedProblem& p = *problem;
+  ASSIGN_OR_RETURN(ReducedProblem problem, BuildProblem(domain, handle_nodes));
+  ReducedProblem& p = problem;
   const int nf = static_cast<int>(p.free_nodes.size());
   const int num_handles = p.num_handles;
   progress.Report("bbw", 0.0);
@@ -670,8 +667,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
   std::atomic<int> factorizations{0};
 
   if (nf > 0) {
-    absl::Status s = SolveUnconstrained(&p, &unconstrained, &factorizations);
-    if (!s.ok()) return s;
+    RETURN_IF_ERROR(SolveUnconstrained(&p, &unconstrained, &factorizations));
     if (progress.Cancelled()) return absl::CancelledError("cancelled");
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::thread::hardware_concurrency());
@@ -736,7 +732,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     }
     for (std::thread& t : pool) t.join();
     if (progress.Cancelled()) return absl::CancelledError("cancelled");
-    if (!first_error.ok()) return first_error;
+    RETURN_IF_ERROR(first_error);
     for (int h : todo) {
       r.iterations[h] = results[h].iterations;
       r.max_violation_before_clamp =

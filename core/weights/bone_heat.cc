@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "core/geometry/bvh.h"
 #include "core/geometry/cotangent_laplacian.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -149,12 +150,17 @@ BoneHeatSources NearestVisibleBones(const RowMatrixX3d& V, const RowMatrixX3i& F
   return sources;
 }
 
+std::string BoneHeatReport::BriefReport() const {
+  return absl::StrFormat("%d vertices without a visible bone, %.3g s",
+                         vertices_without_visible_bone, seconds);
+}
+
 absl::StatusOr<Eigen::MatrixXd> BoneHeatWeights(const Mesh& mesh,
                                                 const std::vector<JointHandle>& handles,
                                                 const BoneHeatOptions& options,
                                                 BoneHeatReport* report, const Progress& progress) {
   const Clock::time_point start = Clock::now();
-  if (absl::Status s = ValidateMesh(mesh); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(mesh));
   if (handles.empty()) return absl::InvalidArgumentError("skeleton has no joints");
   if (!(options.heat_coefficient > 0) || !std::isfinite(options.heat_coefficient))
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -173,7 +179,7 @@ absl::StatusOr<Eigen::MatrixXd> BoneHeatWeights(const Mesh& mesh,
     }
   }
   if (!any_bone) return absl::InvalidArgumentError("skeleton has no deforming joint with a bone");
-  if (absl::Status s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   const RowMatrixX3d& V = mesh.V;
   const RowMatrixX3i& F = mesh.F;
@@ -219,7 +225,7 @@ absl::StatusOr<Eigen::MatrixXd> BoneHeatWeights(const Mesh& mesh,
     sources.nearest.row(i).setZero();
     sources.nearest(i, sources.nearest_any(i)) = 1.0;
   }
-  if (absl::Status s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // 3. (K + M H) w_j = M H p_j, one factorization.
   stage = Clock::now();
@@ -242,7 +248,7 @@ absl::StatusOr<Eigen::MatrixXd> BoneHeatWeights(const Mesh& mesh,
     return absl::InternalError(
         "bone heat: CHOLMOD could not factor the heat system (K + MH is not positive definite)");
   rep.factorize_seconds = SecondsSince(stage);
-  if (absl::Status s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   stage = Clock::now();
   Eigen::MatrixXd W = Eigen::MatrixXd::Zero(nv, nj);
@@ -259,7 +265,7 @@ absl::StatusOr<Eigen::MatrixXd> BoneHeatWeights(const Mesh& mesh,
     if (solver.info() != Eigen::Success)
       return absl::InternalError(
           absl::StrFormat("bone heat: CHOLMOD solve failed for joint %d", j));
-    if (absl::Status s = progress.CheckCancelled(); !s.ok()) return s;
+    RETURN_IF_ERROR(progress.CheckCancelled());
   }
   rep.solve_seconds = SecondsSince(stage);
 

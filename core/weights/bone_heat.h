@@ -2,6 +2,7 @@
 #ifndef SKINNING_CORE_WEIGHTS_BONE_HEAT_H_
 #define SKINNING_CORE_WEIGHTS_BONE_HEAT_H_
 
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
@@ -36,6 +37,9 @@ struct BoneHeatReport {
   double visibility_seconds = 0.0;
   double factorize_seconds = 0.0;
   double solve_seconds = 0.0;
+
+  // "12 vertices without a visible bone, 0.87 s"
+  std::string BriefReport() const;
 };
 
 // Solves (−Δ + H) w_j = H p_j for every deforming joint j on the surface, with Δ the cotangent

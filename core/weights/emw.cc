@@ -25,8 +25,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "core/solve/svd3.h"
+#include "core/math/svd3.h"
 #include "core/util/parallel.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -155,8 +156,8 @@ absl::Status ValidateEmw(const ElasticEnergy& energy, const JointFrame& frame,
   }
   std::vector<uint8_t>& role = *role_out;
   role.assign(n, 0);  // 1 moving, 2 fixed
-  if (auto s = CheckNodes(moving, "moving", n, 1, &role); !s.ok()) return s;
-  if (auto s = CheckNodes(fixed, "fixed", n, 2, &role); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckNodes(moving, "moving", n, 1, &role));
+  RETURN_IF_ERROR(CheckNodes(fixed, "fixed", n, 2, &role));
   return absl::OkStatus();
 }
 
@@ -258,7 +259,7 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
     const Eigen::VectorXd wf = solver.solve(rhs);
     for (int f = 0; f < nf; ++f) w(free_nodes[f]) = wf(f);
   };
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // Local step state: per element and sample a rotation (warm start after the first step).
   const int npe = static_cast<int>(energy.elements.cols());
@@ -333,7 +334,7 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
   rep.initial_energy = F_prev;
   rep.stop_reason = "max_iterations";
   for (int it = 0; it < options.max_iterations; ++it) {
-    if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+    RETURN_IF_ERROR(progress.CheckCancelled());
     global(c);
     const double F = objective(c, k0);
     rep.energy.push_back(F);
@@ -360,7 +361,7 @@ absl::StatusOr<Eigen::VectorXd> EnergyMinimizingWeight(const ElasticEnergy& ener
                                                        const std::vector<int>& fixed, const EmwOptions& options,
                                                        EmwReport* report, const Progress& progress) {
   std::vector<uint8_t> role;
-  if (auto s = ValidateEmw(energy, frame, moving, fixed, options, &role); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateEmw(energy, frame, moving, fixed, options, &role));
   CholmodSolver solver;
   bool analyzed = false;
   return SolveEmw(energy, frame, kind, role, moving, fixed, options, report, progress, solver, &analyzed);
@@ -371,18 +372,14 @@ absl::StatusOr<EmwSwingTwist> EnergyMinimizingSwingTwistWeights(
     const std::vector<int>& fixed, const EmwOptions& options, EmwReport* swing_report, EmwReport* twist_report,
     const Progress& progress) {
   std::vector<uint8_t> role;
-  if (auto s = ValidateEmw(energy, frame, moving, fixed, options, &role); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateEmw(energy, frame, moving, fixed, options, &role));
   CholmodSolver solver;
   bool analyzed = false;
   EmwSwingTwist out;
-  absl::StatusOr<Eigen::VectorXd> s = SolveEmw(energy, frame, EmwKind::kSwing, role, moving, fixed, options,
-                                               swing_report, progress.Sub(0.0, 0.6), solver, &analyzed);
-  if (!s.ok()) return s.status();
-  absl::StatusOr<Eigen::VectorXd> t = SolveEmw(energy, frame, EmwKind::kTwist, role, moving, fixed, options,
-                                               twist_report, progress.Sub(0.6, 1.0), solver, &analyzed);
-  if (!t.ok()) return t.status();
-  out.swing = *std::move(s);
-  out.twist = *std::move(t);
+  ASSIGN_OR_RETURN(out.swing, SolveEmw(energy, frame, EmwKind::kSwing, role, moving, fixed, options,
+                                       swing_report, progress.Sub(0.0, 0.6), solver, &analyzed));
+  ASSIGN_OR_RETURN(out.twist, SolveEmw(energy, frame, EmwKind::kTwist, role, moving, fixed, options,
+                                       twist_report, progress.Sub(0.6, 1.0), solver, &analyzed));
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
 #include "core/skinning/stbs.h"
+#include "core/util/status_macros.h"
+#include "core/weights/handles.h"
 
 namespace skinning {
 
@@ -61,55 +63,43 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
       handles.push_back(extra);
     }
   }
-  absl::StatusOr<VolumeDomain> domain;
-  if (options.tet_mesh) {
-    domain = BuildTetDomain(options.tet_mesh->TV, options.tet_mesh->TT, mesh.V,
-                            progress.Sub(0.0, 0.1));
-    if (domain.ok())
-      report->domain = absl::StrFormat("tet mesh (%d nodes, %d tets)", domain->num_nodes(),
-                                       options.tet_mesh->TT.rows());
-  } else {
-    VoxelGridReport vr;
-    domain = BuildVoxelDomain(mesh, options.voxel, &vr, progress.Sub(0.0, 0.1));
-    if (domain.ok())
-      report->domain = absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes)",
-                                       vr.resolution, vr.cells.x(), vr.cells.y(), vr.cells.z(),
-                                       vr.inside_cells, vr.nodes);
-  }
-  if (!domain.ok()) return domain.status();
-  report->domain_nodes = domain->num_nodes();
+  DomainReport domain_report;
+  ASSIGN_OR_RETURN(VolumeDomain domain,
+                   BuildDomain(mesh, options.domain, &domain_report, progress.Sub(0.0, 0.1)));
+  report->domain = domain_report.BriefReport();
+  report->domain_nodes = domain.num_nodes();
   // A bone end that is not a joint may lie outside the volume (a glTF leaf bone continued past
   // the fingertip or the top of the head): such a point handle moves to the domain node nearest
   // to it, the end of the limb as the volume sees it.
-  const double reach = domain->kind == VolumeDomain::Kind::kVoxelGrid
-                           ? 0.5 * std::sqrt(3.0) * domain->spacing
-                           : 1e-6 * BoundingBoxDiagonal(domain->nodes);
+  const double reach = domain.kind == VolumeDomain::Kind::kVoxelGrid
+                           ? 0.5 * std::sqrt(3.0) * domain.spacing
+                           : 1e-6 * BoundingBoxDiagonal(domain.nodes);
   for (size_t h = skeleton.size(); h < handles.size(); ++h) {
     const Eigen::Vector3d p = handles[h].segments[0].a;
     Eigen::Index nearest = 0;
-    const double d2 = (domain->nodes.rowwise() - p.transpose()).rowwise().squaredNorm().minCoeff(&nearest);
+    const double d2 =
+        (domain.nodes.rowwise() - p.transpose()).rowwise().squaredNorm().minCoeff(&nearest);
     if (std::sqrt(d2) > reach) {
-      const Eigen::Vector3d q = domain->nodes.row(nearest).transpose();
+      const Eigen::Vector3d q = domain.nodes.row(nearest).transpose();
       handles[h].segments[0] = Segment{q, q};
     }
   }
-  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(*domain, handles);
-  if (!pinned.ok()) return pinned.status();
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
   report->domain_seconds = Seconds(t0);
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
   const auto t1 = std::chrono::steady_clock::now();
   BbwReport br;
-  absl::StatusOr<Eigen::MatrixXd> node_weights =
-      BoundedBiharmonicWeights(*domain, *pinned, options.bbw, &br, progress.Sub(0.1, 1.0));
-  if (!node_weights.ok()) return node_weights.status();
+  ASSIGN_OR_RETURN(
+      Eigen::MatrixXd node_weights,
+      BoundedBiharmonicWeights(domain, pinned, options.bbw, &br, progress.Sub(0.1, 1.0)));
   report->solve_seconds = Seconds(t1);
   report->detail = absl::StrFormat("%d point handles (%d at bone ends that are not joints), %d "
                                    "factorizations, %.3g s",
                                    handles.size(), handles.size() - skeleton.size(),
                                    br.factorizations, br.seconds);
   // Eq. 7 on the nodes; the mesh gets them by the domain's interpolation.
-  const Eigen::MatrixXd& J = *node_weights;  // #N by #handles
-  Eigen::MatrixXd En = Eigen::MatrixXd::Zero(domain->num_nodes(), skeleton.size());
+  const Eigen::MatrixXd& J = node_weights;  // #N by #handles
+  Eigen::MatrixXd En = Eigen::MatrixXd::Zero(domain.num_nodes(), skeleton.size());
   for (size_t j = 0; j < bones.size(); ++j) {
     if (!bones[j].valid) continue;
     const Eigen::Index jj = static_cast<Eigen::Index>(j);
@@ -118,9 +108,9 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
                      .cwiseMin(1.0)
                      .matrix();
   }
-  Eigen::MatrixXd E = domain->to_mesh * En;
+  Eigen::MatrixXd E = domain.to_mesh * En;
   if (node_endpoint != nullptr) *node_endpoint = std::move(En);
-  if (domain_out != nullptr) *domain_out = *std::move(domain);
+  if (domain_out != nullptr) *domain_out = std::move(domain);
   return E;
 }
 
@@ -140,20 +130,14 @@ absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const S
                                                        const EndpointBakeOptions& options,
                                                        const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (auto s = ValidateMesh(mesh); !s.ok()) return s;
-  if (auto s = ValidateSkeleton(skeleton); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateSkeleton(skeleton));
   if (options.method != EndpointMethod::kJointBbw && options.method != EndpointMethod::kProjection)
     return absl::InvalidArgumentError(absl::StrFormat("options.method = %d is not an endpoint method",
                                                       static_cast<int>(options.method)));
-  if (options.method == EndpointMethod::kJointBbw && !options.tet_mesh &&
-      (options.voxel.resolution < VoxelGridOptions::kMinResolution ||
-       options.voxel.resolution > VoxelGridOptions::kMaxResolution))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.voxel.resolution = %d is outside [%d, %d]", options.voxel.resolution,
-        VoxelGridOptions::kMinResolution, VoxelGridOptions::kMaxResolution));
-  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
-  if (!handles.ok()) return handles.status();
-  const std::vector<StbsBone> bones = StbsBones(*handles);
+  if (options.method == EndpointMethod::kJointBbw) RETURN_IF_ERROR(options.domain.Validate());
+  ASSIGN_OR_RETURN(std::vector<JointHandle> handles, JointHandles(skeleton));
+  const std::vector<StbsBone> bones = StbsBones(handles);
   if (std::none_of(bones.begin(), bones.end(), [](const StbsBone& b) { return b.valid; }))
     return absl::InvalidArgumentError(
         "skeleton has no joint with a single bone to bake endpoint weights for");
@@ -166,12 +150,11 @@ absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const S
     result.endpoint = ProjectionEndpoints(mesh.V, bones);
     result.report.solve_seconds = Seconds(t1);
   } else {
-    absl::StatusOr<Eigen::MatrixXd> E =
-        JointBbwEndpoints(mesh, skeleton, bones, options, progress, &result.report, &result.node_endpoint, &result.domain);
-    if (!E.ok()) return E.status();
-    result.endpoint = *std::move(E);
+    ASSIGN_OR_RETURN(result.endpoint,
+                     JointBbwEndpoints(mesh, skeleton, bones, options, progress, &result.report,
+                                       &result.node_endpoint, &result.domain));
   }
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
   result.report.total_seconds = Seconds(t0);
   progress.Report("done", 1.0);
   return result;

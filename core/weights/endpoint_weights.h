@@ -4,8 +4,6 @@
 #ifndef SKINNING_CORE_WEIGHTS_ENDPOINT_WEIGHTS_H_
 #define SKINNING_CORE_WEIGHTS_ENDPOINT_WEIGHTS_H_
 
-#include <optional>
-
 #include <Eigen/Core>
 
 #include "absl/status/statusor.h"
@@ -13,7 +11,7 @@
 #include "core/geometry/volume_domain.h"
 #include "core/rig/skeleton.h"
 #include "core/util/progress.h"
-#include "core/weights/bake.h"
+#include "core/weights/bake_report.h"
 #include "core/weights/bbw.h"
 
 namespace skinning {
@@ -23,9 +21,8 @@ const char* EndpointMethodName(EndpointMethod method);  // "endpoint_joint_bbw",
 
 struct EndpointBakeOptions {
   EndpointMethod method = EndpointMethod::kJointBbw;
-  VoxelGridOptions voxel;                  // kJointBbw only (unless tet_mesh is given)
-  std::optional<TetDomainInput> tet_mesh;  // kJointBbw only: a tetrahedral domain instead
-  BbwOptions bbw;                          // kJointBbw only
+  DomainOptions domain;  // kJointBbw only
+  BbwOptions bbw;        // kJointBbw only
 };
 
 struct EndpointBakeResult {
@@ -43,7 +40,7 @@ struct EndpointBakeResult {
 // position; e_i = ½((1 − j_a) + j_b) (Eq. 7), with j_a, j_b the point weights of the bone's
 // ends, mapped to the vertices by domain.to_mesh. kProjection: Eq. 8,
 // e = (p − a)·(b − a) / |b − a|² clamped to [0, 1], no domain. Validates mesh and skeleton like
-// BakeWeights (INVALID_ARGUMENT, FAILED_PRECONDITION for a skeleton outside the mesh);
+// Bake (INVALID_ARGUMENT, FAILED_PRECONDITION for a skeleton outside the mesh);
 // CANCELLED when cancelled. Progress stages "voxelize", "bbw".
 absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const Skeleton& skeleton,
                                                        const EndpointBakeOptions& options,

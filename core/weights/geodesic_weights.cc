@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -201,12 +202,16 @@ std::vector<int> NearestReached(const RowMatrixX3d& nodes, const std::vector<int
 
 }  // namespace
 
+std::string GeodesicWeightsReport::BriefReport() const {
+  return absl::StrFormat("%d unreachable nodes, %.3g s", unreachable_nodes, seconds);
+}
+
 absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
     const GeodesicWeightsOptions& options, GeodesicWeightsReport* report,
     const Progress& progress) {
   const auto start = std::chrono::steady_clock::now();
-  if (absl::Status s = ValidateGraph(domain); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateGraph(domain));
   if (!(options.falloff > 0) || !std::isfinite(options.falloff))
     return absl::InvalidArgumentError(
         absl::StrFormat("geodesic.falloff = %g must be positive and finite", options.falloff));
@@ -226,7 +231,7 @@ absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
       any = true;
     }
   if (!any) return absl::InvalidArgumentError("every handle is empty (no handle has a node)");
-  if (absl::Status s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // ε: half the mean edge length (a small fraction of the domain's size for an edgeless graph).
   double epsilon = 0.0;

@@ -9,6 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "core/rig/bones.h"
+#include "core/util/status_macros.h"
+#include "core/weights/geodesic_weights.h"
+#include "core/weights/handles.h"
 
 namespace skinning {
 
@@ -29,37 +32,21 @@ struct PreparedDomain {
 };
 
 absl::StatusOr<PreparedDomain> PrepareDomain(const Mesh& mesh, const Skeleton& skeleton,
-                                             const VoxelGridOptions& voxel,
-                                             const std::optional<TetDomainInput>& tet_mesh,
+                                             const DomainOptions& options,
                                              const Progress& progress) {
-  if (auto s = ValidateMesh(mesh); !s.ok()) return s;
-  if (auto s = ValidateSkeleton(skeleton); !s.ok()) return s;
-  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
-  if (!handles.ok()) return handles.status();
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateSkeleton(skeleton));
+  ASSIGN_OR_RETURN(std::vector<JointHandle> handles, JointHandles(skeleton));
   int deforming = 0;
-  for (const JointHandle& h : *handles) deforming += h.deforms;
+  for (const JointHandle& h : handles) deforming += h.deforms;
   if (deforming == 0) return absl::InvalidArgumentError("skeleton has no deforming joint to bake weights for");
   PreparedDomain out;
-  out.handles = *std::move(handles);
+  out.handles = std::move(handles);
   progress.Report("voxelize", 0.0);
-  absl::StatusOr<VolumeDomain> domain;
-  if (tet_mesh) {
-    domain = BuildTetDomain(tet_mesh->TV, tet_mesh->TT, mesh.V, progress);
-    if (domain.ok())
-      out.description = absl::StrFormat("tet mesh (%d nodes, %d tets)", domain->num_nodes(), tet_mesh->TT.rows());
-  } else {
-    VoxelGridReport vr;
-    domain = BuildVoxelDomain(mesh, voxel, &vr, progress);
-    if (domain.ok())
-      out.description = absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g)",
-                                        vr.resolution, vr.cells.x(), vr.cells.y(), vr.cells.z(), vr.inside_cells,
-                                        vr.nodes, vr.spacing);
-  }
-  if (!domain.ok()) return domain.status();
-  out.domain = *std::move(domain);
-  absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeRigidBones(out.domain, out.handles);
-  if (!pinned.ok()) return pinned.status();
-  out.bone_nodes = *std::move(pinned);
+  DomainReport report;
+  ASSIGN_OR_RETURN(out.domain, BuildDomain(mesh, options, &report, progress));
+  out.description = report.BriefReport();
+  ASSIGN_OR_RETURN(out.bone_nodes, RasterizeRigidBones(out.domain, out.handles));
   progress.Report("voxelize", 1.0);
   return out;
 }
@@ -70,34 +57,32 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
                                                     const SwingTwistBakeOptions& options,
                                                     const Progress& progress) {
   const auto t0 = Clock::now();
-  absl::StatusOr<PreparedDomain> prepared =
-      PrepareDomain(mesh, skeleton, options.voxel, options.tet_mesh, progress.Sub(0.0, 0.1));
-  if (!prepared.ok()) return prepared.status();
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  ASSIGN_OR_RETURN(PreparedDomain prepared,
+                   PrepareDomain(mesh, skeleton, options.domain, progress.Sub(0.0, 0.1)));
+  RETURN_IF_ERROR(progress.CheckCancelled());
   SwingTwistBakeResult result;
   result.report.method = "swing_twist";
-  result.report.domain = prepared->description;
-  result.report.domain_nodes = prepared->domain.num_nodes();
+  result.report.domain = prepared.description;
+  result.report.domain_nodes = prepared.domain.num_nodes();
   result.report.domain_seconds = Seconds(t0);
   const auto t1 = Clock::now();
-  const VolumeDomain& domain = prepared->domain;
+  const VolumeDomain& domain = prepared.domain;
   const int J = static_cast<int>(skeleton.joints.size());
   const int N = domain.num_nodes();
 
   // Deformer weights: point BBW at the joints.
   const Progress dprog = progress.Sub(0.1, 0.3);
   dprog.Report("deformer weights", 0.0);
-  absl::StatusOr<std::vector<std::vector<int>>> point_nodes =
-      RasterizeHandles(domain, JointPointHandles(skeleton));
-  if (!point_nodes.ok()) return point_nodes.status();
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> point_nodes,
+                   RasterizeHandles(domain, JointPointHandles(skeleton)));
   BbwReport bbw_report;
-  absl::StatusOr<Eigen::MatrixXd> d = BoundedBiharmonicWeights(domain, *point_nodes, options.bbw, &bbw_report, dprog);
-  if (!d.ok()) return d.status();
+  ASSIGN_OR_RETURN(Eigen::MatrixXd d,
+                   BoundedBiharmonicWeights(domain, point_nodes, options.bbw, &bbw_report, dprog));
   dprog.Report("deformer weights", 1.0);
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
+  RETURN_IF_ERROR(progress.CheckCancelled());
 
   // Swing and twist weights per joint with a deformer.
-  result.frames = JointFrames(skeleton, prepared->handles);
+  result.frames = JointFrames(skeleton, prepared.handles);
   result.node_swing = Eigen::MatrixXd::Zero(N, J);
   result.node_twist = Eigen::MatrixXd::Zero(N, J);
   result.swing_reports.assign(J, EmwReport());
@@ -109,32 +94,31 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   int done = 0;
   if (deformers > 0) {
-    absl::StatusOr<ElasticEnergy> energy = BuildElasticEnergy(domain);
-    if (!energy.ok()) return energy.status();
+    ASSIGN_OR_RETURN(ElasticEnergy energy, BuildElasticEnergy(domain));
     for (int j = 0; j < J; ++j) {
       if (!result.frames[j].deformer) continue;
       std::vector<int> moving, fixed;
       for (int other = 0; other < J; ++other) {
         std::vector<int>& dst = InSubtree(skeleton, other, j) ? moving : fixed;
-        dst.insert(dst.end(), prepared->bone_nodes[other].begin(), prepared->bone_nodes[other].end());
+        dst.insert(dst.end(), prepared.bone_nodes[other].begin(), prepared.bone_nodes[other].end());
       }
       const double f0 = static_cast<double>(done) / deformers, f1 = static_cast<double>(done + 1) / deformers;
-      absl::StatusOr<EmwSwingTwist> st = EnergyMinimizingSwingTwistWeights(
-          *energy, result.frames[j], moving, fixed, options.emw, &result.swing_reports[j],
-          &result.twist_reports[j], sprog.Sub(f0, f1));
-      if (!st.ok()) return st.status();
-      const Eigen::VectorXd* s = &st->swing;
-      const Eigen::VectorXd* t = &st->twist;
+      ASSIGN_OR_RETURN(EmwSwingTwist st,
+                       EnergyMinimizingSwingTwistWeights(
+                           energy, result.frames[j], moving, fixed, options.emw,
+                           &result.swing_reports[j], &result.twist_reports[j], sprog.Sub(f0, f1)));
+      const Eigen::VectorXd* s = &st.swing;
+      const Eigen::VectorXd* t = &st.twist;
       result.node_swing.col(j) = *s;
       result.node_twist.col(j) = *t;
       lo = std::min({lo, s->minCoeff(), t->minCoeff()});
       hi = std::max({hi, s->maxCoeff(), t->maxCoeff()});
       ++done;
       sprog.Report("swing/twist weights", f1);
-      if (auto st = progress.CheckCancelled(); !st.ok()) return st;
+      RETURN_IF_ERROR(progress.CheckCancelled());
     }
   }
-  result.node_deformer = *std::move(d);
+  result.node_deformer = std::move(d);
   result.deformer = domain.to_mesh * result.node_deformer;
   result.swing = domain.to_mesh * result.node_swing;
   result.twist = domain.to_mesh * result.node_twist;
@@ -155,19 +139,42 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   } else {
     result.report.detail = absl::StrFormat("no joint with a deformer; deformer BBW %.3g s", bbw_report.seconds);
   }
-  result.domain = std::move(prepared->domain);
+  result.domain = std::move(prepared.domain);
   result.report.total_seconds = Seconds(t0);
   progress.Report("done", 1.0);
   return result;
 }
 
-absl::StatusOr<std::shared_ptr<const ElasticModel>> BuildElasticModel(
-    const Mesh& mesh, const Skeleton& skeleton, const VoxelGridOptions& voxel,
-    const std::optional<TetDomainInput>& tet_mesh, const Progress& progress) {
-  absl::StatusOr<PreparedDomain> prepared = PrepareDomain(mesh, skeleton, voxel, tet_mesh, progress.Sub(0.0, 0.5));
-  if (!prepared.ok()) return prepared.status();
-  if (auto s = progress.CheckCancelled(); !s.ok()) return s;
-  return ElasticModel::Create(std::move(prepared->domain), std::move(prepared->bone_nodes), progress.Sub(0.5, 1.0));
+absl::StatusOr<std::shared_ptr<const ElasticModel>> BuildElasticModel(const Mesh& mesh,
+                                                                      const Skeleton& skeleton,
+                                                                      const DomainOptions& domain,
+                                                                      BakeReport* report,
+                                                                      const Progress& progress) {
+  const auto t0 = Clock::now();
+  ASSIGN_OR_RETURN(PreparedDomain prepared,
+                   PrepareDomain(mesh, skeleton, domain, progress.Sub(0.0, 0.5)));
+  RETURN_IF_ERROR(progress.CheckCancelled());
+  const double domain_seconds = Seconds(t0);
+  const auto t1 = Clock::now();
+  ASSIGN_OR_RETURN(Eigen::MatrixXd start_weights,
+                   GeodesicVoxelWeights(prepared.domain, prepared.bone_nodes));
+  const int nodes = prepared.domain.num_nodes();
+  const int elements = static_cast<int>(prepared.domain.elements.rows());
+  int pinned = 0;
+  for (const std::vector<int>& bone : prepared.bone_nodes) pinned += static_cast<int>(bone.size());
+  ASSIGN_OR_RETURN(std::shared_ptr<const ElasticModel> model,
+                   ElasticModel::Create(std::move(prepared.domain), std::move(prepared.bone_nodes),
+                                        std::move(start_weights), progress.Sub(0.5, 1.0)));
+  if (report != nullptr) {
+    report->method = "elastic_model";
+    report->domain = prepared.description;
+    report->domain_nodes = nodes;
+    report->domain_seconds = domain_seconds;
+    report->solve_seconds = Seconds(t1);
+    report->total_seconds = Seconds(t0);
+    report->detail = absl::StrFormat("%d elements, %d pinned bone nodes", elements, pinned);
+  }
+  return model;
 }
 
 }  // namespace skinning

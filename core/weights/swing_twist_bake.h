@@ -5,7 +5,6 @@
 #define SKINNING_CORE_WEIGHTS_SWING_TWIST_BAKE_H_
 
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include <Eigen/Core>
@@ -17,17 +16,16 @@
 #include "core/rig/skeleton.h"
 #include "core/solve/elastic.h"
 #include "core/util/progress.h"
-#include "core/weights/bake.h"
+#include "core/weights/bake_report.h"
 #include "core/weights/bbw.h"
 #include "core/weights/emw.h"
 
 namespace skinning {
 
 struct SwingTwistBakeOptions {
-  VoxelGridOptions voxel;                  // default resolution 64
-  std::optional<TetDomainInput> tet_mesh;  // from core/weights/bake.h
+  DomainOptions domain;  // default: voxel grid of resolution 64
   EmwOptions emw;
-  BbwOptions bbw;                          // for the deformer weights
+  BbwOptions bbw;  // for the deformer weights
 };
 
 struct SwingTwistBakeResult {
@@ -41,24 +39,25 @@ struct SwingTwistBakeResult {
   BakeReport report;  // method "swing_twist"; detail: e.g. "per joint s+t 1.2 s; weights in [-0.003, 1.002]"
 };
 
-// Validates mesh and skeleton like BakeWeights; domain from options.voxel or options.tet_mesh;
+// Validates mesh and skeleton like Bake; domain = BuildDomain(mesh, options.domain);
 // bone handles = RasterizeHandles(domain, JointHandles(skeleton)); d = BoundedBiharmonicWeights
 // on the point handles RasterizeHandles(domain, JointPointHandles(skeleton)) (rows sum to 1, in
 // [0, 1]); for each joint with a deformer: moving = bone nodes of the joints in its subtree
 // (InSubtree), fixed = bone nodes of all other joints; s, t = EnergyMinimizingWeight (swing,
 // twist); mesh weights = domain.to_mesh · node weights (s, t unclamped). Progress stages
 // "voxelize", "deformer weights", "swing/twist weights" with a fraction; CANCELLED honoured
-// between and inside solves. INVALID_ARGUMENT for bad input (as BakeWeights), FAILED_PRECONDITION
+// between and inside solves. INVALID_ARGUMENT for bad input (as Bake), FAILED_PRECONDITION
 // for a skeleton outside the mesh.
 absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skeleton& skeleton,
                                                     const SwingTwistBakeOptions& options,
                                                     const Progress& progress = {});
 
 // The gold-standard model: the same domain and bone-node rasterization as BakeSwingTwist, then
-// ElasticModel::Create. Errors as BakeSwingTwist's.
+// ElasticModel::Create with geodesic voxel weights from the bone nodes as its start weights.
+// Fills `report` (method "elastic_model") when given. Errors as BakeSwingTwist's.
 absl::StatusOr<std::shared_ptr<const ElasticModel>> BuildElasticModel(
-    const Mesh& mesh, const Skeleton& skeleton, const VoxelGridOptions& voxel,
-    const std::optional<TetDomainInput>& tet_mesh, const Progress& progress = {});
+    const Mesh& mesh, const Skeleton& skeleton, const DomainOptions& domain,
+    BakeReport* report = nullptr, const Progress& progress = {});
 
 }  // namespace skinning
 

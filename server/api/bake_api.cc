@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/names.h"
 
 namespace skinning {

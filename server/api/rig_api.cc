@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/util/status_macros.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/names.h"
 #include "server/pose/psd_models.h"
 

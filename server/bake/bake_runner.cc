@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
 #include "server/bake/bake_options.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 
 namespace skinning {
 

@@ -9,7 +9,7 @@
 #include "core/geometry/mesh.h"
 #include "core/skinning/lbs.h"
 #include "core/util/status_macros.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/names.h"
 
 namespace skinning {

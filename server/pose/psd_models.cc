@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "core/skinning/psd.h"
 #include "core/util/status_macros.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/names.h"
 #include "server/pose/deformer.h"
 

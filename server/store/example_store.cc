@@ -15,8 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 #include "server/auth/auth.h"
+#include "server/convert/convert.h"
 #include "server/names.h"
-#include "server/convert.h"
 
 namespace skinning {
 namespace {

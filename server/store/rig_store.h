@@ -14,9 +14,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "core/rig/rig.h"
+#include "server/convert/convert.h"
+#include "server/convert/rig.h"
 #include "server/store/blob_store.h"
-#include "server/convert.h"
 #include "server/store/lru_cache.h"
 #include "skinning/internal/v1/store.pb.h"
 #include "skinning/v1/rig.pb.h"

@@ -13,7 +13,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/health_check.h"
 #include "tests/support/server_process.h"

@@ -12,7 +12,7 @@
 #include "client/client.h"
 #include "core/io/medit.h"
 #include "core/io/tgf.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"

@@ -14,7 +14,7 @@
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/geometry_metrics.h"
 #include "tests/support/gltf_reference.h"

@@ -16,7 +16,7 @@
 #include "core/skinning/stbs.h"
 #include "core/skinning/swing_twist.h"
 #include "core/weights/swing_twist_bake.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"
 
@@ -182,7 +182,7 @@ TEST_F(DeformersEndToEnd, ElasticPoseMatchesALocalGoldStandardSolveAndSurvivesAR
   ASSERT_TRUE(frame.ok()) << frame.status();
   VoxelGridOptions voxel;
   voxel.resolution = kResolution;
-  auto model = BuildElasticModel(rig_.mesh, rig_.skeleton, voxel, std::nullopt);
+  auto model = BuildElasticModel(rig_.mesh, rig_.skeleton, DomainOptions{voxel, std::nullopt});
   ASSERT_TRUE(model.ok()) << model.status();
   const auto T = *SkinningTransforms(rig_.skeleton, order_, pose);
   auto X = (*model)->Solve(T, nullptr, ElasticOptions());

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "skinning/v1/skinning.grpc.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_get.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "skinning/v1/store.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/redis_process.h"

@@ -17,7 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_get.h"
 #include "tests/support/server_process.h"

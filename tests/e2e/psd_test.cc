@@ -16,7 +16,7 @@
 #include "client/client.h"
 #include "core/geometry/mesh.h"
 #include "core/io/obj.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"
 

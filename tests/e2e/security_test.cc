@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "client/client.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/health_check.h"
 #include "tests/support/server_process.h"

@@ -13,7 +13,7 @@
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/server_process.h"
 

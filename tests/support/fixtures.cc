@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace skinning::testing {
@@ -180,6 +181,46 @@ RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed) {
     for (int j = 0; j < joints; ++j) D(i, j) = 0.5 * (u(gen) + 1.0);
   r.W = TopK(D, k);
   return r;
+}
+
+void OrientOutward(Mesh* mesh, const std::function<Eigen::Vector3d(const Eigen::Vector3d&)>& core) {
+  for (int f = 0; f < mesh->F.rows(); ++f) {
+    const Eigen::Vector3d a = mesh->V.row(mesh->F(f, 0)), b = mesh->V.row(mesh->F(f, 1)),
+                          c = mesh->V.row(mesh->F(f, 2));
+    const Eigen::Vector3d centroid = (a + b + c) / 3.0;
+    if ((b - a).cross(c - a).dot(centroid - core(centroid)) < 0)
+      std::swap(mesh->F(f, 1), mesh->F(f, 2));
+  }
+}
+
+Mesh MakeSphere(const Eigen::Vector3d& centre, double r, int nu, int nv) {
+  Mesh m;
+  m.V.resize(2 + nu * (nv - 1), 3);
+  m.V.row(0) = (centre + Eigen::Vector3d(0, 0, r)).transpose();
+  for (int i = 1; i < nv; ++i)
+    for (int j = 0; j < nu; ++j) {
+      const double theta = M_PI * i / nv, phi = 2 * M_PI * j / nu;
+      m.V.row(1 + (i - 1) * nu + j) =
+          (centre + r * Eigen::Vector3d(std::sin(theta) * std::cos(phi),
+                                        std::sin(theta) * std::sin(phi), std::cos(theta)))
+              .transpose();
+    }
+  const int south = 1 + nu * (nv - 1);
+  m.V.row(south) = (centre - Eigen::Vector3d(0, 0, r)).transpose();
+  std::vector<Eigen::Vector3i> tris;
+  auto ring = [&](int i, int j) { return 1 + (i - 1) * nu + (j % nu); };
+  for (int j = 0; j < nu; ++j) {
+    tris.emplace_back(0, ring(1, j), ring(1, j + 1));
+    tris.emplace_back(south, ring(nv - 1, j + 1), ring(nv - 1, j));
+    for (int i = 1; i + 1 < nv; ++i) {
+      tris.emplace_back(ring(i, j), ring(i + 1, j), ring(i + 1, j + 1));
+      tris.emplace_back(ring(i, j), ring(i + 1, j + 1), ring(i, j + 1));
+    }
+  }
+  m.F.resize(tris.size(), 3);
+  for (size_t f = 0; f < tris.size(); ++f) m.F.row(f) = tris[f].transpose();
+  OrientOutward(&m, [&](const Eigen::Vector3d&) { return centre; });
+  return m;
 }
 
 }  // namespace skinning::testing

@@ -2,7 +2,12 @@
 #ifndef SKINNING_TESTS_SUPPORT_FIXTURES_H_
 #define SKINNING_TESTS_SUPPORT_FIXTURES_H_
 
-#include "core/rig/rig.h"
+#include <functional>
+
+#include <Eigen/Core>
+
+#include "core/geometry/mesh.h"
+#include "server/convert/rig.h"
 
 namespace skinning::testing {
 
@@ -32,6 +37,12 @@ struct RandomSkinningData {
   SparseWeights W;
 };
 RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed);
+
+// Orients every triangle so that its normal points away from core(centroid).
+void OrientOutward(Mesh* mesh, const std::function<Eigen::Vector3d(const Eigen::Vector3d&)>& core);
+
+// A latitude/longitude sphere, outward-facing: nu segments around, nv rings from pole to pole.
+Mesh MakeSphere(const Eigen::Vector3d& centre, double r, int nu = 48, int nv = 24);
 
 }  // namespace skinning::testing
 

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 
 namespace skinning::testing::gltf_reference {
 namespace {
@@ -202,11 +203,10 @@ absl::StatusOr<AccessorData> ReadAccessor(const tinygltf::Model& model, int inde
       return absl::InvalidArgumentError(absl::StrCat(what, ": byteStride too small"));
     }
     const size_t span = stride * (accessor.count - 1) + element_size;
-    absl::StatusOr<const unsigned char*> base =
-        ViewBytes(model, accessor.bufferView, accessor.byteOffset, span, what);
-    if (!base.ok()) return base.status();
+    ASSIGN_OR_RETURN(const unsigned char* base,
+                     ViewBytes(model, accessor.bufferView, accessor.byteOffset, span, what));
     for (size_t e = 0; e < accessor.count; ++e) {
-      const unsigned char* element = *base + e * stride;
+      const unsigned char* element = base + e * stride;
       for (int c = 0; c < components; ++c) {
         data.values[e * components + c] =
             ReadComponent(element + c * size, accessor.componentType, accessor.normalized);
@@ -221,23 +221,23 @@ absl::StatusOr<AccessorData> ReadAccessor(const tinygltf::Model& model, int inde
     if (index_size == 0 || index_type == TINYGLTF_COMPONENT_TYPE_FLOAT) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": bad sparse index type"));
     }
-    absl::StatusOr<const unsigned char*> indices =
+    ASSIGN_OR_RETURN(
+        const unsigned char* indices,
         ViewBytes(model, accessor.sparse.indices.bufferView, accessor.sparse.indices.byteOffset,
-                  n * index_size, what + " sparse indices");
-    if (!indices.ok()) return indices.status();
-    absl::StatusOr<const unsigned char*> values =
+                  n * index_size, what + " sparse indices"));
+    ASSIGN_OR_RETURN(
+        const unsigned char* values,
         ViewBytes(model, accessor.sparse.values.bufferView, accessor.sparse.values.byteOffset,
-                  n * element_size, what + " sparse values");
-    if (!values.ok()) return values.status();
+                  n * element_size, what + " sparse values"));
     for (size_t i = 0; i < n; ++i) {
       const auto target =
-          static_cast<size_t>(ReadComponent(*indices + i * index_size, index_type, false));
+          static_cast<size_t>(ReadComponent(indices + i * index_size, index_type, false));
       if (target >= accessor.count) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": sparse index out of range"));
       }
       for (int c = 0; c < components; ++c) {
         data.values[target * components + c] = ReadComponent(
-            *values + i * element_size + c * size, accessor.componentType, accessor.normalized);
+            values + i * element_size + c * size, accessor.componentType, accessor.normalized);
       }
     }
   }
@@ -428,24 +428,22 @@ absl::StatusOr<std::vector<Matrix4d>> LocalMatrices(const tinygltf::Model& model
         return absl::InvalidArgumentError(
             absl::StrCat("sampler interpolation ", sampler.interpolation));
       }
-      absl::StatusOr<AccessorData> input = ReadAccessor(model, sampler.input);
-      if (!input.ok()) return input.status();
-      absl::StatusOr<AccessorData> output = ReadAccessor(model, sampler.output);
-      if (!output.ok()) return output.status();
+      ASSIGN_OR_RETURN(AccessorData input, ReadAccessor(model, sampler.input));
+      ASSIGN_OR_RETURN(AccessorData output, ReadAccessor(model, sampler.output));
       const int keys_per_input = mode == Mode::kCubic ? 3 : 1;
-      if (input->components != 1 || input->count < 1 || output->components != expected_components ||
-          output->count != keys_per_input * input->count ||
-          (mode == Mode::kCubic && input->count < 2)) {
+      if (input.components != 1 || input.count < 1 || output.components != expected_components ||
+          output.count != keys_per_input * input.count ||
+          (mode == Mode::kCubic && input.count < 2)) {
         return absl::InvalidArgumentError(
             absl::StrCat("channel ", ci, ": sampler input/output shapes do not match"));
       }
-      for (int k = 0; k + 1 < input->count; ++k) {
-        if (!(input->at(k, 0) < input->at(k + 1, 0))) {
+      for (int k = 0; k + 1 < input.count; ++k) {
+        if (!(input.at(k, 0) < input.at(k + 1, 0))) {
           return absl::InvalidArgumentError(
               absl::StrCat("channel ", ci, ": input times not strictly increasing"));
         }
       }
-      const Eigen::VectorXd v = SampleChannel(*input, *output, mode, path, t);
+      const Eigen::VectorXd v = SampleChannel(input, output, mode, path, t);
       if (use_matrix[node]) {  // spec violation, but recoverable: animate its TRS parts
         trs[node] = Decompose(matrices[node]);
         use_matrix[node] = false;
@@ -508,12 +506,11 @@ absl::StatusOr<std::vector<Matrix4d>> GlobalMatrices(const tinygltf::Model& mode
 // ---------------------------------------------------------------------------------------------
 
 absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animation) {
-  absl::StatusOr<tinygltf::Model> model = LoadModel(path);
-  if (!model.ok()) return model.status();
-  if (animation < 0 || animation >= static_cast<int>(model->animations.size())) {
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+  if (animation < 0 || animation >= static_cast<int>(model.animations.size())) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no animation ", animation));
   }
-  const tinygltf::Animation& anim = model->animations[animation];
+  const tinygltf::Animation& anim = model.animations[animation];
   std::set<int> inputs;
   for (const tinygltf::AnimationChannel& channel : anim.channels) {
     if (channel.sampler < 0 || channel.sampler >= static_cast<int>(anim.samplers.size())) {
@@ -523,10 +520,9 @@ absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animatio
   }
   std::set<double> times;
   for (int input : inputs) {
-    absl::StatusOr<AccessorData> data = ReadAccessor(*model, input);
-    if (!data.ok()) return data.status();
-    if (data->components != 1) return absl::InvalidArgumentError("sampler input is not SCALAR");
-    times.insert(data->values.begin(), data->values.end());
+    ASSIGN_OR_RETURN(AccessorData data, ReadAccessor(model, input));
+    if (data.components != 1) return absl::InvalidArgumentError("sampler input is not SCALAR");
+    times.insert(data.values.begin(), data.values.end());
   }
   if (times.empty()) return absl::InvalidArgumentError("animation has no keys");
   KeyTimes result;
@@ -537,11 +533,10 @@ absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animatio
 }
 
 absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t) {
-  absl::StatusOr<tinygltf::Model> model = LoadModel(path);
-  if (!model.ok()) return model.status();
-  if (model->skins.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no skin"));
-  const tinygltf::Skin& skin = model->skins[0];
-  const int num_nodes = static_cast<int>(model->nodes.size());
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+  if (model.skins.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no skin"));
+  const tinygltf::Skin& skin = model.skins[0];
+  const int num_nodes = static_cast<int>(model.nodes.size());
   const int num_joints = static_cast<int>(skin.joints.size());
   for (int joint : skin.joints) {
     if (joint < 0 || joint >= num_nodes) {
@@ -552,33 +547,30 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
   // Inverse bind matrices: column-major MAT4 floats, identity when absent.
   std::vector<Matrix4d> inverse_bind(num_joints, Matrix4d::Identity());
   if (skin.inverseBindMatrices >= 0) {
-    absl::StatusOr<AccessorData> ibm = ReadAccessor(*model, skin.inverseBindMatrices);
-    if (!ibm.ok()) return ibm.status();
-    if (ibm->components != 16 || ibm->count < num_joints) {
+    ASSIGN_OR_RETURN(AccessorData ibm, ReadAccessor(model, skin.inverseBindMatrices));
+    if (ibm.components != 16 || ibm.count < num_joints) {
       return absl::InvalidArgumentError("inverseBindMatrices is not #joints MAT4");
     }
     for (int j = 0; j < num_joints; ++j) {
-      for (int e = 0; e < 16; ++e) inverse_bind[j](e % 4, e / 4) = ibm->at(j, e);
+      for (int e = 0; e < 16; ++e) inverse_bind[j](e % 4, e / 4) = ibm.at(j, e);
     }
   }
 
-  absl::StatusOr<std::vector<Matrix4d>> local = LocalMatrices(*model, animation, t);
-  if (!local.ok()) return local.status();
-  absl::StatusOr<std::vector<Matrix4d>> global = GlobalMatrices(*model, *local);
-  if (!global.ok()) return global.status();
+  ASSIGN_OR_RETURN(std::vector<Matrix4d> local, LocalMatrices(model, animation, t));
+  ASSIGN_OR_RETURN(std::vector<Matrix4d> global, GlobalMatrices(model, local));
   std::vector<Matrix4d> joint_matrix(num_joints);
   for (int j = 0; j < num_joints; ++j) {
-    joint_matrix[j] = (*global)[skin.joints[j]] * inverse_bind[j];
+    joint_matrix[j] = global[skin.joints[j]] * inverse_bind[j];
   }
 
   SkinnedPositions result;
   for (int n = 0; n < num_nodes; ++n) {
-    const tinygltf::Node& node = model->nodes[n];
+    const tinygltf::Node& node = model.nodes[n];
     if (node.skin != 0 || node.mesh < 0) continue;
-    if (node.mesh >= static_cast<int>(model->meshes.size())) {
+    if (node.mesh >= static_cast<int>(model.meshes.size())) {
       return absl::InvalidArgumentError(absl::StrCat("node ", n, ": bad mesh"));
     }
-    const tinygltf::Mesh& mesh = model->meshes[node.mesh];
+    const tinygltf::Mesh& mesh = model.meshes[node.mesh];
     for (size_t p = 0; p < mesh.primitives.size(); ++p) {
       const tinygltf::Primitive& primitive = mesh.primitives[p];
       const int mode = primitive.mode < 0 ? TINYGLTF_MODE_TRIANGLES : primitive.mode;
@@ -594,12 +586,11 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
       if (attribute("POSITION") < 0) {
         return absl::InvalidArgumentError(where + ": no POSITION");
       }
-      absl::StatusOr<AccessorData> positions = ReadAccessor(*model, attribute("POSITION"));
-      if (!positions.ok()) return positions.status();
-      if (positions->components != 3) {
+      ASSIGN_OR_RETURN(AccessorData positions, ReadAccessor(model, attribute("POSITION")));
+      if (positions.components != 3) {
         return absl::InvalidArgumentError(where + ": POSITION is not VEC3");
       }
-      const int count = positions->count;
+      const int count = positions.count;
 
       std::vector<AccessorData> joints;
       std::vector<AccessorData> weights;
@@ -611,27 +602,24 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": JOINTS_", set, "/WEIGHTS_", set, " not paired"));
         }
-        const int joint_type = model->accessors[j_index].componentType;
+        const int joint_type = model.accessors[j_index].componentType;
         if (joint_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE &&
             joint_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT) {
           return absl::InvalidArgumentError(absl::StrCat(where, ": JOINTS_", set, " type"));
         }
-        absl::StatusOr<AccessorData> j = ReadAccessor(*model, j_index);
-        if (!j.ok()) return j.status();
-        absl::StatusOr<AccessorData> w = ReadAccessor(*model, w_index);
-        if (!w.ok()) return w.status();
-        if (j->components != 4 || w->components != 4 || j->count != count || w->count != count) {
+        ASSIGN_OR_RETURN(AccessorData j, ReadAccessor(model, j_index));
+        ASSIGN_OR_RETURN(AccessorData w, ReadAccessor(model, w_index));
+        if (j.components != 4 || w.components != 4 || j.count != count || w.count != count) {
           return absl::InvalidArgumentError(
               absl::StrCat(where, ": JOINTS_", set, "/WEIGHTS_", set, " shape"));
         }
-        joints.push_back(*std::move(j));
-        weights.push_back(*std::move(w));
+        joints.push_back(std::move(j));
+        weights.push_back(std::move(w));
       }
       if (joints.empty()) return absl::InvalidArgumentError(where + ": no JOINTS_0/WEIGHTS_0");
 
       for (int v = 0; v < count; ++v) {
-        const Eigen::Vector4d rest(positions->at(v, 0), positions->at(v, 1), positions->at(v, 2),
-                                   1.0);
+        const Eigen::Vector4d rest(positions.at(v, 0), positions.at(v, 1), positions.at(v, 2), 1.0);
         double sum = 0;
         Eigen::Vector4d posed = Eigen::Vector4d::Zero();
         for (size_t set = 0; set < joints.size(); ++set) {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/util/status_macros.h"
 
 namespace skinning::testing {
 namespace {
@@ -143,9 +144,7 @@ absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const st
   std::string body = raw.substr(head_end + 4);
   auto te = response.headers.find("transfer-encoding");
   if (te != response.headers.end() && absl::AsciiStrToLower(te->second) == "chunked") {
-    absl::StatusOr<std::string> dechunked = Dechunk(body);
-    if (!dechunked.ok()) return dechunked.status();
-    body = *std::move(dechunked);
+    ASSIGN_OR_RETURN(body, Dechunk(body));
   } else if (content_length >= 0) {
     if (body.size() < static_cast<size_t>(content_length))
       return absl::DataLossError(

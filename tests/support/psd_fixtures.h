@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/rig/pose.h"
-#include "core/rig/rig.h"
 #include "core/skinning/psd.h"
+#include "server/convert/rig.h"
 
 namespace skinning::testing {
 

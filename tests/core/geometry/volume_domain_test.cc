@@ -19,65 +19,27 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "core/io/gltf.h"
 #include "core/io/medit.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "core/rig/bones.h"
 #include "tests/support/data.h"
+#include "tests/support/fixtures.h"
 
 namespace skinning {
 namespace {
 
 using ::skinning::testing::DataPath;
+using ::skinning::testing::MakeSphere;
+using ::skinning::testing::OrientOutward;
 using ::testing::HasSubstr;
 
 constexpr double kPi = 3.14159265358979323846;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures generated in code.
-
-// Orients every triangle so that its normal points away from outward_from(centroid).
-void OrientOutward(Mesh* mesh, const std::function<Eigen::Vector3d(const Eigen::Vector3d&)>& core) {
-  for (int f = 0; f < mesh->F.rows(); ++f) {
-    const Eigen::Vector3d a = mesh->V.row(mesh->F(f, 0)), b = mesh->V.row(mesh->F(f, 1)),
-                          c = mesh->V.row(mesh->F(f, 2));
-    const Eigen::Vector3d centroid = (a + b + c) / 3.0;
-    if ((b - a).cross(c - a).dot(centroid - core(centroid)) < 0)
-      std::swap(mesh->F(f, 1), mesh->F(f, 2));
-  }
-}
-
-// A latitude/longitude sphere: nu segments around, nv rings from pole to pole.
-Mesh Sphere(const Eigen::Vector3d& centre, double r, int nu = 48, int nv = 24) {
-  Mesh m;
-  m.V.resize(2 + nu * (nv - 1), 3);
-  m.V.row(0) = (centre + Eigen::Vector3d(0, 0, r)).transpose();
-  for (int i = 1; i < nv; ++i)
-    for (int j = 0; j < nu; ++j) {
-      const double theta = kPi * i / nv, phi = 2 * kPi * j / nu;
-      m.V.row(1 + (i - 1) * nu + j) =
-          (centre + r * Eigen::Vector3d(std::sin(theta) * std::cos(phi),
-                                        std::sin(theta) * std::sin(phi), std::cos(theta)))
-              .transpose();
-    }
-  const int south = 1 + nu * (nv - 1);
-  m.V.row(south) = (centre - Eigen::Vector3d(0, 0, r)).transpose();
-  std::vector<Eigen::Vector3i> tris;
-  auto ring = [&](int i, int j) { return 1 + (i - 1) * nu + (j % nu); };
-  for (int j = 0; j < nu; ++j) {
-    tris.emplace_back(0, ring(1, j), ring(1, j + 1));
-    tris.emplace_back(south, ring(nv - 1, j + 1), ring(nv - 1, j));
-    for (int i = 1; i + 1 < nv; ++i) {
-      tris.emplace_back(ring(i, j), ring(i + 1, j), ring(i + 1, j + 1));
-      tris.emplace_back(ring(i, j), ring(i + 1, j + 1), ring(i, j + 1));
-    }
-  }
-  m.F.resize(tris.size(), 3);
-  for (size_t f = 0; f < tris.size(); ++f) m.F.row(f) = tris[f].transpose();
-  OrientOutward(&m, [&](const Eigen::Vector3d&) { return centre; });
-  return m;
-}
 
 // A torus about the z axis: major radius R, tube radius r.
 Mesh Torus(double R, double r, int nu = 64, int nv = 24) {
@@ -246,7 +208,7 @@ void ExpectSymmetricPsdWithZeroRowSums(const Eigen::SparseMatrix<double>& K) {
 // Discretization.
 
 TEST(VolumeDomainTest, StiffnessRowsSumToZeroAndIsSymmetricPSD) {
-  const VolumeDomain voxels = VoxelDomainOrDie(Sphere(Eigen::Vector3d(0.1, 0.2, 0.3), 1.0), 8);
+  const VolumeDomain voxels = VoxelDomainOrDie(MakeSphere(Eigen::Vector3d(0.1, 0.2, 0.3), 1.0), 8);
   ASSERT_GT(voxels.num_nodes(), 0);
   ASSERT_LT(voxels.num_nodes(), 3000);
   ExpectSymmetricPsdWithZeroRowSums(voxels.K);
@@ -261,7 +223,7 @@ TEST(VolumeDomainTest, MassSumsToDomainVolume) {
   // Voxels: the mass is the domain cells' volume; the domain covers the (inscribed polyhedral)
   // sphere and reaches at most a cell diagonal beyond it (surface cells).
   const double r = 1.0;
-  const Mesh sphere = Sphere(Eigen::Vector3d::Zero(), r, 96, 48);
+  const Mesh sphere = MakeSphere(Eigen::Vector3d::Zero(), r, 96, 48);
   VoxelGridReport report;
   const VolumeDomain voxels = VoxelDomainOrDie(sphere, 48, &report);
   const double h = voxels.spacing;
@@ -377,7 +339,7 @@ void ExpectPartitionOfUnity(const Eigen::SparseMatrix<double, Eigen::RowMajor>& 
 }
 
 TEST(VolumeDomainTest, ToMeshRowsArePartitionOfUnity) {
-  const Mesh sphere = Sphere(Eigen::Vector3d(1, 2, 3), 0.5);
+  const Mesh sphere = MakeSphere(Eigen::Vector3d(1, 2, 3), 0.5);
   const VolumeDomain voxels = VoxelDomainOrDie(sphere, 20);
   ASSERT_EQ(voxels.to_mesh.rows(), sphere.V.rows());
   ASSERT_EQ(voxels.to_mesh.cols(), voxels.num_nodes());
@@ -398,7 +360,7 @@ TEST(VolumeDomainTest, ToMeshRowsArePartitionOfUnity) {
 
 TEST(VolumeDomainTest, VoxelizesSphereAndTorus) {
   {
-    const VolumeDomain d = VoxelDomainOrDie(Sphere(Eigen::Vector3d::Zero(), 1.0), 32);
+    const VolumeDomain d = VoxelDomainOrDie(MakeSphere(Eigen::Vector3d::Zero(), 1.0), 32);
     EXPECT_TRUE(d.cell_inside[CellIndexOf(d, Eigen::Vector3d(0.01, 0.02, 0.03))]);
     EXPECT_FALSE(d.cell_inside[0]);  // a padding corner
     // Every cell well inside the ball is in the domain, every cell well outside is not.
@@ -460,10 +422,10 @@ void ExpectCellsMatchBalls(const VolumeDomain& d,
 TEST(VolumeDomainTest, RobustToSelfIntersectionsAndDuplicatedComponents) {
   const Eigen::Vector3d c1(-0.5, 0, 0), c2(0.5, 0.1, 0);
   // Two overlapping spheres (the winding number is 2 in the overlap).
-  ExpectCellsMatchBalls(VoxelDomainOrDie(Concatenate(Sphere(c1, 1.0), Sphere(c2, 1.0)), 40),
+  ExpectCellsMatchBalls(VoxelDomainOrDie(Concatenate(MakeSphere(c1, 1.0), MakeSphere(c2, 1.0)), 40),
                         {{c1, 1.0}, {c2, 1.0}});
   // The same sphere twice.
-  const Mesh sphere = Sphere(c1, 1.0);
+  const Mesh sphere = MakeSphere(c1, 1.0);
   ExpectCellsMatchBalls(VoxelDomainOrDie(Concatenate(sphere, sphere), 32), {{c1, 1.0}});
   // A sphere with the fan around one equator vertex deleted: a hole about 3 cells wide, through
   // which the inside is one component with the outside.
@@ -487,13 +449,13 @@ TEST(VolumeDomainTest, RobustToSelfIntersectionsAndDuplicatedComponents) {
 }
 
 TEST(VolumeDomainTest, InvertedOrientationStillHasAnInside) {
-  Mesh sphere = Sphere(Eigen::Vector3d::Zero(), 1.0);
+  Mesh sphere = MakeSphere(Eigen::Vector3d::Zero(), 1.0);
   sphere.F.col(1).swap(sphere.F.col(2));
   ExpectCellsMatchBalls(VoxelDomainOrDie(sphere, 24), {{Eigen::Vector3d::Zero(), 1.0}});
 }
 
 TEST(VolumeDomainTest, EveryMeshVertexLiesInADomainCell) {
-  for (const Mesh& mesh : {Torus(1.0, 0.2, 48, 12), Sphere(Eigen::Vector3d(0.5, 0, 0), 0.7)}) {
+  for (const Mesh& mesh : {Torus(1.0, 0.2, 48, 12), MakeSphere(Eigen::Vector3d(0.5, 0, 0), 0.7)}) {
     const VolumeDomain d = VoxelDomainOrDie(mesh, 16);
     for (int v = 0; v < mesh.V.rows(); ++v) {
       const Eigen::Vector3d p = mesh.V.row(v).transpose();
@@ -549,7 +511,7 @@ TEST(VolumeDomainTest, OpenPlaneHasNoInside) {
 }
 
 TEST(VolumeDomainTest, ResolutionOverTheLimitIsRejected) {
-  const Mesh sphere = Sphere(Eigen::Vector3d::Zero(), 1.0, 12, 6);
+  const Mesh sphere = MakeSphere(Eigen::Vector3d::Zero(), 1.0, 12, 6);
   for (int res : {VoxelGridOptions::kMaxResolution + 1, VoxelGridOptions::kMinResolution - 1, 0}) {
     VoxelGridOptions options;
     options.resolution = res;
@@ -645,6 +607,37 @@ TEST(VolumeDomainTest, GeodesicAroundTorus) {
 // ---------------------------------------------------------------------------------------------
 // Tet input errors.
 
+TEST(VolumeDomainTest, BuildDomainIsTheVoxelOrTetBuilderAndReportsItInOneLine) {
+  const Mesh sphere = MakeSphere(Eigen::Vector3d::Zero(), 1.0, 24, 12);
+  DomainOptions options;
+  options.voxel.resolution = 12;
+  DomainReport report;
+  absl::StatusOr<VolumeDomain> voxels = BuildDomain(sphere, options, &report);
+  ASSERT_TRUE(voxels.ok()) << voxels.status();
+  VoxelGridReport direct_report;
+  const VolumeDomain direct = VoxelDomainOrDie(sphere, 12, &direct_report);
+  EXPECT_EQ(voxels->nodes, direct.nodes);
+  EXPECT_EQ(report.nodes, direct.num_nodes());
+  EXPECT_EQ(report.BriefReport(),
+            absl::StrFormat("voxel grid 12 (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g)",
+                            direct.cells.x(), direct.cells.y(), direct.cells.z(),
+                            direct_report.inside_cells, direct.num_nodes(), direct.spacing));
+
+  const TetFixture cube = TetCube(2, 0.0);
+  Mesh on_tets;
+  on_tets.V = cube.TV;
+  options.tet_mesh = TetDomainInput{cube.TV, cube.TT};
+  absl::StatusOr<VolumeDomain> tets = BuildDomain(on_tets, options, &report);
+  ASSERT_TRUE(tets.ok()) << tets.status();
+  EXPECT_EQ(tets->kind, VolumeDomain::Kind::kTetMesh);
+  EXPECT_EQ(report.BriefReport(), absl::StrFormat("tet mesh (%d nodes, %d tets)", cube.TV.rows(), cube.TT.rows()));
+
+  options.tet_mesh.reset();
+  options.voxel.resolution = 300;
+  EXPECT_EQ(BuildDomain(sphere, options).status().message(),
+            "options.voxel.resolution = 300 is outside [8, 256]");
+}
+
 TEST(VolumeDomainTest, TetInputErrorsAreInvalidArgument) {
   const TetFixture cube = TetCube(2, 0.0);
   RowMatrixX4i bad = cube.TT;
@@ -674,11 +667,9 @@ TEST(VolumeDomainTest, TetInputErrorsAreInvalidArgument) {
 // ---------------------------------------------------------------------------------------------
 // Real characters.
 
-TEST(VolumeDomainTest, HandTetDomainMapsSurfaceToCoincidentNodesAndHandlesLieOnBones) {
+TEST(VolumeDomainTest, HandTetDomainMapsSurfaceToCoincidentNodes) {
   const std::string mesh_path = DataPath("libigl/hand/hand.mesh");
-  const std::string tgf_path = DataPath("libigl/hand/hand.tgf");
   SKINNING_REQUIRE_DATA(mesh_path);
-  SKINNING_REQUIRE_DATA(tgf_path);
   absl::StatusOr<TetMesh> tet = ReadMedit(mesh_path);
   ASSERT_TRUE(tet.ok()) << tet.status();
   const RowMatrixX3d V = tet->V.topRows(4780);
@@ -695,124 +686,6 @@ TEST(VolumeDomainTest, HandTetDomainMapsSurfaceToCoincidentNodesAndHandlesLieOnB
   double volume = 0;
   for (int t = 0; t < tet->T.rows(); ++t) volume += std::abs(TetVolume(tet->V, tet->T, t));
   EXPECT_NEAR(d->mass.sum(), volume, 1e-12 * volume);
-
-  absl::StatusOr<TgfGraph> graph = ReadTgf(tgf_path);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(*graph);
-  ASSERT_TRUE(skeleton.ok()) << skeleton.status();
-  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(*skeleton);
-  ASSERT_TRUE(handles.ok()) << handles.status();
-  absl::StatusOr<std::vector<std::vector<int>>> nodes = RasterizeHandles(*d, *handles);
-  ASSERT_TRUE(nodes.ok()) << nodes.status();
-  ASSERT_EQ(nodes->size(), handles->size());
-  const double tol = 1e-6 * BoundingBoxDiagonal(tet->V);
-  std::set<int> seen;
-  for (size_t j = 0; j < handles->size(); ++j) {
-    EXPECT_GE((*nodes)[j].size(), 2u) << "bone " << j;
-    for (int i : (*nodes)[j]) {
-      EXPECT_TRUE(seen.insert(i).second) << "node " << i << " in two handles";
-      EXPECT_LT(DistanceToSegment(d->nodes.row(i).transpose(), (*handles)[j].segments[0]), tol);
-    }
-  }
-}
-
-TEST(VolumeDomainTest, LeafPointHandleAtItsParentsBoneEndStillGetsANode) {
-  // Two joints along a capsule-like sphere: joint 0's bone runs to joint 1, a leaf point at the
-  // bone's end, so every node near joint 1 is at least as near joint 0's bone.
-  const VolumeDomain d = VoxelDomainOrDie(Sphere(Eigen::Vector3d::Zero(), 1.0), 16);
-  std::vector<JointHandle> handles(3);
-  handles[0] = {0, true, {{Eigen::Vector3d(-0.5, 0.01, 0.02), Eigen::Vector3d(0.5, 0.01, 0.02)}}};
-  handles[1] = {1, true, {{Eigen::Vector3d(0.5, 0.01, 0.02), Eigen::Vector3d(0.5, 0.01, 0.02)}}};
-  handles[2] = {2, false, {}};
-  absl::StatusOr<std::vector<std::vector<int>>> nodes = RasterizeHandles(d, handles);
-  ASSERT_TRUE(nodes.ok()) << nodes.status();
-  ASSERT_EQ((*nodes)[1].size(), 1u);
-  EXPECT_TRUE((*nodes)[2].empty());
-  EXPECT_GE((*nodes)[0].size(), 2u);
-  // Joint 1 got the node nearest to it; every node of joint 0 is within half a cell diagonal.
-  const int mine = (*nodes)[1][0];
-  EXPECT_EQ(mine, NearestNode(d, handles[1].segments[0].a));
-  for (int i : (*nodes)[0])
-    EXPECT_LE(DistanceToSegment(d.nodes.row(i).transpose(), handles[0].segments[0]),
-              0.5 * std::sqrt(3.0) * d.spacing * (1 + 1e-9));
-}
-
-struct CharacterCase {
-  std::string name;
-  Mesh mesh;
-  std::vector<JointHandle> handles;
-};
-
-void CheckCharacter(const CharacterCase& c) {
-  VoxelGridOptions options;
-  options.resolution = 64;
-  VoxelGridReport report;
-  const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<VolumeDomain> d = BuildVoxelDomain(c.mesh, options, &report);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_TRUE(d.ok()) << c.name << ": " << d.status();
-  std::printf(
-      "%s (%lld vertices, %lld triangles) at resolution 64: %.3f s; cells %dx%dx%d, "
-      "%d domain cells (%d surface), %d nodes, %d components, %d winding evaluations\n",
-      c.name.c_str(), static_cast<long long>(c.mesh.V.rows()),
-      static_cast<long long>(c.mesh.F.rows()), seconds, report.cells.x(), report.cells.y(),
-      report.cells.z(), report.inside_cells, report.surface_cells, report.nodes, report.components,
-      report.winding_evaluations);
-  ExpectPartitionOfUnity(d->to_mesh);
-
-  absl::StatusOr<std::vector<std::vector<int>>> nodes = RasterizeHandles(*d, c.handles);
-  ASSERT_TRUE(nodes.ok()) << c.name << ": " << nodes.status();
-  for (size_t j = 0; j < c.handles.size(); ++j) {
-    if (c.handles[j].deforms)
-      EXPECT_FALSE((*nodes)[j].empty()) << c.name << " joint " << j;
-    else
-      EXPECT_TRUE((*nodes)[j].empty()) << c.name << " joint " << j;
-  }
-
-  // The same skeleton far away reaches no node.
-  std::vector<JointHandle> far = c.handles;
-  const Eigen::Vector3d shift = Eigen::Vector3d::Constant(10 * BoundingBoxDiagonal(c.mesh.V));
-  for (JointHandle& h : far)
-    for (Segment& s : h.segments) s.a += shift, s.b += shift;
-  absl::StatusOr<std::vector<std::vector<int>>> failed = RasterizeHandles(*d, far);
-  EXPECT_EQ(failed.status().code(), absl::StatusCode::kFailedPrecondition) << c.name;
-  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("lies outside the mesh"));
-  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("skeleton.joints["));
-}
-
-TEST(VolumeDomainTest, ArmVoxelDomainIsFastAndEveryJointHasNodes) {
-  const std::string obj = DataPath("libigl/arm/arm.obj");
-  const std::string tgf = DataPath("libigl/arm/arm.tgf");
-  SKINNING_REQUIRE_DATA(obj);
-  SKINNING_REQUIRE_DATA(tgf);
-  CharacterCase c;
-  c.name = "arm";
-  absl::StatusOr<Mesh> mesh = ReadObj(obj);
-  ASSERT_TRUE(mesh.ok()) << mesh.status();
-  c.mesh = *mesh;
-  absl::StatusOr<TgfGraph> graph = ReadTgf(tgf);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(*graph);
-  ASSERT_TRUE(skeleton.ok()) << skeleton.status();
-  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(*skeleton);
-  ASSERT_TRUE(handles.ok()) << handles.status();
-  c.handles = *handles;
-  CheckCharacter(c);
-}
-
-TEST(VolumeDomainTest, CesiumManVoxelDomainIsFastAndEveryJointHasNodes) {
-  const std::string glb = DataPath("gltf/CesiumMan/CesiumMan.glb");
-  SKINNING_REQUIRE_DATA(glb);
-  absl::StatusOr<GltfCharacter> character = ReadGltf(glb);
-  ASSERT_TRUE(character.ok()) << character.status();
-  CharacterCase c;
-  c.name = "CesiumMan";
-  c.mesh = character->mesh;
-  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(character->skeleton);
-  ASSERT_TRUE(handles.ok()) << handles.status();
-  c.handles = *handles;
-  CheckCharacter(c);
 }
 
 }  // namespace

@@ -39,19 +39,19 @@ const Scene& Cylinder() {
     s->order = *TopologicalOrder(s->rig.skeleton);
     BakeOptions bake;
     bake.method = BakeMethod::kBbw;
-    bake.voxel.resolution = kResolution;
-    absl::StatusOr<BakeResult> w = BakeWeights(s->rig.mesh, s->rig.skeleton, bake);
+    bake.domain.voxel.resolution = kResolution;
+    absl::StatusOr<BakeResult> w = Bake(s->rig.mesh, s->rig.skeleton, bake);
     EXPECT_TRUE(w.ok()) << w.status();
-    s->bbw = w->dense;
+    s->bbw = w->weights;
     SwingTwistBakeOptions st;
-    st.voxel.resolution = kResolution;
+    st.domain.voxel.resolution = kResolution;
     absl::StatusOr<SwingTwistBakeResult> r = BakeSwingTwist(s->rig.mesh, s->rig.skeleton, st);
     EXPECT_TRUE(r.ok()) << r.status();
     s->swing_twist = *std::move(r);
     VoxelGridOptions voxel;
     voxel.resolution = kResolution;
     absl::StatusOr<std::shared_ptr<const ElasticModel>> g =
-        BuildElasticModel(s->rig.mesh, s->rig.skeleton, voxel, std::nullopt);
+        BuildElasticModel(s->rig.mesh, s->rig.skeleton, DomainOptions{voxel, std::nullopt});
     EXPECT_TRUE(g.ok()) << g.status();
     s->gold = *g;
     return s;

@@ -27,7 +27,7 @@ TEST(PsdGoldStandard, ExamplesAreReproducedAndPlainPsdBeatsLbsAtHeldOutPoses) {
   const std::vector<int> order = *TopologicalOrder(rig.skeleton);
   VoxelGridOptions voxel;
   voxel.resolution = 40;
-  auto gold = BuildElasticModel(rig.mesh, rig.skeleton, voxel, std::nullopt);
+  auto gold = BuildElasticModel(rig.mesh, rig.skeleton, DomainOptions{voxel, std::nullopt});
   ASSERT_TRUE(gold.ok()) << gold.status();
   auto truth = [&](double bend, double twist) {
     const auto T = *SkinningTransforms(rig.skeleton, order, testing::ElbowPose(rig.skeleton, bend * kDeg, twist * kDeg));

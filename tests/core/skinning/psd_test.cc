@@ -15,7 +15,7 @@
 
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
-#include "core/rig/rig.h"
+#include "server/convert/rig.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/psd_fixtures.h"
 

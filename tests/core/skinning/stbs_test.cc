@@ -39,12 +39,12 @@ const Baked& GetBaked() {
     b->bones = StbsBones(*JointHandles(b->rig.skeleton));
     BakeOptions bo;
     bo.method = BakeMethod::kBbw;
-    bo.voxel.resolution = 28;
-    auto w = BakeWeights(b->rig.mesh, b->rig.skeleton, bo);
+    bo.domain.voxel.resolution = 28;
+    auto w = Bake(b->rig.mesh, b->rig.skeleton, bo);
     EXPECT_TRUE(w.ok()) << w.status();
-    b->W = w->dense;
+    b->W = w->weights;
     EndpointBakeOptions eo;
-    eo.voxel.resolution = 28;
+    eo.domain.voxel.resolution = 28;
     auto e = BakeEndpointWeights(b->rig.mesh, b->rig.skeleton, eo);
     EXPECT_TRUE(e.ok()) << e.status();
     b->E_bbw = e->endpoint;

@@ -12,10 +12,24 @@
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
 #include "core/rig/bones.h"
+#include "core/weights/geodesic_weights.h"
+#include "core/weights/handles.h"
 #include "tests/support/fixtures.h"
 
 namespace skinning {
 namespace {
+
+// ElasticModel::Create with geodesic voxel start weights (as BuildElasticModel gives it), or zero
+// start weights where those cannot be computed, so that Create's own checks are reached.
+absl::StatusOr<std::shared_ptr<const ElasticModel>> CreateModel(
+    const VolumeDomain& domain, const std::vector<std::vector<int>>& pinned) {
+  absl::StatusOr<Eigen::MatrixXd> start = GeodesicVoxelWeights(domain, pinned);
+  return ElasticModel::Create(
+      domain, pinned,
+      start.ok()
+          ? *std::move(start)
+          : Eigen::MatrixXd::Zero(domain.num_nodes(), static_cast<Eigen::Index>(pinned.size())));
+}
 
 struct CylinderModel {
   Rig rig;
@@ -33,7 +47,7 @@ CylinderModel MakeCylinderModel(int resolution) {
   EXPECT_TRUE(handles.ok());
   absl::StatusOr<std::vector<std::vector<int>>> pinned = RasterizeHandles(*domain, *handles);
   EXPECT_TRUE(pinned.ok()) << pinned.status();
-  absl::StatusOr<std::shared_ptr<const ElasticModel>> model = ElasticModel::Create(*domain, *pinned);
+  absl::StatusOr<std::shared_ptr<const ElasticModel>> model = CreateModel(*domain, *pinned);
   EXPECT_TRUE(model.ok()) << model.status();
   c.model = *model;
   return c;
@@ -293,7 +307,7 @@ TEST(ElasticModel, VolumeTermNeedsCubeCellsAndAFiniteNonNegativeWeight) {
   CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
   absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
   ASSERT_TRUE(tet.ok()) << tet.status();
-  auto model = ElasticModel::Create(*tet, {{0, 7}});
+  auto model = CreateModel(*tet, {{0, 7}});
   ASSERT_TRUE(model.ok()) << model.status();
   std::vector<Eigen::Affine3d> T(1, Eigen::Affine3d::Identity());
   ElasticOptions opt;
@@ -325,11 +339,28 @@ TEST(ElasticModel, FailsWhenAConnectedPartHasNoPinnedNode) {
   CubeTets(Eigen::Vector3d(5, 0, 0), &TV, &TT);
   absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
   ASSERT_TRUE(tet.ok()) << tet.status();
-  auto model = ElasticModel::Create(*tet, {{0, 7}});
+  auto model = CreateModel(*tet, {{0, 7}});
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(ElasticModel::Create(*tet, {{0, 7}, {8}}).ok());
-  EXPECT_EQ(ElasticModel::Create(*tet, {{0, 7}, {99}}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CreateModel(*tet, {{0, 7}, {8}}).ok());
+  EXPECT_EQ(CreateModel(*tet, {{0, 7}, {99}}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ElasticModel, RejectsStartWeightsOfTheWrongShapeOrNotFinite) {
+  RowMatrixX3d TV(0, 3);
+  RowMatrixX4i TT(0, 4);
+  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
+  absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
+  ASSERT_TRUE(tet.ok()) << tet.status();
+  EXPECT_TRUE(ElasticModel::Create(*tet, {{0, 7}}, Eigen::MatrixXd::Ones(8, 1)).ok());
+  EXPECT_EQ(ElasticModel::Create(*tet, {{0, 7}}, Eigen::MatrixXd::Ones(7, 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ElasticModel::Create(*tet, {{0, 7}}, Eigen::MatrixXd::Ones(8, 2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Eigen::MatrixXd nan = Eigen::MatrixXd::Ones(8, 1);
+  nan(3, 0) = std::nan("");
+  EXPECT_EQ(ElasticModel::Create(*tet, {{0, 7}}, nan).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ElasticModel, CancelledSolveReturnsCancelled) {

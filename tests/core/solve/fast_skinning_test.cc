@@ -149,7 +149,7 @@ TEST(FastSkinningTest, EnergyNeverIncreasesOverIterations) {
   cases[1].options.extra_weights = 4;
   cases[2].name = "voxels+2 extra";
   cases[2].options.energy = FastEnergy::kVolumetric;
-  cases[2].options.voxel.resolution = 32;
+  cases[2].options.domain.voxel.resolution = 32;
   cases[2].options.extra_weights = 2;
   for (const Case& c : cases) {
     FastReport report;

@@ -16,6 +16,7 @@
 #include "core/skinning/lbs.h"
 #include "core/weights/bake.h"
 #include "core/weights/bbw.h"
+#include "core/weights/handles.h"
 #include "tests/support/data.h"
 
 namespace skinning {
@@ -118,9 +119,9 @@ TEST(BakeAcceptance, ArmBbwIsCloseToTheGivenLibiglWeights) {
   ASSERT_TRUE(skeleton.ok());
   BakeOptions options;
   options.method = BakeMethod::kBbw;
-  auto baked = BakeWeights(*mesh, *skeleton, options);
+  auto baked = Bake(*mesh, *skeleton, options);
   ASSERT_TRUE(baked.ok()) << baked.status();
-  const Eigen::MatrixXd diff = (baked->dense - *given).cwiseAbs();
+  const Eigen::MatrixXd diff = (baked->weights - *given).cwiseAbs();
   std::printf("arm BBW (%s, %.2f s) vs arm-weights.dmat: mean |diff| %.4f, max %.4f\n",
               baked->report.domain.c_str(), baked->report.total_seconds, diff.mean(), diff.maxCoeff());
   RecordProperty("arm_bbw_mean_abs_diff", std::to_string(diff.mean()));
@@ -144,7 +145,7 @@ TEST_P(CharacterBakeTest, LbsWithBakedWeightsFollowsTheArtistWeights) {
   for (BakeMethod method : {BakeMethod::kBoneHeat, BakeMethod::kGeodesicVoxel, BakeMethod::kBbw}) {
     BakeOptions options;
     options.method = method;
-    auto baked = BakeWeights(character->mesh, character->skeleton, options);
+    auto baked = Bake(character->mesh, character->skeleton, options);
     ASSERT_TRUE(baked.ok()) << BakeMethodName(method) << ": " << baked.status();
     double sum_sq = 0;
     long count = 0;

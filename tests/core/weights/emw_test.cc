@@ -13,6 +13,7 @@
 #include "core/geometry/volume_domain.h"
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
+#include "core/weights/handles.h"
 #include "tests/support/fixtures.h"
 
 namespace skinning {

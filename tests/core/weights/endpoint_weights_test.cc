@@ -48,7 +48,7 @@ TEST(EndpointJointBbw, InterpolatesBoneEndsIsBoundedAndIncreasesAlongTheBone) {
   int first = 0;
   const Rig rig = CylinderWithProbes(&first);
   EndpointBakeOptions o;
-  o.voxel.resolution = 32;
+  o.domain.voxel.resolution = 32;
   auto r = BakeEndpointWeights(rig.mesh, rig.skeleton, o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->report.method, "endpoint_joint_bbw");
@@ -75,7 +75,7 @@ TEST(EndpointJointBbw, CharacterWithLeafBonesOutsideTheMesh) {
   absl::StatusOr<GltfCharacter> c = ReadGltf(path);
   ASSERT_TRUE(c.ok()) << c.status();
   EndpointBakeOptions options;
-  options.voxel.resolution = 48;
+  options.domain.voxel.resolution = 48;
   absl::StatusOr<EndpointBakeResult> r = BakeEndpointWeights(c->mesh, c->skeleton, options);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GE(r->endpoint.minCoeff(), 0.0);
@@ -103,7 +103,7 @@ TEST(EndpointJointBbw, CharacterWithLeafBonesOutsideTheMesh) {
 TEST(EndpointBake, RejectsBadInputWithNamedFields) {
   Rig rig = testing::MakeCylinderRig(11, 8);
   EndpointBakeOptions o;
-  o.voxel.resolution = 4;
+  o.domain.voxel.resolution = 4;
   auto r = BakeEndpointWeights(rig.mesh, rig.skeleton, o);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(r.status().message()).find("options.voxel.resolution = 4"), std::string::npos)
@@ -128,7 +128,7 @@ TEST(EndpointBake, HonoursCancellation) {
   const Rig rig = testing::MakeCylinderRig(11, 8);
   std::atomic<bool> cancel{true};
   EndpointBakeOptions o;
-  o.voxel.resolution = 16;
+  o.domain.voxel.resolution = 16;
   auto r = BakeEndpointWeights(rig.mesh, rig.skeleton, o, Progress({}, &cancel));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
 }

@@ -17,7 +17,7 @@ namespace {
 TEST(BakeSwingTwist, CylinderDeformerRowsSumToOneSwingTwistOnTheElbowOnly) {
   Rig rig = testing::MakeCylinderRig();
   SwingTwistBakeOptions options;
-  options.voxel.resolution = 24;
+  options.domain.voxel.resolution = 24;
   std::mutex mu;
   std::set<std::string> stages;
   double last_fraction = 0.0;
@@ -88,7 +88,7 @@ TEST(BakeSwingTwist, CylinderDeformerRowsSumToOneSwingTwistOnTheElbowOnly) {
 TEST(BakeSwingTwist, CancelledDuringSwingTwistWeightsReturnsCancelled) {
   Rig rig = testing::MakeCylinderRig();
   SwingTwistBakeOptions options;
-  options.voxel.resolution = 20;
+  options.domain.voxel.resolution = 20;
   std::atomic<bool> cancel{false};
   Progress progress(
       [&](const std::string& stage, double) {
@@ -111,10 +111,10 @@ TEST(BuildElasticModel, SameDomainAsTheBakeAndRestPoseIsRest) {
   VoxelGridOptions voxel;
   voxel.resolution = 20;
   absl::StatusOr<std::shared_ptr<const ElasticModel>> model =
-      BuildElasticModel(rig.mesh, rig.skeleton, voxel, std::nullopt);
+      BuildElasticModel(rig.mesh, rig.skeleton, DomainOptions{voxel, std::nullopt});
   ASSERT_TRUE(model.ok()) << model.status();
   SwingTwistBakeOptions options;
-  options.voxel = voxel;
+  options.domain.voxel = voxel;
   absl::StatusOr<SwingTwistBakeResult> bake = BakeSwingTwist(rig.mesh, rig.skeleton, options);
   ASSERT_TRUE(bake.ok()) << bake.status();
   EXPECT_EQ((*model)->domain().num_nodes(), bake->domain.num_nodes());

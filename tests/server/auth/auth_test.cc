@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/store/rig_store.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"

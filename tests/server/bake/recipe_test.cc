@@ -14,7 +14,7 @@
 #include "server/bake/recipes/endpoint.h"
 #include "server/bake/recipes/fast_model.h"
 #include "server/bake/recipes/swing_twist.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 
 namespace skinning {

@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/pose/posing.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"

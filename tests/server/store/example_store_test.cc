@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/convert.h"
+#include "server/convert/convert.h"
 #include "server/pose/psd_models.h"
 #include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"

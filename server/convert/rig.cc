@@ -1,12 +1,12 @@
-#include "core/rig/rig.h"
+#include "server/convert/rig.h"
 
-#include <algorithm>
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
 absl::Status ValidateRig(const Rig& rig) {
-  if (auto s = ValidateMesh(rig.mesh, "rig.mesh"); !s.ok()) return s;
-  if (auto s = ValidateSkeleton(rig.skeleton, "rig.skeleton"); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateMesh(rig.mesh, "rig.mesh"));
+  RETURN_IF_ERROR(ValidateSkeleton(rig.skeleton, "rig.skeleton"));
   const int nv = static_cast<int>(rig.mesh.V.rows());
   if (rig.sparse_weights)
     return ValidateWeights(*rig.sparse_weights, nv, rig.skeleton.size(), "rig.weights");
@@ -16,16 +16,7 @@ absl::Status ValidateRig(const Rig& rig) {
 }
 
 SparseWeights ExactSparseWeights(const Rig& rig) {
-  SparseWeights W;
-  if (rig.sparse_weights) {
-    W = *rig.sparse_weights;
-  } else {
-    const Eigen::MatrixXd& D = *rig.dense_weights;
-    int k = 1;
-    for (int i = 0; i < D.rows(); ++i)
-      k = std::max(k, static_cast<int>((D.row(i).array() > 0).count()));
-    W = TopK(D, k);
-  }
+  SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : ExactSparse(*rig.dense_weights);
   NormalizeRows(&W);
   return W;
 }

@@ -1,4 +1,4 @@
-#include "core/solve/svd3.h"
+#include "core/math/svd3.h"
 
 #include <gtest/gtest.h>
 

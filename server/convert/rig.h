@@ -1,6 +1,6 @@
 // A rig: a mesh, its skeleton and (optionally) its skinning weights, validated together.
-#ifndef SKINNING_CORE_RIG_RIG_H_
-#define SKINNING_CORE_RIG_RIG_H_
+#ifndef SKINNING_SERVER_CONVERT_RIG_H_
+#define SKINNING_SERVER_CONVERT_RIG_H_
 
 #include <optional>
 #include <string>
@@ -34,4 +34,4 @@ SparseWeights ExactSparseWeights(const Rig& rig);
 
 }  // namespace skinning
 
-#endif  // SKINNING_CORE_RIG_RIG_H_
+#endif  // SKINNING_SERVER_CONVERT_RIG_H_

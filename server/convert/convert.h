@@ -1,15 +1,15 @@
 // Conversions between the wire messages (skinning.v1) and core types, one place per message
 // family. Every From* function validates shapes and names the offending field and index.
-#ifndef SKINNING_SERVER_CONVERT_H_
-#define SKINNING_SERVER_CONVERT_H_
+#ifndef SKINNING_SERVER_CONVERT_CONVERT_H_
+#define SKINNING_SERVER_CONVERT_CONVERT_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/rig/pose.h"
-#include "core/rig/rig.h"
-#include "core/weights/bake.h"
+#include "core/weights/bake_report.h"
+#include "server/convert/rig.h"
 #include "skinning/v1/bake.pb.h"
 #include "skinning/v1/pose.pb.h"
 #include "skinning/v1/rig.pb.h"
@@ -56,4 +56,4 @@ std::string RigId(const v1::Rig& canonical);
 
 }  // namespace skinning
 
-#endif  // SKINNING_SERVER_CONVERT_H_
+#endif  // SKINNING_SERVER_CONVERT_CONVERT_H_

@@ -11,7 +11,7 @@
 // square root per rotation) to get close, then two sweeps of exact one-sided rotations. double:
 // exact one-sided rotations until the columns are orthogonal to rounding. Both scale A by a power
 // of two first (exact), so no square overflows or underflows for any finite input.
-#include "core/solve/svd3.h"
+#include "core/math/svd3.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "server/convert.h"
+#include "server/convert/convert.h"
 
 #include <openssl/sha.h>
 

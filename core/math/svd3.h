@@ -1,6 +1,6 @@
 // 3x3 singular value decomposition and nearest rotations for the per-frame solvers.
-#ifndef SKINNING_CORE_SOLVE_SVD3_H_
-#define SKINNING_CORE_SOLVE_SVD3_H_
+#ifndef SKINNING_CORE_MATH_SVD3_H_
+#define SKINNING_CORE_MATH_SVD3_H_
 
 #include <Eigen/Core>
 
@@ -27,4 +27,4 @@ Eigen::Matrix3f NearestRotation(const Eigen::Matrix3f& A);
 
 }  // namespace skinning
 
-#endif  // SKINNING_CORE_SOLVE_SVD3_H_
+#endif  // SKINNING_CORE_MATH_SVD3_H_

@@ -1,0 +1,162 @@
+#include "core/weights/bake.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/weights/swing_twist_bake.h"
+#include "tests/support/fixtures.h"
+
+namespace skinning {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kResolution = 16;
+
+BakeOptions Options(BakeMethod method) {
+  BakeOptions o;
+  o.method = method;
+  o.domain.voxel.resolution = kResolution;
+  return o;
+}
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(BakeOptions, ValidateNamesTheFieldAndTheValue) {
+  EXPECT_TRUE(Options(BakeMethod::kBbw).Validate().ok());
+  BakeOptions o = Options(BakeMethod::kBbw);
+  o.influences = 0;
+  EXPECT_THAT(Message(o.Validate()), HasSubstr("options.influences = 0"));
+  o = Options(BakeMethod::kBbw);
+  o.domain.voxel.resolution = 300;
+  EXPECT_EQ(Message(o.Validate()), "options.voxel.resolution = 300 is outside [8, 256]");
+  o = Options(BakeMethod::kBoneHeat);
+  o.domain.tet_mesh = TetDomainInput();
+  EXPECT_THAT(Message(o.Validate()), HasSubstr("options.tet_mesh"));
+  o = Options(BakeMethod::kFastModel);
+  EXPECT_THAT(Message(o.Validate()), HasSubstr("options.source_weights is empty"));
+  // The FAST model and the elastic model keep no top-k influences.
+  o = Options(BakeMethod::kElasticModel);
+  o.influences = 0;
+  EXPECT_TRUE(o.Validate().ok());
+  o = Options(BakeMethod::kEndpoint);
+  o.endpoint_method = EndpointMethod::kProjection;
+  o.domain.voxel.resolution = 0;  // no volume: not checked
+  o.source_weights = Eigen::MatrixXd::Ones(3, 1);
+  EXPECT_TRUE(o.Validate().ok());
+}
+
+struct Baked {
+  Rig rig;
+  Eigen::MatrixXd bbw;  // #V by #J bone weights for the methods that build on weights
+};
+
+const Baked& Cylinder() {
+  static const Baked* baked = [] {
+    auto* b = new Baked;
+    b->rig = testing::MakeCylinderRig(21, 16);
+    absl::StatusOr<BakeResult> r = Bake(b->rig.mesh, b->rig.skeleton, Options(BakeMethod::kBbw));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) b->bbw = r->weights;
+    return b;
+  }();
+  return *baked;
+}
+
+void ExpectCompleteReport(const BakeReport& r, const std::string& method) {
+  EXPECT_EQ(r.method, method);
+  EXPECT_FALSE(r.domain.empty()) << method;
+  EXPECT_GT(r.total_seconds, 0.0) << method;
+  EXPECT_FALSE(r.detail.empty()) << method;
+  const std::string brief = r.BriefReport();
+  EXPECT_THAT(brief, HasSubstr(method + " on " + r.domain));
+  EXPECT_EQ(brief.find('\n'), std::string::npos);
+}
+
+TEST(Bake, BoneWeightMethodsGivePartitionOfUnityAndTopK) {
+  const Baked& c = Cylinder();
+  const int nv = static_cast<int>(c.rig.mesh.V.rows());
+  for (BakeMethod m : {BakeMethod::kBoneHeat, BakeMethod::kGeodesicVoxel, BakeMethod::kBbw}) {
+    absl::StatusOr<BakeResult> r = Bake(c.rig.mesh, c.rig.skeleton, Options(m));
+    ASSERT_TRUE(r.ok()) << BakeMethodName(m) << ": " << r.status();
+    ExpectCompleteReport(r->report, BakeMethodName(m));
+    ASSERT_EQ(r->weights.rows(), nv);
+    ASSERT_EQ(r->weights.cols(), 2);
+    for (int i = 0; i < nv; ++i) EXPECT_NEAR(r->weights.row(i).sum(), 1.0, 1e-12);
+    EXPECT_EQ(r->sparse.rows(), nv);
+    EXPECT_EQ(r->sparse.k(), 2);
+    EXPECT_FALSE(r->fast_model);
+    EXPECT_FALSE(r->elastic_model);
+  }
+}
+
+TEST(Bake, SwingTwistIsBakeSwingTwistOnTheSameOptions) {
+  const Baked& c = Cylinder();
+  BakeOptions o = Options(BakeMethod::kSwingTwist);
+  absl::StatusOr<BakeResult> r = Bake(c.rig.mesh, c.rig.skeleton, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectCompleteReport(r->report, "swing_twist");
+  SwingTwistBakeOptions direct;
+  direct.domain = o.domain;
+  absl::StatusOr<SwingTwistBakeResult> d = BakeSwingTwist(c.rig.mesh, c.rig.skeleton, direct);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(r->weights, d->deformer);
+  EXPECT_EQ(r->swing, d->swing);
+  EXPECT_EQ(r->twist, d->twist);
+  EXPECT_EQ(r->sparse.k(), 2);
+}
+
+TEST(Bake, EndpointKeepsTheSourceWeightsAndAddsEndpoints) {
+  const Baked& c = Cylinder();
+  BakeOptions o = Options(BakeMethod::kEndpoint);
+  o.source_weights = c.bbw;
+  absl::StatusOr<BakeResult> r = Bake(c.rig.mesh, c.rig.skeleton, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectCompleteReport(r->report, "endpoint_joint_bbw");
+  EXPECT_EQ(r->weights, c.bbw);
+  ASSERT_EQ(r->endpoint.rows(), c.bbw.rows());
+  ASSERT_EQ(r->endpoint.cols(), 2);
+  EXPECT_GE(r->endpoint.minCoeff(), 0.0);
+  EXPECT_LE(r->endpoint.maxCoeff(), 1.0);
+  o.source_weights = c.bbw.leftCols(1);
+  EXPECT_THAT(Message(Bake(c.rig.mesh, c.rig.skeleton, o).status()),
+              HasSubstr("options.source_weights is"));
+}
+
+TEST(Bake, FastModelIsPrecomputeFastOnTheHandleColumns) {
+  const Baked& c = Cylinder();
+  for (FastEnergy energy : {FastEnergy::kSurface, FastEnergy::kVolumetric}) {
+    BakeOptions o = Options(BakeMethod::kFastModel);
+    o.fast.energy = energy;
+    o.source_weights = c.bbw;
+    absl::StatusOr<BakeResult> r = Bake(c.rig.mesh, c.rig.skeleton, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectCompleteReport(r->report, "fast_model");
+    ASSERT_TRUE(r->fast_model);
+    EXPECT_EQ(r->fast_handle_joints, (std::vector<int>{0, 1}));
+    EXPECT_EQ(r->weights, FastModelWeights(*r->fast_model));
+    FastOptions direct = o.fast;
+    direct.domain = o.domain;
+    absl::StatusOr<FastModelPtr> d = PrecomputeFast(c.rig.mesh, c.bbw, direct);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(SerializeFastModel(*r->fast_model), SerializeFastModel(**d));
+    EXPECT_EQ(r->report.domain == "surface (spokes and rims)", energy == FastEnergy::kSurface);
+  }
+}
+
+TEST(Bake, ElasticModelReportsItsDomainAndPinnedNodes) {
+  const Baked& c = Cylinder();
+  absl::StatusOr<BakeResult> r = Bake(c.rig.mesh, c.rig.skeleton, Options(BakeMethod::kElasticModel));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectCompleteReport(r->report, "elastic_model");
+  ASSERT_TRUE(r->elastic_model);
+  EXPECT_EQ(r->report.domain_nodes, r->elastic_model->domain().num_nodes());
+  EXPECT_THAT(r->report.domain, HasSubstr("voxel grid 16"));
+  EXPECT_EQ(r->weights.size(), 0);
+}
+
+}  // namespace
+}  // namespace skinning
