@@ -55,10 +55,10 @@ TEST(Names, ExampleIdsOfStoredExamplesStillParse) {
 }
 
 TEST(Names, NewExampleIdsFollowTheDocumentedCharset) {
-  for (const std::string ok :
+  for (const std::string& ok :
        {std::string("a"), std::string("elbow-90"), std::string("Elbow_90.v2"), std::string("9lives"), std::string(63, 'x')})
     EXPECT_TRUE(CheckNewExampleId(ok, "example_id").ok()) << ok;
-  for (const std::string bad : {std::string(), std::string(64, 'x'), std::string("-lead"), std::string(".hidden"),
+  for (const std::string& bad : {std::string(), std::string(64, 'x'), std::string("-lead"), std::string(".hidden"),
                                 std::string("has space"), std::string("slash/y"), std::string("ü")})
     EXPECT_EQ(CheckNewExampleId(bad, "example_id").code(), absl::StatusCode::kInvalidArgument) << bad;
   EXPECT_THAT(CheckNewExampleId("a b", "example_id").message(),
