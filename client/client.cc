@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 
@@ -38,17 +39,11 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsChannelCredentials(
     return absl::InvalidArgumentError("a client certificate needs its key: give both or neither");
   grpc::SslCredentialsOptions options;
   if (!ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadPemFile("TLS CA", ca_file);
-    if (!ca.ok()) return ca.status();
-    options.pem_root_certs = *std::move(ca);
+    ASSIGN_OR_RETURN(options.pem_root_certs, ReadPemFile("TLS CA", ca_file));
   }
   if (!cert_file.empty()) {
-    absl::StatusOr<std::string> cert = ReadPemFile("TLS client certificate", cert_file);
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadPemFile("TLS client key", key_file);
-    if (!key.ok()) return key.status();
-    options.pem_cert_chain = *std::move(cert);
-    options.pem_private_key = *std::move(key);
+    ASSIGN_OR_RETURN(options.pem_cert_chain, ReadPemFile("TLS client certificate", cert_file));
+    ASSIGN_OR_RETURN(options.pem_private_key, ReadPemFile("TLS client key", key_file));
   }
   return grpc::SslCredentials(options);
 }
@@ -101,11 +96,10 @@ absl::Status Client::WithRetry(const char* what, Call call) {
 template <typename Response, typename Rpc>
 absl::StatusOr<Response> Client::Unary(const char* what, Rpc rpc) {
   Response resp;
-  absl::Status s = WithRetry(what, [&](grpc::ClientContext* ctx) {
+  RETURN_IF_ERROR(WithRetry(what, [&](grpc::ClientContext* ctx) {
     resp.Clear();
     return rpc(ctx, &resp);
-  });
-  if (!s.ok()) return s;
+  }));
   return resp;
 }
 
@@ -129,12 +123,13 @@ absl::StatusOr<std::vector<v1::Rig>> Client::ListRigs() {
   v1::ListRigsRequest req;
   req.set_page_size(1000);
   while (true) {
-    absl::StatusOr<v1::ListRigsResponse> page = Unary<v1::ListRigsResponse>(
-        "ListRigs", [&](grpc::ClientContext* ctx, v1::ListRigsResponse* resp) { return rigs_->ListRigs(ctx, req, resp); });
-    if (!page.ok()) return page.status();
-    for (v1::Rig& rig : *page->mutable_rigs()) all.push_back(std::move(rig));
-    if (page->next_page_token().empty()) return all;
-    req.set_page_token(page->next_page_token());
+    ASSIGN_OR_RETURN(v1::ListRigsResponse page,
+                     Unary<v1::ListRigsResponse>("ListRigs", [&](grpc::ClientContext* ctx, v1::ListRigsResponse* out) {
+                       return rigs_->ListRigs(ctx, req, out);
+                     }));
+    for (v1::Rig& rig : *page.mutable_rigs()) all.push_back(std::move(rig));
+    if (page.next_page_token().empty()) return all;
+    req.set_page_token(page.next_page_token());
   }
 }
 
@@ -193,10 +188,11 @@ absl::Status Client::DeleteExample(const std::string& name) {
 }
 
 absl::StatusOr<v1::PosedFrame> Client::Pose(const v1::PoseRequest& req) {
-  absl::StatusOr<v1::PoseResponse> resp = Unary<v1::PoseResponse>(
-      "Pose", [&](grpc::ClientContext* ctx, v1::PoseResponse* resp) { return poses_->Pose(ctx, req, resp); });
-  if (!resp.ok()) return resp.status();
-  return std::move(*resp->mutable_frame());
+  ASSIGN_OR_RETURN(v1::PoseResponse resp,
+                   Unary<v1::PoseResponse>("Pose", [&](grpc::ClientContext* ctx, v1::PoseResponse* out) {
+                     return poses_->Pose(ctx, req, out);
+                   }));
+  return std::move(*resp.mutable_frame());
 }
 
 absl::StatusOr<v1::PoseClipResponse> Client::PoseClip(const v1::PoseClipRequest& req) {
@@ -286,10 +282,11 @@ absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std:
 }
 
 absl::StatusOr<v1::FastSolution> Client::Solve(const v1::SolveRequest& req) {
-  absl::StatusOr<v1::SolveResponse> resp = Unary<v1::SolveResponse>(
-      "Solve", [&](grpc::ClientContext* ctx, v1::SolveResponse* resp) { return fast_->Solve(ctx, req, resp); });
-  if (!resp.ok()) return resp.status();
-  return std::move(*resp->mutable_solution());
+  ASSIGN_OR_RETURN(v1::SolveResponse resp,
+                   Unary<v1::SolveResponse>("Solve", [&](grpc::ClientContext* ctx, v1::SolveResponse* out) {
+                     return fast_->Solve(ctx, req, out);
+                   }));
+  return std::move(*resp.mutable_solution());
 }
 
 absl::StatusOr<std::unique_ptr<SolveSession>> Client::StartSolveSession(const std::string& bake) {
@@ -361,32 +358,30 @@ absl::Status PoseSession::Send(const v1::Pose& pose, int64_t sequence) {
   }
   req.set_sequence(sequence);
   *req.mutable_pose() = pose;
-  if (absl::Status s = Write(req); !s.ok()) return s;
+  RETURN_IF_ERROR(Write(req));
   first_ = false;
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
   const int64_t seq = next_sequence_++;
-  if (absl::Status s = Send(pose, seq); !s.ok()) return s;
-  absl::StatusOr<v1::PoseSessionResponse> resp = Read();
-  if (!resp.ok()) return resp.status();
-  if (resp->sequence() != seq)
-    return absl::InternalError(absl::StrCat("PoseSession: answer ", resp->sequence(), " for frame ", seq));
-  return std::move(*resp->mutable_frame());
+  RETURN_IF_ERROR(Send(pose, seq));
+  ASSIGN_OR_RETURN(v1::PoseSessionResponse resp, Read());
+  if (resp.sequence() != seq)
+    return absl::InternalError(absl::StrCat("PoseSession: answer ", resp.sequence(), " for frame ", seq));
+  return std::move(*resp.mutable_frame());
 }
 
 absl::StatusOr<v1::FastSolution> SolveSession::Step(v1::SolveSessionRequest frame) {
   const int64_t seq = next_sequence_++;
   if (first_) frame.set_bake(bake_);
   frame.set_sequence(seq);
-  if (absl::Status s = Write(frame); !s.ok()) return s;
+  RETURN_IF_ERROR(Write(frame));
   first_ = false;
-  absl::StatusOr<v1::SolveSessionResponse> resp = Read();
-  if (!resp.ok()) return resp.status();
-  if (resp->sequence() != seq)
-    return absl::InternalError(absl::StrCat("SolveSession: answer ", resp->sequence(), " for frame ", seq));
-  return std::move(*resp->mutable_solution());
+  ASSIGN_OR_RETURN(v1::SolveSessionResponse resp, Read());
+  if (resp.sequence() != seq)
+    return absl::InternalError(absl::StrCat("SolveSession: answer ", resp.sequence(), " for frame ", seq));
+  return std::move(*resp.mutable_solution());
 }
 
 }  // namespace skinning

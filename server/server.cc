@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 #include "server/grpc/tls.h"
 #include "server/store/instrumented_blob_store.h"
 
@@ -33,16 +34,14 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& option
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options) {
-  absl::StatusOr<std::unique_ptr<BlobStore>> blobs = OpenStore(options);
-  if (!blobs.ok()) return blobs.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobStore> blobs, OpenStore(options));
   std::unique_ptr<SkinningServer> s(new SkinningServer());
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
       !options.tls_client_ca_file.empty()) {
-    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tls = TlsServerCredentials(
-        options.tls_cert_file, options.tls_key_file, options.tls_client_ca_file);
-    if (!tls.ok()) return tls.status();
-    credentials = *std::move(tls);
+    ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> tls, TlsServerCredentials(options.tls_cert_file, options.tls_key_file,
+                                                          options.tls_client_ca_file));
+    credentials = std::move(tls);
     s->tls_ = true;
     s->mutual_tls_ = !options.tls_client_ca_file.empty();
   }
@@ -58,7 +57,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   }
   if (!options.metrics_address.empty()) s->metrics_ = std::make_unique<Metrics>();
   s->gate_ = std::make_unique<CallGate>(s->auth_.get(), &s->draining_);
-  s->blobs_ = *std::move(blobs);
+  s->blobs_ = std::move(blobs);
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->rigs_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
   s->examples_ = std::make_unique<ExampleStore>(s->blobs_);
@@ -113,9 +112,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->metrics_->AddCache("skinning_bake_cache", "bake cache", [bakes] { return bakes->cache_stats(); });
     PsdModels* psd = s->psd_models_.get();
     s->metrics_->AddCache("skinning_psd_model_cache", "PSD model cache", [psd] { return psd->cache_stats(); });
-    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> exposer = s->metrics_->Serve(options.metrics_address);
-    if (!exposer.ok()) return exposer.status();
-    s->exposer_ = *std::move(exposer);
+    ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> exposer, s->metrics_->Serve(options.metrics_address));
+    s->exposer_ = std::move(exposer);
     s->metrics_port_ = s->exposer_->port();
   }
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace skinning {
@@ -141,7 +142,7 @@ absl::StatusOr<v1::Bake> LocalBakeQueue::Stored(const BakeRef& bake) {
   absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store_->Header(bake.bake_id);
   if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))
     return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "' not found"));
-  if (!header.ok()) return header.status();
+  RETURN_IF_ERROR(header.status());
   return BakeFromStored(**header);
 }
 
@@ -213,9 +214,8 @@ absl::Status LocalBakeQueue::Watch(const BakeRef& bake, const std::function<bool
     job = FindLocked(bake);
   }
   if (!job) {
-    absl::StatusOr<v1::Bake> stored = Stored(bake);
-    if (!stored.ok()) return stored.status();
-    on_change(*stored);
+    ASSIGN_OR_RETURN(const v1::Bake stored, Stored(bake));
+    on_change(stored);
     return absl::OkStatus();
   }
   std::string last;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/time_util.h"
@@ -61,8 +62,8 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
   Rig rig;
   rig.name = proto.display_name();
   const v1::Mesh& m = proto.mesh();
-  if (auto s = CheckLength("rig.mesh.positions", m.positions_size(), 3, false); !s.ok()) return s;
-  if (auto s = CheckLength("rig.mesh.triangles", m.triangles_size(), 3, false); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckLength("rig.mesh.positions", m.positions_size(), 3, false));
+  RETURN_IF_ERROR(CheckLength("rig.mesh.triangles", m.triangles_size(), 3, false));
   const int nv = m.positions_size() / 3;
   const int nf = m.triangles_size() / 3;
   if (nv > limits.max_vertices)
@@ -72,7 +73,7 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
     return absl::ResourceExhaustedError(absl::StrFormat(
         "rig.mesh.triangles: %d triangles exceed the server limit of %d", nf, limits.max_triangles));
   if (m.normals_size() != 0) {
-    if (auto s = CheckLength("rig.mesh.normals", m.normals_size(), 3 * nv, true); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckLength("rig.mesh.normals", m.normals_size(), 3 * nv, true));
   }
   rig.mesh.V.resize(nv, 3);
   for (int i = 0; i < 3 * nv; ++i) rig.mesh.V.data()[i] = m.positions(i);
@@ -97,7 +98,7 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
   for (int j = 0; j < nj; ++j) {
     const v1::Joint& pj = proto.skeleton().joints(j);
     const std::string where = absl::StrFormat("rig.skeleton.joints[%d]", j);
-    if (auto s = TransformLengths(pj.rest(), where + ".rest"); !s.ok()) return s;
+    RETURN_IF_ERROR(TransformLengths(pj.rest(), where + ".rest"));
     Joint& joint = rig.skeleton.joints[j];
     joint.name = pj.name();
     joint.parent = pj.parent();
@@ -174,7 +175,7 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
       rig.dense_weights = std::move(D);
     }
   }
-  if (auto s = ValidateRig(rig); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateRig(rig));
   return rig;
 }
 
@@ -225,10 +226,10 @@ absl::StatusOr<Pose> PoseFromProto(const v1::Pose& proto, const Skeleton& skelet
   pose.local.resize(proto.joints_size());
   for (int j = 0; j < proto.joints_size(); ++j) {
     const std::string where = absl::StrFormat("%s.joints[%d]", field, j);
-    if (auto s = TransformLengths(proto.joints(j), where); !s.ok()) return s;
+    RETURN_IF_ERROR(TransformLengths(proto.joints(j), where));
     pose.local[j] = TransformFromProto(proto.joints(j));
   }
-  if (auto s = ValidatePose(skeleton, pose, field); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidatePose(skeleton, pose, field));
   return pose;
 }
 

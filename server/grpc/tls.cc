@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -52,15 +53,13 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TlsServerCredentials(
   if (cert_file.empty())
     return absl::InvalidArgumentError(
         "--tls_client_ca needs --tls_cert and --tls_key (the server's own certificate)");
-  absl::StatusOr<std::string> cert = ReadPem("tls_cert", cert_file);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPem("tls_key", key_file);
-  if (!key.ok()) return key.status();
-  auto x509 = FirstCertificate(*cert);
+  ASSIGN_OR_RETURN(const std::string cert, ReadPem("tls_cert", cert_file));
+  ASSIGN_OR_RETURN(const std::string key, ReadPem("tls_key", key_file));
+  auto x509 = FirstCertificate(cert);
   if (!x509)
     return absl::InvalidArgumentError(
         absl::StrCat("--tls_cert: '", cert_file, "' holds no PEM certificate"));
-  auto key_bio = MemoryBio(*key);
+  auto key_bio = MemoryBio(key);
   std::unique_ptr<EVP_PKEY, KeyDeleter> pkey(
       PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (!pkey)
@@ -71,14 +70,13 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TlsServerCredentials(
         absl::StrCat("--tls_key: '", key_file, "' is not the private key of the certificate in '",
                      cert_file, "'"));
   grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  options.pem_key_cert_pairs.push_back({*key, *cert});
+  options.pem_key_cert_pairs.push_back({key, cert});
   if (!client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadPem("tls_client_ca", client_ca_file);
-    if (!ca.ok()) return ca.status();
-    if (!FirstCertificate(*ca))
+    ASSIGN_OR_RETURN(const std::string ca, ReadPem("tls_client_ca", client_ca_file));
+    if (!FirstCertificate(ca))
       return absl::InvalidArgumentError(
           absl::StrCat("--tls_client_ca: '", client_ca_file, "' holds no PEM certificate"));
-    options.pem_root_certs = *ca;
+    options.pem_root_certs = ca;
     options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(options);

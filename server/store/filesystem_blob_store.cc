@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "core/util/status_macros.h"
 #include "server/store/blob_store.h"
 
 namespace skinning {
@@ -46,7 +47,7 @@ class FilesystemBlobStore : public BlobStore {
   explicit FilesystemBlobStore(fs::path root) : root_(std::move(root)) {}
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(key));
     const fs::path target = root_ / key;
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
@@ -88,7 +89,7 @@ class FilesystemBlobStore : public BlobStore {
   }
 
   absl::StatusOr<std::string> Get(const std::string& key) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(key));
     const fs::path path = root_ / key;
     std::ifstream in(path, std::ios::binary);
     if (!in) {
@@ -102,13 +103,13 @@ class FilesystemBlobStore : public BlobStore {
   }
 
   absl::StatusOr<bool> Exists(const std::string& key) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(key));
     std::error_code ec;
     return fs::exists(root_ / key, ec);
   }
 
   absl::StatusOr<bool> Delete(const std::string& key) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(key));
     std::error_code ec;
     const bool removed = fs::remove(root_ / key, ec);
     if (ec) return absl::InternalError(absl::StrCat("delete ", key, ": ", ec.message()));
@@ -134,9 +135,9 @@ class FilesystemBlobStore : public BlobStore {
 
   absl::StatusOr<bool> WriteIf(const std::string& guard, const std::optional<std::string>& expected,
                                const std::vector<Write>& writes) override {
-    if (auto s = CheckKey(guard); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(guard));
     for (const Write& w : writes)
-      if (auto s = CheckKey(w.key); !s.ok()) return s;
+      RETURN_IF_ERROR(CheckKey(w.key));
     // flock locks belong to the open file description: threads of this process take turns on
     // the mutex, processes on the lock.
     std::lock_guard<std::mutex> in_process(write_mu_);
@@ -156,7 +157,7 @@ class FilesystemBlobStore : public BlobStore {
       if (!matches) return false;
       for (const Write& w : writes) {
         if (w.bytes.has_value()) {
-          if (auto s = Put(w.key, *w.bytes); !s.ok()) return s;
+          RETURN_IF_ERROR(Put(w.key, *w.bytes));
         } else if (absl::StatusOr<bool> d = Delete(w.key); !d.ok()) {
           return d.status();
         }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "core/util/status_macros.h"
 #include "server/store/blob_store.h"
 
 namespace skinning {
@@ -105,54 +106,46 @@ class RedisBlobStore : public BlobStore {
       : host_(std::move(host)), port_(port), prefix_(std::move(key_prefix)) {}
 
   absl::Status Ping() {
-    absl::StatusOr<Reply> reply = Command({"PING"}, "PING");
-    if (!reply.ok()) return reply.status();
-    if ((*reply)->type != REDIS_REPLY_STATUS ||
-        absl::string_view((*reply)->str, (*reply)->len) != "PONG")
+    ASSIGN_OR_RETURN(Reply reply, Command({"PING"}, "PING"));
+    if (reply->type != REDIS_REPLY_STATUS ||
+        absl::string_view(reply->str, reply->len) != "PONG")
       return absl::FailedPreconditionError(
           absl::StrCat("redis at ", Endpoint(), " did not answer PING with PONG"));
     return absl::OkStatus();
   }
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(key));
     const std::string value = Encode(bytes);
     const std::string redis_key = prefix_ + key;
-    absl::StatusOr<Reply> reply =
-        Command({"SET", redis_key, value}, absl::StrCat("SET '", key, "'"));
-    if (!reply.ok()) return reply.status();
-    if ((*reply)->type != REDIS_REPLY_STATUS)
+    ASSIGN_OR_RETURN(Reply reply, Command({"SET", redis_key, value}, absl::StrCat("SET '", key, "'")));
+    if (reply->type != REDIS_REPLY_STATUS)
       return absl::InternalError(
-          absl::StrCat("SET '", key, "': unexpected redis reply type ", (*reply)->type));
+          absl::StrCat("SET '", key, "': unexpected redis reply type ", reply->type));
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::string> Get(const std::string& key) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
-    absl::StatusOr<Reply> reply = Command({"GET", prefix_ + key}, absl::StrCat("GET '", key, "'"));
-    if (!reply.ok()) return reply.status();
-    if ((*reply)->type == REDIS_REPLY_NIL)
+    RETURN_IF_ERROR(CheckKey(key));
+    ASSIGN_OR_RETURN(Reply reply, Command({"GET", prefix_ + key}, absl::StrCat("GET '", key, "'")));
+    if (reply->type == REDIS_REPLY_NIL)
       return absl::NotFoundError(absl::StrCat("no stored object '", key, "'"));
-    if ((*reply)->type != REDIS_REPLY_STRING)
+    if (reply->type != REDIS_REPLY_STRING)
       return absl::InternalError(
-          absl::StrCat("GET '", key, "': unexpected redis reply type ", (*reply)->type));
-    return Decode(key, (*reply)->str, (*reply)->len);
+          absl::StrCat("GET '", key, "': unexpected redis reply type ", reply->type));
+    return Decode(key, reply->str, reply->len);
   }
 
   absl::StatusOr<bool> Exists(const std::string& key) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
-    absl::StatusOr<int64_t> n =
-        IntegerCommand({"EXISTS", prefix_ + key}, absl::StrCat("EXISTS '", key, "'"));
-    if (!n.ok()) return n.status();
-    return *n > 0;
+    RETURN_IF_ERROR(CheckKey(key));
+    ASSIGN_OR_RETURN(const int64_t n, IntegerCommand({"EXISTS", prefix_ + key}, absl::StrCat("EXISTS '", key, "'")));
+    return n > 0;
   }
 
   absl::StatusOr<bool> Delete(const std::string& key) override {
-    if (auto s = CheckKey(key); !s.ok()) return s;
-    absl::StatusOr<int64_t> n =
-        IntegerCommand({"DEL", prefix_ + key}, absl::StrCat("DEL '", key, "'"));
-    if (!n.ok()) return n.status();
-    return *n > 0;
+    RETURN_IF_ERROR(CheckKey(key));
+    ASSIGN_OR_RETURN(const int64_t n, IntegerCommand({"DEL", prefix_ + key}, absl::StrCat("DEL '", key, "'")));
+    return n > 0;
   }
 
   absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) override {
@@ -161,10 +154,8 @@ class RedisBlobStore : public BlobStore {
     std::vector<std::string> keys;
     std::string cursor = "0";
     do {
-      absl::StatusOr<Reply> reply =
-          Command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanCount}, what);
-      if (!reply.ok()) return reply.status();
-      const redisReply* r = reply->get();
+      ASSIGN_OR_RETURN(Reply reply, Command({"SCAN", cursor, "MATCH", pattern, "COUNT", kScanCount}, what));
+      const redisReply* r = reply.get();
       if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
           r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY)
         return absl::InternalError(absl::StrCat(what, ": malformed redis reply"));
@@ -198,11 +189,11 @@ class RedisBlobStore : public BlobStore {
         "  else redis.call('DEL', KEYS[i]) end\n"
         "end\n"
         "return 1\n";
-    if (auto s = CheckKey(guard); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckKey(guard));
     std::vector<std::string> keys = {prefix_ + guard};
     std::vector<std::string> values = {expected.has_value() ? "1" : "0", expected.has_value() ? Encode(*expected) : ""};
     for (const Write& w : writes) {
-      if (auto s = CheckKey(w.key); !s.ok()) return s;
+      RETURN_IF_ERROR(CheckKey(w.key));
       keys.push_back(prefix_ + w.key);
       values.push_back(w.bytes.has_value() ? "set" : "del");
       values.push_back(w.bytes.has_value() ? Encode(*w.bytes) : "");
@@ -211,9 +202,8 @@ class RedisBlobStore : public BlobStore {
     std::vector<absl::string_view> args = {"EVAL", kScript, num_keys};
     for (const std::string& k : keys) args.push_back(k);
     for (const std::string& v : values) args.push_back(v);
-    absl::StatusOr<int64_t> n = IntegerCommand(args, absl::StrCat("conditional write guarded by '", guard, "'"));
-    if (!n.ok()) return n.status();
-    return *n == 1;
+    ASSIGN_OR_RETURN(const int64_t n, IntegerCommand(args, absl::StrCat("conditional write guarded by '", guard, "'")));
+    return n == 1;
   }
 
  private:
@@ -329,12 +319,11 @@ class RedisBlobStore : public BlobStore {
   }
 
   absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what) {
-    absl::StatusOr<Reply> reply = Command(args, what);
-    if (!reply.ok()) return reply.status();
-    if ((*reply)->type != REDIS_REPLY_INTEGER)
+    ASSIGN_OR_RETURN(Reply reply, Command(args, what));
+    if (reply->type != REDIS_REPLY_INTEGER)
       return absl::InternalError(
-          absl::StrCat(what, ": unexpected redis reply type ", (*reply)->type));
-    return static_cast<int64_t>((*reply)->integer);
+          absl::StrCat(what, ": unexpected redis reply type ", reply->type));
+    return static_cast<int64_t>(reply->integer);
   }
 
   const std::string host_;
@@ -357,7 +346,7 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string&
   if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
     signal(SIGPIPE, SIG_IGN);
   auto store = std::make_unique<RedisBlobStore>(host, port, key_prefix);
-  if (auto s = store->Ping(); !s.ok()) return s;
+  RETURN_IF_ERROR(store->Ping());
   return std::unique_ptr<BlobStore>(std::move(store));
 }
 

@@ -2,6 +2,7 @@
 // bone weights and endpoint weights.
 #include "absl/strings/str_cat.h"
 #include "core/skinning/stbs.h"
+#include "core/util/status_macros.h"
 #include "server/bake/recipes/endpoint.h"
 #include "server/pose/deformers/deformers.h"
 
@@ -18,7 +19,7 @@ class StbsDeformer final : public Deformer {
   // Transforms alone need no bake (without stretch or twist they are the plain ones).
   absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override {
     if (geometry)
-      if (absl::Status s = NeedsBake(*this, target); !s.ok()) return s;
+      RETURN_IF_ERROR(NeedsBake(*this, target));
     return NeedsBoneWeights(*this, target, geometry);
   }
 
@@ -33,7 +34,7 @@ class StbsDeformer final : public Deformer {
             DeformerName(kind()), " with bone_stretch / bone_twist needs an endpoint bake as `bake`"));
       return Deformer::Transforms(target, pose, st, field);
     }
-    if (absl::Status s = ValidateStretchTwist(rig.skeleton, endpoint->bones, st, field); !s.ok()) return s;
+    RETURN_IF_ERROR(ValidateStretchTwist(rig.skeleton, endpoint->bones, st, field));
     return StretchedSkinningTransforms(rig.skeleton, target.rig->order, pose, endpoint->bones, st);
   }
 
