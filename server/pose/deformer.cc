@@ -52,8 +52,8 @@ absl::Status NeedsBake(const Deformer& deformer, const PoseTarget& target) {
   const std::string method = deformer.bake_method();
   if (target.bake != nullptr && method == target.bake->recipe->name()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
-      DeformerName(deformer.kind()), " needs a ", method, " bake of rig '", RigName(target.rig->id),
-      "': run StartBake with options.", method, " and pose with its name as `bake`",
+      DeformerName(deformer.kind()), " needs a bake of rig '", RigName(target.rig->id), "' with options.", method,
+      ": run StartBake with options.", method, " and pose with its name as `bake`",
       target.bake != nullptr
           ? absl::StrCat(" (bake '", target.bake->name, "' is a ", target.bake->recipe->name(), " bake)")
           : ""));
