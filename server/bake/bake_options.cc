@@ -1,15 +1,11 @@
 #include "server/bake/bake_options.h"
 
-#include <openssl/sha.h>
-
 #include <cmath>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "server/convert/convert.h"
 
 namespace skinning {
 namespace {
@@ -85,16 +81,7 @@ absl::StatusOr<NormalizedBakeOptions> NormalizeBakeOptions(const v1::BakeOptions
 }
 
 std::string BakeId(const std::string& rig_id, const v1::BakeOptions& normalized) {
-  std::string bytes = rig_id + "\n";
-  {
-    google::protobuf::io::StringOutputStream sos(&bytes);
-    google::protobuf::io::CodedOutputStream cos(&sos);
-    cos.SetSerializationDeterministic(true);
-    normalized.SerializeToCodedStream(&cos);
-  }
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return "bake-" + absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16));
+  return ContentAddress("bake-", rig_id + "\n", normalized);
 }
 
 BakeOptions CoreBakeOptions(const v1::BakeOptions& normalized, const Recipe& recipe) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -239,23 +240,26 @@ v1::Pose PoseToProto(const Pose& pose) {
   return p;
 }
 
+std::string ContentAddress(absl::string_view prefix, absl::string_view leading, const google::protobuf::Message& m) {
+  std::string bytes(leading);
+  {
+    google::protobuf::io::StringOutputStream sos(&bytes);
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&cos);
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
+  return absl::StrCat(prefix, absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 16)));
+}
+
 std::string RigId(const v1::Rig& canonical) {
   // Only mesh, skeleton and weights count: not the display name, not the output-only fields.
   v1::Rig copy;
   *copy.mutable_mesh() = canonical.mesh();
   *copy.mutable_skeleton() = canonical.skeleton();
   if (canonical.has_weights()) *copy.mutable_weights() = canonical.weights();
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream sos(&bytes);
-    google::protobuf::io::CodedOutputStream cos(&sos);
-    cos.SetSerializationDeterministic(true);
-    copy.SerializeToCodedStream(&cos);
-  }
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
-  return "rig-" + absl::BytesToHexString(
-                      absl::string_view(reinterpret_cast<const char*>(digest), 16));
+  return ContentAddress("rig-", "", copy);
 }
 
 void DenseToProto(const Eigen::MatrixXd& D, v1::DenseWeights* out) {

@@ -53,6 +53,9 @@ v1::BakeReport BakeReportToProto(const BakeReport& report);
 // display name and the output-only fields left out). Unchanged by the v1 API's renames: the
 // renamed fields kept their numbers and wire types.
 std::string RigId(const v1::Rig& canonical);
+// `prefix` + 32 hex digits of SHA-256 over `leading` and the deterministic serialization of `m`
+// (RigId; the server's bake ids).
+std::string ContentAddress(absl::string_view prefix, absl::string_view leading, const google::protobuf::Message& m);
 
 }  // namespace skinning
 
