@@ -30,7 +30,7 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeRunner::Run(
   if (recipe.WeightsSourceField() != nullptr) {
     ASSIGN_OR_RETURN(options.source_weights, SourceWeights(*rig, recipe.WeightsSource(job.options)));
   }
-  ASSIGN_OR_RETURN(BakeResult result, Bake(rig->rig.mesh, rig->rig.skeleton, options, progress));
+  ASSIGN_OR_RETURN(BakeResult result, recipe.Run(job.options, options, *rig, progress));
   RETURN_IF_ERROR(progress.CheckCancelled());
   progress.Report("storing", 1.0);
 

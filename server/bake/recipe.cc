@@ -37,6 +37,11 @@ const Recipe* RecipeRegistry::Find(absl::string_view name) const {
   return nullptr;
 }
 
+absl::StatusOr<BakeResult> Recipe::Run(const v1::BakeOptions& options, const BakeOptions& core, const LoadedRig& rig,
+                                       const Progress& progress) const {
+  return Bake(rig.rig.mesh, rig.rig.skeleton, core, progress);
+}
+
 absl::StatusOr<std::shared_ptr<LoadedBake>> PrepareBake(const Recipe& recipe,
                                                         std::shared_ptr<const internal::v1::StoredBake> header,
                                                         BakeResult result, const LoadedRig& rig) {

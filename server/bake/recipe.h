@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/skinning/weights.h"
+#include "core/util/progress.h"
 #include "core/weights/bake.h"
 #include "server/bake/loaded_bake.h"
 #include "server/store/rig_store.h"
@@ -45,9 +46,12 @@ class Recipe {
   virtual const char* WeightsSourceField() const { return nullptr; }
   virtual std::string WeightsSource(const v1::BakeOptions& options) const { return ""; }
 
-  // Running: the method's part of the core options (the common part, and the source weights,
-  // are set by the caller). The core Bake does the work.
+  // Running. ToCore sets the method's part of the core options (CoreBakeOptions sets the common
+  // part and calls it); Run computes the bake from them (`core` also holds the source weights of
+  // the methods that build on bone weights). The default Run is the core Bake.
   virtual void ToCore(const v1::BakeOptions& options, BakeOptions* core) const = 0;
+  virtual absl::StatusOr<BakeResult> Run(const v1::BakeOptions& options, const BakeOptions& core,
+                                         const LoadedRig& rig, const Progress& progress) const;
 
   // Storing and loading. Store keeps what Restore needs to give back an equivalent result;
   // Prepare turns a result (fresh, or restored) into the loaded form (dense, sparse, payload,

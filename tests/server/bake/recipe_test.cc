@@ -129,7 +129,7 @@ RoundTrip BakeAndRestore(const Rig& core_rig, v1::BakeOptions options) {
   const Recipe& recipe = *n->recipe;
   BakeOptions core = CoreBakeOptions(n->options, recipe);
   if (recipe.WeightsSourceField() != nullptr) core.source_weights = ToDense(rig->weights, rig->rig.skeleton.size());
-  absl::StatusOr<BakeResult> result = Bake(rig->rig.mesh, rig->rig.skeleton, core);
+  absl::StatusOr<BakeResult> result = recipe.Run(n->options, core, *rig, {});
   EXPECT_TRUE(result.ok()) << recipe.name() << ": " << result.status();
   if (!result.ok()) return out;
 
