@@ -166,12 +166,7 @@ std::vector<Matrix34d> PsdModelData::BaseMaps(const std::vector<Eigen::Affine3d>
 
 void PsdModelData::AddSupport(const std::vector<Eigen::Affine3d>& TS,
                               std::vector<Matrix34d>* M) const {
-  for (int i : support_vertices) {
-    Matrix34d m = (1.0 - ws_sum[i]) * (*M)[i];
-    for (size_t s = 0; s < TS.size(); ++s)
-      if (WS(i, s) > 0) m.noalias() += WS(i, s) * TS[s].matrix().topRows<3>();
-    (*M)[i] = m;
-  }
+  AddSupportMaps(WS, ws_sum, support_vertices, TS, M);
 }
 
 Eigen::MatrixXd PsdModelData::RbfWeights(const std::vector<Transform>& locals) const {
@@ -427,110 +422,20 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     if (found.empty())
       return absl::FailedPreconditionError(
           "support joints: no example bends a joint that has a parent bone and a child");
-    DomainOptions domain_options;
-    domain_options.voxel = options.voxel;
-    DomainReport domain_report;
-    auto domain = BuildDomain(mesh, domain_options, &domain_report, progress.Sub(0.05, 0.4));
-    const VoxelGridReport& vreport = domain_report.voxel;
-    if (!domain.ok()) {
-      if (absl::IsCancelled(domain.status())) return domain.status();
-      return absl::FailedPreconditionError("support joints: voxel grid for geodesic distances: " +
-                                           std::string(domain.status().message()));
-    }
-    // Normalized example error of the base skinning, e_i.
-    Eigen::VectorXd err = Eigen::VectorXd::Zero(n);
-    for (size_t k = 0; k < examples.size(); ++k)
-      for (int i = 0; i < n; ++i) {
-        const Eigen::Vector3d base =
-            Mk[k][i].leftCols<3>() * mesh.V.row(i).transpose() + Mk[k][i].col(3);
-        err[i] = std::max(err[i], (examples[k].V.row(i).transpose() - base).norm());
-      }
-    const double emax = err.maxCoeff();
-    if (emax > 0) err /= emax;
+    SupportJointFitOptions fit_options;
+    fit_options.voxel = options.voxel;
+    fit_options.sigma = options.support_sigma;
+    fit_options.coarse_samples = options.support_coarse_samples;
+    fit_options.refine_iterations = options.support_refine_iterations;
+    fit_options.sweeps = options.support_sweeps;
+    ASSIGN_OR_RETURN(SupportJointFit fit,
+                     FitSupportJoints(mesh, skeleton, examples, found, Tk, fit_options, progress, &Mk));
+    d.WS = std::move(fit.weights);
+    d.ws_sum = std::move(fit.weight_sums);
+    d.support_vertices = std::move(fit.vertices);
+    slides = std::move(fit.slides);
+    const VoxelGridReport& vreport = fit.grid;
     const int S = static_cast<int>(found.size());
-    d.WS = Eigen::MatrixXd::Zero(n, S);
-    for (int s = 0; s < S; ++s) {
-      auto g = GeodesicVertexDistances(*domain, found[s].joint_position);
-      if (!g.ok())
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "support joint at skeleton.joints[%d] (%s): %s", found[s].joint,
-            skeleton.joints[found[s].joint].name, g.status().message()));
-      const double sigma = options.support_sigma * found[s].parent_length();
-      for (int i = 0; i < n; ++i) {
-        const double gi = (*g)[i];
-        const double w = std::isfinite(gi) ? std::exp(-gi * gi / (2 * sigma * sigma)) * err[i] : 0.0;
-        d.WS(i, s) = w;
-      }
-    }
-    d.ws_sum = d.WS.rowwise().sum();
-    for (int i = 0; i < n; ++i) {
-      if (d.ws_sum[i] > 1.0) {
-        d.WS.row(i) /= d.ws_sum[i];
-        d.ws_sum[i] = 1.0;
-      }
-      if (d.ws_sum[i] > 0) d.support_vertices.push_back(i);
-    }
-    progress.Report("psd: support weights", 0.45);
-
-    // Slide optimization per example (coarse search + golden section, cyclic over supports).
-    for (size_t k = 0; k < examples.size(); ++k) {
-      std::vector<double> x(S, 0.5);
-      std::vector<Eigen::Affine3d> TS(S);
-      for (int s = 0; s < S; ++s) TS[s] = SupportJointTransform(found[s], Tk[k], x[s]);
-      for (int sweep = 0; sweep < (S > 1 ? options.support_sweeps : 1); ++sweep) {
-        for (int s = 0; s < S; ++s) {
-          std::vector<int> verts;
-          std::vector<Eigen::Vector3d> target;  // example − everything but support s
-          for (int i : d.support_vertices) {
-            if (d.WS(i, s) <= 0) continue;
-            const Eigen::Vector3d v = mesh.V.row(i).transpose();
-            Eigen::Vector3d other =
-                (1.0 - d.ws_sum[i]) * (Mk[k][i].leftCols<3>() * v + Mk[k][i].col(3));
-            for (int t = 0; t < S; ++t)
-              if (t != s && d.WS(i, t) > 0) other += d.WS(i, t) * (TS[t] * v);
-            verts.push_back(i);
-            target.push_back(examples[k].V.row(i).transpose() - other);
-          }
-          auto energy = [&](double xs) {
-            const Eigen::Affine3d A = SupportJointTransform(found[s], Tk[k], xs);
-            double e = 0;
-            for (size_t q = 0; q < verts.size(); ++q) {
-              const int i = verts[q];
-              e += (target[q] - d.WS(i, s) * (A * mesh.V.row(i).transpose())).squaredNorm();
-            }
-            return e;
-          };
-          const int M = options.support_coarse_samples;
-          int best = 0;
-          double best_e = std::numeric_limits<double>::infinity();
-          for (int m = 0; m < M; ++m) {
-            const double e = energy(static_cast<double>(m) / (M - 1));
-            if (e < best_e) best_e = e, best = m;
-          }
-          double lo = std::max(0, best - 1) / static_cast<double>(M - 1);
-          double hi = std::min(M - 1, best + 1) / static_cast<double>(M - 1);
-          double best_x = static_cast<double>(best) / (M - 1);
-          const double g = (std::sqrt(5.0) - 1) / 2;
-          double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
-          double ea = energy(a), eb = energy(b);
-          for (int it = 0; it < options.support_refine_iterations; ++it) {
-            if (ea < eb) {
-              hi = b, b = a, eb = ea, a = hi - g * (hi - lo), ea = energy(a);
-            } else {
-              lo = a, a = b, ea = eb, b = lo + g * (hi - lo), eb = energy(b);
-            }
-          }
-          if (ea < best_e) best_e = ea, best_x = a;
-          if (eb < best_e) best_e = eb, best_x = b;
-          x[s] = best_x;
-          TS[s] = SupportJointTransform(found[s], Tk[k], x[s]);
-        }
-      }
-      slides[k] = x;
-      d.AddSupport(TS, &Mk[k]);
-      progress.Report("psd: support slides", 0.45 + 0.35 * (k + 1) / examples.size());
-      RETURN_IF_ERROR(progress.CheckCancelled());
-    }
     for (int s = 0; s < S; ++s) {
       SupportData sd;
       sd.joint = found[s];
