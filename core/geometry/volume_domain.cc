@@ -9,19 +9,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
 
 absl::Status VoxelGridOptions::Validate() const {
-  if (resolution < kMinResolution || resolution > kMaxResolution)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.voxel.resolution = %d is outside [%d, %d]", resolution,
-                        kMinResolution, kMaxResolution));
-  if (!(winding_threshold > 0.0) || !std::isfinite(winding_threshold))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.voxel.winding_threshold = %g must be positive and finite", winding_threshold));
-  return absl::OkStatus();
+  RETURN_IF_ERROR(CheckInRange("options.voxel.resolution", resolution, kMinResolution, kMaxResolution));
+  return CheckPositive("options.voxel.winding_threshold", winding_threshold);
 }
 
 std::string VoxelGridReport::BriefReport() const {

@@ -9,10 +9,12 @@
 #include <Eigen/LU>
 #include <Eigen/QR>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/support_joints.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -214,6 +216,21 @@ void PsdModelData::Displaced(const Eigen::MatrixXd& r, RowMatrixX3d* X) const {
   }
 }
 
+absl::Status PsdOptions::Validate() const {
+  if (base != PsdBase::kLbs && base != PsdBase::kDqs)
+    return absl::InvalidArgumentError(absl::StrFormat("options.base = %d is not a PSD base", static_cast<int>(base)));
+  RETURN_IF_ERROR(CheckPositive("options.rbf_width", rbf_width));
+  if (support_joints) return SupportJointFitOptionsOf(*this).Validate();
+  return absl::OkStatus();
+}
+
+std::string PsdReport::BriefReport() const {
+  std::string out = absl::StrFormat("%d examples, %d regions, max reproduction error %.3g, %.3g s", examples, regions,
+                                    max_reproduction_error, seconds);
+  if (!detail.empty()) absl::StrAppend(&out, "; ", detail);
+  return out;
+}
+
 absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
                               const std::vector<PsdExample>& examples, const char* field) {
   std::vector<std::vector<Transform>> locals;
@@ -339,19 +356,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     const Progress& progress) {
   const auto start = std::chrono::steady_clock::now();
   // ---- validation ---------------------------------------------------------------------------
-  if (!(options.rbf_width > 0) || !std::isfinite(options.rbf_width))
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.rbf_width: %g must be positive", options.rbf_width));
-  if (!(options.support_sigma > 0) || !std::isfinite(options.support_sigma))
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.support_sigma: %g must be positive", options.support_sigma));
-  if (options.support_coarse_samples < 2)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.support_coarse_samples: %d must be at least 2", options.support_coarse_samples));
-  if (options.support_refine_iterations < 0 || options.support_sweeps < 1)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.support_refine_iterations (%d) must be >= 0 and options.support_sweeps (%d) >= 1",
-        options.support_refine_iterations, options.support_sweeps));
+  RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(ValidateSkeleton(skeleton, "skeleton"));
   const int n = static_cast<int>(mesh.V.rows());
   if (n == 0) return absl::InvalidArgumentError("mesh has no vertices");
@@ -422,14 +427,8 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     if (found.empty())
       return absl::FailedPreconditionError(
           "support joints: no example bends a joint that has a parent bone and a child");
-    SupportJointFitOptions fit_options;
-    fit_options.voxel = options.voxel;
-    fit_options.sigma = options.support_sigma;
-    fit_options.coarse_samples = options.support_coarse_samples;
-    fit_options.refine_iterations = options.support_refine_iterations;
-    fit_options.sweeps = options.support_sweeps;
-    ASSIGN_OR_RETURN(SupportJointFit fit,
-                     FitSupportJoints(mesh, skeleton, examples, found, Tk, fit_options, progress, &Mk));
+    ASSIGN_OR_RETURN(SupportJointFit fit, FitSupportJoints(mesh, skeleton, examples, found, Tk,
+                                                           SupportJointFitOptionsOf(options), progress, &Mk));
     d.WS = std::move(fit.weights);
     d.ws_sum = std::move(fit.weight_sums);
     d.support_vertices = std::move(fit.vertices);

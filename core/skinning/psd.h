@@ -115,6 +115,10 @@ struct PsdOptions {
   // Cyclic coordinate sweeps over the support joints of one example (only matters with ≥ 2
   // support joints whose weights overlap).
   int support_sweeps = 2;
+
+  // INVALID_ARGUMENT naming the first bad field and its value (the support-joint fields only
+  // with support_joints).
+  absl::Status Validate() const;
 };
 
 struct PsdReport {
@@ -126,6 +130,9 @@ struct PsdReport {
   double max_reproduction_error = 0.0;
   double seconds = 0.0;
   std::string detail;  // human-readable summary (support joints, regions, non-zeros)
+
+  // "4 examples, 3 regions, max reproduction error 2.1e-13, 0.52 s; <detail>"
+  std::string BriefReport() const;
 };
 
 // INVALID_ARGUMENT with the field and index: wrong vertex count ("examples[2].positions: 1200

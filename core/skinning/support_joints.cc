@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/rig/bones.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -134,11 +135,30 @@ void AddSupportMaps(const Eigen::MatrixXd& weights, const Eigen::VectorXd& weigh
   }
 }
 
+absl::Status SupportJointFitOptions::Validate() const {
+  RETURN_IF_ERROR(CheckPositive("options.support_sigma", sigma));
+  RETURN_IF_ERROR(CheckAtLeast("options.support_coarse_samples", coarse_samples, 2));
+  RETURN_IF_ERROR(CheckAtLeast("options.support_refine_iterations", refine_iterations, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.support_sweeps", sweeps, 1));
+  return voxel.Validate();
+}
+
+SupportJointFitOptions SupportJointFitOptionsOf(const PsdOptions& options) {
+  SupportJointFitOptions fit;
+  fit.voxel = options.voxel;
+  fit.sigma = options.support_sigma;
+  fit.coarse_samples = options.support_coarse_samples;
+  fit.refine_iterations = options.support_refine_iterations;
+  fit.sweeps = options.support_sweeps;
+  return fit;
+}
+
 absl::StatusOr<SupportJointFit> FitSupportJoints(
     const Mesh& mesh, const Skeleton& skeleton, const std::vector<PsdExample>& examples,
     const std::vector<SupportJoint>& found, const std::vector<std::vector<Eigen::Affine3d>>& T,
     const SupportJointFitOptions& options, const Progress& progress,
     std::vector<std::vector<Eigen::Matrix<double, 3, 4>>>* base_maps) {
+  RETURN_IF_ERROR(options.Validate());
   const int n = static_cast<int>(mesh.V.rows());
   SupportJointFit fit;
   fit.slides.resize(examples.size());

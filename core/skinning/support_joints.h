@@ -67,7 +67,13 @@ struct SupportJointFitOptions {
   int coarse_samples = 21;     // equally spaced slides tried first (≥ 2)
   int refine_iterations = 40;  // golden-section steps around the best sample
   int sweeps = 2;              // cyclic sweeps over the support joints of one example
+
+  // INVALID_ARGUMENT naming the first bad field (as PsdOptions names it) and its value.
+  absl::Status Validate() const;
 };
+
+// The fit options PsdOptions describes (voxel and the support_* fields).
+SupportJointFitOptions SupportJointFitOptionsOf(const PsdOptions& options);
 
 struct SupportJointFit {
   Eigen::MatrixXd weights;      // #V by #support w^S (rows with a sum over 1 divided by it)

@@ -24,6 +24,7 @@
 #include <Eigen/Geometry>
 #include <Eigen/SparseCore>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
@@ -79,6 +80,9 @@ struct ElasticOptions {
   // for bones that are not rigid, e.g. stretched bones (bench/quality: each bone node moves with
   // the STBS stretch at its projection onto the bone).
   std::function<Eigen::Vector3d(int joint, const Eigen::Vector3d& rest)> pin_map;
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct ElasticReport {
@@ -88,6 +92,9 @@ struct ElasticReport {
   std::string stop_reason;     // "converged" or "max_iterations"
   double initial_energy = 0.0;  // E of the start, before the first iteration
   // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
+
+  // "87 iterations (converged), energy 0.0312 → 0.00451, 1.2 s"
+  std::string BriefReport() const;
 };
 
 // The gold-standard model: owns the domain, the pinned nodes and the CHOLMOD factorization of

@@ -40,6 +40,7 @@
 #include "absl/strings/str_format.h"
 #include "core/skinning/weights.h"
 #include "core/solve/fast_model.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -182,6 +183,17 @@ struct ElementSet {
 
 }  // namespace
 
+absl::Status FastOptions::Validate() const {
+  if (energy != FastEnergy::kSurface && energy != FastEnergy::kVolumetric)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.fast.energy = %d is not a FAST energy", static_cast<int>(energy)));
+  RETURN_IF_ERROR(CheckAtLeast("options.fast.clusters", clusters, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.fast.extra_weights", extra_weights, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.fast.kmeans_iterations", kmeans_iterations, 1));
+  if (energy == FastEnergy::kVolumetric) return domain.Validate();
+  return absl::OkStatus();
+}
+
 std::string FastReport::BriefReport() const {
   return absl::StrFormat("%d handles, %d extra handles, %d rotation clusters", handles,
                          extra_handles, clusters);
@@ -191,6 +203,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
                                             const FastOptions& options, FastReport* report,
                                             const Progress& progress) {
   const auto start = Clock::now();
+  RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(ValidateMesh(mesh));
   const int n = static_cast<int>(mesh.V.rows());
   const int m = static_cast<int>(W.cols());
@@ -201,18 +214,6 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
         W.rows(), W.cols(), n));
   }
   RETURN_IF_ERROR(ValidateWeights(W, n, m));
-  if (options.clusters < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.clusters = %d is negative", options.clusters));
-  }
-  if (options.extra_weights < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.extra_weights = %d is negative", options.extra_weights));
-  }
-  if (options.kmeans_iterations < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.kmeans_iterations = %d must be at least 1", options.kmeans_iterations));
-  }
 
   auto model = std::make_shared<FastModel>();
   model->m = m;

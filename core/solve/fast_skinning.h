@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
@@ -32,6 +33,9 @@ struct FastOptions {
   int kmeans_iterations = 100;
   unsigned seed = 1;      // k-means and farthest-point seeding are deterministic in it
   DomainOptions domain;   // kVolumetric: the voxel grid, or a given tet mesh
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct FastReport {
@@ -80,6 +84,9 @@ struct HandleConstraint {
 struct FastSolveReport {
   std::vector<double> energy;  // reduced energy after each iteration (when asked)
   int iterations = 0;
+
+  // "15 iterations, energy 0.0123" (the energy when recorded)
+  std::string BriefReport() const;
 };
 
 // Owns the per-constraint-set precomputation and the warm start; one per session. Per frame no

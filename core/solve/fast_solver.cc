@@ -120,6 +120,11 @@ double NormalizedEnergy(const FastModel& model, const Eigen::MatrixXd& Tn) {
 
 }  // namespace
 
+std::string FastSolveReport::BriefReport() const {
+  if (energy.empty()) return absl::StrFormat("%d iterations", iterations);
+  return absl::StrFormat("%d iterations, energy %.6g", iterations, energy.back());
+}
+
 struct FastSolver::State {
   FastModelPtr model;
   bool ready = false;

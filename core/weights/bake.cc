@@ -163,6 +163,32 @@ absl::Status BakeOptions::Validate() const {
     }
   }
   if (Volumetric(*this)) RETURN_IF_ERROR(domain.Validate());
+  switch (method) {
+    case BakeMethod::kBoneHeat:
+      RETURN_IF_ERROR(bone_heat.Validate());
+      break;
+    case BakeMethod::kGeodesicVoxel:
+      RETURN_IF_ERROR(geodesic.Validate());
+      break;
+    case BakeMethod::kBbw:
+      RETURN_IF_ERROR(bbw.Validate());
+      break;
+    case BakeMethod::kSwingTwist:
+      RETURN_IF_ERROR(emw.Validate());
+      RETURN_IF_ERROR(bbw.Validate());
+      break;
+    case BakeMethod::kEndpoint:
+      if (endpoint_method == EndpointMethod::kJointBbw) RETURN_IF_ERROR(bbw.Validate());
+      break;
+    case BakeMethod::kFastModel: {
+      FastOptions f = fast;
+      f.domain = domain;  // Bake runs FAST on `domain`
+      RETURN_IF_ERROR(f.Validate());
+      break;
+    }
+    case BakeMethod::kElasticModel:
+      break;
+  }
   if (method == BakeMethod::kFastModel || method == BakeMethod::kEndpoint) {
     if (source_weights.size() == 0)
       return absl::InvalidArgumentError(absl::StrFormat(
