@@ -1,6 +1,26 @@
 // Pose space deformation (Lewis, Cordner & Fong 2000) over LBS or DQS, optionally with the
-// support joints of Yamamoto et al. (WSCG 2011, /work/shared/papers/003_*.txt, Sec. 3–6).
-//
+// support joints of Yamamoto et al. (WSCG 2011, Sec. 3–6).
+#ifndef SKINNING_CORE_SKINNING_PSD_H_
+#define SKINNING_CORE_SKINNING_PSD_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/geometry/mesh.h"
+#include "core/geometry/volume_domain.h"
+#include "core/rig/pose.h"
+#include "core/rig/skeleton.h"
+#include "core/skinning/weights.h"
+#include "core/util/progress.h"
+
+namespace skinning {
+
 // Given example shapes (a sculpted mesh at an example pose), PSD
 //   1. inverse-skins every example to the base (bind) pose:
 //        δ_ik = A_i(P_k)⁻¹ (example_ik) − v_i       (A_i: vertex i's blended affine map, 3×3 solve)
@@ -65,26 +85,6 @@
 // blend on the vertices with support weight).
 // Thread safety: a built model is immutable; Deform and DeformFloat may run concurrently
 // (DeformFloat keeps a thread_local scratch buffer of #V·3 floats).
-#ifndef SKINNING_CORE_SKINNING_PSD_H_
-#define SKINNING_CORE_SKINNING_PSD_H_
-
-#include <memory>
-#include <string>
-#include <vector>
-
-#include <Eigen/Core>
-#include <Eigen/Geometry>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "core/geometry/mesh.h"
-#include "core/geometry/volume_domain.h"
-#include "core/rig/pose.h"
-#include "core/rig/skeleton.h"
-#include "core/skinning/weights.h"
-#include "core/util/progress.h"
-
-namespace skinning {
 
 struct PsdExample {
   std::string name;

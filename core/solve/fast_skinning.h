@@ -1,7 +1,5 @@
 // Fast automatic skinning transformations (Jacobson, Baran, Kavan, Popović, Sorkine 2012):
-// reduced ARAP in the LBS subspace. A precomputation per character (a bake artifact), a small
-// precomputation per constraint set, and a per-frame local/global solve that returns the
-// handle transforms.
+// reduced ARAP in the LBS subspace, precomputed per character, solved per frame.
 #ifndef SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 #define SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 
@@ -18,6 +16,10 @@
 #include "core/util/progress.h"
 
 namespace skinning {
+
+// A precomputation per character (PrecomputeFast: a bake artifact), a small precomputation per
+// constraint set (FastSolver::SetConstraints), and a per-frame local/global solve that returns
+// the handle transforms (FastSolver::Solve).
 
 enum class FastEnergy {
   kSurface,     // spokes and rims on the surface mesh, cotangent weights (paper Fig. 5d)
