@@ -145,7 +145,7 @@ absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
                               const std::vector<PsdExample>& examples,
                               const char* field = "examples");
 
-struct PsdModelData;  // psd.cc
+struct PsdModelData;  // psd_model.h
 
 class PsdModel {
  public:
