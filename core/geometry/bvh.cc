@@ -9,6 +9,22 @@
 namespace skinning {
 namespace {
 
+constexpr double kPi = 3.14159265358979323846;
+
+// Signed solid angle of triangle (a, b, c) seen from q (Van Oosterom & Strackee 1983):
+// tan(Ω/2) = a·(b×c) / (|a||b||c| + (a·b)|c| + (b·c)|a| + (c·a)|b|), with a, b, c relative to q.
+// Positive when q is on the back side of a counter-clockwise triangle (inside a closed mesh).
+double SolidAngle(const Eigen::Vector3d& a0, const Eigen::Vector3d& b0, const Eigen::Vector3d& c0,
+                  const Eigen::Vector3d& q) {
+  const Eigen::Vector3d a = a0 - q, b = b0 - q, c = c0 - q;
+  const double la = a.norm(), lb = b.norm(), lc = c.norm();
+  const double num = a.dot(b.cross(c));
+  // q in the triangle's plane: 0 outside the triangle, and on it the mean of the two sides.
+  if (num == 0.0) return 0.0;
+  const double den = la * lb * lc + a.dot(b) * lc + b.dot(c) * la + c.dot(a) * lb;
+  return 2.0 * std::atan2(num, den);
+}
+
 Eigen::Vector3d ClosestPointOnSegment(const Eigen::Vector3d& p, const Eigen::Vector3d& a,
                                       const Eigen::Vector3d& b) {
   const Eigen::Vector3d d = b - a;
@@ -101,16 +117,16 @@ Eigen::Vector3d ClosestPointOnTriangle(const Eigen::Vector3d& p, const Eigen::Ve
 TriangleBvh::TriangleBvh(const RowMatrixX3d& V, const RowMatrixX3i& F) {
   const int n = static_cast<int>(F.rows());
   corners_.resize(3 * static_cast<size_t>(n));
-  std::vector<Eigen::Vector3d> centroids(n);
+  std::vector<Eigen::Vector3d> sums(n);
   triangle_index_.resize(n);
   for (int f = 0; f < n; ++f) {
     for (int c = 0; c < 3; ++c) corners_[3 * f + c] = V.row(F(f, c)).transpose();
-    centroids[f] = (corners_[3 * f] + corners_[3 * f + 1] + corners_[3 * f + 2]) / 3.0;
+    sums[f] = corners_[3 * f] + corners_[3 * f + 1] + corners_[3 * f + 2];
     triangle_index_[f] = f;
   }
   if (n == 0) return;
   nodes_.reserve(2 * (n / kLeafSize + 1));
-  Build(0, n, centroids);
+  Build(0, n, sums);
   // Store the corners in leaf order so that a leaf reads contiguous memory.
   std::vector<Eigen::Vector3d> ordered(corners_.size());
   for (int t = 0; t < n; ++t)
@@ -118,40 +134,55 @@ TriangleBvh::TriangleBvh(const RowMatrixX3d& V, const RowMatrixX3i& F) {
   corners_ = std::move(ordered);
 }
 
-int TriangleBvh::Build(int begin, int end, const std::vector<Eigen::Vector3d>& centroids) {
+int TriangleBvh::Build(int begin, int end, const std::vector<Eigen::Vector3d>& sums) {
   const int index = static_cast<int>(nodes_.size());
   nodes_.emplace_back();
   Eigen::Vector3d lo = Eigen::Vector3d::Constant(std::numeric_limits<double>::infinity());
   Eigen::Vector3d hi = -lo;
-  Eigen::Vector3d clo = lo, chi = hi;  // centroid bounds
+  Eigen::Vector3d area = Eigen::Vector3d::Zero(), weighted = Eigen::Vector3d::Zero(),
+                  plain = Eigen::Vector3d::Zero();
+  double total = 0.0;
+  Eigen::AlignedBox3d centroid_box;
   for (int k = begin; k < end; ++k) {
     const int f = triangle_index_[k];
-    for (int c = 0; c < 3; ++c) {
-      lo = lo.cwiseMin(corners_[3 * f + c]);
-      hi = hi.cwiseMax(corners_[3 * f + c]);
+    const Eigen::Vector3d& a = corners_[3 * f];
+    const Eigen::Vector3d& b = corners_[3 * f + 1];
+    const Eigen::Vector3d& c = corners_[3 * f + 2];
+    for (int i = 0; i < 3; ++i) {
+      lo = lo.cwiseMin(corners_[3 * f + i]);
+      hi = hi.cwiseMax(corners_[3 * f + i]);
     }
-    clo = clo.cwiseMin(centroids[f]);
-    chi = chi.cwiseMax(centroids[f]);
+    const Eigen::Vector3d n = 0.5 * (b - a).cross(c - a);
+    const Eigen::Vector3d centroid = (a + b + c) / 3.0;
+    area += n;
+    weighted += n.norm() * centroid;
+    total += n.norm();
+    plain += centroid;
+    centroid_box.extend(centroid);
   }
+  Node& node = nodes_[index];
   // Pad the box a little so that rounding in the slab test never loses a touching segment.
   const double pad =
       1e-9 * ((hi - lo).norm() + hi.cwiseAbs().maxCoeff() + lo.cwiseAbs().maxCoeff());
-  nodes_[index].lo = lo - Eigen::Vector3d::Constant(pad);
-  nodes_[index].hi = hi + Eigen::Vector3d::Constant(pad);
-  if (end - begin <= kLeafSize) {
-    nodes_[index].begin = begin;
-    nodes_[index].end = end;
-    return index;
-  }
+  node.lo = lo - Eigen::Vector3d::Constant(pad);
+  node.hi = hi + Eigen::Vector3d::Constant(pad);
+  node.centre = total > 0 ? Eigen::Vector3d(weighted / total) : Eigen::Vector3d(plain / (end - begin));
+  node.area = area;
+  for (int k = begin; k < end; ++k)
+    for (int i = 0; i < 3; ++i)
+      node.radius = std::max(node.radius, (corners_[3 * triangle_index_[k] + i] - node.centre).norm());
+  node.begin = begin;
+  node.end = end;
+  if (end - begin <= kLeafSize) return index;
   int axis = 0;
-  (chi - clo).maxCoeff(&axis);
-  const int mid = begin + (end - begin) / 2;
+  centroid_box.sizes().maxCoeff(&axis);
+  const int mid = (begin + end) / 2;
   // Median split (equal centroids split arbitrarily, which still halves the range).
   std::nth_element(triangle_index_.begin() + begin, triangle_index_.begin() + mid,
                    triangle_index_.begin() + end,
-                   [&](int32_t x, int32_t y) { return centroids[x][axis] < centroids[y][axis]; });
-  const int left = Build(begin, mid, centroids);
-  const int right = Build(mid, end, centroids);
+                   [&](int32_t x, int32_t y) { return sums[x][axis] < sums[y][axis]; });
+  const int left = Build(begin, mid, sums);
+  const int right = Build(mid, end, sums);
   nodes_[index].left = left;
   nodes_[index].right = right;
   return index;
@@ -221,6 +252,29 @@ TriangleBvh::ClosestPointResult TriangleBvh::ClosestPoint(const Eigen::Vector3d&
     }
   }
   return best;
+}
+
+double TriangleBvh::WindingNumber(const Eigen::Vector3d& q, double beta) const {
+  if (nodes_.empty()) return 0.0;
+  double omega = 0.0;
+  int stack[128];
+  int top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const Node& n = nodes_[stack[--top]];
+    const Eigen::Vector3d d = n.centre - q;
+    const double dist = d.norm();
+    if (dist > beta * n.radius) {
+      omega += n.area.dot(d) / (dist * dist * dist);
+    } else if (n.left < 0) {
+      for (int t = n.begin; t < n.end; ++t)
+        omega += SolidAngle(corners_[3 * t], corners_[3 * t + 1], corners_[3 * t + 2], q);
+    } else {
+      stack[top++] = n.left;
+      stack[top++] = n.right;
+    }
+  }
+  return omega / (4.0 * kPi);
 }
 
 }  // namespace skinning

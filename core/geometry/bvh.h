@@ -1,5 +1,5 @@
-// An axis-aligned bounding-volume hierarchy over the triangles of a mesh: segment crossing
-// (line-of-sight) and closest-point queries.
+// A bounding-volume hierarchy over the triangles of a mesh: segment crossing (line-of-sight),
+// closest-point and generalized winding number queries.
 #ifndef SKINNING_CORE_GEOMETRY_BVH_H_
 #define SKINNING_CORE_GEOMETRY_BVH_H_
 
@@ -15,7 +15,8 @@ class TriangleBvh {
  public:
   // Builds the hierarchy in O(#F log #F) (median splits along the longest axis of the triangle
   // centroids, up to kLeafSize triangles per leaf). Copies the triangles' corners, so V and F
-  // may go away afterwards.
+  // may go away afterwards. Every node keeps its box (segment and closest-point queries) and its
+  // dipole (winding numbers).
   //   V  #V by 3 vertex positions
   //   F  #F by 3 triangle vertex indices; precondition: all in [0, #V) (CheckTriangleIndices)
   TriangleBvh(const RowMatrixX3d& V, const RowMatrixX3i& F);
@@ -35,19 +36,33 @@ class TriangleBvh {
   // The point of the surface closest to p (ties: any of the closest triangles).
   ClosestPointResult ClosestPoint(const Eigen::Vector3d& p) const;
 
+  // The generalized winding number w(q) = Σ_f Ω_f(q) / 4π (Jacobson, Kavan, Sorkine-Hornung
+  // 2013; Ω_f the signed solid angle of triangle f seen from q, Van Oosterom–Strackee), fast as
+  // in Barill et al. 2018 (first order): a node whose area-weighted centre is farther from q than
+  // `beta` × its radius counts as one dipole Σ(area vectors)·(centre − q) / |centre − q|³;
+  // nearer nodes are opened and leaves summed exactly. beta = +∞ gives the exact sum.
+  // ≈ 1 inside a closed counter-clockwise mesh, 0 outside.
+  double WindingNumber(const Eigen::Vector3d& q, double beta = 2.0) const;
+
   int num_triangles() const { return static_cast<int>(triangle_index_.size()); }
 
-  static constexpr int kLeafSize = 4;
+  static constexpr int kLeafSize = 8;
 
  private:
   struct Node {
     Eigen::Vector3d lo, hi;  // bounding box
     int32_t left = -1;       // child nodes (internal), or -1 for a leaf
     int32_t right = -1;
-    int32_t begin = 0, end = 0;  // leaf: triangles [begin, end) in leaf order
+    int32_t begin = 0, end = 0;  // triangles [begin, end) in leaf order
+    // The node's dipole: area-weighted centroid (the plain centroid when the area is 0), the sum
+    // of its triangles' area vectors ½ (b − a) × (c − a), and the largest corner distance from
+    // the centre.
+    Eigen::Vector3d centre, area;
+    double radius = 0.0;
   };
-  // Builds the subtree over triangle_index_[begin, end) and returns its node index.
-  int Build(int begin, int end, const std::vector<Eigen::Vector3d>& centroids);
+  // Builds the subtree over triangle_index_[begin, end) and returns its node index. sums[f]:
+  // the sum of triangle f's corners (the split key).
+  int Build(int begin, int end, const std::vector<Eigen::Vector3d>& sums);
 
   std::vector<Node> nodes_;
   // Leaf order: corners of triangle t are corners_[3t .. 3t+2]; its index in F is

@@ -1,7 +1,5 @@
-// Volumetric domains for the volumetric weight methods (BBW, geodesic voxel weights, and later
-// energy-minimizing weights and the elastic gold standard): a regular voxel grid that embeds
-// the mesh, or a tetrahedral mesh given by the user. Every volumetric method takes a
-// VolumeDomain and so runs on either.
+// The volume the volumetric methods run on: a regular voxel grid that embeds the mesh, or a
+// user-given tetrahedral mesh (VolumeDomain), and the one builder for either (BuildDomain).
 #ifndef SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_
 #define SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_
 

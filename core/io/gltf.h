@@ -1,4 +1,5 @@
-// glTF 2.0 skinned characters: read (meshes, node hierarchy, skins, animations) and write.
+// glTF 2.0 skinned characters: read (meshes, node hierarchy, skins, animations; gltf_read.cc)
+// and write (gltf_write.cc). Animations are sampled with core/rig/animation.h.
 #ifndef SKINNING_CORE_IO_GLTF_H_
 #define SKINNING_CORE_IO_GLTF_H_
 
@@ -7,39 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
+#include "core/rig/animation.h"
 #include "core/rig/skeleton.h"
-#include "core/rig/transform.h"
 #include "core/skinning/weights.h"
 
 namespace skinning {
-
-enum class AnimationPath { kTranslation, kRotation, kScale };
-enum class Interpolation { kStep, kLinear, kCubicSpline };
-
-struct AnimationChannel {
-  int joint = -1;  // skeleton joint index
-  AnimationPath path = AnimationPath::kRotation;
-  Interpolation interpolation = Interpolation::kLinear;
-  std::vector<double> times;  // #keys input times in seconds, strictly increasing
-  // Output values, 3 per key for translation/scale, 4 (x, y, z, w) for rotation. For
-  // kCubicSpline each key holds in-tangent, value, out-tangent (3× as many numbers).
-  std::vector<double> values;
-};
-
-struct Animation {
-  std::string name;
-  double start = 0.0;  // smallest key time over all channels
-  double end = 0.0;    // largest key time over all channels
-  std::vector<AnimationChannel> channels;
-};
-
-// Local transforms of every joint at time t (seconds): each joint's rest transform, with the
-// animated properties replaced by the sampled channels. Outside a channel's key range the first
-// or last value holds. STEP holds the previous key; LINEAR lerps translation and scale and
-// slerps rotation along the shorter arc; CUBICSPLINE is the glTF Hermite spline (tangents
-// scaled by the key interval), with the rotation normalized.
-std::vector<Transform> SampleAnimation(const Skeleton& skeleton, const Animation& animation,
-                                       double t);
 
 struct GltfCharacter {
   std::string name;   // the skinned mesh's name, or the file stem

@@ -14,9 +14,8 @@ namespace skinning {
 // measured worst 2e-6) for finite A whose singular values are normal numbers; U, V orthonormal
 // to the same bounds. Subnormal entries or singular values lose relative accuracy but the
 // results stay finite and U, V proper. Non-finite input gives unspecified output.
-// Method and cost: one-sided Jacobi with quaternion-accumulated V, then Givens QR of A·V
-// (svd3.cc); about 340 ns (float) / 520 ns (double) per call on the 2-core dev VM
-// (bench/svd3_bench.cc), comparable to Eigen::JacobiSVD (430 / 650 ns).
+// Method: one-sided Jacobi with quaternion-accumulated V, then Givens QR of A·V (svd3.cc);
+// bench/svd3_bench.cc measures it against Eigen::JacobiSVD.
 void Svd3(const Eigen::Matrix3d& A, Eigen::Matrix3d* U, Eigen::Vector3d* sigma, Eigen::Matrix3d* V);
 void Svd3(const Eigen::Matrix3f& A, Eigen::Matrix3f* U, Eigen::Vector3f* sigma, Eigen::Matrix3f* V);
 

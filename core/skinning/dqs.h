@@ -1,16 +1,4 @@
 // Dual quaternion skinning (Kavan, Collins, Žára, O'Sullivan 2008).
-//
-// Each skinning transform T_j = [A_j | t_j] is split by polar decomposition A_j = R_j S_j into a
-// rigid part (R_j, t_j) → unit dual quaternion q_j and a symmetric stretch S_j. Per vertex:
-//   1. Antipodality: every q_j is flipped to the hemisphere of the vertex's most influential
-//      joint (dot(real_j, real_pivot) < 0 ⇒ q_j = −q_j), so blending takes the short path.
-//   2. Non-rigid scale fallback (the paper's two-phase skinning, Sec. 5): the stretches are
-//      blended linearly, S = Σ w_j S_j, and applied first, p = S v; when every S_j is the
-//      identity this is skipped and DQS is exactly the rigid method. (The implementation divides
-//      S by Σ w_j, which is 1 for valid weights: like the normalized rigid blend of step 3, the
-//      stretch then does not pick up the rounding of float weights' row sums.)
-//   3. b = Σ w_j q_j, normalized by |b.real|, applied to p as a rigid transform.
-// Normals get the blended rotation (and the inverse transpose of S when stretch is present).
 #ifndef SKINNING_CORE_SKINNING_DQS_H_
 #define SKINNING_CORE_SKINNING_DQS_H_
 
@@ -22,6 +10,18 @@
 #include "core/skinning/weights.h"
 
 namespace skinning {
+
+// Each skinning transform T_j = [A_j | t_j] is split by polar decomposition A_j = R_j S_j into a
+// rigid part (R_j, t_j) → unit dual quaternion q_j and a symmetric stretch S_j. Per vertex:
+//   1. Antipodality: every q_j is flipped to the hemisphere of the vertex's most influential
+//      joint (dot(real_j, real_pivot) < 0 ⇒ q_j = −q_j), so blending takes the short path.
+//   2. Non-rigid scale fallback (the paper's two-phase skinning, Sec. 5): the stretches are
+//      blended linearly, S = Σ w_j S_j, and applied first, p = S v; when every S_j is the
+//      identity this is skipped and DQS is exactly the rigid method. (The implementation divides
+//      S by Σ w_j, which is 1 for valid weights: like the normalized rigid blend of step 3, the
+//      stretch then does not pick up the rounding of float weights' row sums.)
+//   3. b = Σ w_j q_j, normalized by |b.real|, applied to p as a rigid transform.
+// Normals get the blended rotation (and the inverse transpose of S when stretch is present).
 
 // Per-transform data DQS needs, computed once per frame.
 struct DqsTransforms {

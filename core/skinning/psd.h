@@ -1,6 +1,26 @@
 // Pose space deformation (Lewis, Cordner & Fong 2000) over LBS or DQS, optionally with the
-// support joints of Yamamoto et al. (WSCG 2011, /work/shared/papers/003_*.txt, Sec. 3–6).
-//
+// support joints of Yamamoto et al. (WSCG 2011, Sec. 3–6).
+#ifndef SKINNING_CORE_SKINNING_PSD_H_
+#define SKINNING_CORE_SKINNING_PSD_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <Eigen/Geometry>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/geometry/mesh.h"
+#include "core/geometry/volume_domain.h"
+#include "core/rig/pose.h"
+#include "core/rig/skeleton.h"
+#include "core/skinning/weights.h"
+#include "core/util/progress.h"
+
+namespace skinning {
+
 // Given example shapes (a sculpted mesh at an example pose), PSD
 //   1. inverse-skins every example to the base (bind) pose:
 //        δ_ik = A_i(P_k)⁻¹ (example_ik) − v_i       (A_i: vertex i's blended affine map, 3×3 solve)
@@ -65,26 +85,6 @@
 // blend on the vertices with support weight).
 // Thread safety: a built model is immutable; Deform and DeformFloat may run concurrently
 // (DeformFloat keeps a thread_local scratch buffer of #V·3 floats).
-#ifndef SKINNING_CORE_SKINNING_PSD_H_
-#define SKINNING_CORE_SKINNING_PSD_H_
-
-#include <memory>
-#include <string>
-#include <vector>
-
-#include <Eigen/Core>
-#include <Eigen/Geometry>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "core/geometry/mesh.h"
-#include "core/geometry/volume_domain.h"
-#include "core/rig/pose.h"
-#include "core/rig/skeleton.h"
-#include "core/skinning/weights.h"
-#include "core/util/progress.h"
-
-namespace skinning {
 
 struct PsdExample {
   std::string name;
@@ -115,6 +115,10 @@ struct PsdOptions {
   // Cyclic coordinate sweeps over the support joints of one example (only matters with ≥ 2
   // support joints whose weights overlap).
   int support_sweeps = 2;
+
+  // INVALID_ARGUMENT naming the first bad field and its value (the support-joint fields only
+  // with support_joints).
+  absl::Status Validate() const;
 };
 
 struct PsdReport {
@@ -126,6 +130,9 @@ struct PsdReport {
   double max_reproduction_error = 0.0;
   double seconds = 0.0;
   std::string detail;  // human-readable summary (support joints, regions, non-zeros)
+
+  // "4 examples, 3 regions, max reproduction error 2.1e-13, 0.52 s; <detail>"
+  std::string BriefReport() const;
 };
 
 // INVALID_ARGUMENT with the field and index: wrong vertex count ("examples[2].positions: 1200
@@ -138,7 +145,7 @@ absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
                               const std::vector<PsdExample>& examples,
                               const char* field = "examples");
 
-struct PsdModelData;  // psd.cc
+struct PsdModelData;  // psd_model.h
 
 class PsdModel {
  public:

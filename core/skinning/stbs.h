@@ -1,12 +1,4 @@
 // Stretchable, twistable bones (Jacobson & Sorkine 2011, Eq. 4–6) over LBS and DQS.
-//
-// Each joint j whose handle is a single bone segment a_j → b_j (bind space) may stretch by λ_j
-// along the bone and twist about it by θ_a at a and θ_b at b. A vertex p with endpoint weight e
-// for that bone (0 at a, 1 at b) is first moved by the bone's own deformation
-//   G_j(p) = a_j + K_j(e)(e s_j + p − a_j),  s_j = (λ_j − 1)(b_j − a_j),
-//   K_j(e) = rotation about the unit bone axis by (1 − e) θ_a + e θ_b,
-// and then by the joint's skinning transform T_j; the per-joint results are blended by the bone
-// weights, linearly (Eq. 5) or as dual quaternions (Eq. 6).
 #ifndef SKINNING_CORE_SKINNING_STBS_H_
 #define SKINNING_CORE_SKINNING_STBS_H_
 
@@ -24,6 +16,14 @@
 #include "core/skinning/weights.h"
 
 namespace skinning {
+
+// Each joint j whose handle is a single bone segment a_j → b_j (bind space) may stretch by λ_j
+// along the bone and twist about it by θ_a at a and θ_b at b. A vertex p with endpoint weight e
+// for that bone (0 at a, 1 at b) is first moved by the bone's own deformation
+//   G_j(p) = a_j + K_j(e)(e s_j + p − a_j),  s_j = (λ_j − 1)(b_j − a_j),
+//   K_j(e) = rotation about the unit bone axis by (1 − e) θ_a + e θ_b,
+// and then by the joint's skinning transform T_j; the per-joint results are blended by the bone
+// weights, linearly (Eq. 5) or as dual quaternions (Eq. 6).
 
 // A joint's bone is its single JointHandle segment (joint → tail, or joint → its only child, or
 // a leaf's continued bone); joints with several segments, only a point, or no deformation have

@@ -1,12 +1,16 @@
 #include "core/skinning/support_joints.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "core/rig/bones.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -118,6 +122,151 @@ absl::StatusOr<Eigen::VectorXd> GeodesicVertexDistances(const VolumeDomain& doma
       out[i] += it.value() * dist[it.col()];
     }
   return out;
+}
+
+void AddSupportMaps(const Eigen::MatrixXd& weights, const Eigen::VectorXd& weight_sums,
+                    const std::vector<int>& vertices, const std::vector<Eigen::Affine3d>& TS,
+                    std::vector<Eigen::Matrix<double, 3, 4>>* M) {
+  for (int i : vertices) {
+    Eigen::Matrix<double, 3, 4> m = (1.0 - weight_sums[i]) * (*M)[i];
+    for (size_t s = 0; s < TS.size(); ++s)
+      if (weights(i, s) > 0) m.noalias() += weights(i, s) * TS[s].matrix().topRows<3>();
+    (*M)[i] = m;
+  }
+}
+
+absl::Status SupportJointFitOptions::Validate() const {
+  RETURN_IF_ERROR(CheckPositive("options.support_sigma", sigma));
+  RETURN_IF_ERROR(CheckAtLeast("options.support_coarse_samples", coarse_samples, 2));
+  RETURN_IF_ERROR(CheckAtLeast("options.support_refine_iterations", refine_iterations, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.support_sweeps", sweeps, 1));
+  return voxel.Validate();
+}
+
+SupportJointFitOptions SupportJointFitOptionsOf(const PsdOptions& options) {
+  SupportJointFitOptions fit;
+  fit.voxel = options.voxel;
+  fit.sigma = options.support_sigma;
+  fit.coarse_samples = options.support_coarse_samples;
+  fit.refine_iterations = options.support_refine_iterations;
+  fit.sweeps = options.support_sweeps;
+  return fit;
+}
+
+absl::StatusOr<SupportJointFit> FitSupportJoints(
+    const Mesh& mesh, const Skeleton& skeleton, const std::vector<PsdExample>& examples,
+    const std::vector<SupportJoint>& found, const std::vector<std::vector<Eigen::Affine3d>>& T,
+    const SupportJointFitOptions& options, const Progress& progress,
+    std::vector<std::vector<Eigen::Matrix<double, 3, 4>>>* base_maps) {
+  RETURN_IF_ERROR(options.Validate());
+  const int n = static_cast<int>(mesh.V.rows());
+  SupportJointFit fit;
+  fit.slides.resize(examples.size());
+  DomainOptions domain_options;
+  domain_options.voxel = options.voxel;
+  DomainReport domain_report;
+  auto domain = BuildDomain(mesh, domain_options, &domain_report, progress.Sub(0.05, 0.4));
+  if (!domain.ok()) {
+    if (absl::IsCancelled(domain.status())) return domain.status();
+    return absl::FailedPreconditionError("support joints: voxel grid for geodesic distances: " +
+                                         std::string(domain.status().message()));
+  }
+  // Normalized example error of the base skinning, e_i.
+  Eigen::VectorXd err = Eigen::VectorXd::Zero(n);
+  for (size_t k = 0; k < examples.size(); ++k)
+    for (int i = 0; i < n; ++i) {
+      const Eigen::Vector3d base =
+          (*base_maps)[k][i].leftCols<3>() * mesh.V.row(i).transpose() + (*base_maps)[k][i].col(3);
+      err[i] = std::max(err[i], (examples[k].V.row(i).transpose() - base).norm());
+    }
+  const double emax = err.maxCoeff();
+  if (emax > 0) err /= emax;
+  const int S = static_cast<int>(found.size());
+  fit.weights = Eigen::MatrixXd::Zero(n, S);
+  for (int s = 0; s < S; ++s) {
+    auto g = GeodesicVertexDistances(*domain, found[s].joint_position);
+    if (!g.ok())
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "support joint at skeleton.joints[%d] (%s): %s", found[s].joint,
+          skeleton.joints[found[s].joint].name, g.status().message()));
+    const double sigma = options.sigma * found[s].parent_length();
+    for (int i = 0; i < n; ++i) {
+      const double gi = (*g)[i];
+      const double w = std::isfinite(gi) ? std::exp(-gi * gi / (2 * sigma * sigma)) * err[i] : 0.0;
+      fit.weights(i, s) = w;
+    }
+  }
+  fit.weight_sums = fit.weights.rowwise().sum();
+  for (int i = 0; i < n; ++i) {
+    if (fit.weight_sums[i] > 1.0) {
+      fit.weights.row(i) /= fit.weight_sums[i];
+      fit.weight_sums[i] = 1.0;
+    }
+    if (fit.weight_sums[i] > 0) fit.vertices.push_back(i);
+  }
+  progress.Report("psd: support weights", 0.45);
+
+  // Slide optimization per example (coarse search + golden section, cyclic over supports).
+  for (size_t k = 0; k < examples.size(); ++k) {
+    std::vector<double> x(S, 0.5);
+    std::vector<Eigen::Affine3d> TS(S);
+    for (int s = 0; s < S; ++s) TS[s] = SupportJointTransform(found[s], T[k], x[s]);
+    for (int sweep = 0; sweep < (S > 1 ? options.sweeps : 1); ++sweep) {
+      for (int s = 0; s < S; ++s) {
+        std::vector<int> verts;
+        std::vector<Eigen::Vector3d> target;  // example − everything but support s
+        for (int i : fit.vertices) {
+          if (fit.weights(i, s) <= 0) continue;
+          const Eigen::Vector3d v = mesh.V.row(i).transpose();
+          Eigen::Vector3d other =
+              (1.0 - fit.weight_sums[i]) * ((*base_maps)[k][i].leftCols<3>() * v + (*base_maps)[k][i].col(3));
+          for (int t = 0; t < S; ++t)
+            if (t != s && fit.weights(i, t) > 0) other += fit.weights(i, t) * (TS[t] * v);
+          verts.push_back(i);
+          target.push_back(examples[k].V.row(i).transpose() - other);
+        }
+        auto energy = [&](double xs) {
+          const Eigen::Affine3d A = SupportJointTransform(found[s], T[k], xs);
+          double e = 0;
+          for (size_t q = 0; q < verts.size(); ++q) {
+            const int i = verts[q];
+            e += (target[q] - fit.weights(i, s) * (A * mesh.V.row(i).transpose())).squaredNorm();
+          }
+          return e;
+        };
+        const int M = options.coarse_samples;
+        int best = 0;
+        double best_e = std::numeric_limits<double>::infinity();
+        for (int m = 0; m < M; ++m) {
+          const double e = energy(static_cast<double>(m) / (M - 1));
+          if (e < best_e) best_e = e, best = m;
+        }
+        double lo = std::max(0, best - 1) / static_cast<double>(M - 1);
+        double hi = std::min(M - 1, best + 1) / static_cast<double>(M - 1);
+        double best_x = static_cast<double>(best) / (M - 1);
+        const double g = (std::sqrt(5.0) - 1) / 2;
+        double a = hi - g * (hi - lo), b = lo + g * (hi - lo);
+        double ea = energy(a), eb = energy(b);
+        for (int it = 0; it < options.refine_iterations; ++it) {
+          if (ea < eb) {
+            hi = b, b = a, eb = ea, a = hi - g * (hi - lo), ea = energy(a);
+          } else {
+            lo = a, a = b, ea = eb, b = lo + g * (hi - lo), eb = energy(b);
+          }
+        }
+        if (ea < best_e) best_e = ea, best_x = a;
+        if (eb < best_e) best_e = eb, best_x = b;
+        x[s] = best_x;
+        TS[s] = SupportJointTransform(found[s], T[k], x[s]);
+      }
+    }
+    fit.slides[k] = x;
+    AddSupportMaps(fit.weights, fit.weight_sums, fit.vertices, TS, &(*base_maps)[k]);
+    progress.Report("psd: support slides", 0.45 + 0.35 * (k + 1) / examples.size());
+    RETURN_IF_ERROR(progress.CheckCancelled());
+  }
+  fit.grid = domain_report.voxel;
+  return fit;
 }
 
 }  // namespace skinning

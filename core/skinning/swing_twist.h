@@ -1,16 +1,4 @@
 // The swing/twist joint deformer (Kavan & Sorkine 2012, Sec. 3.3–3.5, Eq. 5–6).
-//
-// Frames come from core/rig/joint_frames.h (JointFrame: centre c, axes C with z along the child
-// bone, parent p = nearest deforming ancestor, deformer flag). M = skinning transforms (#J, bind
-// space → posed, world · inverse bind). For a joint j with a deformer (parent p):
-//   Δ = M_p⁻¹ M_j; Rot = nearest rotation of Δ's linear part (Δ's own when rigid);
-//   E(x) = Δx − (c + Rot(x − c))     (affine remainder; 0 for a rotation about the joint)
-//   Q = Cᵀ Rot C = Q_swing · Q_twist (split about z), twist angle θ;
-//   x̃ = Cᵀ(p̃ − c);  Γ = ((1 − s) I + s Q_swing) · Rz(t θ) · x̃          (Eq. 6)
-//   deformer_j(p̃) = M_p (c + C Γ + s E(p̃))
-// so s = t = 1 gives M_j p̃ and s = t = 0 gives M_p p̃. Deforming joints without a deformer
-// (roots) and non-deforming joints: deformer_j(p̃) = M_j p̃. Result p = Σ_j d_j deformer_j(p̃)
-// (Eq. 5).
 #ifndef SKINNING_CORE_SKINNING_SWING_TWIST_H_
 #define SKINNING_CORE_SKINNING_SWING_TWIST_H_
 
@@ -25,6 +13,18 @@
 #include "core/skinning/weights.h"
 
 namespace skinning {
+
+// Frames come from core/rig/joint_frames.h (JointFrame: centre c, axes C with z along the child
+// bone, parent p = nearest deforming ancestor, deformer flag). M = skinning transforms (#J, bind
+// space → posed, world · inverse bind). For a joint j with a deformer (parent p):
+//   Δ = M_p⁻¹ M_j; Rot = nearest rotation of Δ's linear part (Δ's own when rigid);
+//   E(x) = Δx − (c + Rot(x − c))     (affine remainder; 0 for a rotation about the joint)
+//   Q = Cᵀ Rot C = Q_swing · Q_twist (split about z), twist angle θ;
+//   x̃ = Cᵀ(p̃ − c);  Γ = ((1 − s) I + s Q_swing) · Rz(t θ) · x̃          (Eq. 6)
+//   deformer_j(p̃) = M_p (c + C Γ + s E(p̃))
+// so s = t = 1 gives M_j p̃ and s = t = 0 gives M_p p̃. Deforming joints without a deformer
+// (roots) and non-deforming joints: deformer_j(p̃) = M_j p̃. Result p = Σ_j d_j deformer_j(p̃)
+// (Eq. 5).
 
 // Reference (double, dense).
 //   V       #V by 3 bind-space positions

@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "core/math/svd3.h"
 #include "core/skinning/dqs.h"
+#include "core/util/option_checks.h"
 #include "core/util/parallel.h"
 #include "core/util/status_macros.h"
 
@@ -102,6 +103,17 @@ double ElementEnergy(const ElasticEnergy& en, const RowMatrixX3d& X, int e, doub
 }
 
 }  // namespace
+
+absl::Status ElasticOptions::Validate() const {
+  RETURN_IF_ERROR(CheckIterationLimits("options", max_iterations, relative_tolerance));
+  RETURN_IF_ERROR(CheckAtLeast("options.threads", threads, 0));
+  return CheckNonNegative("options.volume_weight", volume_weight);
+}
+
+std::string ElasticReport::BriefReport() const {
+  return absl::StrFormat("%d iterations (%s), energy %.6g → %.6g, %.3g s", iterations, stop_reason,
+                         initial_energy, energy.empty() ? initial_energy : energy.back(), seconds);
+}
 
 absl::StatusOr<ElasticEnergy> BuildElasticEnergy(const VolumeDomain& domain) {
   const int n = domain.num_nodes();
@@ -331,6 +343,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
                                                  const ElasticOptions& options, ElasticReport* report,
                                                  const Progress& progress) const {
   const auto t0 = Clock::now();
+  RETURN_IF_ERROR(options.Validate());
   const Impl& im = *impl_;
   const int n = im.domain.num_nodes();
   if (T.size() != im.handle_nodes.size()) {
@@ -341,18 +354,6 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
     if (!T[j].matrix().allFinite()) {
       return absl::InvalidArgumentError(absl::StrFormat("T[%d] has a non-finite entry", j));
     }
-  }
-  if (options.max_iterations < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.max_iterations = %d must be ≥ 0", options.max_iterations));
-  }
-  if (!(options.relative_tolerance >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.relative_tolerance = %g must be ≥ 0", options.relative_tolerance));
-  }
-  if (!(options.volume_weight >= 0) || !std::isfinite(options.volume_weight)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.volume_weight = %g must be finite and ≥ 0", options.volume_weight));
   }
   if (options.volume_weight > 0) {
     // The volume term's projection is exact only where Σ d̃ d̃ᵀ is isotropic: cube cells.

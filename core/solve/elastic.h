@@ -1,16 +1,6 @@
 // The geometric elastic energy of Chao et al. 2010 on a volume domain, in the edge form of Kavan
 // & Sorkine 2012 (Eq. 1-2), and the "gold standard" full nonlinear minimizer with pinned bone
 // nodes (local/global iterations, Sorkine & Alexa 2007).
-//
-// For each element e (voxel: its 12 cube edges; tet: its 6 edges) with weight
-// ω_e = vol_e / Σ_{edges of e} |d̃|²  (d̃ = x̃_a − x̃_b the rest edge vector; uniform on a regular
-// grid, so minimizers equal the paper's uniform model):
-//   E(X) = Σ_e ω_e Σ_{(a,b) ∈ edges(e)} ½ |(x_a − x_b) − R_e (x̃_a − x̃_b)|²,
-//   R_e = argmax_{R ∈ SO(3)} tr(Rᵀ S_e),  S_e = Σ_{edges} ω_e (x_a − x_b)(x̃_a − x̃_b)ᵀ.
-// Expanded: E(X) = ½ tr(Xᵀ L X) − Σ_e tr(R_eᵀ S_e(X)) + c0 with the scalar (#N by #N) graph
-// Laplacian L = Σ_e ω_e B_e B_eᵀ (B_e the oriented edge incidence of element e) and the
-// rest-pose term c0 = ½ Σ_e ω_e Σ |d̃|² = ½ Σ_e vol_e. E ≥ 0, E = 0 exactly for rigid motions of
-// the rest nodes.
 #ifndef SKINNING_CORE_SOLVE_ELASTIC_H_
 #define SKINNING_CORE_SOLVE_ELASTIC_H_
 
@@ -24,12 +14,23 @@
 #include <Eigen/Geometry>
 #include <Eigen/SparseCore>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
 #include "core/util/progress.h"
 
 namespace skinning {
+
+// For each element e (voxel: its 12 cube edges; tet: its 6 edges) with weight
+// ω_e = vol_e / Σ_{edges of e} |d̃|²  (d̃ = x̃_a − x̃_b the rest edge vector; uniform on a regular
+// grid, so minimizers equal the paper's uniform model):
+//   E(X) = Σ_e ω_e Σ_{(a,b) ∈ edges(e)} ½ |(x_a − x_b) − R_e (x̃_a − x̃_b)|²,
+//   R_e = argmax_{R ∈ SO(3)} tr(Rᵀ S_e),  S_e = Σ_{edges} ω_e (x_a − x_b)(x̃_a − x̃_b)ᵀ.
+// Expanded: E(X) = ½ tr(Xᵀ L X) − Σ_e tr(R_eᵀ S_e(X)) + c0 with the scalar (#N by #N) graph
+// Laplacian L = Σ_e ω_e B_e B_eᵀ (B_e the oriented edge incidence of element e) and the
+// rest-pose term c0 = ½ Σ_e ω_e Σ |d̃|² = ½ Σ_e vol_e. E ≥ 0, E = 0 exactly for rigid motions of
+// the rest nodes.
 
 struct ElasticEnergy {
   RowMatrixX3d rest;  // #N by 3 rest node positions x̃ (bind space)
@@ -79,6 +80,9 @@ struct ElasticOptions {
   // for bones that are not rigid, e.g. stretched bones (bench/quality: each bone node moves with
   // the STBS stretch at its projection onto the bone).
   std::function<Eigen::Vector3d(int joint, const Eigen::Vector3d& rest)> pin_map;
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct ElasticReport {
@@ -88,6 +92,9 @@ struct ElasticReport {
   std::string stop_reason;     // "converged" or "max_iterations"
   double initial_energy = 0.0;  // E of the start, before the first iteration
   // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
+
+  // "87 iterations (converged), energy 0.0312 → 0.00451, 1.2 s"
+  std::string BriefReport() const;
 };
 
 // The gold-standard model: owns the domain, the pinned nodes and the CHOLMOD factorization of

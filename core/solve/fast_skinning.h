@@ -1,7 +1,5 @@
 // Fast automatic skinning transformations (Jacobson, Baran, Kavan, Popović, Sorkine 2012):
-// reduced ARAP in the LBS subspace. A precomputation per character (a bake artifact), a small
-// precomputation per constraint set, and a per-frame local/global solve that returns the
-// handle transforms.
+// reduced ARAP in the LBS subspace, precomputed per character, solved per frame.
 #ifndef SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 #define SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 
@@ -11,12 +9,17 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
 #include "core/util/progress.h"
 
 namespace skinning {
+
+// A precomputation per character (PrecomputeFast: a bake artifact), a small precomputation per
+// constraint set (FastSolver::SetConstraints), and a per-frame local/global solve that returns
+// the handle transforms (FastSolver::Solve).
 
 enum class FastEnergy {
   kSurface,     // spokes and rims on the surface mesh, cotangent weights (paper Fig. 5d)
@@ -32,6 +35,9 @@ struct FastOptions {
   int kmeans_iterations = 100;
   unsigned seed = 1;      // k-means and farthest-point seeding are deterministic in it
   DomainOptions domain;   // kVolumetric: the voxel grid, or a given tet mesh
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct FastReport {
@@ -80,6 +86,9 @@ struct HandleConstraint {
 struct FastSolveReport {
   std::vector<double> energy;  // reduced energy after each iteration (when asked)
   int iterations = 0;
+
+  // "15 iterations, energy 0.0123" (the energy when recorded)
+  std::string BriefReport() const;
 };
 
 // Owns the per-constraint-set precomputation and the warm start; one per session. Per frame no

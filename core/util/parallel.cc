@@ -1,6 +1,7 @@
 #include "core/util/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -28,6 +29,31 @@ void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>
   }
   fn(static_cast<int>(static_cast<int64_t>(n) * (threads - 1) / threads), n, threads - 1);
   for (std::thread& th : pool) th.join();
+}
+
+bool ParallelFor(int n, int max_threads, const Progress& progress, const std::function<void(int)>& fn) {
+  constexpr int kChunk = 256;
+  const int hw = static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = std::max(1, std::min({hw, max_threads, (n + kChunk - 1) / kChunk}));
+  std::atomic<int> next{0};
+  std::atomic<bool> stop{false};
+  auto work = [&]() {
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int begin = next.fetch_add(kChunk);
+      if (begin >= n) break;
+      if (progress.Cancelled()) {
+        stop = true;
+        break;
+      }
+      const int end = std::min(n, begin + kChunk);
+      for (int i = begin; i < end; ++i) fn(i);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return !stop.load();
 }
 
 }  // namespace skinning

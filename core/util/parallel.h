@@ -1,8 +1,10 @@
-// Small thread helpers for the volumetric solvers' per-element loops.
+// Small thread helpers for the volumetric builders' and solvers' loops.
 #ifndef SKINNING_CORE_UTIL_PARALLEL_H_
 #define SKINNING_CORE_UTIL_PARALLEL_H_
 
 #include <functional>
+
+#include "core/util/progress.h"
 
 namespace skinning {
 
@@ -12,6 +14,12 @@ int ResolveThreads(int threads);
 // Runs fn(begin, end, chunk) over [0, n) in up to `threads` contiguous chunks (chunk = 0 …
 // chunks − 1; at most one chunk per 256 items), the last on the caller's thread, and waits.
 void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn);
+
+// Runs fn(i) for every i in [0, n) on up to min(max_threads, hardware concurrency) threads (the
+// caller's included, at most one per 256 items), handing out chunks of 256 indices in order as
+// threads become free. Stops handing out chunks once progress is cancelled and then returns
+// false (some fn(i) were not run); true when every fn(i) ran.
+bool ParallelFor(int n, int max_threads, const Progress& progress, const std::function<void(int)>& fn);
 
 }  // namespace skinning
 

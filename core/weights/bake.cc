@@ -163,6 +163,32 @@ absl::Status BakeOptions::Validate() const {
     }
   }
   if (Volumetric(*this)) RETURN_IF_ERROR(domain.Validate());
+  switch (method) {
+    case BakeMethod::kBoneHeat:
+      RETURN_IF_ERROR(bone_heat.Validate());
+      break;
+    case BakeMethod::kGeodesicVoxel:
+      RETURN_IF_ERROR(geodesic.Validate());
+      break;
+    case BakeMethod::kBbw:
+      RETURN_IF_ERROR(bbw.Validate());
+      break;
+    case BakeMethod::kSwingTwist:
+      RETURN_IF_ERROR(emw.Validate());
+      RETURN_IF_ERROR(bbw.Validate());
+      break;
+    case BakeMethod::kEndpoint:
+      if (endpoint_method == EndpointMethod::kJointBbw) RETURN_IF_ERROR(bbw.Validate());
+      break;
+    case BakeMethod::kFastModel: {
+      FastOptions f = fast;
+      f.domain = domain;  // Bake runs FAST on `domain`
+      RETURN_IF_ERROR(f.Validate());
+      break;
+    }
+    case BakeMethod::kElasticModel:
+      break;
+  }
   if (method == BakeMethod::kFastModel || method == BakeMethod::kEndpoint) {
     if (source_weights.size() == 0)
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -206,30 +232,21 @@ absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
       RETURN_IF_ERROR(BakeFastModel(mesh, options, progress, &result));
       break;
     case BakeMethod::kSwingTwist: {
-      SwingTwistBakeOptions st_options;
-      st_options.domain = options.domain;
-      st_options.emw = options.emw;
-      st_options.bbw = options.bbw;
       ASSIGN_OR_RETURN(SwingTwistBakeResult st,
-                       BakeSwingTwist(mesh, skeleton, st_options, progress));
+                       BakeSwingTwist(mesh, skeleton, {options.domain, options.emw, options.bbw}, progress));
       result.report = std::move(st.report);
       result.weights = std::move(st.deformer);
       result.swing = std::move(st.swing);
       result.twist = std::move(st.twist);
-      result.sparse = TopK(result.weights, k);
       break;
     }
     case BakeMethod::kEndpoint: {
-      EndpointBakeOptions e_options;
-      e_options.method = options.endpoint_method;
-      e_options.domain = options.domain;
-      e_options.bbw = options.bbw;
       ASSIGN_OR_RETURN(EndpointBakeResult e,
-                       BakeEndpointWeights(mesh, skeleton, e_options, progress));
+                       BakeEndpointWeights(mesh, skeleton, {options.endpoint_method, options.domain, options.bbw},
+                                           progress));
       result.report = std::move(e.report);
       result.endpoint = std::move(e.endpoint);
       result.weights = options.source_weights;
-      result.sparse = TopK(result.weights, k);
       break;
     }
     case BakeMethod::kElasticModel:
@@ -237,6 +254,9 @@ absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
                        BuildElasticModel(mesh, skeleton, options.domain, &result.report, progress));
       break;
   }
+  // Swing/twist keeps the deformer weights' top k, endpoint weights the source weights'.
+  if (options.method == BakeMethod::kSwingTwist || options.method == BakeMethod::kEndpoint)
+    result.sparse = TopK(result.weights, k);
   RETURN_IF_ERROR(progress.CheckCancelled());
   result.report.total_seconds = Seconds(t0);
   progress.Report("done", 1.0);

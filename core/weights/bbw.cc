@@ -42,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 #include "core/weights/bbw_internal.h"
 
@@ -629,6 +630,12 @@ absl::StatusOr<Eigen::MatrixXd> UnconstrainedBiharmonicWeights(
 
 }  // namespace internal
 
+absl::Status BbwOptions::Validate() const {
+  RETURN_IF_ERROR(CheckAtLeast("options.bbw.max_iterations", max_iterations, 0));
+  RETURN_IF_ERROR(CheckNonNegative("options.bbw.bound_tolerance", bound_tolerance));
+  return CheckAtLeast("options.bbw.threads", threads, 0);
+}
+
 std::string BbwReport::BriefReport() const {
   int max_iterations = 0;
   for (int it : iterations) max_iterations = std::max(max_iterations, it);
@@ -649,6 +656,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
                                       const BbwOptions& options, BbwReport* report,
                                       const Progress& progress, bool monotone_only) {
   const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(ReducedProblem problem, BuildProblem(domain, handle_nodes));
   ReducedProblem& p = problem;
   const int nf = static_cast<int>(p.free_nodes.size());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/volume_domain.h"
 #include "core/util/progress.h"
@@ -24,6 +25,9 @@ struct BbwOptions {
   // minimizer as solved (free entries within [0, 1] up to bound_tolerance) — for inspecting the
   // per-handle problems (KKT checks in tests); the service always normalizes.
   bool normalize = true;
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct BbwReport {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "core/geometry/bvh.h"
 #include "core/geometry/cotangent_laplacian.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -150,6 +151,11 @@ BoneHeatSources NearestVisibleBones(const RowMatrixX3d& V, const RowMatrixX3i& F
   return sources;
 }
 
+absl::Status BoneHeatOptions::Validate() const {
+  RETURN_IF_ERROR(CheckPositive("options.bone_heat.heat_coefficient", heat_coefficient));
+  return CheckNonNegative("options.bone_heat.tie_tolerance", tie_tolerance);
+}
+
 std::string BoneHeatReport::BriefReport() const {
   return absl::StrFormat("%d vertices without a visible bone, %.3g s",
                          vertices_without_visible_bone, seconds);
@@ -160,14 +166,9 @@ absl::StatusOr<Eigen::MatrixXd> BoneHeatWeights(const Mesh& mesh,
                                                 const BoneHeatOptions& options,
                                                 BoneHeatReport* report, const Progress& progress) {
   const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(ValidateMesh(mesh));
   if (handles.empty()) return absl::InvalidArgumentError("skeleton has no joints");
-  if (!(options.heat_coefficient > 0) || !std::isfinite(options.heat_coefficient))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "bone_heat.heat_coefficient = %g must be positive and finite", options.heat_coefficient));
-  if (!(options.tie_tolerance >= 0) || !std::isfinite(options.tie_tolerance))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "bone_heat.tie_tolerance = %g must be non-negative and finite", options.tie_tolerance));
   bool any_bone = false;
   for (int j = 0; j < static_cast<int>(handles.size()); ++j) {
     if (!handles[j].deforms) continue;

@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/rig/bones.h"
@@ -21,6 +22,9 @@ struct BoneHeatOptions {
   // Bones within this factor of the nearest visible bone's distance all count as nearest (the
   // paper: "if the shortest distance to h bones is d, H_jj = h·c/d²" for ties within 1e-8).
   double tie_tolerance = 1e-8;
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct BoneHeatReport {

@@ -26,10 +26,24 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "core/math/svd3.h"
+#include "core/util/option_checks.h"
 #include "core/util/parallel.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
+
+absl::Status EmwOptions::Validate() const {
+  RETURN_IF_ERROR(CheckIterationLimits("options.emw", max_iterations, relative_tolerance));
+  if (!(sample_angle > 0 && sample_angle <= M_PI))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.emw.sample_angle = %g must be in (0, π]", sample_angle));
+  return CheckAtLeast("options.emw.threads", threads, 0);
+}
+
+std::string EmwReport::BriefReport() const {
+  return absl::StrFormat("%d iterations (%s), weights in [%.4g, %.4g], %.3g s", iterations, stop_reason,
+                         min_weight, max_weight, seconds);
+}
 
 namespace {
 
@@ -136,21 +150,10 @@ namespace {
 absl::Status ValidateEmw(const ElasticEnergy& energy, const JointFrame& frame,
                    const std::vector<int>& moving, const std::vector<int>& fixed,
                    const EmwOptions& options, std::vector<uint8_t>* role_out) {
+  RETURN_IF_ERROR(options.Validate());
   const int n = energy.num_nodes();
   const int m = energy.num_elements();
   if (n == 0 || m == 0) return absl::InvalidArgumentError("energy: the domain has no elements");
-  if (options.max_iterations < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.max_iterations = %d must be ≥ 0", options.max_iterations));
-  }
-  if (!(options.relative_tolerance >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.relative_tolerance = %g must be ≥ 0", options.relative_tolerance));
-  }
-  if (!(options.sample_angle > 0 && options.sample_angle <= M_PI)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.sample_angle = %g must be in (0, π]", options.sample_angle));
-  }
   if (!frame.center.allFinite() || !frame.axes.allFinite()) {
     return absl::InvalidArgumentError(absl::StrFormat("frame of joint %d is not finite", frame.joint));
   }

@@ -116,6 +116,15 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
 
 }  // namespace
 
+absl::Status EndpointBakeOptions::Validate() const {
+  if (method != EndpointMethod::kJointBbw && method != EndpointMethod::kProjection)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.method = %d is not an endpoint method", static_cast<int>(method)));
+  if (method == EndpointMethod::kProjection) return absl::OkStatus();
+  RETURN_IF_ERROR(domain.Validate());
+  return bbw.Validate();
+}
+
 const char* EndpointMethodName(EndpointMethod method) {
   switch (method) {
     case EndpointMethod::kJointBbw:
@@ -130,12 +139,9 @@ absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const S
                                                        const EndpointBakeOptions& options,
                                                        const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(ValidateMesh(mesh));
   RETURN_IF_ERROR(ValidateSkeleton(skeleton));
-  if (options.method != EndpointMethod::kJointBbw && options.method != EndpointMethod::kProjection)
-    return absl::InvalidArgumentError(absl::StrFormat("options.method = %d is not an endpoint method",
-                                                      static_cast<int>(options.method)));
-  if (options.method == EndpointMethod::kJointBbw) RETURN_IF_ERROR(options.domain.Validate());
   ASSIGN_OR_RETURN(std::vector<JointHandle> handles, JointHandles(skeleton));
   const std::vector<StbsBone> bones = StbsBones(handles);
   if (std::none_of(bones.begin(), bones.end(), [](const StbsBone& b) { return b.valid; }))

@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
@@ -23,6 +24,9 @@ struct EndpointBakeOptions {
   EndpointMethod method = EndpointMethod::kJointBbw;
   DomainOptions domain;  // kJointBbw only
   BbwOptions bbw;        // kJointBbw only
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct EndpointBakeResult {

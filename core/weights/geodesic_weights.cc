@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -202,6 +203,11 @@ std::vector<int> NearestReached(const RowMatrixX3d& nodes, const std::vector<int
 
 }  // namespace
 
+absl::Status GeodesicWeightsOptions::Validate() const {
+  RETURN_IF_ERROR(CheckPositive("options.geodesic.falloff", falloff));
+  return CheckAtLeast("options.geodesic.max_influences", max_influences, 1);
+}
+
 std::string GeodesicWeightsReport::BriefReport() const {
   return absl::StrFormat("%d unreachable nodes, %.3g s", unreachable_nodes, seconds);
 }
@@ -211,13 +217,8 @@ absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
     const GeodesicWeightsOptions& options, GeodesicWeightsReport* report,
     const Progress& progress) {
   const auto start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(ValidateGraph(domain));
-  if (!(options.falloff > 0) || !std::isfinite(options.falloff))
-    return absl::InvalidArgumentError(
-        absl::StrFormat("geodesic.falloff = %g must be positive and finite", options.falloff));
-  if (options.max_influences < 1)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("geodesic.max_influences = %d must be at least 1", options.max_influences));
   const int n = domain.num_nodes();
   const int num_handles = static_cast<int>(handle_nodes.size());
   if (num_handles == 0) return absl::InvalidArgumentError("no handles");

@@ -9,6 +9,7 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/volume_domain.h"
 #include "core/util/progress.h"
@@ -21,6 +22,9 @@ struct GeodesicWeightsOptions {
   // distance; larger values make sharper transitions.
   double falloff = 2.0;
   int max_influences = 4;
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct GeodesicWeightsReport {

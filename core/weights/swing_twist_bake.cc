@@ -53,10 +53,17 @@ absl::StatusOr<PreparedDomain> PrepareDomain(const Mesh& mesh, const Skeleton& s
 
 }  // namespace
 
+absl::Status SwingTwistBakeOptions::Validate() const {
+  RETURN_IF_ERROR(domain.Validate());
+  RETURN_IF_ERROR(emw.Validate());
+  return bbw.Validate();
+}
+
 absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skeleton& skeleton,
                                                     const SwingTwistBakeOptions& options,
                                                     const Progress& progress) {
   const auto t0 = Clock::now();
+  RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(PreparedDomain prepared,
                    PrepareDomain(mesh, skeleton, options.domain, progress.Sub(0.0, 0.1)));
   RETURN_IF_ERROR(progress.CheckCancelled());

@@ -9,6 +9,7 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "core/geometry/volume_domain.h"
@@ -26,6 +27,9 @@ struct SwingTwistBakeOptions {
   DomainOptions domain;  // default: voxel grid of resolution 64
   EmwOptions emw;
   BbwOptions bbw;  // for the deformer weights
+
+  // INVALID_ARGUMENT naming the first bad field and its value.
+  absl::Status Validate() const;
 };
 
 struct SwingTwistBakeResult {

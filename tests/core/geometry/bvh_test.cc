@@ -213,5 +213,35 @@ TEST(BvhTest, TwoHundredThousandSegmentQueriesOnArmTiming) {
   EXPECT_LT(seconds, 2.0);  // loose: the machine is shared; typical is far lower
 }
 
+// The winding number of a closed surface is 1 inside and 0 outside; the first-order
+// approximation stays close to the exact sum (beta = ∞) and reverses with the orientation.
+TEST(BvhTest, WindingNumberIsOneInsideZeroOutsideAndTheDipoleSumIsClose) {
+  const std::string path = DataPath("libigl/arm/arm.obj");
+  SKINNING_REQUIRE_DATA(path);
+  absl::StatusOr<Mesh> arm = ReadObj(path);
+  ASSERT_TRUE(arm.ok()) << arm.status();
+  const TriangleBvh cube(UnitCube().V, UnitCube().F);
+  EXPECT_NEAR(cube.WindingNumber(Eigen::Vector3d(0.5, 0.4, 0.3), INFINITY), 1.0, 1e-12);
+  EXPECT_NEAR(cube.WindingNumber(Eigen::Vector3d(1.5, 0.4, 0.3), INFINITY), 0.0, 1e-12);
+  const TriangleBvh bvh(arm->V, arm->F);
+  std::mt19937 rng(3);
+  const Eigen::Vector3d lo = arm->V.colwise().minCoeff(), hi = arm->V.colwise().maxCoeff();
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int k = 0; k < 200; ++k) {
+    const Eigen::Vector3d q = lo + (hi - lo).cwiseProduct(Eigen::Vector3d(u(rng), u(rng), u(rng)));
+    double exact = 0.0;  // brute force over every triangle
+    for (int f = 0; f < arm->F.rows(); ++f) {
+      const Eigen::Vector3d a = arm->V.row(arm->F(f, 0)).transpose() - q,
+                            b = arm->V.row(arm->F(f, 1)).transpose() - q,
+                            c = arm->V.row(arm->F(f, 2)).transpose() - q;
+      const double la = a.norm(), lb = b.norm(), lc = c.norm();
+      exact += 2.0 * std::atan2(a.dot(b.cross(c)), la * lb * lc + a.dot(b) * lc + b.dot(c) * la + c.dot(a) * lb);
+    }
+    exact /= 4.0 * M_PI;
+    EXPECT_NEAR(bvh.WindingNumber(q, INFINITY), exact, 1e-9) << k;
+    EXPECT_NEAR(bvh.WindingNumber(q, 6.0), exact, 0.01) << k;
+  }
+}
+
 }  // namespace
 }  // namespace skinning

@@ -166,7 +166,7 @@ void ExpectRowsSumToOne(const SparseWeights& W) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The shared sample characters (counts from /work/shared/data/README.md and the files' JSON).
+// The shared sample characters (counts from the shared data's README.md and the files' JSON).
 
 TEST(GltfReadTest, ReadsSimpleSkin) {
   const std::string path = DataPath("gltf/SimpleSkin/SimpleSkin.gltf");

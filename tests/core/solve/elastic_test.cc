@@ -68,6 +68,14 @@ void CubeTets(const Eigen::Vector3d& offset, RowMatrixX3d* TV, RowMatrixX4i* TT)
     for (int k = 0; k < 4; ++k) (*TT)(t0 + t, k) = v0 + tets[t][k];
 }
 
+// The tet domain of one unit cube (8 nodes, 6 tets).
+absl::StatusOr<VolumeDomain> CubeTetDomain() {
+  RowMatrixX3d TV(0, 3);
+  RowMatrixX4i TT(0, 4);
+  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
+  return BuildTetDomain(TV, TT, TV);
+}
+
 TEST(ElasticEnergy, RejectsDomainWithoutElements) {
   VolumeDomain d;
   d.nodes = RowMatrixX3d::Zero(3, 3);
@@ -302,10 +310,7 @@ TEST(ElasticModel, VolumeTermKeepsABentCylindersVolume) {
 }
 
 TEST(ElasticModel, VolumeTermNeedsCubeCellsAndAFiniteNonNegativeWeight) {
-  RowMatrixX3d TV(0, 3);
-  RowMatrixX4i TT(0, 4);
-  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
-  absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
+  absl::StatusOr<VolumeDomain> tet = CubeTetDomain();
   ASSERT_TRUE(tet.ok()) << tet.status();
   auto model = CreateModel(*tet, {{0, 7}});
   ASSERT_TRUE(model.ok()) << model.status();
@@ -347,10 +352,7 @@ TEST(ElasticModel, FailsWhenAConnectedPartHasNoPinnedNode) {
 }
 
 TEST(ElasticModel, RejectsStartWeightsOfTheWrongShapeOrNotFinite) {
-  RowMatrixX3d TV(0, 3);
-  RowMatrixX4i TT(0, 4);
-  CubeTets(Eigen::Vector3d(0, 0, 0), &TV, &TT);
-  absl::StatusOr<VolumeDomain> tet = BuildTetDomain(TV, TT, TV);
+  absl::StatusOr<VolumeDomain> tet = CubeTetDomain();
   ASSERT_TRUE(tet.ok()) << tet.status();
   EXPECT_TRUE(ElasticModel::Create(*tet, {{0, 7}}, Eigen::MatrixXd::Ones(8, 1)).ok());
   EXPECT_EQ(ElasticModel::Create(*tet, {{0, 7}}, Eigen::MatrixXd::Ones(7, 1)).status().code(),

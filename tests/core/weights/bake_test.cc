@@ -49,6 +49,24 @@ TEST(BakeOptions, ValidateNamesTheFieldAndTheValue) {
   EXPECT_TRUE(o.Validate().ok());
 }
 
+TEST(BakeOptions, ValidatesTheOptionsOfItsMethodOnly) {
+  BakeOptions o = Options(BakeMethod::kGeodesicVoxel);
+  o.bone_heat.heat_coefficient = 0;  // not used by this method
+  EXPECT_TRUE(o.Validate().ok());
+  o.geodesic.falloff = -1;
+  EXPECT_EQ(Message(o.Validate()), "options.geodesic.falloff = -1 must be positive and finite");
+  o = Options(BakeMethod::kSwingTwist);
+  o.emw.max_iterations = -2;
+  EXPECT_EQ(Message(o.Validate()), "options.emw.max_iterations = -2 must be ≥ 0");
+  o = Options(BakeMethod::kFastModel);
+  o.source_weights = Eigen::MatrixXd::Ones(3, 1);
+  o.fast.clusters = -1;
+  EXPECT_EQ(Message(o.Validate()), "options.fast.clusters = -1 must be ≥ 0");
+  o = Options(BakeMethod::kBbw);
+  o.bbw.bound_tolerance = -1;
+  EXPECT_THAT(Message(o.Validate()), HasSubstr("options.bbw.bound_tolerance"));
+}
+
 struct Baked {
   Rig rig;
   Eigen::MatrixXd bbw;  // #V by #J bone weights for the methods that build on weights

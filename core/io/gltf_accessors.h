@@ -1,0 +1,48 @@
+// glTF 2.0 accessors for the reader: each checked against its buffer view and buffer, then
+// decoded to doubles. Internal to core/io (gltf_read.cc).
+#ifndef SKINNING_CORE_IO_GLTF_ACCESSORS_H_
+#define SKINNING_CORE_IO_GLTF_ACCESSORS_H_
+
+#include <tiny_gltf.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace skinning::gltf_internal {
+
+// INVALID_ARGUMENT with `message`: every malformed-file error.
+absl::Status Invalid(const std::string& message);
+
+// Which component types an accessor may use in a given role.
+enum class Components {
+  kFloat,                      // FLOAT only (positions, normals, times, matrices, T/S keys)
+  kFloatOrNormalizedUnsigned,  // FLOAT, normalized UNSIGNED_BYTE/SHORT (WEIGHTS_n)
+  kFloatOrNormalized,          // FLOAT, normalized (UNSIGNED_)BYTE/SHORT (rotation keys)
+  kJointIndices,               // UNSIGNED_BYTE/SHORT, not normalized (JOINTS_n)
+  kVertexIndices,              // UNSIGNED_BYTE/SHORT/INT, not normalized (indices)
+};
+
+// An accessor's elements decoded to doubles (integers exactly, normalized integers to [0, 1] or
+// [-1, 1]), count × components numbers, element-major.
+struct Decoded {
+  std::vector<double> data;
+  size_t count = 0;
+  int components = 0;
+  double at(size_t i, int c) const { return data[i * components + c]; }
+};
+
+// Every buffer view and every non-sparse accessor of the file, used or not.
+absl::Status CheckAllAccessors(const tinygltf::Model& model);
+
+// Validates accessors[index] for the given role (`type`, `allowed` component types) against its
+// buffer view and buffer, then decodes it. `use` says where the accessor is referenced from.
+absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, int type,
+                                     Components allowed, const std::string& use);
+
+}  // namespace skinning::gltf_internal
+
+#endif  // SKINNING_CORE_IO_GLTF_ACCESSORS_H_

@@ -1,0 +1,533 @@
+#include "core/io/gltf.h"
+
+#include <tiny_gltf.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "core/io/gltf_accessors.h"
+#include "core/rig/pose.h"
+#include "core/util/status_macros.h"
+
+namespace skinning {
+namespace {
+
+using gltf_internal::CheckAllAccessors;
+using gltf_internal::Components;
+using gltf_internal::Decoded;
+using gltf_internal::Invalid;
+using gltf_internal::ReadAccessor;
+
+// Images are never decoded: textures are irrelevant to skinning, and a decoder is attack surface.
+bool SkipImage(tinygltf::Image* /*image*/, const int /*image_idx*/, std::string* /*err*/,
+               std::string* /*warn*/, int /*req_width*/, int /*req_height*/,
+               const unsigned char* /*bytes*/, int /*size*/, void* /*user_data*/) {
+  return true;
+}
+
+absl::Status CheckGlbHeader(const std::vector<unsigned char>& bytes) {
+  auto u32 = [&](size_t offset) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + offset, 4);
+    return v;
+  };
+  if (bytes.size() < 20)
+    return Invalid(
+        absl::StrFormat("glb: %d bytes is too short for a header and a JSON chunk", bytes.size()));
+  if (u32(4) != 2)
+    return Invalid(absl::StrFormat("glb: version %d is not supported (expected 2)", u32(4)));
+  const uint64_t length = u32(8);
+  if (length > bytes.size())
+    return Invalid(
+        absl::StrFormat("glb: header length is %d bytes but the file has %d "
+                        "(truncated?)",
+                        length, bytes.size()));
+  const uint64_t json_length = u32(12);
+  if (u32(16) != 0x4E4F534Au) return Invalid("glb: the first chunk is not JSON");
+  if (json_length == 0 || 20 + json_length > length)
+    return Invalid(absl::StrFormat("glb: JSON chunk of %d bytes does not fit in %d bytes",
+                                   json_length, length));
+  const uint64_t bin_start = 20 + json_length;
+  if (bin_start < length) {
+    if (bin_start + 8 > length)
+      return Invalid(absl::StrFormat("glb: truncated chunk header at offset %d", bin_start));
+    const uint64_t bin_length = u32(bin_start);
+    if (bin_start + 8 + bin_length > length)
+      return Invalid(
+          absl::StrFormat("glb: BIN chunk of %d bytes at offset %d exceeds the %d-byte "
+                          "file",
+                          bin_length, bin_start, length));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrFormat("cannot open \"%s\"", path));
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrFormat("error reading \"%s\"", path));
+  if (bytes.empty()) return Invalid(absl::StrFormat("%s: the file is empty", path));
+  if (bytes.size() > std::numeric_limits<unsigned int>::max())
+    return Invalid(absl::StrFormat("%s: files of 4 GiB or more are not supported", path));
+  const bool binary = bytes.size() >= 4 && std::memcmp(bytes.data(), "glTF", 4) == 0;
+  if (binary) {
+    if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
+      return Invalid(absl::StrFormat("%s: %s", path, s.message()));
+  }
+  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+
+  tinygltf::Model model;
+  tinygltf::TinyGLTF loader;
+  loader.SetImageLoader(&SkipImage, nullptr);
+  std::string err, warn;
+  bool ok = false;
+  try {
+    const auto size = static_cast<unsigned int>(bytes.size());
+    if (binary) {
+      ok = loader.LoadBinaryFromMemory(&model, &err, &warn, bytes.data(), size, base_dir);
+    } else {
+      ok = loader.LoadASCIIFromString(&model, &err, &warn,
+                                      reinterpret_cast<const char*>(bytes.data()), size, base_dir);
+    }
+  } catch (const std::exception& e) {
+    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", path, e.what()));
+  } catch (...) {
+    return Invalid(absl::StrFormat("%s: not a valid glTF file", path));
+  }
+  if (!ok) {
+    std::string message(absl::StripAsciiWhitespace(err));
+    if (message.empty()) message = "unknown parse error";
+    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", path, message));
+  }
+  return model;
+}
+
+absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
+  Transform t;
+  if (!node.matrix.empty()) {
+    if (node.matrix.size() != 16)
+      return Invalid(absl::StrFormat("nodes[%d].matrix has %d numbers, expected 16", index,
+                                     node.matrix.size()));
+    Eigen::Affine3d A = Eigen::Affine3d::Identity();
+    for (int c = 0; c < 4; ++c)
+      for (int r = 0; r < 3; ++r) A.matrix()(r, c) = node.matrix[c * 4 + r];  // column-major
+    if (!A.matrix().allFinite())
+      return Invalid(absl::StrFormat("nodes[%d].matrix is not finite", index));
+    return DecomposeAffine(A);
+  }
+  if (!node.translation.empty()) {
+    if (node.translation.size() != 3)
+      return Invalid(absl::StrFormat("nodes[%d].translation has %d numbers, expected 3", index,
+                                     node.translation.size()));
+    t.translation = Eigen::Vector3d(node.translation[0], node.translation[1], node.translation[2]);
+    if (!t.translation.allFinite())
+      return Invalid(absl::StrFormat("nodes[%d].translation is not finite", index));
+  }
+  if (!node.rotation.empty()) {
+    if (node.rotation.size() != 4)
+      return Invalid(absl::StrFormat("nodes[%d].rotation has %d numbers, expected 4", index,
+                                     node.rotation.size()));
+    Eigen::Quaterniond q(node.rotation[3], node.rotation[0], node.rotation[1], node.rotation[2]);
+    const double norm = q.norm();
+    if (!std::isfinite(norm) || norm < 1e-12)
+      return Invalid(absl::StrFormat("nodes[%d].rotation is not a valid quaternion", index));
+    t.rotation = q.normalized();
+  }
+  if (!node.scale.empty()) {
+    if (node.scale.size() != 3)
+      return Invalid(
+          absl::StrFormat("nodes[%d].scale has %d numbers, expected 3", index, node.scale.size()));
+    t.scale = Eigen::Vector3d(node.scale[0], node.scale[1], node.scale[2]);
+    if (!t.scale.allFinite())
+      return Invalid(absl::StrFormat("nodes[%d].scale is not finite", index));
+  }
+  return t;
+}
+
+// Fills skeleton, num_skin_joints and node_of_joint from skins[0] and the node hierarchy.
+absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character,
+                          std::vector<int>* joint_of_node) {
+  const int num_nodes = static_cast<int>(model.nodes.size());
+  std::vector<int> parent(num_nodes, -1);
+  for (int n = 0; n < num_nodes; ++n) {
+    for (int c : model.nodes[n].children) {
+      if (c < 0 || c >= num_nodes)
+        return Invalid(absl::StrFormat("nodes[%d].children: node %d is out of range (%d nodes)", n,
+                                       c, num_nodes));
+      if (c == n) return Invalid(absl::StrFormat("nodes[%d] is its own child", n));
+      if (parent[c] != -1)
+        return Invalid(
+            absl::StrFormat("nodes[%d] has two parents (nodes %d and %d)", c, parent[c], n));
+      parent[c] = n;
+    }
+  }
+  if (model.skins.empty()) return Invalid("the file has no skin (skins is empty)");
+  const tinygltf::Skin& skin = model.skins[0];
+  if (skin.joints.empty()) return Invalid("skins[0] has no joints");
+
+  joint_of_node->assign(num_nodes, -1);
+  std::vector<int>& node_of_joint = character->node_of_joint;
+  node_of_joint.clear();
+  for (size_t j = 0; j < skin.joints.size(); ++j) {
+    const int n = skin.joints[j];
+    if (n < 0 || n >= num_nodes)
+      return Invalid(absl::StrFormat("skins[0].joints[%d]: node %d is out of range (%d nodes)", j,
+                                     n, num_nodes));
+    if ((*joint_of_node)[n] != -1)
+      return Invalid(absl::StrFormat("skins[0].joints[%d]: node %d is already joint %d", j, n,
+                                     (*joint_of_node)[n]));
+    (*joint_of_node)[n] = static_cast<int>(j);
+    node_of_joint.push_back(n);
+  }
+  const int num_skin_joints = static_cast<int>(skin.joints.size());
+  // Non-joint ancestors of the joints, in increasing node index. A walk longer than the node
+  // count means a cycle.
+  std::set<int> ancestors;
+  for (int j = 0; j < num_skin_joints; ++j) {
+    int steps = 0;
+    for (int p = parent[node_of_joint[j]]; p != -1; p = parent[p]) {
+      if (++steps > num_nodes)
+        return Invalid(
+            absl::StrFormat("nodes[%d]: the node hierarchy has a cycle", node_of_joint[j]));
+      if ((*joint_of_node)[p] == -1) ancestors.insert(p);
+    }
+  }
+  for (int n : ancestors) {
+    (*joint_of_node)[n] = static_cast<int>(node_of_joint.size());
+    node_of_joint.push_back(n);
+  }
+
+  Skeleton& skeleton = character->skeleton;
+  skeleton.joints.assign(node_of_joint.size(), Joint());
+  for (size_t j = 0; j < node_of_joint.size(); ++j) {
+    const int n = node_of_joint[j];
+    Joint& joint = skeleton.joints[j];
+    joint.name = model.nodes[n].name.empty() ? absl::StrFormat("node%d", n) : model.nodes[n].name;
+    joint.parent = parent[n] == -1 ? -1 : (*joint_of_node)[parent[n]];
+    ASSIGN_OR_RETURN(joint.rest, NodeTransform(model.nodes[n], n));
+    // Non-joint ancestors carry no weights (an "Armature" or "Z_UP" node).
+    joint.deforms = static_cast<int>(j) < num_skin_joints;
+  }
+
+  if (skin.inverseBindMatrices >= 0) {
+    ASSIGN_OR_RETURN(Decoded ibm, ReadAccessor(model, skin.inverseBindMatrices, TINYGLTF_TYPE_MAT4,
+                                               Components::kFloat, "skins[0].inverseBindMatrices"));
+    if (ibm.count < static_cast<size_t>(num_skin_joints))
+      return Invalid(
+          absl::StrFormat("accessors[%d] (skins[0].inverseBindMatrices): %d matrices for %d joints",
+                          skin.inverseBindMatrices, ibm.count, num_skin_joints));
+    for (int j = 0; j < num_skin_joints; ++j) {
+      Eigen::Affine3d A = Eigen::Affine3d::Identity();
+      for (int c = 0; c < 4; ++c)
+        for (int r = 0; r < 3; ++r) A.matrix()(r, c) = ibm.at(j, c * 4 + r);  // column-major
+      skeleton.joints[j].inverse_bind = A;
+    }
+  }
+  character->num_skin_joints = num_skin_joints;
+
+  absl::StatusOr<std::vector<int>> order = TopologicalOrder(skeleton);
+  if (!order.ok()) return Invalid("skeleton: " + std::string(order.status().message()));
+  if (node_of_joint.size() > static_cast<size_t>(num_skin_joints)) {
+    std::vector<Transform> rest;
+    for (const Joint& joint : skeleton.joints) rest.push_back(joint.rest);
+    const std::vector<Eigen::Affine3d> world = ForwardKinematics(skeleton, *order, rest);
+    for (size_t j = num_skin_joints; j < node_of_joint.size(); ++j)
+      skeleton.joints[j].inverse_bind = world[j].inverse();
+  }
+  return ValidateSkeleton(skeleton);
+}
+
+// Triangles of one primitive (local vertex indices) from its index list and mode.
+absl::StatusOr<std::vector<int>> PrimitiveTriangles(const std::vector<uint32_t>& idx, int mode,
+                                                    const std::string& where) {
+  std::vector<int> tri;
+  const size_t n = idx.size();
+  if (mode == TINYGLTF_MODE_TRIANGLES) {
+    if (n % 3 != 0)
+      return Invalid(absl::StrFormat("%s: %d indices is not a multiple of 3", where, n));
+    tri.assign(idx.begin(), idx.end());
+  } else if (mode == TINYGLTF_MODE_TRIANGLE_STRIP) {
+    for (size_t i = 0; i + 2 < n; ++i) {
+      // glTF: triangle i = (p_i, p_{i+(1+i%2)}, p_{i+(2-i%2)}), keeping the winding.
+      const size_t odd = i % 2;
+      tri.insert(tri.end(), {static_cast<int>(idx[i]), static_cast<int>(idx[i + 1 + odd]),
+                             static_cast<int>(idx[i + 2 - odd])});
+    }
+  } else {  // TRIANGLE_FAN: triangle i = (p_{i+1}, p_{i+2}, p_0).
+    for (size_t i = 0; i + 2 < n; ++i)
+      tri.insert(tri.end(), {static_cast<int>(idx[i + 1]), static_cast<int>(idx[i + 2]),
+                             static_cast<int>(idx[0])});
+  }
+  return tri;
+}
+
+absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
+  struct Item {
+    int node, mesh, primitive;
+  };
+  std::vector<Item> items;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    const tinygltf::Node& node = model.nodes[n];
+    if (node.skin != 0 || node.mesh < 0) continue;
+    if (static_cast<size_t>(node.mesh) >= model.meshes.size())
+      return Invalid(absl::StrFormat("nodes[%d].mesh: mesh %d is out of range (%d meshes)", n,
+                                     node.mesh, model.meshes.size()));
+    if (character->name.empty()) character->name = model.meshes[node.mesh].name;
+    const auto& primitives = model.meshes[node.mesh].primitives;
+    for (size_t p = 0; p < primitives.size(); ++p) {
+      const int mode = primitives[p].mode < 0 ? TINYGLTF_MODE_TRIANGLES : primitives[p].mode;
+      if (mode != TINYGLTF_MODE_TRIANGLES && mode != TINYGLTF_MODE_TRIANGLE_STRIP &&
+          mode != TINYGLTF_MODE_TRIANGLE_FAN)
+        continue;  // points and lines are not part of the surface
+      items.push_back({static_cast<int>(n), node.mesh, static_cast<int>(p)});
+    }
+  }
+  if (items.empty()) return Invalid("no node with a triangle mesh uses skins[0]");
+
+  auto attribute = [&](const Item& item, const char* key) {
+    const auto& attrs = model.meshes[item.mesh].primitives[item.primitive].attributes;
+    auto it = attrs.find(key);
+    return it == attrs.end() ? -1 : it->second;
+  };
+  bool all_normals = true, any_second_set = false;
+  for (const Item& item : items) {
+    all_normals = all_normals && attribute(item, "NORMAL") >= 0;
+    const bool j1 = attribute(item, "JOINTS_1") >= 0, w1 = attribute(item, "WEIGHTS_1") >= 0;
+    if (j1 != w1)
+      return Invalid(absl::StrFormat("meshes[%d].primitives[%d]: %s without %s", item.mesh,
+                                     item.primitive, j1 ? "JOINTS_1" : "WEIGHTS_1",
+                                     j1 ? "WEIGHTS_1" : "JOINTS_1"));
+    any_second_set = any_second_set || j1;
+  }
+  const int k = any_second_set ? 8 : 4;
+  const int num_skin_joints = character->num_skin_joints;
+
+  std::vector<double> V, N;
+  std::vector<int> F, joints;
+  std::vector<float> weights;
+  for (const Item& item : items) {
+    const tinygltf::Primitive& prim = model.meshes[item.mesh].primitives[item.primitive];
+    const std::string where =
+        absl::StrFormat("meshes[%d].primitives[%d]", item.mesh, item.primitive);
+    const int pos_index = attribute(item, "POSITION");
+    if (pos_index < 0) return Invalid(where + ": no POSITION attribute");
+    ASSIGN_OR_RETURN(Decoded pos, ReadAccessor(model, pos_index, TINYGLTF_TYPE_VEC3,
+                                               Components::kFloat, where + ".POSITION"));
+    const size_t nv = pos.count;
+    const size_t base = V.size() / 3;
+    if (base + nv > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+      return Invalid(where + ": too many vertices");
+    auto same_count = [&](const Decoded& d, int accessor, const char* what) -> absl::Status {
+      if (d.count != nv)
+        return Invalid(
+            absl::StrFormat("accessors[%d] (%s.%s): count %d differs from POSITION's "
+                            "%d",
+                            accessor, where, what, d.count, nv));
+      return absl::OkStatus();
+    };
+    V.insert(V.end(), pos.data.begin(), pos.data.end());
+    if (all_normals) {
+      const int ni = attribute(item, "NORMAL");
+      ASSIGN_OR_RETURN(Decoded nor, ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3, Components::kFloat,
+                                                 where + ".NORMAL"));
+      RETURN_IF_ERROR(same_count(nor, ni, "NORMAL"));
+      N.insert(N.end(), nor.data.begin(), nor.data.end());
+    }
+
+    // Weights: up to two sets of four influences.
+    std::vector<int> pj(nv * k, 0);
+    std::vector<double> pw(nv * k, 0.0);
+    for (int set = 0; set < 2; ++set) {
+      const std::string jname = absl::StrFormat("JOINTS_%d", set);
+      const std::string wname = absl::StrFormat("WEIGHTS_%d", set);
+      const int ji = attribute(item, jname.c_str()), wi = attribute(item, wname.c_str());
+      if (set == 0 && (ji < 0 || wi < 0))
+        return Invalid(absl::StrFormat("%s: no %s attribute (the mesh is not skinned)", where,
+                                       ji < 0 ? "JOINTS_0" : "WEIGHTS_0"));
+      if (ji < 0) continue;
+      ASSIGN_OR_RETURN(Decoded jd, ReadAccessor(model, ji, TINYGLTF_TYPE_VEC4,
+                                                Components::kJointIndices, where + "." + jname));
+      RETURN_IF_ERROR(same_count(jd, ji, jname.c_str()));
+      ASSIGN_OR_RETURN(Decoded wd,
+                       ReadAccessor(model, wi, TINYGLTF_TYPE_VEC4,
+                                    Components::kFloatOrNormalizedUnsigned, where + "." + wname));
+      RETURN_IF_ERROR(same_count(wd, wi, wname.c_str()));
+      for (size_t v = 0; v < nv; ++v) {
+        for (int c = 0; c < 4; ++c) {
+          const double w = wd.at(v, c);
+          const int j = static_cast<int>(jd.at(v, c));
+          if (w < 0)
+            return Invalid(
+                absl::StrFormat("accessors[%d] (%s.%s): vertex %d has negative weight "
+                                "%g",
+                                wi, where, wname, v, w));
+          if (w == 0) continue;  // unused slot: joint 0, weight 0
+          if (j >= num_skin_joints)
+            return Invalid(
+                absl::StrFormat("accessors[%d] (%s.%s): vertex %d uses joint %d, out "
+                                "of range (%d skin joints)",
+                                ji, where, jname, v, j, num_skin_joints));
+          pj[v * k + set * 4 + c] = j;
+          pw[v * k + set * 4 + c] = w;
+        }
+      }
+    }
+    for (size_t v = 0; v < nv; ++v) {
+      double sum = 0;
+      for (int c = 0; c < k; ++c) sum += pw[v * k + c];
+      if (!(sum > 0))
+        return Invalid(
+            absl::StrFormat("%s: vertex %d (mesh vertex %d) has no weight (weights "
+                            "sum to 0)",
+                            where, v, base + v));
+    }
+    joints.insert(joints.end(), pj.begin(), pj.end());
+    for (double w : pw) weights.push_back(static_cast<float>(w));
+
+    // Triangles.
+    std::vector<uint32_t> idx;
+    if (prim.indices >= 0) {
+      ASSIGN_OR_RETURN(Decoded id, ReadAccessor(model, prim.indices, TINYGLTF_TYPE_SCALAR,
+                                                Components::kVertexIndices, where + ".indices"));
+      idx.reserve(id.count);
+      for (size_t i = 0; i < id.count; ++i) {
+        const double x = id.data[i];
+        if (x >= static_cast<double>(nv))
+          return Invalid(
+              absl::StrFormat("accessors[%d] (%s.indices): index %d = %d is out of "
+                              "range (%d vertices)",
+                              prim.indices, where, i, static_cast<uint64_t>(x), nv));
+        idx.push_back(static_cast<uint32_t>(x));
+      }
+    } else {
+      idx.resize(nv);
+      for (size_t i = 0; i < nv; ++i) idx[i] = static_cast<uint32_t>(i);
+    }
+    const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
+    ASSIGN_OR_RETURN(std::vector<int> tri, PrimitiveTriangles(idx, mode, where));
+    for (int t : tri) F.push_back(t + static_cast<int>(base));
+  }
+
+  const int nv = static_cast<int>(V.size() / 3);
+  Mesh& mesh = character->mesh;
+  mesh.V = Eigen::Map<const RowMatrixX3d>(V.data(), nv, 3);
+  mesh.F = Eigen::Map<const RowMatrixX3i>(F.data(), static_cast<int>(F.size() / 3), 3);
+  if (all_normals)
+    mesh.N = Eigen::Map<const RowMatrixX3d>(N.data(), nv, 3);
+  else
+    mesh.N.resize(0, 3);
+  SparseWeights& W = character->weights;
+  W.joints = Eigen::Map<const RowMatrixXi>(joints.data(), nv, k);
+  W.weights = Eigen::Map<const RowMatrixXf>(weights.data(), nv, k);
+  NormalizeRows(&W);
+  return ValidateMesh(mesh);
+}
+
+absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>& joint_of_node,
+                            GltfCharacter* character) {
+  for (size_t a = 0; a < model.animations.size(); ++a) {
+    const tinygltf::Animation& in = model.animations[a];
+    Animation out;
+    out.name = in.name;
+    bool any = false;
+    for (size_t c = 0; c < in.channels.size(); ++c) {
+      const tinygltf::AnimationChannel& ch = in.channels[c];
+      const std::string where = absl::StrFormat("animations[%d].channels[%d]", a, c);
+      if (ch.target_node < 0 || static_cast<size_t>(ch.target_node) >= joint_of_node.size() ||
+          joint_of_node[ch.target_node] < 0)
+        continue;  // not a skeleton joint
+      AnimationChannel channel;
+      channel.joint = joint_of_node[ch.target_node];
+      int width = 3;
+      if (ch.target_path == "translation") {
+        channel.path = AnimationPath::kTranslation;
+      } else if (ch.target_path == "rotation") {
+        channel.path = AnimationPath::kRotation;
+        width = 4;
+      } else if (ch.target_path == "scale") {
+        channel.path = AnimationPath::kScale;
+      } else {
+        continue;  // morph-target "weights" or an extension's path
+      }
+      if (ch.sampler < 0 || static_cast<size_t>(ch.sampler) >= in.samplers.size())
+        return Invalid(absl::StrFormat("%s: sampler %d is out of range (%d samplers)", where,
+                                       ch.sampler, in.samplers.size()));
+      const tinygltf::AnimationSampler& sampler = in.samplers[ch.sampler];
+      const std::string swhere = absl::StrFormat("animations[%d].samplers[%d]", a, ch.sampler);
+      int keys_per_time = 1;
+      if (sampler.interpolation == "LINEAR" || sampler.interpolation.empty()) {
+        channel.interpolation = Interpolation::kLinear;
+      } else if (sampler.interpolation == "STEP") {
+        channel.interpolation = Interpolation::kStep;
+      } else if (sampler.interpolation == "CUBICSPLINE") {
+        channel.interpolation = Interpolation::kCubicSpline;
+        keys_per_time = 3;
+      } else {
+        return Invalid(
+            absl::StrFormat("%s: unknown interpolation \"%s\"", swhere, sampler.interpolation));
+      }
+      ASSIGN_OR_RETURN(Decoded input, ReadAccessor(model, sampler.input, TINYGLTF_TYPE_SCALAR,
+                                                   Components::kFloat, swhere + ".input"));
+      ASSIGN_OR_RETURN(
+          Decoded output,
+          ReadAccessor(model, sampler.output, width == 4 ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
+                       width == 4 ? Components::kFloatOrNormalized : Components::kFloat,
+                       swhere + ".output"));
+      if (output.count != input.count * keys_per_time)
+        return Invalid(absl::StrFormat(
+            "%s: output has %d values for %d input times (expected "
+            "%d for %s)",
+            swhere, output.count, input.count, input.count * keys_per_time, sampler.interpolation));
+      channel.times = input.data;
+      for (size_t i = 0; i < channel.times.size(); ++i) {
+        if (i > 0 && !(channel.times[i] > channel.times[i - 1]))
+          return Invalid(absl::StrFormat(
+              "accessors[%d] (%s.input): time %d (%g) is not greater "
+              "than time %d (%g)",
+              sampler.input, swhere, i, channel.times[i], i - 1, channel.times[i - 1]));
+      }
+      channel.values = std::move(output.data);
+      const double t0 = channel.times.front(), t1 = channel.times.back();
+      out.start = any ? std::min(out.start, t0) : t0;
+      out.end = any ? std::max(out.end, t1) : t1;
+      any = true;
+      out.channels.push_back(std::move(channel));
+    }
+    character->animations.push_back(std::move(out));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+  auto fail = [&](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrFormat("%s: %s", path, s.message()));
+  };
+  GltfCharacter character;
+  if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
+  std::vector<int> joint_of_node;
+  if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node); !s.ok()) return fail(s);
+  if (absl::Status s = ReadMesh(model, &character); !s.ok()) return fail(s);
+  if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
+  if (character.name.empty()) character.name = std::filesystem::path(path).stem().string();
+  return character;
+}
+
+}  // namespace skinning

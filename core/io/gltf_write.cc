@@ -1,0 +1,267 @@
+#include "core/io/gltf.h"
+
+#include <tiny_gltf.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "core/util/status_macros.h"
+
+namespace skinning {
+namespace {
+
+// Appends typed arrays to buffers[0] with a buffer view and an accessor each.
+class BufferBuilder {
+ public:
+  explicit BufferBuilder(tinygltf::Model* model) : model_(model) { model_->buffers.resize(1); }
+
+  int Add(const void* data, size_t bytes, int target, int component_type, int type, size_t count,
+          std::vector<double> min = {}, std::vector<double> max = {}) {
+    std::vector<unsigned char>& buffer = model_->buffers[0].data;
+    while (buffer.size() % 4 != 0) buffer.push_back(0);
+    tinygltf::BufferView view;
+    view.buffer = 0;
+    view.byteOffset = buffer.size();
+    view.byteLength = bytes;
+    view.target = target;
+    const auto* p = static_cast<const unsigned char*>(data);
+    buffer.insert(buffer.end(), p, p + bytes);
+    model_->bufferViews.push_back(view);
+
+    tinygltf::Accessor accessor;
+    accessor.bufferView = static_cast<int>(model_->bufferViews.size()) - 1;
+    accessor.byteOffset = 0;
+    accessor.componentType = component_type;
+    accessor.type = type;
+    accessor.count = count;
+    accessor.minValues = std::move(min);
+    accessor.maxValues = std::move(max);
+    model_->accessors.push_back(accessor);
+    return static_cast<int>(model_->accessors.size()) - 1;
+  }
+
+  template <typename T>
+  int Add(const std::vector<T>& values, int target, int component_type, int type, size_t count,
+          std::vector<double> min = {}, std::vector<double> max = {}) {
+    return Add(values.data(), values.size() * sizeof(T), target, component_type, type, count,
+               std::move(min), std::move(max));
+  }
+
+  void Finish() {
+    std::vector<unsigned char>& buffer = model_->buffers[0].data;
+    while (buffer.size() % 4 != 0) buffer.push_back(0);
+  }
+
+ private:
+  tinygltf::Model* model_;
+};
+
+constexpr int kArrayBuffer = TINYGLTF_TARGET_ARRAY_BUFFER;
+constexpr int kElementArrayBuffer = TINYGLTF_TARGET_ELEMENT_ARRAY_BUFFER;
+constexpr int kNoTarget = 0;
+
+// Adds the mesh's POSITION (with min/max), NORMAL and indices to a new primitive.
+tinygltf::Primitive AddMeshGeometry(const Mesh& mesh, BufferBuilder* builder) {
+  const size_t nv = mesh.V.rows();
+  tinygltf::Primitive prim;
+  prim.mode = TINYGLTF_MODE_TRIANGLES;
+  std::vector<float> pos(nv * 3);
+  std::vector<double> lo(3, std::numeric_limits<double>::infinity()),
+      hi(3, -std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < nv; ++i)
+    for (int a = 0; a < 3; ++a) {
+      const float f = static_cast<float>(mesh.V(i, a));
+      pos[i * 3 + a] = f;
+      lo[a] = std::min<double>(lo[a], f);
+      hi[a] = std::max<double>(hi[a], f);
+    }
+  prim.attributes["POSITION"] = builder->Add(pos, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT,
+                                             TINYGLTF_TYPE_VEC3, nv, lo, hi);
+  if (mesh.N.rows() == static_cast<Eigen::Index>(nv) && nv > 0) {
+    std::vector<float> nor(nv * 3);
+    for (size_t i = 0; i < nv; ++i)
+      for (int a = 0; a < 3; ++a) nor[i * 3 + a] = static_cast<float>(mesh.N(i, a));
+    prim.attributes["NORMAL"] =
+        builder->Add(nor, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_VEC3, nv);
+  }
+  std::vector<uint32_t> idx(mesh.F.size());
+  for (Eigen::Index f = 0; f < mesh.F.rows(); ++f)
+    for (int c = 0; c < 3; ++c) idx[f * 3 + c] = static_cast<uint32_t>(mesh.F(f, c));
+  prim.indices = builder->Add(idx, kElementArrayBuffer, TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT,
+                              TINYGLTF_TYPE_SCALAR, idx.size());
+  return prim;
+}
+
+absl::Status WriteModel(const tinygltf::Model& model, const std::string& path) {
+  const bool binary = absl::EndsWithIgnoreCase(path, ".glb");
+  {
+    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
+    if (!probe) return absl::InvalidArgumentError(absl::StrFormat("cannot open \"%s\" for writing", path));
+  }
+  tinygltf::TinyGLTF writer;
+  bool ok = false;
+  try {
+    ok = writer.WriteGltfSceneToFile(&model, path, /*embedImages=*/true, /*embedBuffers=*/true,
+                                     /*prettyPrint=*/!binary, /*writeBinary=*/binary);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrFormat("writing \"%s\": %s", path, e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrFormat("writing \"%s\" failed", path));
+  }
+  std::error_code ec;
+  if (!ok || std::filesystem::file_size(path, ec) == 0 || ec)
+    return absl::InternalError(absl::StrFormat("writing \"%s\" failed", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
+                              const SparseWeights& weights,
+                              const std::vector<Animation>& animations) {
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateSkeleton(skeleton));
+  const int nj = skeleton.size();
+  if (nj > 65536)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("skeleton has %d joints; JOINTS_n as UNSIGNED_SHORT holds at "
+                        "most 65536",
+                        nj));
+  const int nv = static_cast<int>(mesh.V.rows());
+  RETURN_IF_ERROR(ValidateWeights(weights, nv, nj));
+  const int k = weights.k();
+  if (k > 8)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("weights: k = %d influences, at most 8 (JOINTS_0/JOINTS_1) "
+                        "can be written",
+                        k));
+  for (size_t a = 0; a < animations.size(); ++a)
+    for (size_t c = 0; c < animations[a].channels.size(); ++c)
+      RETURN_IF_ERROR(ValidateAnimationChannel(animations[a].channels[c], nj,
+                                      absl::StrFormat("animations[%d].channels[%d]", a, c)));
+
+  tinygltf::Model model;
+  model.asset.version = "2.0";
+  model.asset.generator = "skinning";
+  BufferBuilder builder(&model);
+
+  // Joint nodes 0..nj-1, then the mesh node.
+  model.nodes.resize(nj + 1);
+  for (int j = 0; j < nj; ++j) {
+    const Joint& joint = skeleton.joints[j];
+    tinygltf::Node& node = model.nodes[j];
+    node.name = joint.name;
+    const Transform& t = joint.rest;
+    const Eigen::Quaterniond q = t.rotation.normalized();
+    node.translation = {t.translation.x(), t.translation.y(), t.translation.z()};
+    node.rotation = {q.x(), q.y(), q.z(), q.w()};
+    node.scale = {t.scale.x(), t.scale.y(), t.scale.z()};
+    if (joint.parent >= 0) model.nodes[joint.parent].children.push_back(j);
+  }
+  tinygltf::Scene scene;
+  for (int j = 0; j < nj; ++j)
+    if (skeleton.joints[j].parent < 0) scene.nodes.push_back(j);
+  scene.nodes.push_back(nj);
+  model.scenes.push_back(scene);
+  model.defaultScene = 0;
+
+  tinygltf::Primitive prim = AddMeshGeometry(mesh, &builder);
+  const int num_sets = k > 4 ? 2 : 1;
+  for (int set = 0; set < num_sets; ++set) {
+    std::vector<uint16_t> js(static_cast<size_t>(nv) * 4, 0);
+    std::vector<float> ws(static_cast<size_t>(nv) * 4, 0.f);
+    for (int v = 0; v < nv; ++v)
+      for (int c = 0; c < 4; ++c) {
+        const int col = set * 4 + c;
+        if (col >= k) continue;  // padding
+        js[v * 4 + c] = static_cast<uint16_t>(weights.joints(v, col));
+        ws[v * 4 + c] = weights.weights(v, col);
+      }
+    prim.attributes[absl::StrFormat("JOINTS_%d", set)] = builder.Add(
+        js, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT, TINYGLTF_TYPE_VEC4, nv);
+    prim.attributes[absl::StrFormat("WEIGHTS_%d", set)] =
+        builder.Add(ws, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_VEC4, nv);
+  }
+  tinygltf::Mesh gmesh;
+  gmesh.primitives.push_back(prim);
+  model.meshes.push_back(gmesh);
+  model.nodes[nj].mesh = 0;
+  model.nodes[nj].skin = 0;
+
+  // Skin with column-major inverse bind matrices.
+  std::vector<float> ibm(static_cast<size_t>(nj) * 16);
+  for (int j = 0; j < nj; ++j) {
+    Eigen::Matrix4d M = skeleton.joints[j].inverse_bind.matrix();
+    M.row(3) << 0, 0, 0, 1;
+    for (int c = 0; c < 4; ++c)
+      for (int r = 0; r < 4; ++r) ibm[j * 16 + c * 4 + r] = static_cast<float>(M(r, c));
+  }
+  tinygltf::Skin skin;
+  skin.inverseBindMatrices =
+      builder.Add(ibm, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_MAT4, nj);
+  for (int j = 0; j < nj; ++j) skin.joints.push_back(j);
+  model.skins.push_back(skin);
+
+  for (const Animation& animation : animations) {
+    tinygltf::Animation out;
+    out.name = animation.name;
+    for (const AnimationChannel& ch : animation.channels) {
+      std::vector<float> times(ch.times.begin(), ch.times.end());
+      const double t0 = times.front(), t1 = times.back();
+      const std::vector<float> values(ch.values.begin(), ch.values.end());
+      const bool rotation = ch.path == AnimationPath::kRotation;
+      tinygltf::AnimationSampler sampler;
+      sampler.input = builder.Add(times, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT,
+                                  TINYGLTF_TYPE_SCALAR, times.size(), {t0}, {t1});
+      sampler.output = builder.Add(values, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT,
+                                   rotation ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
+                                   values.size() / (rotation ? 4 : 3));
+      sampler.interpolation = ch.interpolation == Interpolation::kStep     ? "STEP"
+                              : ch.interpolation == Interpolation::kLinear ? "LINEAR"
+                                                                           : "CUBICSPLINE";
+      tinygltf::AnimationChannel channel;
+      channel.sampler = static_cast<int>(out.samplers.size());
+      channel.target_node = ch.joint;
+      channel.target_path = ch.path == AnimationPath::kTranslation ? "translation"
+                            : rotation                             ? "rotation"
+                                                                   : "scale";
+      out.samplers.push_back(sampler);
+      out.channels.push_back(channel);
+    }
+    model.animations.push_back(out);
+  }
+  builder.Finish();
+  return WriteModel(model, path);
+}
+
+absl::Status WritePosedGltf(const std::string& path, const Mesh& mesh) {
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  tinygltf::Model model;
+  model.asset.version = "2.0";
+  model.asset.generator = "skinning";
+  BufferBuilder builder(&model);
+  tinygltf::Mesh gmesh;
+  gmesh.primitives.push_back(AddMeshGeometry(mesh, &builder));
+  model.meshes.push_back(gmesh);
+  tinygltf::Node node;
+  node.mesh = 0;
+  model.nodes.push_back(node);
+  tinygltf::Scene scene;
+  scene.nodes.push_back(0);
+  model.scenes.push_back(scene);
+  model.defaultScene = 0;
+  builder.Finish();
+  return WriteModel(model, path);
+}
+
+}  // namespace skinning

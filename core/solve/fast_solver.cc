@@ -1,0 +1,440 @@
+// The FAST per-frame solve: per constraint set the KKT solution operators, per frame
+// local (cluster rotations) / global (handle transforms) iterations in float.
+#include "core/solve/fast_skinning.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "core/math/svd3.h"
+#include "core/skinning/simd4.h"  // SKINNING_HOT_CLONES
+#include "core/solve/fast_model.h"
+
+namespace skinning {
+namespace {
+
+using MatrixXfc = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // column-major
+
+// The rotation nearest to S (3x3), det +1 — the local step's only nonlinear piece.
+inline Eigen::Matrix3f ClosestRotation3f(const Eigen::Matrix3f& S) { return NearestRotation(S); }
+inline Eigen::Matrix3d ClosestRotation3d(const Eigen::Matrix3d& S) { return NearestRotation(S); }
+
+// Ascent steps on f(R) = tr(Rᵀ A) over SO(3) from the rotation *q: ω = Σ_c r_c × a_c / |Σ_c r_c·a_c|
+// (r_c, a_c the columns), q ← normalize((1, ω/2) q). Returns the better of the start and the
+// result (never a worse rotation), and stores it in *q.
+// At most this many steps; a cluster stops as soon as its update is below ~1e-4 rad, so settled
+// clusters cost one step.
+constexpr int kRotationSteps = 4;
+constexpr float kRotationStepTolerance = 2.5e-7f;  // |ω/2|², i.e. |ω| ≈ 1e-3
+inline Eigen::Matrix3f WarmRotationAscent(const Eigen::Matrix3f& A, Eigen::Quaternionf* q) {
+  const Eigen::Matrix3f start = q->toRotationMatrix();
+  const float f_start = (start.transpose() * A).trace();
+  Eigen::Quaternionf cur = *q;
+  Eigen::Matrix3f R = start;
+  for (int step = 0; step < kRotationSteps; ++step) {
+    const Eigen::Vector3f omega =
+        R.col(0).cross(A.col(0)) + R.col(1).cross(A.col(1)) + R.col(2).cross(A.col(2));
+    const float denom = std::abs(R.col(0).dot(A.col(0)) + R.col(1).dot(A.col(1)) + R.col(2).dot(A.col(2))) + 1e-20f;
+    const Eigen::Vector3f half = (0.5f / denom) * omega;
+    const float h2 = half.squaredNorm();
+    if (h2 < 1e-14f) break;
+    cur = (Eigen::Quaternionf(1.f, half.x(), half.y(), half.z()) * cur).normalized();
+    R = cur.toRotationMatrix();
+    if (h2 < kRotationStepTolerance) break;
+  }
+  if ((R.transpose() * A).trace() >= f_start) {
+    *q = cur;
+    return R;
+  }
+  return start;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-frame kernels. C (rows by 3, column-major) (+)= A (rows by cols, column-major) ·
+// B (cols by 3, column-major, leading dimension ldb). Plain loops the compiler vectorizes; an
+// AVX2+FMA clone is picked at load time.
+SKINNING_HOT_CLONES void MulN3(const float* __restrict A, int rows, int cols,
+                               const float* __restrict B, int ldb, float* __restrict C,
+                               bool accumulate) {
+  float* __restrict c0 = C;
+  float* __restrict c1 = C + rows;
+  float* __restrict c2 = C + 2 * rows;
+  if (!accumulate) {
+    for (int i = 0; i < 3 * rows; ++i) C[i] = 0.0f;
+  }
+  for (int k = 0; k < cols; ++k) {
+    const float b0 = B[k], b1 = B[ldb + k], b2 = B[2 * ldb + k];
+    const float* __restrict a = A + static_cast<size_t>(k) * rows;
+    for (int i = 0; i < rows; ++i) {
+      const float x = a[i];
+      c0[i] += x * b0;
+      c1[i] += x * b1;
+      c2[i] += x * b2;
+    }
+  }
+}
+
+// Normalized-frame affine ↔ stacked block (4 by 3, block = T̂ᵀ).
+inline void ToNormalizedBlock(const Affine34& T, const Eigen::Vector3d& center, double scale,
+                              double* block, int ld) {
+  // T̂ = [A | (A c + t − c) / s]; block(a, b) = T̂(b, a), stored column-major with leading dim ld.
+  const Eigen::Matrix3d A = T.leftCols<3>();
+  const Eigen::Vector3d t = (A * center + T.col(3) - center) / scale;
+  for (int b = 0; b < 3; ++b) {
+    for (int a = 0; a < 3; ++a) block[b * ld + a] = A(b, a);
+    block[b * ld + 3] = t(b);
+  }
+}
+inline Affine34 FromNormalizedBlock(const double* block, int ld, const Eigen::Vector3d& center,
+                                    double scale) {
+  Affine34 T;
+  Eigen::Vector3d t;
+  for (int b = 0; b < 3; ++b) {
+    for (int a = 0; a < 3; ++a) T(b, a) = block[b * ld + a];
+    t(b) = block[b * ld + 3];
+  }
+  const Eigen::Matrix3d A = T.leftCols<3>();
+  T.col(3) = scale * t + center - A * center;
+  return T;
+}
+
+// Normalized energy of a normalized stacked Tn (4m' by 3) with optimal rotations.
+double NormalizedEnergy(const FastModel& model, const Eigen::MatrixXd& Tn) {
+  const double quad = 0.5 * (Tn.transpose() * model.L * Tn).trace();
+  const Eigen::MatrixXd S = model.K * Tn;  // 3r by 3
+  double lin = 0.0;
+  for (int k = 0; k < model.r; ++k) {
+    const Eigen::Matrix3d Sk = S.middleRows<3>(3 * k);
+    // max over rotations of tr(R Sk) is attained at R = nearest rotation to Skᵀ.
+    lin += (ClosestRotation3d(Sk.transpose()) * Sk).trace();
+  }
+  return quad - lin + model.c0;
+}
+
+}  // namespace
+
+std::string FastSolveReport::BriefReport() const {
+  if (energy.empty()) return absl::StrFormat("%d iterations", iterations);
+  return absl::StrFormat("%d iterations, energy %.6g", iterations, energy.back());
+}
+
+struct FastSolver::State {
+  FastModelPtr model;
+  bool ready = false;
+  std::vector<HandleConstraint> constraints;  // the current set
+  int n4 = 0;                                 // 4m'
+  int r3 = 0;                                 // 3r
+  // Constraint rows of M_eq (normalized): handle, component (0..3 for kFull, −1 for kPosition),
+  // and for kPosition the point (p̂, 1).
+  struct Row {
+    int handle;
+    int component;
+    Eigen::Vector4d a;
+  };
+  std::vector<Row> rows;
+  bool combined = false;  // iterate S = G Rᵀ + S_c (3r by 3r) instead of T then S
+  MatrixXfc G;            // 3r by 3r: K̃ Γ (combined only)
+  MatrixXfc gamma;        // 4m' by 3r: Γ_solve (rows of kFull handles zero)
+  MatrixXfc kt;           // 3r by 4m': K̃
+  MatrixXfc phi;          // 4m' by c: Φ_solve
+  MatrixXfc kphi;         // 3r by c: K̃ Φ
+  MatrixXfc t0;           // 4m' by 3: constant part (inert handles pulled to identity)
+  MatrixXfc kt0;          // 3r by 3: K̃ t0
+  // Per-frame buffers (allocated in SetConstraints).
+  Eigen::MatrixXd tn;  // 4m' by 3 normalized T (double)
+  MatrixXfc p;         // c by 3 targets (normalized)
+  MatrixXfc tf;        // 4m' by 3
+  MatrixXfc tc;        // 4m' by 3: Φ P + t0
+  MatrixXfc sc;        // 3r by 3: K̃ (Φ P + t0)
+  MatrixXfc s;         // 3r by 3
+  MatrixXfc rt;        // 3r by 3: stacked R_kᵀ
+  // Warm start of the local step: each cluster's last rotation (as R_kᵀ, a unit quaternion),
+  // kept across iterations and frames. Until the first exact local step they are not valid.
+  std::vector<Eigen::Quaternionf> warm;
+  bool warm_valid = false;
+};
+
+FastSolver::FastSolver(FastModelPtr model) : state_(std::make_unique<State>()) {
+  state_->model = std::move(model);
+}
+FastSolver::~FastSolver() = default;
+FastSolver::FastSolver(FastSolver&&) noexcept = default;
+FastSolver& FastSolver::operator=(FastSolver&&) noexcept = default;
+
+absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& constraints) {
+  State& st = *state_;
+  if (st.model == nullptr) return absl::FailedPreconditionError("FastSolver: no model");
+  const FastModel& model = *st.model;
+  const int m = model.m, mm = model.total();
+  if (static_cast<int>(constraints.size()) != m) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "constraints: %d given, expected one per original handle (%d)", constraints.size(), m));
+  }
+  for (int j = 0; j < m; ++j) {
+    if (!constraints[j].point.allFinite()) {
+      return absl::InvalidArgumentError(absl::StrFormat("constraints[%d].point is not finite", j));
+    }
+  }
+  if (st.ready && st.constraints.size() == constraints.size()) {
+    bool same = true;
+    for (int j = 0; j < m && same; ++j) {
+      same = st.constraints[j].kind == constraints[j].kind &&
+             (constraints[j].kind != HandleConstraint::Kind::kPosition ||
+              st.constraints[j].point == constraints[j].point);
+    }
+    if (same) return absl::OkStatus();
+  }
+  st.ready = false;
+  const int n4 = 4 * mm, r3 = 3 * model.r;
+  st.rows.clear();
+  for (int j = 0; j < m; ++j) {
+    if (constraints[j].kind == HandleConstraint::Kind::kFull) {
+      for (int c = 0; c < 4; ++c) st.rows.push_back({j, c, Eigen::Vector4d::Unit(c)});
+    } else if (constraints[j].kind == HandleConstraint::Kind::kPosition) {
+      Eigen::Vector4d a;
+      a.head<3>() = (constraints[j].point - model.center) / model.scale;
+      a(3) = 1.0;
+      st.rows.push_back({j, -1, a});
+    }
+  }
+  const int c = static_cast<int>(st.rows.size());
+  if (c == 0) {
+    return absl::InvalidArgumentError(
+        "constraints: all handles are free, so nothing pins the translation");
+  }
+  // KKT system (Eq. 15): [L̃ M_eqᵀ; M_eq 0].
+  const int N = n4 + c;
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(N, N);
+  A.topLeftCorner(n4, n4) = model.L;
+  Eigen::MatrixXd B = Eigen::MatrixXd::Zero(n4, 3);  // right-hand side of the inert pull
+  std::vector<uint8_t> full(mm, 0);
+  for (int j = 0; j < m; ++j) full[j] = constraints[j].kind == HandleConstraint::Kind::kFull;
+  for (int j = 0; j < mm; ++j) {
+    if (model.inert[j] && !full[j]) {
+      // ½‖T_j − I‖²: the handle moves nothing, so only this decides it.
+      A.block<4, 4>(4 * j, 4 * j) += Eigen::Matrix4d::Identity();
+      B.block<3, 3>(4 * j, 0) = Eigen::Matrix3d::Identity();
+    }
+  }
+  if (model.null_dirs.cols() > 0) {
+    // Gauge for directions that move nothing: μ ‖Zᵀ T‖² (μ of the order of L̃'s diagonal).
+    const double mu = std::max(model.L.trace() / n4, 1e-12);
+    A.topLeftCorner(n4, n4).noalias() += mu * model.null_dirs * model.null_dirs.transpose();
+  }
+  for (int i = 0; i < c; ++i) {
+    const auto& row = st.rows[i];
+    A.block<1, 4>(n4 + i, 4 * row.handle) = row.a.transpose();
+    A.block<4, 1>(4 * row.handle, n4 + i) = row.a;
+  }
+  Eigen::FullPivLU<Eigen::MatrixXd> lu(A);
+  lu.setThreshold(1e-11);
+  if (!lu.isInvertible()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "constraints do not determine the handle transforms (KKT rank %d of %d): e.g. too few "
+        "constraints to pin the translation, or handles whose weights are linearly dependent",
+        lu.rank(), N));
+  }
+  Eigen::MatrixXd rhs = Eigen::MatrixXd::Zero(N, r3 + c + 3);
+  rhs.topLeftCorner(n4, r3) = model.K.transpose();
+  rhs.block(n4, r3, c, c).setIdentity();
+  rhs.topRightCorner(n4, 3) = B;
+  const Eigen::MatrixXd sol = lu.solve(rhs);
+  Eigen::MatrixXd gamma = sol.topLeftCorner(n4, r3);
+  Eigen::MatrixXd phi = sol.block(0, r3, n4, c);
+  Eigen::MatrixXd t0 = sol.topRightCorner(n4, 3);
+  for (int j = 0; j < m; ++j) {
+    if (full[j]) {  // exactly determined by the targets
+      gamma.middleRows<4>(4 * j).setZero();
+      t0.middleRows<4>(4 * j).setZero();
+    }
+  }
+  st.n4 = n4;
+  st.r3 = r3;
+  st.combined = r3 <= 2 * n4;  // (3r)² ≤ 2 · 3r · 4m' multiply-adds per iteration
+  st.gamma = gamma.cast<float>();
+  st.kt = model.K.cast<float>();
+  st.phi = phi.cast<float>();
+  st.kphi = (model.K * phi).cast<float>();
+  st.t0 = t0.cast<float>();
+  st.kt0 = (model.K * t0).cast<float>();
+  if (st.combined) {
+    st.G = (model.K * gamma).cast<float>();
+  } else {
+    st.G.resize(0, 0);
+  }
+  st.tn.resize(n4, 3);
+  st.p.resize(c, 3);
+  st.tf.resize(n4, 3);
+  st.tc.resize(n4, 3);
+  st.sc.resize(r3, 3);
+  st.s.resize(r3, 3);
+  st.rt.resize(r3, 3);
+  if (static_cast<int>(st.warm.size()) != model.r) {
+    st.warm.assign(model.r, Eigen::Quaternionf::Identity());
+    st.warm_valid = false;
+  }
+  st.constraints = constraints;
+  st.ready = true;
+  return absl::OkStatus();
+}
+
+absl::Status FastSolver::Solve(const std::vector<Affine34>& targets, std::vector<Affine34>* T,
+                               int iterations, FastSolveReport* report, bool record_energy) {
+  State& st = *state_;
+  if (!st.ready) return absl::FailedPreconditionError("FastSolver::Solve before SetConstraints");
+  const FastModel& model = *st.model;
+  const int m = model.m, mm = model.total();
+  if (static_cast<int>(targets.size()) != m) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "targets: %d given, expected one per original handle (%d)", targets.size(), m));
+  }
+  if (T == nullptr) return absl::InvalidArgumentError("T is null");
+  if (iterations < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("iterations = %d is negative", iterations));
+  }
+  if (T->empty()) {
+    T->assign(mm, Affine34::Identity());  // first use only
+  } else if (static_cast<int>(T->size()) != mm) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("T: %d transforms, expected %d (handles + extra handles)", T->size(), mm));
+  }
+  const Eigen::Vector3d& center = model.center;
+  const double scale = model.scale;
+  const int n4 = st.n4, r3 = st.r3, c = static_cast<int>(st.rows.size());
+
+  // Targets (normalized) → P_eq.
+  for (int i = 0; i < c; ++i) {
+    const auto& row = st.rows[i];
+    const Affine34& tg = targets[row.handle];
+    if (row.component >= 0) {
+      double block[12];
+      ToNormalizedBlock(tg, center, scale, block, 4);
+      for (int b = 0; b < 3; ++b) st.p(i, b) = static_cast<float>(block[b * 4 + row.component]);
+    } else {
+      const Eigen::Vector3d x = (tg.col(3) - center) / scale;
+      for (int b = 0; b < 3; ++b) st.p(i, b) = static_cast<float>(x(b));
+    }
+  }
+  // Per-frame constants: T_c = Φ P + t0, S_c = K̃ T_c.
+  std::memcpy(st.tc.data(), st.t0.data(), sizeof(float) * n4 * 3);
+  MulN3(st.phi.data(), n4, c, st.p.data(), c, st.tc.data(), true);
+  std::memcpy(st.sc.data(), st.kt0.data(), sizeof(float) * r3 * 3);
+  MulN3(st.kphi.data(), r3, c, st.p.data(), c, st.sc.data(), true);
+
+  // Warm start: S = K̃ T.
+  for (int j = 0; j < mm; ++j) {
+    ToNormalizedBlock((*T)[j], center, scale, st.tn.data() + 4 * j, n4);
+  }
+  st.tf = st.tn.cast<float>();  // fixed size: no allocation
+  MulN3(st.kt.data(), r3, n4, st.tf.data(), n4, st.s.data(), false);
+
+  // Writes the snapped, denormalized result of tf into *T.
+  auto emit = [&]() {
+    for (int i = 0; i < n4 * 3; ++i) st.tn.data()[i] = st.tf.data()[i];
+    for (int j = 0; j < m; ++j) {
+      const auto kind = st.constraints[j].kind;
+      if (kind == HandleConstraint::Kind::kFull) {
+        ToNormalizedBlock(targets[j], center, scale, st.tn.data() + 4 * j, n4);
+      } else if (kind == HandleConstraint::Kind::kPosition) {
+        // Exact constraint: shift the translation by the (float-rounding) residual.
+        Eigen::Vector4d a;
+        a.head<3>() = (st.constraints[j].point - center) / scale;
+        a(3) = 1.0;
+        const Eigen::Vector3d x = (targets[j].col(3) - center) / scale;
+        for (int b = 0; b < 3; ++b) {
+          double y = 0.0;
+          for (int q = 0; q < 4; ++q) y += st.tn(4 * j + q, b) * a(q);
+          st.tn(4 * j + 3, b) += x(b) - y;
+        }
+      }
+    }
+    for (int j = 0; j < mm; ++j) {
+      (*T)[j] = FromNormalizedBlock(st.tn.data() + 4 * j, n4, center, scale);
+    }
+  };
+  const bool recording = report != nullptr && record_energy;
+  if (report != nullptr) {
+    report->iterations = iterations;
+    report->energy.clear();
+    if (recording) report->energy.reserve(iterations);
+  }
+  for (int it = 0; it < iterations; ++it) {
+    // Local step: R_kᵀ = the rotation nearest to S_k, i.e. the maximizer of tr(Rᵀ S_k) over
+    // SO(3). The first local step of a solver is exact (SVD); after that each cluster starts from
+    // its previous rotation and takes kRotationSteps ascent steps on tr(Rᵀ S_k) (Müller et al.
+    // 2016, "A robust method to extract the rotational part of deformations"), keeping the
+    // previous rotation if the steps did not improve it — so the local step never increases the
+    // energy, and the outer iterations keep converging to the exact local/global fixed point.
+    if (!st.warm_valid) {
+      for (int k = 0; k < model.r; ++k) {
+        Eigen::Matrix3f sk;
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) sk(a, b) = st.s(3 * k + a, b);
+        }
+        const Eigen::Matrix3f rk_t = ClosestRotation3f(sk);
+        st.warm[k] = Eigen::Quaternionf(rk_t).normalized();
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) st.rt(3 * k + a, b) = rk_t(a, b);
+        }
+      }
+      st.warm_valid = true;
+    } else {
+      for (int k = 0; k < model.r; ++k) {
+        Eigen::Matrix3f sk;
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) sk(a, b) = st.s(3 * k + a, b);
+        }
+        const Eigen::Matrix3f rk_t = WarmRotationAscent(sk, &st.warm[k]);
+        for (int b = 0; b < 3; ++b) {
+          for (int a = 0; a < 3; ++a) st.rt(3 * k + a, b) = rk_t(a, b);
+        }
+      }
+    }
+    // Global step: T = Γ Rᵀ + T_c, then S = K̃ T (or directly S = K̃Γ Rᵀ + S_c).
+    const bool last = it + 1 == iterations;
+    if (st.combined) {
+      if (!last) {
+        std::memcpy(st.s.data(), st.sc.data(), sizeof(float) * r3 * 3);
+        MulN3(st.G.data(), r3, r3, st.rt.data(), r3, st.s.data(), true);
+      }
+      if (last || recording) {
+        std::memcpy(st.tf.data(), st.tc.data(), sizeof(float) * n4 * 3);
+        MulN3(st.gamma.data(), n4, r3, st.rt.data(), r3, st.tf.data(), true);
+      }
+    } else {
+      std::memcpy(st.tf.data(), st.tc.data(), sizeof(float) * n4 * 3);
+      MulN3(st.gamma.data(), n4, r3, st.rt.data(), r3, st.tf.data(), true);
+      if (!last) MulN3(st.kt.data(), r3, n4, st.tf.data(), n4, st.s.data(), false);
+    }
+    if (recording) {
+      emit();
+      report->energy.push_back(Energy(*T));
+    }
+  }
+  if (iterations > 0 && !recording) {
+    emit();
+  } else if (iterations == 0) {
+    emit();  // tf holds the warm start: only the constraints are imposed
+  }
+  return absl::OkStatus();
+}
+
+double FastSolver::Energy(const std::vector<Affine34>& T) const {
+  const FastModel& model = *state_->model;
+  const int mm = model.total();
+  if (static_cast<int>(T.size()) != mm) return std::numeric_limits<double>::quiet_NaN();
+  Eigen::MatrixXd tn(4 * mm, 3);
+  for (int j = 0; j < mm; ++j) {
+    ToNormalizedBlock(T[j], model.center, model.scale, tn.data() + 4 * j, 4 * mm);
+  }
+  return NormalizedEnergy(model, tn) * model.energy_scale;
+}
+
+}  // namespace skinning
