@@ -36,7 +36,7 @@ TEST(Client, RetriesUnavailableUntilTheServerComesUp) {
   o.initial_backoff = std::chrono::milliseconds(50);
   o.max_backoff = std::chrono::milliseconds(300);
   Client client(o);
-  auto call = std::async(std::launch::async, [&] { return client.RegisterRig(RigToProto(testing::MakeTwoBoneTube())); });
+  auto call = std::async(std::launch::async, [&] { return client.CreateRig(RigToProto(testing::MakeTwoBoneTube())); });
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   ASSERT_EQ(call.wait_for(std::chrono::seconds(0)), std::future_status::timeout) << "nothing listens yet";
   ServerProcess server(MakeTempDir("store"), {"--address=127.0.0.1:" + std::to_string(port)});
@@ -67,7 +67,7 @@ TEST(Client, DoesNotRetryInvalidArgument) {
   v1::Rig rig = RigToProto(testing::MakeTwoBoneTube());
   rig.mutable_mesh()->set_triangles(0, 99999);
   const auto t0 = std::chrono::steady_clock::now();
-  auto result = client.RegisterRig(rig);
+  auto result = client.CreateRig(rig);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
 }

@@ -62,9 +62,9 @@ class GltfCharacterTest : public CharactersTest, public ::testing::WithParamInte
     rig.mesh = character_.mesh;
     rig.skeleton = character_.skeleton;
     rig.sparse_weights = character_.weights;
-    auto reg = client_->RegisterRig(RigToProto(rig));
+    auto reg = client_->CreateRig(RigToProto(rig));
     ASSERT_TRUE(reg.ok()) << reg.status();
-    rig_id_ = reg->rig_id();
+    rig_name_ = reg->rig().name();
   }
 
   // At least five times: the first, middle and last keys and the midpoints after the first and
@@ -87,7 +87,7 @@ class GltfCharacterTest : public CharactersTest, public ::testing::WithParamInte
 
   std::string path_;
   GltfCharacter character_;
-  std::string rig_id_;
+  std::string rig_name_;
 };
 
 TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
@@ -95,10 +95,10 @@ TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
   const std::vector<double> times = TestTimes();
   ASSERT_GE(times.size(), 5u);
   v1::PoseClipRequest req;
-  req.set_rig_id(rig_id_);
-  req.set_method(v1::METHOD_LBS);
+  req.set_rig(rig_name_);
+  req.set_deformer(v1::DEFORMER_UNSPECIFIED);
   req.mutable_outputs()->set_vertices(true);
-  for (double t : times) *req.add_frames() = PoseToProto(Pose{SampleAnimation(character_.skeleton, character_.animations[0], t)});
+  for (double t : times) *req.add_poses() = PoseToProto(Pose{SampleAnimation(character_.skeleton, character_.animations[0], t)});
   auto clip = client_->PoseClip(req);
   ASSERT_TRUE(clip.ok()) << clip.status();
   ASSERT_EQ(clip->frames_size(), static_cast<int>(times.size()));
@@ -130,9 +130,9 @@ TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
 
 TEST_P(GltfCharacterTest, BindPoseReproducesTheInputExactly) {
   v1::PoseRequest req;
-  req.set_rig_id(rig_id_);
-  for (v1::Method method : {v1::METHOD_LBS, v1::METHOD_DQS}) {
-    req.set_method(method);
+  req.set_rig(rig_name_);
+  for (v1::Deformer method : {v1::DEFORMER_UNSPECIFIED, v1::DEFORMER_DQS}) {
+    req.set_deformer(method);
     auto posed = client_->Pose(req);
     ASSERT_TRUE(posed.ok()) << posed.status();
     auto raw = ref::SkinAtTime(path_, 0, 0.0);
@@ -149,14 +149,14 @@ TEST_P(GltfCharacterTest, SingleInfluenceVerticesMoveRigidlyWithTheirJointAndLbs
   const std::vector<double> times = TestTimes();
   const Pose pose{SampleAnimation(character_.skeleton, character_.animations[0], times[1])};
   v1::PoseRequest req;
-  req.set_rig_id(rig_id_);
+  req.set_rig(rig_name_);
   *req.mutable_pose() = PoseToProto(pose);
   req.mutable_outputs()->set_vertices(true);
   req.mutable_outputs()->set_transforms(true);
-  req.set_method(v1::METHOD_LBS);
+  req.set_deformer(v1::DEFORMER_UNSPECIFIED);
   auto lbs = client_->Pose(req);
   ASSERT_TRUE(lbs.ok()) << lbs.status();
-  req.set_method(v1::METHOD_DQS);
+  req.set_deformer(v1::DEFORMER_DQS);
   auto dqs = client_->Pose(req);
   ASSERT_TRUE(dqs.ok()) << dqs.status();
   const double diag = BoundingBoxDiagonal(character_.mesh.V);
@@ -210,7 +210,7 @@ TEST_F(CharactersTest, ArmTwistedAtBoneTwoCollapsesWithLbsButNotDqs) {
   rig.mesh = *mesh;
   rig.skeleton = *skeleton;
   rig.dense_weights = *W;
-  auto reg = client_->RegisterRig(RigToProto(rig));
+  auto reg = client_->CreateRig(RigToProto(rig));
   ASSERT_TRUE(reg.ok()) << reg.status();
 
   // Bone 2 runs from C[E(2,0)] to C[E(2,1)]; twist it by π about its own axis (joint frames are
@@ -246,9 +246,9 @@ TEST_F(CharactersTest, ArmTwistedAtBoneTwoCollapsesWithLbsButNotDqs) {
   double area[2];
   for (int m = 0; m < 2; ++m) {
     v1::PoseRequest req;
-    req.set_rig_id(reg->rig_id());
+    req.set_rig(reg->rig().name());
     *req.mutable_pose() = PoseToProto(pose);
-    req.set_method(m == 0 ? v1::METHOD_LBS : v1::METHOD_DQS);
+    req.set_deformer(m == 0 ? v1::DEFORMER_UNSPECIFIED : v1::DEFORMER_DQS);
     auto posed = client_->Pose(req);
     ASSERT_TRUE(posed.ok()) << posed.status();
     std::vector<Eigen::Vector3d> P;

@@ -30,7 +30,7 @@ using ::testing::HasSubstr;
 constexpr int kResolution = 24;
 
 Eigen::MatrixXd Dense(const v1::DenseWeights& d, int nv) {
-  const int nj = static_cast<int>(d.num_joints());
+  const int nj = d.joint_count();
   EXPECT_EQ(d.values_size(), nv * nj);
   Eigen::MatrixXd D(nv, nj);
   for (int i = 0; i < nv; ++i)
@@ -51,9 +51,9 @@ class DeformersEndToEnd : public ::testing::Test {
     StartServer();
     rig_ = testing::MakeCylinderRig(41, 24);
     order_ = *TopologicalOrder(rig_.skeleton);
-    auto reg = client_->RegisterRig(RigToProto(rig_));
+    auto reg = client_->CreateRig(RigToProto(rig_));
     ASSERT_TRUE(reg.ok()) << reg.status();
-    rig_id_ = reg->rig_id();
+    rig_name_ = reg->rig().name();
     diag_ = BoundingBoxDiagonal(rig_.mesh.V);
   }
   void TearDown() override {
@@ -67,25 +67,27 @@ class DeformersEndToEnd : public ::testing::Test {
     client_ = std::make_unique<Client>(o);
   }
   std::string Bake(v1::BakeOptions options) {
-    options.set_voxel_resolution(kResolution);
-    auto started = client_->StartBake(rig_id_, options);
+    options.mutable_domain()->set_voxel_resolution(kResolution);
+    auto started = client_->StartBake(rig_name_, options);
     EXPECT_TRUE(started.ok()) << started.status();
     if (!started.ok()) return "";
-    auto done = client_->WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
+    auto done = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
     EXPECT_TRUE(done.ok()) << done.status();
-    EXPECT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
-    return started->bake_id();
+    EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    return started->bake().name();
   }
-  std::string BakeMethod(v1::BakeMethod method) {
+  // A bake with the default options of one method, e.g. BakeMethod(&v1::BakeOptions::mutable_bbw).
+  template <typename MethodOptions>
+  std::string BakeMethod(MethodOptions* (v1::BakeOptions::*method)()) {
     v1::BakeOptions o;
-    o.set_method(method);
+    (o.*method)();
     return Bake(o);
   }
-  v1::PoseRequest Request(v1::Method method, const std::string& bake_id, const Pose& pose) {
+  v1::PoseRequest Request(v1::Deformer method, const std::string& bake, const Pose& pose) {
     v1::PoseRequest req;
-    req.set_rig_id(rig_id_);
-    req.set_bake_id(bake_id);
-    req.set_method(method);
+    req.set_rig(rig_name_);
+    req.set_bake(bake);
+    req.set_deformer(method);
     *req.mutable_pose() = PoseToProto(pose);
     return req;
   }
@@ -103,13 +105,13 @@ class DeformersEndToEnd : public ::testing::Test {
   std::unique_ptr<Client> client_;
   Rig rig_;
   std::vector<int> order_;
-  std::string rig_id_;
+  std::string rig_name_;
   double diag_ = 1;
 };
 
 TEST_F(DeformersEndToEnd, SwingTwistFramesMatchTheCoreDeformerOnTheBakesWeights) {
-  const std::string bake = BakeMethod(v1::BAKE_METHOD_SWING_TWIST);
-  auto w = client_->GetWeights(bake, /*dense=*/true);
+  const std::string bake = BakeMethod(&v1::BakeOptions::mutable_swing_twist);
+  auto w = client_->GetWeights(bake, v1::WEIGHTS_FORMAT_DENSE);
   ASSERT_TRUE(w.ok()) << w.status();
   const int nv = static_cast<int>(rig_.mesh.V.rows());
   const Eigen::MatrixXd D = Dense(w->weights().dense(), nv), S = Dense(w->swing(), nv), T = Dense(w->twist(), nv);
@@ -117,7 +119,7 @@ TEST_F(DeformersEndToEnd, SwingTwistFramesMatchTheCoreDeformerOnTheBakesWeights)
   const std::vector<JointFrame> frames = JointFrames(rig_.skeleton, *JointHandles(rig_.skeleton));
   for (const Pose& pose : {ElbowPose(Eigen::Vector3d::UnitX(), M_PI / 2), ElbowPose(Eigen::Vector3d::UnitZ(), M_PI / 2),
                            ElbowPose(Eigen::Vector3d(0.3, 1, 0.5), 1.2)}) {
-    auto frame = client_->Pose(Request(v1::METHOD_SWING_TWIST, bake, pose));
+    auto frame = client_->Pose(Request(v1::DEFORMER_SWING_TWIST, bake, pose));
     ASSERT_TRUE(frame.ok()) << frame.status();
     const auto M = *SkinningTransforms(rig_.skeleton, order_, pose);
     // The server's top-k float kernel against the dense double reference: k = 4 keeps every
@@ -129,19 +131,18 @@ TEST_F(DeformersEndToEnd, SwingTwistFramesMatchTheCoreDeformerOnTheBakesWeights)
 }
 
 TEST_F(DeformersEndToEnd, StbsStretchMovesTheFarPartRigidlyAndMatchesTheCore) {
-  const std::string bbw = BakeMethod(v1::BAKE_METHOD_BBW);
+  const std::string bbw = BakeMethod(&v1::BakeOptions::mutable_bbw);
   v1::BakeOptions o;
-  o.set_method(v1::BAKE_METHOD_ENDPOINT);
-  o.mutable_endpoint()->set_weights_bake_id(bbw);
+  o.mutable_endpoint()->set_weights_bake(bbw);
   const std::string endpoint = Bake(o);
-  auto w = client_->GetWeights(endpoint, /*dense=*/true);
+  auto w = client_->GetWeights(endpoint, v1::WEIGHTS_FORMAT_DENSE);
   ASSERT_TRUE(w.ok()) << w.status();
   const int nv = static_cast<int>(rig_.mesh.V.rows());
   const Eigen::MatrixXd W = Dense(w->weights().dense(), nv), E = Dense(w->endpoint(), nv);
   const std::vector<StbsBone> bones = StbsBones(*JointHandles(rig_.skeleton));
 
   Pose pose = RestPose(rig_.skeleton);
-  v1::PoseRequest req = Request(v1::METHOD_STBS_LBS, endpoint, pose);
+  v1::PoseRequest req = Request(v1::DEFORMER_STBS_LBS, endpoint, pose);
   req.mutable_pose()->add_bone_stretch(2.0f);  // bone 0 twice as long
   req.mutable_pose()->add_bone_stretch(1.0f);
   for (float t : {0.f, 0.f, 0.f, static_cast<float>(M_PI)}) req.mutable_pose()->add_bone_twist(t);
@@ -150,19 +151,19 @@ TEST_F(DeformersEndToEnd, StbsStretchMovesTheFarPartRigidlyAndMatchesTheCore) {
   st.twist_a = {0.0, 0.0};
   st.twist_b = {0.0, M_PI};
   const auto T = *StretchedSkinningTransforms(rig_.skeleton, order_, pose, bones, st);
-  for (v1::Method method : {v1::METHOD_STBS_LBS, v1::METHOD_STBS_DQS}) {
-    req.set_method(method);
+  for (v1::Deformer method : {v1::DEFORMER_STBS_LBS, v1::DEFORMER_STBS_DQS}) {
+    req.set_deformer(method);
     auto frame = client_->Pose(req);
     ASSERT_TRUE(frame.ok()) << frame.status();
     const RowMatrixX3d U = Positions(*frame);
     RowMatrixX3d expected;
-    if (method == v1::METHOD_STBS_LBS) StbsLbs(rig_.mesh.V, W, E, bones, T, st, &expected);
+    if (method == v1::DEFORMER_STBS_LBS) StbsLbs(rig_.mesh.V, W, E, bones, T, st, &expected);
     else StbsDqs(rig_.mesh.V, W, E, bones, T, st, &expected);
-    EXPECT_LT(MaxDiff(U, expected), 1e-5) << v1::Method_Name(method);
+    EXPECT_LT(MaxDiff(U, expected), 1e-5) << v1::Deformer_Name(method);
   }
   // Stretch only: the far part (beyond the elbow's blend zone) moves by the stretch offset.
   req.mutable_pose()->clear_bone_twist();
-  req.set_method(v1::METHOD_STBS_LBS);
+  req.set_deformer(v1::DEFORMER_STBS_LBS);
   auto frame = client_->Pose(req);
   ASSERT_TRUE(frame.ok()) << frame.status();
   const RowMatrixX3d U = Positions(*frame);
@@ -176,9 +177,9 @@ TEST_F(DeformersEndToEnd, StbsStretchMovesTheFarPartRigidlyAndMatchesTheCore) {
 }
 
 TEST_F(DeformersEndToEnd, ElasticPoseMatchesALocalGoldStandardSolveAndSurvivesARestart) {
-  const std::string bake = BakeMethod(v1::BAKE_METHOD_ELASTIC_MODEL);
+  const std::string bake = BakeMethod(&v1::BakeOptions::mutable_elastic_model);
   const Pose pose = ElbowPose(Eigen::Vector3d::UnitZ(), M_PI / 3);
-  auto frame = client_->Pose(Request(v1::METHOD_ELASTIC, bake, pose));
+  auto frame = client_->Pose(Request(v1::DEFORMER_ELASTIC, bake, pose));
   ASSERT_TRUE(frame.ok()) << frame.status();
   VoxelGridOptions voxel;
   voxel.resolution = kResolution;
@@ -191,50 +192,49 @@ TEST_F(DeformersEndToEnd, ElasticPoseMatchesALocalGoldStandardSolveAndSurvivesAR
   // A restarted server rebuilds the model from the stored options and answers the same.
   ASSERT_EQ(server_->Stop(SIGTERM), 0);
   StartServer();
-  auto again = client_->Pose(Request(v1::METHOD_ELASTIC, bake, pose));
+  auto again = client_->Pose(Request(v1::DEFORMER_ELASTIC, bake, pose));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_LT(MaxDiff(Positions(*again), Positions(*frame)), 1e-6);
 }
 
 TEST_F(DeformersEndToEnd, ClearErrorsForMissingOrMismatchedBakesAndStretchOutsideStbs) {
   const Pose pose = ElbowPose(Eigen::Vector3d::UnitZ(), 0.5);
-  auto no_bake = client_->Pose(Request(v1::METHOD_SWING_TWIST, "", pose));
+  auto no_bake = client_->Pose(Request(v1::DEFORMER_SWING_TWIST, "", pose));
   EXPECT_EQ(no_bake.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(no_bake.status().message(), HasSubstr("BAKE_METHOD_SWING_TWIST"));
-  auto no_elastic = client_->Pose(Request(v1::METHOD_ELASTIC, "", pose));
+  EXPECT_THAT(no_bake.status().message(), HasSubstr("options.swing_twist"));
+  auto no_elastic = client_->Pose(Request(v1::DEFORMER_ELASTIC, "", pose));
   EXPECT_EQ(no_elastic.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(no_elastic.status().message(), HasSubstr("BAKE_METHOD_ELASTIC_MODEL"));
+  EXPECT_THAT(no_elastic.status().message(), HasSubstr("options.elastic_model"));
 
-  const std::string elastic = BakeMethod(v1::BAKE_METHOD_ELASTIC_MODEL);
-  auto lbs_on_elastic = client_->Pose(Request(v1::METHOD_LBS, elastic, pose));
+  const std::string elastic = BakeMethod(&v1::BakeOptions::mutable_elastic_model);
+  auto lbs_on_elastic = client_->Pose(Request(v1::DEFORMER_UNSPECIFIED, elastic, pose));
   EXPECT_EQ(lbs_on_elastic.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(lbs_on_elastic.status().message(), HasSubstr("METHOD_ELASTIC"));
-  auto weights = client_->GetWeights(elastic, /*dense=*/true);
+  EXPECT_THAT(lbs_on_elastic.status().message(), HasSubstr("DEFORMER_ELASTIC"));
+  auto weights = client_->GetWeights(elastic, v1::WEIGHTS_FORMAT_DENSE);
   EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition);
 
-  const std::string bbw = BakeMethod(v1::BAKE_METHOD_BBW);
-  v1::PoseRequest stretched = Request(v1::METHOD_LBS, bbw, pose);
+  const std::string bbw = BakeMethod(&v1::BakeOptions::mutable_bbw);
+  v1::PoseRequest stretched = Request(v1::DEFORMER_UNSPECIFIED, bbw, pose);
   stretched.mutable_pose()->add_bone_stretch(2.0f);
   stretched.mutable_pose()->add_bone_stretch(1.0f);
   auto lbs_stretch = client_->Pose(stretched);
   EXPECT_EQ(lbs_stretch.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(lbs_stretch.status().message(), HasSubstr("bone_stretch"));
-  stretched.set_method(v1::METHOD_STBS_LBS);
+  stretched.set_deformer(v1::DEFORMER_STBS_LBS);
   auto stbs_without_endpoint = client_->Pose(stretched);
   EXPECT_EQ(stbs_without_endpoint.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(stbs_without_endpoint.status().message(), HasSubstr("BAKE_METHOD_ENDPOINT"));
+  EXPECT_THAT(stbs_without_endpoint.status().message(), HasSubstr("options.endpoint"));
 
   v1::BakeOptions bad;
-  bad.set_method(v1::BAKE_METHOD_SWING_TWIST);
-  bad.mutable_swing_twist()->set_max_iterations(100000);
-  auto refused = client_->StartBake(rig_id_, bad);
+  bad.mutable_swing_twist()->set_max_iteration_count(100000);
+  auto refused = client_->StartBake(rig_name_, bad);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(refused.status().message(), HasSubstr("max_iterations"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("max_iteration_count"));
   v1::BakeOptions no_weights;
-  no_weights.set_method(v1::BAKE_METHOD_ENDPOINT);
-  auto needs_weights = client_->StartBake(rig_id_, no_weights);
+  no_weights.mutable_endpoint();
+  auto needs_weights = client_->StartBake(rig_name_, no_weights);
   EXPECT_EQ(needs_weights.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(needs_weights.status().message(), HasSubstr("weights_bake_id"));
+  EXPECT_THAT(needs_weights.status().message(), HasSubstr("options.endpoint.weights_bake"));
 }
 
 }  // namespace

@@ -44,33 +44,33 @@ class FastEndToEnd : public ::testing::Test {
     rig.skeleton = *SkeletonFromBones(*graph);
     rig.dense_weights = *W;
     skeleton_ = rig.skeleton;
-    auto reg = client_->RegisterRig(RigToProto(rig));
+    auto reg = client_->CreateRig(RigToProto(rig));
     ASSERT_TRUE(reg.ok()) << reg.status();
-    rig_id_ = reg->rig_id();
+    rig_name_ = reg->rig().name();
   }
   void TearDown() override {
     if (server_) EXPECT_EQ(server_->Stop(SIGTERM), 0);
   }
   std::string BakeFastModel() {
     v1::BakeOptions options;
-    options.set_method(v1::BAKE_METHOD_FAST_MODEL);
-    auto started = client_->StartBake(rig_id_, options);
+    options.mutable_fast_model();
+    auto started = client_->StartBake(rig_name_, options);
     EXPECT_TRUE(started.ok()) << started.status();
-    auto done = client_->WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
+    auto done = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
     EXPECT_TRUE(done.ok());
-    EXPECT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
-    return started->bake_id();
+    EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    return started->bake().name();
   }
   // Root bone fully fixed, the hand (the last bone's tail) dragged to `target`.
-  v1::FastSolveRequest DragHand(const Eigen::Vector3d& target) {
-    v1::FastSolveRequest req;
+  v1::SolveRequest DragHand(const Eigen::Vector3d& target) {
+    v1::SolveRequest req;
     auto* root = req.add_constraints();
-    root->set_handle(0);
-    root->set_kind(v1::HandleConstraint::FULL);
+    root->set_joint(0);
+    root->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
     for (float v : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) root->add_target(v);
     auto* hand = req.add_constraints();
-    hand->set_handle(3);
-    hand->set_kind(v1::HandleConstraint::POSITION);
+    hand->set_joint(3);
+    hand->set_kind(v1::HandleConstraint::KIND_POSITION);
     const Eigen::Vector3d tip = graph_.C.row(graph_.E(3, 1));
     for (int a = 0; a < 3; ++a) hand->add_point(static_cast<float>(tip(a)));
     for (int a = 0; a < 3; ++a) hand->add_target(static_cast<float>(target(a)));
@@ -80,12 +80,12 @@ class FastEndToEnd : public ::testing::Test {
   std::unique_ptr<Client> client_;
   TgfGraph graph_;
   Skeleton skeleton_;
-  std::string rig_id_;
+  std::string rig_name_;
 };
 
 TEST_F(FastEndToEnd, StreamingSessionAnswersAThousandFramesInOrder) {
   const std::string bake = BakeFastModel();
-  auto session = client_->StartFastSession(bake);
+  auto session = client_->StartSolveSession(bake);
   ASSERT_TRUE(session.ok()) << session.status();
   const Eigen::Vector3d tip = graph_.C.row(graph_.E(3, 1));
   const Eigen::Vector3d shoulder = graph_.C.row(graph_.E(0, 0));
@@ -96,11 +96,17 @@ TEST_F(FastEndToEnd, StreamingSessionAnswersAThousandFramesInOrder) {
     const double a = 2 * M_PI * f / 250;
     const Eigen::Vector3d target = tip + 0.15 * reach * Eigen::Vector3d(0, std::cos(a) - 1, std::sin(a));
     const auto t0 = std::chrono::steady_clock::now();
-    auto answer = (*session)->Step(DragHand(target));
+    v1::SolveSessionRequest frame;
+    if (f == 0) frame.set_bake(bake);
+    frame.set_sequence(f);
+    *frame.mutable_constraints() = DragHand(target).constraints();
+    ASSERT_TRUE((*session)->Write(frame).ok()) << "frame " << f;
+    auto response = (*session)->Read();
     micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    ASSERT_TRUE(answer.ok()) << "frame " << f << ": " << answer.status();
-    ASSERT_EQ(answer->sequence(), static_cast<uint64_t>(f));
-    ASSERT_EQ(answer->transforms_size(), 12 * static_cast<int>(answer->handles() + answer->extra_handles()));
+    ASSERT_TRUE(response.ok()) << "frame " << f << ": " << response.status();
+    ASSERT_EQ(response->sequence(), f);
+    const v1::FastSolution* answer = &response->solution();
+    ASSERT_EQ(answer->transforms_size(), 12 * (answer->handle_count() + answer->extra_handle_count()));
     // The hand constraint holds: T_3 · tip = target.
     Eigen::Matrix<double, 3, 4> T3;
     for (int r = 0; r < 3; ++r)
@@ -115,25 +121,25 @@ TEST_F(FastEndToEnd, StreamingSessionAnswersAThousandFramesInOrder) {
 }
 
 TEST_F(FastEndToEnd, UnarySolveReturnsVerticesAndNeedsAFastModel) {
-  v1::FastSolveRequest req = DragHand(Eigen::Vector3d(graph_.C.row(graph_.E(3, 1))) + Eigen::Vector3d(0, 0.1, 0));
-  req.set_bake_id("bake-0123456789abcdef0123456789abcdef");
-  auto missing = client_->FastSolve(req);
+  v1::SolveRequest req = DragHand(Eigen::Vector3d(graph_.C.row(graph_.E(3, 1))) + Eigen::Vector3d(0, 0.1, 0));
+  req.set_bake(rig_name_ + "/bakes/bake-0123456789abcdef0123456789abcdef");
+  auto missing = client_->Solve(req);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition) << missing.status();
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("StartBake"));
 
-  req.set_bake_id(BakeFastModel());
+  req.set_bake(BakeFastModel());
   req.mutable_outputs()->set_vertices(true);
-  auto solved = client_->FastSolve(req);
+  auto solved = client_->Solve(req);
   ASSERT_TRUE(solved.ok()) << solved.status();
   EXPECT_EQ(solved->vertices_size() % 3, 0);
   EXPECT_GT(solved->vertices_size(), 0);
   EXPECT_TRUE(std::isfinite(solved->energy()));
 
   auto bad = req;
-  bad.mutable_constraints(1)->set_handle(17);
-  auto refused = client_->FastSolve(bad);
+  bad.mutable_constraints(1)->set_joint(17);
+  auto refused = client_->Solve(bad);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("constraints[1].handle = 17"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("constraints[1].joint = 17"));
 }
 
 }  // namespace

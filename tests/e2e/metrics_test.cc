@@ -17,7 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "server/convert/convert.h"
-#include "skinning/v1/skinning.grpc.pb.h"
+#include "skinning/v1/pose_service.grpc.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_get.h"
 #include "tests/support/server_process.h"
@@ -179,47 +179,46 @@ class MetricsTest : public ::testing::Test {
     Client client(options);
     const Rig rig = MakeTubeForBaking();
 
-    // RegisterRig: the same rig twice, then an invalid one.
-    auto first = client.RegisterRig(RigToProto(rig));
+    // CreateRig: the same rig twice, then an invalid one.
+    auto first = client.CreateRig(RigToProto(rig));
     ASSERT_TRUE(first.ok()) << first.status();
-    auto again = client.RegisterRig(RigToProto(rig));
+    auto again = client.CreateRig(RigToProto(rig));
     ASSERT_TRUE(again.ok()) << again.status();
     ASSERT_FALSE(again->created());
     v1::Rig bad = RigToProto(rig);
     bad.mutable_skeleton()->mutable_joints(1)->set_parent(7);
-    auto refused = client.RegisterRig(bad);
+    auto refused = client.CreateRig(bad);
     ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
-    const std::string rig_id = first->rig_id();
+    const std::string rig_name = first->rig().name();
 
     // An unknown rig: a cache miss, NOT_FOUND from the store (not a store error).
-    auto unknown = client.GetRig("rig-00000000000000000000000000000000");
+    auto unknown = client.GetRig("rigs/rig-00000000000000000000000000000000");
     ASSERT_EQ(unknown.status().code(), absl::StatusCode::kNotFound) << unknown.status();
 
     // One bake; the poses below use its weights.
     v1::BakeOptions bake_options;
-    bake_options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
-    bake_options.set_voxel_resolution(32);
-    auto started = client.StartBake(rig_id, bake_options);
+    bake_options.mutable_geodesic_voxel();
+    bake_options.mutable_domain()->set_voxel_resolution(32);
+    auto started = client.StartBake(rig_name, bake_options);
     ASSERT_TRUE(started.ok()) << started.status();
-    auto done = client.WatchBake(started->bake_id(), [](const v1::BakeStatus&) { return true; });
+    auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
     ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
-    const std::string bake_id = started->bake_id();
+    ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    const std::string bake_name = started->bake().name();
 
     // Pose: 5 LBS, 2 DQS.
     for (int i = 0; i < 7; ++i) {
       v1::PoseRequest req;
-      req.set_rig_id(rig_id);
-      req.set_bake_id(bake_id);
-      req.set_method(i < 5 ? v1::METHOD_LBS : v1::METHOD_DQS);
+      req.set_rig(rig_name);
+      req.set_bake(bake_name);
+      req.set_deformer(i < 5 ? v1::DEFORMER_UNSPECIFIED : v1::DEFORMER_DQS);
       req.mutable_outputs()->set_vertices(true);
       *req.mutable_pose() = BentPose(rig, 10 * i);
       auto posed = client.Pose(req);
       ASSERT_TRUE(posed.ok()) << posed.status();
     }
 
-    // A pose session of 4 LBS frames on the bake's weights (the stub directly: the client's
-    // session has no bake_id).
+    // A pose session of 4 LBS frames on the bake's weights, through the generated stub.
     auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     auto stub = v1::PoseService::NewStub(channel);
     grpc::ClientContext context;
@@ -227,16 +226,16 @@ class MetricsTest : public ::testing::Test {
     for (int f = 0; f < 4; ++f) {
       v1::PoseSessionRequest req;
       if (f == 0) {
-        req.set_rig_id(rig_id);
-        req.set_bake_id(bake_id);
-        req.set_method(v1::METHOD_LBS);
+        req.set_rig(rig_name);
+        req.set_bake(bake_name);
+        req.set_deformer(v1::DEFORMER_UNSPECIFIED);
       }
       req.set_sequence(f);
       *req.mutable_pose() = BentPose(rig, 5 * f);
       ASSERT_TRUE(stream->Write(req));
       v1::PoseSessionResponse resp;
       ASSERT_TRUE(stream->Read(&resp));
-      ASSERT_EQ(resp.sequence(), static_cast<uint64_t>(f));
+      ASSERT_EQ(resp.sequence(), f);
     }
     ASSERT_TRUE(stream->WritesDone());
     const grpc::Status finished = stream->Finish();
@@ -282,7 +281,7 @@ std::string* MetricsTest::text_ = nullptr;
 Exposition* MetricsTest::metrics_ = nullptr;
 
 TEST_F(MetricsTest, HandledCountsCallsByServiceMethodTypeAndCode) {
-  const Labels reg = Grpc("RigService", "RegisterRig", "unary");
+  const Labels reg = Grpc("RigService", "CreateRig", "unary");
   EXPECT_EQ(Value("grpc_server_started_total", reg), 3);
   EXPECT_EQ(Value("grpc_server_handled_total", WithCode(reg, "OK")), 2);
   EXPECT_EQ(Value("grpc_server_handled_total", WithCode(reg, "INVALID_ARGUMENT")), 1);
@@ -320,7 +319,7 @@ TEST_F(MetricsTest, HandlingSecondsIsAHistogramPerMethod) {
   const std::vector<Sample> buckets =
       metrics_->Matching("grpc_server_handling_seconds_bucket", pose);
   EXPECT_EQ(buckets.size(), 20u) << "19 bounds from 50 µs to 60 s, and +Inf";
-  EXPECT_EQ(Value("grpc_server_handling_seconds_count", Grpc("RigService", "RegisterRig", "unary")),
+  EXPECT_EQ(Value("grpc_server_handling_seconds_count", Grpc("RigService", "CreateRig", "unary")),
             3);
 }
 

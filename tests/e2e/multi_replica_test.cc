@@ -17,7 +17,7 @@
 
 #include "client/client.h"
 #include "server/convert/convert.h"
-#include "skinning/v1/store.pb.h"
+#include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -52,15 +52,15 @@ ClientOptions Options(const std::string& target) {
   return o;
 }
 
-v1::PoseRequest BentRequest(const Rig& rig, const std::string& rig_id, const std::string& bake_id,
+v1::PoseRequest BentRequest(const Rig& rig, const std::string& rig_name, const std::string& bake_name,
                             double degrees) {
   Pose pose = RestPose(rig.skeleton);
   pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
   v1::PoseRequest req;
-  req.set_rig_id(rig_id);
-  req.set_bake_id(bake_id);
+  req.set_rig(rig_name);
+  req.set_bake(bake_name);
   *req.mutable_pose() = PoseToProto(pose);
-  req.set_method(v1::METHOD_LBS);
+  req.set_deformer(v1::DEFORMER_UNSPECIFIED);
   req.mutable_outputs()->set_vertices(true);
   return req;
 }
@@ -79,15 +79,15 @@ struct Served {
   std::string rig, bake, weights;
 };
 
-Served ReadThrough(Client& client, const std::string& rig_id, const std::string& bake_id) {
+Served ReadThrough(Client& client, const std::string& rig_name, const std::string& bake_name) {
   Served s;
-  auto rig = client.GetRig(rig_id, /*include_rig=*/true);
+  auto rig = client.GetRig(rig_name, v1::RIG_VIEW_FULL);
   EXPECT_TRUE(rig.ok()) << rig.status();
   if (rig.ok()) s.rig = rig->SerializeAsString();
-  auto bake = client.GetBake(bake_id);
+  auto bake = client.GetBake(bake_name);
   EXPECT_TRUE(bake.ok()) << bake.status();
   if (bake.ok()) s.bake = bake->SerializeAsString();
-  auto weights = client.GetWeights(bake_id, /*dense=*/true);
+  auto weights = client.GetWeights(bake_name, v1::WEIGHTS_FORMAT_DENSE);
   EXPECT_TRUE(weights.ok()) << weights.status();
   if (weights.ok()) s.weights = weights->SerializeAsString();
   return s;
@@ -95,7 +95,11 @@ Served ReadThrough(Client& client, const std::string& rig_id, const std::string&
 
 void ExpectSameAs(const Served& got, const Served& want, const std::string& where) {
   EXPECT_TRUE(got.rig == want.rig) << where << ": GetRig differs";
-  EXPECT_TRUE(got.bake == want.bake) << where << ": GetBake differs";
+  v1::Bake got_bake, want_bake;
+  EXPECT_TRUE(got.bake == want.bake) << where << ": GetBake differs:\n"
+                                     << (got_bake.ParseFromString(got.bake) ? got_bake.ShortDebugString() : "?")
+                                     << "\nexpected\n"
+                                     << (want_bake.ParseFromString(want.bake) ? want_bake.ShortDebugString() : "?");
   EXPECT_TRUE(got.weights == want.weights) << where << ": GetWeights differs";
 }
 
@@ -148,13 +152,13 @@ std::set<std::string> CheckStoredArtifacts(int redis_port) {
     bool parses = false;
     if (key.rfind("rigs/", 0) == 0 && key.size() > 3 &&
         key.compare(key.size() - 3, 3, ".pb") == 0) {
-      v1::StoredRig rig;
+      internal::v1::StoredRig rig;
       parses = rig.ParseFromString(payload) && "rigs/" + rig.rig_id() + ".pb" == key;
     } else if (key.rfind("rigs/", 0) == 0) {
-      v1::RigInfo info;
+      internal::v1::StoredRigSummary info;
       parses = info.ParseFromString(payload) && "rigs/" + info.rig_id() + ".info" == key;
     } else if (key.rfind("bakes/", 0) == 0) {
-      v1::StoredBake bake;
+      internal::v1::StoredBake bake;
       parses = bake.ParseFromString(payload) && "bakes/" + bake.bake_id() + ".pb" == key;
     }
     EXPECT_TRUE(parses) << key << " does not parse as the artifact its name says";
@@ -180,26 +184,28 @@ TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
   Client first(Options(replicas[0]->address()));
   const v1::Rig rig_proto = TubeWithoutWeights();
   const Rig rig = *RigFromProto(rig_proto);
-  auto reg = first.RegisterRig(rig_proto);
+  auto reg = first.CreateRig(rig_proto);
   ASSERT_TRUE(reg.ok()) << reg.status();
-  const std::string rig_id = reg->rig_id();
+  const std::string rig_name = reg->rig().name();
+  const std::string rig_id = rig_name.substr(rig_name.rfind('/') + 1);  // the store's key
   v1::BakeOptions bake_options;
-  bake_options.set_method(v1::BAKE_METHOD_GEODESIC_VOXEL);
-  bake_options.set_voxel_resolution(32);
-  auto started = first.StartBake(rig_id, bake_options);
+  bake_options.mutable_geodesic_voxel();
+  bake_options.mutable_domain()->set_voxel_resolution(32);
+  auto started = first.StartBake(rig_name, bake_options);
   ASSERT_TRUE(started.ok()) << started.status();
-  const std::string bake_id = started->bake_id();
-  auto done = first.WatchBake(bake_id, [](const v1::BakeStatus&) { return true; });
+  const std::string bake_name = started->bake().name();
+  const std::string bake_id = bake_name.substr(bake_name.rfind('/') + 1);
+  auto done = first.WatchBake(bake_name, [](const v1::Bake&) { return true; });
   ASSERT_TRUE(done.ok()) << done.status();
-  ASSERT_EQ(done->state(), v1::BAKE_STATE_DONE) << done->error_message();
+  ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
 
-  const Served reference = ReadThrough(first, rig_id, bake_id);
+  const Served reference = ReadThrough(first, rig_name, bake_name);
   ASSERT_FALSE(reference.rig.empty() || reference.bake.empty() || reference.weights.empty());
   const std::vector<double> angles = {0, 30, 60, 90, 120};
   std::vector<v1::PoseRequest> requests;
   std::vector<v1::PosedFrame> expected;
   for (double a : angles) {
-    requests.push_back(BentRequest(rig, rig_id, bake_id, a));
+    requests.push_back(BentRequest(rig, rig_name, bake_name, a));
     auto frame = first.Pose(requests.back());
     ASSERT_TRUE(frame.ok()) << frame.status();
     expected.push_back(*frame);
@@ -208,7 +214,7 @@ TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
   // Replicas 2 and 3 never saw the rig or the bake: they serve them from Redis alone.
   for (int i = 1; i < 3; ++i) {
     Client pinned(Options(replicas[i]->address()));
-    ExpectSameAs(ReadThrough(pinned, rig_id, bake_id), reference,
+    ExpectSameAs(ReadThrough(pinned, rig_name, bake_name), reference,
                  "replica " + std::to_string(i + 1));
     for (size_t p = 0; p < requests.size(); ++p) {
       auto frame = pinned.Pose(requests[p]);
@@ -263,10 +269,10 @@ TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
 
   // Nothing was lost or corrupted: the survivors (pinned and round-robin) serve exactly what
   // was read before the kill, and every value in Redis is whole and parses.
-  ExpectSameAs(ReadThrough(spread, rig_id, bake_id), reference, "round-robin after the kill");
+  ExpectSameAs(ReadThrough(spread, rig_name, bake_name), reference, "round-robin after the kill");
   for (int i : {0, 2}) {
     Client pinned(Options(replicas[i]->address()));
-    ExpectSameAs(ReadThrough(pinned, rig_id, bake_id), reference,
+    ExpectSameAs(ReadThrough(pinned, rig_name, bake_name), reference,
                  "replica " + std::to_string(i + 1) + " after the kill");
   }
   EXPECT_EQ(CheckStoredArtifacts(redis.port()),

@@ -66,8 +66,8 @@ std::optional<double> Scrape(ServerProcess& server, const std::string& name, con
 
 v1::BakeOptions Bbw(int resolution) {
   v1::BakeOptions o;
-  o.set_method(v1::BAKE_METHOD_BBW);
-  o.set_voxel_resolution(resolution);
+  o.mutable_bbw();
+  o.mutable_domain()->set_voxel_resolution(resolution);
   return o;
 }
 
@@ -77,33 +77,33 @@ TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store, {"--bake_workers=1", "--bake_queue=2"});
   Client client(Options(server));
-  auto reg = client.RegisterRig(RigToProto(MakeTubeForBaking()));
+  auto reg = client.CreateRig(RigToProto(MakeTubeForBaking()));
   ASSERT_TRUE(reg.ok()) << reg.status();
 
-  auto running = client.StartBake(reg->rig_id(), Bbw(200));  // far longer than this test
+  auto running = client.StartBake(reg->rig().name(), Bbw(200));  // far longer than this test
   ASSERT_TRUE(running.ok()) << running.status();
   // The worker takes it off the queue.
   for (int i = 0; i < 200; ++i) {
-    auto s = client.GetBake(running->bake_id());
+    auto s = client.GetBake(running->bake().name());
     ASSERT_TRUE(s.ok()) << s.status();
-    if (s->state() == v1::BAKE_STATE_RUNNING) break;
+    if (s->metadata().state() == v1::BAKE_STATE_RUNNING) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  auto status = client.GetBake(running->bake_id());
+  auto status = client.GetBake(running->bake().name());
   ASSERT_TRUE(status.ok());
-  ASSERT_EQ(status->state(), v1::BAKE_STATE_RUNNING);
+  ASSERT_EQ(status->metadata().state(), v1::BAKE_STATE_RUNNING);
 
-  std::vector<std::string> accepted = {running->bake_id()};
+  std::vector<std::string> accepted = {running->bake().name()};
   for (int resolution : {40, 44}) {
-    auto queued = client.StartBake(reg->rig_id(), Bbw(resolution));
+    auto queued = client.StartBake(reg->rig().name(), Bbw(resolution));
     ASSERT_TRUE(queued.ok()) << "resolution " << resolution << ": " << queued.status();
-    EXPECT_EQ(queued->state(), v1::BAKE_STATE_QUEUED);
-    EXPECT_EQ(queued->queue_position(), accepted.size() - 1);
-    accepted.push_back(queued->bake_id());
+    EXPECT_EQ(queued->bake().metadata().state(), v1::BAKE_STATE_QUEUED);
+    EXPECT_EQ(queued->bake().metadata().queue_position(), static_cast<int>(accepted.size()) - 1);
+    accepted.push_back(queued->bake().name());
   }
   for (int resolution : {48, 52, 56, 60}) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto refused = client.StartBake(reg->rig_id(), Bbw(resolution));
+    auto refused = client.StartBake(reg->rig().name(), Bbw(resolution));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_FALSE(refused.ok()) << "resolution " << resolution << " was accepted";
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
@@ -111,20 +111,20 @@ TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
     EXPECT_LT(seconds, 1.0) << "refused at once, not after waiting";
   }
   // A bake already queued is found, not refused.
-  auto again = client.StartBake(reg->rig_id(), Bbw(40));
+  auto again = client.StartBake(reg->rig().name(), Bbw(40));
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_TRUE(again->reused());
-  EXPECT_EQ(again->bake_id(), accepted[1]);
+  EXPECT_FALSE(again->created());
+  EXPECT_EQ(again->bake().name(), accepted[1]);
 
-  for (const std::string& id : accepted) {
-    auto cancelled = client.CancelBake(id);
+  for (const std::string& name : accepted) {
+    auto cancelled = client.CancelBake(name);
     ASSERT_TRUE(cancelled.ok()) << cancelled.status();
-    EXPECT_EQ(cancelled->state(), v1::BAKE_STATE_CANCELLED) << id;
+    EXPECT_EQ(cancelled->metadata().state(), v1::BAKE_STATE_CANCELLED) << name;
   }
   // The queue has room again; and nothing was stored.
-  auto after = client.StartBake(reg->rig_id(), Bbw(48));
+  auto after = client.StartBake(reg->rig().name(), Bbw(48));
   ASSERT_TRUE(after.ok()) << after.status();
-  ASSERT_TRUE(client.CancelBake(after->bake_id()).ok());
+  ASSERT_TRUE(client.CancelBake(after->bake().name()).ok());
   int stored = 0;
   if (std::filesystem::exists(store + "/bakes"))
     for (const auto& entry : std::filesystem::directory_iterator(store + "/bakes")) stored += entry.path().extension() == ".pb";
@@ -142,11 +142,11 @@ TEST(Overload, MemoryStaysBoundedOverManyRigs) {
   std::vector<int64_t> samples;
   for (int i = 0; i < kRigs; ++i) {
     const Rig rig = MakeTwoBoneTube(201, 100, 2.0 + 0.001 * i);  // 20,100 vertices
-    auto reg = client.RegisterRig(RigToProto(rig));
+    auto reg = client.CreateRig(RigToProto(rig));
     ASSERT_TRUE(reg.ok()) << "rig " << i << ": " << reg.status();
     ASSERT_TRUE(reg->created()) << "rig " << i << " is distinct";
     v1::PoseRequest req;
-    req.set_rig_id(reg->rig_id());
+    req.set_rig(reg->rig().name());
     *req.mutable_pose() = BentPose(rig, 30);
     req.mutable_outputs()->set_vertices(true);
     auto posed = client.Pose(req);
@@ -185,15 +185,15 @@ TEST(Overload, DeadlinePassedStopsAClip) {
   const Rig rig = MakeTwoBoneTube(201, 100);
   v1::Rig proto = RigToProto(rig);
   proto.mutable_mesh()->clear_normals();
-  auto reg = client.RegisterRig(proto);
+  auto reg = client.CreateRig(proto);
   ASSERT_TRUE(reg.ok()) << reg.status();
   auto clip = [&](int frames) {
     v1::PoseClipRequest req;
-    req.set_rig_id(reg->rig_id());
-    req.set_method(v1::METHOD_DQS);
+    req.set_rig(reg->rig().name());
+    req.set_deformer(v1::DEFORMER_DQS);
     req.mutable_outputs()->set_transforms(true);
     req.mutable_outputs()->set_normals(true);
-    for (int f = 0; f < frames; ++f) *req.add_frames() = BentPose(rig, f % 90);
+    for (int f = 0; f < frames; ++f) *req.add_poses() = BentPose(rig, f % 90);
     return req;
   };
   // How long a frame takes here.
@@ -229,7 +229,7 @@ TEST(Overload, DeadlinePassedStopsAClip) {
   EXPECT_LT(posed, 0.5 * kFrames);
 
   v1::PoseRequest next;
-  next.set_rig_id(reg->rig_id());
+  next.set_rig(reg->rig().name());
   *next.mutable_pose() = BentPose(rig, 45);
   next.mutable_outputs()->set_transforms(true);
   auto served = client.Pose(next);
@@ -243,21 +243,21 @@ TEST(Overload, RigOverMaxVerticesAndClipOverMaxFramesAreResourceExhausted) {
   ServerProcess server(MakeTempDir("store"), {"--max_vertices=1000", "--max_clip_frames=10"});
   Client client(Options(server));
   const Rig small = MakeTwoBoneTube(21, 16);  // 336 vertices
-  auto ok = client.RegisterRig(RigToProto(small));
+  auto ok = client.CreateRig(RigToProto(small));
   ASSERT_TRUE(ok.ok()) << ok.status();
-  auto big = client.RegisterRig(RigToProto(MakeTwoBoneTube(101, 16)));  // 1616 vertices
+  auto big = client.CreateRig(RigToProto(MakeTwoBoneTube(101, 16)));  // 1616 vertices
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
   EXPECT_THAT(std::string(big.status().message()), HasSubstr("1616 vertices exceed the server limit of 1000"));
 
   v1::PoseClipRequest clip;
-  clip.set_rig_id(ok->rig_id());
-  for (int f = 0; f < 11; ++f) *clip.add_frames() = BentPose(small, f);
+  clip.set_rig(ok->rig().name());
+  for (int f = 0; f < 11; ++f) *clip.add_poses() = BentPose(small, f);
   auto refused = client.PoseClip(clip);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("11 frames exceed the server limit of 10"));
-  clip.mutable_frames()->RemoveLast();
+  clip.mutable_poses()->RemoveLast();
   EXPECT_TRUE(client.PoseClip(clip).ok());
 }
 

@@ -33,11 +33,11 @@ ClientOptions Options(const ServerProcess& server, int deadline_ms = 10000) {
   return o;
 }
 
-v1::PoseRequest VerticesRequest(const std::string& rig_id, const v1::Pose& pose, v1::Method method) {
+v1::PoseRequest VerticesRequest(const std::string& rig_id, const v1::Pose& pose, v1::Deformer method) {
   v1::PoseRequest req;
-  req.set_rig_id(rig_id);
+  req.set_rig(rig_id);
   *req.mutable_pose() = pose;
-  req.set_method(method);
+  req.set_deformer(method);
   req.mutable_outputs()->set_vertices(true);
   return req;
 }
@@ -54,20 +54,20 @@ TEST(ServerEndToEnd, RegisteringTwiceGivesTheSameId) {
   Client client(Options(server));
   const Rig rig = MakeTwoBoneTube();
   v1::Rig proto = RigToProto(rig);
-  auto first = client.RegisterRig(proto);
+  auto first = client.CreateRig(proto);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_TRUE(first->created());
-  EXPECT_THAT(first->rig_id(), ::testing::StartsWith("rig-"));
-  proto.set_name("another label");  // the name is not part of the content address
-  auto second = client.RegisterRig(proto);
+  EXPECT_THAT(first->rig().name(), ::testing::MatchesRegex("rigs/rig-[0-9a-f]{32}"));
+  proto.set_display_name("another label");  // the display name is not part of the content address
+  auto second = client.CreateRig(proto);
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(second->rig_id(), first->rig_id());
+  EXPECT_EQ(second->rig().name(), first->rig().name());
   EXPECT_FALSE(second->created());
   // A different mesh is a different rig.
   proto.mutable_mesh()->set_positions(0, proto.mesh().positions(0) + 0.5f);
-  auto third = client.RegisterRig(proto);
+  auto third = client.CreateRig(proto);
   ASSERT_TRUE(third.ok()) << third.status();
-  EXPECT_NE(third->rig_id(), first->rig_id());
+  EXPECT_NE(third->rig().name(), first->rig().name());
   auto list = client.ListRigs();
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 2u);
@@ -81,20 +81,20 @@ TEST(ServerEndToEnd, PosesTheSameAfterRestartOnTheSameStore) {
   {
     ServerProcess server(store);
     Client client(Options(server));
-    auto reg = client.RegisterRig(RigToProto(rig));
+    auto reg = client.CreateRig(RigToProto(rig));
     ASSERT_TRUE(reg.ok()) << reg.status();
-    id = reg->rig_id();
-    auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::METHOD_DQS));
+    id = reg->rig().name();
+    auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::DEFORMER_DQS));
     ASSERT_TRUE(posed.ok()) << posed.status();
     before = *posed;
     EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
   }
   ServerProcess server(store);
   Client client(Options(server));
-  auto got = client.GetRig(id, true);
+  auto got = client.GetRig(id, v1::RIG_VIEW_FULL);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->info().vertex_count(), rig.mesh.V.rows());
-  auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::METHOD_DQS));
+  EXPECT_EQ(got->vertex_count(), rig.mesh.V.rows());
+  auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::DEFORMER_DQS));
   ASSERT_TRUE(posed.ok()) << posed.status();
   ASSERT_EQ(posed->vertices_size(), before.vertices_size());
   for (int i = 0; i < posed->vertices_size(); ++i) ASSERT_EQ(posed->vertices(i), before.vertices(i)) << i;
@@ -106,11 +106,11 @@ TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
   ServerProcess server(MakeTempDir("store"));
   Client client(Options(server));
   const Rig rig = MakeTwoBoneTube();
-  auto reg = client.RegisterRig(RigToProto(rig));
+  auto reg = client.CreateRig(RigToProto(rig));
   ASSERT_TRUE(reg.ok()) << reg.status();
   v1::PoseOutputs outputs;
   outputs.set_vertices(true);
-  auto session = client.StartPoseSession(reg->rig_id(), v1::METHOD_LBS, outputs);
+  auto session = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
   ASSERT_TRUE(session.ok()) << session.status();
   for (int f = 0; f < 20; ++f) {
     auto frame = (*session)->Step(BentPose(rig, f));
@@ -140,7 +140,7 @@ TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
 TEST(ServerEndToEnd, SigtermWithOnlyIdleClientsDoesNotWaitForTheDrainDeadline) {
   ServerProcess server(MakeTempDir("store"), {"--drain_seconds=30"});
   Client client(Options(server));
-  ASSERT_TRUE(client.RegisterRig(RigToProto(MakeTwoBoneTube())).ok());
+  ASSERT_TRUE(client.CreateRig(RigToProto(MakeTwoBoneTube())).ok());
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(server.Stop(SIGTERM, 60), 0) << server.Output();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -154,18 +154,18 @@ class BadInputTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(MakeTempDir("store"), std::vector<std::string>{"--max_message_mb=2"});
     client_ = std::make_unique<Client>(Options(*server_));
     rig_ = MakeTwoBoneTube();
-    auto reg = client_->RegisterRig(RigToProto(rig_));
+    auto reg = client_->CreateRig(RigToProto(rig_));
     ASSERT_TRUE(reg.ok()) << reg.status();
-    id_ = reg->rig_id();
+    id_ = reg->rig().name();
   }
   void TearDown() override {
     // Still serving after whatever the test sent.
-    auto posed = client_->Pose(VerticesRequest(id_, BentPose(rig_, 30), v1::METHOD_LBS));
+    auto posed = client_->Pose(VerticesRequest(id_, BentPose(rig_, 30), v1::DEFORMER_UNSPECIFIED));
     EXPECT_TRUE(posed.ok()) << posed.status();
     EXPECT_EQ(server_->Stop(SIGTERM), 0);
   }
   void ExpectRegisterError(const v1::Rig& rig, absl::StatusCode code, const std::string& message) {
-    auto r = client_->RegisterRig(rig);
+    auto r = client_->CreateRig(rig);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), code) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(message));
@@ -223,18 +223,21 @@ TEST_F(BadInputTest, RejectsEmptyMesh) {
 }
 
 TEST_F(BadInputTest, RejectsUnknownAndMalformedRigIds) {
-  auto posed = client_->Pose(VerticesRequest("rig-00000000000000000000000000000000", v1::Pose(), v1::METHOD_LBS));
+  auto posed = client_->Pose(VerticesRequest("rigs/rig-00000000000000000000000000000000", v1::Pose(), v1::DEFORMER_UNSPECIFIED));
   ASSERT_FALSE(posed.ok());
   EXPECT_EQ(posed.status().code(), absl::StatusCode::kNotFound) << posed.status();
   EXPECT_THAT(std::string(posed.status().message()), HasSubstr("rig-00000000000000000000000000000000"));
-  auto got = client_->GetRig("../../etc/passwd");
-  ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
+  for (const char* malformed : {"../../etc/passwd", "rigs/../../etc/passwd", "rig-00000000000000000000000000000000"}) {
+    auto got = client_->GetRig(malformed);
+    ASSERT_FALSE(got.ok()) << malformed;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr("expected rigs/rig-<32 hex digits>")) << malformed;
+  }
 }
 
 TEST_F(BadInputTest, RejectsRequestOverTheSizeLimit) {
   const Rig big = MakeTwoBoneTube(400, 400);  // 160k vertices: about 3 MB of floats
-  auto r = client_->RegisterRig(RigToProto(big));
+  auto r = client_->CreateRig(RigToProto(big));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
 }
@@ -242,13 +245,13 @@ TEST_F(BadInputTest, RejectsRequestOverTheSizeLimit) {
 TEST_F(BadInputTest, RejectsPoseWithTheWrongJointCount) {
   v1::Pose pose = BentPose(rig_, 10);
   *pose.add_joints() = pose.joints(0);
-  auto posed = client_->Pose(VerticesRequest(id_, pose, v1::METHOD_LBS));
+  auto posed = client_->Pose(VerticesRequest(id_, pose, v1::DEFORMER_UNSPECIFIED));
   ASSERT_FALSE(posed.ok());
   EXPECT_EQ(posed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(posed.status().message()), HasSubstr("pose.joints has 3 entries, the rig's skeleton has 2"));
   v1::Pose bad = BentPose(rig_, 10);
   bad.mutable_joints(1)->set_rotation(0, NAN);
-  posed = client_->Pose(VerticesRequest(id_, bad, v1::METHOD_LBS));
+  posed = client_->Pose(VerticesRequest(id_, bad, v1::DEFORMER_UNSPECIFIED));
   ASSERT_FALSE(posed.ok());
   EXPECT_THAT(std::string(posed.status().message()), HasSubstr("pose.joints[1].rotation"));
 }
@@ -256,9 +259,9 @@ TEST_F(BadInputTest, RejectsPoseWithTheWrongJointCount) {
 TEST_F(BadInputTest, PosingARigWithoutWeightsIsAFailedPrecondition) {
   v1::Rig proto = RigToProto(rig_);
   proto.clear_weights();
-  auto reg = client_->RegisterRig(proto);
+  auto reg = client_->CreateRig(proto);
   ASSERT_TRUE(reg.ok()) << reg.status();
-  auto posed = client_->Pose(VerticesRequest(reg->rig_id(), v1::Pose(), v1::METHOD_LBS));
+  auto posed = client_->Pose(VerticesRequest(reg->rig().name(), v1::Pose(), v1::DEFORMER_UNSPECIFIED));
   ASSERT_FALSE(posed.ok());
   EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(posed.status().message()), HasSubstr("no skinning weights"));

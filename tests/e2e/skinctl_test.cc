@@ -46,7 +46,7 @@ TEST_F(SkinctlTest, PosesTheArmFromAJsonPoseFileLikeTheClientLibrary) {
   ASSERT_EQ(reg.exit_code, 0) << reg.output;
   const std::vector<std::string> lines = absl::StrSplit(reg.output, '\n', absl::SkipEmpty());
   const std::string id = lines.back();
-  ASSERT_THAT(id, ::testing::StartsWith("rig-"));
+  ASSERT_THAT(id, ::testing::StartsWith("rigs/rig-"));
 
   // Bone 2 bent 60° about z (absolute local rotation), bone 3 by name with a translation.
   const std::string dir = MakeTempDir("pose");
@@ -68,10 +68,10 @@ TEST_F(SkinctlTest, PosesTheArmFromAJsonPoseFileLikeTheClientLibrary) {
   ClientOptions o;
   o.target = server_->address();
   Client client(o);
-  for (const auto& [name, method] : {std::pair{"lbs", v1::METHOD_LBS}, std::pair{"dqs", v1::METHOD_DQS}}) {
+  for (const auto& [name, deformer] : {std::pair{"lbs", v1::DEFORMER_UNSPECIFIED}, std::pair{"dqs", v1::DEFORMER_DQS}}) {
     v1::PoseRequest req;
-    req.set_rig_id(id);
-    req.set_method(method);
+    req.set_rig(id);
+    req.set_deformer(deformer);
     *req.mutable_pose() = PoseToProto(pose);
     auto expected = client.Pose(req);
     ASSERT_TRUE(expected.ok()) << expected.status();
@@ -156,7 +156,8 @@ TEST_F(SkinctlTest, SamplesAnAnimationAtAFrameRateAndExportsASkinnedGltf) {
   // Export the stored rig as a skinned glTF and read it back as a character.
   auto list = Skinctl({"list"});
   ASSERT_EQ(list.exit_code, 0);
-  const std::string id = list.output.substr(0, 36);
+  const std::string id = list.output.substr(0, list.output.find(' '));
+  ASSERT_THAT(id, ::testing::MatchesRegex("rigs/rig-[0-9a-f]{32}"));
   auto got = Skinctl({"get", id, "--out_file=" + dir + "/rig.glb"});
   ASSERT_EQ(got.exit_code, 0) << got.output;
   auto back = ReadGltf(dir + "/rig.glb");
@@ -167,7 +168,7 @@ TEST_F(SkinctlTest, SamplesAnAnimationAtAFrameRateAndExportsASkinnedGltf) {
 }
 
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
-  auto missing = Skinctl({"get", "rig-0123456789abcdef0123456789abcdef"});
+  auto missing = Skinctl({"get", "rigs/rig-0123456789abcdef0123456789abcdef"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.output, HasSubstr("NOT_FOUND"));
   auto unknown = Skinctl({"frobnicate"});

@@ -1,0 +1,255 @@
+#include "client/skinctl/common.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/skinctl/flags.h"
+#include "core/io/dmat.h"
+#include "core/io/gltf.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "core/rig/pose.h"
+#include "server/convert/convert.h"
+
+namespace skinning {
+
+namespace fs = std::filesystem;
+
+absl::StatusOr<Character> LoadCharacter() {
+  Character c;
+  const std::string gltf = absl::GetFlag(FLAGS_gltf);
+  const std::string obj = absl::GetFlag(FLAGS_obj);
+  if (!gltf.empty()) {
+    absl::StatusOr<GltfCharacter> g = ReadGltf(gltf);
+    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(gltf, ": ", g.status().message()));
+    c.rig.name = fs::path(gltf).stem().string();
+    c.rig.mesh = std::move(g->mesh);
+    c.rig.skeleton = std::move(g->skeleton);
+    c.rig.sparse_weights = std::move(g->weights);
+    c.animations = std::move(g->animations);
+  } else if (!obj.empty()) {
+    const std::string tgf = absl::GetFlag(FLAGS_tgf);
+    if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");
+    absl::StatusOr<Mesh> mesh = ReadObj(obj);
+    if (!mesh.ok()) return mesh.status();
+    absl::StatusOr<TgfGraph> graph = ReadTgf(tgf);
+    if (!graph.ok()) return graph.status();
+    absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(*graph);
+    if (!skeleton.ok()) return absl::Status(skeleton.status().code(), absl::StrCat(tgf, ": ", skeleton.status().message()));
+    c.rig.name = fs::path(obj).stem().string();
+    c.rig.mesh = *std::move(mesh);
+    c.rig.skeleton = *std::move(skeleton);
+    if (const std::string dmat = absl::GetFlag(FLAGS_dmat); !dmat.empty()) {
+      absl::StatusOr<Eigen::MatrixXd> W = ReadDmat(dmat);
+      if (!W.ok()) return W.status();
+      if (W->rows() != c.rig.mesh.V.rows() || W->cols() != c.rig.skeleton.size())
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s is %d by %d, expected %d vertices by %d bones", dmat, W->rows(), W->cols(),
+            c.rig.mesh.V.rows(), c.rig.skeleton.size()));
+      c.rig.dense_weights = *std::move(W);
+    }
+  } else {
+    return absl::InvalidArgumentError("give a character: --gltf=FILE, or --obj=FILE --tgf=FILE [--dmat=FILE]");
+  }
+  if (const std::string name = absl::GetFlag(FLAGS_name); !name.empty()) c.rig.name = name;
+  if (absl::Status s = ValidateRig(c.rig); !s.ok()) return s;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> MakeClient() {
+  ClientOptions options;
+  options.target = absl::GetFlag(FLAGS_server);
+  options.deadline = std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  options.token = absl::GetFlag(FLAGS_token);
+  if (const char* env = std::getenv("SKINNING_TOKEN"); options.token.empty() && env != nullptr)
+    options.token = env;
+  const std::string ca = absl::GetFlag(FLAGS_tls_ca), cert = absl::GetFlag(FLAGS_tls_cert),
+                    key = absl::GetFlag(FLAGS_tls_key);
+  if (!ca.empty() || !cert.empty() || !key.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls = TlsChannelCredentials(ca, cert, key);
+    if (!tls.ok()) return tls.status();
+    options.credentials = *std::move(tls);
+  }
+  return std::make_unique<Client>(options);
+}
+
+std::string RigNameArg(const std::string& arg) {
+  return absl::StartsWith(arg, "rig-") ? absl::StrCat("rigs/", arg) : arg;
+}
+
+absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c) {
+  absl::StatusOr<v1::CreateRigResponse> r = client.CreateRig(RigToProto(c.rig));
+  if (!r.ok()) return r.status();
+  std::cerr << (r->created() ? "registered " : "already stored ") << r->rig().name() << " ("
+            << r->rig().vertex_count() << " vertices, " << r->rig().joint_count() << " joints)\n";
+  return r->rig().name();
+}
+
+absl::StatusOr<Rig> FetchRig(Client& client, const std::string& name) {
+  absl::StatusOr<v1::Rig> got = client.GetRig(name, v1::RIG_VIEW_FULL);
+  if (!got.ok()) return got.status();
+  // What the server stored it already validated: no limits beyond the format's.
+  return RigFromProto(*got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+}
+
+void PrintRig(const v1::Rig& rig) {
+  std::printf("%s  %-20s %7d vertices %7d triangles %4d joints  weights: %s\n", rig.name().c_str(),
+              rig.display_name().c_str(), rig.vertex_count(), rig.triangle_count(), rig.joint_count(),
+              rig.influence_count() > 0 ? absl::StrCat(rig.influence_count(), " per vertex").c_str() : "none");
+}
+
+absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton) {
+  Pose pose = RestPose(skeleton);
+  if (fs::path(path).extension() == ".dmat") {
+    absl::StatusOr<Eigen::MatrixXd> M = ReadDmat(path);
+    if (!M.ok()) return M.status();
+    if (M->size() != 4 * skeleton.size())
+      return absl::InvalidArgumentError(absl::StrFormat("%s has %d numbers, expected 4 per joint (%d)", path,
+                                                        M->size(), 4 * skeleton.size()));
+    // libigl stores the quaternions consecutively (x, y, z, w per joint) whatever the shape.
+    Eigen::MatrixXd flat = M->rows() == 1 || M->cols() == 1 ? *M : Eigen::MatrixXd(M->transpose());
+    for (int j = 0; j < skeleton.size(); ++j) {
+      const double* q = flat.data() + 4 * j;
+      Eigen::Quaterniond dq(q[3], q[0], q[1], q[2]);
+      if (std::abs(dq.norm() - 1.0) > 1e-3)
+        return absl::InvalidArgumentError(absl::StrFormat("%s: quaternion %d has norm %g", path, j, dq.norm()));
+      pose.local[j].rotation = (skeleton.joints[j].rest.rotation * dq.normalized()).normalized();
+    }
+    return pose;
+  }
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("joints") || !doc["joints"].is_array())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object with a \"joints\" array"));
+  int i = 0;
+  for (const auto& entry : doc["joints"]) {
+    const std::string where = absl::StrFormat("%s: joints[%d]", path, i++);
+    int j = -1;
+    if (entry.contains("name") && entry["name"].is_string()) {
+      j = skeleton.Find(entry["name"].get<std::string>());
+      if (j < 0)
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": no joint named '", entry["name"].get<std::string>(), "'"));
+    } else if (entry.contains("index") && entry["index"].is_number_integer()) {
+      j = entry["index"].get<int>();
+      if (j < 0 || j >= skeleton.size())
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: index %d is out of range (%d joints)", where, j, skeleton.size()));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": needs \"name\" or \"index\""));
+    }
+    auto numbers = [&](const char* key, size_t n, double* out) -> absl::Status {
+      if (!entry.contains(key)) return absl::OkStatus();
+      const auto& a = entry[key];
+      if (!a.is_array() || a.size() != n)
+        return absl::InvalidArgumentError(absl::StrFormat("%s.%s must be an array of %d numbers", where, key, n));
+      for (size_t k = 0; k < n; ++k) {
+        if (!a[k].is_number())
+          return absl::InvalidArgumentError(absl::StrFormat("%s.%s[%d] is not a number", where, key, k));
+        out[k] = a[k].get<double>();
+      }
+      return absl::OkStatus();
+    };
+    Transform& t = pose.local[j];
+    double q[4] = {t.rotation.x(), t.rotation.y(), t.rotation.z(), t.rotation.w()};
+    if (absl::Status s = numbers("translation", 3, t.translation.data()); !s.ok()) return s;
+    if (absl::Status s = numbers("scale", 3, t.scale.data()); !s.ok()) return s;
+    if (absl::Status s = numbers("rotation", 4, q); !s.ok()) return s;
+    t.rotation = Eigen::Quaterniond(q[3], q[0], q[1], q[2]);
+  }
+  if (absl::Status s = ValidatePose(skeleton, pose, path.c_str()); !s.ok()) return s;
+  return pose;
+}
+
+const char* BakeStateName(v1::BakeState state) {
+  switch (state) {
+    case v1::BAKE_STATE_QUEUED:
+      return "queued";
+    case v1::BAKE_STATE_RUNNING:
+      return "running";
+    case v1::BAKE_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::BAKE_STATE_FAILED:
+      return "failed";
+    case v1::BAKE_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "?";
+  }
+}
+
+double Seconds(const google::protobuf::Duration& d) { return d.seconds() + 1e-9 * d.nanos(); }
+
+void PrintBake(const v1::Bake& bake) {
+  const v1::BakeMetadata& m = bake.metadata();
+  std::printf("%s  %s  %s %.0f%%  %.1f s", bake.name().c_str(), BakeStateName(m.state()), m.stage().c_str(),
+              100 * m.progress_fraction(), Seconds(m.elapsed()));
+  if (bake.has_error())
+    std::printf("  error: %s: %s",
+                absl::StatusCodeToString(static_cast<absl::StatusCode>(bake.error().code())).c_str(),
+                bake.error().message().c_str());
+  if (bake.has_response()) {
+    const v1::BakeReport& r = bake.response().report();
+    std::printf("\n  %s on %s: %s", r.method().c_str(), r.domain().c_str(), r.detail().c_str());
+  }
+  std::printf("\n");
+}
+
+ProgressPrinter::ProgressPrinter() : tty_(isatty(STDERR_FILENO)) {}
+
+bool ProgressPrinter::Update(const v1::Bake& bake) {
+  const v1::BakeMetadata& m = bake.metadata();
+  if (tty_) {
+    const int width = 30, filled = static_cast<int>(m.progress_fraction() * width + 0.5);
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    const std::string eta = m.has_estimated_remaining()
+                                ? absl::StrFormat(", ~%.0f s left", Seconds(m.estimated_remaining()))
+                                : "";
+    std::fprintf(stderr, "\r[%s] %3.0f%% %-9s %-28.28s %6.1f s%s   ", bar.c_str(), 100 * m.progress_fraction(),
+                 BakeStateName(m.state()), m.stage().c_str(), Seconds(m.elapsed()), eta.c_str());
+    if (bake.done()) std::fprintf(stderr, "\n");
+  } else if (m.stage() != last_stage_ || m.progress_fraction() >= last_fraction_ + 0.05 || bake.done()) {
+    std::fprintf(stderr, "bake %s: %s %s %.0f%% (%.1f s)\n", bake.name().c_str(), BakeStateName(m.state()),
+                 m.stage().c_str(), 100 * m.progress_fraction(), Seconds(m.elapsed()));
+    last_stage_ = m.stage();
+    last_fraction_ = m.progress_fraction();
+  }
+  return true;
+}
+
+absl::Status MakeOutputDir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+Mesh PosedMesh(const Mesh& rest, const google::protobuf::RepeatedField<float>& vertices,
+               const google::protobuf::RepeatedField<float>& normals) {
+  Mesh mesh;
+  mesh.F = rest.F;
+  const int nv = vertices.size() / 3;
+  mesh.V.resize(nv, 3);
+  for (int i = 0; i < 3 * nv; ++i) mesh.V.data()[i] = vertices.Get(i);
+  if (normals.size() == 3 * nv && nv > 0) {
+    mesh.N.resize(nv, 3);
+    for (int i = 0; i < 3 * nv; ++i) mesh.N.data()[i] = normals.Get(i);
+  }
+  return mesh;
+}
+
+}  // namespace skinning

@@ -1,0 +1,35 @@
+// skinctl get RIG [--out_file=FILE.glb]: a rig's summary; with --out_file also the stored rig as a
+// skinned glTF.
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "client/skinctl/commands.h"
+#include "client/skinctl/common.h"
+#include "client/skinctl/flags.h"
+#include "core/io/gltf.h"
+#include "core/skinning/weights.h"
+#include "core/util/status_macros.h"
+#include "server/convert/convert.h"
+
+namespace skinning {
+
+absl::Status CommandGet(const Args& args) {
+  if (args.size() < 3) return absl::InvalidArgumentError("get needs a rig name (rigs/{rig})");
+  const std::string name = RigNameArg(args[2]);
+  ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient());
+  const std::string out = absl::GetFlag(FLAGS_out_file);
+  ASSIGN_OR_RETURN(v1::Rig got, client->GetRig(name, out.empty() ? v1::RIG_VIEW_UNSPECIFIED : v1::RIG_VIEW_FULL));
+  PrintRig(got);
+  if (out.empty()) return absl::OkStatus();
+  // Export the stored rig as a skinned glTF (sparse weights, k = 4 unless the rig has more).
+  ASSIGN_OR_RETURN(Rig rig, RigFromProto(got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10}));
+  if (!rig.has_weights()) return absl::FailedPreconditionError(absl::StrCat("rig ", name, " has no weights to export"));
+  const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
+  RETURN_IF_ERROR(WriteSkinnedGltf(out, rig.mesh, rig.skeleton, W));
+  std::printf("%s\n", out.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace skinning
