@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "google/protobuf/timestamp.pb.h"
 #include "absl/status/statusor.h"
 #include "server/bake/recipe.h"
 #include "server/names.h"
@@ -24,6 +25,8 @@ struct BakeJob {
   v1::BakeOptions options;          // normalized (NormalizeBakeOptions)
   const Recipe* recipe = nullptr;   // the options' method
   std::string tenant;               // who started it ("" with authentication off)
+  google::protobuf::Timestamp create_time;  // when it was queued (set by the queue)
+  google::protobuf::Timestamp start_time;   // when a worker began it (set by the queue)
 
   BakeRef ref() const { return BakeRef{rig_id, bake_id}; }
 };

@@ -45,6 +45,8 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeRunner::Run(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   stored.set_tenant(job.tenant);
+  if (job.create_time.seconds() != 0) *stored.mutable_create_time() = job.create_time;
+  if (job.start_time.seconds() != 0) *stored.mutable_start_time() = job.start_time;
   recipe.Store(result, stored.mutable_artifact());
 
   ASSIGN_OR_RETURN(std::shared_ptr<const LoadedBake> loaded,

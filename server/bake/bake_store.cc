@@ -31,6 +31,8 @@ std::shared_ptr<const internal::v1::StoredBake> StoredBakeHeader(const internal:
   *header->mutable_report() = stored.report();
   header->set_created_unix_ms(stored.created_unix_ms());
   header->set_tenant(stored.tenant());
+  if (stored.has_create_time()) *header->mutable_create_time() = stored.create_time();
+  if (stored.has_start_time()) *header->mutable_start_time() = stored.start_time();
   return header;
 }
 
@@ -103,8 +105,9 @@ v1::Bake BakeFromStored(const internal::v1::StoredBake& header) {
   m.set_progress_fraction(1.0);
   *m.mutable_elapsed() = header.report().total_duration();
   *m.mutable_estimated_remaining() = TimeUtil::SecondsToDuration(0);
-  *m.mutable_create_time() = TimeUtil::MillisecondsToTimestamp(header.created_unix_ms());
-  *m.mutable_end_time() = m.create_time();
+  *m.mutable_end_time() = TimeUtil::MillisecondsToTimestamp(header.created_unix_ms());
+  *m.mutable_create_time() = header.has_create_time() ? header.create_time() : m.end_time();
+  if (header.has_start_time()) *m.mutable_start_time() = header.start_time();
   bake.set_done(true);
   *bake.mutable_response()->mutable_report() = header.report();
   return bake;

@@ -90,6 +90,8 @@ void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
 }
 
 v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
+  // A stored bake answers from what was stored, as every other replica does.
+  if (job.state == v1::BAKE_STATE_SUCCEEDED) return BakeFromStored(*job.stored);
   v1::Bake bake;
   bake.set_name(BakeName(job.spec.rig_id, job.spec.bake_id));
   *bake.mutable_options() = job.spec.options;
@@ -126,8 +128,6 @@ v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
   } else if (job.state == v1::BAKE_STATE_CANCELLED) {
     bake.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kCancelled));
     bake.mutable_error()->set_message(job.cancel_reason.empty() ? "cancelled" : job.cancel_reason);
-  } else if (job.state == v1::BAKE_STATE_SUCCEEDED) {
-    *bake.mutable_response()->mutable_report() = job.stored->report();
   }
   return bake;
 }
@@ -170,6 +170,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   auto job = std::make_shared<Job>();
   job->spec = spec;
   job->create_time = Now();
+  job->spec.create_time = job->create_time;
   SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
   jobs_[spec.bake_id] = job;
   queue_.push_back(job);
@@ -270,6 +271,7 @@ void LocalBakeQueue::WorkerLoop() {
       job->stage = "starting";
       job->started_at = Clock::now();
       job->start_time = Now();
+      job->spec.start_time = job->start_time;
       SetStateLocked(*job, v1::BAKE_STATE_RUNNING);
     }
     cv_.notify_all();
