@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/skinning/blend.h"
 #include "core/skinning/simd4.h"
 
 namespace skinning {
@@ -170,17 +171,7 @@ void Lbs(const RowMatrixX3d& V, const SparseWeights& W, const std::vector<Eigen:
 
 void Lbs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const std::vector<Eigen::Affine3d>& T,
          RowMatrixX3d* U) {
-  const Eigen::Index n = V.rows();
-  U->resize(n, 3);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    Matrix34d M = Matrix34d::Zero();
-    for (Eigen::Index j = 0; j < W.cols(); ++j) {
-      const double w = W(i, j);
-      if (w == 0) continue;
-      M.noalias() += w * T[j].matrix().topRows<3>();
-    }
-    U->row(i) = (M.leftCols<3>() * V.row(i).transpose() + M.col(3)).transpose();
-  }
+  BlendDense(V, W, [&](Eigen::Index, Eigen::Index j) -> Matrix34d { return T[j].matrix().topRows<3>(); }, U);
 }
 
 void LbsNormals(const RowMatrixX3d& N, const SparseWeights& W,

@@ -60,13 +60,7 @@ void ApplyMaps(const std::vector<Matrix34d>& M, const RowMatrixX3d& X, RowMatrix
 
 }  // namespace psd_internal
 
-using psd_internal::ApplyMaps;
-using psd_internal::ExampleDisplacements;
-using psd_internal::Interpolant;
-using psd_internal::JointDistance2;
-using psd_internal::Matrix34d;
-using psd_internal::SamePose;
-using psd_internal::SupportData;
+using namespace psd_internal;  // the model's helpers (psd_model.h)
 
 std::vector<Matrix34d> PsdModelData::BaseMaps(const std::vector<Eigen::Affine3d>& T) const {
   std::vector<Matrix34d> M(n);

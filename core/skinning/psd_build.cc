@@ -20,12 +20,7 @@
 namespace skinning {
 namespace {
 
-using psd_internal::ExampleDisplacements;
-using psd_internal::Interpolant;
-using psd_internal::JointDistance2;
-using psd_internal::Matrix34d;
-using psd_internal::SamePose;
-using psd_internal::SupportData;
+using namespace psd_internal;  // the model's helpers (psd_model.h)
 
 // Restricted pose distances below this make two RBF centres coincide.
 constexpr double kCoincident = 1e-9;

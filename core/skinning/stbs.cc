@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
+#include "core/skinning/blend.h"
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/simd4.h"
@@ -103,39 +105,46 @@ inline void StbsLbsSlot(const float* __restrict P, const float* __restrict p, fl
     o[r] = P[kC0 + r] + e * P[kC1 + r] + uq * P[kLu + r] + cs * p1[r] + sn * p2[r];
 }
 
-// Slot's dual quaternion for DQS (real xyzw, dual xyzw) and, with kStretch, its stretch Kᵀ S K.
-template <bool kStretch>
-inline void StbsDqSlot(const float* __restrict P, float e, float* __restrict dq,
-                       float* __restrict S) {
+// sin and cos of every lane: one float, or eight.
+inline void SinCosLanes(float x, float* s, float* c) { FastSinCos(x, s, c); }
+#ifdef SKINNING_VECTOR_EXT
+inline void SinCosLanes(simd8::F8 x, simd8::F8* s, simd8::F8* c) { simd8::SinCos8(x, s, c); }
+#endif
+
+// Slot's dual quaternion for DQS (real xyzw, dual xyzw) at endpoint weights e, for one vertex
+// (T = float) or eight (T = F8); with kStretch (one vertex only), its stretch Kᵀ S K too.
+template <typename T, bool kStretch = false>
+inline void StbsDq(const float* __restrict P, T e, T* __restrict dq, float* __restrict S = nullptr) {
+  static_assert(!kStretch || std::is_same_v<T, float>, "the stretch is computed one vertex at a time");
   const float* __restrict q = P + kQ;
   if (P[kKind] == 0.f) {
-    for (int l = 0; l < 4; ++l) dq[l] = q[l];
-    for (int l = 0; l < 4; ++l) dq[4 + l] = P[kDual + l];
+    for (int l = 0; l < 4; ++l) dq[l] = T{} + q[l];
+    for (int l = 0; l < 4; ++l) dq[4 + l] = T{} + P[kDual + l];
     if constexpr (kStretch)
       for (int l = 0; l < 9; ++l) S[l] = P[kS9 + l];
     return;
   }
-  float sh, ch;
-  FastSinCos(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), &sh, &ch);
-  const float cs = (ch - sh) * (ch + sh), sn = 2.f * sh * ch;
+  T sh, ch;
+  SinCosLanes(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), &sh, &ch);
+  const T cs = (ch - sh) * (ch + sh), sn = 2.f * sh * ch;
   // real = q_T ⊗ q_K, q_K = (sh u, ch).
-  const float kx = sh * P[kU], ky = sh * P[kU + 1], kz = sh * P[kU + 2], kw = ch;
+  const T kx = sh * P[kU], ky = sh * P[kU + 1], kz = sh * P[kU + 2], kw = ch;
   const float qx = q[0], qy = q[1], qz = q[2], qw = q[3];
-  const float rx = qw * kx + qx * kw + qy * kz - qz * ky;
-  const float ry = qw * ky - qx * kz + qy * kw + qz * kx;
-  const float rz = qw * kz + qx * ky - qy * kx + qz * kw;
-  const float rw = qw * kw - qx * kx - qy * ky - qz * kz;
+  const T rx = qw * kx + qx * kw + qy * kz - qz * ky;
+  const T ry = qw * ky - qx * kz + qy * kw + qz * kx;
+  const T rz = qw * kz + qx * ky - qy * kx + qz * kw;
+  const T rw = qw * kw - qx * kx - qy * ky - qz * kz;
   // Translation of T G: T(a + e s − K a) = d0 + e c1 − cos P1 a − sin P2 a.
-  float t[3];
+  T t[3];
   for (int r = 0; r < 3; ++r)
-    t[r] = P[kD0 + r] + e * P[kC1 + r] - cs * P[kP1a + r] - sn * P[kP2a + r];
+    t[r] = (P[kD0 + r] + e * P[kC1 + r]) - cs * P[kP1a + r] - sn * P[kP2a + r];
   dq[0] = rx;
   dq[1] = ry;
   dq[2] = rz;
   dq[3] = rw;
   // dual = ½ (t, 0) ⊗ real
   dq[4] = 0.5f * (t[0] * rw + t[1] * rz - t[2] * ry);
-  dq[5] = 0.5f * (-t[0] * rz + t[1] * rw + t[2] * rx);
+  dq[5] = 0.5f * (t[1] * rw + t[2] * rx - t[0] * rz);
   dq[6] = 0.5f * (t[0] * ry - t[1] * rx + t[2] * rw);
   dq[7] = -0.5f * (t[0] * rx + t[1] * ry + t[2] * rz);
   if constexpr (kStretch) {
@@ -178,7 +187,7 @@ void StbsDqsKernel(const float* __restrict V, int n, const int32_t* __restrict j
       const float w = weights[row + c];
       if (w == 0.f) continue;
       float dq[8], S[9];
-      StbsDqSlot<kStretch>(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]),
+      StbsDq<float, kStretch>(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]),
                            endpoint[row + c], dq, S);
       if (!have_pivot) {
         for (int l = 0; l < 4; ++l) rp[l] = dq[l];
@@ -219,24 +228,9 @@ void StbsLbsKernel(const float* __restrict V, int n, const int32_t* __restrict j
                    const float* __restrict weights, const float* __restrict endpoint, int k,
                    const float* __restrict params, float* __restrict U) {
   constexpr int kS = StbsFrameFloat::kStride;
-  for (int i = 0; i < n; ++i) {
-    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * k;
-    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
-    float ax = 0.f, ay = 0.f, az = 0.f;
-    for (int c = 0; c < k; ++c) {
-      const float w = weights[row + c];
-      if (w == 0.f) continue;
-      float d[3];
-      StbsLbsSlot(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]), V + o,
-                  endpoint[row + c], d);
-      ax += w * d[0];
-      ay += w * d[1];
-      az += w * d[2];
-    }
-    U[o] = ax;
-    U[o + 1] = ay;
-    U[o + 2] = az;
-  }
+  BlendSlots<0>(n, k, weights, U, [&](std::ptrdiff_t rc, std::ptrdiff_t o, float* d) {
+    StbsLbsSlot(params + kS * static_cast<std::ptrdiff_t>(joints[rc]), V + o, endpoint[rc], d);
+  });
 }
 
 #ifdef SKINNING_VECTOR_EXT
@@ -274,36 +268,6 @@ inline void StbsLbsAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F
   *ax += w * o[0];
   *ay += w * o[1];
   *az += w * o[2];
-}
-
-// The dual quaternion (real xyzw, dual xyzw) of T G at endpoint weights e (rigid T).
-inline void StbsDq8(const float* __restrict P, F8 e, F8 dq[8]) {
-  const float* __restrict q = P + kQ;
-  if (P[kKind] == 0.f) {
-    for (int l = 0; l < 4; ++l) dq[l] = F8{} + q[l];
-    for (int l = 0; l < 4; ++l) dq[4 + l] = F8{} + P[kDual + l];
-    return;
-  }
-  F8 sh, ch;
-  SinCos8(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), &sh, &ch);
-  const F8 cs = (ch - sh) * (ch + sh), sn = 2.f * sh * ch;
-  const F8 kx = sh * P[kU], ky = sh * P[kU + 1], kz = sh * P[kU + 2], kw = ch;
-  const float qx = q[0], qy = q[1], qz = q[2], qw = q[3];
-  const F8 rx = qw * kx + qx * kw + qy * kz - qz * ky;
-  const F8 ry = qw * ky - qx * kz + qy * kw + qz * kx;
-  const F8 rz = qw * kz + qx * ky - qy * kx + qz * kw;
-  const F8 rw = qw * kw - qx * kx - qy * ky - qz * kz;
-  F8 t[3];
-  for (int r = 0; r < 3; ++r)
-    t[r] = (P[kD0 + r] + e * P[kC1 + r]) - cs * P[kP1a + r] - sn * P[kP2a + r];
-  dq[0] = rx;
-  dq[1] = ry;
-  dq[2] = rz;
-  dq[3] = rw;
-  dq[4] = 0.5f * (t[0] * rw + t[1] * rz - t[2] * ry);
-  dq[5] = 0.5f * (t[1] * rw + t[2] * rx - t[0] * rz);
-  dq[6] = 0.5f * (t[0] * ry - t[1] * rx + t[2] * rw);
-  dq[7] = -0.5f * (t[0] * rx + t[1] * ry + t[2] * rz);
 }
 
 inline F8 Select(I8 m, F8 a, F8 b) {
@@ -359,7 +323,7 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
           const I8 mine = pending & (J[c] == j);
           pending &= ~mine;
           F8 d[8];
-          StbsDq8(params + kS * static_cast<std::ptrdiff_t>(j), E[c], d);
+          StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E[c], d);
           for (int l = 0; l < 8; ++l) dq[c][l] = Select(mine, d[l], dq[c][l]);
         }
       }
@@ -485,23 +449,12 @@ absl::StatusOr<std::vector<Eigen::Affine3d>> StretchedSkinningTransforms(
 void StbsLbs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const Eigen::MatrixXd& E,
              const std::vector<StbsBone>& bones, const std::vector<Eigen::Affine3d>& T,
              const BoneStretchTwist& st, RowMatrixX3d* U) {
-  const Eigen::Index n = V.rows();
-  U->resize(n, 3);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    // M = Σ w_j T_j G_j, applied to p (the same arithmetic as Lbs when every G_j = I).
-    Matrix34d M = Matrix34d::Zero();
-    for (Eigen::Index j = 0; j < W.cols(); ++j) {
-      const double w = W(i, j);
-      if (w == 0) continue;
-      const Eigen::Affine3d G = BoneMotion(bones[j], st, static_cast<int>(j), E(i, j));
-      if (G.matrix() == Eigen::Matrix4d::Identity()) {
-        M.noalias() += w * T[j].matrix().topRows<3>();
-      } else {
-        M.noalias() += w * (T[j] * G).matrix().topRows<3>();
-      }
-    }
-    U->row(i) = (M.leftCols<3>() * V.row(i).transpose() + M.col(3)).transpose();
-  }
+  // M = Σ w_j T_j G_j, applied to p (the same arithmetic as Lbs when every G_j = I).
+  BlendDense(V, W, [&](Eigen::Index i, Eigen::Index j) -> Matrix34d {
+    const Eigen::Affine3d G = BoneMotion(bones[j], st, static_cast<int>(j), E(i, j));
+    if (G.matrix() == Eigen::Matrix4d::Identity()) return T[j].matrix().topRows<3>();
+    return (T[j] * G).matrix().topRows<3>();
+  }, U);
 }
 
 void StbsDqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const Eigen::MatrixXd& E,

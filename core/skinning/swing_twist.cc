@@ -7,6 +7,7 @@
 
 #include "core/math/svd3.h"
 #include "core/rig/swing_twist.h"
+#include "core/skinning/blend.h"
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
 
@@ -151,27 +152,11 @@ void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restric
                       const float* __restrict weights, const float* __restrict swing,
                       const float* __restrict twist, int k_runtime, const float* __restrict params,
                       float* __restrict U) {
-  const int k = K > 0 ? K : k_runtime;
   constexpr int kS = SwingTwistFrameFloat::kStride;
-  for (int i = 0; i < n; ++i) {
-    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
-    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * k;
-    const float px = V[o], py = V[o + 1], pz = V[o + 2];
-    float ax = 0.f, ay = 0.f, az = 0.f;
-    for (int c = 0; c < k; ++c) {
-      const float w = weights[row + c];
-      if (w == 0.f) continue;
-      float d[3];
-      DeformSlot<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(joints[row + c]), px,
-                                  py, pz, swing[row + c], twist[row + c], d);
-      ax += w * d[0];
-      ay += w * d[1];
-      az += w * d[2];
-    }
-    U[o] = ax;
-    U[o + 1] = ay;
-    U[o + 2] = az;
-  }
+  BlendSlots<K>(n, k_runtime, weights, U, [&](std::ptrdiff_t rc, std::ptrdiff_t o, float* d) {
+    DeformSlot<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(joints[rc]), V[o], V[o + 1], V[o + 2],
+                                swing[rc], twist[rc], d);
+  });
 }
 
 #ifdef SKINNING_VECTOR_EXT
@@ -321,46 +306,9 @@ SKINNING_HOT_CLONES void SwingTwistKernel8(const float* __restrict V, int n8,
     }
     const F8 px = Load8(pxa), py = Load8(pya), pz = Load8(pza);
     F8 ax = {}, ay = {}, az = {};
-    for (int u = 0; u < nu; ++u) {
-      const float* __restrict P = params + kS * static_cast<std::ptrdiff_t>(uniq[u]);
-      const float* __restrict Y = P + kY34;
-      const F8 w = Load8(uw[u]);
-      const F8 y0 = px * Y[0] + py * Y[1] + pz * Y[2] + Y[3];
-      const F8 y1 = px * Y[4] + py * Y[5] + pz * Y[6] + Y[7];
-      const F8 y2 = px * Y[8] + py * Y[9] + pz * Y[10] + Y[11];
-      if (P[kKind] == 0.f) {  // rigid: y is M_j p
-        ax += w * y0;
-        ay += w * y1;
-        az += w * y2;
-        continue;
-      }
-      const F8 s = Load8(us[u]);
-      F8 sn, cs;
-      SinCos8(Load8(ut[u]) * P[kTheta], &sn, &cs);
-      const F8 r0 = cs * y0 - sn * y1;
-      const F8 r1 = sn * y0 + cs * y1;
-      const float* __restrict B = P + kB0;
-      const float* __restrict D = P + kDswing;
-      // (B0 + s D) r = B0 r + s (D r)
-      F8 o0 = P[kA0] + (r0 * B[0] + r1 * B[1] + y2 * B[2]);
-      F8 o1 = P[kA0 + 1] + (r0 * B[3] + r1 * B[4] + y2 * B[5]);
-      F8 o2 = P[kA0 + 2] + (r0 * B[6] + r1 * B[7] + y2 * B[8]);
-      F8 d0 = r0 * D[0] + r1 * D[1] + y2 * D[2];
-      F8 d1 = r0 * D[3] + r1 * D[4] + y2 * D[5];
-      F8 d2 = r0 * D[6] + r1 * D[7] + y2 * D[8];
-      if constexpr (kRemainderTerms) {
-        if (P[kRemainder] != 0.f) {
-          const float* __restrict H = P + kHC;
-          d0 += y0 * H[0] + y1 * H[1] + y2 * H[2] + P[kE0];
-          d1 += y0 * H[3] + y1 * H[4] + y2 * H[5] + P[kE0 + 1];
-          d2 += y0 * H[6] + y1 * H[7] + y2 * H[8] + P[kE0 + 2];
-        }
-      }
-      const F8 ws = w * s;
-      ax += w * o0 + ws * d0;
-      ay += w * o1 + ws * d1;
-      az += w * o2 + ws * d2;
-    }
+    for (int u = 0; u < nu; ++u)
+      DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(uniq[u]), px, py, pz,
+                                         Load8(uw[u]), Load8(us[u]), Load8(ut[u]), &ax, &ay, &az);
     for (int l = 0; l < 8; ++l) {
       const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0 + l);
       U[o] = ax[l];

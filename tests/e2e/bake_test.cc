@@ -255,19 +255,22 @@ class BakeBadInputTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(store_);
     client_ = std::make_unique<Client>(Options(*server_));
   }
-  // Runs a bake expected to fail; returns its final status. Nothing may be stored.
-  v1::Bake FailedBake(const v1::Rig& rig, const v1::BakeOptions& options) {
-    auto reg = client_->CreateRig(rig);
-    EXPECT_TRUE(reg.ok()) << reg.status();
+  // Runs a bake of `rig` at resolution 32 expected to fail with `code` and a message holding
+  // `message`. Nothing may be stored.
+  void ExpectBakeFails(const Rig& rig, absl::StatusCode code, const std::string& message) {
+    v1::BakeOptions options;
+    options.mutable_domain()->set_voxel_resolution(32);
+    auto reg = client_->CreateRig(RigToProto(rig));
+    ASSERT_TRUE(reg.ok()) << reg.status();
     auto started = client_->StartBake(reg->rig().name(), options);
-    EXPECT_TRUE(started.ok()) << started.status();
-    if (!started.ok()) return {};
+    ASSERT_TRUE(started.ok()) << started.status();
     auto last = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-    EXPECT_TRUE(last.ok());
+    ASSERT_TRUE(last.ok()) << last.status();
     EXPECT_EQ(last->metadata().state(), v1::BAKE_STATE_FAILED);
     EXPECT_TRUE(last->done());
     EXPECT_FALSE(StoredBakeExists(store_, started->bake().name()));
-    return *last;
+    EXPECT_EQ(last->error().code(), static_cast<int>(code));
+    EXPECT_THAT(last->error().message(), HasSubstr(message));
   }
   std::string store_;
   std::unique_ptr<ServerProcess> server_;
@@ -280,22 +283,14 @@ TEST_F(BakeBadInputTest, SkeletonOutsideTheMeshFails) {
     j.inverse_bind.translation() += Eigen::Vector3d(0, 0, -10);  // the bind pose moves 10 up
     *j.tail += Eigen::Vector3d(0, 0, 10);
   }
-  v1::BakeOptions options;
-  options.mutable_domain()->set_voxel_resolution(32);
-  const v1::Bake s = FailedBake(RigToProto(rig), options);
-  EXPECT_EQ(s.error().code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
-  EXPECT_THAT(s.error().message(), HasSubstr("outside the mesh"));
+  ExpectBakeFails(rig, absl::StatusCode::kFailedPrecondition, "outside the mesh");
 }
 
 TEST_F(BakeBadInputTest, MeshWithNoInsideFails) {
   Rig rig = *RigFromProto(TubeWithoutWeights());
   // Flatten the tube into a double-sided strip: no volume inside.
   rig.mesh.V.col(2).setZero();
-  v1::BakeOptions options;
-  options.mutable_domain()->set_voxel_resolution(32);
-  const v1::Bake s = FailedBake(RigToProto(rig), options);
-  EXPECT_EQ(s.error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(s.error().message(), HasSubstr("no inside"));
+  ExpectBakeFails(rig, absl::StatusCode::kInvalidArgument, "no inside");
 }
 
 TEST_F(BakeBadInputTest, ZeroLengthBoneAndResolutionOverTheLimitAreRefusedAtOnce) {

@@ -57,7 +57,9 @@ class DeformersEndToEnd : public ::testing::Test {
     diag_ = BoundingBoxDiagonal(rig_.mesh.V);
   }
   void TearDown() override {
-    if (server_) EXPECT_EQ(server_->Stop(SIGTERM), 0);
+    if (server_) {
+      EXPECT_EQ(server_->Stop(SIGTERM), 0);
+    }
   }
   void StartServer() {
     server_ = std::make_unique<ServerProcess>(store_);

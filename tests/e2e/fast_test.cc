@@ -49,7 +49,9 @@ class FastEndToEnd : public ::testing::Test {
     rig_name_ = reg->rig().name();
   }
   void TearDown() override {
-    if (server_) EXPECT_EQ(server_->Stop(SIGTERM), 0);
+    if (server_) {
+      EXPECT_EQ(server_->Stop(SIGTERM), 0);
+    }
   }
   std::string BakeFastModel() {
     v1::BakeOptions options;

@@ -105,10 +105,21 @@ Rig MakeCylinderRig(int rings, int segments, double length, double radius) {
     const int off = (rings - 1) * segments;
     faces.emplace_back(c1, off + a, off + b);  // +x cap
   }
-  rig.mesh.F.resize(static_cast<int>(faces.size()), 3);
-  for (int f = 0; f < static_cast<int>(faces.size()); ++f) rig.mesh.F.row(f) = faces[f].transpose();
+  rig.mesh.F = TriangleRows(faces);
   TwoBoneSkeleton(length, &rig);
   return rig;
+}
+
+RowMatrixX3d PositionRows(const std::vector<Eigen::Vector3d>& v) {
+  RowMatrixX3d V(static_cast<Eigen::Index>(v.size()), 3);
+  for (size_t i = 0; i < v.size(); ++i) V.row(static_cast<Eigen::Index>(i)) = v[i].transpose();
+  return V;
+}
+
+RowMatrixX3i TriangleRows(const std::vector<Eigen::Vector3i>& f) {
+  RowMatrixX3i F(static_cast<Eigen::Index>(f.size()), 3);
+  for (size_t i = 0; i < f.size(); ++i) F.row(static_cast<Eigen::Index>(i)) = f[i].transpose();
+  return F;
 }
 
 Rig MakeBoxRig(int nx, int nyz, double length, double h) {
@@ -156,10 +167,8 @@ Rig MakeBoxRig(int nx, int nyz, double length, double h) {
         }
     }
   }
-  rig.mesh.V.resize(static_cast<int>(verts.size()), 3);
-  for (int i = 0; i < static_cast<int>(verts.size()); ++i) rig.mesh.V.row(i) = verts[i].transpose();
-  rig.mesh.F.resize(static_cast<int>(faces.size()), 3);
-  for (int f = 0; f < static_cast<int>(faces.size()); ++f) rig.mesh.F.row(f) = faces[f].transpose();
+  rig.mesh.V = PositionRows(verts);
+  rig.mesh.F = TriangleRows(faces);
   TwoBoneSkeleton(length, &rig);
   return rig;
 }
@@ -217,8 +226,7 @@ Mesh MakeSphere(const Eigen::Vector3d& centre, double r, int nu, int nv) {
       tris.emplace_back(ring(i, j), ring(i + 1, j + 1), ring(i, j + 1));
     }
   }
-  m.F.resize(tris.size(), 3);
-  for (size_t f = 0; f < tris.size(); ++f) m.F.row(f) = tris[f].transpose();
+  m.F = TriangleRows(tris);
   OrientOutward(&m, [&](const Eigen::Vector3d&) { return centre; });
   return m;
 }

@@ -3,6 +3,7 @@
 #define SKINNING_TESTS_SUPPORT_FIXTURES_H_
 
 #include <functional>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -37,6 +38,10 @@ struct RandomSkinningData {
   SparseWeights W;
 };
 RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed);
+
+// Rows of a matrix from a list (the generators build lists): positions and triangles.
+RowMatrixX3d PositionRows(const std::vector<Eigen::Vector3d>& v);
+RowMatrixX3i TriangleRows(const std::vector<Eigen::Vector3i>& f);
 
 // Orients every triangle so that its normal points away from core(centroid).
 void OrientOutward(Mesh* mesh, const std::function<Eigen::Vector3d(const Eigen::Vector3d&)>& core);

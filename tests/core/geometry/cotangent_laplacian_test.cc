@@ -11,6 +11,7 @@
 #include <random>
 #include <utility>
 #include <vector>
+#include "tests/support/fixtures.h"
 
 namespace skinning {
 namespace {
@@ -82,10 +83,8 @@ Mesh UnitIcosphere(int levels) {
     f = std::move(next);
   }
   Mesh mesh;
-  mesh.V.resize(v.size(), 3);
-  for (size_t i = 0; i < v.size(); ++i) mesh.V.row(i) = v[i].transpose();
-  mesh.F.resize(f.size(), 3);
-  for (size_t i = 0; i < f.size(); ++i) mesh.F.row(i) = f[i].transpose();
+  mesh.V = testing::PositionRows(v);
+  mesh.F = testing::TriangleRows(f);
   return mesh;
 }
 

@@ -107,15 +107,26 @@ TEST(TgfTest, RoundTripIsExact) {
   std::remove(copy.c_str());
 }
 
-TEST(SkeletonFromBonesTest, ArmIsAChainWithOffsetsBetweenBoneHeads) {
-  const std::string path = DataPath("libigl/arm/arm.tgf");
-  SKINNING_REQUIRE_DATA(path);
+// Reads a shared .tgf and builds its skeleton, which must be valid with `joints` joints.
+void ReadBones(const std::string& path, int joints, TgfGraph* graph, Skeleton* skeleton) {
   absl::StatusOr<TgfGraph> g = ReadTgf(path);
   ASSERT_TRUE(g.ok()) << g.status();
   absl::StatusOr<Skeleton> s = SkeletonFromBones(*g);
   ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_EQ(s->size(), 4);
+  ASSERT_EQ(s->size(), joints);
   EXPECT_TRUE(ValidateSkeleton(*s).ok());
+  *graph = *std::move(g);
+  *skeleton = *std::move(s);
+}
+
+TEST(SkeletonFromBonesTest, ArmIsAChainWithOffsetsBetweenBoneHeads) {
+  const std::string path = DataPath("libigl/arm/arm.tgf");
+  SKINNING_REQUIRE_DATA(path);
+  TgfGraph graph;
+  Skeleton skeleton;
+  ASSERT_NO_FATAL_FAILURE(ReadBones(path, 4, &graph, &skeleton));
+  const TgfGraph* g = &graph;
+  const Skeleton* s = &skeleton;
   for (int j = 0; j < 4; ++j) {
     const Joint& joint = s->joints[j];
     EXPECT_EQ(joint.name, "bone" + std::to_string(j));
@@ -132,12 +143,11 @@ TEST(SkeletonFromBonesTest, ArmIsAChainWithOffsetsBetweenBoneHeads) {
 TEST(SkeletonFromBonesTest, HandParentIsTheBoneEndingAtTheHead) {
   const std::string path = DataPath("libigl/hand/hand.tgf");
   SKINNING_REQUIRE_DATA(path);
-  absl::StatusOr<TgfGraph> g = ReadTgf(path);
-  ASSERT_TRUE(g.ok()) << g.status();
-  absl::StatusOr<Skeleton> s = SkeletonFromBones(*g);
-  ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_EQ(s->size(), 20);
-  EXPECT_TRUE(ValidateSkeleton(*s).ok());
+  TgfGraph graph;
+  Skeleton skeleton;
+  ASSERT_NO_FATAL_FAILURE(ReadBones(path, 20, &graph, &skeleton));
+  const TgfGraph* g = &graph;
+  const Skeleton* s = &skeleton;
   int roots = 0;
   for (int j = 0; j < 20; ++j) {
     const int p = s->joints[j].parent;

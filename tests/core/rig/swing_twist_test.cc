@@ -20,14 +20,25 @@ Eigen::Vector3d RandomAxis(std::mt19937& gen) {
   return Eigen::Vector3d(g(gen), g(gen), g(gen)).normalized();
 }
 
+// A random rotation q split about a random axis: q = swing · twist(theta about axis).
+struct RandomSplit {
+  explicit RandomSplit(std::mt19937& gen) : q(RandomRotation(gen)), axis(RandomAxis(gen)) {
+    SwingTwistSplit(q, axis, &swing, &theta);
+  }
+  Eigen::Quaterniond q;
+  Eigen::Vector3d axis;
+  Eigen::Quaterniond swing;
+  double theta = 0;
+};
+
 TEST(SwingTwistSplit, RecomposesRandomQuaternions) {
   std::mt19937 gen(7);
   for (int trial = 0; trial < 1000; ++trial) {
-    const Eigen::Quaterniond q = RandomRotation(gen);
-    const Eigen::Vector3d axis = RandomAxis(gen);
-    Eigen::Quaterniond swing;
-    double theta = 0;
-    SwingTwistSplit(q, axis, &swing, &theta);
+    const RandomSplit split(gen);
+    const Eigen::Quaterniond& q = split.q;
+    const Eigen::Vector3d& axis = split.axis;
+    const Eigen::Quaterniond& swing = split.swing;
+    const double theta = split.theta;
     const Eigen::Matrix3d R = swing.toRotationMatrix() *
                               Eigen::AngleAxisd(theta, axis).toRotationMatrix();
     EXPECT_LT((R - q.toRotationMatrix()).cwiseAbs().maxCoeff(), 1e-12) << "trial " << trial;
@@ -40,11 +51,10 @@ TEST(SwingTwistSplit, RecomposesRandomQuaternions) {
 TEST(SwingTwistSplit, SwingAxisIsPerpendicularToTwistAxis) {
   std::mt19937 gen(8);
   for (int trial = 0; trial < 1000; ++trial) {
-    const Eigen::Quaterniond q = RandomRotation(gen);
-    const Eigen::Vector3d axis = RandomAxis(gen);
-    Eigen::Quaterniond swing;
-    double theta = 0;
-    SwingTwistSplit(q, axis, &swing, &theta);
+    const RandomSplit split(gen);
+    const Eigen::Quaterniond& q = split.q;
+    const Eigen::Vector3d& axis = split.axis;
+    const Eigen::Quaterniond& swing = split.swing;
     EXPECT_LT(std::abs(swing.vec().dot(axis)), 1e-12);
     // Independent characterization: the twist fixes the axis, so the swing alone must carry the
     // axis where q does.

@@ -75,7 +75,9 @@ TEST(SupportJointsTest, TransformIsRigidAndCarriesSlidePointAndChild) {
     const Eigen::Vector3d target = T[1] * sj[0].child_position - T[0] * s;
     EXPECT_NEAR(aimed.normalized().dot(target.normalized()), 1.0, 1e-12) << x;
     EXPECT_NEAR(aimed.norm(), (sj[0].child_position - s).norm(), 1e-12) << x;
-    if (x == 0.0) EXPECT_LE((aimed - target).norm(), 1e-12);
+    if (x == 0.0) {
+      EXPECT_LE((aimed - target).norm(), 1e-12);
+    }
   }
 }
 

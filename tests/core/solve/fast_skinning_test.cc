@@ -124,7 +124,7 @@ TEST(FastSkinningTest, AllHandlesFullyConstrainedGivesExactlyLbs) {
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(FastModelTotalHandles(**model), 2);
   FastSolver solver(*model);
-  ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, {}}, {Kind::kFull, {}}}).ok());
+  ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kFull, Eigen::Vector3d::Zero()}}).ok());
   const std::vector<Affine34> targets = {
       Rigid(Eigen::Vector3d(0, 0, 1), 0.3, tube.joint0, Eigen::Vector3d(0.1, -0.2, 0.05)),
       Rigid(Eigen::Vector3d(1, 1, 0), 1.1, tube.joint1, Eigen::Vector3d(0.4, 0.3, 0.0))};
@@ -156,7 +156,7 @@ TEST(FastSkinningTest, EnergyNeverIncreasesOverIterations) {
     auto model = PrecomputeFast(tube.mesh, tube.W, c.options, &report);
     ASSERT_TRUE(model.ok()) << c.name << ": " << model.status();
     FastSolver solver(*model);
-    ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, {}}, {Kind::kPosition, tube.tip}}).ok());
+    ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kPosition, tube.tip}}).ok());
     std::vector<Affine34> targets(2, Affine34::Identity());
     targets[1].col(3) = Eigen::Vector3d(1.3, 1.1, 0.2);  // tip 2 → about 1.7 from the root
     std::vector<Affine34> T;
@@ -182,7 +182,7 @@ TEST(FastSkinningTest, TranslatingEveryConstraintTranslatesTheResult) {
   options.extra_weights = 3;
   auto model = PrecomputeFast(tube.mesh, tube.W, options);
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::vector<HandleConstraint> constraints = {{Kind::kFull, {}},
+  const std::vector<HandleConstraint> constraints = {{Kind::kFull, Eigen::Vector3d::Zero()},
                                                      {Kind::kPosition, tube.tip}};
   std::vector<Affine34> targets = {
       Rigid(Eigen::Vector3d(0, 1, 0), 0.4, tube.joint0), Affine34::Identity()};
@@ -223,7 +223,7 @@ TEST(FastSkinningTest, OneClusterPerElementMatchesUnreducedArapEnergy) {
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(FastModelClusters(**model), tube.mesh.V.rows());
   FastSolver solver(*model);
-  ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, {}}, {Kind::kFree, {}}}).ok());
+  ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kFree, Eigen::Vector3d::Zero()}}).ok());
   std::mt19937 gen(7);
   std::normal_distribution<double> noise(0.0, 0.2);
   for (int trial = 0; trial < 4; ++trial) {
@@ -369,7 +369,7 @@ TEST(FastSkinningTest, BarTwistIsReproducedWithoutCollapse) {
     auto model = PrecomputeFast(*mesh, W, options, &report);
     ASSERT_TRUE(model.ok()) << model.status();
     FastSolver solver(*model);
-    ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, {}}, {Kind::kFull, {}}}).ok());
+    ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kFull, Eigen::Vector3d::Zero()}}).ok());
 
     // The twist as an animation: 9 frames of 15°, 15 iterations each, then 30 more.
     const Eigen::Affine3d full = *def;

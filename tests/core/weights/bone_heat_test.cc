@@ -14,6 +14,7 @@
 #include "core/io/tgf.h"
 #include "core/rig/bones.h"
 #include "tests/support/data.h"
+#include "tests/support/fixtures.h"
 
 namespace skinning {
 namespace {
@@ -51,8 +52,7 @@ Mesh CappedTube(int rings, int segments, double length, double radius, double ca
     f.push_back({apex0, s1, s});
     f.push_back({apex1, (rings - 1) * segments + s, (rings - 1) * segments + s1});
   }
-  mesh.F.resize(f.size(), 3);
-  for (size_t i = 0; i < f.size(); ++i) mesh.F.row(i) = f[i].transpose();
+  mesh.F = testing::TriangleRows(f);
   return mesh;
 }
 
@@ -125,10 +125,8 @@ Mesh CellUnionSurface(const Eigen::Vector3i& dims, int sub, Inside inside) {
           }
       }
   Mesh mesh;
-  mesh.V.resize(v.size(), 3);
-  for (size_t i = 0; i < v.size(); ++i) mesh.V.row(i) = v[i].transpose();
-  mesh.F.resize(f.size(), 3);
-  for (size_t i = 0; i < f.size(); ++i) mesh.F.row(i) = f[i].transpose();
+  mesh.V = testing::PositionRows(v);
+  mesh.F = testing::TriangleRows(f);
   return mesh;
 }
 

@@ -1,0 +1,59 @@
+// The per-vertex blend that the skinning kernels share: each vertex's position is the weighted
+// sum, over its k weight slots, of what one joint's deformer makes of it.
+#ifndef SKINNING_CORE_SKINNING_BLEND_H_
+#define SKINNING_CORE_SKINNING_BLEND_H_
+
+#include <cstddef>
+
+#include <Eigen/Core>
+
+#include "core/geometry/mesh.h"
+
+namespace skinning {
+
+// Float kernels, top-k weights: U_i = Σ_c w_ic · slot(i·k + c, 3i), skipping zero weights.
+// `slot(rc, o, d)` writes the deformed position of vertex o/3 under the joint of slot rc into
+// d[3]. K > 0 fixes k at compile time (unrolled), else k_runtime is used.
+template <int K, typename Slot>
+inline void BlendSlots(int n, int k_runtime, const float* __restrict weights, float* __restrict U, Slot&& slot) {
+  const int k = K > 0 ? K : k_runtime;
+  for (int i = 0; i < n; ++i) {
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(i) * k;
+    const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
+    float ax = 0.f, ay = 0.f, az = 0.f;
+    for (int c = 0; c < k; ++c) {
+      const float w = weights[row + c];
+      if (w == 0.f) continue;
+      float d[3];
+      slot(row + c, o, d);
+      ax += w * d[0];
+      ay += w * d[1];
+      az += w * d[2];
+    }
+    U[o] = ax;
+    U[o + 1] = ay;
+    U[o + 2] = az;
+  }
+}
+
+// Double references, dense weights: U_i = (Σ_j W_ij · transform(i, j)) p_i, skipping zero
+// weights; `transform(i, j)` is joint j's 3×4 affine map for vertex i.
+template <typename TransformOf>
+inline void BlendDense(const RowMatrixX3d& V, const Eigen::MatrixXd& W, TransformOf&& transform, RowMatrixX3d* U) {
+  using Matrix34d = Eigen::Matrix<double, 3, 4>;
+  const Eigen::Index n = V.rows();
+  U->resize(n, 3);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Matrix34d M = Matrix34d::Zero();
+    for (Eigen::Index j = 0; j < W.cols(); ++j) {
+      const double w = W(i, j);
+      if (w == 0) continue;
+      M.noalias() += w * transform(i, j);
+    }
+    U->row(i) = (M.leftCols<3>() * V.row(i).transpose() + M.col(3)).transpose();
+  }
+}
+
+}  // namespace skinning
+
+#endif  // SKINNING_CORE_SKINNING_BLEND_H_
