@@ -6,7 +6,7 @@
 //   pose_transforms  unary Pose, the 20 skinning transforms only
 //   pose_vertices    unary Pose, LBS vertices (10k × 3 floats)
 //   session          PoseSession frames (one stream per client thread), LBS vertices
-//   fast             FastSession frames (a BAKE_METHOD_FAST_MODEL bake made first): the root
+//   fast             SolveSession frames (a fast_model bake made first): the root
 //                    fixed, the tip dragged around a circle by position, transforms returned
 //
 // It starts the real server binary on 127.0.0.1 with a temporary store (or uses --target) and
@@ -129,11 +129,11 @@ class SpawnedServer {
 // What every run needs: the rig, a FAST bake when asked, precomputed request bodies.
 struct Fixture {
   std::string target;
-  std::string rig_id;
-  std::string fast_bake_id;
+  std::string rig_name;   // rigs/{rig}
+  std::string fast_bake;  // the FAST bake's name
   Rig rig;
   std::vector<v1::Pose> poses;                   // a bending animation, cycled through
-  std::vector<v1::FastSolveRequest> fast_frames;  // the tip circling
+  std::vector<v1::SolveSessionRequest> fast_frames;  // the tip circling
 };
 
 ClientOptions LoadClientOptions(const std::string& target) {
@@ -151,8 +151,8 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
   const int joints = absl::GetFlag(FLAGS_joints);
   fx->rig = MakeChainTube(rings, segments, joints);
   Client client(LoadClientOptions(fx->target));
-  ASSIGN_OR_RETURN(v1::RegisterRigResponse reg, client.RegisterRig(RigToProto(fx->rig)));
-  fx->rig_id = reg.rig_id();
+  ASSIGN_OR_RETURN(v1::CreateRigResponse reg, client.CreateRig(RigToProto(fx->rig)));
+  fx->rig_name = reg.rig().name();
   for (int c = 0; c < 256; ++c) {
     Pose pose = RestPose(fx->rig.skeleton);
     for (int j = 1; j < joints; ++j)
@@ -161,27 +161,27 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
   }
   if (!need_fast) return absl::OkStatus();
   v1::BakeOptions options;
-  options.set_method(v1::BAKE_METHOD_FAST_MODEL);
-  options.mutable_fast()->set_energy(v1::FAST_ENERGY_SURFACE);  // the tube is open: no inside
-  ASSIGN_OR_RETURN(v1::BakeStatus started, client.StartBake(fx->rig_id, options));
-  ASSIGN_OR_RETURN(v1::BakeStatus done,
-                   client.WatchBake(started.bake_id(), [](const v1::BakeStatus&) { return true; }));
-  if (done.state() != v1::BAKE_STATE_DONE)
-    return absl::InternalError(absl::StrCat("FAST bake ended ", v1::BakeState_Name(done.state()),
-                                            ": ", done.error_message()));
-  fx->fast_bake_id = started.bake_id();
+  // The default energy, surface spokes and rims: the tube is open, it has no inside.
+  options.mutable_fast_model();
+  ASSIGN_OR_RETURN(v1::StartBakeResponse started, client.StartBake(fx->rig_name, options));
+  ASSIGN_OR_RETURN(v1::Bake done,
+                   client.WatchBake(started.bake().name(), [](const v1::Bake&) { return true; }));
+  if (done.metadata().state() != v1::BAKE_STATE_SUCCEEDED)
+    return absl::InternalError(absl::StrCat("FAST bake ended ", v1::BakeState_Name(done.metadata().state()),
+                                            ": ", done.error().message()));
+  fx->fast_bake = done.name();
   const int tip = joints - 1;
   const double spacing = 10.0 / joints, x = spacing * tip;
   for (int c = 0; c < 256; ++c) {
     const double a = 2 * M_PI * c / 256;
-    v1::FastSolveRequest req;
+    v1::SolveSessionRequest req;
     v1::HandleConstraint* root = req.add_constraints();
-    root->set_handle(0);
-    root->set_kind(v1::HandleConstraint::FULL);
+    root->set_joint(0);
+    root->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
     for (float v : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) root->add_target(v);
     v1::HandleConstraint* drag = req.add_constraints();
-    drag->set_handle(tip);
-    drag->set_kind(v1::HandleConstraint::POSITION);  // the tip joint itself goes to the target
+    drag->set_joint(tip);
+    drag->set_kind(v1::HandleConstraint::KIND_POSITION);  // the tip joint itself goes to the target
     for (double v : {x - 0.5 * (1 - std::cos(a)), 0.0, 1.0 * std::sin(a)}) drag->add_target(static_cast<float>(v));
     fx->fast_frames.push_back(std::move(req));
   }
@@ -219,8 +219,7 @@ class Caller {
  public:
   Caller(Workload workload, Client* client, const Fixture* fx, int seed)
       : workload_(workload), client_(client), fx_(fx), next_(seed * 37) {
-    request_.set_rig_id(fx->rig_id);
-    request_.set_method(v1::METHOD_LBS);
+    request_.set_rig(fx->rig_name);  // the default deformer, LBS
     if (workload == Workload::kPoseTransforms) request_.mutable_outputs()->set_transforms(true);
     else request_.mutable_outputs()->set_vertices(true);
   }
@@ -240,7 +239,7 @@ class Caller {
       }
       case Workload::kSession: {
         if (!pose_session_) {
-          ASSIGN_OR_RETURN(pose_session_, client_->StartPoseSession(fx_->rig_id, v1::METHOD_LBS,
+          ASSIGN_OR_RETURN(pose_session_, client_->StartPoseSession(fx_->rig_name, v1::DEFORMER_UNSPECIFIED,
                                                                     request_.outputs()));
         }
         absl::StatusOr<v1::PosedFrame> frame = pose_session_->Step(fx_->poses[i]);
@@ -252,9 +251,9 @@ class Caller {
       }
       case Workload::kFast: {
         if (!fast_session_) {
-          ASSIGN_OR_RETURN(fast_session_, client_->StartFastSession(fx_->fast_bake_id));
+          ASSIGN_OR_RETURN(fast_session_, client_->StartSolveSession(fx_->fast_bake));
         }
-        absl::StatusOr<v1::FastSolveResponse> answer = fast_session_->Step(fx_->fast_frames[i]);
+        absl::StatusOr<v1::FastSolution> answer = fast_session_->Step(fx_->fast_frames[i]);
         if (!answer.ok()) {
           fast_session_.reset();
           return answer.status();
@@ -282,7 +281,7 @@ class Caller {
   int next_;
   v1::PoseRequest request_;
   std::unique_ptr<PoseSession> pose_session_;
-  std::unique_ptr<FastSession> fast_session_;
+  std::unique_ptr<SolveSession> fast_session_;
 };
 
 struct ThreadResult {

@@ -40,7 +40,7 @@ int Run(int calls, int vertices) {
   Client client(co);
   const int segments = 100, rings = std::max(2, vertices / segments), joints = 20;
   const Rig rig = MakeChainTube(rings, segments, joints);
-  auto reg = client.RegisterRig(RigToProto(rig));
+  auto reg = client.CreateRig(RigToProto(rig));
   if (!reg.ok()) {
     std::fprintf(stderr, "%s\n", std::string(reg.status().message()).c_str());
     return 1;
@@ -50,8 +50,8 @@ int Run(int calls, int vertices) {
   std::printf("%-28s %10s %10s %10s %12s\n", "output", "p50 (us)", "p99 (us)", "mean (us)", "calls/s");
   for (int mode = 0; mode < 3; ++mode) {
     v1::PoseRequest req;
-    req.set_rig_id(reg->rig_id());
-    req.set_method(mode == 2 ? v1::METHOD_DQS : v1::METHOD_LBS);
+    req.set_rig(reg->rig().name());
+    req.set_deformer(mode == 2 ? v1::DEFORMER_DQS : v1::DEFORMER_UNSPECIFIED);
     if (mode == 0) req.mutable_outputs()->set_transforms(true);
     else req.mutable_outputs()->set_vertices(true);
     std::vector<double> us;

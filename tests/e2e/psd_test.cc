@@ -31,8 +31,8 @@ using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 using ::testing::HasSubstr;
 
-constexpr v1::Method kPsdMethods[] = {v1::METHOD_PSD_LBS, v1::METHOD_PSD_DQS, v1::METHOD_PSD_SUPPORT_LBS,
-                                      v1::METHOD_PSD_SUPPORT_DQS};
+constexpr v1::Deformer kPsdMethods[] = {v1::DEFORMER_PSD_LBS, v1::DEFORMER_PSD_DQS, v1::DEFORMER_PSD_SUPPORT_LBS,
+                                      v1::DEFORMER_PSD_SUPPORT_DQS};
 
 // The closed cylinder of MakeCylinderRig (bones with tails, so the elbow qualifies for a support
 // joint) with weights blending linearly from root to elbow over the middle fifth of its length.
@@ -77,9 +77,9 @@ class PsdEndToEnd : public ::testing::Test {
     store_dir_ = MakeTempDir("store");
     Start();
     rig_ = PsdRig();
-    auto reg = client_->RegisterRig(RigToProto(rig_));
+    auto reg = client_->CreateRig(RigToProto(rig_));
     ASSERT_TRUE(reg.ok()) << reg.status();
-    rig_id_ = reg->rig_id();
+    rig_name_ = reg->rig().name();
     diag_ = BoxDiagonal(rig_);
   }
   void TearDown() override {
@@ -95,11 +95,11 @@ class PsdEndToEnd : public ::testing::Test {
     client_ = std::make_unique<Client>(o);
   }
 
-  absl::StatusOr<v1::PosedFrame> PoseVertices(const v1::Pose& pose, v1::Method method, bool normals = false) {
+  absl::StatusOr<v1::PosedFrame> PoseVertices(const v1::Pose& pose, v1::Deformer method, bool normals = false) {
     v1::PoseRequest req;
-    req.set_rig_id(rig_id_);
+    req.set_rig(rig_name_);
     *req.mutable_pose() = pose;
-    req.set_method(method);
+    req.set_deformer(method);
     req.mutable_outputs()->set_vertices(true);
     req.mutable_outputs()->set_normals(normals);
     return client_->Pose(req);
@@ -108,7 +108,7 @@ class PsdEndToEnd : public ::testing::Test {
   // A sculpted example at `pose`: plain LBS there plus a bulge of `amplitude` around the elbow,
   // along each vertex's rest radial direction.
   v1::Example Sculpt(const std::string& name, const v1::Pose& pose, double amplitude) {
-    auto lbs = PoseVertices(pose, v1::METHOD_LBS);
+    auto lbs = PoseVertices(pose, v1::DEFORMER_UNSPECIFIED);
     EXPECT_TRUE(lbs.ok()) << lbs.status();
     v1::Example e;
     e.set_name(name);
@@ -123,27 +123,34 @@ class PsdEndToEnd : public ::testing::Test {
     return e;
   }
 
-  absl::StatusOr<v1::AddExampleResponse> Add(const v1::Example& e) {
-    v1::AddExampleRequest req;
-    req.set_rig_id(rig_id_);
+  // Sculpt's examples carry the id to ask for in `name` (empty: the server names it); the
+  // stored example's name is ExampleName(id).
+  absl::StatusOr<v1::CreateExampleResponse> Add(const v1::Example& e) {
+    v1::CreateExampleRequest req;
+    req.set_parent(rig_name_);
+    req.set_example_id(e.name());
     *req.mutable_example() = e;
-    return client_->AddExample(req);
+    req.mutable_example()->clear_name();
+    return client_->CreateExample(req);
   }
 
+  std::string ExampleName(const std::string& id) const { return rig_name_ + "/examples/" + id; }
+
+  // The ids of the rig's examples (the last part of their names).
   std::vector<std::string> Names() {
-    auto list = client_->ListExamples(rig_id_);
+    auto list = client_->ListExamples(rig_name_);
     EXPECT_TRUE(list.ok()) << list.status();
-    std::vector<std::string> names;
+    std::vector<std::string> ids;
     if (list.ok())
-      for (const auto& e : *list) names.push_back(e.name());
-    return names;
+      for (const auto& e : *list) ids.push_back(e.name().substr(e.name().rfind('/') + 1));
+    return ids;
   }
 
   std::string store_dir_;
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<Client> client_;
   Rig rig_;
-  std::string rig_id_;
+  std::string rig_name_;
   double diag_ = 0;
 };
 
@@ -152,28 +159,28 @@ TEST_F(PsdEndToEnd, EveryPsdMethodReproducesTheExamplesAtTheirPoses) {
   const v1::Example b = Sculpt("bend-y", Bend(rig_, -50, Eigen::Vector3d::UnitY()), 0.03);
   auto added_a = Add(a);
   ASSERT_TRUE(added_a.ok()) << added_a.status();
-  EXPECT_EQ(added_a->name(), "bend-z");
-  EXPECT_EQ(added_a->example_count(), 1u);
+  EXPECT_EQ(added_a->example().name(), ExampleName("bend-z"));
+  EXPECT_EQ(added_a->example_count(), 1);
   auto added_b = Add(b);
   ASSERT_TRUE(added_b.ok()) << added_b.status();
-  EXPECT_EQ(added_b->example_count(), 2u);
-  for (v1::Method method : kPsdMethods) {
-    SCOPED_TRACE(v1::Method_Name(method));
+  EXPECT_EQ(added_b->example_count(), 2);
+  for (v1::Deformer method : kPsdMethods) {
+    SCOPED_TRACE(v1::Deformer_Name(method));
     for (const v1::Example* e : {&a, &b}) {
       auto posed = PoseVertices(e->pose(), method);
       ASSERT_TRUE(posed.ok()) << posed.status();
       const double error = MaxDistance(posed->vertices(), e->positions());
       EXPECT_LE(error, 1e-6 * diag_) << e->name();
-      std::printf("%-24s %-7s max |PSD - example| = %.3g (bbox diagonal %.3f)\n", v1::Method_Name(method).c_str(),
+      std::printf("%-24s %-7s max |PSD - example| = %.3g (bbox diagonal %.3f)\n", v1::Deformer_Name(method).c_str(),
                   e->name().c_str(), error, diag_);
     }
   }
   // The same through a clip and a session (the cached model).
   v1::PoseClipRequest clip;
-  clip.set_rig_id(rig_id_);
-  clip.set_method(v1::METHOD_PSD_SUPPORT_DQS);
-  *clip.add_frames() = a.pose();
-  *clip.add_frames() = b.pose();
+  clip.set_rig(rig_name_);
+  clip.set_deformer(v1::DEFORMER_PSD_SUPPORT_DQS);
+  *clip.add_poses() = a.pose();
+  *clip.add_poses() = b.pose();
   auto frames = client_->PoseClip(clip);
   ASSERT_TRUE(frames.ok()) << frames.status();
   ASSERT_EQ(frames->frames_size(), 2);
@@ -181,7 +188,7 @@ TEST_F(PsdEndToEnd, EveryPsdMethodReproducesTheExamplesAtTheirPoses) {
   EXPECT_LE(MaxDistance(frames->frames(1).vertices(), b.positions()), 1e-6 * diag_);
   v1::PoseOutputs outputs;
   outputs.set_vertices(true);
-  auto session = client_->StartPoseSession(rig_id_, v1::METHOD_PSD_LBS, outputs);
+  auto session = client_->StartPoseSession(rig_name_, v1::DEFORMER_PSD_LBS, outputs);
   ASSERT_TRUE(session.ok()) << session.status();
   for (const v1::Example* e : {&b, &a}) {
     auto frame = (*session)->Step(e->pose());
@@ -196,8 +203,8 @@ TEST_F(PsdEndToEnd, PsdIsPlainSkinningAtRestAndBendsTheBulgeInBetween) {
   ASSERT_TRUE(Add(a).ok());
   const v1::Pose rest = PoseToProto(RestPose(rig_.skeleton));
   const v1::Pose half = Bend(rig_, 30, Eigen::Vector3d::UnitZ());
-  for (auto [psd, plain] : {std::pair{v1::METHOD_PSD_LBS, v1::METHOD_LBS}, std::pair{v1::METHOD_PSD_DQS, v1::METHOD_DQS}}) {
-    SCOPED_TRACE(v1::Method_Name(psd));
+  for (auto [psd, plain] : {std::pair{v1::DEFORMER_PSD_LBS, v1::DEFORMER_UNSPECIFIED}, std::pair{v1::DEFORMER_PSD_DQS, v1::DEFORMER_DQS}}) {
+    SCOPED_TRACE(v1::Deformer_Name(psd));
     auto p_rest = PoseVertices(rest, psd), s_rest = PoseVertices(rest, plain);
     ASSERT_TRUE(p_rest.ok() && s_rest.ok()) << p_rest.status() << s_rest.status();
     EXPECT_LE(MaxDistance(p_rest->vertices(), s_rest->vertices()), 1e-6 * diag_);
@@ -209,25 +216,25 @@ TEST_F(PsdEndToEnd, PsdIsPlainSkinningAtRestAndBendsTheBulgeInBetween) {
     EXPECT_LT(d, 0.05 + 1e-3);
   }
   // Support joints change the base skinning away from the examples: another in-between shape.
-  for (auto [support, psd] : {std::pair{v1::METHOD_PSD_SUPPORT_LBS, v1::METHOD_PSD_LBS},
-                              std::pair{v1::METHOD_PSD_SUPPORT_DQS, v1::METHOD_PSD_DQS}}) {
+  for (auto [support, psd] : {std::pair{v1::DEFORMER_PSD_SUPPORT_LBS, v1::DEFORMER_PSD_LBS},
+                              std::pair{v1::DEFORMER_PSD_SUPPORT_DQS, v1::DEFORMER_PSD_DQS}}) {
     auto with = PoseVertices(half, support), without = PoseVertices(half, psd);
     ASSERT_TRUE(with.ok() && without.ok()) << with.status() << without.status();
     const double d = MaxDistance(with->vertices(), without->vertices());
-    std::printf("%s vs %s half way: max difference %.3g\n", v1::Method_Name(support).c_str(),
-                v1::Method_Name(psd).c_str(), d);
+    std::printf("%s vs %s half way: max difference %.3g\n", v1::Deformer_Name(support).c_str(),
+                v1::Deformer_Name(psd).c_str(), d);
     EXPECT_GT(d, 1e-5);
   }
 }
 
 TEST_F(PsdEndToEnd, WithoutExamplesPsdIsPlainSkinning) {
   const v1::Pose pose = Bend(rig_, 70, Eigen::Vector3d(0, 1, 1));
-  for (auto [psd, plain] : {std::pair{v1::METHOD_PSD_LBS, v1::METHOD_LBS}, std::pair{v1::METHOD_PSD_DQS, v1::METHOD_DQS},
-                            std::pair{v1::METHOD_PSD_SUPPORT_LBS, v1::METHOD_LBS},
-                            std::pair{v1::METHOD_PSD_SUPPORT_DQS, v1::METHOD_DQS}}) {
+  for (auto [psd, plain] : {std::pair{v1::DEFORMER_PSD_LBS, v1::DEFORMER_UNSPECIFIED}, std::pair{v1::DEFORMER_PSD_DQS, v1::DEFORMER_DQS},
+                            std::pair{v1::DEFORMER_PSD_SUPPORT_LBS, v1::DEFORMER_UNSPECIFIED},
+                            std::pair{v1::DEFORMER_PSD_SUPPORT_DQS, v1::DEFORMER_DQS}}) {
     auto p = PoseVertices(pose, psd), s = PoseVertices(pose, plain);
     ASSERT_TRUE(p.ok() && s.ok()) << p.status() << s.status();
-    EXPECT_EQ(MaxDistance(p->vertices(), s->vertices()), 0.0) << v1::Method_Name(psd);
+    EXPECT_EQ(MaxDistance(p->vertices(), s->vertices()), 0.0) << v1::Deformer_Name(psd);
   }
 }
 
@@ -236,57 +243,65 @@ TEST_F(PsdEndToEnd, BadExamplesAreRefusedAndNothingIsStored) {
   ASSERT_TRUE(Add(a).ok());
   const std::vector<std::string> before = Names();
   ASSERT_THAT(before, ::testing::ElementsAre("a"));
-  auto expect_invalid = [&](const v1::AddExampleRequest& req, const std::string& message) {
-    auto r = client_->AddExample(req);
+  auto expect_invalid = [&](const v1::CreateExampleRequest& req, const std::string& message) {
+    auto r = client_->CreateExample(req);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
     EXPECT_THAT(r.status().message(), HasSubstr(message));
     EXPECT_EQ(Names(), before);
   };
-  v1::AddExampleRequest req;
-  req.set_rig_id(rig_id_);
+  v1::CreateExampleRequest req;
+  req.set_parent(rig_name_);
   {  // Wrong vertex count.
-    v1::AddExampleRequest r = req;
-    *r.mutable_example() = Sculpt("short", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    v1::CreateExampleRequest r = req;
+    r.set_example_id("short");
+    *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
     for (int k = 0; k < 3; ++k) r.mutable_example()->mutable_positions()->RemoveLast();
     expect_invalid(r, absl::StrFormat("expected %d", 3 * rig_.mesh.V.rows()));
   }
   {  // The pose of example "a" again (other positions).
-    v1::AddExampleRequest r = req;
-    *r.mutable_example() = Sculpt("again", a.pose(), 0.02);
+    v1::CreateExampleRequest r = req;
+    r.set_example_id("again");
+    *r.mutable_example() = Sculpt("", a.pose(), 0.02);
     expect_invalid(r, "has the pose of example 'a'");
   }
   {  // An unknown joint name.
-    v1::AddExampleRequest r = req;
-    *r.mutable_example() = Sculpt("by-name", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    v1::CreateExampleRequest r = req;
+    r.set_example_id("by-name");
+    *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
     r.mutable_example()->clear_pose();
     (*r.mutable_joints_by_name())["shoulder"].add_rotation(0);
     expect_invalid(r, "no joint named 'shoulder'");
   }
   {  // The wrong joint count.
-    v1::AddExampleRequest r = req;
-    *r.mutable_example() = Sculpt("three", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    v1::CreateExampleRequest r = req;
+    r.set_example_id("three");
+    *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
     *r.mutable_example()->mutable_pose()->add_joints() = r.example().pose().joints(0);
     expect_invalid(r, "joints has 3 entries, the rig's skeleton has 2");
   }
   {  // A taken name.
-    v1::AddExampleRequest r = req;
-    *r.mutable_example() = Sculpt("a", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
-    auto taken = client_->AddExample(r);
+    v1::CreateExampleRequest r = req;
+    r.set_example_id("a");
+    *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    auto taken = client_->CreateExample(r);
     EXPECT_EQ(taken.status().code(), absl::StatusCode::kAlreadyExists) << taken.status();
     EXPECT_EQ(Names(), before);
   }
   {  // Unknown rig; unknown example.
-    v1::AddExampleRequest r = req;
-    r.set_rig_id("rig-00000000000000000000000000000000");
+    v1::CreateExampleRequest r = req;
+    r.set_parent("rigs/rig-00000000000000000000000000000000");
+    r.set_example_id("a");
     *r.mutable_example() = a;
-    EXPECT_EQ(client_->AddExample(r).status().code(), absl::StatusCode::kNotFound);
-    auto missing = client_->RemoveExample(rig_id_, "nope");
-    EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-    EXPECT_THAT(missing.status().message(), HasSubstr("'nope'"));
+    r.mutable_example()->clear_name();
+    EXPECT_EQ(client_->CreateExample(r).status().code(), absl::StatusCode::kNotFound);
+    const absl::Status missing = client_->DeleteExample(ExampleName("nope"));
+    EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(missing.message(), HasSubstr("'nope'"));
   }
   // joints_by_name gives the full pose: the elbow rotation of "a" by name is a duplicate.
-  v1::AddExampleRequest r = req;
-  *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+  v1::CreateExampleRequest r = req;
+  r.set_example_id("");
+    *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
   r.mutable_example()->clear_pose();
   (*r.mutable_joints_by_name())["elbow"] = a.pose().joints(1);
   (*r.mutable_joints_by_name())["elbow"].clear_translation();  // kept at rest
@@ -298,8 +313,8 @@ TEST_F(PsdEndToEnd, ExamplesSurviveARestart) {
   ASSERT_TRUE(Add(a).ok());
   auto unnamed = Add(Sculpt("", Bend(rig_, -40, Eigen::Vector3d::UnitY()), 0.02));
   ASSERT_TRUE(unnamed.ok()) << unnamed.status();
-  EXPECT_EQ(unnamed->name(), "example-2");
-  auto shapes = client_->ListExamples(rig_id_, /*include_shapes=*/true);
+  EXPECT_EQ(unnamed->example().name(), ExampleName("example-2"));
+  auto shapes = client_->ListExamples(rig_name_, v1::EXAMPLE_VIEW_FULL);
   ASSERT_TRUE(shapes.ok());
   ASSERT_EQ(shapes->size(), 2u);
   EXPECT_EQ(MaxDistance((*shapes)[0].positions(), a.positions()), 0.0);
@@ -312,9 +327,9 @@ TEST_F(PsdEndToEnd, ExamplesSurviveARestart) {
   auto retried = Add(Sculpt("", Bend(rig_, -40, Eigen::Vector3d::UnitY()), 0.02));
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_FALSE(retried->created());
-  EXPECT_EQ(retried->name(), "example-2");
-  EXPECT_EQ(retried->example_count(), 2u);
-  auto posed = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
+  EXPECT_EQ(retried->example().name(), ExampleName("example-2"));
+  EXPECT_EQ(retried->example_count(), 2);
+  auto posed = PoseVertices(a.pose(), v1::DEFORMER_PSD_LBS);
   ASSERT_TRUE(posed.ok()) << posed.status();
   EXPECT_LE(MaxDistance(posed->vertices(), a.positions()), 1e-6 * diag_);
 }
@@ -325,12 +340,10 @@ TEST_F(PsdEndToEnd, AfterRemoveExampleThePoseIsThatOfTheRemainingSet) {
   ASSERT_TRUE(Add(a).ok());
   ASSERT_TRUE(Add(b).ok());
   const v1::Pose between = Bend(rig_, 35, Eigen::Vector3d(0, 1, 2));
-  auto with_a = PoseVertices(between, v1::METHOD_PSD_LBS);  // builds and caches the {a, b} model
+  auto with_a = PoseVertices(between, v1::DEFORMER_PSD_LBS);  // builds and caches the {a, b} model
   ASSERT_TRUE(with_a.ok());
-  auto removed = client_->RemoveExample(rig_id_, "a");
-  ASSERT_TRUE(removed.ok()) << removed.status();
-  EXPECT_TRUE(removed->removed());
-  EXPECT_EQ(removed->example_count(), 1u);
+  const absl::Status removed = client_->DeleteExample(ExampleName("a"));
+  ASSERT_TRUE(removed.ok()) << removed;
   EXPECT_THAT(Names(), ::testing::ElementsAre("b"));
 
   // A second server with only "b" added is the reference.
@@ -339,25 +352,27 @@ TEST_F(PsdEndToEnd, AfterRemoveExampleThePoseIsThatOfTheRemainingSet) {
   o.target = other.address();
   o.deadline = std::chrono::milliseconds(120000);
   Client reference(o);
-  auto reg = reference.RegisterRig(RigToProto(rig_));
+  auto reg = reference.CreateRig(RigToProto(rig_));
   ASSERT_TRUE(reg.ok());
-  ASSERT_EQ(reg->rig_id(), rig_id_);
-  v1::AddExampleRequest add_b;
-  add_b.set_rig_id(rig_id_);
+  ASSERT_EQ(reg->rig().name(), rig_name_);
+  v1::CreateExampleRequest add_b;
+  add_b.set_parent(rig_name_);
+  add_b.set_example_id("b");
   *add_b.mutable_example() = b;
-  ASSERT_TRUE(reference.AddExample(add_b).ok());
+  add_b.mutable_example()->clear_name();
+  ASSERT_TRUE(reference.CreateExample(add_b).ok());
   for (const v1::Pose& pose : {a.pose(), b.pose(), between}) {
-    auto here = PoseVertices(pose, v1::METHOD_PSD_LBS);
+    auto here = PoseVertices(pose, v1::DEFORMER_PSD_LBS);
     v1::PoseRequest req;
-    req.set_rig_id(rig_id_);
+    req.set_rig(rig_name_);
     *req.mutable_pose() = pose;
-    req.set_method(v1::METHOD_PSD_LBS);
+    req.set_deformer(v1::DEFORMER_PSD_LBS);
     auto there = reference.Pose(req);
     ASSERT_TRUE(here.ok() && there.ok()) << here.status() << there.status();
     EXPECT_LE(MaxDistance(here->vertices(), there->vertices()), 1e-6 * diag_);
   }
   // And "a" is gone: its sculpt is no longer reproduced at its pose.
-  auto at_a = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
+  auto at_a = PoseVertices(a.pose(), v1::DEFORMER_PSD_LBS);
   ASSERT_TRUE(at_a.ok());
   EXPECT_GT(MaxDistance(at_a->vertices(), a.positions()), 0.01);
   EXPECT_GT(MaxDistance(at_a->vertices(), with_a->vertices()), 0.0);
@@ -366,9 +381,9 @@ TEST_F(PsdEndToEnd, AfterRemoveExampleThePoseIsThatOfTheRemainingSet) {
 
 TEST_F(PsdEndToEnd, DeleteRigRemovesItsExamples) {
   ASSERT_TRUE(Add(Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05)).ok());
-  ASSERT_TRUE(client_->DeleteRig(rig_id_).ok());
-  EXPECT_EQ(client_->ListExamples(rig_id_).status().code(), absl::StatusCode::kNotFound);
-  auto reg = client_->RegisterRig(RigToProto(rig_));
+  ASSERT_TRUE(client_->DeleteRig(rig_name_).ok());
+  EXPECT_EQ(client_->ListExamples(rig_name_).status().code(), absl::StatusCode::kNotFound);
+  auto reg = client_->CreateRig(RigToProto(rig_));
   ASSERT_TRUE(reg.ok());
   EXPECT_THAT(Names(), ::testing::IsEmpty());
 }
@@ -377,30 +392,30 @@ TEST_F(PsdEndToEnd, NormalsAreThoseOfThePosedMesh) {
   const v1::Example a = Sculpt("a", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05);
   ASSERT_TRUE(Add(a).ok());
   // The cylinder has no normals: none are returned, as with LBS.
-  auto none = PoseVertices(a.pose(), v1::METHOD_PSD_LBS, /*normals=*/true);
+  auto none = PoseVertices(a.pose(), v1::DEFORMER_PSD_LBS, /*normals=*/true);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->normals_size(), 0);
   // A rig with normals: the example's own area-weighted normals at its pose.
   Rig tube = MakeTwoBoneTube();
-  auto reg = client_->RegisterRig(RigToProto(tube));
+  auto reg = client_->CreateRig(RigToProto(tube));
   ASSERT_TRUE(reg.ok());
   const v1::Pose pose = Bend(tube, 45, Eigen::Vector3d::UnitZ());
   v1::PoseRequest req;
-  req.set_rig_id(reg->rig_id());
+  req.set_rig(reg->rig().name());
   *req.mutable_pose() = pose;
-  req.set_method(v1::METHOD_LBS);
+  req.set_deformer(v1::DEFORMER_UNSPECIFIED);
   auto lbs = client_->Pose(req);
   ASSERT_TRUE(lbs.ok());
-  v1::AddExampleRequest add;
-  add.set_rig_id(reg->rig_id());
+  v1::CreateExampleRequest add;
+  add.set_parent(reg->rig().name());
   *add.mutable_example()->mutable_pose() = pose;
   RowMatrixX3d sculpt(tube.mesh.V.rows(), 3);
   for (int i = 0; i < sculpt.rows(); ++i) {
     for (int c = 0; c < 3; ++c) sculpt(i, c) = lbs->vertices(3 * i + c) * (c == 0 ? 1.0 : 1.2);
     for (int c = 0; c < 3; ++c) add.mutable_example()->add_positions(static_cast<float>(sculpt(i, c)));
   }
-  ASSERT_TRUE(client_->AddExample(add).ok());
-  req.set_method(v1::METHOD_PSD_LBS);
+  ASSERT_TRUE(client_->CreateExample(add).ok());
+  req.set_deformer(v1::DEFORMER_PSD_LBS);
   req.mutable_outputs()->set_vertices(true);
   req.mutable_outputs()->set_normals(true);
   auto posed = client_->Pose(req);
@@ -417,12 +432,12 @@ TEST_F(PsdEndToEnd, NormalsAreThoseOfThePosedMesh) {
 TEST_F(PsdEndToEnd, RigWithoutWeightsIsFailedPrecondition) {
   Rig bare = PsdRig();
   bare.sparse_weights.reset();
-  auto reg = client_->RegisterRig(RigToProto(bare));
+  auto reg = client_->CreateRig(RigToProto(bare));
   ASSERT_TRUE(reg.ok());
   v1::PoseRequest req;
-  req.set_rig_id(reg->rig_id());
+  req.set_rig(reg->rig().name());
   *req.mutable_pose() = Bend(bare, 30, Eigen::Vector3d::UnitZ());
-  req.set_method(v1::METHOD_PSD_SUPPORT_LBS);
+  req.set_deformer(v1::DEFORMER_PSD_SUPPORT_LBS);
   auto posed = client_->Pose(req);
   EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition) << posed.status();
   EXPECT_THAT(posed.status().message(), HasSubstr("no skinning weights"));
@@ -431,22 +446,22 @@ TEST_F(PsdEndToEnd, RigWithoutWeightsIsFailedPrecondition) {
 TEST_F(PsdEndToEnd, SupportMethodsNeedABentJointWithAParentAndAChildEnd) {
   // MakeTwoBoneTube's elbow has neither a child joint nor a tail: no support joint qualifies.
   Rig tube = MakeTwoBoneTube();
-  auto reg = client_->RegisterRig(RigToProto(tube));
+  auto reg = client_->CreateRig(RigToProto(tube));
   ASSERT_TRUE(reg.ok());
-  v1::AddExampleRequest add;
-  add.set_rig_id(reg->rig_id());
+  v1::CreateExampleRequest add;
+  add.set_parent(reg->rig().name());
   *add.mutable_example()->mutable_pose() = Bend(tube, 45, Eigen::Vector3d::UnitZ());
   for (int i = 0; i < tube.mesh.V.size(); ++i) add.mutable_example()->add_positions(static_cast<float>(tube.mesh.V.data()[i]));
-  ASSERT_TRUE(client_->AddExample(add).ok());
+  ASSERT_TRUE(client_->CreateExample(add).ok());
   v1::PoseRequest req;
-  req.set_rig_id(reg->rig_id());
+  req.set_rig(reg->rig().name());
   *req.mutable_pose() = Bend(tube, 20, Eigen::Vector3d::UnitZ());
-  req.set_method(v1::METHOD_PSD_SUPPORT_DQS);
+  req.set_deformer(v1::DEFORMER_PSD_SUPPORT_DQS);
   auto posed = client_->Pose(req);
   EXPECT_EQ(posed.status().code(), absl::StatusCode::kFailedPrecondition) << posed.status();
-  EXPECT_THAT(posed.status().message(), HasSubstr("METHOD_PSD_SUPPORT_DQS"));
+  EXPECT_THAT(posed.status().message(), HasSubstr("DEFORMER_PSD_SUPPORT_DQS"));
   // Without support joints the same rig and example pose fine.
-  req.set_method(v1::METHOD_PSD_DQS);
+  req.set_deformer(v1::DEFORMER_PSD_DQS);
   EXPECT_TRUE(client_->Pose(req).ok());
 }
 
@@ -472,23 +487,24 @@ TEST_F(PsdEndToEnd, SkinctlAddsListsAndRemovesExamples) {
     args.insert(args.begin(), {BinaryPath("client/skinctl"), "--server=" + server_->address()});
     return RunCommand(args);
   };
-  auto added = skinctl({"example", "add", "--rig=" + rig_id_, "--pose=" + dir + "/bend.json",
+  auto added = skinctl({"example", "add", "--rig=" + rig_name_, "--pose=" + dir + "/bend.json",
                         "--mesh=" + dir + "/bend.obj", "--name=elbow-60"});
   ASSERT_EQ(added.exit_code, 0) << added.output;
   EXPECT_THAT(added.output, HasSubstr("elbow-60 (1 examples)"));
-  auto dup = skinctl({"example", "add", "--rig=" + rig_id_, "--pose=" + dir + "/bend.json",
+  auto dup = skinctl({"example", "add", "--rig=" + rig_name_, "--pose=" + dir + "/bend.json",
                       "--mesh=" + dir + "/bend.obj", "--name=again"});
   EXPECT_NE(dup.exit_code, 0);
   EXPECT_THAT(dup.output, HasSubstr("INVALID_ARGUMENT"));
-  auto listed = skinctl({"example", "list", "--rig=" + rig_id_});
+  auto listed = skinctl({"example", "list", "--rig=" + rig_name_});
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
-  EXPECT_THAT(absl::StrSplit(listed.output, '\n', absl::SkipEmpty()), ::testing::Contains("elbow-60"));
+  const std::vector<std::string> listed_lines = absl::StrSplit(listed.output, '\n', absl::SkipEmpty());
+  EXPECT_THAT(listed_lines, ::testing::Contains(ExampleName("elbow-60")));
   // What skinctl stored is the sculpt: PSD reproduces it at the pose.
-  auto posed = PoseVertices(a.pose(), v1::METHOD_PSD_LBS);
+  auto posed = PoseVertices(a.pose(), v1::DEFORMER_PSD_LBS);
   ASSERT_TRUE(posed.ok()) << posed.status();
   EXPECT_LE(MaxDistance(posed->vertices(), a.positions()), 1e-6 * diag_);
   // skinctl pose with a PSD method writes the same mesh.
-  auto pose_cmd = skinctl({"pose", "--rig=" + rig_id_, "--pose=" + dir + "/bend.json", "--method=psd_lbs",
+  auto pose_cmd = skinctl({"pose", "--rig=" + rig_name_, "--pose=" + dir + "/bend.json", "--method=psd_lbs",
                            "--format=obj", "--out=" + dir});
   ASSERT_EQ(pose_cmd.exit_code, 0) << pose_cmd.output;
   auto written = ReadObj(dir + "/psd-cylinder-psd_lbs-bend.obj");
@@ -498,11 +514,11 @@ TEST_F(PsdEndToEnd, SkinctlAddsListsAndRemovesExamples) {
   for (int i = 0; i < written->V.rows(); ++i)
     for (int c = 0; c < 3; ++c) worst = std::max(worst, std::abs(written->V(i, c) - a.positions(3 * i + c)));
   EXPECT_LE(worst, 1e-5);
-  auto removed = skinctl({"example", "remove", "--rig=" + rig_id_, "elbow-60"});
+  auto removed = skinctl({"example", "remove", "--rig=" + rig_name_, "elbow-60"});
   ASSERT_EQ(removed.exit_code, 0) << removed.output;
   EXPECT_THAT(removed.output, HasSubstr("0 examples left"));
   EXPECT_THAT(Names(), ::testing::IsEmpty());
-  auto gone = skinctl({"example", "remove", "--rig=" + rig_id_, "elbow-60"});
+  auto gone = skinctl({"example", "remove", "--rig=" + rig_name_, "elbow-60"});
   EXPECT_NE(gone.exit_code, 0);
   EXPECT_THAT(gone.output, HasSubstr("NOT_FOUND"));
 }
@@ -525,52 +541,54 @@ TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
   };
   auto alpha = client("token-alpha"), beta = client("token-beta");
   const Rig rig = PsdRig();
-  auto reg = alpha->RegisterRig(RigToProto(rig));
+  auto reg = alpha->CreateRig(RigToProto(rig));
   ASSERT_TRUE(reg.ok()) << reg.status();
-  v1::AddExampleRequest add;
-  add.set_rig_id(reg->rig_id());
-  add.mutable_example()->set_name("mine");
+  v1::CreateExampleRequest add;
+  add.set_parent(reg->rig().name());
+  add.set_example_id("mine");
   *add.mutable_example()->mutable_pose() = Bend(rig, 45, Eigen::Vector3d::UnitZ());
   for (int i = 0; i < rig.mesh.V.size(); ++i) add.mutable_example()->add_positions(static_cast<float>(rig.mesh.V.data()[i]));
-  ASSERT_TRUE(alpha->AddExample(add).ok());
-  v1::AddExampleRequest theirs = add;
-  theirs.mutable_example()->set_name("theirs");
+  ASSERT_TRUE(alpha->CreateExample(add).ok());
+  const std::string mine = reg->rig().name() + "/examples/mine";
+  v1::CreateExampleRequest theirs = add;
+  theirs.set_example_id("theirs");
   *theirs.mutable_example()->mutable_pose() = Bend(rig, -45, Eigen::Vector3d::UnitZ());
-  EXPECT_EQ(beta->AddExample(theirs).status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(beta->ListExamples(reg->rig_id()).status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(beta->RemoveExample(reg->rig_id(), "mine").status().code(), absl::StatusCode::kPermissionDenied);
-  auto names = alpha->ListExamples(reg->rig_id());
+  EXPECT_EQ(beta->CreateExample(theirs).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta->ListExamples(reg->rig().name()).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta->DeleteExample(mine).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta->GetExample(mine).status().code(), absl::StatusCode::kPermissionDenied);
+  auto names = alpha->ListExamples(reg->rig().name());
   ASSERT_TRUE(names.ok());
   ASSERT_EQ(names->size(), 1u);
-  EXPECT_EQ((*names)[0].name(), "mine");
+  EXPECT_EQ((*names)[0].name(), mine);
 
-  // A retried AddExample (same name, pose and positions) is OK and changes nothing.
-  auto retried = alpha->AddExample(add);
+  // A retried CreateExample (same id, pose and positions) is OK and changes nothing.
+  auto retried = alpha->CreateExample(add);
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_FALSE(retried->created());
-  EXPECT_EQ(retried->example_count(), 1u);
+  EXPECT_EQ(retried->example_count(), 1);
 
   // Beta registers the same rig (same content address): it shares the rig, not the examples.
-  auto reg_beta = beta->RegisterRig(RigToProto(rig));
+  auto reg_beta = beta->CreateRig(RigToProto(rig));
   ASSERT_TRUE(reg_beta.ok()) << reg_beta.status();
-  ASSERT_EQ(reg_beta->rig_id(), reg->rig_id());
-  auto beta_names = beta->ListExamples(reg->rig_id());
+  ASSERT_EQ(reg_beta->rig().name(), reg->rig().name());
+  auto beta_names = beta->ListExamples(reg->rig().name());
   ASSERT_TRUE(beta_names.ok()) << beta_names.status();
   EXPECT_TRUE(beta_names->empty());
   // Beta's own example at alpha's pose, with another shape: every vertex 0.1 further along z.
-  v1::AddExampleRequest beta_add = add;
-  beta_add.mutable_example()->set_name("mine");  // the name alpha uses is free for beta
+  v1::CreateExampleRequest beta_add = add;
+  beta_add.set_example_id("mine");  // the id alpha uses is free for beta
   for (int i = 2; i < beta_add.example().positions_size(); i += 3)
     beta_add.mutable_example()->set_positions(i, beta_add.example().positions(i) + 0.1f);
-  auto beta_added = beta->AddExample(beta_add);
+  auto beta_added = beta->CreateExample(beta_add);
   ASSERT_TRUE(beta_added.ok()) << beta_added.status();
   EXPECT_TRUE(beta_added->created());
   // At the example pose each tenant's PSD reproduces its own example, not the other's.
   auto pose_for = [&](Client& c) {
     v1::PoseRequest req;
-    req.set_rig_id(reg->rig_id());
+    req.set_rig(reg->rig().name());
     *req.mutable_pose() = add.example().pose();
-    req.set_method(v1::METHOD_PSD_LBS);
+    req.set_deformer(v1::DEFORMER_PSD_LBS);
     return c.Pose(req);
   };
   const double tol = 1e-5 * BoxDiagonal(rig);
@@ -580,12 +598,12 @@ TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
   EXPECT_LT(MaxDistance(a_frame->vertices(), add.example().positions()), tol);
   EXPECT_LT(MaxDistance(b_frame->vertices(), beta_add.example().positions()), tol);
   // Alpha gives the rig up: its examples go, beta's stay (the stored rig stays, beta owns it).
-  ASSERT_TRUE(alpha->DeleteRig(reg->rig_id()).ok());
-  beta_names = beta->ListExamples(reg->rig_id());
+  ASSERT_TRUE(alpha->DeleteRig(reg->rig().name()).ok());
+  beta_names = beta->ListExamples(reg->rig().name());
   ASSERT_TRUE(beta_names.ok());
   ASSERT_EQ(beta_names->size(), 1u);
-  ASSERT_TRUE(alpha->RegisterRig(RigToProto(rig)).ok());
-  names = alpha->ListExamples(reg->rig_id());
+  ASSERT_TRUE(alpha->CreateRig(RigToProto(rig)).ok());
+  names = alpha->ListExamples(reg->rig().name());
   ASSERT_TRUE(names.ok());
   EXPECT_TRUE(names->empty()) << "alpha's examples came back after it deleted the rig";
   EXPECT_EQ(server.Stop(SIGTERM), 0);
@@ -593,7 +611,7 @@ TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
 
 // A 12k-vertex arm: each example with its shape is about 150 kB, so 8 of them do not fit in the
 // 1 MiB message limit the server is started with. Before examples came in pages, ListExamples
-// with include_shapes failed there (RESOURCE_EXHAUSTED from gRPC).
+// with EXAMPLE_VIEW_FULL failed there (RESOURCE_EXHAUSTED from gRPC).
 TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll) {
   ServerProcess server(MakeTempDir("store"), {"--max_message_mb=1"});
   ClientOptions o;
@@ -601,20 +619,22 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
   Client client(o);
   Rig rig = MakeCylinderRig(101, 120);
   rig.name = "paging-arm";
-  auto reg = client.RegisterRig(RigToProto(rig));
+  auto reg = client.CreateRig(RigToProto(rig));
   ASSERT_TRUE(reg.ok()) << reg.status();
   constexpr int kExamples = 8;
   std::vector<v1::Example> added;
   for (int k = 0; k < kExamples; ++k) {
-    v1::AddExampleRequest req;
-    req.set_rig_id(reg->rig_id());
+    v1::CreateExampleRequest req;
+    req.set_parent(reg->rig().name());
+    req.set_example_id(absl::StrCat("bend-", 10 * (k + 1)));
     v1::Example& e = *req.mutable_example();
-    e.set_name(absl::StrCat("bend-", 10 * (k + 1)));
     *e.mutable_pose() = Bend(rig, 10 * (k + 1), Eigen::Vector3d::UnitZ());
     for (int i = 0; i < rig.mesh.V.rows(); ++i)
       for (int a = 0; a < 3; ++a) e.add_positions(static_cast<float>(rig.mesh.V(i, a) + 0.001 * k));
-    auto r = client.AddExample(req);
+    auto r = client.CreateExample(req);
     ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->example().name(), reg->rig().name() + "/examples/" + req.example_id());
+    e.set_name(r->example().name());
     added.push_back(e);
   }
   const size_t one = added[0].ByteSizeLong();
@@ -627,11 +647,11 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
       grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), args));
   auto list = [&](v1::ListExamplesRequest req, v1::ListExamplesResponse* resp) {
     grpc::ClientContext ctx;
-    req.set_rig_id(reg->rig_id());
+    req.set_parent(reg->rig().name());
     return stub->ListExamples(&ctx, req, resp);
   };
   v1::ListExamplesRequest req;
-  req.set_include_shapes(true);
+  req.set_view(v1::EXAMPLE_VIEW_FULL);
   std::vector<std::string> names;
   int pages = 0;
   for (;;) {
@@ -641,8 +661,8 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
     ++pages;
     EXPECT_LE(resp.ByteSizeLong(), size_t{1} << 20);
     EXPECT_GE(resp.examples_size(), 1);
-    EXPECT_EQ(resp.example_count(), static_cast<uint32_t>(kExamples));
-    EXPECT_EQ(resp.revision(), static_cast<uint64_t>(kExamples));
+    EXPECT_EQ(resp.total_size(), kExamples);
+    EXPECT_EQ(resp.revision(), kExamples);
     for (const v1::Example& e : resp.examples()) names.push_back(e.name());
     if (resp.next_page_token().empty()) break;
     req.set_page_token(resp.next_page_token());
@@ -665,7 +685,7 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
   EXPECT_EQ(second.examples(0).name(), added[3].name());
 
   // The set changes between pages: the old token is ABORTED; a made-up one INVALID_ARGUMENT.
-  ASSERT_TRUE(client.RemoveExample(reg->rig_id(), added[7].name()).ok());
+  ASSERT_TRUE(client.DeleteExample(added[7].name()).ok());
   v1::ListExamplesResponse stale;
   grpc::Status aborted = list(sized, &stale);
   EXPECT_EQ(aborted.error_code(), grpc::StatusCode::ABORTED);
@@ -680,7 +700,7 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
   ClientOptions small = o;
   small.max_message_bytes = 1 << 20;
   Client limited(small);
-  auto all = limited.ListExamples(reg->rig_id(), /*include_shapes=*/true);
+  auto all = limited.ListExamples(reg->rig().name(), v1::EXAMPLE_VIEW_FULL);
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), static_cast<size_t>(kExamples - 1));
   for (int k = 0; k < kExamples - 1; ++k)

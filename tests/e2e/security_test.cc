@@ -176,17 +176,17 @@ std::shared_ptr<grpc::ChannelCredentials> Tls(const std::string& ca, const std::
   return creds.ok() ? *creds : nullptr;
 }
 
-v1::PoseRequest PoseOf(const std::string& rig_id) {
+v1::PoseRequest PoseOf(const std::string& rig) {
   v1::PoseRequest req;
-  req.set_rig_id(rig_id);
+  req.set_rig(rig);
   req.mutable_outputs()->set_vertices(true);
   return req;
 }
 
-bool Lists(const absl::StatusOr<std::vector<v1::RigInfo>>& rigs, const std::string& rig_id) {
+bool Lists(const absl::StatusOr<std::vector<v1::Rig>>& rigs, const std::string& name) {
   if (!rigs.ok()) return false;
-  for (const v1::RigInfo& info : *rigs)
-    if (info.rig_id() == rig_id) return true;
+  for (const v1::Rig& rig : *rigs)
+    if (rig.name() == name) return true;
   return false;
 }
 
@@ -196,29 +196,29 @@ TEST_F(SecurityTest, MissingOrWrongTokenIsUnauthenticated) {
   const v1::Rig rig = RigToProto(MakeTwoBoneTube());
 
   Client anonymous(Options(server));
-  absl::StatusOr<v1::RegisterRigResponse> r = anonymous.RegisterRig(rig);
+  absl::StatusOr<v1::CreateRigResponse> r = anonymous.CreateRig(rig);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnauthenticated) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("missing bearer token (authorization metadata)"));
-  absl::StatusOr<std::vector<v1::RigInfo>> list = anonymous.ListRigs();
+  absl::StatusOr<std::vector<v1::Rig>> list = anonymous.ListRigs();
   EXPECT_EQ(list.status().code(), absl::StatusCode::kUnauthenticated) << list.status();
 
   Client wrong(Options(server, "token-gamma"));
-  r = wrong.RegisterRig(rig);
+  r = wrong.CreateRig(rig);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnauthenticated) << r.status();
   EXPECT_THAT(r.status().message(), HasSubstr("unknown bearer token"));
   EXPECT_THAT(r.status().message(), ::testing::Not(HasSubstr("token-gamma")));
 
   // Streams are refused too: the session ends before its first frame.
   Client alpha(Options(server, "token-alpha"));
-  absl::StatusOr<v1::RegisterRigResponse> registered = alpha.RegisterRig(rig);
+  absl::StatusOr<v1::CreateRigResponse> registered = alpha.CreateRig(rig);
   ASSERT_TRUE(registered.ok()) << registered.status();
   absl::StatusOr<std::unique_ptr<PoseSession>> session =
-      wrong.StartPoseSession(registered->rig_id(), v1::METHOD_LBS, v1::PoseOutputs());
+      wrong.StartPoseSession(registered->rig().name(), v1::DEFORMER_UNSPECIFIED, v1::PoseOutputs());
   ASSERT_TRUE(session.ok()) << session.status();
   absl::StatusOr<v1::PosedFrame> frame = (*session)->Step(v1::Pose());
   EXPECT_EQ(frame.status().code(), absl::StatusCode::kUnauthenticated) << frame.status();
-  absl::StatusOr<v1::BakeStatus> watched = anonymous.WatchBake(
-      "bake-00000000000000000000000000000000", [](const v1::BakeStatus&) { return true; });
+  absl::StatusOr<v1::Bake> watched = anonymous.WatchBake(
+      "rigs/rig-00000000000000000000000000000000/bakes/bake-00000000000000000000000000000000", [](const v1::Bake&) { return true; });
   EXPECT_EQ(watched.status().code(), absl::StatusCode::kUnauthenticated) << watched.status();
 
   // A raw header that is not "Bearer TOKEN".
@@ -281,65 +281,65 @@ TEST_F(SecurityTest, TenantsSeeOnlyTheirOwnRigs) {
   Client beta(Options(server, "token-beta"));
   const v1::Rig tube = RigToProto(MakeTwoBoneTube());
 
-  absl::StatusOr<v1::RegisterRigResponse> a = alpha.RegisterRig(tube);
+  absl::StatusOr<v1::CreateRigResponse> a = alpha.CreateRig(tube);
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_TRUE(a->created());
-  const std::string id = a->rig_id();
+  const std::string id = a->rig().name();
   // Another token of the same tenant sees it.
   EXPECT_TRUE(alpha2.GetRig(id).ok());
   EXPECT_TRUE(Lists(alpha2.ListRigs(), id));
 
   // Beta cannot see, pose, bake or delete it, and does not list it.
-  absl::StatusOr<v1::GetRigResponse> got = beta.GetRig(id, /*include_rig=*/true);
+  absl::StatusOr<v1::Rig> got = beta.GetRig(id, v1::RIG_VIEW_FULL);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied) << got.status();
   EXPECT_THAT(got.status().message(), HasSubstr("rig '" + id + "' belongs to another tenant"));
   absl::StatusOr<v1::PosedFrame> posed = beta.Pose(PoseOf(id));
   EXPECT_EQ(posed.status().code(), absl::StatusCode::kPermissionDenied) << posed.status();
   v1::PoseClipRequest clip;
-  clip.set_rig_id(id);
-  clip.add_frames();
+  clip.set_rig(id);
+  clip.add_poses();
   EXPECT_EQ(beta.PoseClip(clip).status().code(), absl::StatusCode::kPermissionDenied);
   absl::StatusOr<std::unique_ptr<PoseSession>> session =
-      beta.StartPoseSession(id, v1::METHOD_LBS, v1::PoseOutputs());
+      beta.StartPoseSession(id, v1::DEFORMER_UNSPECIFIED, v1::PoseOutputs());
   ASSERT_TRUE(session.ok());
   EXPECT_EQ((*session)->Step(v1::Pose()).status().code(), absl::StatusCode::kPermissionDenied);
-  absl::StatusOr<v1::BakeStatus> bake = beta.StartBake(id, v1::BakeOptions());
+  absl::StatusOr<v1::StartBakeResponse> bake = beta.StartBake(id, v1::BakeOptions());
   EXPECT_EQ(bake.status().code(), absl::StatusCode::kPermissionDenied) << bake.status();
-  absl::StatusOr<std::vector<v1::RigInfo>> beta_rigs = beta.ListRigs();
+  absl::StatusOr<std::vector<v1::Rig>> beta_rigs = beta.ListRigs();
   ASSERT_TRUE(beta_rigs.ok()) << beta_rigs.status();
   EXPECT_TRUE(beta_rigs->empty());
   EXPECT_EQ(beta.DeleteRig(id).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(alpha.GetRig(id).ok()) << "beta's refused delete must leave alpha's rig";
   // A rig nobody has is NOT_FOUND, not PERMISSION_DENIED.
-  const std::string nobody = "rig-0123456789abcdef0123456789abcdef";
+  const std::string nobody = "rigs/rig-0123456789abcdef0123456789abcdef";
   EXPECT_EQ(beta.GetRig(nobody).status().code(), absl::StatusCode::kNotFound);
 
   // Bakes follow their rig: alpha's bake is invisible to beta.
-  absl::StatusOr<v1::RegisterRigResponse> to_bake =
-      alpha.RegisterRig(RigToProto(MakeTubeForBaking()));
+  absl::StatusOr<v1::CreateRigResponse> to_bake =
+      alpha.CreateRig(RigToProto(MakeTubeForBaking()));
   ASSERT_TRUE(to_bake.ok()) << to_bake.status();
   v1::BakeOptions options;
-  options.set_voxel_resolution(16);
-  absl::StatusOr<v1::BakeStatus> alpha_bake = alpha.StartBake(to_bake->rig_id(), options);
+  options.mutable_domain()->set_voxel_resolution(16);
+  absl::StatusOr<v1::StartBakeResponse> alpha_bake = alpha.StartBake(to_bake->rig().name(), options);
   ASSERT_TRUE(alpha_bake.ok()) << alpha_bake.status();
-  const std::string bake_id = alpha_bake->bake_id();
-  absl::StatusOr<v1::BakeStatus> peek = beta.GetBake(bake_id);
+  const std::string bake_id = alpha_bake->bake().name();
+  absl::StatusOr<v1::Bake> peek = beta.GetBake(bake_id);
   EXPECT_EQ(peek.status().code(), absl::StatusCode::kPermissionDenied) << peek.status();
   EXPECT_THAT(peek.status().message(), HasSubstr("belongs to another tenant"));
   EXPECT_EQ(beta.CancelBake(bake_id).status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(beta.WatchBake(bake_id, [](const v1::BakeStatus&) { return true; }).status().code(),
+  EXPECT_EQ(beta.WatchBake(bake_id, [](const v1::Bake&) { return true; }).status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(beta.GetWeights(bake_id, false).status().code(), absl::StatusCode::kPermissionDenied);
-  v1::FastSolveRequest solve;
-  solve.set_bake_id(bake_id);
-  EXPECT_EQ(beta.FastSolve(solve).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(beta.GetWeights(bake_id).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::SolveRequest solve;
+  solve.set_bake(bake_id);
+  EXPECT_EQ(beta.Solve(solve).status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(alpha.GetBake(bake_id).ok());
   EXPECT_TRUE(alpha.CancelBake(bake_id).ok());
 
   // Beta registering the same mesh gets the same id (created for beta) and can then pose it.
-  absl::StatusOr<v1::RegisterRigResponse> b = beta.RegisterRig(tube);
+  absl::StatusOr<v1::CreateRigResponse> b = beta.CreateRig(tube);
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(b->rig_id(), id);
+  EXPECT_EQ(b->rig().name(), id);
   EXPECT_TRUE(b->created());
   posed = beta.Pose(PoseOf(id));
   ASSERT_TRUE(posed.ok()) << posed.status();
@@ -347,9 +347,9 @@ TEST_F(SecurityTest, TenantsSeeOnlyTheirOwnRigs) {
   beta_rigs = beta.ListRigs();
   ASSERT_TRUE(beta_rigs.ok());
   ASSERT_EQ(beta_rigs->size(), 1u);
-  EXPECT_EQ((*beta_rigs)[0].rig_id(), id);
+  EXPECT_EQ((*beta_rigs)[0].name(), id);
   // Registering again is not new for beta.
-  b = beta.RegisterRig(tube);
+  b = beta.CreateRig(tube);
   ASSERT_TRUE(b.ok());
   EXPECT_FALSE(b->created());
 
@@ -388,20 +388,20 @@ TEST_F(SecurityTest, TlsConnectionWorksAndPlaintextIsRefused) {
   ClientOptions tls = Options(server);
   tls.credentials = Tls(pki_->ca_cert);
   Client client(tls);
-  absl::StatusOr<v1::RegisterRigResponse> r = client.RegisterRig(tube);
+  absl::StatusOr<v1::CreateRigResponse> r = client.CreateRig(tube);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(client.Pose(PoseOf(r->rig_id())).ok());
+  EXPECT_TRUE(client.Pose(PoseOf(r->rig().name())).ok());
   // By name: the certificate names localhost too.
   ClientOptions by_name = tls;
   by_name.target = "localhost:" + std::to_string(server.port());
-  EXPECT_TRUE(Client(by_name).GetRig(r->rig_id()).ok());
+  EXPECT_TRUE(Client(by_name).GetRig(r->rig().name()).ok());
   // Health checking is served over TLS as well.
   std::string bytes;
   EXPECT_TRUE(HealthCheck(grpc::CreateChannel(server.address(), tls.credentials), &bytes).ok());
 
   // Plaintext is refused.
   Client plaintext(Refused(Options(server)));
-  absl::StatusOr<std::vector<v1::RigInfo>> list = plaintext.ListRigs();
+  absl::StatusOr<std::vector<v1::Rig>> list = plaintext.ListRigs();
   EXPECT_FALSE(list.ok());
   EXPECT_THAT(list.status().code(),
               ::testing::AnyOf(absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded))
@@ -425,12 +425,12 @@ TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheTrustedCa) {
 
   ClientOptions no_cert = Refused(Options(server));
   no_cert.credentials = Tls(pki_->ca_cert);
-  absl::StatusOr<v1::RegisterRigResponse> r = Client(no_cert).RegisterRig(tube);
+  absl::StatusOr<v1::CreateRigResponse> r = Client(no_cert).CreateRig(tube);
   EXPECT_FALSE(r.ok()) << "a client without a certificate was accepted";
 
   ClientOptions other_ca = Refused(Options(server));
   other_ca.credentials = Tls(pki_->ca_cert, pki_->other_client_cert, pki_->other_client_key);
-  r = Client(other_ca).RegisterRig(tube);
+  r = Client(other_ca).CreateRig(tube);
   EXPECT_FALSE(r.ok()) << "a certificate from another CA was accepted";
 
   Client plaintext(Refused(Options(server)));
@@ -439,11 +439,11 @@ TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheTrustedCa) {
   ClientOptions good = Options(server);
   good.credentials = Tls(pki_->ca_cert, pki_->client_cert, pki_->client_key);
   Client client(good);
-  r = client.RegisterRig(tube);
+  r = client.CreateRig(tube);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(client.Pose(PoseOf(r->rig_id())).ok());
+  EXPECT_TRUE(client.Pose(PoseOf(r->rig().name())).ok());
   absl::StatusOr<std::unique_ptr<PoseSession>> session =
-      client.StartPoseSession(r->rig_id(), v1::METHOD_DQS, v1::PoseOutputs());
+      client.StartPoseSession(r->rig().name(), v1::DEFORMER_DQS, v1::PoseOutputs());
   ASSERT_TRUE(session.ok());
   EXPECT_TRUE((*session)->Step(v1::Pose()).ok());
   EXPECT_TRUE((*session)->Close().ok());
@@ -456,7 +456,7 @@ TEST_F(SecurityTest, SkinctlUsesTokenAndTls) {
   ServerProcess server(MakeTempDir("store"), flags);
   ClientOptions o = Options(server, "token-beta");
   o.credentials = Tls(pki_->ca_cert, pki_->client_cert, pki_->client_key);
-  absl::StatusOr<v1::RegisterRigResponse> r = Client(o).RegisterRig(RigToProto(MakeTwoBoneTube()));
+  absl::StatusOr<v1::CreateRigResponse> r = Client(o).CreateRig(RigToProto(MakeTwoBoneTube()));
   ASSERT_TRUE(r.ok()) << r.status();
 
   const std::vector<std::string> tls_flags = {"--tls_ca=" + pki_->ca_cert,
@@ -471,11 +471,11 @@ TEST_F(SecurityTest, SkinctlUsesTokenAndTls) {
   args.insert(args.end(), {"--token=token-beta", "list"});
   testing::CommandResult listed = skinctl(args);
   EXPECT_EQ(listed.exit_code, 0) << listed.output;
-  EXPECT_THAT(listed.output, HasSubstr(r->rig_id()));
+  EXPECT_THAT(listed.output, HasSubstr(r->rig().name()));
 
   // Another tenant's token: the list is empty and the rig is refused.
   args = tls_flags;
-  args.insert(args.end(), {"--token=token-alpha", "get", r->rig_id()});
+  args.insert(args.end(), {"--token=token-alpha", "get", r->rig().name()});
   testing::CommandResult refused = skinctl(args);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_THAT(refused.output, HasSubstr("PERMISSION_DENIED"));
@@ -492,11 +492,11 @@ TEST_F(SecurityTest, SkinctlUsesTokenAndTls) {
   // $SKINNING_TOKEN stands in for --token.
   ASSERT_EQ(setenv("SKINNING_TOKEN", "token-beta", 1), 0);
   args = tls_flags;
-  args.insert(args.end(), {"get", r->rig_id()});
+  args.insert(args.end(), {"get", r->rig().name()});
   testing::CommandResult from_env = skinctl(args);
   unsetenv("SKINNING_TOKEN");
   EXPECT_EQ(from_env.exit_code, 0) << from_env.output;
-  EXPECT_THAT(from_env.output, HasSubstr(r->rig_id()));
+  EXPECT_THAT(from_env.output, HasSubstr(r->rig().name()));
 
   // Without TLS flags skinctl speaks plaintext, which the server refuses.
   testing::CommandResult plaintext = skinctl({"--token=token-beta", "--deadline_ms=2000", "list"});
