@@ -214,7 +214,7 @@ Metrics::MethodSeries& Metrics::GrpcMethod(absl::string_view full_method,
   std::lock_guard<std::mutex> lock(methods_mu_);
   auto it = methods_.find(full_method);
   if (it != methods_.end()) return *it->second;
-  // "/skinning.v1.RigService/RegisterRig" → service and method.
+  // "/skinning.v1.RigService/CreateRig" → service and method.
   std::string service = "unknown", method(full_method);
   absl::string_view rest = full_method;
   if (absl::StartsWith(rest, "/")) rest.remove_prefix(1);
