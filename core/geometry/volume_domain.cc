@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 
@@ -50,7 +51,7 @@ absl::StatusOr<VolumeDomain> BuildDomain(const Mesh& mesh, const DomainOptions& 
     ASSIGN_OR_RETURN(domain, BuildVoxelDomain(mesh, options.voxel, &r.voxel, progress));
   }
   r.nodes = domain.num_nodes();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  r.seconds = SecondsSince(start_time);
   if (report != nullptr) *report = std::move(r);
   return domain;
 }

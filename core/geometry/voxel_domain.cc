@@ -18,6 +18,7 @@
 #include "core/geometry/volume_domain.h"
 #include "core/util/parallel.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 namespace {
@@ -511,7 +512,7 @@ absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridO
     report->components = components.count();
     report->winding_evaluations = static_cast<int>(labels.winding_evaluations);
     report->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+        SecondsSince(start_time);
   }
   return domain;
 }

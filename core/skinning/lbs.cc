@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "core/skinning/blend.h"
+#include "core/skinning/kernel_common.h"
 #include "core/skinning/simd4.h"
 
 namespace skinning {

@@ -16,6 +16,7 @@
 #include "core/skinning/psd_model.h"
 #include "core/skinning/support_joints.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 namespace {
@@ -289,7 +290,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
     report->support_slide = options.support_joints ? slides : std::vector<std::vector<double>>{};
     report->max_reproduction_error = max_err;
     report->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        SecondsSince(start);
     report->detail = detail;
   }
   progress.Report("psd: done", 1.0);

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
-#include "core/skinning/blend.h"
+#include "core/skinning/kernel_common.h"
 #include "core/skinning/dqs.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/simd4.h"
@@ -71,11 +71,6 @@ enum : int {
 };
 static_assert(kEnd <= StbsFrameFloat::kStride);
 
-template <typename Mat>
-void Put(const Mat& m, float* out) {  // row-major
-  for (int r = 0; r < m.rows(); ++r)
-    for (int c = 0; c < m.cols(); ++c) out[r * m.cols() + c] = static_cast<float>(m(r, c));
-}
 
 inline void Mul33(const float* __restrict m, const float* __restrict v, float* __restrict u) {
   u[0] = m[0] * v[0] + m[1] * v[1] + m[2] * v[2];
@@ -295,17 +290,10 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
       F8 ax = zero, ay = zero, az = zero;
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        I8 pending = W[c] != zero;
-        while (AnyLane(pending)) {
-          int32_t jl[8];
-          std::memcpy(jl, &J[c], sizeof(jl));
-          const int32_t j = jl[FirstLane(pending)];
-          const I8 mine = pending & (J[c] == j);
-          pending &= ~mine;
-          const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
-          StbsLbsAccumulate8(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz, w, E[c],
-                             &ax, &ay, &az);
-        }
+        ForEachLaneJoint(J[c], W[c] != zero, [&](int32_t j, I8 mine) {
+          StbsLbsAccumulate8(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz, MaskLanes(W[c], mine),
+                             E[c], &ax, &ay, &az);
+        });
       }
       Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
     } else {
@@ -315,17 +303,11 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         for (int l = 0; l < 8; ++l) dq[c][l] = zero;
-        I8 pending = W[c] != zero;
-        while (AnyLane(pending)) {
-          int32_t jl[8];
-          std::memcpy(jl, &J[c], sizeof(jl));
-          const int32_t j = jl[FirstLane(pending)];
-          const I8 mine = pending & (J[c] == j);
-          pending &= ~mine;
+        ForEachLaneJoint(J[c], W[c] != zero, [&](int32_t j, I8 mine) {
           F8 d[8];
           StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E[c], d);
           for (int l = 0; l < 8; ++l) dq[c][l] = Select(mine, d[l], dq[c][l]);
-        }
+        });
       }
       F8 best = W[0];
       F8 rp[4] = {dq[0][0], dq[0][1], dq[0][2], dq[0][3]};
@@ -490,13 +472,13 @@ StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
   F.any_stretch = D.any_stretch;
   for (int j = 0; j < m; ++j) {
     float* P = F.params.data() + static_cast<size_t>(j) * StbsFrameFloat::kStride;
-    Put(Matrix34d(T[j].matrix().topRows<3>()), P + kT34);
-    Put(Eigen::Vector4d(D.real[j].coeffs()), P + kQ);
-    Put(D.stretch[j], P + kS9);
+    PutRowMajor(Matrix34d(T[j].matrix().topRows<3>()), P + kT34);
+    PutRowMajor(Eigen::Vector4d(D.real[j].coeffs()), P + kQ);
+    PutRowMajor(D.stretch[j], P + kS9);
     const bool bone = j < static_cast<int>(bones.size()) && bones[j].valid &&
                       (Stretch(st, j) != 1.0 || TwistA(st, j) != 0.0 || TwistB(st, j) != 0.0);
     if (!bone) {
-      Put(Eigen::Vector4d(D.dual[j].coeffs()), P + kDual);
+      PutRowMajor(Eigen::Vector4d(D.dual[j].coeffs()), P + kDual);
       continue;
     }
     P[kKind] = 1.f;
@@ -512,16 +494,16 @@ StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
     const Eigen::Matrix3d P1 = L * (Eigen::Matrix3d::Identity() - u * u.transpose());
     const Eigen::Matrix3d P2 = L * ux;
     const Eigen::Vector3d c0 = L * a + T[j].translation();
-    Put(a, P + kA);
-    Put(u, P + kU);
-    Put(P1, P + kP1);
-    Put(P2, P + kP2);
-    Put(Eigen::Vector3d(L * u), P + kLu);
-    Put(c0, P + kC0);
-    Put(Eigen::Vector3d(L * s), P + kC1);
-    Put(Eigen::Vector3d(P1 * a), P + kP1a);
-    Put(Eigen::Vector3d(P2 * a), P + kP2a);
-    Put(Eigen::Vector3d(c0 - u.dot(a) * (L * u)), P + kD0);
+    PutRowMajor(a, P + kA);
+    PutRowMajor(u, P + kU);
+    PutRowMajor(P1, P + kP1);
+    PutRowMajor(P2, P + kP2);
+    PutRowMajor(Eigen::Vector3d(L * u), P + kLu);
+    PutRowMajor(c0, P + kC0);
+    PutRowMajor(Eigen::Vector3d(L * s), P + kC1);
+    PutRowMajor(Eigen::Vector3d(P1 * a), P + kP1a);
+    PutRowMajor(Eigen::Vector3d(P2 * a), P + kP2a);
+    PutRowMajor(Eigen::Vector3d(c0 - u.dot(a) * (L * u)), P + kD0);
   }
   return F;
 }

@@ -7,7 +7,7 @@
 
 #include "core/math/svd3.h"
 #include "core/rig/swing_twist.h"
-#include "core/skinning/blend.h"
+#include "core/skinning/kernel_common.h"
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
 
@@ -93,11 +93,6 @@ enum : int {
 };
 static_assert(kEnd <= SwingTwistFrameFloat::kStride);
 
-template <typename Mat>
-void Put(const Mat& m, float* out) {  // row-major
-  for (int r = 0; r < m.rows(); ++r)
-    for (int c = 0; c < m.cols(); ++c) out[r * m.cols() + c] = static_cast<float>(m(r, c));
-}
 
 inline void Apply33(const float* __restrict m, float x, float y, float z, float* __restrict u) {
   u[0] = m[0] * x + m[1] * y + m[2] * z;
@@ -250,17 +245,10 @@ SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
     F8 ax = zero, ay = zero, az = zero;
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      I8 pending = W[c] != zero;  // lanes still to do
-      while (AnyLane(pending)) {
-        int32_t jl[8];
-        std::memcpy(jl, &J[c], sizeof(jl));
-        const int32_t j = jl[FirstLane(pending)];
-        const I8 mine = pending & (J[c] == j);
-        pending &= ~mine;
-        const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
-        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py,
-                                           pz, w, S[c], T[c], &ax, &ay, &az);
-      }
+      ForEachLaneJoint(J[c], W[c] != zero, [&](int32_t j, I8 mine) {
+        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz,
+                                           MaskLanes(W[c], mine), S[c], T[c], &ax, &ay, &az);
+      });
     }
     Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
   }
@@ -391,7 +379,7 @@ SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frame
     float* P = F.params.data() + j * SwingTwistFrameFloat::kStride;
     if (!d.deformer) {
       P[kKind] = 0.f;
-      Put(Eigen::Matrix<double, 3, 4>(d.Mj.matrix().topRows<3>()), P + kRigid34);
+      PutRowMajor(Eigen::Matrix<double, 3, 4>(d.Mj.matrix().topRows<3>()), P + kRigid34);
       continue;
     }
     P[kKind] = 1.f;
@@ -399,17 +387,17 @@ SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frame
     Eigen::Matrix<double, 3, 4> Y;
     Y.leftCols<3>() = d.C.transpose();
     Y.col(3) = -d.C.transpose() * d.c;
-    Put(Y, P + kY34);
+    PutRowMajor(Y, P + kY34);
     const Eigen::Matrix3d Lp = d.Mp.linear();
     const Eigen::Matrix3d B0 = Lp * d.C;
-    Put(B0, P + kB0);
-    Put(Eigen::Matrix3d(B0 * d.Qswing - B0), P + kDswing);
-    Put(Eigen::Vector3d(d.Mp * d.c), P + kA0);
+    PutRowMajor(B0, P + kB0);
+    PutRowMajor(Eigen::Matrix3d(B0 * d.Qswing - B0), P + kDswing);
+    PutRowMajor(Eigen::Vector3d(d.Mp * d.c), P + kA0);
     if (d.remainder) {
       P[kRemainder] = 1.f;
       F.any_remainder = true;
-      Put(Eigen::Matrix3d(Lp * d.G * d.C), P + kHC);
-      Put(Eigen::Vector3d(Lp * (d.G * d.c + d.g)), P + kE0);
+      PutRowMajor(Eigen::Matrix3d(Lp * d.G * d.C), P + kHC);
+      PutRowMajor(Eigen::Vector3d(Lp * (d.G * d.c + d.g)), P + kE0);
     }
   }
   return F;

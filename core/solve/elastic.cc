@@ -25,16 +25,13 @@
 #include "core/util/option_checks.h"
 #include "core/util/parallel.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 // The 12 edges of a voxel cell in the x-fastest corner order (corner c = x + 2y + 4z).
 constexpr int kVoxelEdges[12][2] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3},
@@ -450,7 +447,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
       break;
     }
   }
-  rep.seconds = Seconds(t0);
+  rep.seconds = SecondsSince(t0);
   if (report) *report = std::move(rep);
   return X;
 }

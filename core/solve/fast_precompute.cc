@@ -42,6 +42,7 @@
 #include "core/solve/fast_model.h"
 #include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 namespace {
@@ -436,7 +437,7 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
     report->handles = m;
     report->extra_handles = model->extra;
     report->clusters = r;
-    report->seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    report->seconds = SecondsSince(start);
   }
   return FastModelPtr(std::move(model));
 }

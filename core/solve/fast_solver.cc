@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/math/rotation_ascent.h"
 #include "core/math/svd3.h"
 #include "core/skinning/simd4.h"  // SKINNING_HOT_CLONES
 #include "core/solve/fast_model.h"
@@ -26,35 +27,12 @@ using MatrixXfc = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;  // colu
 inline Eigen::Matrix3f ClosestRotation3f(const Eigen::Matrix3f& S) { return NearestRotation(S); }
 inline Eigen::Matrix3d ClosestRotation3d(const Eigen::Matrix3d& S) { return NearestRotation(S); }
 
-// Ascent steps on f(R) = tr(Rᵀ A) over SO(3) from the rotation *q: ω = Σ_c r_c × a_c / |Σ_c r_c·a_c|
-// (r_c, a_c the columns), q ← normalize((1, ω/2) q). Returns the better of the start and the
-// result (never a worse rotation), and stores it in *q.
-// At most this many steps; a cluster stops as soon as its update is below ~1e-4 rad, so settled
+// The local step warm-starts each cluster's rotation (core/math/rotation_ascent.h): at most this
+// many ascent steps; a cluster stops as soon as its update is below ~1e-3 rad, so settled
 // clusters cost one step.
 constexpr int kRotationSteps = 4;
+constexpr float kRotationStepNegligible = 1e-14f;
 constexpr float kRotationStepTolerance = 2.5e-7f;  // |ω/2|², i.e. |ω| ≈ 1e-3
-inline Eigen::Matrix3f WarmRotationAscent(const Eigen::Matrix3f& A, Eigen::Quaternionf* q) {
-  const Eigen::Matrix3f start = q->toRotationMatrix();
-  const float f_start = (start.transpose() * A).trace();
-  Eigen::Quaternionf cur = *q;
-  Eigen::Matrix3f R = start;
-  for (int step = 0; step < kRotationSteps; ++step) {
-    const Eigen::Vector3f omega =
-        R.col(0).cross(A.col(0)) + R.col(1).cross(A.col(1)) + R.col(2).cross(A.col(2));
-    const float denom = std::abs(R.col(0).dot(A.col(0)) + R.col(1).dot(A.col(1)) + R.col(2).dot(A.col(2))) + 1e-20f;
-    const Eigen::Vector3f half = (0.5f / denom) * omega;
-    const float h2 = half.squaredNorm();
-    if (h2 < 1e-14f) break;
-    cur = (Eigen::Quaternionf(1.f, half.x(), half.y(), half.z()) * cur).normalized();
-    R = cur.toRotationMatrix();
-    if (h2 < kRotationStepTolerance) break;
-  }
-  if ((R.transpose() * A).trace() >= f_start) {
-    *q = cur;
-    return R;
-  }
-  return start;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Per-frame kernels. C (rows by 3, column-major) (+)= A (rows by cols, column-major) ·
@@ -391,7 +369,8 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets, std::vector
         for (int b = 0; b < 3; ++b) {
           for (int a = 0; a < 3; ++a) sk(a, b) = st.s(3 * k + a, b);
         }
-        const Eigen::Matrix3f rk_t = WarmRotationAscent(sk, &st.warm[k]);
+        const Eigen::Matrix3f rk_t =
+            WarmRotationAscent(sk, &st.warm[k], kRotationSteps, kRotationStepNegligible, kRotationStepTolerance);
         for (int b = 0; b < 3; ++b) {
           for (int a = 0; a < 3; ++a) st.rt(3 * k + a, b) = rk_t(a, b);
         }

@@ -7,15 +7,12 @@
 #include "absl/strings/str_format.h"
 #include "core/rig/bones.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 #include "core/weights/handles.h"
 #include "core/weights/swing_twist_bake.h"
 
 namespace skinning {
 namespace {
-
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
 
 bool Volumetric(const BakeOptions& o) {
   switch (o.method) {
@@ -43,7 +40,7 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
   report->domain = domain_report.BriefReport();
   report->domain_nodes = domain.num_nodes();
   ASSIGN_OR_RETURN(const std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
-  report->domain_seconds = Seconds(t0);
+  report->domain_seconds = SecondsSince(t0);
   const auto t1 = std::chrono::steady_clock::now();
   Eigen::MatrixXd node_weights;
   if (options.method == BakeMethod::kBbw) {
@@ -57,7 +54,7 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
                                                         progress.Sub(0.1, 1.0)));
     report->detail = absl::StrFormat("falloff %g, %s", options.geodesic.falloff, r.BriefReport());
   }
-  report->solve_seconds = Seconds(t1);
+  report->solve_seconds = SecondsSince(t1);
   // To the mesh: interpolation keeps rows summing to one and entries in [0, 1].
   Eigen::MatrixXd W = domain.to_mesh * node_weights;
   return W;
@@ -74,7 +71,7 @@ absl::Status BakeBoneWeights(const Mesh& mesh, const std::vector<JointHandle>& h
     BoneHeatReport r;
     const auto t1 = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(W, BoneHeatWeights(mesh, handles, options.bone_heat, &r, progress));
-    result->report.solve_seconds = Seconds(t1);
+    result->report.solve_seconds = SecondsSince(t1);
     result->report.detail = r.BriefReport();
   } else {
     ASSIGN_OR_RETURN(W, VolumetricBoneWeights(mesh, handles, options, progress, &result->report));
@@ -258,7 +255,7 @@ absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
   if (options.method == BakeMethod::kSwingTwist || options.method == BakeMethod::kEndpoint)
     result.sparse = TopK(result.weights, k);
   RETURN_IF_ERROR(progress.CheckCancelled());
-  result.report.total_seconds = Seconds(t0);
+  result.report.total_seconds = SecondsSince(t0);
   progress.Report("done", 1.0);
   return result;
 }

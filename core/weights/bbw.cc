@@ -44,6 +44,7 @@
 #include "absl/strings/str_format.h"
 #include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 #include "core/weights/bbw_internal.h"
 
 namespace skinning {
@@ -767,7 +768,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     }
   }
   r.factorizations = factorizations.load();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.seconds = SecondsSince(start);
   progress.Report("bbw", 1.0);
   if (report != nullptr) *report = std::move(r);
   return W;

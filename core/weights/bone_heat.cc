@@ -18,15 +18,12 @@
 #include "core/geometry/cotangent_laplacian.h"
 #include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct Bone {
   int joint;

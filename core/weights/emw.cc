@@ -25,10 +25,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "core/math/rotation_ascent.h"
 #include "core/math/svd3.h"
 #include "core/util/option_checks.h"
 #include "core/util/parallel.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 
@@ -49,33 +51,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Ascent on f(R) = tr(Rᵀ A) over SO(3) from the rotation *q (as fast_skinning.cc's
-// WarmRotationAscent, in double): ω = Σ_c r_c × a_c / |Σ_c r_c·a_c|, q ← normalize((1, ω/2) q).
-// Returns the better of the start and the result (never worse), stored in *q and *R.
+// Warm-started rotations after the first iteration (core/math/rotation_ascent.h).
 constexpr int kRotationSteps = 4;
-inline void WarmRotationAscent(const Eigen::Matrix3d& A, Eigen::Quaterniond* q, Eigen::Matrix3d* R) {
-  const Eigen::Matrix3d start = q->toRotationMatrix();
-  const double f_start = (start.transpose() * A).trace();
-  Eigen::Quaterniond cur = *q;
-  Eigen::Matrix3d Rc = start;
-  for (int step = 0; step < kRotationSteps; ++step) {
-    const Eigen::Vector3d omega =
-        Rc.col(0).cross(A.col(0)) + Rc.col(1).cross(A.col(1)) + Rc.col(2).cross(A.col(2));
-    const double denom = std::abs(Rc.col(0).dot(A.col(0)) + Rc.col(1).dot(A.col(1)) + Rc.col(2).dot(A.col(2))) + 1e-300;
-    const Eigen::Vector3d half = (0.5 / denom) * omega;
-    const double h2 = half.squaredNorm();
-    if (h2 < 1e-24) break;
-    cur = (Eigen::Quaterniond(1.0, half.x(), half.y(), half.z()) * cur).normalized();
-    Rc = cur.toRotationMatrix();
-    if (h2 < 1e-12) break;
-  }
-  if ((Rc.transpose() * A).trace() >= f_start) {
-    *q = cur;
-    *R = Rc;
-  } else {
-    *R = start;
-  }
-}
 
 absl::Status CheckNodes(const std::vector<int>& nodes, const char* field, int n, uint8_t tag,
                         std::vector<uint8_t>* role) {
@@ -247,14 +224,14 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
       solver.analyzePattern(Y_ff);
       *analyzed = true;
     }
-    rep.analyze_seconds = std::chrono::duration<double>(Clock::now() - ta).count();
+    rep.analyze_seconds = SecondsSince(ta);
     solver.factorize(Y_ff);
     if (solver.info() != Eigen::Success) {
       return absl::FailedPreconditionError(
           "energy-minimizing weights: Y_ff is singular (a part of the domain has no moving or fixed node)");
     }
   }
-  rep.factorize_seconds = std::chrono::duration<double>(Clock::now() - tf).count();
+  rep.factorize_seconds = SecondsSince(tf);
   auto global = [&](const Eigen::VectorXd& c) {
     if (nf == 0) return;
     Eigen::VectorXd rhs = rhs_c;
@@ -306,7 +283,7 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
             qr = Eigen::Quaterniond(R).normalized();
             R = qr.toRotationMatrix();
           } else {
-            WarmRotationAscent(S, &qr, &R);
+            R = WarmRotationAscent(S, &qr, kRotationSteps, 1e-24, 1e-12);
           }
           for (int j = 0; j < npe; ++j) {
             const Eigen::Map<const Eigen::Vector3d> qj(q + 3 * j);
@@ -352,7 +329,7 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
   }
   rep.min_weight = w.minCoeff();
   rep.max_weight = w.maxCoeff();
-  rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  rep.seconds = SecondsSince(t0);
   if (report) *report = std::move(rep);
   return w;
 }

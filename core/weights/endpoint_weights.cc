@@ -10,15 +10,12 @@
 #include "core/rig/joint_frames.h"
 #include "core/skinning/stbs.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 #include "core/weights/handles.h"
 
 namespace skinning {
 
 namespace {
-
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
 
 // Eq. 8: e = (p − a)·(b − a) / |b − a|², clamped to [0, 1].
 Eigen::MatrixXd ProjectionEndpoints(const RowMatrixX3d& V, const std::vector<StbsBone>& bones) {
@@ -85,14 +82,14 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
     }
   }
   ASSIGN_OR_RETURN(std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
-  report->domain_seconds = Seconds(t0);
+  report->domain_seconds = SecondsSince(t0);
   RETURN_IF_ERROR(progress.CheckCancelled());
   const auto t1 = std::chrono::steady_clock::now();
   BbwReport br;
   ASSIGN_OR_RETURN(
       Eigen::MatrixXd node_weights,
       BoundedBiharmonicWeights(domain, pinned, options.bbw, &br, progress.Sub(0.1, 1.0)));
-  report->solve_seconds = Seconds(t1);
+  report->solve_seconds = SecondsSince(t1);
   report->detail = absl::StrFormat("%d point handles (%d at bone ends that are not joints), %d "
                                    "factorizations, %.3g s",
                                    handles.size(), handles.size() - skeleton.size(),
@@ -154,14 +151,14 @@ absl::StatusOr<EndpointBakeResult> BakeEndpointWeights(const Mesh& mesh, const S
     result.report.domain = "none";
     const auto t1 = std::chrono::steady_clock::now();
     result.endpoint = ProjectionEndpoints(mesh.V, bones);
-    result.report.solve_seconds = Seconds(t1);
+    result.report.solve_seconds = SecondsSince(t1);
   } else {
     ASSIGN_OR_RETURN(result.endpoint,
                      JointBbwEndpoints(mesh, skeleton, bones, options, progress, &result.report,
                                        &result.node_endpoint, &result.domain));
   }
   RETURN_IF_ERROR(progress.CheckCancelled());
-  result.report.total_seconds = Seconds(t0);
+  result.report.total_seconds = SecondsSince(t0);
   progress.Report("done", 1.0);
   return result;
 }

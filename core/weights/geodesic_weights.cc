@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "core/util/option_checks.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 
 namespace skinning {
 namespace {
@@ -294,7 +295,7 @@ absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
     report->max_finite_distance = max_distance;
     report->unreachable_nodes = static_cast<int>(unreached.size());
     report->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        SecondsSince(start);
   }
   progress.Report("done", 1.0);
   return W;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "core/rig/bones.h"
 #include "core/util/status_macros.h"
+#include "core/util/timing.h"
 #include "core/weights/geodesic_weights.h"
 #include "core/weights/handles.h"
 
@@ -18,10 +19,6 @@ namespace skinning {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 // The validated input, the domain and its bone nodes.
 struct PreparedDomain {
@@ -71,7 +68,7 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   result.report.method = "swing_twist";
   result.report.domain = prepared.description;
   result.report.domain_nodes = prepared.domain.num_nodes();
-  result.report.domain_seconds = Seconds(t0);
+  result.report.domain_seconds = SecondsSince(t0);
   const auto t1 = Clock::now();
   const VolumeDomain& domain = prepared.domain;
   const int J = static_cast<int>(skeleton.joints.size());
@@ -136,7 +133,7 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
     if (!(sum > 0)) return absl::InternalError(absl::StrFormat("vertex %d received no deformer weight", i));
     result.deformer.row(i) /= sum;
   }
-  result.report.solve_seconds = Seconds(t1);
+  result.report.solve_seconds = SecondsSince(t1);
   double emw_seconds = 0.0;
   for (int j = 0; j < J; ++j) emw_seconds += result.swing_reports[j].seconds + result.twist_reports[j].seconds;
   if (done > 0) {
@@ -147,7 +144,7 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
     result.report.detail = absl::StrFormat("no joint with a deformer; deformer BBW %.3g s", bbw_report.seconds);
   }
   result.domain = std::move(prepared.domain);
-  result.report.total_seconds = Seconds(t0);
+  result.report.total_seconds = SecondsSince(t0);
   progress.Report("done", 1.0);
   return result;
 }
@@ -161,7 +158,7 @@ absl::StatusOr<std::shared_ptr<const ElasticModel>> BuildElasticModel(const Mesh
   ASSIGN_OR_RETURN(PreparedDomain prepared,
                    PrepareDomain(mesh, skeleton, domain, progress.Sub(0.0, 0.5)));
   RETURN_IF_ERROR(progress.CheckCancelled());
-  const double domain_seconds = Seconds(t0);
+  const double domain_seconds = SecondsSince(t0);
   const auto t1 = Clock::now();
   ASSIGN_OR_RETURN(Eigen::MatrixXd start_weights,
                    GeodesicVoxelWeights(prepared.domain, prepared.bone_nodes));
@@ -177,8 +174,8 @@ absl::StatusOr<std::shared_ptr<const ElasticModel>> BuildElasticModel(const Mesh
     report->domain = prepared.description;
     report->domain_nodes = nodes;
     report->domain_seconds = domain_seconds;
-    report->solve_seconds = Seconds(t1);
-    report->total_seconds = Seconds(t0);
+    report->solve_seconds = SecondsSince(t1);
+    report->total_seconds = SecondsSince(t0);
     report->detail = absl::StrFormat("%d elements, %d pinned bone nodes", elements, pinned);
   }
   return model;

@@ -1,7 +1,8 @@
-// The per-vertex blend that the skinning kernels share: each vertex's position is the weighted
-// sum, over its k weight slots, of what one joint's deformer makes of it.
-#ifndef SKINNING_CORE_SKINNING_BLEND_H_
-#define SKINNING_CORE_SKINNING_BLEND_H_
+// What the skinning kernels (LBS, STBS, swing/twist) share: packing a joint's parameters, and
+// the per-vertex blend (each vertex's position is the weighted sum, over its weight slots, of
+// what one joint's deformer makes of it), in float for the kernels and double for references.
+#ifndef SKINNING_CORE_SKINNING_KERNEL_COMMON_H_
+#define SKINNING_CORE_SKINNING_KERNEL_COMMON_H_
 
 #include <cstddef>
 
@@ -10,6 +11,13 @@
 #include "core/geometry/mesh.h"
 
 namespace skinning {
+
+// Writes matrix m row-major as floats at out (a joint's packed kernel parameters).
+template <typename Mat>
+inline void PutRowMajor(const Mat& m, float* out) {
+  for (int r = 0; r < m.rows(); ++r)
+    for (int c = 0; c < m.cols(); ++c) out[r * m.cols() + c] = static_cast<float>(m(r, c));
+}
 
 // Float kernels, top-k weights: U_i = Σ_c w_ic · slot(i·k + c, 3i), skipping zero weights.
 // `slot(rc, o, d)` writes the deformed position of vertex o/3 under the joint of slot rc into
@@ -56,4 +64,4 @@ inline void BlendDense(const RowMatrixX3d& V, const Eigen::MatrixXd& W, Transfor
 
 }  // namespace skinning
 
-#endif  // SKINNING_CORE_SKINNING_BLEND_H_
+#endif  // SKINNING_CORE_SKINNING_KERNEL_COMMON_H_
