@@ -115,7 +115,7 @@ absl::Status CommandBake(const Args&) {
   ASSIGN_OR_RETURN(v1::BakeOptions options, BakeOptionsFromFlags());
   ASSIGN_OR_RETURN(v1::StartBakeResponse started, client->StartBake(rig_name, options));
   std::fprintf(stderr, "%s %s (%s)\n", started.created() ? "started bake" : "found bake", started.bake().name().c_str(),
-               BakeStateName(started.bake().metadata().state()));
+               BakeStateName(started.bake().metadata().state()).c_str());
   if (!absl::GetFlag(FLAGS_wait)) {
     std::printf("%s\n", started.bake().name().c_str());
     return absl::OkStatus();

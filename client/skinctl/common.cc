@@ -12,9 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "client/skinctl/flags.h"
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
@@ -174,28 +176,15 @@ absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skele
   return pose;
 }
 
-const char* BakeStateName(v1::BakeState state) {
-  switch (state) {
-    case v1::BAKE_STATE_QUEUED:
-      return "queued";
-    case v1::BAKE_STATE_RUNNING:
-      return "running";
-    case v1::BAKE_STATE_SUCCEEDED:
-      return "succeeded";
-    case v1::BAKE_STATE_FAILED:
-      return "failed";
-    case v1::BAKE_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "?";
-  }
+std::string BakeStateName(v1::BakeState state) {
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::BakeState_Name(state), "BAKE_STATE_"));
 }
 
 double Seconds(const google::protobuf::Duration& d) { return d.seconds() + 1e-9 * d.nanos(); }
 
 void PrintBake(const v1::Bake& bake) {
   const v1::BakeMetadata& m = bake.metadata();
-  std::printf("%s  %s  %s %.0f%%  %.1f s", bake.name().c_str(), BakeStateName(m.state()), m.stage().c_str(),
+  std::printf("%s  %s  %s %.0f%%  %.1f s", bake.name().c_str(), BakeStateName(m.state()).c_str(), m.stage().c_str(),
               100 * m.progress_fraction(), Seconds(m.elapsed()));
   if (bake.has_error())
     std::printf("  error: %s: %s",
@@ -220,10 +209,10 @@ bool ProgressPrinter::Update(const v1::Bake& bake) {
                                 ? absl::StrFormat(", ~%.0f s left", Seconds(m.estimated_remaining()))
                                 : "";
     std::fprintf(stderr, "\r[%s] %3.0f%% %-9s %-28.28s %6.1f s%s   ", bar.c_str(), 100 * m.progress_fraction(),
-                 BakeStateName(m.state()), m.stage().c_str(), Seconds(m.elapsed()), eta.c_str());
+                 BakeStateName(m.state()).c_str(), m.stage().c_str(), Seconds(m.elapsed()), eta.c_str());
     if (bake.done()) std::fprintf(stderr, "\n");
   } else if (m.stage() != last_stage_ || m.progress_fraction() >= last_fraction_ + 0.05 || bake.done()) {
-    std::fprintf(stderr, "bake %s: %s %s %.0f%% (%.1f s)\n", bake.name().c_str(), BakeStateName(m.state()),
+    std::fprintf(stderr, "bake %s: %s %s %.0f%% (%.1f s)\n", bake.name().c_str(), BakeStateName(m.state()).c_str(),
                  m.stage().c_str(), 100 * m.progress_fraction(), Seconds(m.elapsed()));
     last_stage_ = m.stage();
     last_fraction_ = m.progress_fraction();

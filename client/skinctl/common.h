@@ -47,7 +47,7 @@ void PrintRig(const v1::Rig& rig);
 absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton);
 
 // "queued", "running", "succeeded", "failed", "cancelled".
-const char* BakeStateName(v1::BakeState state);
+std::string BakeStateName(v1::BakeState state);
 // Seconds of a google.protobuf.Duration.
 double Seconds(const google::protobuf::Duration& d);
 // The bake's name first, then its rig, state, stage and progress; its error or report.

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "core/rig/bones.h"
 #include "core/util/status_macros.h"
 #include "server/bake/bake_options.h"
@@ -9,22 +10,8 @@
 namespace skinning {
 namespace {
 
-const char* StateName(v1::BakeState s) {
-  switch (s) {
-    case v1::BAKE_STATE_QUEUED:
-      return "QUEUED";
-    case v1::BAKE_STATE_RUNNING:
-      return "RUNNING";
-    case v1::BAKE_STATE_SUCCEEDED:
-      return "SUCCEEDED";
-    case v1::BAKE_STATE_FAILED:
-      return "FAILED";
-    case v1::BAKE_STATE_CANCELLED:
-      return "CANCELLED";
-    default:
-      return "UNSPECIFIED";
-  }
-}
+// "SUCCEEDED" for BAKE_STATE_SUCCEEDED, and so on.
+std::string StateName(v1::BakeState s) { return std::string(absl::StripPrefix(v1::BakeState_Name(s), "BAKE_STATE_")); }
 
 absl::Status NotRun(const BakeRef& bake) {
   return absl::FailedPreconditionError(absl::StrCat(
