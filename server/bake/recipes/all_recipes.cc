@@ -2,6 +2,7 @@
 // (defining New<Name>Recipe()), its options in BakeOptions' oneof, and one line here.
 #include "server/bake/recipe.h"
 
+// Every line ends in a backslash, so that a method is added (or removed) as one line.
 #define SKINNING_BAKE_RECIPES(X) \
   X(Bbw)                         \
   X(BoneHeat)                    \
@@ -9,7 +10,8 @@
   X(FastModel)                   \
   X(SwingTwist)                  \
   X(Endpoint)                    \
-  X(ElasticModel)
+  X(ElasticModel)                \
+  /* the end of the list */
 
 namespace skinning {
 
