@@ -23,15 +23,16 @@
 #include "core/skinning/weights.h"
 #include "core/solve/fast_skinning.h"
 
-// Heap allocations, to show that a frame allocates nothing.
+// Heap allocations, to show that a frame allocates nothing. Not inlined: GCC would otherwise pair
+// an inlined malloc or free with the other operator and warn -Wmismatched-new-delete.
 static std::atomic<long> g_allocations{0};
-void* operator new(std::size_t size) {
+__attribute__((noinline)) void* operator new(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace skinning {
 namespace {
