@@ -88,22 +88,6 @@ static inline int FirstLane(I8 m) {
   return -1;
 }
 
-// x in the lanes of m, 0 elsewhere.
-static inline F8 MaskLanes(F8 x, I8 m) { return reinterpret_cast<F8>(reinterpret_cast<I8>(x) & m); }
-
-// For each distinct joint j of J among the `pending` lanes, once: visit(j, lanes of j).
-template <typename Visit>
-static inline void ForEachLaneJoint(I8 J, I8 pending, Visit&& visit) {
-  while (AnyLane(pending)) {
-    int32_t jl[8];
-    std::memcpy(jl, &J, sizeof(jl));
-    const int32_t j = jl[FirstLane(pending)];
-    const I8 mine = pending & (J == j);
-    pending &= ~mine;
-    visit(j, mine);
-  }
-}
-
 // Stores x, y, z of 8 points interleaved (24 floats).
 static inline void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
   const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);

@@ -290,10 +290,17 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
       F8 ax = zero, ay = zero, az = zero;
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        ForEachLaneJoint(J[c], W[c] != zero, [&](int32_t j, I8 mine) {
-          StbsLbsAccumulate8(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz, MaskLanes(W[c], mine),
-                             E[c], &ax, &ay, &az);
-        });
+        I8 pending = W[c] != zero;
+        while (AnyLane(pending)) {
+          int32_t jl[8];
+          std::memcpy(jl, &J[c], sizeof(jl));
+          const int32_t j = jl[FirstLane(pending)];
+          const I8 mine = pending & (J[c] == j);
+          pending &= ~mine;
+          const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
+          StbsLbsAccumulate8(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz, w, E[c],
+                             &ax, &ay, &az);
+        }
       }
       Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
     } else {
@@ -303,11 +310,17 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         for (int l = 0; l < 8; ++l) dq[c][l] = zero;
-        ForEachLaneJoint(J[c], W[c] != zero, [&](int32_t j, I8 mine) {
+        I8 pending = W[c] != zero;
+        while (AnyLane(pending)) {
+          int32_t jl[8];
+          std::memcpy(jl, &J[c], sizeof(jl));
+          const int32_t j = jl[FirstLane(pending)];
+          const I8 mine = pending & (J[c] == j);
+          pending &= ~mine;
           F8 d[8];
           StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E[c], d);
           for (int l = 0; l < 8; ++l) dq[c][l] = Select(mine, d[l], dq[c][l]);
-        });
+        }
       }
       F8 best = W[0];
       F8 rp[4] = {dq[0][0], dq[0][1], dq[0][2], dq[0][3]};

@@ -245,10 +245,17 @@ SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
     F8 ax = zero, ay = zero, az = zero;
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      ForEachLaneJoint(J[c], W[c] != zero, [&](int32_t j, I8 mine) {
-        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz,
-                                           MaskLanes(W[c], mine), S[c], T[c], &ax, &ay, &az);
-      });
+      I8 pending = W[c] != zero;  // lanes still to do
+      while (AnyLane(pending)) {
+        int32_t jl[8];
+        std::memcpy(jl, &J[c], sizeof(jl));
+        const int32_t j = jl[FirstLane(pending)];
+        const I8 mine = pending & (J[c] == j);
+        pending &= ~mine;
+        const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
+        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py,
+                                           pz, w, S[c], T[c], &ax, &ay, &az);
+      }
     }
     Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
   }
