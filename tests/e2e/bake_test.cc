@@ -58,15 +58,21 @@ void ExpectPromptCancel(Client& client, const std::string& store, const v1::Bake
   EXPECT_FALSE(StoredBakeExists(store, running.name()));
 }
 
+// BBW options at a voxel resolution.
+v1::BakeOptions Bbw(int resolution) {
+  v1::BakeOptions options;
+  options.mutable_bbw();
+  options.mutable_domain()->set_voxel_resolution(resolution);
+  return options;
+}
+
 TEST(BakeJobs, ProgressIsMonotonicAndReachesOneThenWeightsAreServed) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store);
   Client client(Options(server));
   auto reg = client.CreateRig(TubeWithoutWeights());
   ASSERT_TRUE(reg.ok()) << reg.status();
-  v1::BakeOptions options;
-  options.mutable_bbw();
-  options.mutable_domain()->set_voxel_resolution(48);
+  v1::BakeOptions options = Bbw(48);
   auto started = client.StartBake(reg->rig().name(), options);
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_TRUE(started->created());
@@ -118,9 +124,7 @@ TEST(BakeJobs, RepeatedStartReturnsTheSameJobOrTheStoredResultWithoutRecomputing
   Client client(Options(server));
   auto reg = client.CreateRig(TubeWithoutWeights());
   ASSERT_TRUE(reg.ok());
-  v1::BakeOptions options;
-  options.mutable_bbw();
-  options.mutable_domain()->set_voxel_resolution(64);
+  v1::BakeOptions options = Bbw(64);
   auto first = client.StartBake(reg->rig().name(), options);
   ASSERT_TRUE(first.ok()) << first.status();
   auto second = client.StartBake(reg->rig().name(), options);  // while queued or running
@@ -162,9 +166,7 @@ TEST(BakeJobs, CancelStopsWithinASecondAndStoresNothing) {
   Client client(Options(server));
   auto reg = client.CreateRig(TubeWithoutWeights());
   ASSERT_TRUE(reg.ok());
-  v1::BakeOptions options;
-  options.mutable_bbw();
-  options.mutable_domain()->set_voxel_resolution(256);  // minutes of work: it will not finish on its own here
+  v1::BakeOptions options = Bbw(256);  // minutes of work: it will not finish on its own here
   auto started = client.StartBake(reg->rig().name(), options);
   ASSERT_TRUE(started.ok()) << started.status();
   // Let it get going.
