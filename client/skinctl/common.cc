@@ -23,6 +23,7 @@
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "core/rig/pose.h"
+#include "core/util/status_macros.h"
 #include "server/convert/convert.h"
 
 namespace skinning {
@@ -44,29 +45,26 @@ absl::StatusOr<Character> LoadCharacter() {
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");
-    absl::StatusOr<Mesh> mesh = ReadObj(obj);
-    if (!mesh.ok()) return mesh.status();
-    absl::StatusOr<TgfGraph> graph = ReadTgf(tgf);
-    if (!graph.ok()) return graph.status();
-    absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(*graph);
+    ASSIGN_OR_RETURN(Mesh mesh, ReadObj(obj));
+    ASSIGN_OR_RETURN(const TgfGraph graph, ReadTgf(tgf));
+    absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(graph);
     if (!skeleton.ok()) return absl::Status(skeleton.status().code(), absl::StrCat(tgf, ": ", skeleton.status().message()));
     c.rig.name = fs::path(obj).stem().string();
-    c.rig.mesh = *std::move(mesh);
+    c.rig.mesh = std::move(mesh);
     c.rig.skeleton = *std::move(skeleton);
     if (const std::string dmat = absl::GetFlag(FLAGS_dmat); !dmat.empty()) {
-      absl::StatusOr<Eigen::MatrixXd> W = ReadDmat(dmat);
-      if (!W.ok()) return W.status();
-      if (W->rows() != c.rig.mesh.V.rows() || W->cols() != c.rig.skeleton.size())
+      ASSIGN_OR_RETURN(Eigen::MatrixXd W, ReadDmat(dmat));
+      if (W.rows() != c.rig.mesh.V.rows() || W.cols() != c.rig.skeleton.size())
         return absl::InvalidArgumentError(absl::StrFormat(
-            "%s is %d by %d, expected %d vertices by %d bones", dmat, W->rows(), W->cols(),
+            "%s is %d by %d, expected %d vertices by %d bones", dmat, W.rows(), W.cols(),
             c.rig.mesh.V.rows(), c.rig.skeleton.size()));
-      c.rig.dense_weights = *std::move(W);
+      c.rig.dense_weights = std::move(W);
     }
   } else {
     return absl::InvalidArgumentError("give a character: --gltf=FILE, or --obj=FILE --tgf=FILE [--dmat=FILE]");
   }
   if (const std::string name = absl::GetFlag(FLAGS_name); !name.empty()) c.rig.name = name;
-  if (absl::Status s = ValidateRig(c.rig); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidateRig(c.rig));
   return c;
 }
 
@@ -80,9 +78,7 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient() {
   const std::string ca = absl::GetFlag(FLAGS_tls_ca), cert = absl::GetFlag(FLAGS_tls_cert),
                     key = absl::GetFlag(FLAGS_tls_key);
   if (!ca.empty() || !cert.empty() || !key.empty()) {
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls = TlsChannelCredentials(ca, cert, key);
-    if (!tls.ok()) return tls.status();
-    options.credentials = *std::move(tls);
+    ASSIGN_OR_RETURN(options.credentials, TlsChannelCredentials(ca, cert, key));
   }
   return std::make_unique<Client>(options);
 }
@@ -92,18 +88,16 @@ std::string RigNameArg(const std::string& arg) {
 }
 
 absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c) {
-  absl::StatusOr<v1::CreateRigResponse> r = client.CreateRig(RigToProto(c.rig));
-  if (!r.ok()) return r.status();
-  std::cerr << (r->created() ? "registered " : "already stored ") << r->rig().name() << " ("
-            << r->rig().vertex_count() << " vertices, " << r->rig().joint_count() << " joints)\n";
-  return r->rig().name();
+  ASSIGN_OR_RETURN(const v1::CreateRigResponse r, client.CreateRig(RigToProto(c.rig)));
+  std::cerr << (r.created() ? "registered " : "already stored ") << r.rig().name() << " ("
+            << r.rig().vertex_count() << " vertices, " << r.rig().joint_count() << " joints)\n";
+  return r.rig().name();
 }
 
 absl::StatusOr<Rig> FetchRig(Client& client, const std::string& name) {
-  absl::StatusOr<v1::Rig> got = client.GetRig(name, v1::RIG_VIEW_FULL);
-  if (!got.ok()) return got.status();
+  ASSIGN_OR_RETURN(const v1::Rig got, client.GetRig(name, v1::RIG_VIEW_FULL));
   // What the server stored it already validated: no limits beyond the format's.
-  return RigFromProto(*got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+  return RigFromProto(got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
 }
 
 void PrintRig(const v1::Rig& rig) {
@@ -115,13 +109,12 @@ void PrintRig(const v1::Rig& rig) {
 absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton) {
   Pose pose = RestPose(skeleton);
   if (fs::path(path).extension() == ".dmat") {
-    absl::StatusOr<Eigen::MatrixXd> M = ReadDmat(path);
-    if (!M.ok()) return M.status();
-    if (M->size() != 4 * skeleton.size())
+    ASSIGN_OR_RETURN(const Eigen::MatrixXd M, ReadDmat(path));
+    if (M.size() != 4 * skeleton.size())
       return absl::InvalidArgumentError(absl::StrFormat("%s has %d numbers, expected 4 per joint (%d)", path,
-                                                        M->size(), 4 * skeleton.size()));
+                                                        M.size(), 4 * skeleton.size()));
     // libigl stores the quaternions consecutively (x, y, z, w per joint) whatever the shape.
-    Eigen::MatrixXd flat = M->rows() == 1 || M->cols() == 1 ? *M : Eigen::MatrixXd(M->transpose());
+    const Eigen::MatrixXd flat = M.rows() == 1 || M.cols() == 1 ? M : Eigen::MatrixXd(M.transpose());
     for (int j = 0; j < skeleton.size(); ++j) {
       const double* q = flat.data() + 4 * j;
       Eigen::Quaterniond dq(q[3], q[0], q[1], q[2]);
@@ -167,12 +160,12 @@ absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skele
     };
     Transform& t = pose.local[j];
     double q[4] = {t.rotation.x(), t.rotation.y(), t.rotation.z(), t.rotation.w()};
-    if (absl::Status s = numbers("translation", 3, t.translation.data()); !s.ok()) return s;
-    if (absl::Status s = numbers("scale", 3, t.scale.data()); !s.ok()) return s;
-    if (absl::Status s = numbers("rotation", 4, q); !s.ok()) return s;
+    RETURN_IF_ERROR(numbers("translation", 3, t.translation.data()));
+    RETURN_IF_ERROR(numbers("scale", 3, t.scale.data()));
+    RETURN_IF_ERROR(numbers("rotation", 4, q));
     t.rotation = Eigen::Quaterniond(q[3], q[0], q[1], q[2]);
   }
-  if (absl::Status s = ValidatePose(skeleton, pose, path.c_str()); !s.ok()) return s;
+  RETURN_IF_ERROR(ValidatePose(skeleton, pose, path.c_str()));
   return pose;
 }
 
