@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "core/geometry/weld.h"
 #include "core/rig/bones.h"
 #include "core/util/status_macros.h"
 #include "core/util/timing.h"
@@ -196,8 +197,66 @@ absl::Status BakeOptions::Validate() const {
   return absl::OkStatus();
 }
 
+// Bake() on a mesh without repeated points.
+static absl::StatusOr<BakeResult> BakeWelded(const Mesh& mesh, const Skeleton& skeleton, const BakeOptions& options,
+                                             const Progress& progress);
+
+namespace {
+
+// Whether the method's per-vertex results come from the surface or a volume around it, so that
+// it can run on the welded mesh and map back (the FAST and elastic models are built on the
+// mesh's own vertices and keep them).
+bool WeldsTheMesh(BakeMethod method) {
+  return method != BakeMethod::kFastModel && method != BakeMethod::kElasticModel;
+}
+
+// The per-vertex results of a bake on the welded mesh, back on the original vertices.
+void UnweldResult(const WeldedMesh& welded, BakeResult* result) {
+  for (Eigen::MatrixXd* M : {&result->weights, &result->swing, &result->twist, &result->endpoint})
+    if (M->rows() == welded.mesh.V.rows() && M->size() > 0) *M = Unweld(*M, welded.of);
+  SparseWeights& sw = result->sparse;
+  if (sw.rows() == welded.mesh.V.rows() && sw.rows() > 0) {
+    SparseWeights out;
+    out.joints.resize(static_cast<Eigen::Index>(welded.of.size()), sw.k());
+    out.weights.resize(static_cast<Eigen::Index>(welded.of.size()), sw.k());
+    for (size_t i = 0; i < welded.of.size(); ++i) {
+      out.joints.row(static_cast<Eigen::Index>(i)) = sw.joints.row(welded.of[i]);
+      out.weights.row(static_cast<Eigen::Index>(i)) = sw.weights.row(welded.of[i]);
+    }
+    sw = std::move(out);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
                                 const BakeOptions& options, const Progress& progress) {
+  RETURN_IF_ERROR(ValidateMesh(mesh));
+  if (WeldsTheMesh(options.method)) {
+    // Copies of one point (seams, non-indexed triangles) must get one set of weights: bake the
+    // welded mesh and give each copy its point's results.
+    const WeldedMesh welded = Weld(mesh);
+    if (welded.changed) {
+      BakeOptions on_welded = options;
+      if (on_welded.source_weights.rows() == mesh.V.rows()) {
+        Eigen::MatrixXd first(welded.mesh.V.rows(), on_welded.source_weights.cols());
+        for (int i = static_cast<int>(welded.of.size()) - 1; i >= 0; --i)
+          first.row(welded.of[i]) = on_welded.source_weights.row(i);  // the first copy's row
+        on_welded.source_weights = std::move(first);
+      }
+      ASSIGN_OR_RETURN(BakeResult result, BakeWelded(welded.mesh, skeleton, on_welded, progress));
+      UnweldResult(welded, &result);
+      if (options.method == BakeMethod::kEndpoint) result.weights = options.source_weights;
+      result.report.detail = absl::StrFormat("welded %d vertices to %d; %s", mesh.V.rows(),
+                                             welded.mesh.V.rows(), result.report.detail);
+      return result;
+    }
+  }
+  return BakeWelded(mesh, skeleton, options, progress);
+}
+
+static absl::StatusOr<BakeResult> BakeWelded(const Mesh& mesh, const Skeleton& skeleton, const BakeOptions& options,
+                                             const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(ValidateMesh(mesh));

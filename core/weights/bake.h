@@ -88,7 +88,8 @@ struct BakeResult {
 // PrecomputeFast on the source weights' handle columns; or BuildElasticModel. INVALID_ARGUMENT for
 // bad options or input (a zero-length bone, a mesh with no inside, a resolution over the limit,
 // source weights of the wrong shape), FAILED_PRECONDITION for a skeleton outside the mesh,
-// CANCELLED when cancelled.
+// CANCELLED when cancelled. Except for the FAST and elastic models, the bake runs on the welded
+// mesh (Weld: copies of one point become one vertex) and every copy gets its point's results.
 absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
                                 const BakeOptions& options, const Progress& progress = {});
 
