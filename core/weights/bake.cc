@@ -229,9 +229,17 @@ void UnweldResult(const WeldedMesh& welded, BakeResult* result) {
 
 }  // namespace
 
-absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& skeleton,
+absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& given_skeleton,
                                 const BakeOptions& options, const Progress& progress) {
   RETURN_IF_ERROR(ValidateMesh(mesh));
+  Skeleton skeleton = given_skeleton;
+  for (size_t n = 0; n < options.non_deforming_joints.size(); ++n) {
+    const int j = options.non_deforming_joints[n];
+    if (j < 0 || j >= skeleton.size())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "options.non_deforming_joints[%d] = %d is out of range (%d joints)", n, j, skeleton.size()));
+    skeleton.joints[j].deforms = false;
+  }
   if (WeldsTheMesh(options.method)) {
     // Copies of one point (seams, non-indexed triangles) must get one set of weights: bake the
     // welded mesh and give each copy its point's results.

@@ -57,6 +57,10 @@ struct BakeOptions {
   // kFastModel and kEndpoint: #V by #J bone weights (rows sum to 1) they build on. FAST's handles
   // are the joints with a positive weight somewhere.
   Eigen::MatrixXd source_weights;
+  // Joints to treat as non-deforming besides the skeleton's own (Joint::deforms): they get no
+  // weight and need not lie inside the mesh. The server lists the joints that a character's own
+  // weights never use (an exported file's `_rootJoint` or `Armature` root).
+  std::vector<int> non_deforming_joints;
 
   // INVALID_ARGUMENT naming the field: influences out of [1, kMaxInfluences] (where used), a tet
   // mesh for a surface method, bad domain options for a volumetric one, missing or non-finite

@@ -84,8 +84,22 @@ std::string BakeId(const std::string& rig_id, const v1::BakeOptions& normalized)
   return ContentAddress("bake-", rig_id + "\n", normalized);
 }
 
-BakeOptions CoreBakeOptions(const v1::BakeOptions& normalized, const Recipe& recipe) {
+std::vector<int> UnweightedJoints(const LoadedRig& rig) {
+  std::vector<int> unweighted;
+  const SparseWeights& W = rig.weights;
+  if (W.rows() == 0) return unweighted;
+  std::vector<bool> used(static_cast<size_t>(rig.rig.skeleton.size()), false);
+  for (int i = 0; i < W.rows(); ++i)
+    for (int c = 0; c < W.k(); ++c)
+      if (W.weights(i, c) > 0) used[W.joints(i, c)] = true;
+  for (size_t j = 0; j < used.size(); ++j)
+    if (!used[j]) unweighted.push_back(static_cast<int>(j));
+  return unweighted;
+}
+
+BakeOptions CoreBakeOptions(const v1::BakeOptions& normalized, const Recipe& recipe, const LoadedRig& rig) {
   BakeOptions core;
+  core.non_deforming_joints = UnweightedJoints(rig);
   if (normalized.influence_count() > 0) core.influences = normalized.influence_count();
   const v1::Domain& d = normalized.domain();
   if (d.voxel_resolution() > 0) core.domain.voxel.resolution = d.voxel_resolution();

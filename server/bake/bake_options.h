@@ -4,6 +4,7 @@
 #define SKINNING_SERVER_BAKE_BAKE_OPTIONS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/weights/bake.h"
@@ -29,9 +30,14 @@ absl::StatusOr<NormalizedBakeOptions> NormalizeBakeOptions(const v1::BakeOptions
 // serialization): the bake's content address.
 std::string BakeId(const std::string& rig_id, const v1::BakeOptions& normalized);
 
-// The core options of normalized options: influences, domain (voxel grid or tet mesh) and the
-// recipe's own fields. The source weights of the methods that need them are the caller's.
-BakeOptions CoreBakeOptions(const v1::BakeOptions& normalized, const Recipe& recipe);
+// The core options of normalized options for `rig`: influences, domain (voxel grid or tet mesh),
+// the recipe's own fields, and as non-deforming joints those that the rig's own weights never
+// use (none when the rig has no weights). The source weights of the methods that need them are
+// the caller's.
+BakeOptions CoreBakeOptions(const v1::BakeOptions& normalized, const Recipe& recipe, const LoadedRig& rig);
+
+// The joints that no vertex of the rig's own weights uses; empty for a rig without weights.
+std::vector<int> UnweightedJoints(const LoadedRig& rig);
 
 }  // namespace skinning
 

@@ -26,7 +26,7 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeRunner::Run(
                                                                                 const Progress& progress) const {
   const Recipe& recipe = *job.recipe;
   ASSIGN_OR_RETURN(std::shared_ptr<const LoadedRig> rig, rigs_->Get(job.rig_id));
-  BakeOptions options = CoreBakeOptions(job.options, recipe);
+  BakeOptions options = CoreBakeOptions(job.options, recipe, *rig);
   if (recipe.WeightsSourceField() != nullptr) {
     ASSIGN_OR_RETURN(options.source_weights, SourceWeights(*rig, recipe.WeightsSource(job.options)));
   }

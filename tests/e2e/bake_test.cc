@@ -328,6 +328,43 @@ TEST_F(BakeBadInputTest, PosingWithAMissingBakeNamesTheBakeToRun) {
   EXPECT_THAT(std::string(posed.status().message()), HasSubstr("bake-0123456789abcdef0123456789abcdef"));
 }
 
+// A character whose own weights leave its root unused (an exported `_rootJoint` outside the
+// mesh): the server bakes it as non-deforming with every volumetric method.
+TEST(BakeJobs, AnUnweightedRootOutsideTheMeshIsNonDeforming) {
+  SKINNING_REQUIRE_DATA(testing::DataPath("gltf/CesiumMan/CesiumMan.glb"));
+  absl::StatusOr<Rig> rig = testing::CesiumManWithUnweightedRoot();
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  ServerProcess server(MakeTempDir("store"));
+  Client client(Options(server));
+  auto reg = client.CreateRig(RigToProto(*rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  for (const char* method : {"bbw", "geodesic_voxel", "swing_twist", "endpoint", "elastic_model"}) {
+    SCOPED_TRACE(method);
+    v1::BakeOptions options = Bbw(32);
+    if (std::string(method) == "geodesic_voxel") options.mutable_geodesic_voxel();
+    if (std::string(method) == "swing_twist") options.mutable_swing_twist();
+    if (std::string(method) == "endpoint") options.mutable_endpoint();
+    if (std::string(method) == "elastic_model") options.mutable_elastic_model();
+    auto started = client.StartBake(reg->rig().name(), options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+    ASSERT_TRUE(done.ok()) << done.status();
+    ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    if (std::string(method) == "elastic_model") continue;  // a model, no weights
+    auto w = client.GetWeights(done->name(), v1::WEIGHTS_FORMAT_DENSE);
+    ASSERT_TRUE(w.ok()) << w.status();
+    const v1::DenseWeights& d = w->weights().dense();
+    ASSERT_EQ(d.joint_count(), rig->skeleton.size());
+    double root = 0, total = 0;
+    for (int i = 0; i < d.values_size(); ++i) {
+      total += d.values(i);
+      if (i % d.joint_count() == 0) root += std::abs(d.values(i));
+    }
+    EXPECT_EQ(root, 0.0) << "the unweighted root got weight";
+    EXPECT_NEAR(total, static_cast<double>(rig->mesh.V.rows()), 1e-6 * rig->mesh.V.rows());
+  }
+}
+
 TEST(SkinctlBake, WritesDmatAndSkinnedGltfWithPlainProgressLines) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store);

@@ -6,6 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/io/gltf.h"
+#include "core/skinning/weights.h"
+#include "tests/support/data.h"
+
 namespace skinning::testing {
 
 Rig MakeTwoBoneTube(int rings, int segments, double length, double radius) {
@@ -229,6 +233,38 @@ Mesh MakeSphere(const Eigen::Vector3d& centre, double r, int nu, int nv) {
   m.F = TriangleRows(tris);
   OrientOutward(&m, [&](const Eigen::Vector3d&) { return centre; });
   return m;
+}
+
+absl::StatusOr<Rig> CesiumManWithUnweightedRoot() {
+  absl::StatusOr<GltfCharacter> g = ReadGltf(DataPath("gltf/CesiumMan/CesiumMan.glb"));
+  if (!g.ok()) return g.status();
+  const Eigen::Vector3d lo = g->mesh.V.colwise().minCoeff().transpose();
+  const Eigen::Vector3d hi = g->mesh.V.colwise().maxCoeff().transpose();
+  const double diag = (hi - lo).norm();
+  const Eigen::Vector3d r = lo - 0.1 * diag * Eigen::Vector3d::Ones();  // outside the box
+  Rig rig;
+  rig.name = "CesiumMan-rooted";
+  Joint root;
+  root.name = "_rootJoint";
+  root.rest.translation = r;
+  root.inverse_bind = Eigen::Affine3d(Eigen::Translation3d(-r));
+  root.tail = r - 0.1 * diag * Eigen::Vector3d::Ones();
+  rig.skeleton.joints.push_back(root);
+  for (Joint j : g->skeleton.joints) {
+    if (j.parent < 0) {
+      j.parent = 0;
+      j.rest.translation -= r;  // world(old root) unchanged: T(r) · T(t − r) R S
+    } else {
+      j.parent += 1;
+    }
+    rig.skeleton.joints.push_back(j);
+  }
+  rig.mesh = g->mesh;
+  const Eigen::MatrixXd W = ToDense(g->weights, g->skeleton.size());
+  Eigen::MatrixXd rooted = Eigen::MatrixXd::Zero(W.rows(), W.cols() + 1);
+  rooted.rightCols(W.cols()) = W;
+  rig.dense_weights = std::move(rooted);
+  return rig;
 }
 
 }  // namespace skinning::testing

@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
 #include "server/convert/rig.h"
 
@@ -30,6 +31,12 @@ Rig MakeTubeForBaking();
 // (length/2, 0, 0) with tail (0.95 · length, 0, 0). Outward-facing triangles, no normals.
 Rig MakeCylinderRig(int rings = 41, int segments = 24, double length = 2.0, double radius = 0.25);
 Rig MakeBoxRig(int nx = 41, int nyz = 7, double length = 2.0, double h = 0.25);
+
+// CesiumMan (shared data) with a new root joint 0, "_rootJoint", that no vertex weights: the
+// old roots become its children (the other joints shift by one, world bind transforms kept),
+// it sits a tenth of the diagonal outside the mesh's box, and its bone (a tail) points further
+// out. Dense weights with column 0 all zero. NOT_FOUND when the data is missing.
+absl::StatusOr<Rig> CesiumManWithUnweightedRoot();
 
 // Random skinning data: #V positions in [-1, 1]³ with unit normals, and k-sparse weights (the
 // top k of random dense weights over `joints` joints, renormalized). Deterministic in `seed`.

@@ -32,7 +32,7 @@ class ElasticModelRecipe final : public Recipe {
   void Store(const BakeResult& result, internal::v1::BakeArtifact* artifact) const override {}
 
   absl::StatusOr<BakeResult> Restore(const internal::v1::StoredBake& stored, const LoadedRig& rig) const override {
-    absl::StatusOr<BakeResult> rebuilt = Run(stored.options(), CoreBakeOptions(stored.options(), *this), rig, {});
+    absl::StatusOr<BakeResult> rebuilt = Run(stored.options(), CoreBakeOptions(stored.options(), *this, rig), rig, {});
     if (!rebuilt.ok())
       return absl::Status(rebuilt.status().code(), absl::StrCat("bake '", BakeName(stored.rig_id(), stored.bake_id()),
                                                                 "': ", rebuilt.status().message()));

@@ -77,7 +77,7 @@ TEST(NormalizeBakeOptions, FillsEveryDefaultExplicitly) {
   EXPECT_EQ(n->options.swing_twist().max_iteration_count(), 30);
   v1::BakeOptions geo;
   geo.mutable_geodesic_voxel();
-  EXPECT_DOUBLE_EQ(NormalizeBakeOptions(geo)->options.geodesic_voxel().falloff(), 2.0);
+  EXPECT_DOUBLE_EQ(NormalizeBakeOptions(geo)->options.geodesic_voxel().falloff(), 12.0);  // as bake.proto says
   // The same request, filled in or not, is the same bake.
   v1::BakeOptions explicit_bbw = NormalizeBakeOptions(v1::BakeOptions())->options;
   EXPECT_EQ(BakeId(kRig, NormalizeBakeOptions(explicit_bbw)->options),
@@ -127,7 +127,7 @@ RoundTrip BakeAndRestore(const Rig& core_rig, v1::BakeOptions options) {
   EXPECT_TRUE(n.ok()) << n.status();
   if (!n.ok()) return out;
   const Recipe& recipe = *n->recipe;
-  BakeOptions core = CoreBakeOptions(n->options, recipe);
+  BakeOptions core = CoreBakeOptions(n->options, recipe, *rig);
   if (recipe.WeightsSourceField() != nullptr) core.source_weights = ToDense(rig->weights, rig->rig.skeleton.size());
   absl::StatusOr<BakeResult> result = recipe.Run(n->options, core, *rig, {});
   EXPECT_TRUE(result.ok()) << recipe.name() << ": " << result.status();
