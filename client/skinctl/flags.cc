@@ -38,7 +38,7 @@ ABSL_FLAG(std::string, bake_method, "bbw",
 ABSL_FLAG(int, resolution, 0, "bake: voxel cells along the longest side (0 = server default, 64)");
 ABSL_FLAG(int, influences, 4, "bake: influences kept per vertex (top k)");
 ABSL_FLAG(std::string, tet, "", "bake: a MEDIT .mesh tet mesh to run the volumetric methods on");
-ABSL_FLAG(double, falloff, 0, "bake: geodesic falloff exponent (0 = server default, 2)");
+ABSL_FLAG(double, falloff, 0, "bake: geodesic falloff exponent (0 = server default, 12)");
 ABSL_FLAG(bool, wait, true, "bake: wait for the bake and write its results (--nowait: print its name)");
 ABSL_FLAG(std::string, bake, "", "pose: use this bake's weights; solve: the fast_model bake (rigs/{rig}/bakes/{bake})");
 ABSL_FLAG(std::string, constraints, "", "solve: a JSON constraints file (see the README)");

@@ -1,0 +1,233 @@
+// How close baked weights come to a character's own (reference) weights where it matters: the
+// posed mesh. For each character with reference weights and each method, LBS with the baked
+// weights against LBS with the reference weights over many poses; RMS and max distance in % of
+// the bounding-box diagonal. Rigid nearest-bone binding (computed here) is the floor no method
+// should be below.
+//
+//   ./build/bench/weights_quality [--resolution=64] [--falloff=12] [--heat=1] [--methods=nearest_bone,bone_heat,geodesic_voxel,bbw]
+//                                 [--characters=arm,RiggedSimple,RiggedFigure,CesiumMan]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "core/io/dmat.h"
+#include "core/io/gltf.h"
+#include "core/io/obj.h"
+#include "core/io/tgf.h"
+#include "core/rig/animation.h"
+#include "core/rig/bones.h"
+#include "core/rig/pose.h"
+#include "core/skinning/lbs.h"
+#include "core/skinning/weights.h"
+#include "core/weights/bake.h"
+
+namespace skinning {
+namespace {
+
+std::string DataPath(const std::string& relative) { return std::string(SKINNING_DATA_DIR) + "/" + relative; }
+
+struct Character {
+  std::string name;
+  Mesh mesh;
+  Skeleton skeleton;
+  Eigen::MatrixXd reference;  // #V by #J
+  std::vector<Pose> poses;
+  std::string poses_note;
+};
+
+// Every deforming joint bent by ±30°, ±60° and ±90° about two axes perpendicular to its bone (and
+// twisted ±45° about it): the arm has no animation.
+std::vector<Pose> Bends(const Skeleton& skeleton) {
+  std::vector<Pose> poses;
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
+  for (int j = 0; j < skeleton.size(); ++j) {
+    Eigen::Vector3d along = Eigen::Vector3d::UnitX();
+    if (handles.ok() && !(*handles)[j].segments.empty()) {
+      const Segment& s = (*handles)[j].segments[0];
+      if ((s.b - s.a).norm() > 0) along = (s.b - s.a).normalized();
+    }
+    const Eigen::Vector3d u = along.unitOrthogonal(), v = along.cross(u);
+    // The bend is in bind space; the local rotation of the joint is its rest rotation composed
+    // with the bend expressed in the joint's own frame.
+    const Eigen::Matrix3d to_local = skeleton.joints[j].inverse_bind.linear();
+    for (const Eigen::Vector3d& axis : {u, v})
+      for (double deg : {-90.0, -60.0, -30.0, 30.0, 60.0, 90.0}) {
+        Pose p = RestPose(skeleton);
+        const Eigen::Vector3d a = (to_local * axis).normalized();
+        p.local[j].rotation = p.local[j].rotation * Eigen::Quaterniond(Eigen::AngleAxisd(deg * M_PI / 180, a));
+        poses.push_back(p);
+      }
+    for (double deg : {-45.0, 45.0}) {
+      Pose p = RestPose(skeleton);
+      const Eigen::Vector3d a = (to_local * along).normalized();
+      p.local[j].rotation = p.local[j].rotation * Eigen::Quaterniond(Eigen::AngleAxisd(deg * M_PI / 180, a));
+      poses.push_back(p);
+    }
+  }
+  return poses;
+}
+
+bool LoadArm(Character* c) {
+  auto mesh = ReadObj(DataPath("libigl/arm/arm.obj"));
+  auto graph = ReadTgf(DataPath("libigl/arm/arm.tgf"));
+  auto W = ReadDmat(DataPath("libigl/arm/arm-weights.dmat"));
+  if (!mesh.ok() || !graph.ok() || !W.ok()) return false;
+  c->name = "arm";
+  c->mesh = *mesh;
+  c->skeleton = *SkeletonFromBones(*graph);
+  c->reference = *W;
+  c->poses = Bends(c->skeleton);
+  c->poses_note = std::to_string(c->poses.size()) + " bends";
+  return true;
+}
+
+bool LoadGltf(const std::string& name, Character* c) {
+  const std::string file = name == "RiggedSimple" || name == "RiggedFigure" || name == "CesiumMan"
+                               ? DataPath("gltf/" + name + "/" + name + ".glb")
+                               : "";
+  if (file.empty()) return false;
+  auto g = ReadGltf(file);
+  if (!g.ok()) return false;
+  c->name = name;
+  c->mesh = g->mesh;
+  c->skeleton = g->skeleton;
+  c->reference = ToDense(g->weights, g->skeleton.size());
+  // The animation at 30 frames per second, then the bends.
+  for (const Animation& anim : g->animations) {
+    const int frames = std::max(2, static_cast<int>(std::ceil((anim.end - anim.start) * 30)) + 1);
+    for (int f = 0; f < frames; ++f)
+      c->poses.push_back(Pose{SampleAnimation(c->skeleton, anim, anim.start + (anim.end - anim.start) * f / (frames - 1))});
+  }
+  const size_t animated = c->poses.size();
+  for (Pose& p : Bends(c->skeleton)) c->poses.push_back(std::move(p));
+  c->poses_note = std::to_string(animated) + " animation frames + " + std::to_string(c->poses.size() - animated) + " bends";
+  return true;
+}
+
+// The joints the reference never weights (as the server treats them).
+std::vector<int> Unweighted(const Eigen::MatrixXd& W) {
+  std::vector<int> out;
+  for (Eigen::Index j = 0; j < W.cols(); ++j)
+    if (W.col(j).maxCoeff() <= 0) out.push_back(static_cast<int>(j));
+  return out;
+}
+
+// Rigid binding: each vertex to the nearest bone of a weighted joint.
+Eigen::MatrixXd NearestBone(const Character& c) {
+  const std::vector<int> unweighted = Unweighted(c.reference);
+  absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(c.skeleton);
+  Eigen::MatrixXd W = Eigen::MatrixXd::Zero(c.mesh.V.rows(), c.skeleton.size());
+  for (Eigen::Index i = 0; i < c.mesh.V.rows(); ++i) {
+    const Eigen::Vector3d p = c.mesh.V.row(i).transpose();
+    int best = -1;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (const JointHandle& h : *handles) {
+      if (!h.deforms || std::count(unweighted.begin(), unweighted.end(), h.joint)) continue;
+      for (const Segment& s : h.segments) {
+        const double d = DistanceToSegment(p, s);
+        if (d < best_d) best_d = d, best = h.joint;
+      }
+    }
+    if (best >= 0) W(i, best) = 1;
+  }
+  return W;
+}
+
+struct Error {
+  double rms = 0, max = 0;  // % of the diagonal
+};
+
+Error PosedError(const Character& c, const SparseWeights& baked) {
+  const double diag = (c.mesh.V.colwise().maxCoeff() - c.mesh.V.colwise().minCoeff()).norm();
+  const SparseWeights reference = TopK(c.reference, std::max(1, static_cast<int>(c.reference.cols())));
+  const std::vector<int> order = *TopologicalOrder(c.skeleton);
+  double sum_sq = 0, worst = 0;
+  long count = 0;
+  for (const Pose& pose : c.poses) {
+    const std::vector<Eigen::Affine3d> T = *SkinningTransforms(c.skeleton, order, pose);
+    RowMatrixX3d want, got;
+    Lbs(c.mesh.V, reference, T, &want);
+    Lbs(c.mesh.V, baked, T, &got);
+    const Eigen::VectorXd d = (want - got).rowwise().norm();
+    sum_sq += d.squaredNorm();
+    worst = std::max(worst, d.maxCoeff());
+    count += d.size();
+  }
+  return Error{100 * std::sqrt(sum_sq / count) / diag, 100 * worst / diag};
+}
+
+int Run(int argc, char** argv) {
+  int resolution = 64;
+  double falloff = 0;  // 0: the default
+  double heat = 0;     // bone heat's c; 0: the default
+  std::vector<std::string> methods = {"nearest_bone", "bone_heat", "geodesic_voxel", "bbw"};
+  std::vector<std::string> names = {"arm", "RiggedSimple", "RiggedFigure", "CesiumMan"};
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg.rfind("--resolution=", 0) == 0) resolution = std::atoi(arg.c_str() + 13);
+    else if (arg.rfind("--falloff=", 0) == 0) falloff = std::atof(arg.c_str() + 10);
+    else if (arg.rfind("--heat=", 0) == 0) heat = std::atof(arg.c_str() + 7);
+    else if (arg.rfind("--methods=", 0) == 0) methods = absl::StrSplit(arg.substr(10), ',');
+    else if (arg.rfind("--characters=", 0) == 0) names = absl::StrSplit(arg.substr(13), ',');
+    else {
+      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--methods=a,b] [--characters=a,b]\n");
+      return 2;
+    }
+  }
+  std::printf("Posed distance to the reference weights (LBS both), %% of the bounding-box diagonal; voxel "
+              "resolution %d, k = 4\n",
+              resolution);
+  std::printf("%-14s %-15s %8s %8s %9s  %s\n", "character", "method", "RMS %", "max %", "bake s", "poses");
+  for (const std::string& name : names) {
+    Character c;
+    if (!(name == "arm" ? LoadArm(&c) : LoadGltf(name, &c))) {
+      std::printf("%-14s (missing data)\n", name.c_str());
+      continue;
+    }
+    for (const std::string& method : methods) {
+      SparseWeights W;
+      double seconds = 0;
+      if (method == "nearest_bone") {
+        W = TopK(NearestBone(c), 4);
+      } else {
+        BakeOptions options;
+        if (method == "bone_heat") options.method = BakeMethod::kBoneHeat;
+        else if (method == "geodesic_voxel") options.method = BakeMethod::kGeodesicVoxel;
+        else if (method == "bbw") options.method = BakeMethod::kBbw;
+        else {
+          std::fprintf(stderr, "unknown method %s\n", method.c_str());
+          return 2;
+        }
+        options.domain.voxel.resolution = resolution;
+        if (falloff > 0) options.geodesic.falloff = falloff;
+        if (heat > 0) options.bone_heat.heat_coefficient = heat;
+        options.non_deforming_joints = Unweighted(c.reference);
+        const auto t0 = std::chrono::steady_clock::now();
+        absl::StatusOr<BakeResult> baked = Bake(c.mesh, c.skeleton, options, {});
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!baked.ok()) {
+          std::printf("%-14s %-15s failed: %s\n", c.name.c_str(), method.c_str(),
+                      std::string(baked.status().message()).c_str());
+          continue;
+        }
+        W = baked->sparse;
+      }
+      const Error e = PosedError(c, W);
+      std::printf("%-14s %-15s %8.3f %8.3f %9.2f  %s\n", c.name.c_str(), method.c_str(), e.rms, e.max, seconds,
+                  c.poses_note.c_str());
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace skinning
+
+int main(int argc, char** argv) { return skinning::Run(argc, argv); }
