@@ -16,6 +16,12 @@ inline std::string DataDir() {
   return SKINNING_DATA_DIR;
 }
 inline std::string DataPath(const std::string& relative) { return DataDir() + "/" + relative; }
+// A test name from a shared-data path: its file name without extension
+// ("gltf/CesiumMan/CesiumMan.glb" → "CesiumMan"), for INSTANTIATE_TEST_SUITE_P.
+inline std::string DataFileTestName(const std::string& path) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  return name.substr(0, name.find('.'));
+}
 inline bool InCi() {
   const char* ci = std::getenv("CI");
   return ci && std::string(ci) == "true";

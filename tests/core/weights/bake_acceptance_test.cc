@@ -171,11 +171,7 @@ TEST_P(CharacterBakeTest, LbsWithBakedWeightsFollowsTheArtistWeights) {
 INSTANTIATE_TEST_SUITE_P(SharedData, CharacterBakeTest,
                          ::testing::Values("gltf/RiggedSimple/RiggedSimple.glb", "gltf/RiggedFigure/RiggedFigure.glb",
                                            "gltf/CesiumMan/CesiumMan.glb"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           name = name.substr(name.rfind('/') + 1);
-                           return name.substr(0, name.find('.'));
-                         });
+                         [](const auto& info) { return testing::DataFileTestName(info.param); });
 
 }  // namespace
 }  // namespace skinning
