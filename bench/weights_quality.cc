@@ -4,18 +4,26 @@
 // the bounding-box diagonal. Rigid nearest-bone binding (computed here) is the floor no method
 // should be below.
 //
-//   ./build/bench/weights_quality [--resolution=64] [--falloff=12] [--heat=1] [--methods=nearest_bone,bone_heat,geodesic_voxel,bbw]
-//                                 [--characters=arm,RiggedSimple,RiggedFigure,CesiumMan]
+//   ./build/bench/weights_quality [--resolution=64] [--falloff=12] [--heat=4] [--heat_mode=default|paper|normals|blender] [--methods=nearest_bone,bone_heat,geodesic_voxel,bbw]
+//                                 [--characters=arm,RiggedSimple,RiggedFigure,CesiumMan] [--blender=blender]
+//
+// With --blender, Blender's bone heat ("parent with automatic weights", run headless by
+// bench/blender_bone_heat.py on the same mesh and a bone per joint) is a row of its own.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "core/geometry/weld.h"
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
@@ -139,6 +147,88 @@ Eigen::MatrixXd NearestBone(const Character& c) {
   return W;
 }
 
+// One Blender bone per joint: from the joint to its tail, or to the mean of its children, or
+// (a leaf) on along its parent's direction for half the parent's length.
+struct BlenderBone {
+  Eigen::Vector3d head, tail;
+};
+
+std::vector<BlenderBone> BlenderBones(const Skeleton& skeleton, double diag) {
+  const int n = skeleton.size();
+  std::vector<BlenderBone> bones(n);
+  std::vector<std::vector<int>> children(n);
+  for (int j = 0; j < n; ++j)
+    if (skeleton.joints[j].parent >= 0) children[skeleton.joints[j].parent].push_back(j);
+  for (int j = 0; j < n; ++j) bones[j].head = BindPosition(skeleton, j);
+  for (int j = 0; j < n; ++j) {
+    const Eigen::Vector3d head = bones[j].head;
+    Eigen::Vector3d tail = head;
+    if (skeleton.joints[j].tail) {
+      tail = *skeleton.joints[j].tail;
+    } else if (!children[j].empty()) {
+      tail = Eigen::Vector3d::Zero();
+      for (int c : children[j]) tail += bones[c].head;
+      tail /= static_cast<double>(children[j].size());
+      if ((tail - head).norm() < 1e-6 * diag) tail = bones[children[j][0]].head;
+    }
+    if ((tail - head).norm() < 1e-6 * diag) {
+      const int p = skeleton.joints[j].parent;
+      const Eigen::Vector3d dir = p >= 0 ? Eigen::Vector3d(head - bones[p].head) : Eigen::Vector3d::Zero();
+      tail = dir.norm() > 1e-6 * diag ? Eigen::Vector3d(head + 0.5 * dir) : Eigen::Vector3d(head + Eigen::Vector3d(0, 0.05 * diag, 0));
+    }
+    bones[j].tail = tail;
+  }
+  return bones;
+}
+
+// Blender's bone heat weights for the character (#V by #J), or an error message. Blender gets the
+// welded mesh (as a rigger would "merge by distance" first; its heat solve needs the surface
+// connected), and every copy of a point its weights.
+absl::StatusOr<Eigen::MatrixXd> BlenderBoneHeat(const Character& original, const std::string& blender) {
+  const WeldedMesh welded = Weld(original.mesh);
+  Character c = original;
+  c.mesh = welded.mesh;
+  const double diag = (c.mesh.V.colwise().maxCoeff() - c.mesh.V.colwise().minCoeff()).norm();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("weights-quality-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string in = (dir / "in.txt").string(), out = (dir / "out.txt").string(), log = (dir / "blender.log").string();
+  const std::vector<int> unweighted = Unweighted(c.reference);
+  const std::vector<BlenderBone> bones = BlenderBones(c.skeleton, diag);
+  {
+    std::ofstream f(in);
+    f.precision(17);
+    f << c.mesh.V.rows() << " " << c.mesh.F.rows() << " " << c.skeleton.size() << "\n";
+    for (Eigen::Index i = 0; i < c.mesh.V.rows(); ++i) f << c.mesh.V(i, 0) << " " << c.mesh.V(i, 1) << " " << c.mesh.V(i, 2) << "\n";
+    for (Eigen::Index t = 0; t < c.mesh.F.rows(); ++t) f << c.mesh.F(t, 0) << " " << c.mesh.F(t, 1) << " " << c.mesh.F(t, 2) << "\n";
+    for (int j = 0; j < c.skeleton.size(); ++j) {
+      const bool deform = c.skeleton.joints[j].deforms && !std::count(unweighted.begin(), unweighted.end(), j);
+      f << "j" << j << " " << c.skeleton.joints[j].parent << " " << bones[j].head.transpose() << " "
+        << bones[j].tail.transpose() << " " << (deform ? 1 : 0) << "\n";
+    }
+  }
+  const std::string command = blender + " --background --factory-startup --python-exit-code 1 --python " +
+                              std::string(SKINNING_BENCH_DIR) + "/blender_bone_heat.py -- " + in + " " + out +
+                              " > " + log + " 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::ifstream l(log);
+    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    return absl::InternalError("blender failed: " + text.substr(text.size() > 600 ? text.size() - 600 : 0));
+  }
+  std::ifstream f(out);
+  Eigen::MatrixXd W(c.mesh.V.rows(), c.skeleton.size());
+  for (Eigen::Index i = 0; i < W.rows(); ++i)
+    for (Eigen::Index j = 0; j < W.cols(); ++j)
+      if (!(f >> W(i, j))) return absl::DataLossError("short blender output");
+  std::filesystem::remove_all(dir);
+  // Rows normalized; a vertex Blender left without weight (no group) stays zero and shows in
+  // the error as it would in Blender (unmoved).
+  for (Eigen::Index i = 0; i < W.rows(); ++i) {
+    const double s = W.row(i).sum();
+    if (s > 0) W.row(i) /= s;
+  }
+  return Unweld(W, welded.of);
+}
+
 struct Error {
   double rms = 0, max = 0;  // % of the diagonal
 };
@@ -166,6 +256,10 @@ int Run(int argc, char** argv) {
   int resolution = 64;
   double falloff = 0;  // 0: the default
   double heat = 0;     // bone heat's c; 0: the default
+  std::string blender;  // the Blender binary, for its bone heat row
+  // Bone heat's variant: "default" (the library's), "paper" (the nearest visible bone, c = 1),
+  // "normals" (default + Blender's normal-weighted distance), "blender" (normals + its 1e-4 ties).
+  std::string heat_mode = "default";
   std::vector<std::string> methods = {"nearest_bone", "bone_heat", "geodesic_voxel", "bbw"};
   std::vector<std::string> names = {"arm", "RiggedSimple", "RiggedFigure", "CesiumMan"};
   for (int a = 1; a < argc; ++a) {
@@ -173,10 +267,12 @@ int Run(int argc, char** argv) {
     if (arg.rfind("--resolution=", 0) == 0) resolution = std::atoi(arg.c_str() + 13);
     else if (arg.rfind("--falloff=", 0) == 0) falloff = std::atof(arg.c_str() + 10);
     else if (arg.rfind("--heat=", 0) == 0) heat = std::atof(arg.c_str() + 7);
+    else if (arg.rfind("--blender=", 0) == 0) blender = arg.substr(10);
+    else if (arg.rfind("--heat_mode=", 0) == 0) heat_mode = arg.substr(12);
     else if (arg.rfind("--methods=", 0) == 0) methods = absl::StrSplit(arg.substr(10), ',');
     else if (arg.rfind("--characters=", 0) == 0) names = absl::StrSplit(arg.substr(13), ',');
     else {
-      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--methods=a,b] [--characters=a,b]\n");
+      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN]\n");
       return 2;
     }
   }
@@ -190,11 +286,22 @@ int Run(int argc, char** argv) {
       std::printf("%-14s (missing data)\n", name.c_str());
       continue;
     }
-    for (const std::string& method : methods) {
+    std::vector<std::string> rows = methods;
+    if (!blender.empty()) rows.push_back("blender_heat");
+    for (const std::string& method : rows) {
       SparseWeights W;
       double seconds = 0;
       if (method == "nearest_bone") {
         W = TopK(NearestBone(c), 4);
+      } else if (method == "blender_heat") {
+        const auto t0 = std::chrono::steady_clock::now();
+        absl::StatusOr<Eigen::MatrixXd> B = BlenderBoneHeat(c, blender);
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (!B.ok()) {
+          std::printf("%-14s %-15s failed: %s\n", c.name.c_str(), method.c_str(), std::string(B.status().message()).c_str());
+          continue;
+        }
+        W = TopK(*B, 4);
       } else {
         BakeOptions options;
         if (method == "bone_heat") options.method = BakeMethod::kBoneHeat;
@@ -207,6 +314,12 @@ int Run(int argc, char** argv) {
         options.domain.voxel.resolution = resolution;
         if (falloff > 0) options.geodesic.falloff = falloff;
         if (heat > 0) options.bone_heat.heat_coefficient = heat;
+        if (heat_mode == "paper") {
+          options.bone_heat.nearest_must_be_visible = false;
+          if (heat <= 0) options.bone_heat.heat_coefficient = 1.0;
+        }
+        if (heat_mode == "blender" || heat_mode == "normals") options.bone_heat.normal_weighted_distance = true;
+        if (heat_mode == "blender") options.bone_heat.tie_tolerance = 1e-4;
         options.non_deforming_joints = Unweighted(c.reference);
         const auto t0 = std::chrono::steady_clock::now();
         absl::StatusOr<BakeResult> baked = Bake(c.mesh, c.skeleton, options, {});
