@@ -64,6 +64,14 @@ bool ComputeSources(const RowMatrixX3d& V, const RowMatrixX3i& F,
   const double floor = diag > 0 ? kRelativeEpsilon * diag : 1e-12;
   const TriangleBvh bvh(V, F);
   const double factor = 1.0 + std::max(0.0, options.tie_tolerance);
+  const RowMatrixX3d N = options.normal_weighted_distance ? PerVertexNormals(V, F) : RowMatrixX3d();
+  // The distance from p (vertex i) to its closest point q on a bone.
+  auto distance = [&](int i, const Eigen::Vector3d& p, const Eigen::Vector3d& q) {
+    const double d = (q - p).norm();
+    if (!options.normal_weighted_distance || d <= 0) return d;
+    const double cosine = (p - q).dot(N.row(i).transpose()) / d;
+    return d / (0.5 * (cosine + 1.001));
+  };
 
   std::atomic<bool> cancelled{false};
   std::atomic<int> done{0};
@@ -79,10 +87,10 @@ bool ComputeSources(const RowMatrixX3d& V, const RowMatrixX3i& F,
       for (int i = begin; i < end; ++i) {
         const Eigen::Vector3d p = V.row(i).transpose();
         for (size_t b = 0; b < bones.size(); ++b)
-          order[b] = {(ClosestPointOnBone(p, bones[b]) - p).norm(), static_cast<int>(b)};
+          order[b] = {distance(i, p, ClosestPointOnBone(p, bones[b])), static_cast<int>(b)};
         std::sort(order.begin(), order.end());
         out->nearest_any(i) = bones[order[0].second].joint;
-        double nearest = std::numeric_limits<double>::infinity();
+        double nearest = options.nearest_must_be_visible ? order[0].first : std::numeric_limits<double>::infinity();
         tied.clear();
         for (const auto& [dist, b] : order) {
           if (dist > nearest * factor) break;
@@ -90,7 +98,7 @@ bool ComputeSources(const RowMatrixX3d& V, const RowMatrixX3i& F,
           if (std::find(tied.begin(), tied.end(), joint) != tied.end()) continue;
           const Eigen::Vector3d q = ClosestPointOnBone(p, bones[b]);
           if (bvh.SegmentHitsSurface(p, q, epsilon)) continue;
-          if (tied.empty()) nearest = dist;
+          if (tied.empty() && !options.nearest_must_be_visible) nearest = dist;
           tied.push_back(joint);
         }
         if (tied.empty()) continue;

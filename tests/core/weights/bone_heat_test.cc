@@ -204,6 +204,7 @@ TEST(BoneHeatTest, NearestBoneBehindAWallIsReplacedByTheVisibleOne) {
   ASSERT_GE(facing, 0);
   BoneHeatOptions options;
   options.heat_coefficient = 1.0;
+  options.nearest_must_be_visible = false;  // the nearest visible bone (the paper's words)
   const BoneHeatSources sources = NearestVisibleBones(u.V, u.F, handles, options);
   EXPECT_EQ(sources.nearest_any(behind), 1);   // the nearest bone is B ...
   EXPECT_EQ(sources.nearest(behind, 0), 1.0);  // ... but the visible one is A
@@ -230,14 +231,56 @@ TEST(BoneHeatTest, NearestBoneBehindAWallIsReplacedByTheVisibleOne) {
   EXPECT_GT((*W)(facing, 1), 0.9);
 }
 
+// The default rule (Blender's): a vertex whose nearest bone is hidden gets no heat of its own and
+// takes its neighbours' — here, the left arm's bone A.
+TEST(BoneHeatTest, AVertexWhoseNearestBoneIsHiddenTakesItsNeighboursHeat) {
+  const Mesh u = UShape();
+  const std::vector<JointHandle> handles = {
+      BoneHandle(0, Eigen::Vector3d(1.5, 1, 1), Eigen::Vector3d(1.5, 7, 1)),
+      BoneHandle(1, Eigen::Vector3d(4.3, 1, 1), Eigen::Vector3d(4.3, 7, 1))};
+  const int behind = FindVertex(u, Eigen::Vector3d(3, 5, 1));  // nearest B, behind the wall
+  const int facing = FindVertex(u, Eigen::Vector3d(4, 5, 1));  // nearest B, visible
+  ASSERT_GE(behind, 0);
+  ASSERT_GE(facing, 0);
+  const BoneHeatOptions options;
+  ASSERT_TRUE(options.nearest_must_be_visible);
+  const BoneHeatSources sources = NearestVisibleBones(u.V, u.F, handles, options);
+  EXPECT_EQ(sources.nearest_any(behind), 1);
+  EXPECT_EQ(sources.heat(behind), 0.0);
+  EXPECT_EQ(sources.nearest(behind, 0), 0.0);
+  EXPECT_EQ(sources.nearest(behind, 1), 0.0);
+  EXPECT_EQ(sources.nearest(facing, 1), 1.0);
+  EXPECT_NEAR(sources.heat(facing), options.heat_coefficient / (0.3 * 0.3), 1e-9);
+  const absl::StatusOr<Eigen::MatrixXd> W = BoneHeatWeights(u, handles, options);
+  ASSERT_TRUE(W.ok()) << W.status();
+  ExpectPartitionOfUnity(*W);
+  EXPECT_GT((*W)(behind, 0), 0.9) << "its neighbours on the left arm are heated by A";
+  EXPECT_GT((*W)(facing, 1), 0.9);
+}
+
 TEST(BoneHeatTest, TiedBonesShareTheHeat) {
   const Mesh tube = CappedTube(21, 12, 2.0, 0.25, 0.25);
   const BoneHeatSources sources = NearestVisibleBones(tube.V, tube.F, ChainAlongX(2));
   const int joint_ring = 10 * 12;  // x = 1
   EXPECT_EQ(sources.nearest(joint_ring, 0), 0.5);
   EXPECT_EQ(sources.nearest(joint_ring, 1), 0.5);
-  EXPECT_NEAR(sources.heat(joint_ring), 2.0 / (0.25 * 0.25), 1e-9);  // h·c/d², h = 2
-  EXPECT_NEAR(sources.heat(0), 1.0 / (0.25 * 0.25), 1e-9);
+  const double c = BoneHeatOptions().heat_coefficient;
+  EXPECT_NEAR(sources.heat(joint_ring), 2.0 * c / (0.25 * 0.25), 1e-9);  // h·c/d², h = 2
+  EXPECT_NEAR(sources.heat(0), c / (0.25 * 0.25), 1e-9);
+}
+
+// Blender's normal-weighted distance (an option, off by default): on a tube around its bones
+// every normal points away from the bone, cos θ = 1, so d becomes d / (½ · 2.001).
+TEST(BoneHeatTest, NormalWeightedDistanceDividesByHalfOfCosinePlusOne) {
+  const Mesh tube = CappedTube(21, 12, 2.0, 0.25, 0.25);
+  BoneHeatOptions options;
+  options.normal_weighted_distance = true;
+  const BoneHeatSources sources = NearestVisibleBones(tube.V, tube.F, ChainAlongX(2), options);
+  const int ring = 5 * 12;  // x = 0.5, on bone 0 only
+  // The vertex normal of a ring vertex of this tube is radial up to the discretization.
+  const double d = 0.25 / (0.5 * (1.0 + 1.001));
+  EXPECT_NEAR(sources.heat(ring), options.heat_coefficient / (d * d), 1e-3 * options.heat_coefficient / (d * d));
+  EXPECT_EQ(sources.nearest(ring, 0), 1.0);
 }
 
 TEST(BoneHeatTest, NonDeformingJointsGetZeroColumnsAndPointHandlesWork) {

@@ -59,7 +59,7 @@ TEST(NormalizeBakeOptions, FillsEveryDefaultExplicitly) {
   heat.mutable_domain()->set_voxel_resolution(32);
   n = NormalizeBakeOptions(heat);
   ASSERT_TRUE(n.ok());
-  EXPECT_DOUBLE_EQ(n->options.bone_heat().heat_coefficient(), 1.0);
+  EXPECT_DOUBLE_EQ(n->options.bone_heat().heat_coefficient(), 4.0);  // as bake.proto says
   EXPECT_FALSE(n->options.has_domain()) << "a surface method has no domain";
 
   v1::BakeOptions fast;
