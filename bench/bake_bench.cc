@@ -1,6 +1,8 @@
-// Bake time and peak memory per method and character at the default resolution.
+// Bake time and peak memory per method and character, at the default resolution or at each of
+// --resolutions (how time grows with the grid).
 //
 //   ./build/bench/bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw]
+//                            [--resolutions=48,64,96,128] [--characters=CesiumMan,hand]
 //
 // Each bake runs in a child process (fork) so that its peak resident memory (ru_maxrss from
 // wait4) is its own. Prints one table.
@@ -10,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -98,20 +101,28 @@ struct Row {
   char brief[400] = {0};  // BakeReport::BriefReport()
 };
 
-int Run(const std::string& data, const std::vector<std::string>& methods) {
-  const std::vector<Character> characters = LoadCharacters(data);
+int Run(const std::string& data, const std::vector<std::string>& methods, const std::vector<int>& resolutions,
+        const std::vector<std::string>& only) {
+  std::vector<Character> characters;
+  for (Character& c : LoadCharacters(data)) {
+    bool wanted = only.empty();
+    for (const std::string& o : only) wanted |= c.name.rfind(o, 0) == 0;  // a name's prefix
+    if (wanted) characters.push_back(std::move(c));
+  }
   if (characters.empty()) {
-    std::fprintf(stderr, "no characters found under %s\n", data.c_str());
+    std::fprintf(stderr, "no characters found under %s (or none matches --characters)\n", data.c_str());
     return 1;
   }
-  std::printf("Bake time and peak memory, default options (voxel resolution %d, k = 4), %ld cores\n",
+  std::printf("Bake time and peak memory, default options (voxel resolution %d unless said, k = 4), %ld cores\n",
               VoxelGridOptions().resolution, sysconf(_SC_NPROCESSORS_ONLN));
-  std::printf("%-22s %8s %6s  %-15s %9s %10s %9s %12s\n", "character", "vertices", "joints", "method", "nodes",
-              "domain s", "total s", "peak RSS MB");
+  std::printf("%-22s %8s %6s  %-15s %5s %9s %10s %9s %12s\n", "character", "vertices", "joints", "method", "res",
+              "nodes", "domain s", "total s", "peak RSS MB");
   for (const Character& c : characters) {
     for (const std::string& m : methods) {
+    for (const int resolution : resolutions) {
       BakeOptions options;
       options.method = m == "bone_heat" ? BakeMethod::kBoneHeat : m == "bbw" ? BakeMethod::kBbw : BakeMethod::kGeodesicVoxel;
+      options.domain.voxel.resolution = resolution;
       int fds[2];
       if (pipe(fds) != 0) return 1;
       const pid_t pid = fork();
@@ -140,14 +151,17 @@ int Run(const std::string& data, const std::vector<std::string>& methods) {
       wait4(pid, &status, 0, &usage);
       const double rss_mb = usage.ru_maxrss / 1024.0;
       if (!got || !row.ok) {
-        std::printf("%-22s %8ld %6d  %-15s failed: %s\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
-                    c.skeleton.size(), m.c_str(), got ? row.error : "child died");
+        std::printf("%-22s %8ld %6d  %-15s %5d failed: %s\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
+                    c.skeleton.size(), m.c_str(), resolution, got ? row.error : "child died");
         continue;
       }
-      std::printf("%-22s %8ld %6d  %-15s %9d %10.3f %9.3f %12.1f\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
-                  c.skeleton.size(), m.c_str(), row.nodes, row.domain_seconds, row.seconds, rss_mb);
+      std::printf("%-22s %8ld %6d  %-15s %5d %9d %10.3f %9.3f %12.1f\n", c.name.c_str(),
+                  static_cast<long>(c.mesh.V.rows()), c.skeleton.size(), m.c_str(), resolution, row.nodes,
+                  row.domain_seconds, row.seconds, rss_mb);
       std::printf("  %s\n", row.brief);
       std::fflush(stdout);
+      if (m == "bone_heat") break;  // a surface method: the grid does not matter
+    }
     }
   }
   return 0;
@@ -159,14 +173,24 @@ int Run(const std::string& data, const std::vector<std::string>& methods) {
 int main(int argc, char** argv) {
   std::string data = SKINNING_DATA_DIR;
   if (const char* env = std::getenv("SKINNING_DATA_DIR"); env && *env) data = env;
-  std::vector<std::string> methods = {"bone_heat", "geodesic_voxel", "bbw"};
+  std::vector<std::string> methods = {"bone_heat", "geodesic_voxel", "bbw"}, characters;
+  std::vector<int> resolutions = {skinning::VoxelGridOptions().resolution};
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--data=", 7) == 0) data = argv[i] + 7;
-    else if (std::strncmp(argv[i], "--methods=", 10) == 0) methods = absl::StrSplit(argv[i] + 10, ',');
-    else {
-      std::fprintf(stderr, "usage: bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw]\n");
+    if (std::strncmp(argv[i], "--data=", 7) == 0) {
+      data = argv[i] + 7;
+    } else if (std::strncmp(argv[i], "--methods=", 10) == 0) {
+      methods = absl::StrSplit(argv[i] + 10, ',');
+    } else if (std::strncmp(argv[i], "--characters=", 13) == 0) {
+      characters = absl::StrSplit(argv[i] + 13, ',');
+    } else if (std::strncmp(argv[i], "--resolutions=", 14) == 0) {
+      resolutions.clear();
+      for (absl::string_view r : absl::StrSplit(argv[i] + 14, ',')) resolutions.push_back(std::atoi(std::string(r).c_str()));
+    } else {
+      std::fprintf(stderr,
+                   "usage: bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw] [--resolutions=48,64,...] "
+                   "[--characters=NAME,...]\n");
       return 2;
     }
   }
-  return skinning::Run(data, methods);
+  return skinning::Run(data, methods, resolutions, characters);
 }
