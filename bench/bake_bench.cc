@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -32,7 +34,16 @@ struct Character {
   std::string name;
   Mesh mesh;
   Skeleton skeleton;
+  std::optional<TetDomainInput> tets;  // bake on this tet mesh instead of a voxel grid
 };
+
+Character MakeCharacter(std::string name, Mesh mesh, Skeleton skeleton) {
+  Character c;
+  c.name = std::move(name);
+  c.mesh = std::move(mesh);
+  c.skeleton = std::move(skeleton);
+  return c;
+}
 
 // Each triangle split into four at its edge midpoints (shared midpoints deduplicated).
 Mesh MidpointSubdivide(const Mesh& m) {
@@ -68,7 +79,7 @@ std::vector<Character> LoadCharacters(const std::string& data) {
   if (auto mesh = ReadObj(data + "/libigl/arm/arm.obj"); mesh.ok()) {
     auto graph = ReadTgf(data + "/libigl/arm/arm.tgf");
     if (graph.ok())
-      if (auto s = SkeletonFromBones(*graph); s.ok()) out.push_back({"arm", *mesh, *s});
+      if (auto s = SkeletonFromBones(*graph); s.ok()) out.push_back(MakeCharacter("arm", *mesh, *s));
   }
   if (auto tets = ReadMedit(data + "/libigl/hand/hand.mesh"); tets.ok()) {
     auto graph = ReadTgf(data + "/libigl/hand/hand.tgf");
@@ -76,17 +87,25 @@ std::vector<Character> LoadCharacters(const std::string& data) {
     surface.V = tets->V.topRows(tets->F.maxCoeff() + 1);
     surface.F = tets->F;
     if (graph.ok())
-      if (auto s = SkeletonFromBones(*graph); s.ok()) out.push_back({"hand (surface)", surface, *s});
+      if (auto s = SkeletonFromBones(*graph); s.ok()) {
+        out.push_back(MakeCharacter("hand (surface)", surface, *s));
+        // libigl's own setting: BBW on the hand's tet mesh.
+        Character on_tets = MakeCharacter("hand (tet mesh)", surface, *s);
+        on_tets.tets.emplace();
+        on_tets.tets->TV = tets->V;
+        on_tets.tets->TT = tets->T.cast<int>();
+        out.push_back(std::move(on_tets));
+      }
   }
   for (const char* name : {"RiggedFigure/RiggedFigure.glb", "CesiumMan/CesiumMan.glb"}) {
     auto c = ReadGltf(data + "/gltf/" + name);
     if (!c.ok()) continue;
     std::string label = name;
     label = label.substr(0, label.find('/'));
-    out.push_back({label, c->mesh, c->skeleton});
+    out.push_back(MakeCharacter(label, c->mesh, c->skeleton));
     if (label == "CesiumMan") {
       Mesh fine = MidpointSubdivide(c->mesh);
-      out.push_back({"CesiumMan subdivided", fine, c->skeleton});
+      out.push_back(MakeCharacter("CesiumMan subdivided", fine, c->skeleton));
     }
   }
   return out;
@@ -123,6 +142,8 @@ int Run(const std::string& data, const std::vector<std::string>& methods, const 
       BakeOptions options;
       options.method = m == "bone_heat" ? BakeMethod::kBoneHeat : m == "bbw" ? BakeMethod::kBbw : BakeMethod::kGeodesicVoxel;
       options.domain.voxel.resolution = resolution;
+      if (m != "bone_heat") options.domain.tet_mesh = c.tets;  // a surface method refuses a tet mesh
+      const bool surface = m == "bone_heat" || c.tets.has_value();  // the grid does not matter
       int fds[2];
       if (pipe(fds) != 0) return 1;
       const pid_t pid = fork();
@@ -151,16 +172,18 @@ int Run(const std::string& data, const std::vector<std::string>& methods, const 
       wait4(pid, &status, 0, &usage);
       const double rss_mb = usage.ru_maxrss / 1024.0;
       if (!got || !row.ok) {
-        std::printf("%-22s %8ld %6d  %-15s %5d failed: %s\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
-                    c.skeleton.size(), m.c_str(), resolution, got ? row.error : "child died");
+        std::printf("%-22s %8ld %6d  %-15s %5s failed: %s\n", c.name.c_str(), static_cast<long>(c.mesh.V.rows()),
+                    c.skeleton.size(), m.c_str(), surface ? "-" : std::to_string(resolution).c_str(),
+                    got ? row.error : "child died");
         continue;
       }
-      std::printf("%-22s %8ld %6d  %-15s %5d %9d %10.3f %9.3f %12.1f\n", c.name.c_str(),
-                  static_cast<long>(c.mesh.V.rows()), c.skeleton.size(), m.c_str(), resolution, row.nodes,
-                  row.domain_seconds, row.seconds, rss_mb);
+      std::printf("%-22s %8ld %6d  %-15s %5s %9d %10.3f %9.3f %12.1f\n", c.name.c_str(),
+                  static_cast<long>(c.mesh.V.rows()), c.skeleton.size(), m.c_str(),
+                  surface ? "-" : std::to_string(resolution).c_str(), row.nodes, row.domain_seconds, row.seconds,
+                  rss_mb);
       std::printf("  %s\n", row.brief);
       std::fflush(stdout);
-      if (m == "bone_heat") break;  // a surface method: the grid does not matter
+      if (surface) break;
     }
     }
   }
