@@ -40,7 +40,11 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
                    BuildDomain(mesh, options.domain, &domain_report, progress.Sub(0.0, 0.1)));
   report->domain = domain_report.BriefReport();
   report->domain_nodes = domain.num_nodes();
-  ASSIGN_OR_RETURN(const std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
+  int shared = 0;
+  if (options.method == BakeMethod::kBbw) {
+    ASSIGN_OR_RETURN(shared, SplitSharedJoints(domain, handles, &pinned));
+  }
   report->domain_seconds = SecondsSince(t0);
   const auto t1 = std::chrono::steady_clock::now();
   Eigen::MatrixXd node_weights;
@@ -48,7 +52,7 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
     BbwReport r;
     ASSIGN_OR_RETURN(node_weights, BoundedBiharmonicWeights(domain, pinned, options.bbw, &r,
                                                             progress.Sub(0.1, 1.0)));
-    report->detail = r.BriefReport();
+    report->detail = absl::StrFormat("%d nodes shared at joints, %s", shared, r.BriefReport());
   } else {
     GeodesicWeightsReport r;
     ASSIGN_OR_RETURN(node_weights, GeodesicVoxelWeights(domain, pinned, options.geodesic, &r,

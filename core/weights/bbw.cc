@@ -56,7 +56,10 @@ using SpMat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
 struct ReducedProblem {
   int num_nodes = 0;
   int num_handles = 0;
-  std::vector<int> handle_of;   // #N: the handle pinning each node, or -1 for a free node
+  std::vector<int> handle_of;   // #N: a handle pinning each node (its first), or -1 for a free node
+  // #N: every handle pinning each node (empty for a free node). A node pinned by k handles (a
+  // joint shared by k bones) has the value 1/k for each of them (libigl's boundary conditions).
+  std::vector<std::vector<int>> pinned_by;
   std::vector<int> free_nodes;  // #F: the free nodes, ascending
   SpMat lower;                  // #F by #F lower triangle of A = Q_FF (the factorized pattern)
   SpMat full;                   // #F by #F, A with both triangles (for products)
@@ -94,8 +97,9 @@ absl::Status ValidateDomain(const VolumeDomain& domain) {
 }
 
 absl::Status ValidateHandles(const std::vector<std::vector<int>>& handle_nodes, int n,
-                             std::vector<int>* handle_of) {
+                             std::vector<int>* handle_of, std::vector<std::vector<int>>* pinned_by) {
   handle_of->assign(n, -1);
+  pinned_by->assign(n, {});
   bool any = false;
   for (int h = 0; h < static_cast<int>(handle_nodes.size()); ++h) {
     for (int k = 0; k < static_cast<int>(handle_nodes[h].size()); ++k) {
@@ -104,12 +108,9 @@ absl::Status ValidateHandles(const std::vector<std::vector<int>>& handle_nodes, 
         return absl::InvalidArgumentError(absl::StrFormat(
             "handle_nodes[%d][%d]: node %d is out of range (%d nodes)", h, k, node, n));
       }
-      const int other = (*handle_of)[node];
-      if (other != -1 && other != h) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "handle_nodes[%d][%d]: node %d is already pinned by handle %d", h, k, node, other));
-      }
-      (*handle_of)[node] = h;
+      if ((*handle_of)[node] == -1) (*handle_of)[node] = h;
+      std::vector<int>& by = (*pinned_by)[node];
+      if (std::find(by.begin(), by.end(), h) == by.end()) by.push_back(h);
       any = true;
     }
   }
@@ -126,7 +127,7 @@ absl::StatusOr<ReducedProblem> BuildProblem(const VolumeDomain& domain,
   ReducedProblem p;
   p.num_nodes = domain.num_nodes();
   p.num_handles = static_cast<int>(handle_nodes.size());
-  RETURN_IF_ERROR(ValidateHandles(handle_nodes, p.num_nodes, &p.handle_of));
+  RETURN_IF_ERROR(ValidateHandles(handle_nodes, p.num_nodes, &p.handle_of, &p.pinned_by));
 
   // Q = Kᵀ M⁻¹ K (= K M⁻¹ K for the symmetric stiffness).
   SpMat K = domain.K;
@@ -196,11 +197,13 @@ absl::StatusOr<ReducedProblem> BuildProblem(const VolumeDomain& domain,
         values.push_back(0.0);
       }
     } else {
-      // A handle node's column: its value is 1 for its own handle, 0 for the others.
-      const int h = p.handle_of[c];
+      // A handle node's column: its value is 1/k for each of the k handles pinning it, 0 for the
+      // others.
+      const double value = 1.0 / static_cast<double>(p.pinned_by[c].size());
       for (SpMat::InnerIterator it(Q, c); it; ++it) {
         const int fr = free_index[it.row()];
-        if (fr >= 0) p.rhs(fr, h) -= it.value();
+        if (fr < 0) continue;
+        for (int h : p.pinned_by[c]) p.rhs(fr, h) -= value * it.value();
       }
     }
   }
@@ -590,14 +593,15 @@ absl::Status SolveUnconstrained(ReducedProblem* p, Eigen::MatrixXd* x,
   return absl::OkStatus();
 }
 
-// Scatters per-handle free-node solutions into #N by #handles, with 1/0 on the handle nodes.
+// Scatters per-handle free-node solutions into #N by #handles, with 1/k (k handles pinning the
+// node) or 0 on the handle nodes.
 Eigen::MatrixXd Scatter(const ReducedProblem& p, const Eigen::MatrixXd& free_values) {
   Eigen::MatrixXd W = Eigen::MatrixXd::Zero(p.num_nodes, p.num_handles);
   for (int k = 0; k < static_cast<int>(p.free_nodes.size()); ++k) {
     W.row(p.free_nodes[k]) = free_values.row(k);
   }
   for (int i = 0; i < p.num_nodes; ++i) {
-    if (p.handle_of[i] >= 0) W(i, p.handle_of[i]) = 1.0;
+    for (int h : p.pinned_by[i]) W(i, h) = 1.0 / static_cast<double>(p.pinned_by[i].size());
   }
   return W;
 }

@@ -46,12 +46,14 @@ struct BbwReport {
 
 // For each handle h (handle_nodes[h] = its pinned nodes, non-empty), minimizes the bi-Laplacian
 // energy ½ wᵀ Q w with Q = K M⁻¹ K (K, M from the domain) subject to 0 ≤ w ≤ 1, w = 1 on h's
-// nodes and 0 on every other handle's nodes — an exact bound-constrained QP solve (active set on
+// nodes (1/k on a node k handles share) and 0 on every other handle's nodes — an exact bound-constrained QP solve (active set on
 // CHOLMOD factorizations) — then divides each node's weights by their sum (partition of unity).
 // Returns #N by #handles. Handles with empty node lists get a zero column.
 //
 //   domain        K (#N by #N), mass (#N) and nodes (#N rows) are read; other fields are unused.
-//   handle_nodes  #handles lists of node indices in [0, #N); a node may belong to one handle only.
+//   handle_nodes  #handles lists of node indices in [0, #N). A node listed by k handles (a joint
+//                 shared by k bones: SplitSharedJoints) is pinned to 1/k for each of them and 0
+//                 for the others, as libigl's boundary conditions split such nodes.
 //
 // Method: a primal-dual active-set method (Hintermüller, Ito & Kunisch 2002) per handle, warm
 // started from the unconstrained biharmonic solution; it stops only when the active sets repeat,
@@ -63,7 +65,7 @@ struct BbwReport {
 // thread while the handles are solved (restored afterwards).
 //
 // Errors: INVALID_ARGUMENT for sizes that disagree in the domain, non-positive masses, a node
-// index out of range, a node in two handles, or no handle with nodes; FAILED_PRECONDITION when
+// index out of range, or no handle with nodes; FAILED_PRECONDITION when
 // the reduced system is singular (a connected part of the domain without handle nodes) or a
 // handle does not converge within max_iterations; CANCELLED when cancelled. Progress: stage
 // "bbw", fraction = handles done / handles.

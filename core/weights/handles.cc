@@ -2,6 +2,7 @@
 
 #include <Eigen/Geometry>
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -111,6 +112,56 @@ absl::StatusOr<std::vector<std::vector<int>>> RasterizeRigidBones(
     radius = lengths[lengths.size() / 2];
   }
   return RasterizeWithin(domain, handles, radius);
+}
+
+absl::StatusOr<int> SplitSharedJoints(const VolumeDomain& domain, const std::vector<JointHandle>& handles,
+                                      std::vector<std::vector<int>>* pinned) {
+  ASSIGN_OR_RETURN(const double radius, PointReach(domain));
+  const double reach = radius * (1.0 + 1e-9);
+  const int n = domain.num_nodes(), nh = static_cast<int>(handles.size());
+  if (n == 0) return 0;
+  const double diag = (domain.nodes.colwise().maxCoeff() - domain.nodes.colwise().minCoeff()).norm();
+  const double same = 1e-9 * std::max(diag, 1e-300);
+  // The ends of every deforming joint's bones, and which joints meet at each distinct point.
+  struct Meeting {
+    Vector3d point;
+    std::vector<int> joints;
+  };
+  std::vector<Meeting> meetings;
+  for (int h = 0; h < nh; ++h) {
+    if (!handles[h].deforms) continue;
+    for (const Segment& s : handles[h].segments) {
+      if ((s.b - s.a).norm() <= same) continue;  // a point handle: not a bone
+      for (const Vector3d& end : {s.a, s.b}) {
+        auto it = std::find_if(meetings.begin(), meetings.end(),
+                               [&](const Meeting& m) { return (m.point - end).norm() <= same; });
+        if (it == meetings.end()) it = meetings.insert(meetings.end(), Meeting{end, {}});
+        if (std::find(it->joints.begin(), it->joints.end(), h) == it->joints.end()) it->joints.push_back(h);
+      }
+    }
+  }
+  std::vector<std::vector<uint8_t>> listed(nh);
+  for (int h = 0; h < nh; ++h) {
+    listed[h].assign(n, 0);
+    for (int i : (*pinned)[h]) listed[h][i] = 1;
+  }
+  std::vector<uint8_t> shared(n, 0);
+  for (const Meeting& m : meetings) {
+    if (m.joints.size() < 2) continue;
+    for (int i = 0; i < n; ++i) {
+      if ((domain.nodes.row(i).transpose() - m.point).norm() > reach) continue;
+      bool pinned_by_one = false;  // the node belongs to the bones that meet here
+      for (int h : m.joints) pinned_by_one |= listed[h][i] != 0;
+      if (!pinned_by_one) continue;
+      for (int h : m.joints) {
+        if (listed[h][i]) continue;
+        listed[h][i] = 1;
+        (*pinned)[h].push_back(i);
+      }
+      shared[i] = 1;
+    }
+  }
+  return static_cast<int>(std::count(shared.begin(), shared.end(), 1));
 }
 
 }  // namespace skinning

@@ -25,6 +25,14 @@ namespace skinning {
 absl::StatusOr<std::vector<std::vector<int>>> RasterizeHandles(
     const VolumeDomain& domain, const std::vector<JointHandle>& handles);
 
+// libigl's boundary conditions where bones meet (BBW): the nodes within PointReach(domain) of a
+// point where bones of several deforming joints start or end (a shared joint; bones of positive
+// length only, not leaf point handles) are listed for every one of those joints, so that BBW
+// pins them to 1/k for each of the k. `pinned` is RasterizeHandles' result, changed in place;
+// returns the number of nodes that are now shared.
+absl::StatusOr<int> SplitSharedJoints(const VolumeDomain& domain, const std::vector<JointHandle>& handles,
+                                      std::vector<std::vector<int>>* pinned);
+
 // The nodes rigidly attached to each joint's bones for the elastic methods (the gold standard and
 // the energy-minimizing weights; Kavan & Sorkine 2012: "voxels intersecting a bone are rigidly
 // attached to the bone"): like RasterizeHandles, with the reach widened to a full cell diagonal
