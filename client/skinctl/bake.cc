@@ -83,7 +83,7 @@ absl::Status WriteResults(Client& client, const std::string& rig_name, const v1:
   ASSIGN_OR_RETURN(Eigen::MatrixXd W, DenseMatrix(dense.weights().dense(), nv, nj, "weights"));
   const fs::path out_dir = absl::GetFlag(FLAGS_out);
   RETURN_IF_ERROR(MakeOutputDir(out_dir.string()));
-  const std::string stem = absl::StrCat(rig.name.empty() ? rig_name.substr(rig_name.find('/') + 1) : rig.name, "-",
+  const std::string stem = absl::StrCat(OutputStem(rig, rig_name), "-",
                                         bake.response().report().method());
   const std::string dmat = (out_dir / (stem + ".dmat")).string(), glb = (out_dir / (stem + ".glb")).string();
   RETURN_IF_ERROR(WriteDmat(dmat, W, /*ascii=*/true));

@@ -213,6 +213,10 @@ bool ProgressPrinter::Update(const v1::Bake& bake) {
   return true;
 }
 
+std::string OutputStem(const Rig& rig, const std::string& rig_name) {
+  return rig.name.empty() ? rig_name.substr(rig_name.find('/') + 1) : rig.name;
+}
+
 absl::Status MakeOutputDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);

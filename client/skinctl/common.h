@@ -65,6 +65,9 @@ class ProgressPrinter {
   double last_fraction_ = -1;
 };
 
+// The stem of the files written for a rig: its display name, or else its id (rigs/{rig} → {rig}).
+std::string OutputStem(const Rig& rig, const std::string& rig_name);
+
 // Creates --out (or `dir`) if needed.
 absl::Status MakeOutputDir(const std::string& dir);
 

@@ -141,7 +141,7 @@ absl::Status CommandPose(const Args&) {
 
   const fs::path out_dir = absl::GetFlag(FLAGS_out);
   RETURN_IF_ERROR(MakeOutputDir(out_dir.string()));
-  const std::string stem = rig.name.empty() ? rig_name.substr(rig_name.find('/') + 1) : rig.name;
+  const std::string stem = OutputStem(rig, rig_name);
 
   for (const auto& [deformer_name, deformer] : deformers) {
     v1::PoseClipRequest req;

@@ -107,7 +107,7 @@ absl::Status CommandSolve(const Args&) {
   const fs::path out_dir = absl::GetFlag(FLAGS_out);
   RETURN_IF_ERROR(MakeOutputDir(out_dir.string()));
   const Mesh mesh = PosedMesh(rig.mesh, solved.vertices(), {});
-  const std::string stem = rig.name.empty() ? rig_name.substr(rig_name.find('/') + 1) : rig.name;
+  const std::string stem = OutputStem(rig, rig_name);
   for (absl::string_view format : absl::StrSplit(absl::GetFlag(FLAGS_format), ',', absl::SkipWhitespace())) {
     const fs::path path = out_dir / absl::StrCat(stem, "-fast.", format);
     RETURN_IF_ERROR(format == "obj" ? WriteObj(path.string(), mesh) : WritePosedGltf(path.string(), mesh));

@@ -89,10 +89,4 @@ WeldedMesh Weld(const Mesh& mesh, double relative_tolerance) {
   return out;
 }
 
-Eigen::MatrixXd Unweld(const Eigen::MatrixXd& M, const std::vector<int>& of) {
-  Eigen::MatrixXd out(static_cast<Eigen::Index>(of.size()), M.cols());
-  for (size_t i = 0; i < of.size(); ++i) out.row(static_cast<Eigen::Index>(i)) = M.row(of[i]);
-  return out;
-}
-
 }  // namespace skinning

@@ -23,7 +23,12 @@ struct WeldedMesh {
 WeldedMesh Weld(const Mesh& mesh, double relative_tolerance = 1e-7);
 
 // Rows of M (one per welded vertex) back to the original vertices: row i = M.row(of[i]).
-Eigen::MatrixXd Unweld(const Eigen::MatrixXd& M, const std::vector<int>& of);
+template <typename Matrix>
+Matrix Unweld(const Matrix& M, const std::vector<int>& of) {
+  Matrix out(static_cast<Eigen::Index>(of.size()), M.cols());
+  for (size_t i = 0; i < of.size(); ++i) out.row(static_cast<Eigen::Index>(i)) = M.row(of[i]);
+  return out;
+}
 
 }  // namespace skinning
 

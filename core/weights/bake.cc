@@ -220,14 +220,8 @@ void UnweldResult(const WeldedMesh& welded, BakeResult* result) {
     if (M->rows() == welded.mesh.V.rows() && M->size() > 0) *M = Unweld(*M, welded.of);
   SparseWeights& sw = result->sparse;
   if (sw.rows() == welded.mesh.V.rows() && sw.rows() > 0) {
-    SparseWeights out;
-    out.joints.resize(static_cast<Eigen::Index>(welded.of.size()), sw.k());
-    out.weights.resize(static_cast<Eigen::Index>(welded.of.size()), sw.k());
-    for (size_t i = 0; i < welded.of.size(); ++i) {
-      out.joints.row(static_cast<Eigen::Index>(i)) = sw.joints.row(welded.of[i]);
-      out.weights.row(static_cast<Eigen::Index>(i)) = sw.weights.row(welded.of[i]);
-    }
-    sw = std::move(out);
+    sw.joints = Unweld(sw.joints, welded.of);
+    sw.weights = Unweld(sw.weights, welded.of);
   }
 }
 

@@ -56,7 +56,6 @@ using SpMat = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
 struct ReducedProblem {
   int num_nodes = 0;
   int num_handles = 0;
-  std::vector<int> handle_of;   // #N: a handle pinning each node (its first), or -1 for a free node
   // #N: every handle pinning each node (empty for a free node). A node pinned by k handles (a
   // joint shared by k bones) has the value 1/k for each of them (libigl's boundary conditions).
   std::vector<std::vector<int>> pinned_by;
@@ -97,8 +96,7 @@ absl::Status ValidateDomain(const VolumeDomain& domain) {
 }
 
 absl::Status ValidateHandles(const std::vector<std::vector<int>>& handle_nodes, int n,
-                             std::vector<int>* handle_of, std::vector<std::vector<int>>* pinned_by) {
-  handle_of->assign(n, -1);
+                             std::vector<std::vector<int>>* pinned_by) {
   pinned_by->assign(n, {});
   bool any = false;
   for (int h = 0; h < static_cast<int>(handle_nodes.size()); ++h) {
@@ -108,7 +106,6 @@ absl::Status ValidateHandles(const std::vector<std::vector<int>>& handle_nodes, 
         return absl::InvalidArgumentError(absl::StrFormat(
             "handle_nodes[%d][%d]: node %d is out of range (%d nodes)", h, k, node, n));
       }
-      if ((*handle_of)[node] == -1) (*handle_of)[node] = h;
       std::vector<int>& by = (*pinned_by)[node];
       if (std::find(by.begin(), by.end(), h) == by.end()) by.push_back(h);
       any = true;
@@ -127,7 +124,7 @@ absl::StatusOr<ReducedProblem> BuildProblem(const VolumeDomain& domain,
   ReducedProblem p;
   p.num_nodes = domain.num_nodes();
   p.num_handles = static_cast<int>(handle_nodes.size());
-  RETURN_IF_ERROR(ValidateHandles(handle_nodes, p.num_nodes, &p.handle_of, &p.pinned_by));
+  RETURN_IF_ERROR(ValidateHandles(handle_nodes, p.num_nodes, &p.pinned_by));
 
   // Q = Kᵀ M⁻¹ K (= K M⁻¹ K for the symmetric stiffness).
   SpMat K = domain.K;
@@ -141,7 +138,7 @@ absl::StatusOr<ReducedProblem> BuildProblem(const VolumeDomain& domain,
   std::vector<uint8_t> reached(p.num_nodes, 0);
   std::vector<int> queue;
   for (int i = 0; i < p.num_nodes; ++i) {
-    if (p.handle_of[i] >= 0) reached[i] = 1, queue.push_back(i);
+    if (!p.pinned_by[i].empty()) reached[i] = 1, queue.push_back(i);
   }
   for (size_t q = 0; q < queue.size(); ++q) {
     for (SpMat::InnerIterator it(K, queue[q]); it; ++it) {
@@ -162,7 +159,7 @@ absl::StatusOr<ReducedProblem> BuildProblem(const VolumeDomain& domain,
 
   std::vector<int> free_index(p.num_nodes, -1);
   for (int i = 0; i < p.num_nodes; ++i) {
-    if (p.handle_of[i] < 0) {
+    if (p.pinned_by[i].empty()) {
       free_index[i] = static_cast<int>(p.free_nodes.size());
       p.free_nodes.push_back(i);
     }

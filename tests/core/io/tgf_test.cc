@@ -125,15 +125,13 @@ TEST(SkeletonFromBonesTest, ArmIsAChainWithOffsetsBetweenBoneHeads) {
   TgfGraph graph;
   Skeleton skeleton;
   ASSERT_NO_FATAL_FAILURE(ReadBones(path, 4, &graph, &skeleton));
-  const TgfGraph* g = &graph;
-  const Skeleton* s = &skeleton;
   for (int j = 0; j < 4; ++j) {
-    const Joint& joint = s->joints[j];
+    const Joint& joint = skeleton.joints[j];
     EXPECT_EQ(joint.name, "bone" + std::to_string(j));
     EXPECT_EQ(joint.parent, j - 1);
-    const Eigen::Vector3d head = g->C.row(j).transpose();
+    const Eigen::Vector3d head = graph.C.row(j).transpose();
     const Eigen::Vector3d parent_head =
-        j == 0 ? Eigen::Vector3d::Zero() : Eigen::Vector3d(g->C.row(j - 1).transpose());
+        j == 0 ? Eigen::Vector3d::Zero() : Eigen::Vector3d(graph.C.row(j - 1).transpose());
     EXPECT_EQ(joint.rest.translation, head - parent_head);
     EXPECT_TRUE(joint.rest.rotation.coeffs().isApprox(Eigen::Quaterniond::Identity().coeffs()));
     EXPECT_TRUE(joint.inverse_bind.isApprox(Eigen::Affine3d(Eigen::Translation3d(-head))));
@@ -146,16 +144,14 @@ TEST(SkeletonFromBonesTest, HandParentIsTheBoneEndingAtTheHead) {
   TgfGraph graph;
   Skeleton skeleton;
   ASSERT_NO_FATAL_FAILURE(ReadBones(path, 20, &graph, &skeleton));
-  const TgfGraph* g = &graph;
-  const Skeleton* s = &skeleton;
   int roots = 0;
   for (int j = 0; j < 20; ++j) {
-    const int p = s->joints[j].parent;
+    const int p = skeleton.joints[j].parent;
     if (p < 0) {
       ++roots;
       EXPECT_EQ(j, 10);  // the palm bone `1 2`
     } else {
-      EXPECT_EQ(g->E(p, 1), g->E(j, 0)) << "bone " << j;
+      EXPECT_EQ(graph.E(p, 1), graph.E(j, 0)) << "bone " << j;
     }
   }
   EXPECT_EQ(roots, 1);
@@ -164,13 +160,12 @@ TEST(SkeletonFromBonesTest, HandParentIsTheBoneEndingAtTheHead) {
 TEST(SkeletonFromBonesTest, RestPoseGivesIdentitySkinningTransforms) {
   const std::string path = DataPath("libigl/hand/hand.tgf");
   SKINNING_REQUIRE_DATA(path);
-  absl::StatusOr<TgfGraph> g = ReadTgf(path);
-  ASSERT_TRUE(g.ok()) << g.status();
-  absl::StatusOr<Skeleton> s = SkeletonFromBones(*g);
-  ASSERT_TRUE(s.ok()) << s.status();
-  absl::StatusOr<std::vector<int>> order = TopologicalOrder(*s);
+  TgfGraph graph;
+  Skeleton skeleton;
+  ASSERT_NO_FATAL_FAILURE(ReadBones(path, 20, &graph, &skeleton));
+  absl::StatusOr<std::vector<int>> order = TopologicalOrder(skeleton);
   ASSERT_TRUE(order.ok());
-  absl::StatusOr<std::vector<Eigen::Affine3d>> T = SkinningTransforms(*s, *order, RestPose(*s));
+  absl::StatusOr<std::vector<Eigen::Affine3d>> T = SkinningTransforms(skeleton, *order, RestPose(skeleton));
   ASSERT_TRUE(T.ok()) << T.status();
   for (const Eigen::Affine3d& A : *T)
     EXPECT_LT((A.matrix() - Eigen::Matrix4d::Identity()).cwiseAbs().maxCoeff(), 1e-15);
