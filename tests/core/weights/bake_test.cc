@@ -65,6 +65,12 @@ TEST(BakeOptions, ValidatesTheOptionsOfItsMethodOnly) {
   o = Options(BakeMethod::kBbw);
   o.bbw.bound_tolerance = -1;
   EXPECT_THAT(Message(o.Validate()), HasSubstr("options.bbw.bound_tolerance"));
+  o.bbw.bound_tolerance = 1e-6;
+  o.bbw.admm_iterations = -1;
+  EXPECT_THAT(Message(o.Validate()), HasSubstr("options.bbw.admm_iterations"));
+  o.bbw.admm_iterations = 60;
+  o.bbw.admm_rho_factor = 0;
+  EXPECT_THAT(Message(o.Validate()), HasSubstr("options.bbw.admm_rho_factor"));
 }
 
 struct Baked {

@@ -176,12 +176,14 @@ std::vector<int> HandleOf(int n, const std::vector<std::vector<int>>& handles) {
   return of;
 }
 
-// Checks the KKT conditions of handle h's QP at w (#N, not normalized): the handle values, the
-// bounds (to `bound_tol`), and with g = Q w (the gradient on the free nodes): g = 0 where
-// 0 < w < 1, g ≥ 0 (the lower-bound multiplier) where w = 0, g ≤ 0 where w = 1 — each to
-// 1e-8 of the row scale Σⱼ|Qᵢⱼ|. Returns the number of active bounds.
+// Checks the KKT conditions of handle h's QP at w (#N, not normalized) to the solver's stated
+// tolerance eps (BbwOptions::bound_tolerance): the handle values; the bounds to eps; with
+// g = Q w (the gradient on the free nodes): g = 0 at a free weight (to 1e-8 of the row scale
+// Σⱼ|Qᵢⱼ|, the solve's rounding), and at a weight held exactly at a bound a multiplier of the
+// right sign up to eps·Qᵢᵢ — g ≥ −eps·Qᵢᵢ where w = 0, g ≤ eps·Qᵢᵢ where w = 1 (releasing it
+// alone would move it by less than eps). Returns the number of weights held at a bound.
 int ExpectKkt(const SpMat& Q, const std::vector<int>& handle_of, int h, const Eigen::VectorXd& w,
-              double bound_tol = 1e-10) {
+              double eps) {
   const Eigen::VectorXd g = Q * w;
   Eigen::VectorXd scale = Eigen::VectorXd::Zero(w.size());
   for (int k = 0; k < Q.outerSize(); ++k) {
@@ -193,20 +195,21 @@ int ExpectKkt(const SpMat& Q, const std::vector<int>& handle_of, int h, const Ei
       EXPECT_EQ(w(i), handle_of[i] == h ? 1.0 : 0.0) << "handle " << h << " node " << i;
       continue;
     }
-    const double tol = 1e-8 * scale(i);
-    bool ok = w(i) >= -bound_tol && w(i) <= 1.0 + bound_tol;
-    if (w(i) <= 1e-9) {
-      ok = ok && g(i) >= -tol;
+    const double rounding = 1e-8 * scale(i);
+    const double multiplier_tol = eps * Q.coeff(i, i) + rounding;
+    bool ok = w(i) >= -eps && w(i) <= 1.0 + eps;
+    if (w(i) == 0.0) {
+      ok = ok && g(i) >= -multiplier_tol;
       ++active;
-    } else if (w(i) >= 1.0 - 1e-9) {
-      ok = ok && g(i) <= tol;
+    } else if (w(i) == 1.0) {
+      ok = ok && g(i) <= multiplier_tol;
       ++active;
     } else {
-      ok = ok && std::abs(g(i)) <= tol;
+      ok = ok && std::abs(g(i)) <= rounding;
     }
     if (!ok && ++failures <= 5) {
       ADD_FAILURE() << "KKT fails for handle " << h << " at node " << i << ": w = " << w(i)
-                    << ", gradient = " << g(i) << ", tolerance " << tol;
+                    << ", gradient = " << g(i) << ", eps " << eps << ", rounding " << rounding;
     }
   }
   EXPECT_EQ(failures, 0) << "handle " << h;
@@ -296,7 +299,7 @@ TEST(BbwTest, BoundsBecomeActiveWhereTheCubicOvershootsAndKktHolds) {
   absl::StatusOr<Eigen::MatrixXd> W = BoundedBiharmonicWeights(d, handles, raw, &report);
   ASSERT_TRUE(W.ok()) << W.status();
   const Eigen::VectorXd overshoot = ChainClosedForm(kChainN, kChainC, 1, 0, 0);
-  for (int h = 0; h < 3; ++h) ExpectKkt(Q, handle_of, h, W->col(h));
+  for (int h = 0; h < 3; ++h) ExpectKkt(Q, handle_of, h, W->col(h), raw.bound_tolerance);
   // Where handle 0's cubic went negative the lower bound is now active.
   int active_where_overshooting = 0;
   for (int i = kChainC + 1; i < kChainN; ++i) {
@@ -327,7 +330,9 @@ TEST(BbwTest, KktConditionsHoldOnA3DGrid) {
   absl::StatusOr<Eigen::MatrixXd> W = BoundedBiharmonicWeights(f.domain, handles, raw, &report);
   ASSERT_TRUE(W.ok()) << W.status();
   int active = 0;
-  for (int h = 0; h < 4; ++h) active += ExpectKkt(Q, handle_of, h, W->col(h));
+  for (int h = 0; h < 4; ++h) {
+    active += ExpectKkt(Q, handle_of, h, W->col(h), raw.bound_tolerance);
+  }
   EXPECT_GT(active, 0) << "the bounds should matter on this problem";
   EXPECT_LE(report.max_violation_before_clamp, raw.bound_tolerance);
   std::printf("3D grid: %d nodes, %d active bounds, iterations %d %d %d %d, %d factorizations\n",
@@ -346,6 +351,48 @@ TEST(BbwTest, KktConditionsHoldOnA3DGrid) {
   }
 }
 
+// The ADMM warm start changes only where the active-set solves start: to a tight tolerance,
+// with and without it, the result is the same minimizer (A is positive definite, so it is
+// unique). The default tolerance stops within its stated KKT tolerance, close to that minimizer.
+TEST(BbwTest, WarmStartAndDefaultToleranceReachTheMinimizer) {
+  const VoxelFixture f = MakeCube(14);
+  const std::vector<std::vector<int>> handles = {
+      Line(f, 2, 2, 2, 1, 0, 0, 10), Line(f, 11, 2, 11, 0, 1, 0, 10),
+      Line(f, 2, 11, 3, 0, 0, 1, 9), Line(f, 6, 7, 7, 1, 0, 0, 3)};
+  const std::vector<int> handle_of = HandleOf(f.domain.num_nodes(), handles);
+  const SpMat Q = Bilaplacian(f.domain);
+  auto solve = [&](double tolerance, int admm, BbwReport* report) {
+    BbwOptions o;
+    o.normalize = false;
+    o.bound_tolerance = tolerance;
+    o.admm_iterations = admm;
+    absl::StatusOr<Eigen::MatrixXd> W = BoundedBiharmonicWeights(f.domain, handles, o, report);
+    EXPECT_TRUE(W.ok()) << W.status();
+    for (int h = 0; W.ok() && h < W->cols(); ++h) ExpectKkt(Q, handle_of, h, W->col(h), tolerance);
+    return W.ok() ? *W : Eigen::MatrixXd();
+  };
+  BbwReport cold_report, warm_report, default_report;
+  const Eigen::MatrixXd cold = solve(1e-10, 0, &cold_report);
+  const Eigen::MatrixXd warm = solve(1e-10, 60, &warm_report);
+  const BbwOptions defaults;
+  const Eigen::MatrixXd fast = solve(defaults.bound_tolerance, defaults.admm_iterations,
+                                     &default_report);
+  ASSERT_EQ(cold.size(), warm.size());
+  ASSERT_EQ(cold.size(), fast.size());
+  EXPECT_EQ(cold_report.admm_iterations, 0);
+  EXPECT_EQ(warm_report.admm_iterations, 60);
+  EXPECT_GT(warm_report.admm_rho, 0.0);
+  EXPECT_LT((cold - warm).cwiseAbs().maxCoeff(), 1e-7);
+  // Within 1e-6 of the KKT conditions the weights stay within a thousandth of the minimizer's.
+  const double difference = (cold - fast).cwiseAbs().maxCoeff();
+  EXPECT_LT(difference, 1e-3);
+  std::printf("3D grid, %d nodes: exact from the unconstrained start %d factorizations, exact "
+              "from ADMM %d, default (eps %g, ADMM %d) %d; default vs exact max %.2g\n",
+              f.domain.num_nodes(), cold_report.factorizations, warm_report.factorizations,
+              defaults.bound_tolerance, defaults.admm_iterations,
+              default_report.factorizations, difference);
+}
+
 TEST(BbwTest, MonotoneFallbackReachesTheSameMinimizer) {
   const VoxelFixture f = MakeCube(9);
   const std::vector<std::vector<int>> handles = {
@@ -354,6 +401,7 @@ TEST(BbwTest, MonotoneFallbackReachesTheSameMinimizer) {
   BbwOptions raw;
   raw.normalize = false;
   raw.max_iterations = 1000;
+  raw.bound_tolerance = 1e-10;  // both to the exact minimizer (up to rounding)
   absl::StatusOr<Eigen::MatrixXd> pdas = BoundedBiharmonicWeights(f.domain, handles, raw);
   ASSERT_TRUE(pdas.ok()) << pdas.status();
   BbwReport report;
@@ -361,7 +409,7 @@ TEST(BbwTest, MonotoneFallbackReachesTheSameMinimizer) {
       internal::BoundedBiharmonicWeightsMonotone(f.domain, handles, raw, &report);
   ASSERT_TRUE(monotone.ok()) << monotone.status();
   const SpMat Q = Bilaplacian(f.domain);
-  for (int h = 0; h < 3; ++h) ExpectKkt(Q, handle_of, h, monotone->col(h));
+  for (int h = 0; h < 3; ++h) ExpectKkt(Q, handle_of, h, monotone->col(h), raw.bound_tolerance);
   EXPECT_LT((*pdas - *monotone).cwiseAbs().maxCoeff(), 1e-8);
   std::printf("monotone fallback iterations: %d %d %d\n", report.iterations[0],
               report.iterations[1], report.iterations[2]);
