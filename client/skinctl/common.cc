@@ -42,6 +42,10 @@ absl::StatusOr<Character> LoadCharacter() {
     c.rig.skeleton = std::move(g->skeleton);
     c.rig.sparse_weights = std::move(g->weights);
     c.animations = std::move(g->animations);
+    // The reader refuses more than one skin and morph targets, so those counts are 1 and 0.
+    c.source_summary = absl::StrFormat("1 skin, %d mesh node%s, 0 morph targets, %d animation%s",
+                                       g->num_mesh_nodes, g->num_mesh_nodes == 1 ? "" : "s",
+                                       c.animations.size(), c.animations.size() == 1 ? "" : "s");
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");
@@ -90,7 +94,8 @@ std::string RigNameArg(const std::string& arg) {
 absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c) {
   ASSIGN_OR_RETURN(const v1::CreateRigResponse r, client.CreateRig(RigToProto(c.rig)));
   std::cerr << (r.created() ? "registered " : "already stored ") << r.rig().name() << " ("
-            << r.rig().vertex_count() << " vertices, " << r.rig().joint_count() << " joints)\n";
+            << r.rig().vertex_count() << " vertices, " << r.rig().joint_count() << " joints"
+            << (c.source_summary.empty() ? "" : "; from the file: " + c.source_summary) << ")\n";
   return r.rig().name();
 }
 

@@ -22,13 +22,18 @@ struct GltfCharacter {
   Skeleton skeleton;  // skin joints first (in skins[0].joints order), then their non-joint
                       // ancestors, so glTF joint index j is skeleton joint j
   int num_skin_joints = 0;
+  int num_mesh_nodes = 0;  // skinned mesh nodes read (a mesh instanced by n nodes counts n times)
   SparseWeights weights;           // from JOINTS_0/WEIGHTS_0 (+ _1: k = 8), rows renormalized
   std::vector<int> node_of_joint;  // glTF node index of each skeleton joint
   std::vector<Animation> animations;
 };
 
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses the
-// first skin and every mesh node that references it; images are not decoded. Validates every
+// first skin and every mesh node that references it; images are not decoded. What is not
+// supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions (e.g.
+// KHR_mesh_quantization, KHR_draco_mesh_compression), more than one scene, more than one skin
+// (a mesh node using skins[1] or later), triangle meshes without a skin, morph targets and sparse
+// accessors. Validates every
 // accessor against its buffer view and buffer (a truncated or corrupt file is an error naming
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for
 // skinned meshes.

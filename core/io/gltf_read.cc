@@ -18,7 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/io/gltf_accessors.h"
 #include "core/rig/pose.h"
 #include "core/util/status_macros.h"
@@ -157,6 +159,61 @@ absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
       return Invalid(absl::StrFormat("nodes[%d].scale is not finite", index));
   }
   return t;
+}
+
+// Refuses what the reader does not support yet instead of dropping it: every message names the
+// feature and where it is. (Sparse accessors are refused where one is read, in ReadAccessor.)
+absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
+  if (!model.extensionsRequired.empty()) {
+    return Invalid(absl::StrFormat(
+        "extensionsRequired: %s %s not supported (the reader supports no required extension)",
+        absl::StrJoin(model.extensionsRequired, ", ",
+                      [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
+        model.extensionsRequired.size() == 1 ? "is" : "are"));
+  }
+  if (model.scenes.size() > 1) {
+    return Invalid(absl::StrFormat(
+        "scenes: the file has %d scenes; more than one scene is not supported", model.scenes.size()));
+  }
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    const tinygltf::Node& node = model.nodes[n];
+    if (node.mesh < 0 || static_cast<size_t>(node.mesh) >= model.meshes.size()) continue;
+    const tinygltf::Mesh& mesh = model.meshes[node.mesh];
+    bool triangles = false;
+    for (size_t p = 0; p < mesh.primitives.size(); ++p) {
+      const tinygltf::Primitive& prim = mesh.primitives[p];
+      const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
+      if (mode != TINYGLTF_MODE_TRIANGLES && mode != TINYGLTF_MODE_TRIANGLE_STRIP &&
+          mode != TINYGLTF_MODE_TRIANGLE_FAN) {
+        continue;  // points and lines are not part of the surface
+      }
+      triangles = true;
+      if (!prim.targets.empty()) {
+        return Invalid(absl::StrFormat(
+            "meshes[%d].primitives[%d] has %d morph targets; morph targets are not supported yet",
+            node.mesh, p, prim.targets.size()));
+      }
+    }
+    if (!triangles) continue;
+    const std::string name =
+        node.name.empty() ? std::string() : absl::StrFormat(" (\"%s\")", node.name);
+    if (node.skin < 0 && !model.skins.empty()) {  // no skin at all: ReadSkeleton says so
+      return Invalid(absl::StrFormat(
+          "nodes[%d]%s has a triangle mesh but no skin; meshes that are not skinned (props moved "
+          "by a joint, static scenery) are not supported yet",
+          n, name));
+    }
+    if (node.skin >= static_cast<int>(model.skins.size())) {
+      return Invalid(absl::StrFormat("nodes[%d].skin: skin %d is out of range (%d skins)", n,
+                                     node.skin, model.skins.size()));
+    }
+    if (node.skin != 0) {
+      return Invalid(absl::StrFormat(
+          "nodes[%d]%s uses skins[%d]; more than one skin (the file has %d) is not supported yet",
+          n, name, node.skin, model.skins.size()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Fills skeleton, num_skin_joints and node_of_joint from skins[0] and the node hierarchy.
@@ -298,6 +355,9 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
     }
   }
   if (items.empty()) return Invalid("no node with a triangle mesh uses skins[0]");
+  std::set<int> mesh_nodes;
+  for (const Item& item : items) mesh_nodes.insert(item.node);
+  character->num_mesh_nodes = static_cast<int>(mesh_nodes.size());
 
   auto attribute = [&](const Item& item, const char* key) {
     const auto& attrs = model.meshes[item.mesh].primitives[item.primitive].attributes;
@@ -522,6 +582,7 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   };
   GltfCharacter character;
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
+  if (absl::Status s = CheckSupportedFeatures(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node); !s.ok()) return fail(s);
   if (absl::Status s = ReadMesh(model, &character); !s.ok()) return fail(s);

@@ -14,6 +14,7 @@
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
+#include "tests/support/gltf_validator.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"
 
@@ -377,6 +378,7 @@ TEST(SkinctlBake, WritesDmatAndSkinnedGltfWithPlainProgressLines) {
   EXPECT_THAT(result.output, ::testing::ContainsRegex(": succeeded [a-z ]*100%")) << "plain progress lines when not a terminal";
   EXPECT_TRUE(std::filesystem::exists(out + "/arm-geodesic_voxel.dmat"));
   EXPECT_TRUE(std::filesystem::exists(out + "/arm-geodesic_voxel.glb"));
+  SKINNING_EXPECT_VALID_GLTF(testing::GltfFilesIn(out));
 }
 
 }  // namespace

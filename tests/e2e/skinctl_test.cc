@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "core/io/dmat.h"
@@ -15,6 +16,7 @@
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
+#include "tests/support/gltf_validator.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -138,10 +140,16 @@ TEST_F(SkinctlTest, SamplesAnAnimationAtAFrameRateAndExportsASkinnedGltf) {
   const std::string gltf = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
   SKINNING_REQUIRE_DATA(gltf);
   const std::string dir = MakeTempDir("anim");
-  auto posed = Skinctl({"pose", "--gltf=" + gltf, "--fps=10", "--format=glb", "--out=" + dir});
+  auto posed =
+      Skinctl({"pose", "--gltf=" + gltf, "--fps=10", "--format=glb,gltf", "--out=" + dir});
   ASSERT_EQ(posed.exit_code, 0) << posed.output;
   auto character = ReadGltf(gltf);
   ASSERT_TRUE(character.ok());
+  // The register line says what was sent and what the file held.
+  EXPECT_THAT(posed.output,
+              HasSubstr(absl::StrFormat("(%d vertices, %d joints; from the file: 1 skin, 1 mesh "
+                                        "node, 0 morph targets, 1 animation)",
+                                        character->mesh.V.rows(), character->skeleton.size())));
   const auto& anim = character->animations[0];
   const int expected_frames = static_cast<int>(std::floor((anim.end - anim.start) * 10 + 1e-9)) + 1;
   int files = 0;
@@ -165,6 +173,9 @@ TEST_F(SkinctlTest, SamplesAnAnimationAtAFrameRateAndExportsASkinnedGltf) {
   EXPECT_EQ(back->mesh.V.rows(), character->mesh.V.rows());
   EXPECT_EQ(back->skeleton.size(), character->skeleton.size());
   EXPECT_TRUE(back->mesh.V.isApprox(character->mesh.V, 1e-6));
+
+  // Every glTF written here (posed frames as .glb and .gltf, the exported rig) validates.
+  SKINNING_EXPECT_VALID_GLTF(testing::GltfFilesIn(dir));
 }
 
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "core/rig/pose.h"
 #include "tests/support/data.h"
+#include "tests/support/gltf_validator.h"
 
 namespace skinning {
 namespace {
@@ -97,6 +99,15 @@ struct HandMade {
   int position_count = -1;     // accessor count override (-1: from the data)
   int output_count = -1;
   int view0_length_extra = 0;  // added to bufferViews[0].byteLength
+  // Extra JSON, for features the reader refuses: members of the top-level object (e.g.
+  // "extensionsRequired"), of the primitive (e.g. "targets"), of accessor 0 (e.g. "sparse"),
+  // and nodes / skins appended after the two built-in ones; the scenes array.
+  std::string top_level;
+  std::string primitive_extra;
+  std::string accessor0_extra;
+  std::string extra_nodes;
+  std::string extra_skins;
+  std::string scenes = R"([{"nodes":[0,1]}])";
 };
 
 std::string WriteHandMade(const HandMade& h, const std::string& file) {
@@ -108,9 +119,11 @@ std::string WriteHandMade(const HandMade& h, const std::string& file) {
     views.push_back(absl::StrFormat(R"({"buffer":0,"byteOffset":%d,"byteLength":%d})",
                                     buffer.size(), bytes + extra_length));
     buffer.append(static_cast<const char*>(data), bytes);
+    const std::string extra =
+        accessors.empty() && !h.accessor0_extra.empty() ? "," + h.accessor0_extra : "";
     accessors.push_back(absl::StrFormat(R"({"bufferView":%d,"componentType":%d,"count":%d,)"
-                                        R"("type":"%s"})",
-                                        views.size() - 1, component_type, count, type));
+                                        R"("type":"%s"%s})",
+                                        views.size() - 1, component_type, count, type, extra));
   };
   const size_t nv = h.positions.size() / 3;
   add(h.positions.data(), h.positions.size() * 4, 5126, "VEC3",
@@ -128,16 +141,20 @@ std::string WriteHandMade(const HandMade& h, const std::string& file) {
   }
   while (buffer.size() % 4) buffer.push_back('\0');
   const std::string json = absl::StrFormat(
-      R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0,1]}],)"
-      R"("nodes":[{"name":"bone"%s},{"mesh":0,"skin":0}],)"
+      R"({"asset":{"version":"2.0"}%s,"scene":0,"scenes":%s,)"
+      R"("nodes":[{"name":"bone"%s},{"mesh":0,"skin":0}%s],)"
       R"("meshes":[{"name":"handmade","primitives":[{"attributes":{"POSITION":0,"JOINTS_0":1,)"
-      R"("WEIGHTS_0":2}%s,"mode":%d}]}],)"
-      R"("skins":[{"joints":[0]}],)"
+      R"("WEIGHTS_0":2}%s%s,"mode":%d}]}],)"
+      R"("skins":[{"joints":[0]}%s],)"
       R"("animations":[{"channels":[{"sampler":0,"target":{"node":0,"path":"%s"}}],)"
       R"("samplers":[{"input":3,"output":4,"interpolation":"%s"}]}],)"
       R"("buffers":[{"byteLength":%d,"uri":"data:application/octet-stream;base64,%s"}],)"
       R"("bufferViews":[%s],"accessors":[%s]})",
-      h.bone_transform.empty() ? "" : "," + h.bone_transform, indices_member, h.mode, h.path,
+      h.top_level.empty() ? "" : "," + h.top_level, h.scenes,
+      h.bone_transform.empty() ? "" : "," + h.bone_transform,
+      h.extra_nodes.empty() ? "" : "," + h.extra_nodes, indices_member,
+      h.primitive_extra.empty() ? "" : "," + h.primitive_extra, h.mode,
+      h.extra_skins.empty() ? "" : "," + h.extra_skins, h.path,
       h.interpolation, buffer.size(), Base64(buffer), absl::StrJoin(views, ","),
       absl::StrJoin(accessors, ","));
   WriteText(file, json);
@@ -683,6 +700,55 @@ TEST(GltfWriteTest, SkinnedGltfRoundTripOfCesiumMan) {
   EXPECT_TRUE(ToDense(b->weights, 21).isApprox(ToDense(a->weights, 21), 1e-6));
 }
 
+// Everything the writers produce passes the Khronos glTF Validator with no error: skinned
+// characters with animations (.glb and .gltf; k = 4 and k = 8 influences) and posed meshes with
+// and without normals. Warnings are printed (and listed in the README).
+TEST(GltfWriteTest, OutputPassesTheKhronosValidator) {
+  const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(in);
+  absl::StatusOr<GltfCharacter> a = ReadGltf(in);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned.glb", a->mesh, a->skeleton, a->weights,
+                               a->animations).ok());
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned.gltf", a->mesh, a->skeleton, a->weights,
+                               a->animations).ok());
+  // Eight influences: the file's four scaled by 0.9, then four joints the vertex does not use
+  // yet at 0.025 each (the last takes the float rounding, so each row sums to 1).
+  SparseWeights eight;
+  eight.joints.resize(a->weights.rows(), 8);
+  eight.weights.resize(a->weights.rows(), 8);
+  for (int v = 0; v < a->weights.rows(); ++v) {
+    float sum = 0.f;
+    int next = 0;
+    for (int c = 0; c < 8; ++c) {
+      if (c < 4) {
+        eight.joints(v, c) = a->weights.joints(v, c);
+        eight.weights(v, c) = 0.9f * a->weights.weights(v, c);
+      } else {
+        auto used = [&](int j) {
+          for (int u = 0; u < c; ++u) {
+            if (eight.joints(v, u) == j) return true;
+          }
+          return false;
+        };
+        while (used(next)) ++next;
+        eight.joints(v, c) = next;
+        eight.weights(v, c) = c < 7 ? 0.025f : 1.f - sum;
+      }
+      sum += eight.weights(v, c);
+    }
+  }
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned-k8.glb", a->mesh, a->skeleton, eight).ok());
+  ASSERT_TRUE(WritePosedGltf(dir + "/posed.glb", a->mesh).ok());
+  Mesh no_normals = a->mesh;
+  no_normals.N.resize(0, 3);
+  ASSERT_TRUE(WritePosedGltf(dir + "/posed-no-normals.gltf", no_normals).ok());
+  const std::vector<std::string> files = testing::GltfFilesIn(dir);
+  ASSERT_EQ(files.size(), 5u);
+  SKINNING_EXPECT_VALID_GLTF(files);
+}
+
 TEST(GltfWriteTest, WriteRejectsInvalidInput) {
   const std::string dir = TempDir();
   TestCharacter c = MakeCharacter(4);
@@ -850,6 +916,78 @@ TEST(GltfRobustnessTest, RejectsAccessorOutOfBounds) {
     ASSERT_FALSE(c.ok());
     EXPECT_THAT(std::string(c.status().message()), HasSubstr("accessors[0]"));
   }
+}
+
+// Every feature the reader does not support is refused with INVALID_ARGUMENT naming it (and
+// where it is), never dropped. The plain hand-made file reads, so each refusal is the feature's.
+TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
+  const std::string dir = TempDir();
+  ASSERT_TRUE(ReadGltf(WriteHandMade(HandMade(), dir + "/plain.gltf")).ok());
+  struct Case {
+    std::string name;
+    std::function<void(HandMade*)> change;
+    std::vector<std::string> message;
+  };
+  const std::vector<Case> cases = {
+      {"quantization",
+       [](HandMade* h) {
+         h->top_level = R"("extensionsUsed":["KHR_mesh_quantization"],)"
+                        R"("extensionsRequired":["KHR_mesh_quantization"])";
+       },
+       {"extensionsRequired", "\"KHR_mesh_quantization\" is not supported"}},
+      {"draco",
+       [](HandMade* h) {
+         h->top_level = R"("extensionsUsed":["KHR_draco_mesh_compression","KHR_materials_x"],)"
+                        R"("extensionsRequired":["KHR_draco_mesh_compression","KHR_materials_x"])";
+       },
+       {"\"KHR_draco_mesh_compression\", \"KHR_materials_x\" are not supported"}},
+      {"scenes", [](HandMade* h) { h->scenes = R"([{"nodes":[0,1]},{"nodes":[0]}])"; },
+       {"2 scenes", "more than one scene is not supported"}},
+      {"second skin",
+       [](HandMade* h) {
+         h->extra_nodes = R"({"name":"sleeve","mesh":0,"skin":1})";
+         h->extra_skins = R"({"joints":[0]})";
+       },
+       {"nodes[2] (\"sleeve\") uses skins[1]", "more than one skin", "not supported"}},
+      {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
+       {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
+      {"unskinned mesh", [](HandMade* h) { h->extra_nodes = R"({"name":"helmet","mesh":0})"; },
+       {"nodes[2] (\"helmet\") has a triangle mesh but no skin", "not supported"}},
+      {"morph targets",
+       [](HandMade* h) { h->primitive_extra = R"("targets":[{"POSITION":0},{"POSITION":0}])"; },
+       {"meshes[0].primitives[0] has 2 morph targets", "morph targets are not supported"}},
+      {"sparse accessor",
+       [](HandMade* h) {
+         // One replaced position: index from bufferViews[1] (uint16), value from bufferViews[0].
+         h->accessor0_extra = R"("sparse":{"count":1,"indices":{"bufferView":1,)"
+                              R"("componentType":5123},"values":{"bufferView":0}})";
+       },
+       {"accessors[0]", "sparse accessors are not supported"}},
+  };
+  for (const Case& c : cases) {
+    HandMade h;
+    c.change(&h);
+    absl::StatusOr<GltfCharacter> r = ReadGltf(WriteHandMade(h, dir + "/" + c.name + ".gltf"));
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    for (const std::string& part : c.message) {
+      EXPECT_THAT(std::string(r.status().message()), HasSubstr(part)) << c.name;
+    }
+  }
+}
+
+// A mesh instanced by two nodes that share skin 0 is read once per node; the count says so.
+TEST(GltfReadTest, CountsSkinnedMeshNodes) {
+  const std::string dir = TempDir();
+  HandMade h;
+  h.extra_nodes = R"({"mesh":0,"skin":0})";
+  absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/two.gltf"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_mesh_nodes, 2);
+  EXPECT_EQ(c->mesh.V.rows(), 6);
+  absl::StatusOr<GltfCharacter> one = ReadGltf(WriteHandMade(HandMade(), dir + "/one.gltf"));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->num_mesh_nodes, 1);
 }
 
 TEST(GltfRobustnessTest, RejectsIndexOrJointOutOfRange) {
