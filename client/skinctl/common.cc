@@ -42,10 +42,11 @@ absl::StatusOr<Character> LoadCharacter() {
     c.rig.skeleton = std::move(g->skeleton);
     c.rig.sparse_weights = std::move(g->weights);
     c.animations = std::move(g->animations);
-    // The reader refuses more than one skin and morph targets, so those counts are 1 and 0.
-    c.source_summary = absl::StrFormat("1 skin, %d mesh node%s, 0 morph targets, %d animation%s",
-                                       g->num_mesh_nodes, g->num_mesh_nodes == 1 ? "" : "s",
-                                       c.animations.size(), c.animations.size() == 1 ? "" : "s");
+    // The reader refuses morph targets, so that count is 0.
+    c.source_summary = absl::StrFormat(
+        "%d skin%s, %d mesh node%s, 0 morph targets, %d animation%s", g->num_skins,
+        g->num_skins == 1 ? "" : "s", g->num_mesh_nodes, g->num_mesh_nodes == 1 ? "" : "s",
+        c.animations.size(), c.animations.size() == 1 ? "" : "s");
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

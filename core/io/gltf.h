@@ -15,25 +15,40 @@
 namespace skinning {
 
 struct GltfCharacter {
-  std::string name;   // the skinned mesh's name, or the file stem
-  // Every triangle primitive (mode 4, or 5/6 converted to triangles) of every node that uses
-  // skins[0], concatenated in increasing node index, then primitive order.
+  std::string name;   // the first skinned mesh's name, or the file stem
+  // Every triangle primitive (mode 4, or 5/6 converted to triangles) of every node with a mesh
+  // and a skin, concatenated in increasing node index, then primitive order (a mesh instanced by
+  // several nodes is there once per node). A skin that binds joints an earlier skin also binds
+  // by one extra transform D_s (IBM_s = IBM · D_s) has its nodes' vertices (and normals) taken
+  // through D_s, so that the rig's inverse binds pose them as the spec does.
   Mesh mesh;
-  Skeleton skeleton;  // skin joints first (in skins[0].joints order), then their non-joint
-                      // ancestors, so glTF joint index j is skeleton joint j
-  int num_skin_joints = 0;
+  // The joints of every skin (skins in order, each skin's joints in order, a node listed by
+  // several skins once), then their non-joint ancestors. With one skin, glTF joint index j is
+  // skeleton joint j.
+  Skeleton skeleton;
+  int num_skin_joints = 0;  // joints listed by some skin (the first num_skin_joints)
+  int num_skins = 0;
   int num_mesh_nodes = 0;  // skinned mesh nodes read (a mesh instanced by n nodes counts n times)
+  // Where each skinned mesh node's vertices are in `mesh`, in node order.
+  struct Part {
+    int node = -1;
+    std::string name;  // the node's name (may be empty)
+    int skin = 0;
+    int first_vertex = 0;
+    int num_vertices = 0;
+  };
+  std::vector<Part> parts;
   SparseWeights weights;           // from JOINTS_0/WEIGHTS_0 (+ _1: k = 8), rows renormalized
   std::vector<int> node_of_joint;  // glTF node index of each skeleton joint
   std::vector<Animation> animations;
 };
 
-// Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses the
-// first skin and every mesh node that references it; images are not decoded. What is not
-// supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions (e.g.
-// KHR_mesh_quantization, KHR_draco_mesh_compression), more than one scene, more than one skin
-// (a mesh node using skins[1] or later), triangle meshes without a skin, morph targets and sparse
-// accessors. Validates every
+// Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all
+// skins and every mesh node that has one; images are not decoded. What is not supported yet is
+// INVALID_ARGUMENT naming it, never dropped: required extensions (e.g. KHR_mesh_quantization,
+// KHR_draco_mesh_compression), more than one scene, triangle meshes without a skin, morph
+// targets, sparse accessors, and skins that bind a shared joint differently other than by one
+// transform for the whole skin. Validates every
 // accessor against its buffer view and buffer (a truncated or corrupt file is an error naming
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for
 // skinned meshes.

@@ -34,6 +34,13 @@ using gltf_internal::Decoded;
 using gltf_internal::Invalid;
 using gltf_internal::ReadAccessor;
 
+// One skin's view of the rig: rig joint of each of its joints, and the transform D_s its mesh
+// vertices take so that the rig's inverse bind matrices pose them (identity for most files).
+struct SkinMap {
+  std::vector<int> joint;
+  Eigen::Affine3d offset = Eigen::Affine3d::Identity();
+};
+
 // Images are never decoded: textures are irrelevant to skinning, and a decoder is attack surface.
 bool SkipImage(tinygltf::Image* /*image*/, const int /*image_idx*/, std::string* /*err*/,
                std::string* /*warn*/, int /*req_width*/, int /*req_height*/,
@@ -207,18 +214,19 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
       return Invalid(absl::StrFormat("nodes[%d].skin: skin %d is out of range (%d skins)", n,
                                      node.skin, model.skins.size()));
     }
-    if (node.skin != 0) {
-      return Invalid(absl::StrFormat(
-          "nodes[%d]%s uses skins[%d]; more than one skin (the file has %d) is not supported yet",
-          n, name, node.skin, model.skins.size()));
-    }
   }
   return absl::OkStatus();
 }
 
-// Fills skeleton, num_skin_joints and node_of_joint from skins[0] and the node hierarchy.
+// Fills skeleton, num_skin_joints, node_of_joint and the skins' joint maps and bind offsets
+// from every skin and the node hierarchy. The rig's joints are the union of the skins' joints
+// (skins in order, each skin's joints in order, a node listed by several skins once), then
+// their non-joint ancestors. A joint's inverse bind matrix is the first listing skin's; a
+// later skin s may bind its joints differently only by one transform for the whole skin,
+// IBM_s(j) = IBM(j) · D_s (exporters that bind each mesh at its own place), and its vertices
+// are then pre-transformed by D_s, which poses them exactly as the spec does.
 absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character,
-                          std::vector<int>* joint_of_node) {
+                          std::vector<int>* joint_of_node, std::vector<SkinMap>* skins) {
   const int num_nodes = static_cast<int>(model.nodes.size());
   std::vector<int> parent(num_nodes, -1);
   for (int n = 0; n < num_nodes; ++n) {
@@ -234,24 +242,30 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
     }
   }
   if (model.skins.empty()) return Invalid("the file has no skin (skins is empty)");
-  const tinygltf::Skin& skin = model.skins[0];
-  if (skin.joints.empty()) return Invalid("skins[0] has no joints");
 
   joint_of_node->assign(num_nodes, -1);
   std::vector<int>& node_of_joint = character->node_of_joint;
   node_of_joint.clear();
-  for (size_t j = 0; j < skin.joints.size(); ++j) {
-    const int n = skin.joints[j];
-    if (n < 0 || n >= num_nodes)
-      return Invalid(absl::StrFormat("skins[0].joints[%d]: node %d is out of range (%d nodes)", j,
-                                     n, num_nodes));
-    if ((*joint_of_node)[n] != -1)
-      return Invalid(absl::StrFormat("skins[0].joints[%d]: node %d is already joint %d", j, n,
-                                     (*joint_of_node)[n]));
-    (*joint_of_node)[n] = static_cast<int>(j);
-    node_of_joint.push_back(n);
+  skins->assign(model.skins.size(), SkinMap());
+  for (size_t s = 0; s < model.skins.size(); ++s) {
+    const tinygltf::Skin& skin = model.skins[s];
+    if (skin.joints.empty()) return Invalid(absl::StrFormat("skins[%d] has no joints", s));
+    std::set<int> seen;
+    for (size_t j = 0; j < skin.joints.size(); ++j) {
+      const int n = skin.joints[j];
+      if (n < 0 || n >= num_nodes)
+        return Invalid(absl::StrFormat("skins[%d].joints[%d]: node %d is out of range (%d nodes)",
+                                       s, j, n, num_nodes));
+      if (!seen.insert(n).second)
+        return Invalid(absl::StrFormat("skins[%d].joints[%d]: node %d is listed twice", s, j, n));
+      if ((*joint_of_node)[n] == -1) {
+        (*joint_of_node)[n] = static_cast<int>(node_of_joint.size());
+        node_of_joint.push_back(n);
+      }
+      (*skins)[s].joint.push_back((*joint_of_node)[n]);
+    }
   }
-  const int num_skin_joints = static_cast<int>(skin.joints.size());
+  const int num_skin_joints = static_cast<int>(node_of_joint.size());
   // Non-joint ancestors of the joints, in increasing node index. A walk longer than the node
   // count means a cycle.
   std::set<int> ancestors;
@@ -281,18 +295,53 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
     joint.deforms = static_cast<int>(j) < num_skin_joints;
   }
 
-  if (skin.inverseBindMatrices >= 0) {
-    ASSIGN_OR_RETURN(Decoded ibm, ReadAccessor(model, skin.inverseBindMatrices, TINYGLTF_TYPE_MAT4,
-                                               Components::kFloat, "skins[0].inverseBindMatrices"));
-    if (ibm.count < static_cast<size_t>(num_skin_joints))
-      return Invalid(
-          absl::StrFormat("accessors[%d] (skins[0].inverseBindMatrices): %d matrices for %d joints",
-                          skin.inverseBindMatrices, ibm.count, num_skin_joints));
-    for (int j = 0; j < num_skin_joints; ++j) {
-      Eigen::Affine3d A = Eigen::Affine3d::Identity();
-      for (int c = 0; c < 4; ++c)
-        for (int r = 0; r < 3; ++r) A.matrix()(r, c) = ibm.at(j, c * 4 + r);  // column-major
-      skeleton.joints[j].inverse_bind = A;
+  // Inverse bind matrices: the first listing skin's, then each skin's offset D_s.
+  std::vector<bool> bound(num_skin_joints, false);
+  for (size_t s = 0; s < model.skins.size(); ++s) {
+    const tinygltf::Skin& skin = model.skins[s];
+    const int count = static_cast<int>(skin.joints.size());
+    std::vector<Eigen::Affine3d> ibm(count, Eigen::Affine3d::Identity());
+    if (skin.inverseBindMatrices >= 0) {
+      const std::string what = absl::StrFormat("skins[%d].inverseBindMatrices", s);
+      ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, skin.inverseBindMatrices,
+                                               TINYGLTF_TYPE_MAT4, Components::kFloat, what));
+      if (d.count < static_cast<size_t>(count))
+        return Invalid(absl::StrFormat("accessors[%d] (%s): %d matrices for %d joints",
+                                       skin.inverseBindMatrices, what, d.count, count));
+      for (int j = 0; j < count; ++j) {
+        for (int c = 0; c < 4; ++c)
+          for (int r = 0; r < 3; ++r) ibm[j].matrix()(r, c) = d.at(j, c * 4 + r);  // column-major
+      }
+    }
+    SkinMap& map = (*skins)[s];
+    // D_s from the joints an earlier skin binds: IBM_s(j) = IBM(j) · D_s.
+    bool have_offset = false;
+    for (int j = 0; j < count; ++j) {
+      const int joint = map.joint[j];
+      if (!bound[joint]) continue;
+      const Eigen::Matrix4d offset =
+          (skeleton.joints[joint].inverse_bind.inverse() * ibm[j]).matrix();
+      if (!offset.allFinite())
+        return Invalid(absl::StrFormat("skins[%d]: joint %d's inverse bind matrix is singular",
+                                       s, j));
+      if (!have_offset) {
+        map.offset.matrix() = offset;
+        have_offset = true;
+      } else if ((offset - map.offset.matrix()).cwiseAbs().maxCoeff() >
+                 1e-5 * std::max(1.0, map.offset.matrix().cwiseAbs().maxCoeff())) {
+        return Invalid(absl::StrFormat(
+            "skins[%d] binds joint \"%s\" (nodes[%d]) differently from an earlier skin, and not "
+            "by one transform for the whole skin; such skins are not supported",
+            s, skeleton.joints[joint].name, node_of_joint[joint]));
+      }
+    }
+    // Joints this skin is the first to list: IBM(j) = IBM_s(j) · D_s⁻¹.
+    const Eigen::Affine3d undo = map.offset.inverse();
+    for (int j = 0; j < count; ++j) {
+      const int joint = map.joint[j];
+      if (bound[joint]) continue;
+      skeleton.joints[joint].inverse_bind = ibm[j] * undo;
+      bound[joint] = true;
     }
   }
   character->num_skin_joints = num_skin_joints;
@@ -333,14 +382,15 @@ absl::StatusOr<std::vector<int>> PrimitiveTriangles(const std::vector<uint32_t>&
   return tri;
 }
 
-absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
+absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& skins,
+                      GltfCharacter* character) {
   struct Item {
-    int node, mesh, primitive;
+    int node, mesh, primitive, skin;
   };
   std::vector<Item> items;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
-    if (node.skin != 0 || node.mesh < 0) continue;
+    if (node.skin < 0 || node.mesh < 0) continue;  // CheckSupportedFeatures refused the rest
     if (static_cast<size_t>(node.mesh) >= model.meshes.size())
       return Invalid(absl::StrFormat("nodes[%d].mesh: mesh %d is out of range (%d meshes)", n,
                                      node.mesh, model.meshes.size()));
@@ -351,13 +401,16 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
       if (mode != TINYGLTF_MODE_TRIANGLES && mode != TINYGLTF_MODE_TRIANGLE_STRIP &&
           mode != TINYGLTF_MODE_TRIANGLE_FAN)
         continue;  // points and lines are not part of the surface
-      items.push_back({static_cast<int>(n), node.mesh, static_cast<int>(p)});
+      items.push_back({static_cast<int>(n), node.mesh, static_cast<int>(p), node.skin});
     }
   }
-  if (items.empty()) return Invalid("no node with a triangle mesh uses skins[0]");
+  if (items.empty()) return Invalid("no node with a triangle mesh has a skin");
   std::set<int> mesh_nodes;
   for (const Item& item : items) mesh_nodes.insert(item.node);
   character->num_mesh_nodes = static_cast<int>(mesh_nodes.size());
+  std::set<int> used_skins;
+  for (const Item& item : items) used_skins.insert(item.skin);
+  character->num_skins = static_cast<int>(used_skins.size());
 
   auto attribute = [&](const Item& item, const char* key) {
     const auto& attrs = model.meshes[item.mesh].primitives[item.primitive].attributes;
@@ -375,7 +428,6 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
     any_second_set = any_second_set || j1;
   }
   const int k = any_second_set ? 8 : 4;
-  const int num_skin_joints = character->num_skin_joints;
 
   std::vector<double> V, N;
   std::vector<int> F, joints;
@@ -390,6 +442,18 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
                                                Components::kFloat, where + ".POSITION"));
     const size_t nv = pos.count;
     const size_t base = V.size() / 3;
+    const SkinMap& skin = skins[item.skin];
+    const int num_skin_joints = static_cast<int>(skin.joint.size());
+    const bool offset = !skin.offset.matrix().isIdentity(0.0);
+    if (character->parts.empty() || character->parts.back().node != item.node) {
+      GltfCharacter::Part part;
+      part.node = item.node;
+      part.name = model.nodes[item.node].name;
+      part.skin = item.skin;
+      part.first_vertex = static_cast<int>(base);
+      character->parts.push_back(part);
+    }
+    character->parts.back().num_vertices += static_cast<int>(nv);
     if (base + nv > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
       return Invalid(where + ": too many vertices");
     auto same_count = [&](const Decoded& d, int accessor, const char* what) -> absl::Status {
@@ -400,13 +464,32 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
                             accessor, where, what, d.count, nv));
       return absl::OkStatus();
     };
-    V.insert(V.end(), pos.data.begin(), pos.data.end());
+    if (offset) {
+      for (size_t v = 0; v < nv; ++v) {
+        const Eigen::Vector3d p =
+            skin.offset * Eigen::Vector3d(pos.data[3 * v], pos.data[3 * v + 1], pos.data[3 * v + 2]);
+        V.insert(V.end(), {p.x(), p.y(), p.z()});
+      }
+    } else {
+      V.insert(V.end(), pos.data.begin(), pos.data.end());
+    }
     if (all_normals) {
       const int ni = attribute(item, "NORMAL");
       ASSIGN_OR_RETURN(Decoded nor, ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3, Components::kFloat,
                                                  where + ".NORMAL"));
       RETURN_IF_ERROR(same_count(nor, ni, "NORMAL"));
-      N.insert(N.end(), nor.data.begin(), nor.data.end());
+      if (offset) {
+        const Eigen::Matrix3d normal_matrix = skin.offset.linear().inverse().transpose();
+        for (size_t v = 0; v < nv; ++v) {
+          const Eigen::Vector3d q = (normal_matrix * Eigen::Vector3d(nor.data[3 * v],
+                                                                     nor.data[3 * v + 1],
+                                                                     nor.data[3 * v + 2]))
+                                        .normalized();
+          N.insert(N.end(), {q.x(), q.y(), q.z()});
+        }
+      } else {
+        N.insert(N.end(), nor.data.begin(), nor.data.end());
+      }
     }
 
     // Weights: up to two sets of four influences.
@@ -442,7 +525,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, GltfCharacter* character) {
                 absl::StrFormat("accessors[%d] (%s.%s): vertex %d uses joint %d, out "
                                 "of range (%d skin joints)",
                                 ji, where, jname, v, j, num_skin_joints));
-          pj[v * k + set * 4 + c] = j;
+          pj[v * k + set * 4 + c] = skin.joint[j];  // the skin's joint j, in the rig
           pw[v * k + set * 4 + c] = w;
         }
       }
@@ -584,8 +667,10 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   if (absl::Status s = CheckSupportedFeatures(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
-  if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node); !s.ok()) return fail(s);
-  if (absl::Status s = ReadMesh(model, &character); !s.ok()) return fail(s);
+  std::vector<SkinMap> skins;
+  if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node, &skins); !s.ok())
+    return fail(s);
+  if (absl::Status s = ReadMesh(model, skins, &character); !s.ok()) return fail(s);
   if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
   if (character.name.empty()) character.name = std::filesystem::path(path).stem().string();
   return character;

@@ -532,41 +532,90 @@ absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animatio
   return result;
 }
 
-absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t) {
+namespace {
+
+// A unit dual quaternion (real part r, dual part d) of a rigid 4×4 transform (Kavan et al. 2008:
+// d = ½ (0, t) r).
+struct DualQuaternion {
+  Eigen::Quaterniond r, d;
+};
+
+absl::StatusOr<DualQuaternion> ToDualQuaternion(const Matrix4d& m) {
+  const Eigen::Matrix3d rotation = m.topLeftCorner<3, 3>();
+  if ((rotation.transpose() * rotation - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() >
+          1e-6 ||
+      rotation.determinant() < 0) {
+    return absl::InvalidArgumentError("DQS reference: a joint matrix is not rigid");
+  }
+  DualQuaternion q;
+  q.r = Eigen::Quaterniond(rotation).normalized();
+  const Eigen::Vector3d t = m.block<3, 1>(0, 3);
+  const Eigen::Quaterniond tq(0.0, t.x(), t.y(), t.z());
+  q.d.coeffs() = 0.5 * (tq * q.r).coeffs();
+  return q;
+}
+
+// Per skin: the joint matrices of the spec, global(joint) · inverseBindMatrix.
+absl::StatusOr<std::vector<std::vector<Matrix4d>>> JointMatrices(
+    const tinygltf::Model& model, const std::vector<Matrix4d>& global) {
+  const int num_nodes = static_cast<int>(model.nodes.size());
+  std::vector<std::vector<Matrix4d>> all;
+  for (const tinygltf::Skin& skin : model.skins) {
+    const int num_joints = static_cast<int>(skin.joints.size());
+    for (int joint : skin.joints) {
+      if (joint < 0 || joint >= num_nodes) {
+        return absl::InvalidArgumentError(absl::StrCat("skin joint node ", joint));
+      }
+    }
+    // Inverse bind matrices: column-major MAT4 floats, identity when absent.
+    std::vector<Matrix4d> inverse_bind(num_joints, Matrix4d::Identity());
+    if (skin.inverseBindMatrices >= 0) {
+      ASSIGN_OR_RETURN(AccessorData ibm, ReadAccessor(model, skin.inverseBindMatrices));
+      if (ibm.components != 16 || ibm.count < num_joints) {
+        return absl::InvalidArgumentError("inverseBindMatrices is not #joints MAT4");
+      }
+      for (int j = 0; j < num_joints; ++j) {
+        for (int e = 0; e < 16; ++e) inverse_bind[j](e % 4, e / 4) = ibm.at(j, e);
+      }
+    }
+    std::vector<Matrix4d> joint_matrix(num_joints);
+    for (int j = 0; j < num_joints; ++j) {
+      joint_matrix[j] = global[skin.joints[j]] * inverse_bind[j];
+    }
+    all.push_back(std::move(joint_matrix));
+  }
+  return all;
+}
+
+}  // namespace
+
+absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t,
+                                            Blend blend) {
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
   if (model.skins.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no skin"));
-  const tinygltf::Skin& skin = model.skins[0];
   const int num_nodes = static_cast<int>(model.nodes.size());
-  const int num_joints = static_cast<int>(skin.joints.size());
-  for (int joint : skin.joints) {
-    if (joint < 0 || joint >= num_nodes) {
-      return absl::InvalidArgumentError(absl::StrCat("skin joint node ", joint));
-    }
-  }
-
-  // Inverse bind matrices: column-major MAT4 floats, identity when absent.
-  std::vector<Matrix4d> inverse_bind(num_joints, Matrix4d::Identity());
-  if (skin.inverseBindMatrices >= 0) {
-    ASSIGN_OR_RETURN(AccessorData ibm, ReadAccessor(model, skin.inverseBindMatrices));
-    if (ibm.components != 16 || ibm.count < num_joints) {
-      return absl::InvalidArgumentError("inverseBindMatrices is not #joints MAT4");
-    }
-    for (int j = 0; j < num_joints; ++j) {
-      for (int e = 0; e < 16; ++e) inverse_bind[j](e % 4, e / 4) = ibm.at(j, e);
-    }
-  }
-
   ASSIGN_OR_RETURN(std::vector<Matrix4d> local, LocalMatrices(model, animation, t));
   ASSIGN_OR_RETURN(std::vector<Matrix4d> global, GlobalMatrices(model, local));
-  std::vector<Matrix4d> joint_matrix(num_joints);
-  for (int j = 0; j < num_joints; ++j) {
-    joint_matrix[j] = global[skin.joints[j]] * inverse_bind[j];
-  }
+  ASSIGN_OR_RETURN(const std::vector<std::vector<Matrix4d>> joint_matrices,
+                   JointMatrices(model, global));
+  // The rest pose: the same nodes without the animation (for `bind`).
+  ASSIGN_OR_RETURN(std::vector<Matrix4d> rest_local, LocalMatrices(model, -1, 0.0));
+  ASSIGN_OR_RETURN(std::vector<Matrix4d> rest_global, GlobalMatrices(model, rest_local));
+  ASSIGN_OR_RETURN(const std::vector<std::vector<Matrix4d>> rest_matrices,
+                   JointMatrices(model, rest_global));
 
   SkinnedPositions result;
   for (int n = 0; n < num_nodes; ++n) {
     const tinygltf::Node& node = model.nodes[n];
-    if (node.skin != 0 || node.mesh < 0) continue;
+    if (node.skin < 0 || node.mesh < 0) continue;
+    if (node.skin >= static_cast<int>(model.skins.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("node ", n, ": bad skin"));
+    }
+    const std::vector<Matrix4d>& joint_matrix = joint_matrices[node.skin];
+    const std::vector<Matrix4d>& rest_matrix = rest_matrices[node.skin];
+    const int num_joints = static_cast<int>(joint_matrix.size());
+    result.nodes.push_back(n);
+    result.first_vertex.push_back(static_cast<int>(result.rest.size()));
     if (node.mesh >= static_cast<int>(model.meshes.size())) {
       return absl::InvalidArgumentError(absl::StrCat("node ", n, ": bad mesh"));
     }
@@ -621,7 +670,8 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
       for (int v = 0; v < count; ++v) {
         const Eigen::Vector4d rest(positions.at(v, 0), positions.at(v, 1), positions.at(v, 2), 1.0);
         double sum = 0;
-        Eigen::Vector4d posed = Eigen::Vector4d::Zero();
+        Eigen::Vector4d posed = Eigen::Vector4d::Zero(), bind = Eigen::Vector4d::Zero();
+        std::vector<std::pair<int, double>> influences;
         for (size_t set = 0; set < joints.size(); ++set) {
           for (int k = 0; k < 4; ++k) {
             const double w = weights[set].at(v, k);
@@ -633,6 +683,8 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
             }
             sum += w;
             posed += w * (joint_matrix[j] * rest);
+            bind += w * (rest_matrix[j] * rest);
+            influences.push_back({j, w});
           }
         }
         if (!(sum > 0)) {
@@ -640,12 +692,39 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
               absl::StrCat(where, " vertex ", v, ": weights sum to zero"));
         }
         result.rest.push_back(rest.head<3>());
-        result.posed.push_back(posed.head<3>() / sum);
+        result.bind.push_back(bind.head<3>() / sum);
+        if (blend == Blend::kLinear) {
+          result.posed.push_back(posed.head<3>() / sum);
+          continue;
+        }
+        // DQS (Kavan et al. 2008): blend the joints' unit dual quaternions, each flipped to the
+        // hemisphere of the most influential joint's (the first of equal weights), normalize by
+        // the real part's norm, apply.
+        size_t pivot = 0;
+        for (size_t i = 1; i < influences.size(); ++i) {
+          if (influences[i].second > influences[pivot].second) pivot = i;
+        }
+        ASSIGN_OR_RETURN(const DualQuaternion q0,
+                         ToDualQuaternion(joint_matrix[influences[pivot].first]));
+        Eigen::Vector4d real = Eigen::Vector4d::Zero(), dual = Eigen::Vector4d::Zero();
+        for (const auto& [j, w] : influences) {
+          ASSIGN_OR_RETURN(const DualQuaternion q, ToDualQuaternion(joint_matrix[j]));
+          const double sign = q.r.coeffs().dot(q0.r.coeffs()) < 0 ? -1.0 : 1.0;
+          real += sign * (w / sum) * q.r.coeffs();
+          dual += sign * (w / sum) * q.d.coeffs();
+        }
+        const double norm = real.norm();
+        Eigen::Quaterniond r, d;
+        r.coeffs() = real / norm;
+        d.coeffs() = dual / norm;
+        // Translation t = 2 d r*, rotation r.
+        const Eigen::Quaterniond tq = Eigen::Quaterniond((2.0 * d.coeffs())) * r.conjugate();
+        result.posed.push_back(r * rest.head<3>() + tq.vec());
       }
     }
   }
   if (result.rest.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no mesh node uses skins[0]"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no mesh node has a skin"));
   }
   return result;
 }

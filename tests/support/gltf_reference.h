@@ -18,12 +18,23 @@ namespace skinning::testing::gltf_reference {
 
 struct SkinnedPositions {
   // Raw POSITION values of the skinned primitives, in the contract's order: every triangle
-  // primitive (mode 4, 5 or 6) of every node whose skin is 0, in increasing node index, then
-  // primitive order, vertices concatenated.
+  // primitive (mode 4, 5 or 6) of every node with a mesh and a skin, in increasing node index,
+  // then primitive order, vertices concatenated (a mesh instanced by several nodes once per
+  // node).
   std::vector<Eigen::Vector3d> rest;
-  // The same vertices posed by linear blend skinning with skins[0] at the sampled time.
+  // The same vertices skinned with the file's own node transforms (no animation): where they
+  // are in the bind pose.
+  std::vector<Eigen::Vector3d> bind;
+  // The same vertices posed with each node's own skin at the sampled time.
   std::vector<Eigen::Vector3d> posed;
+  // The skinned mesh nodes in order and the index of each one's first vertex.
+  std::vector<int> nodes;
+  std::vector<int> first_vertex;
 };
+
+// How the joint matrices are blended: the spec's linear blend skinning, or dual quaternion
+// skinning (Kavan et al. 2008; every joint matrix must then be rigid).
+enum class Blend { kLinear, kDualQuaternion };
 
 struct KeyTimes {
   double start = 0.0;        // smallest input time over the animation's channels
@@ -36,11 +47,13 @@ absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animatio
 
 // Loads `path` (.glb if the file starts with the magic "glTF", otherwise .gltf JSON), samples
 // animations[animation] at time t (seconds; each channel clamps t to its own key range) and
-// skins every skinned vertex with skins[0]. animation < 0 means "no animation": every node keeps
-// its own transform (the rest pose of the file). The mesh node's transform is ignored, as the
-// spec requires for skinned meshes. Errors (missing skin, bad accessors, out-of-range joint
-// indices, zero weight sums, ...) are returned as a Status, never a crash.
-absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t);
+// skins every skinned vertex with its node's skin. animation < 0 means "no animation": every
+// node keeps its own transform (the rest pose of the file). The mesh node's transform is
+// ignored, as the spec requires for skinned meshes. Errors (missing skin, bad accessors,
+// out-of-range joint indices, zero weight sums, a non-rigid joint matrix for DQS, ...) are
+// returned as a Status, never a crash.
+absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t,
+                                            Blend blend = Blend::kLinear);
 
 }  // namespace skinning::testing::gltf_reference
 

@@ -943,12 +943,6 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
        {"\"KHR_draco_mesh_compression\", \"KHR_materials_x\" are not supported"}},
       {"scenes", [](HandMade* h) { h->scenes = R"([{"nodes":[0,1]},{"nodes":[0]}])"; },
        {"2 scenes", "more than one scene is not supported"}},
-      {"second skin",
-       [](HandMade* h) {
-         h->extra_nodes = R"({"name":"sleeve","mesh":0,"skin":1})";
-         h->extra_skins = R"({"joints":[0]})";
-       },
-       {"nodes[2] (\"sleeve\") uses skins[1]", "more than one skin", "not supported"}},
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
        {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
       {"unskinned mesh", [](HandMade* h) { h->extra_nodes = R"({"name":"helmet","mesh":0})"; },
