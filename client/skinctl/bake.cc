@@ -96,7 +96,9 @@ absl::Status WriteResults(Client& client, const std::string& rig_name, const v1:
     extra_files.push_back((out_dir / absl::StrCat(stem, "-", suffix, ".dmat")).string());
     RETURN_IF_ERROR(WriteDmat(extra_files.back(), X, /*ascii=*/true));
   }
-  RETURN_IF_ERROR(WriteSkinnedGltf(glb, rig.mesh, rig.skeleton, TopK(W, std::min(bake.options().influence_count(), nj))));
+  RETURN_IF_ERROR(WriteSkinnedGltf(glb, rig.mesh, rig.skeleton,
+                                   TopK(W, std::min(bake.options().influence_count(), nj)), {},
+                                   rig.mesh_parts));
   PrintBake(bake);
   std::printf("%s\n%s\n", dmat.c_str(), glb.c_str());
   for (const std::string& f : extra_files) std::printf("%s\n", f.c_str());

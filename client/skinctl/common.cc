@@ -39,6 +39,7 @@ absl::StatusOr<Character> LoadCharacter() {
     if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(gltf, ": ", g.status().message()));
     c.rig.name = fs::path(gltf).stem().string();
     c.rig.mesh = std::move(g->mesh);
+    if (g->parts.size() > 1) c.rig.mesh_parts = g->MeshParts();
     c.rig.skeleton = std::move(g->skeleton);
     c.rig.sparse_weights = std::move(g->weights);
     c.animations = std::move(g->animations);

@@ -27,7 +27,7 @@ absl::Status CommandGet(const Args& args) {
   ASSIGN_OR_RETURN(Rig rig, RigFromProto(got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10}));
   if (!rig.has_weights()) return absl::FailedPreconditionError(absl::StrCat("rig ", name, " has no weights to export"));
   const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
-  RETURN_IF_ERROR(WriteSkinnedGltf(out, rig.mesh, rig.skeleton, W));
+  RETURN_IF_ERROR(WriteSkinnedGltf(out, rig.mesh, rig.skeleton, W, {}, rig.mesh_parts));
   std::printf("%s\n", out.c_str());
   return absl::OkStatus();
 }

@@ -162,7 +162,8 @@ absl::Status CommandPose(const Args&) {
       const Mesh mesh = PosedMesh(rig.mesh, posed.vertices(), posed.normals());
       for (const std::string& format : formats) {
         const fs::path path = out_dir / absl::StrCat(stem, "-", deformer_name, "-", frames[f].first, ".", format);
-        RETURN_IF_ERROR(format == "obj" ? WriteObj(path.string(), mesh) : WritePosedGltf(path.string(), mesh));
+        RETURN_IF_ERROR(format == "obj" ? WriteObj(path.string(), mesh, rig.mesh_parts)
+                                        : WritePosedGltf(path.string(), mesh, rig.mesh_parts));
         std::printf("%s\n", path.string().c_str());
       }
     }

@@ -110,7 +110,8 @@ absl::Status CommandSolve(const Args&) {
   const std::string stem = OutputStem(rig, rig_name);
   for (absl::string_view format : absl::StrSplit(absl::GetFlag(FLAGS_format), ',', absl::SkipWhitespace())) {
     const fs::path path = out_dir / absl::StrCat(stem, "-fast.", format);
-    RETURN_IF_ERROR(format == "obj" ? WriteObj(path.string(), mesh) : WritePosedGltf(path.string(), mesh));
+    RETURN_IF_ERROR(format == "obj" ? WriteObj(path.string(), mesh, rig.mesh_parts)
+                                    : WritePosedGltf(path.string(), mesh, rig.mesh_parts));
     std::fprintf(stderr, "wrote %s\n", path.string().c_str());
   }
   return absl::OkStatus();

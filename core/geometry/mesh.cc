@@ -2,6 +2,7 @@
 
 #include <Eigen/Geometry>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -42,6 +43,62 @@ absl::Status ValidateMesh(const Mesh& mesh, const char* field) {
             absl::StrFormat("%s.normals[%d] is not finite", field, i));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateMeshParts(const std::vector<MeshPart>& parts, const Mesh& mesh,
+                               const char* field) {
+  if (parts.empty()) return absl::OkStatus();
+  const int nv = static_cast<int>(mesh.V.rows());
+  std::vector<int> part_of(nv, -1);
+  int next = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const MeshPart& part = parts[p];
+    if (part.num_vertices < 1)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.parts[%d]: %d vertices", field, p, part.num_vertices));
+    if (part.first_vertex != next || next + static_cast<int64_t>(part.num_vertices) > nv)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.parts[%d]: vertices %d to %d do not follow the previous part (next vertex %d of %d)",
+          field, p, part.first_vertex, part.first_vertex + part.num_vertices - 1, next, nv));
+    for (int v = next; v < next + part.num_vertices; ++v) part_of[v] = static_cast<int>(p);
+    next += part.num_vertices;
+  }
+  if (next != nv)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.parts: the parts hold %d vertices but the mesh has %d", field, next, nv));
+  for (int f = 0; f < mesh.F.rows(); ++f) {
+    const int a = part_of[mesh.F(f, 0)], b = part_of[mesh.F(f, 1)], c = part_of[mesh.F(f, 2)];
+    if (a != b || a != c)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.triangles[%d] joins parts %d and %d", field, f, std::min({a, b, c}),
+          std::max({a, b, c})));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Mesh> SplitByParts(const Mesh& mesh, const std::vector<MeshPart>& parts) {
+  if (parts.empty()) return {mesh};
+  std::vector<int> part_of;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    part_of.resize(part_of.size() + parts[p].num_vertices, static_cast<int>(p));
+  }
+  std::vector<std::vector<int>> rows(parts.size());
+  for (int f = 0; f < mesh.F.rows(); ++f) rows[part_of[mesh.F(f, 0)]].push_back(f);
+  std::vector<Mesh> out(parts.size());
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const MeshPart& part = parts[p];
+    out[p].V = mesh.V.middleRows(part.first_vertex, part.num_vertices);
+    if (mesh.N.rows() == mesh.V.rows()) {
+      out[p].N = mesh.N.middleRows(part.first_vertex, part.num_vertices);
+    } else {
+      out[p].N.resize(0, 3);
+    }
+    out[p].F.resize(static_cast<int>(rows[p].size()), 3);
+    for (size_t i = 0; i < rows[p].size(); ++i) {
+      out[p].F.row(static_cast<int>(i)) = mesh.F.row(rows[p][i]).array() - part.first_vertex;
+    }
+  }
+  return out;
 }
 
 double BoundingBoxDiagonal(const RowMatrixX3d& V) {

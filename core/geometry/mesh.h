@@ -3,6 +3,8 @@
 #define SKINNING_CORE_GEOMETRY_MESH_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -20,6 +22,25 @@ struct Mesh {
   RowMatrixX3i F;  // #F by 3 triangle vertex indices, 0-based, counter-clockwise
   RowMatrixX3d N;  // #V by 3 unit vertex normals, or 0 rows when the mesh has none
 };
+
+// A named, contiguous range of a mesh's vertices: one mesh node of a file with several (a glTF
+// character's skinned nodes), kept so that posed output can keep the meshes apart. A mesh
+// without parts is one part.
+struct MeshPart {
+  std::string name;
+  int first_vertex = 0;
+  int num_vertices = 0;
+};
+
+// Parts must follow one another from vertex 0 and cover every vertex (so first_vertex is
+// implied), each with at least one vertex, and no triangle may join two parts. Errors name the
+// field: "mesh.parts[2]: 0 vertices", "mesh.triangles[7] joins parts 0 and 1".
+absl::Status ValidateMeshParts(const std::vector<MeshPart>& parts, const Mesh& mesh,
+                               const char* field = "mesh");
+
+// Each part as a mesh of its own (its vertices, normals and triangles, indices made local), in
+// order; the whole mesh when `parts` is empty. Assumes ValidateMeshParts.
+std::vector<Mesh> SplitByParts(const Mesh& mesh, const std::vector<MeshPart>& parts);
 
 // Checks what every method assumes of a mesh. Errors name the field and index, e.g.
 // "mesh.vertices[12].y is NaN", "mesh.triangles[3][1] = 900 is out of range (500 vertices)".

@@ -38,6 +38,9 @@ struct GltfCharacter {
     int num_vertices = 0;
   };
   std::vector<Part> parts;
+  // `parts` as mesh parts (named after the node, or "node<i>"), for ValidateMeshParts and the
+  // writers.
+  std::vector<MeshPart> MeshParts() const;
   SparseWeights weights;           // from JOINTS_0/WEIGHTS_0 (+ _1: k = 8), rows renormalized
   std::vector<int> node_of_joint;  // glTF node index of each skeleton joint
   std::vector<Animation> animations;
@@ -56,13 +59,18 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path);
 
 // Writes a skinned glTF: mesh (positions, normals when present, indices), a node per joint with
 // its rest transform, a skin with inverse bind matrices, JOINTS_0/WEIGHTS_0 (and _1 when k > 4)
-// and the given animations. `.glb` paths are written binary, `.gltf` with an embedded buffer.
+// and the given animations. With `parts` (ValidateMeshParts), one mesh and one mesh node per
+// part, named after it, each with the one skin. `.glb` paths are written binary, `.gltf` with
+// an embedded buffer.
 absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
                               const SparseWeights& weights,
-                              const std::vector<Animation>& animations = {});
+                              const std::vector<Animation>& animations = {},
+                              const std::vector<MeshPart>& parts = {});
 
-// Writes a static (already posed) mesh: positions, normals when present, indices.
-absl::Status WritePosedGltf(const std::string& path, const Mesh& mesh);
+// Writes a static (already posed) mesh: positions, normals when present, indices; one mesh and
+// node per part when `parts` are given.
+absl::Status WritePosedGltf(const std::string& path, const Mesh& mesh,
+                            const std::vector<MeshPart>& parts = {});
 
 }  // namespace skinning
 

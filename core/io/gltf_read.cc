@@ -658,6 +658,15 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
 
 }  // namespace
 
+std::vector<MeshPart> GltfCharacter::MeshParts() const {
+  std::vector<MeshPart> out;
+  for (const Part& p : parts) {
+    out.push_back(MeshPart{p.name.empty() ? absl::StrFormat("node%d", p.node) : p.name,
+                           p.first_vertex, p.num_vertices});
+  }
+  return out;
+}
+
 absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
   auto fail = [&](const absl::Status& s) {

@@ -128,8 +128,10 @@ absl::Status WriteModel(const tinygltf::Model& model, const std::string& path) {
 
 absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
                               const SparseWeights& weights,
-                              const std::vector<Animation>& animations) {
+                              const std::vector<Animation>& animations,
+                              const std::vector<MeshPart>& parts) {
   RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateMeshParts(parts, mesh));
   RETURN_IF_ERROR(ValidateSkeleton(skeleton));
   const int nj = skeleton.size();
   if (nj > 65536)
@@ -155,8 +157,10 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   model.asset.generator = "skinning";
   BufferBuilder builder(&model);
 
-  // Joint nodes 0..nj-1, then the mesh node.
-  model.nodes.resize(nj + 1);
+  // Joint nodes 0..nj-1, then a mesh node per part, each with the one skin.
+  const std::vector<Mesh> pieces = SplitByParts(mesh, parts);
+  const int num_pieces = static_cast<int>(pieces.size());
+  model.nodes.resize(nj + num_pieces);
   for (int j = 0; j < nj; ++j) {
     const Joint& joint = skeleton.joints[j];
     tinygltf::Node& node = model.nodes[j];
@@ -171,32 +175,39 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   tinygltf::Scene scene;
   for (int j = 0; j < nj; ++j)
     if (skeleton.joints[j].parent < 0) scene.nodes.push_back(j);
-  scene.nodes.push_back(nj);
+  for (int p = 0; p < num_pieces; ++p) scene.nodes.push_back(nj + p);
   model.scenes.push_back(scene);
   model.defaultScene = 0;
 
-  tinygltf::Primitive prim = AddMeshGeometry(mesh, &builder);
-  const int num_sets = k > 4 ? 2 : 1;
-  for (int set = 0; set < num_sets; ++set) {
-    std::vector<uint16_t> js(static_cast<size_t>(nv) * 4, 0);
-    std::vector<float> ws(static_cast<size_t>(nv) * 4, 0.f);
-    for (int v = 0; v < nv; ++v)
-      for (int c = 0; c < 4; ++c) {
-        const int col = set * 4 + c;
-        if (col >= k) continue;  // padding
-        js[v * 4 + c] = static_cast<uint16_t>(weights.joints(v, col));
-        ws[v * 4 + c] = weights.weights(v, col);
-      }
-    prim.attributes[absl::StrFormat("JOINTS_%d", set)] = builder.Add(
-        js, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT, TINYGLTF_TYPE_VEC4, nv);
-    prim.attributes[absl::StrFormat("WEIGHTS_%d", set)] =
-        builder.Add(ws, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_VEC4, nv);
+  for (int p = 0; p < num_pieces; ++p) {
+    const int first = parts.empty() ? 0 : parts[p].first_vertex;
+    const int count = static_cast<int>(pieces[p].V.rows());
+    tinygltf::Primitive prim = AddMeshGeometry(pieces[p], &builder);
+    const int num_sets = k > 4 ? 2 : 1;
+    for (int set = 0; set < num_sets; ++set) {
+      std::vector<uint16_t> js(static_cast<size_t>(count) * 4, 0);
+      std::vector<float> ws(static_cast<size_t>(count) * 4, 0.f);
+      for (int v = 0; v < count; ++v)
+        for (int c = 0; c < 4; ++c) {
+          const int col = set * 4 + c;
+          if (col >= k) continue;  // padding
+          js[v * 4 + c] = static_cast<uint16_t>(weights.joints(first + v, col));
+          ws[v * 4 + c] = weights.weights(first + v, col);
+        }
+      prim.attributes[absl::StrFormat("JOINTS_%d", set)] = builder.Add(
+          js, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT, TINYGLTF_TYPE_VEC4, count);
+      prim.attributes[absl::StrFormat("WEIGHTS_%d", set)] =
+          builder.Add(ws, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_VEC4, count);
+    }
+    tinygltf::Mesh gmesh;
+    if (!parts.empty()) gmesh.name = parts[p].name;
+    gmesh.primitives.push_back(prim);
+    model.meshes.push_back(gmesh);
+    tinygltf::Node& node = model.nodes[nj + p];
+    if (!parts.empty()) node.name = parts[p].name;
+    node.mesh = p;
+    node.skin = 0;
   }
-  tinygltf::Mesh gmesh;
-  gmesh.primitives.push_back(prim);
-  model.meshes.push_back(gmesh);
-  model.nodes[nj].mesh = 0;
-  model.nodes[nj].skin = 0;
 
   // Skin with column-major inverse bind matrices.
   std::vector<float> ibm(static_cast<size_t>(nj) * 16);
@@ -244,20 +255,27 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   return WriteModel(model, path);
 }
 
-absl::Status WritePosedGltf(const std::string& path, const Mesh& mesh) {
+absl::Status WritePosedGltf(const std::string& path, const Mesh& mesh,
+                            const std::vector<MeshPart>& parts) {
   RETURN_IF_ERROR(ValidateMesh(mesh));
+  RETURN_IF_ERROR(ValidateMeshParts(parts, mesh));
   tinygltf::Model model;
   model.asset.version = "2.0";
   model.asset.generator = "skinning";
   BufferBuilder builder(&model);
-  tinygltf::Mesh gmesh;
-  gmesh.primitives.push_back(AddMeshGeometry(mesh, &builder));
-  model.meshes.push_back(gmesh);
-  tinygltf::Node node;
-  node.mesh = 0;
-  model.nodes.push_back(node);
   tinygltf::Scene scene;
-  scene.nodes.push_back(0);
+  const std::vector<Mesh> pieces = SplitByParts(mesh, parts);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    tinygltf::Mesh gmesh;
+    if (!parts.empty()) gmesh.name = parts[p].name;
+    gmesh.primitives.push_back(AddMeshGeometry(pieces[p], &builder));
+    model.meshes.push_back(gmesh);
+    tinygltf::Node node;
+    if (!parts.empty()) node.name = parts[p].name;
+    node.mesh = static_cast<int>(p);
+    model.nodes.push_back(node);
+    scene.nodes.push_back(static_cast<int>(p));
+  }
   model.scenes.push_back(scene);
   model.defaultScene = 0;
   builder.Finish();

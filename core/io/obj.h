@@ -17,8 +17,11 @@ namespace skinning {
 absl::StatusOr<Mesh> ReadObj(const std::string& path);
 absl::StatusOr<Mesh> ParseObj(const std::string& text, const std::string& name = "obj");
 
-// Writes `v` (and `vn` when N has rows) and triangle `f` lines, full float precision.
-absl::Status WriteObj(const std::string& path, const Mesh& mesh);
+// Writes `v` (and `vn` when N has rows) and triangle `f` lines, full float precision. With
+// `parts` (ValidateMeshParts), each part's faces follow an `o <name>` line (`o part<i>` when the
+// name is empty or not one word), so viewers keep the meshes apart.
+absl::Status WriteObj(const std::string& path, const Mesh& mesh,
+                      const std::vector<MeshPart>& parts = {});
 
 }  // namespace skinning
 

@@ -90,6 +90,15 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
     rig.mesh.N.resize(nv, 3);
     for (int i = 0; i < 3 * nv; ++i) rig.mesh.N.data()[i] = m.normals(i);
   }
+  if (m.parts_size() > nv)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rig.mesh.parts: %d parts for %d vertices", m.parts_size(), nv));
+  int first = 0;
+  for (const v1::MeshPart& part : m.parts()) {
+    rig.mesh_parts.push_back(MeshPart{part.name(), first, part.vertex_count()});
+    if (part.vertex_count() > 0)
+      first = static_cast<int>(std::min<int64_t>(int64_t{first} + part.vertex_count(), nv + 1));
+  }
 
   const int nj = proto.skeleton().joints_size();
   if (nj > limits.max_joints)
@@ -189,6 +198,11 @@ v1::Rig RigToProto(const Rig& rig) {
   for (int i = 0; i < 3 * nv; ++i) m->add_positions(Canon(rig.mesh.V.data()[i]));
   for (int i = 0; i < rig.mesh.F.size(); ++i) m->add_triangles(rig.mesh.F.data()[i]);
   for (int i = 0; i < rig.mesh.N.size(); ++i) m->add_normals(Canon(rig.mesh.N.data()[i]));
+  for (const MeshPart& part : rig.mesh_parts) {
+    v1::MeshPart* pp = m->add_parts();
+    pp->set_name(part.name);
+    pp->set_vertex_count(part.num_vertices);
+  }
   for (const Joint& j : rig.skeleton.joints) {
     v1::Joint* pj = p.mutable_skeleton()->add_joints();
     pj->set_name(j.name);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -17,6 +18,8 @@ namespace skinning {
 struct Rig {
   std::string name;
   Mesh mesh;
+  // The meshes `mesh` is made of (empty: one mesh), for output that keeps them apart.
+  std::vector<MeshPart> mesh_parts;
   Skeleton skeleton;
   // At most one of these is set; neither means the rig needs a bake before posing.
   std::optional<SparseWeights> sparse_weights;   // #V by k
@@ -24,7 +27,7 @@ struct Rig {
   bool has_weights() const { return sparse_weights.has_value() || dense_weights.has_value(); }
 };
 
-// ValidateMesh, ValidateSkeleton and ValidateWeights with the fields named "rig.mesh",
+// ValidateMesh, ValidateMeshParts, ValidateSkeleton and ValidateWeights with the fields named "rig.mesh",
 // "rig.skeleton" and "rig.weights".
 absl::Status ValidateRig(const Rig& rig);
 

@@ -6,7 +6,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <tiny_gltf.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
@@ -17,6 +19,7 @@
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/gltf_validator.h"
+#include "tests/support/multi_skin_gltf.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -176,6 +179,47 @@ TEST_F(SkinctlTest, SamplesAnAnimationAtAFrameRateAndExportsASkinnedGltf) {
 
   // Every glTF written here (posed frames as .glb and .gltf, the exported rig) validates.
   SKINNING_EXPECT_VALID_GLTF(testing::GltfFilesIn(dir));
+}
+
+// A file of several skinned nodes (one mesh instanced by three nodes, three skins): skinctl
+// says what it sent, and every glTF it writes (posed frames, the exported rig) has one mesh
+// node per file node, in order, and validates.
+TEST_F(SkinctlTest, MultiSkinFileKeepsItsNodesApartInEveryOutput) {
+  const std::string dir = MakeTempDir("multi");
+  std::filesystem::create_directories(dir + "/in");
+  const std::string gltf =
+      testing::WriteMultiSkinGltf(testing::MultiSkinGltf(), dir + "/in/multi.gltf");
+  const std::string out = dir + "/out";
+  auto posed = Skinctl({"pose", "--gltf=" + gltf, "--fps=2", "--format=glb,obj", "--out=" + out});
+  ASSERT_EQ(posed.exit_code, 0) << posed.output;
+  EXPECT_THAT(posed.output, HasSubstr("from the file: 3 skins, 3 mesh nodes, 0 morph targets"));
+  std::vector<std::string> files = testing::GltfFilesIn(out);
+  ASSERT_GE(files.size(), 3u) << "frames at 0, 0.5, 1 and 1.5 s";
+  for (const std::string& file : files) {
+    tinygltf::Model model;
+    tinygltf::TinyGLTF loader;
+    std::string err, warn;
+    ASSERT_TRUE(loader.LoadBinaryFromFile(&model, &err, &warn, file)) << err;
+    ASSERT_EQ(model.meshes.size(), 3u) << file;
+    for (int p = 0; p < 3; ++p) {
+      EXPECT_EQ(model.nodes[model.scenes[0].nodes[p]].name, absl::StrFormat("instance%d", p));
+    }
+  }
+  auto list = Skinctl({"list"});
+  ASSERT_EQ(list.exit_code, 0);
+  std::string id;
+  for (absl::string_view line : absl::StrSplit(list.output, '\n')) {
+    if (absl::StrContains(line, "multi")) id = std::string(line.substr(0, line.find(' ')));
+  }
+  ASSERT_FALSE(id.empty()) << list.output;
+  auto got = Skinctl({"get", id, "--out_file=" + out + "/rig.glb"});
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  auto back = ReadGltf(out + "/rig.glb");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->parts.size(), 3u);
+  EXPECT_EQ(back->parts[2].name, "instance2");
+  files = testing::GltfFilesIn(out);
+  SKINNING_EXPECT_VALID_GLTF(files);
 }
 
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {

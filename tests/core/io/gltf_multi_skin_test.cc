@@ -2,13 +2,17 @@
 // own skin), read into one rig; checked against the independent glTF reference in tests/support.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <tiny_gltf.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "core/io/gltf.h"
+#include "core/io/obj.h"
 #include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/multi_skin_gltf.h"
@@ -74,6 +78,74 @@ TEST(GltfMultiSkin, ReadsEverySkinnedNodeIntoOneRig) {
       EXPECT_LT(c->weights.joints(v, k), chain1_first + spec.chain_joints) << "vertex " << v;
     }
   }
+}
+
+// Output keeps the nodes apart: a posed glTF and a skinned export have one mesh node per part,
+// named after it, the export reads back into the same parts and vertices, an OBJ groups each
+// part's faces under `o <name>`, and the glTF files validate.
+TEST(GltfMultiSkin, OutputKeepsEveryNodeApart) {
+  const std::string path = testing::WriteMultiSkinGltf(testing::MultiSkinGltf(), TempFile("out.gltf"));
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<MeshPart> parts = c->MeshParts();
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[1].name, "instance1");
+  ASSERT_TRUE(ValidateMeshParts(parts, c->mesh).ok());
+
+  const std::string posed = TempFile("posed.glb"), skinned = TempFile("skinned.gltf"),
+                    obj = TempFile("posed.obj");
+  ASSERT_TRUE(WritePosedGltf(posed, c->mesh, parts).ok());
+  ASSERT_TRUE(WriteSkinnedGltf(skinned, c->mesh, c->skeleton, c->weights, c->animations, parts).ok());
+  ASSERT_TRUE(WriteObj(obj, c->mesh, parts).ok());
+
+  tinygltf::Model model;
+  tinygltf::TinyGLTF loader;
+  std::string err, warn;
+  ASSERT_TRUE(loader.LoadBinaryFromFile(&model, &err, &warn, posed)) << err;
+  ASSERT_EQ(model.meshes.size(), 3u);
+  ASSERT_EQ(model.scenes[0].nodes.size(), 3u);
+  for (int p = 0; p < 3; ++p) {
+    EXPECT_EQ(model.nodes[model.scenes[0].nodes[p]].name, parts[p].name);
+    const int position = model.meshes[p].primitives[0].attributes.at("POSITION");
+    EXPECT_EQ(model.accessors[position].count, static_cast<size_t>(parts[p].num_vertices));
+  }
+
+  absl::StatusOr<GltfCharacter> back = ReadGltf(skinned);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->parts.size(), 3u);
+  for (int p = 0; p < 3; ++p) {
+    EXPECT_EQ(back->parts[p].name, parts[p].name);
+    EXPECT_EQ(back->parts[p].first_vertex, parts[p].first_vertex);
+    EXPECT_EQ(back->parts[p].num_vertices, parts[p].num_vertices);
+  }
+  EXPECT_TRUE(back->mesh.V.isApprox(c->mesh.V, 1e-6));
+  EXPECT_EQ(back->mesh.F, c->mesh.F);
+
+  std::ifstream in(obj);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const MeshPart& part : parts) EXPECT_THAT(text, HasSubstr("\no " + part.name + "\n"));
+  absl::StatusOr<Mesh> read_obj = ReadObj(obj);
+  ASSERT_TRUE(read_obj.ok()) << read_obj.status();
+  EXPECT_EQ(read_obj->F.rows(), c->mesh.F.rows());
+
+  SKINNING_EXPECT_VALID_GLTF((std::vector<std::string>{posed, skinned}));
+}
+
+TEST(GltfMultiSkin, MeshPartsAreValidated) {
+  Mesh m;
+  m.V = RowMatrixX3d::Zero(6, 3);
+  m.F.resize(2, 3);
+  m.F << 0, 1, 2, 3, 4, 5;
+  EXPECT_TRUE(ValidateMeshParts({{"a", 0, 3}, {"b", 3, 3}}, m).ok());
+  EXPECT_THAT(std::string(ValidateMeshParts({{"a", 0, 3}, {"b", 3, 2}}, m).message()),
+              HasSubstr("mesh.parts: the parts hold 5 vertices but the mesh has 6"));
+  EXPECT_THAT(std::string(ValidateMeshParts({{"a", 0, 3}, {"b", 2, 4}}, m).message()),
+              HasSubstr("mesh.parts[1]"));
+  EXPECT_THAT(std::string(ValidateMeshParts({{"a", 0, 6}, {"b", 6, 0}}, m).message()),
+              HasSubstr("mesh.parts[1]: 0 vertices"));
+  m.F << 0, 1, 3, 3, 4, 5;
+  EXPECT_THAT(std::string(ValidateMeshParts({{"a", 0, 3}, {"b", 3, 3}}, m).message()),
+              HasSubstr("mesh.triangles[0] joins parts 0 and 1"));
 }
 
 TEST(GltfMultiSkin, RefusesSkinsThatBindASharedJointInconsistently) {

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_format.h"
+
 #include "server/convert/convert.h"
 #include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"
@@ -76,6 +78,33 @@ TEST(Convert, MessagesNameTheFieldAndIndex) {
   p.mutable_skeleton()->mutable_joints(1)->mutable_rest()->add_rotation(1.f);
   EXPECT_THAT(std::string(RigFromProto(p).status().message()),
               HasSubstr("rig.skeleton.joints[1].rest.rotation has 5 values"));
+}
+
+// Mesh parts travel with the rig, count in its id only when given, and are checked.
+TEST(Convert, MeshPartsRoundTripAndAreValidated) {
+  Rig rig = MakeTwoBoneTube();
+  const std::string plain_id = RigId(RigToProto(rig));
+  const int nv = static_cast<int>(rig.mesh.V.rows());
+  rig.mesh_parts = {MeshPart{"tube", 0, nv}};
+  const v1::Rig with_parts = RigToProto(rig);
+  ASSERT_EQ(with_parts.mesh().parts_size(), 1);
+  EXPECT_EQ(with_parts.mesh().parts(0).name(), "tube");
+  EXPECT_EQ(with_parts.mesh().parts(0).vertex_count(), nv);
+  EXPECT_NE(RigId(with_parts), plain_id);
+  absl::StatusOr<Rig> back = RigFromProto(with_parts);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->mesh_parts.size(), 1u);
+  EXPECT_EQ(back->mesh_parts[0].name, "tube");
+  EXPECT_EQ(back->mesh_parts[0].num_vertices, nv);
+  EXPECT_EQ(RigId(RigToProto(*back)), RigId(with_parts));
+
+  v1::Rig bad = with_parts;
+  bad.mutable_mesh()->mutable_parts(0)->set_vertex_count(nv - 1);
+  EXPECT_THAT(std::string(RigFromProto(bad).status().message()),
+              HasSubstr(absl::StrFormat("rig.mesh.parts: the parts hold %d vertices", nv - 1)));
+  bad.mutable_mesh()->mutable_parts(0)->set_vertex_count(2000000000);
+  bad.mutable_mesh()->add_parts()->set_vertex_count(2000000000);
+  EXPECT_EQ(RigFromProto(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Convert, RigOverTheVertexLimitIsResourceExhausted) {
