@@ -33,7 +33,7 @@ struct GltfCharacter {
   struct Part {
     int node = -1;
     std::string name;  // the node's name (may be empty)
-    int skin = 0;
+    int skin = 0;  // −1: a prop (a mesh without a skin below a joint), weighted 1 to that joint
     int first_vertex = 0;
     int num_vertices = 0;
   };
@@ -49,8 +49,9 @@ struct GltfCharacter {
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all
 // skins and every mesh node that has one; images are not decoded. What is not supported yet is
 // INVALID_ARGUMENT naming it, never dropped: required extensions (e.g. KHR_mesh_quantization,
-// KHR_draco_mesh_compression), more than one scene, triangle meshes without a skin, morph
-// targets, sparse accessors, and skins that bind a shared joint differently other than by one
+// KHR_draco_mesh_compression), more than one scene, triangle meshes without a skin that hang
+// below no skin joint or are animated up to it (those below a joint are props: weighted 1 to
+// it, they move rigidly with it), morph targets, sparse accessors, and skins that bind a shared joint differently other than by one
 // transform for the whole skin. Validates every
 // accessor against its buffer view and buffer (a truncated or corrupt file is an error naming
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for

@@ -168,6 +168,44 @@ absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
   return t;
 }
 
+// The parent node of node n, or -1 (first parent found; the skeleton reader rejects nodes with
+// two parents).
+int ParentOf(const tinygltf::Model& model, int n) {
+  for (size_t p = 0; p < model.nodes.size(); ++p) {
+    for (int c : model.nodes[p].children) {
+      if (c == n) return static_cast<int>(p);
+    }
+  }
+  return -1;
+}
+
+// The nearest ancestor of node n that some skin lists as a joint, or -1.
+absl::StatusOr<int> PropJointNode(const tinygltf::Model& model, int n) {
+  std::set<int> joints;
+  for (const tinygltf::Skin& skin : model.skins) joints.insert(skin.joints.begin(), skin.joints.end());
+  int steps = 0;
+  for (int p = ParentOf(model, n); p != -1; p = ParentOf(model, p)) {
+    if (++steps > static_cast<int>(model.nodes.size()))
+      return Invalid(absl::StrFormat("nodes[%d]: the node hierarchy has a cycle", n));
+    if (joints.count(p)) return p;
+  }
+  return -1;
+}
+
+// A node's local transform as a matrix (a `matrix` as given, else T·R·S).
+absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int index) {
+  if (node.matrix.size() == 16) {
+    Eigen::Affine3d A = Eigen::Affine3d::Identity();
+    for (int c = 0; c < 4; ++c)
+      for (int r = 0; r < 3; ++r) A.matrix()(r, c) = node.matrix[c * 4 + r];  // column-major
+    if (!A.matrix().allFinite())
+      return Invalid(absl::StrFormat("nodes[%d].matrix is not finite", index));
+    return A;
+  }
+  ASSIGN_OR_RETURN(const Transform t, NodeTransform(node, index));
+  return t.ToAffine();
+}
+
 // Refuses what the reader does not support yet instead of dropping it: every message names the
 // feature and where it is. (Sparse accessors are refused where one is read, in ReadAccessor.)
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
@@ -205,10 +243,28 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
     const std::string name =
         node.name.empty() ? std::string() : absl::StrFormat(" (\"%s\")", node.name);
     if (node.skin < 0 && !model.skins.empty()) {  // no skin at all: ReadSkeleton says so
-      return Invalid(absl::StrFormat(
-          "nodes[%d]%s has a triangle mesh but no skin; meshes that are not skinned (props moved "
-          "by a joint, static scenery) are not supported yet",
-          n, name));
+      // A prop: it must hang below a skin joint, and nothing from it up to that joint may be
+      // animated, so that it moves rigidly with the joint.
+      ASSIGN_OR_RETURN(const int joint_node, PropJointNode(model, static_cast<int>(n)));
+      if (joint_node < 0) {
+        return Invalid(absl::StrFormat(
+            "nodes[%d]%s has a triangle mesh, no skin and no skin joint above it; static meshes "
+            "are not supported yet",
+            n, name));
+      }
+      for (int m = static_cast<int>(n); m != joint_node; m = ParentOf(model, m)) {
+        for (size_t a = 0; a < model.animations.size(); ++a) {
+          for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
+            if (ch.target_node == m && ch.target_path != "weights") {
+              return Invalid(absl::StrFormat(
+                  "nodes[%d]%s is a mesh without a skin below joint nodes[%d], but animations[%d] "
+                  "moves nodes[%d] between them; such props are not supported",
+                  n, name, joint_node, a, m));
+            }
+          }
+        }
+      }
+      continue;
     }
     if (node.skin >= static_cast<int>(model.skins.size())) {
       return Invalid(absl::StrFormat("nodes[%d].skin: skin %d is out of range (%d skins)", n,
@@ -383,14 +439,33 @@ absl::StatusOr<std::vector<int>> PrimitiveTriangles(const std::vector<uint32_t>&
 }
 
 absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& skins,
-                      GltfCharacter* character) {
+                      const std::vector<int>& joint_of_node, GltfCharacter* character) {
   struct Item {
-    int node, mesh, primitive, skin;
+    int node, mesh, primitive, skin;  // skin −1: a prop, moved rigidly by prop_joint
+    int prop_joint = -1;
+    Eigen::Affine3d prop_matrix = Eigen::Affine3d::Identity();  // mesh space → rig bind space
   };
   std::vector<Item> items;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
-    if (node.skin < 0 || node.mesh < 0) continue;  // CheckSupportedFeatures refused the rest
+    if (node.mesh < 0) continue;
+    // A prop (CheckSupportedFeatures: below a skin joint, not animated up to it) is weighted 1
+    // to that joint, its vertices taken to where the joint's inverse bind expects them:
+    // v' = IBM(J)⁻¹ · R · v, R the rest transforms from the joint down to the node, so that
+    // world(J) · IBM(J) · v' = world(J) · R · v, the spec's pose of a non-skinned node.
+    int prop_joint = -1;
+    Eigen::Affine3d prop_matrix = Eigen::Affine3d::Identity();
+    if (node.skin < 0) {
+      ASSIGN_OR_RETURN(const int joint_node, PropJointNode(model, static_cast<int>(n)));
+      if (joint_node < 0) continue;  // no skin in the file: ReadSkeleton said so
+      prop_joint = joint_of_node[joint_node];
+      Eigen::Affine3d R = Eigen::Affine3d::Identity();
+      for (int m = static_cast<int>(n); m != joint_node; m = ParentOf(model, m)) {
+        ASSIGN_OR_RETURN(const Eigen::Affine3d local, LocalAffine(model.nodes[m], m));
+        R = local * R;
+      }
+      prop_matrix = character->skeleton.joints[prop_joint].inverse_bind.inverse() * R;
+    }
     if (static_cast<size_t>(node.mesh) >= model.meshes.size())
       return Invalid(absl::StrFormat("nodes[%d].mesh: mesh %d is out of range (%d meshes)", n,
                                      node.mesh, model.meshes.size()));
@@ -401,7 +476,8 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
       if (mode != TINYGLTF_MODE_TRIANGLES && mode != TINYGLTF_MODE_TRIANGLE_STRIP &&
           mode != TINYGLTF_MODE_TRIANGLE_FAN)
         continue;  // points and lines are not part of the surface
-      items.push_back({static_cast<int>(n), node.mesh, static_cast<int>(p), node.skin});
+      items.push_back({static_cast<int>(n), node.mesh, static_cast<int>(p), node.skin, prop_joint,
+                       prop_matrix});
     }
   }
   if (items.empty()) return Invalid("no node with a triangle mesh has a skin");
@@ -409,7 +485,9 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
   for (const Item& item : items) mesh_nodes.insert(item.node);
   character->num_mesh_nodes = static_cast<int>(mesh_nodes.size());
   std::set<int> used_skins;
-  for (const Item& item : items) used_skins.insert(item.skin);
+  for (const Item& item : items) {
+    if (item.skin >= 0) used_skins.insert(item.skin);
+  }
   character->num_skins = static_cast<int>(used_skins.size());
 
   auto attribute = [&](const Item& item, const char* key) {
@@ -442,7 +520,13 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
                                                Components::kFloat, where + ".POSITION"));
     const size_t nv = pos.count;
     const size_t base = V.size() / 3;
-    const SkinMap& skin = skins[item.skin];
+    // A prop reads as a skin of one joint with the prop's matrix as its offset.
+    SkinMap prop;
+    if (item.skin < 0) {
+      prop.joint = {item.prop_joint};
+      prop.offset = item.prop_matrix;
+    }
+    const SkinMap& skin = item.skin >= 0 ? skins[item.skin] : prop;
     const int num_skin_joints = static_cast<int>(skin.joint.size());
     const bool offset = !skin.offset.matrix().isIdentity(0.0);
     if (character->parts.empty() || character->parts.back().node != item.node) {
@@ -499,6 +583,15 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
       const std::string jname = absl::StrFormat("JOINTS_%d", set);
       const std::string wname = absl::StrFormat("WEIGHTS_%d", set);
       const int ji = attribute(item, jname.c_str()), wi = attribute(item, wname.c_str());
+      if (item.skin < 0) {  // a prop: joint 0 of its one-joint skin, weight 1
+        if (set == 0) {
+          for (size_t v = 0; v < nv; ++v) {
+            pj[v * k] = skin.joint[0];
+            pw[v * k] = 1.0;
+          }
+        }
+        continue;
+      }
       if (set == 0 && (ji < 0 || wi < 0))
         return Invalid(absl::StrFormat("%s: no %s attribute (the mesh is not skinned)", where,
                                        ji < 0 ? "JOINTS_0" : "WEIGHTS_0"));
@@ -679,7 +772,7 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   std::vector<SkinMap> skins;
   if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node, &skins); !s.ok())
     return fail(s);
-  if (absl::Status s = ReadMesh(model, skins, &character); !s.ok()) return fail(s);
+  if (absl::Status s = ReadMesh(model, skins, joint_of_node, &character); !s.ok()) return fail(s);
   if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
   if (character.name.empty()) character.name = std::filesystem::path(path).stem().string();
   return character;

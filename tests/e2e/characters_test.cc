@@ -194,14 +194,16 @@ INSTANTIATE_TEST_SUITE_P(SharedData, GltfCharacterTest,
 
 // A file of the shape Unity writes: one mesh instanced by three nodes, each with its own skin
 // over a different joint chain of one tree (skins sharing the root, binding the mesh at three
-// places). Registered as one rig and posed through the server, every node's vertices follow the
-// independent glTF-spec reference at the keys and between them, with LBS and with DQS.
+// places), plus a helmet mesh without a skin below one joint (a prop). Registered as one rig and
+// posed through the server, every node's vertices follow the independent glTF-spec reference at
+// the keys and between them, with LBS and with DQS (the prop rigidly, as the spec draws it).
 TEST_F(CharactersTest, MultiSkinFilePosesEveryNodeLikeTheSpecWithLbsAndDqs) {
-  const std::string path =
-      testing::WriteMultiSkinGltf(testing::MultiSkinGltf(), MakeTempDir("multi") + "/multi.gltf");
+  testing::MultiSkinGltf spec;
+  spec.prop = true;  // and a helmet without a skin below chain 0's last joint
+  const std::string path = testing::WriteMultiSkinGltf(spec, MakeTempDir("multi") + "/multi.gltf");
   absl::StatusOr<GltfCharacter> character = ReadGltf(path);
   ASSERT_TRUE(character.ok()) << character.status();
-  ASSERT_EQ(character->parts.size(), 3u);
+  ASSERT_EQ(character->parts.size(), 4u);
   Rig rig;
   rig.name = "multi-skin";
   rig.mesh = character->mesh;
@@ -215,7 +217,7 @@ TEST_F(CharactersTest, MultiSkinFilePosesEveryNodeLikeTheSpecWithLbsAndDqs) {
   Eigen::Vector3d lo = bind->bind[0], hi = bind->bind[0];
   for (const auto& p : bind->bind) lo = lo.cwiseMin(p), hi = hi.cwiseMax(p);
   const double diag = (hi - lo).norm();
-  ASSERT_EQ(bind->nodes.size(), 3u);
+  ASSERT_EQ(bind->nodes.size(), 4u);
   // Keys 0, 0.5, 1.5 s; between keys; before and after the animation (clamped).
   const std::vector<double> times = {0.0, 0.5, 1.5, 0.2, 0.9, 1.3, -0.4, 2.0};
   for (const auto& [deformer, blend] :

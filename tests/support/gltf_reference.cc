@@ -607,12 +607,16 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
   SkinnedPositions result;
   for (int n = 0; n < num_nodes; ++n) {
     const tinygltf::Node& node = model.nodes[n];
-    if (node.skin < 0 || node.mesh < 0) continue;
+    if (node.mesh < 0) continue;
     if (node.skin >= static_cast<int>(model.skins.size())) {
       return absl::InvalidArgumentError(absl::StrCat("node ", n, ": bad skin"));
     }
-    const std::vector<Matrix4d>& joint_matrix = joint_matrices[node.skin];
-    const std::vector<Matrix4d>& rest_matrix = rest_matrices[node.skin];
+    // A mesh without a skin is drawn by its node's world matrix (the spec): here a skin of one
+    // "joint" whose joint matrix is that world matrix, every vertex weighted 1 to it.
+    const bool rigid = node.skin < 0;
+    const std::vector<Matrix4d> node_matrix = {global[n]}, rest_node_matrix = {rest_global[n]};
+    const std::vector<Matrix4d>& joint_matrix = rigid ? node_matrix : joint_matrices[node.skin];
+    const std::vector<Matrix4d>& rest_matrix = rigid ? rest_node_matrix : rest_matrices[node.skin];
     const int num_joints = static_cast<int>(joint_matrix.size());
     result.nodes.push_back(n);
     result.first_vertex.push_back(static_cast<int>(result.rest.size()));
@@ -643,7 +647,17 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
 
       std::vector<AccessorData> joints;
       std::vector<AccessorData> weights;
-      for (int set = 0;; ++set) {
+      if (rigid) {
+        AccessorData one_joint, full_weight;
+        one_joint.components = full_weight.components = 4;
+        one_joint.count = full_weight.count = count;
+        one_joint.values.assign(static_cast<size_t>(count) * 4, 0.0);
+        full_weight.values.assign(static_cast<size_t>(count) * 4, 0.0);
+        for (int v = 0; v < count; ++v) full_weight.values[static_cast<size_t>(v) * 4] = 1.0;
+        joints.push_back(std::move(one_joint));
+        weights.push_back(std::move(full_weight));
+      }
+      for (int set = 0; !rigid; ++set) {
         const int j_index = attribute(absl::StrCat("JOINTS_", set));
         const int w_index = attribute(absl::StrCat("WEIGHTS_", set));
         if (j_index < 0 && w_index < 0) break;

@@ -17,17 +17,17 @@
 namespace skinning::testing::gltf_reference {
 
 struct SkinnedPositions {
-  // Raw POSITION values of the skinned primitives, in the contract's order: every triangle
-  // primitive (mode 4, 5 or 6) of every node with a mesh and a skin, in increasing node index,
-  // then primitive order, vertices concatenated (a mesh instanced by several nodes once per
-  // node).
+  // Raw POSITION values of the primitives, in the contract's order: every triangle primitive
+  // (mode 4, 5 or 6) of every node with a mesh, in increasing node index, then primitive order,
+  // vertices concatenated (a mesh instanced by several nodes once per node). A node with a skin
+  // is skinned with it; one without is placed by its world matrix, as the spec draws it.
   std::vector<Eigen::Vector3d> rest;
   // The same vertices skinned with the file's own node transforms (no animation): where they
   // are in the bind pose.
   std::vector<Eigen::Vector3d> bind;
   // The same vertices posed with each node's own skin at the sampled time.
   std::vector<Eigen::Vector3d> posed;
-  // The skinned mesh nodes in order and the index of each one's first vertex.
+  // The mesh nodes in order and the index of each one's first vertex.
   std::vector<int> nodes;
   std::vector<int> first_vertex;
 };

@@ -117,6 +117,7 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
   // Nodes: 0 the root, then each chain's joints (each the child of the previous), then the mesh
   // nodes, one per chain, each with skin = its chain.
   std::vector<std::string> nodes;
+  const int prop_node = 1 + spec.chains * n + spec.chains;  // after the joints and mesh nodes
   std::vector<int> root_children;
   std::vector<std::vector<int>> chain_nodes(spec.chains);
   int next = 1;
@@ -131,7 +132,9 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
     for (int j = 0; j < n; ++j) {
       // The first joint sits at the root; the others one unit along the chain's axis.
       const Eigen::Vector3d t = j == 0 ? Eigen::Vector3d::Zero() : axis;
-      std::string children = j + 1 < n ? absl::StrFormat(R"(,"children":[%d])", chain_nodes[c][j + 1]) : "";
+      std::string children =
+          j + 1 < n ? absl::StrFormat(R"(,"children":[%d])", chain_nodes[c][j + 1])
+                    : (c == 0 && spec.prop ? absl::StrFormat(R"(,"children":[%d])", prop_node) : "");
       nodes.push_back(absl::StrFormat(R"({"name":"chain%d_%d","translation":[%g,%g,%g]%s})", c, j,
                                       t.x(), t.y(), t.z(), children));
     }
@@ -141,6 +144,24 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
   for (int c = 0; c < spec.chains; ++c) {
     nodes.push_back(absl::StrFormat(R"({"name":"instance%d","mesh":0,"skin":%d})", c, c));
     scene_nodes.push_back(first_mesh_node + c);
+  }
+
+  // The prop: a box of its own mesh (mesh 1), below chain 0's last joint.
+  int prop_positions = -1, prop_indices = -1;
+  if (spec.prop) {
+    std::vector<float> box;
+    for (int i = 0; i < 8; ++i) {
+      box.insert(box.end(), {0.15f * ((i & 1) ? 1 : -1), 0.1f * ((i & 2) ? 1 : -1),
+                             0.05f * ((i & 4) ? 1 : -1)});
+    }
+    const std::vector<uint16_t> faces = {0, 2, 1, 1, 2, 3, 4, 5, 6, 5, 7, 6, 0, 1, 4, 1, 5, 4,
+                                         2, 6, 3, 3, 6, 7, 0, 4, 2, 2, 4, 6, 1, 3, 5, 3, 7, 5};
+    prop_positions = b.Add(box, 5126, "VEC3", 8);
+    b.accessors[prop_positions].pop_back();
+    b.accessors[prop_positions] += R"(,"min":[-0.15,-0.1,-0.05],"max":[0.15,0.1,0.05]})";
+    prop_indices = b.Add(faces, 5123, "SCALAR", faces.size());
+    nodes.push_back(
+        R"({"name":"helmet","mesh":1,"translation":[0.3,0.1,-0.05],"rotation":[0,0,0.258819,0.965926]})");
   }
 
   // Skins: [root, chain c's joints]; IBM = inverse(bind world) · P_c.
@@ -205,8 +226,12 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
       absl::StrFormat(R"("scenes":[{"nodes":[%s]}],)", absl::StrJoin(scene_nodes, ",")),
       R"("nodes":[)", absl::StrJoin(nodes, ","), "],",
       absl::StrFormat(R"("meshes":[{"name":"tube","primitives":[{"attributes":{"POSITION":%d,)"
-                      R"("JOINTS_0":%d,"WEIGHTS_0":%d},"indices":%d,"mode":4}]}],)",
-                      position_accessor, joints_accessor, weights_accessor, indices_accessor),
+                      R"("JOINTS_0":%d,"WEIGHTS_0":%d},"indices":%d,"mode":4}]}%s],)",
+                      position_accessor, joints_accessor, weights_accessor, indices_accessor,
+                      spec.prop ? absl::StrFormat(R"(,{"name":"box","primitives":[{"attributes":)"
+                                                  R"({"POSITION":%d},"indices":%d,"mode":4}]})",
+                                                  prop_positions, prop_indices)
+                                : ""),
       R"("skins":[)", absl::StrJoin(skins, ","), "],",
       R"("animations":[{"name":"bend","channels":[)", absl::StrJoin(channels, ","),
       R"(],"samplers":[)", absl::StrJoin(samplers, ","), "]}],",

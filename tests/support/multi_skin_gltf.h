@@ -23,6 +23,9 @@ struct MultiSkinGltf {
   // skins[0] then differ from it by different transforms, which no single per-skin transform
   // explains (the reader refuses it).
   bool inconsistent_shared_binds = false;
+  // When true, a second mesh (a box) without a skin hangs below chain 0's last joint, with its
+  // own rest translation and rotation: a prop that moves rigidly with that joint.
+  bool prop = false;
 };
 
 // Writes the file as .gltf with an embedded (data URI) buffer; one animation of LINEAR rotation

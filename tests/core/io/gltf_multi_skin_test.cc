@@ -148,6 +148,36 @@ TEST(GltfMultiSkin, MeshPartsAreValidated) {
               HasSubstr("mesh.triangles[0] joins parts 0 and 1"));
 }
 
+// A mesh without a skin below a joint (a helmet) is read as one more part, weighted 1 to that
+// joint, its vertices where the spec draws it in the bind pose.
+TEST(GltfMultiSkin, ReadsAPropBelowAJointAsAPartOfThatJoint) {
+  testing::MultiSkinGltf spec;
+  spec.prop = true;
+  const std::string path = testing::WriteMultiSkinGltf(spec, TempFile("prop.gltf"));
+  SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{path});
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->parts.size(), 4u);
+  const GltfCharacter::Part& helmet = c->parts[3];
+  EXPECT_EQ(helmet.name, "helmet");
+  EXPECT_EQ(helmet.skin, -1);
+  EXPECT_EQ(helmet.num_vertices, 8);
+  EXPECT_EQ(c->num_skins, spec.chains);
+  const int last_of_chain0 = spec.chain_joints;  // rig joints: root, then chain 0's joints
+  for (int v = helmet.first_vertex; v < helmet.first_vertex + 8; ++v) {
+    EXPECT_EQ(c->weights.joints(v, 0), last_of_chain0);
+    EXPECT_EQ(c->weights.weights(v, 0), 1.f);
+  }
+  absl::StatusOr<ref::SkinnedPositions> bind = ref::SkinAtTime(path, -1, 0.0);
+  ASSERT_TRUE(bind.ok()) << bind.status();
+  ASSERT_EQ(bind->bind.size(), static_cast<size_t>(c->mesh.V.rows()));
+  double worst = 0;
+  for (size_t i = 0; i < bind->bind.size(); ++i) {
+    worst = std::max(worst, (c->mesh.V.row(i).transpose() - bind->bind[i]).norm());
+  }
+  EXPECT_LT(worst, 1e-6);
+}
+
 TEST(GltfMultiSkin, RefusesSkinsThatBindASharedJointInconsistently) {
   testing::MultiSkinGltf spec;
   spec.inconsistent_shared_binds = true;

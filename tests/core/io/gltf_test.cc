@@ -108,6 +108,7 @@ struct HandMade {
   std::string extra_nodes;
   std::string extra_skins;
   std::string scenes = R"([{"nodes":[0,1]}])";
+  int channel_node = 0;  // the node the animation channel moves
 };
 
 std::string WriteHandMade(const HandMade& h, const std::string& file) {
@@ -146,7 +147,7 @@ std::string WriteHandMade(const HandMade& h, const std::string& file) {
       R"("meshes":[{"name":"handmade","primitives":[{"attributes":{"POSITION":0,"JOINTS_0":1,)"
       R"("WEIGHTS_0":2}%s%s,"mode":%d}]}],)"
       R"("skins":[{"joints":[0]}%s],)"
-      R"("animations":[{"channels":[{"sampler":0,"target":{"node":0,"path":"%s"}}],)"
+      R"("animations":[{"channels":[{"sampler":0,"target":{"node":%d,"path":"%s"}}],)"
       R"("samplers":[{"input":3,"output":4,"interpolation":"%s"}]}],)"
       R"("buffers":[{"byteLength":%d,"uri":"data:application/octet-stream;base64,%s"}],)"
       R"("bufferViews":[%s],"accessors":[%s]})",
@@ -154,7 +155,7 @@ std::string WriteHandMade(const HandMade& h, const std::string& file) {
       h.bone_transform.empty() ? "" : "," + h.bone_transform,
       h.extra_nodes.empty() ? "" : "," + h.extra_nodes, indices_member,
       h.primitive_extra.empty() ? "" : "," + h.primitive_extra, h.mode,
-      h.extra_skins.empty() ? "" : "," + h.extra_skins, h.path,
+      h.extra_skins.empty() ? "" : "," + h.extra_skins, h.channel_node, h.path,
       h.interpolation, buffer.size(), Base64(buffer), absl::StrJoin(views, ","),
       absl::StrJoin(accessors, ","));
   WriteText(file, json);
@@ -945,8 +946,17 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
        {"2 scenes", "more than one scene is not supported"}},
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
        {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
-      {"unskinned mesh", [](HandMade* h) { h->extra_nodes = R"({"name":"helmet","mesh":0})"; },
-       {"nodes[2] (\"helmet\") has a triangle mesh but no skin", "not supported"}},
+      {"static mesh", [](HandMade* h) { h->extra_nodes = R"({"name":"helmet","mesh":0})"; },
+       {"nodes[2] (\"helmet\") has a triangle mesh, no skin and no skin joint above it",
+        "static meshes are not supported"}},
+      {"animated prop",
+       [](HandMade* h) {
+         h->bone_transform = R"("children":[2])";
+         h->extra_nodes = R"({"name":"helmet","mesh":0})";
+         h->channel_node = 2;
+       },
+       {"nodes[2] (\"helmet\") is a mesh without a skin below joint nodes[0]",
+        "animations[0] moves nodes[2]", "not supported"}},
       {"morph targets",
        [](HandMade* h) { h->primitive_extra = R"("targets":[{"POSITION":0},{"POSITION":0}])"; },
        {"meshes[0].primitives[0] has 2 morph targets", "morph targets are not supported"}},
