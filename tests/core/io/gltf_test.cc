@@ -20,12 +20,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/rig/pose.h"
+#include "tests/support/base64.h"
 #include "tests/support/data.h"
 #include "tests/support/gltf_validator.h"
 
 namespace skinning {
 namespace {
 
+using ::skinning::testing::Base64;
 using ::skinning::testing::DataPath;
 using ::testing::HasSubstr;
 
@@ -59,26 +61,6 @@ void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
-}
-
-// RFC 4648 base64 with padding.
-std::string Base64(const std::string& bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v =
-        (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out.push_back(kAlphabet[(v >> s) & 63]);
-  }
-  if (i + 1 == bytes.size()) {
-    const uint32_t v = uint8_t(bytes[i]) << 16;
-    out += {kAlphabet[(v >> 18) & 63], kAlphabet[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {kAlphabet[(v >> 18) & 63], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
-  }
-  return out;
 }
 
 // A minimal skinned glTF written by hand: one joint node ("bone", node 0), a mesh node (node 1)
