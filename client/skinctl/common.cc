@@ -40,14 +40,20 @@ absl::StatusOr<Character> LoadCharacter() {
     c.rig.name = fs::path(gltf).stem().string();
     c.rig.mesh = std::move(g->mesh);
     if (g->parts.size() > 1) c.rig.mesh_parts = g->MeshParts();
+    c.rig.morph_targets = std::move(g->morph_targets);
     c.rig.skeleton = std::move(g->skeleton);
     c.rig.sparse_weights = std::move(g->weights);
     c.animations = std::move(g->animations);
-    // The reader refuses morph targets, so that count is 0.
     c.source_summary = absl::StrFormat(
-        "%d skin%s, %d mesh node%s, 0 morph targets, %d animation%s", g->num_skins,
+        "%d skin%s, %d mesh node%s, %d morph target%s, %d animation%s", g->num_skins,
         g->num_skins == 1 ? "" : "s", g->num_mesh_nodes, g->num_mesh_nodes == 1 ? "" : "s",
+        c.rig.morph_targets.size(), c.rig.morph_targets.size() == 1 ? "" : "s",
         c.animations.size(), c.animations.size() == 1 ? "" : "s");
+    if (g->num_morph_weight_channels > 0) {
+      absl::StrAppend(&c.source_summary, absl::StrFormat(
+          "; note: %d animation channels on morph weights are not sampled yet (poses use the "
+          "default morph weights)", g->num_morph_weight_channels));
+    }
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

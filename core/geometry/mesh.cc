@@ -76,6 +76,24 @@ absl::Status ValidateMeshParts(const std::vector<MeshPart>& parts, const Mesh& m
   return absl::OkStatus();
 }
 
+absl::Status ValidateMorphTargets(const std::vector<MorphTarget>& targets, const Mesh& mesh,
+                                  const char* field) {
+  const Eigen::Index nv = mesh.V.rows();
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const MorphTarget& m = targets[t];
+    if (m.dV.rows() != nv)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s[%d].position_deltas has %d rows, expected %d", field, t, m.dV.rows(), nv));
+    if (m.dN.rows() != 0 && m.dN.rows() != nv)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s[%d].normal_deltas has %d rows, expected %d or none", field, t, m.dN.rows(), nv));
+    if (!m.dV.allFinite() || !m.dN.allFinite() || !std::isfinite(m.default_weight))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s[%d] has a value that is not finite", field, t));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<Mesh> SplitByParts(const Mesh& mesh, const std::vector<MeshPart>& parts) {
   if (parts.empty()) return {mesh};
   std::vector<int> part_of;

@@ -32,11 +32,25 @@ struct MeshPart {
   int num_vertices = 0;
 };
 
+// A morph target (glTF: a blend shape): per-vertex position deltas, and normal deltas when
+// given, added to the mesh times a weight before skinning (morphed V = V + Σ wₜ dVₜ).
+struct MorphTarget {
+  std::string name;
+  RowMatrixX3d dV;               // #V by 3 position deltas
+  RowMatrixX3d dN;               // #V by 3 normal deltas, or 0 rows
+  double default_weight = 0.0;   // the weight a pose that sets none uses
+};
+
 // Parts must follow one another from vertex 0 and cover every vertex (so first_vertex is
 // implied), each with at least one vertex, and no triangle may join two parts. Errors name the
 // field: "mesh.parts[2]: 0 vertices", "mesh.triangles[7] joins parts 0 and 1".
 absl::Status ValidateMeshParts(const std::vector<MeshPart>& parts, const Mesh& mesh,
                                const char* field = "mesh");
+
+// Every target has #V by 3 finite position deltas, normal deltas of the same shape or none, and
+// a finite default weight: "rig.morph_targets[1].position_deltas has 30 rows, expected 32".
+absl::Status ValidateMorphTargets(const std::vector<MorphTarget>& targets, const Mesh& mesh,
+                                  const char* field = "morph_targets");
 
 // Each part as a mesh of its own (its vertices, normals and triangles, indices made local), in
 // order; the whole mesh when `parts` is empty. Assumes ValidateMeshParts.

@@ -38,6 +38,13 @@ struct GltfCharacter {
     int num_vertices = 0;
   };
   std::vector<Part> parts;
+  // Morph targets of the skinned nodes' meshes (POSITION and NORMAL deltas, in rig space), one
+  // set per node whose mesh has them; names from mesh.extras.targetNames ("target<i>" without),
+  // prefixed "<node name>/" when several nodes have targets; defaults from node.weights, else
+  // mesh.weights, else 0.
+  std::vector<MorphTarget> morph_targets;
+  // Animation channels on morph weights ("weights" paths), which are not sampled yet.
+  int num_morph_weight_channels = 0;
   // `parts` as mesh parts (named after the node, or "node<i>"), for ValidateMeshParts and the
   // writers.
   std::vector<MeshPart> MeshParts() const;
@@ -51,8 +58,9 @@ struct GltfCharacter {
 // INVALID_ARGUMENT naming it, never dropped: required extensions (e.g. KHR_mesh_quantization,
 // KHR_draco_mesh_compression), more than one scene, triangle meshes without a skin that hang
 // below no skin joint or are animated up to it (those below a joint are props: weighted 1 to
-// it, they move rigidly with it), morph targets, sparse accessors, and skins that bind a shared joint differently other than by one
-// transform for the whole skin. Validates every
+// it, they move rigidly with it), sparse accessors (morph targets often use them), and skins
+// that bind a shared joint differently other than by one transform for the whole skin. Morph
+// targets are read (morph_targets); animation channels on their weights are counted, not sampled. Validates every
 // accessor against its buffer view and buffer (a truncated or corrupt file is an error naming
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for
 // skinned meshes.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -233,11 +234,6 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
         continue;  // points and lines are not part of the surface
       }
       triangles = true;
-      if (!prim.targets.empty()) {
-        return Invalid(absl::StrFormat(
-            "meshes[%d].primitives[%d] has %d morph targets; morph targets are not supported yet",
-            node.mesh, p, prim.targets.size()));
-      }
     }
     if (!triangles) continue;
     const std::string name =
@@ -509,6 +505,15 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
 
   std::vector<double> V, N;
   std::vector<int> F, joints;
+  struct TargetPiece {
+    int target = 0;
+    size_t base = 0;                // first vertex of the primitive in the rig
+    std::vector<double> dv, dn;     // its deltas (dn empty without NORMAL deltas)
+  };
+  std::vector<TargetPiece> pieces;
+  std::vector<MorphTarget> targets;
+  std::vector<int> target_nodes;            // the node of each target
+  std::map<int, int> first_target_of_node;  // node → its first target
   std::vector<float> weights;
   for (const Item& item : items) {
     const tinygltf::Primitive& prim = model.meshes[item.mesh].primitives[item.primitive];
@@ -538,6 +543,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
       character->parts.push_back(part);
     }
     character->parts.back().num_vertices += static_cast<int>(nv);
+
     if (base + nv > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
       return Invalid(where + ": too many vertices");
     auto same_count = [&](const Decoded& d, int accessor, const char* what) -> absl::Status {
@@ -635,6 +641,62 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
     joints.insert(joints.end(), pj.begin(), pj.end());
     for (double w : pw) weights.push_back(static_cast<float>(w));
 
+    // Morph targets: the node's mesh's targets become rig targets (once per node), each with
+    // this primitive's deltas at its vertices (taken through the skin's offset like them).
+    if (!prim.targets.empty()) {
+      const tinygltf::Mesh& gmesh = model.meshes[item.mesh];
+      const int count = static_cast<int>(prim.targets.size());
+      auto found = first_target_of_node.find(item.node);
+      if (found == first_target_of_node.end()) {
+        found = first_target_of_node.emplace(item.node, static_cast<int>(targets.size())).first;
+        const tinygltf::Node& node = model.nodes[item.node];
+        const std::vector<double>& defaults =
+            static_cast<int>(node.weights.size()) == count ? node.weights : gmesh.weights;
+        const tinygltf::Value& names = gmesh.extras.Get("targetNames");
+        for (int t = 0; t < count; ++t) {
+          MorphTarget target;
+          if (names.IsArray() && t < static_cast<int>(names.ArrayLen()) &&
+              names.Get(t).IsString()) {
+            target.name = names.Get(t).Get<std::string>();
+          } else {
+            target.name = absl::StrFormat("target%d", t);
+          }
+          target.default_weight = static_cast<int>(defaults.size()) == count ? defaults[t] : 0.0;
+          targets.push_back(std::move(target));
+          target_nodes.push_back(item.node);
+        }
+      } else if (targets.size() < static_cast<size_t>(found->second + count) ||
+                 target_nodes[found->second + count - 1] != item.node) {
+        return Invalid(absl::StrFormat("%s has %d morph targets, unlike the mesh's first primitive",
+                                       where, count));
+      }
+      const Eigen::Matrix3d linear = skin.offset.linear();
+      const Eigen::Matrix3d normal_linear = linear.inverse().transpose();
+      for (int t = 0; t < count; ++t) {
+        TargetPiece piece;
+        piece.target = found->second + t;
+        piece.base = base;
+        for (const auto& [key, transform] :
+             {std::pair<const char*, const Eigen::Matrix3d*>{"POSITION", &linear},
+              {"NORMAL", &normal_linear}}) {
+          auto it = prim.targets[t].find(key);
+          if (it == prim.targets[t].end()) continue;
+          const std::string what = absl::StrFormat("%s.targets[%d].%s", where, t, key);
+          ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, it->second, TINYGLTF_TYPE_VEC3,
+                                                   Components::kFloat, what));
+          RETURN_IF_ERROR(same_count(d, it->second, (absl::StrFormat("targets[%d].", t) + key).c_str()));
+          std::vector<double>& out = key[0] == 'P' ? piece.dv : piece.dn;
+          out.resize(3 * nv);
+          for (size_t v = 0; v < nv; ++v) {
+            const Eigen::Vector3d delta =
+                *transform * Eigen::Vector3d(d.data[3 * v], d.data[3 * v + 1], d.data[3 * v + 2]);
+            out[3 * v] = delta.x(), out[3 * v + 1] = delta.y(), out[3 * v + 2] = delta.z();
+          }
+        }
+        pieces.push_back(std::move(piece));
+      }
+    }
+
     // Triangles.
     std::vector<uint32_t> idx;
     if (prim.indices >= 0) {
@@ -660,6 +722,28 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
   }
 
   const int nv = static_cast<int>(V.size() / 3);
+  // The rig's morph targets: zero deltas but where a piece says otherwise; names prefixed by
+  // their node's when several nodes have targets.
+  const bool prefix = first_target_of_node.size() > 1;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    targets[t].dV = RowMatrixX3d::Zero(nv, 3);
+    targets[t].dN.resize(0, 3);
+    if (prefix) {
+      const std::string& node_name = model.nodes[target_nodes[t]].name;
+      targets[t].name = absl::StrCat(
+          node_name.empty() ? absl::StrFormat("node%d", target_nodes[t]) : node_name, "/",
+          targets[t].name);
+    }
+  }
+  for (const TargetPiece& piece : pieces) {
+    MorphTarget& target = targets[piece.target];
+    for (size_t i = 0; i < piece.dv.size(); ++i) target.dV.data()[3 * piece.base + i] = piece.dv[i];
+    if (!piece.dn.empty() && all_normals) {
+      if (target.dN.rows() == 0) target.dN = RowMatrixX3d::Zero(nv, 3);
+      for (size_t i = 0; i < piece.dn.size(); ++i) target.dN.data()[3 * piece.base + i] = piece.dn[i];
+    }
+  }
+  character->morph_targets = std::move(targets);
   Mesh& mesh = character->mesh;
   mesh.V = Eigen::Map<const RowMatrixX3d>(V.data(), nv, 3);
   mesh.F = Eigen::Map<const RowMatrixX3i>(F.data(), static_cast<int>(F.size() / 3), 3);
@@ -684,6 +768,10 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
     for (size_t c = 0; c < in.channels.size(); ++c) {
       const tinygltf::AnimationChannel& ch = in.channels[c];
       const std::string where = absl::StrFormat("animations[%d].channels[%d]", a, c);
+      if (ch.target_path == "weights") {
+        ++character->num_morph_weight_channels;
+        continue;
+      }
       if (ch.target_node < 0 || static_cast<size_t>(ch.target_node) >= joint_of_node.size() ||
           joint_of_node[ch.target_node] < 0)
         continue;  // not a skeleton joint

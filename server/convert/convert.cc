@@ -90,6 +90,32 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
     rig.mesh.N.resize(nv, 3);
     for (int i = 0; i < 3 * nv; ++i) rig.mesh.N.data()[i] = m.normals(i);
   }
+  if (proto.morph_targets_size() > limits.max_joints)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "rig.morph_targets: %d targets exceed the server limit of %d (the joint limit)",
+        proto.morph_targets_size(), limits.max_joints));
+  for (int t = 0; t < proto.morph_targets_size(); ++t) {
+    const v1::MorphTarget& pt = proto.morph_targets(t);
+    const std::string where = absl::StrFormat("rig.morph_targets[%d]", t);
+    RETURN_IF_ERROR(CheckLength((where + ".position_deltas").c_str(), pt.position_deltas_size(),
+                                3 * nv, true));
+    if (pt.normal_deltas_size() != 0) {
+      RETURN_IF_ERROR(CheckLength((where + ".normal_deltas").c_str(), pt.normal_deltas_size(),
+                                  3 * nv, true));
+    }
+    MorphTarget target;
+    target.name = pt.name();
+    target.default_weight = pt.default_weight();
+    target.dV.resize(nv, 3);
+    for (int i = 0; i < 3 * nv; ++i) target.dV.data()[i] = pt.position_deltas(i);
+    if (pt.normal_deltas_size() != 0) {
+      target.dN.resize(nv, 3);
+      for (int i = 0; i < 3 * nv; ++i) target.dN.data()[i] = pt.normal_deltas(i);
+    } else {
+      target.dN.resize(0, 3);
+    }
+    rig.morph_targets.push_back(std::move(target));
+  }
   if (m.parts_size() > nv)
     return absl::InvalidArgumentError(absl::StrFormat(
         "rig.mesh.parts: %d parts for %d vertices", m.parts_size(), nv));
@@ -198,6 +224,13 @@ v1::Rig RigToProto(const Rig& rig) {
   for (int i = 0; i < 3 * nv; ++i) m->add_positions(Canon(rig.mesh.V.data()[i]));
   for (int i = 0; i < rig.mesh.F.size(); ++i) m->add_triangles(rig.mesh.F.data()[i]);
   for (int i = 0; i < rig.mesh.N.size(); ++i) m->add_normals(Canon(rig.mesh.N.data()[i]));
+  for (const MorphTarget& target : rig.morph_targets) {
+    v1::MorphTarget* pt = p.add_morph_targets();
+    pt->set_name(target.name);
+    pt->set_default_weight(static_cast<float>(target.default_weight));
+    for (int i = 0; i < target.dV.size(); ++i) pt->add_position_deltas(Canon(target.dV.data()[i]));
+    for (int i = 0; i < target.dN.size(); ++i) pt->add_normal_deltas(Canon(target.dN.data()[i]));
+  }
   for (const MeshPart& part : rig.mesh_parts) {
     v1::MeshPart* pp = m->add_parts();
     pp->set_name(part.name);
@@ -273,6 +306,7 @@ std::string RigId(const v1::Rig& canonical) {
   *copy.mutable_mesh() = canonical.mesh();
   *copy.mutable_skeleton() = canonical.skeleton();
   if (canonical.has_weights()) *copy.mutable_weights() = canonical.weights();
+  *copy.mutable_morph_targets() = canonical.morph_targets();
   return ContentAddress("rig-", "", copy);
 }
 

@@ -7,6 +7,7 @@ namespace skinning {
 absl::Status ValidateRig(const Rig& rig) {
   RETURN_IF_ERROR(ValidateMesh(rig.mesh, "rig.mesh"));
   RETURN_IF_ERROR(ValidateMeshParts(rig.mesh_parts, rig.mesh, "rig.mesh"));
+  RETURN_IF_ERROR(ValidateMorphTargets(rig.morph_targets, rig.mesh, "rig.morph_targets"));
   RETURN_IF_ERROR(ValidateSkeleton(rig.skeleton, "rig.skeleton"));
   const int nv = static_cast<int>(rig.mesh.V.rows());
   if (rig.sparse_weights)

@@ -21,6 +21,7 @@ struct Rig {
   // The meshes `mesh` is made of (empty: one mesh), for output that keeps them apart.
   std::vector<MeshPart> mesh_parts;
   Skeleton skeleton;
+  std::vector<MorphTarget> morph_targets;  // applied before skinning; may be empty
   // At most one of these is set; neither means the rig needs a bake before posing.
   std::optional<SparseWeights> sparse_weights;   // #V by k
   std::optional<Eigen::MatrixXd> dense_weights;  // #V by #joints

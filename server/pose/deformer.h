@@ -35,6 +35,13 @@ struct FrameInput {
   BoneStretchTwist stretch_twist;          // empty vectors unless the pose sets them
   std::vector<Eigen::Affine3d> transforms;  // #J skinning transforms (world pose · inverse bind)
   std::vector<float> transforms34;          // the same, 12 floats per joint, 3x4 row-major
+  // The rest geometry the deformer skins: the rig's bind positions and normals, or, when the
+  // pose's morph weights change the mesh, the morphed ones (held in morphed_*). #V*3 floats;
+  // normals null when the rig has none.
+  const float* positions = nullptr;
+  const float* normals = nullptr;
+  bool morphed = false;
+  std::vector<float> morphed_positions, morphed_normals;
 };
 
 // Where a frame's geometry goes.
@@ -57,6 +64,8 @@ class Deformer {
   virtual bool TakesStretchTwist() const { return false; }
   // Whether the call fetches a PSD model for it (PoseTarget::psd).
   virtual bool UsesPsdModel() const { return false; }
+  // Whether it skins FrameInput::positions (so morph targets apply); PSD and elastic do not yet.
+  virtual bool TakesMorphTargets() const { return true; }
 
   // OK when `target` has what this deformer needs for a frame (`geometry`: vertices or normals
   // asked; transforms alone need no weights). FAILED_PRECONDITION naming the bake to run;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,59 @@ absl::StatusOr<BoneStretchTwist> StretchTwistFromProto(const v1::Pose& pose, int
     }
   }
   return st;
+}
+
+// The rest geometry of a frame: the rig's, or morphed by the pose's weights (empty: the
+// targets' defaults). INVALID_ARGUMENT for a wrong count or a non-finite weight, and for
+// weights that morph the mesh with a deformer that does not take morph targets.
+absl::Status MorphFrame(const LoadedRig& rig, const Deformer& deformer, const v1::Pose& pose,
+                        const char* field, FrameInput* frame) {
+  frame->positions = rig.positions.data();
+  frame->normals = rig.normals.empty() ? nullptr : rig.normals.data();
+  const int nt = static_cast<int>(rig.morph_positions.size());
+  if (pose.morph_weights_size() != 0 && pose.morph_weights_size() != nt)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.morph_weights has %d values; the rig has %d morph targets (give none or one each)",
+        field, pose.morph_weights_size(), nt));
+  std::vector<float> weights(nt);
+  bool any = false;
+  for (int t = 0; t < nt; ++t) {
+    weights[t] = pose.morph_weights_size() != 0 ? pose.morph_weights(t) : rig.morph_defaults[t];
+    if (!std::isfinite(weights[t]))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.morph_weights[%d] is not finite", field, t));
+    any = any || weights[t] != 0.f;
+  }
+  if (!any) return absl::OkStatus();
+  if (!deformer.TakesMorphTargets())
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.morph_weights: %s does not take morph targets yet; pose with all morph weights 0 "
+        "(give them: the defaults are not all 0)",
+        field, DeformerName(deformer.kind())));
+  frame->morphed = true;
+  frame->morphed_positions = rig.positions;
+  bool normals = !rig.normals.empty();
+  if (normals) frame->morphed_normals = rig.normals;
+  for (int t = 0; t < nt; ++t) {
+    const float w = weights[t];
+    if (w == 0.f) continue;
+    const std::vector<float>& dv = rig.morph_positions[t];
+    for (size_t i = 0; i < dv.size(); ++i) frame->morphed_positions[i] += w * dv[i];
+    const std::vector<float>& dn = rig.morph_normals[t];
+    if (normals && !dn.empty()) {
+      for (size_t i = 0; i < dn.size(); ++i) frame->morphed_normals[i] += w * dn[i];
+    }
+  }
+  if (normals) {
+    for (size_t i = 0; i + 2 < frame->morphed_normals.size(); i += 3) {
+      float* n = &frame->morphed_normals[i];
+      const float len = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+      if (len > 0.f) n[0] /= len, n[1] /= len, n[2] /= len;
+    }
+    frame->normals = frame->morphed_normals.data();
+  }
+  frame->positions = frame->morphed_positions.data();
+  return absl::OkStatus();
 }
 
 // Every transform exactly the identity and no twist: the bind pose.
@@ -109,6 +163,7 @@ absl::Status Poser::FrameUntimed(const PoseTarget& target, const Deformer& defor
                    StretchTwistFromProto(pose_proto, rig.rig.skeleton.size(), deformer.TakesStretchTwist(), field));
   ASSIGN_OR_RETURN(frame.transforms, deformer.Transforms(target, frame.pose, frame.stretch_twist, field));
   frame.transforms34 = ToRowMajor34(frame.transforms);
+  RETURN_IF_ERROR(MorphFrame(rig, deformer, pose_proto, field, &frame));
   if (want_transforms) {
     out->mutable_transforms()->Resize(static_cast<int>(frame.transforms34.size()), 0.f);
     std::copy(frame.transforms34.begin(), frame.transforms34.end(), out->mutable_transforms()->mutable_data());
@@ -133,8 +188,8 @@ absl::Status Poser::FrameUntimed(const PoseTarget& target, const Deformer& defor
   // The bind pose gives the input back bit for bit (blending identities with float weights
   // would be off by rounding).
   if (deformer.KeepsBindPose(target) && IsBindPose(frame)) {
-    std::copy(rig.positions.begin(), rig.positions.end(), geometry.positions);
-    if (geometry.normals != nullptr) std::copy(rig.normals.begin(), rig.normals.end(), geometry.normals);
+    std::copy(frame.positions, frame.positions + n3, geometry.positions);
+    if (geometry.normals != nullptr) std::copy(frame.normals, frame.normals + n3, geometry.normals);
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(deformer.Deform(target, frame, &geometry));

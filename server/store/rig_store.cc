@@ -81,13 +81,26 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig su
     loaded->normals.resize(3 * nv);
     for (int i = 0; i < 3 * nv; ++i) loaded->normals[i] = static_cast<float>(rig.mesh.N.data()[i]);
   }
+  size_t morph_bytes = 0;
+  for (const MorphTarget& t : rig.morph_targets) {
+    std::vector<float> dv(3 * nv), dn;
+    for (int i = 0; i < 3 * nv; ++i) dv[i] = static_cast<float>(t.dV.data()[i]);
+    if (!loaded->normals.empty() && t.dN.rows() == nv) {
+      dn.resize(3 * nv);
+      for (int i = 0; i < 3 * nv; ++i) dn[i] = static_cast<float>(t.dN.data()[i]);
+    }
+    morph_bytes += (dv.size() + dn.size()) * 4 + t.dV.size() * 8 + t.dN.size() * 8;
+    loaded->morph_positions.push_back(std::move(dv));
+    loaded->morph_normals.push_back(std::move(dn));
+    loaded->morph_defaults.push_back(static_cast<float>(t.default_weight));
+  }
   loaded->rig = std::move(rig);
   const Rig& r = loaded->rig;
   loaded->bytes = sizeof(LoadedRig) + r.mesh.V.size() * 8 + r.mesh.F.size() * 4 + r.mesh.N.size() * 8 +
                   (r.sparse_weights ? r.sparse_weights->joints.size() * 8 : 0) +
                   (r.dense_weights ? r.dense_weights->size() * 8 : 0) +
                   loaded->weights.joints.size() * 8 + loaded->positions.size() * 4 +
-                  loaded->normals.size() * 4 + r.skeleton.joints.size() * 256;
+                  loaded->normals.size() * 4 + r.skeleton.joints.size() * 256 + morph_bytes;
   return loaded;
 }
 

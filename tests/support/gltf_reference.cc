@@ -590,7 +590,7 @@ absl::StatusOr<std::vector<std::vector<Matrix4d>>> JointMatrices(
 }  // namespace
 
 absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t,
-                                            Blend blend) {
+                                            Blend blend, const std::vector<double>* morph_weights) {
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
   if (model.skins.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no skin"));
   const int num_nodes = static_cast<int>(model.nodes.size());
@@ -644,6 +644,34 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
         return absl::InvalidArgumentError(where + ": POSITION is not VEC3");
       }
       const int count = positions.count;
+      // Morph targets (spec: the morphed position is the base plus the weighted sum of the
+      // targets' POSITION deltas, before skinning). Weights: the caller's, else node.weights,
+      // else mesh.weights, else 0.
+      if (!primitive.targets.empty()) {
+        const size_t num_targets = primitive.targets.size();
+        std::vector<double> w(num_targets, 0.0);
+        if (morph_weights != nullptr) {
+          if (morph_weights->size() != num_targets) {
+            return absl::InvalidArgumentError(where + ": morph weight count");
+          }
+          w = *morph_weights;
+        } else if (node.weights.size() == num_targets) {
+          w = node.weights;
+        } else if (mesh.weights.size() == num_targets) {
+          w = mesh.weights;
+        }
+        for (size_t k = 0; k < num_targets; ++k) {
+          auto it = primitive.targets[k].find("POSITION");
+          if (it == primitive.targets[k].end() || w[k] == 0.0) continue;
+          ASSIGN_OR_RETURN(AccessorData delta, ReadAccessor(model, it->second));
+          if (delta.components != 3 || delta.count != count) {
+            return absl::InvalidArgumentError(where + ": morph target POSITION shape");
+          }
+          for (size_t i = 0; i < positions.values.size(); ++i) {
+            positions.values[i] += w[k] * delta.values[i];
+          }
+        }
+      }
 
       std::vector<AccessorData> joints;
       std::vector<AccessorData> weights;

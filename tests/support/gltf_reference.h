@@ -52,8 +52,12 @@ absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animatio
 // ignored, as the spec requires for skinned meshes. Errors (missing skin, bad accessors,
 // out-of-range joint indices, zero weight sums, a non-rigid joint matrix for DQS, ...) are
 // returned as a Status, never a crash.
+// Morph targets are applied before skinning with `morph_weights` (one per target of every mesh
+// that has them) when given, else each node's weights, else its mesh's, else 0; `rest` then
+// holds the morphed positions.
 absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t,
-                                            Blend blend = Blend::kLinear);
+                                            Blend blend = Blend::kLinear,
+                                            const std::vector<double>* morph_weights = nullptr);
 
 }  // namespace skinning::testing::gltf_reference
 

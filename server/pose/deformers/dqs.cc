@@ -12,11 +12,10 @@ class DqsDeformer final : public Deformer {
     return NeedsBoneWeights(*this, target, geometry);
   }
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
-    const LoadedRig& rig = *target.rig;
     const SparseWeights& W = *target.weights;
     const DqsTransformsFloat prepared = PrepareDqsFloat(frame.transforms);
-    DqsFloat(rig.positions.data(), out->vertex_count, W.joints.data(), W.weights.data(), W.k(), prepared,
-             out->positions, out->normals ? rig.normals.data() : nullptr, out->normals);
+    DqsFloat(frame.positions, out->vertex_count, W.joints.data(), W.weights.data(), W.k(), prepared,
+             out->positions, out->normals ? frame.normals : nullptr, out->normals);
     out->normals_written = true;
     return absl::OkStatus();
   }

@@ -11,6 +11,7 @@ namespace {
 class ElasticDeformer final : public Deformer {
  public:
   v1::Deformer kind() const override { return v1::DEFORMER_ELASTIC; }
+  bool TakesMorphTargets() const override { return false; }
   const char* bake_method() const override { return "elastic_model"; }
   absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override { return NeedsBake(*this, target); }
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {

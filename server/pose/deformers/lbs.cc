@@ -12,10 +12,9 @@ class LbsDeformer final : public Deformer {
     return NeedsBoneWeights(*this, target, geometry);
   }
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
-    const LoadedRig& rig = *target.rig;
     const SparseWeights& W = *target.weights;
-    LbsFloat(rig.positions.data(), out->vertex_count, W.joints.data(), W.weights.data(), W.k(),
-             frame.transforms34.data(), out->positions, out->normals ? rig.normals.data() : nullptr, out->normals);
+    LbsFloat(frame.positions, out->vertex_count, W.joints.data(), W.weights.data(), W.k(),
+             frame.transforms34.data(), out->positions, out->normals ? frame.normals : nullptr, out->normals);
     out->normals_written = true;
     return absl::OkStatus();
   }

@@ -9,6 +9,7 @@ class PsdDeformer final : public Deformer {
  public:
   PsdDeformer(v1::Deformer kind, const Deformer* base) : kind_(kind), base_(base) {}
   v1::Deformer kind() const override { return kind_; }
+  bool TakesMorphTargets() const override { return false; }
   bool UsesPsdModel() const override { return true; }
   absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override {
     return base_->CheckTarget(target, geometry);

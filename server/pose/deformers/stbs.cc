@@ -42,7 +42,7 @@ class StbsDeformer final : public Deformer {
     const LoadedBake& bake = *target.bake;
     const EndpointPayload& endpoint = *bake.payload_as<EndpointPayload>();
     const StbsFrameFloat prepared = PrepareStbsFloat(endpoint.bones, frame.transforms, frame.stretch_twist);
-    StbsFloat(target.rig->positions.data(), out->vertex_count, bake.sparse, endpoint.aligned, prepared, dqs_,
+    StbsFloat(frame.positions, out->vertex_count, bake.sparse, endpoint.aligned, prepared, dqs_,
               out->positions);
     return absl::OkStatus();
   }

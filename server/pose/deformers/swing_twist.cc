@@ -15,7 +15,7 @@ class SwingTwistDeformer final : public Deformer {
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
     const SwingTwistPayload& p = *target.bake->payload_as<SwingTwistPayload>();
     const SwingTwistFrameFloat prepared = PrepareSwingTwistFloat(p.frames, frame.transforms);
-    SwingTwistFloat(target.rig->positions.data(), out->vertex_count, p.weights, prepared, out->positions);
+    SwingTwistFloat(frame.positions, out->vertex_count, p.weights, prepared, out->positions);
     return absl::OkStatus();
   }
 };

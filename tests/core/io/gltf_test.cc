@@ -939,9 +939,6 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
        },
        {"nodes[2] (\"helmet\") is a mesh without a skin below joint nodes[0]",
         "animations[0] moves nodes[2]", "not supported"}},
-      {"morph targets",
-       [](HandMade* h) { h->primitive_extra = R"("targets":[{"POSITION":0},{"POSITION":0}])"; },
-       {"meshes[0].primitives[0] has 2 morph targets", "morph targets are not supported"}},
       {"sparse accessor",
        [](HandMade* h) {
          // One replaced position: index from bufferViews[1] (uint16), value from bufferViews[0].

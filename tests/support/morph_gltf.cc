@@ -1,0 +1,121 @@
+#include "tests/support/morph_gltf.h"
+
+#include <tiny_gltf.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace skinning::testing {
+namespace {
+
+// Appends floats to buffers[0] with a view and a VEC3 accessor (with min and max).
+int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
+  std::vector<unsigned char>& buffer = model->buffers[0].data;
+  while (buffer.size() % 4 != 0) buffer.push_back(0);
+  tinygltf::BufferView view;
+  view.buffer = 0;
+  view.byteOffset = buffer.size();
+  view.byteLength = values.size() * sizeof(float);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  buffer.insert(buffer.end(), bytes, bytes + view.byteLength);
+  model->bufferViews.push_back(view);
+  tinygltf::Accessor accessor;
+  accessor.bufferView = static_cast<int>(model->bufferViews.size()) - 1;
+  accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
+  accessor.type = TINYGLTF_TYPE_VEC3;
+  accessor.count = values.size() / 3;
+  accessor.minValues.assign(3, std::numeric_limits<double>::infinity());
+  accessor.maxValues.assign(3, -std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < values.size(); ++i) {
+    accessor.minValues[i % 3] = std::min<double>(accessor.minValues[i % 3], values[i]);
+    accessor.maxValues[i % 3] = std::max<double>(accessor.maxValues[i % 3], values[i]);
+  }
+  model->accessors.push_back(accessor);
+  return static_cast<int>(model->accessors.size()) - 1;
+}
+
+// A tightly packed float VEC3 accessor's values.
+absl::Status ReadVec3(const tinygltf::Model& model, int index, std::vector<float>* out) {
+  const tinygltf::Accessor& a = model.accessors[index];
+  if (a.type != TINYGLTF_TYPE_VEC3 || a.componentType != TINYGLTF_COMPONENT_TYPE_FLOAT ||
+      a.sparse.isSparse || a.bufferView < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("accessor ", index, " is not a plain VEC3"));
+  }
+  const tinygltf::BufferView& v = model.bufferViews[a.bufferView];
+  const size_t stride = v.byteStride == 0 ? 12 : v.byteStride;
+  const unsigned char* base = model.buffers[v.buffer].data.data() + v.byteOffset + a.byteOffset;
+  out->resize(3 * a.count);
+  for (size_t i = 0; i < a.count; ++i) std::memcpy(&(*out)[3 * i], base + i * stride, 12);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out) {
+  tinygltf::Model model;
+  tinygltf::TinyGLTF io;
+  std::string err, warn;
+  if (!io.LoadBinaryFromFile(&model, &err, &warn, in)) {
+    return absl::InvalidArgumentError(absl::StrCat(in, ": ", err));
+  }
+  if (model.meshes.empty()) return absl::InvalidArgumentError(in + ": no mesh");
+  tinygltf::Mesh& mesh = model.meshes[0];
+  // The bounding box over every primitive.
+  float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
+  std::vector<std::vector<float>> positions(mesh.primitives.size()), normals(mesh.primitives.size());
+  for (size_t p = 0; p < mesh.primitives.size(); ++p) {
+    const auto& attributes = mesh.primitives[p].attributes;
+    if (absl::Status s = ReadVec3(model, attributes.at("POSITION"), &positions[p]); !s.ok()) return s;
+    if (attributes.count("NORMAL")) {
+      if (absl::Status s = ReadVec3(model, attributes.at("NORMAL"), &normals[p]); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < positions[p].size(); ++i) {
+      lo[i % 3] = std::min(lo[i % 3], positions[p][i]);
+      hi[i % 3] = std::max(hi[i % 3], positions[p][i]);
+    }
+  }
+  const float diag = std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                               (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  for (size_t p = 0; p < mesh.primitives.size(); ++p) {
+    const std::vector<float>& v = positions[p];
+    const std::vector<float>& n = normals[p];
+    std::vector<float> bulge(v.size(), 0.f), bulge_normals, lean(v.size(), 0.f);
+    for (size_t i = 0; i < v.size() / 3; ++i) {
+      if (!n.empty()) {
+        for (int a = 0; a < 3; ++a) bulge[3 * i + a] = 0.02f * diag * n[3 * i + a];
+      } else {
+        bulge[3 * i + 1] = 0.02f * diag;
+      }
+      lean[3 * i] = 0.1f * diag * (v[3 * i + 1] - lo[1]) / std::max(1e-9f, hi[1] - lo[1]);
+    }
+    tinygltf::Primitive& prim = mesh.primitives[p];
+    std::map<std::string, int> first = {{"POSITION", AddVec3(&model, bulge)}};
+    if (!n.empty()) {
+      bulge_normals.assign(n.size(), 0.f);
+      for (size_t i = 0; i < n.size() / 3; ++i) bulge_normals[3 * i + 1] = 0.1f;  // a tilt
+      first["NORMAL"] = AddVec3(&model, bulge_normals);
+    }
+    prim.targets = {first, {{"POSITION", AddVec3(&model, lean)}}};
+  }
+  mesh.weights = {0.5, 0.0};
+  tinygltf::Value::Array names = {tinygltf::Value(std::string("bulge")),
+                                  tinygltf::Value(std::string("lean"))};
+  tinygltf::Value::Object extras;
+  extras["targetNames"] = tinygltf::Value(names);
+  mesh.extras = tinygltf::Value(extras);
+  model.buffers[0].uri.clear();
+  if (!io.WriteGltfSceneToFile(&model, out, /*embedImages=*/true, /*embedBuffers=*/true,
+                               /*prettyPrint=*/false, /*writeBinary=*/true)) {
+    return absl::InternalError("writing " + out + " failed");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace skinning::testing

@@ -1,0 +1,20 @@
+// Morph targets added by a test to a real character: a copy of a skinned glTF whose first mesh
+// gains two targets, so that morphing can be checked on real data against the glTF reference.
+#ifndef SKINNING_TESTS_SUPPORT_MORPH_GLTF_H_
+#define SKINNING_TESTS_SUPPORT_MORPH_GLTF_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace skinning::testing {
+
+// Reads `in` (.glb), gives every primitive of meshes[0] two morph targets and writes `out`
+// (.glb): "bulge" moves each vertex along its NORMAL by 2 % of the bounding-box diagonal (with
+// NORMAL deltas that tilt the normals), "lean" moves it along +x by up to 10 % of the diagonal,
+// growing with its height (y). mesh.weights = [0.5, 0] and extras.targetNames name them.
+absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out);
+
+}  // namespace skinning::testing
+
+#endif  // SKINNING_TESTS_SUPPORT_MORPH_GLTF_H_
