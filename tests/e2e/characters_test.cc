@@ -30,6 +30,17 @@ using ::skinning::testing::DataPath;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
 
+// The rig a glTF character registers as: its mesh, skeleton, weights and morph targets.
+Rig RigOf(const GltfCharacter& c, const std::string& name) {
+  Rig rig;
+  rig.name = name;
+  rig.mesh = c.mesh;
+  rig.skeleton = c.skeleton;
+  rig.sparse_weights = c.weights;
+  rig.morph_targets = c.morph_targets;
+  return rig;
+}
+
 // One server for the whole suite.
 class CharactersTest : public ::testing::Test {
  protected:
@@ -59,12 +70,7 @@ class GltfCharacterTest : public CharactersTest, public ::testing::WithParamInte
     auto character = ReadGltf(path_);
     ASSERT_TRUE(character.ok()) << character.status();
     character_ = *std::move(character);
-    Rig rig;
-    rig.name = GetParam();
-    rig.mesh = character_.mesh;
-    rig.skeleton = character_.skeleton;
-    rig.sparse_weights = character_.weights;
-    auto reg = client_->CreateRig(RigToProto(rig));
+    auto reg = client_->CreateRig(RigToProto(RigOf(character_, GetParam())));
     ASSERT_TRUE(reg.ok()) << reg.status();
     rig_name_ = reg->rig().name();
   }
@@ -205,13 +211,7 @@ TEST_F(CharactersTest, MorphTargetsThenSkinningFollowTheSpec) {
   absl::StatusOr<GltfCharacter> character = ReadGltf(path);
   ASSERT_TRUE(character.ok()) << character.status();
   ASSERT_EQ(character->morph_targets.size(), 2u);
-  Rig rig;
-  rig.name = "CesiumManMorph";
-  rig.mesh = character->mesh;
-  rig.skeleton = character->skeleton;
-  rig.sparse_weights = character->weights;
-  rig.morph_targets = character->morph_targets;
-  auto reg = client_->CreateRig(RigToProto(rig));
+  auto reg = client_->CreateRig(RigToProto(RigOf(*character, "CesiumManMorph")));
   ASSERT_TRUE(reg.ok()) << reg.status();
 
   auto keys = ref::AnimationKeyTimes(path, 0);
@@ -288,12 +288,7 @@ TEST_F(CharactersTest, MultiSkinFilePosesEveryNodeLikeTheSpecWithLbsAndDqs) {
   absl::StatusOr<GltfCharacter> character = ReadGltf(path);
   ASSERT_TRUE(character.ok()) << character.status();
   ASSERT_EQ(character->parts.size(), 4u);
-  Rig rig;
-  rig.name = "multi-skin";
-  rig.mesh = character->mesh;
-  rig.skeleton = character->skeleton;
-  rig.sparse_weights = character->weights;
-  auto reg = client_->CreateRig(RigToProto(rig));
+  auto reg = client_->CreateRig(RigToProto(RigOf(*character, "multi-skin")));
   ASSERT_TRUE(reg.ok()) << reg.status();
 
   auto bind = ref::SkinAtTime(path, -1, 0.0);
