@@ -49,11 +49,7 @@ absl::StatusOr<Character> LoadCharacter() {
         g->num_skins == 1 ? "" : "s", g->num_mesh_nodes, g->num_mesh_nodes == 1 ? "" : "s",
         c.rig.morph_targets.size(), c.rig.morph_targets.size() == 1 ? "" : "s",
         c.animations.size(), c.animations.size() == 1 ? "" : "s");
-    if (g->num_morph_weight_channels > 0) {
-      absl::StrAppend(&c.source_summary, absl::StrFormat(
-          "; note: %d animation channels on morph weights are not sampled yet (poses use the "
-          "default morph weights)", g->num_morph_weight_channels));
-    }
+
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

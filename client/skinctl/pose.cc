@@ -114,6 +114,7 @@ absl::Status CommandPose(const Args&) {
 
   // The frames.
   std::vector<std::pair<std::string, Pose>> frames;
+  std::vector<std::vector<double>> morph_weights;  // per frame; empty: the targets' defaults
   if (const std::string pose_file = absl::GetFlag(FLAGS_pose); !pose_file.empty()) {
     ASSIGN_OR_RETURN(Pose p, ReadPoseFile(pose_file, rig.skeleton));
     frames.emplace_back(fs::path(pose_file).stem().string(), std::move(p));
@@ -125,8 +126,13 @@ absl::Status CommandPose(const Args&) {
       return absl::InvalidArgumentError(
           absl::StrFormat("--animation=%d: the file has %d animations", a, local->animations.size()));
     ASSIGN_OR_RETURN(std::vector<double> times, AnimationTimes(local->animations[a]));
-    for (double t : times)
-      frames.emplace_back(absl::StrFormat("t%.3f", t), Pose{SampleAnimation(rig.skeleton, local->animations[a], t)});
+    std::vector<double> defaults;
+    for (const MorphTarget& target : rig.morph_targets) defaults.push_back(target.default_weight);
+    const Animation& animation = local->animations[a];
+    for (double t : times) {
+      frames.emplace_back(absl::StrFormat("t%.3f", t), Pose{SampleAnimation(rig.skeleton, animation, t)});
+      if (!animation.morph_channels.empty()) morph_weights.push_back(SampleMorphWeights(animation, t, defaults));
+    }
   } else {
     frames.emplace_back("rest", RestPose(rig.skeleton));
   }
@@ -150,9 +156,13 @@ absl::Status CommandPose(const Args&) {
     req.set_deformer(deformer);
     req.mutable_outputs()->set_vertices(true);
     req.mutable_outputs()->set_normals(rig.mesh.N.rows() > 0);
-    for (const auto& frame : frames) {
+    for (size_t f = 0; f < frames.size(); ++f) {
+      const auto& frame = frames[f];
       v1::Pose* p = req.add_poses();
       *p = PoseToProto(frame.second);
+      if (f < morph_weights.size()) {
+        for (double w : morph_weights[f]) p->add_morph_weights(static_cast<float>(w));
+      }
       for (float v : stretch) p->add_bone_stretch(v);
       for (float v : twist) p->add_bone_twist(v);
     }

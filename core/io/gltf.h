@@ -43,8 +43,7 @@ struct GltfCharacter {
   // prefixed "<node name>/" when several nodes have targets; defaults from node.weights, else
   // mesh.weights, else 0.
   std::vector<MorphTarget> morph_targets;
-  // Animation channels on morph weights ("weights" paths), which are not sampled yet.
-  int num_morph_weight_channels = 0;
+  std::vector<int> morph_target_node;  // the glTF node of each morph target
   // `parts` as mesh parts (named after the node, or "node<i>"), for ValidateMeshParts and the
   // writers.
   std::vector<MeshPart> MeshParts() const;
@@ -60,7 +59,7 @@ struct GltfCharacter {
 // below no skin joint or are animated up to it (those below a joint are props: weighted 1 to
 // it, they move rigidly with it), sparse accessors (morph targets often use them), and skins
 // that bind a shared joint differently other than by one transform for the whole skin. Morph
-// targets are read (morph_targets); animation channels on their weights are counted, not sampled. Validates every
+// targets are read (morph_targets), and animation channels on their weights (morph_channels). Validates every
 // accessor against its buffer view and buffer (a truncated or corrupt file is an error naming
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for
 // skinned meshes.

@@ -744,6 +744,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
     }
   }
   character->morph_targets = std::move(targets);
+  character->morph_target_node = std::move(target_nodes);
   Mesh& mesh = character->mesh;
   mesh.V = Eigen::Map<const RowMatrixX3d>(V.data(), nv, 3);
   mesh.F = Eigen::Map<const RowMatrixX3i>(F.data(), static_cast<int>(F.size() / 3), 3);
@@ -758,6 +759,56 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
   return ValidateMesh(mesh);
 }
 
+// A "weights" channel: the keys of the morph weights of the node's targets (ignored when the
+// node has none: such a channel animates nothing).
+absl::Status ReadMorphWeightChannel(const tinygltf::Model& model, const tinygltf::Animation& in,
+                                    const tinygltf::AnimationChannel& ch, size_t a,
+                                    const GltfCharacter& character, Animation* out, bool* any) {
+  const auto& nodes = character.morph_target_node;
+  const auto first = std::find(nodes.begin(), nodes.end(), ch.target_node);
+  if (first == nodes.end()) return absl::OkStatus();
+  MorphWeightChannel channel;
+  channel.first_target = static_cast<int>(first - nodes.begin());
+  channel.count = static_cast<int>(std::count(nodes.begin(), nodes.end(), ch.target_node));
+  if (ch.sampler < 0 || static_cast<size_t>(ch.sampler) >= in.samplers.size())
+    return Invalid(absl::StrFormat("animations[%d]: weights channel sampler %d is out of range", a,
+                                   ch.sampler));
+  const tinygltf::AnimationSampler& sampler = in.samplers[ch.sampler];
+  const std::string swhere = absl::StrFormat("animations[%d].samplers[%d]", a, ch.sampler);
+  int keys_per_time = 1;
+  if (sampler.interpolation == "LINEAR" || sampler.interpolation.empty()) {
+    channel.interpolation = Interpolation::kLinear;
+  } else if (sampler.interpolation == "STEP") {
+    channel.interpolation = Interpolation::kStep;
+  } else if (sampler.interpolation == "CUBICSPLINE") {
+    channel.interpolation = Interpolation::kCubicSpline;
+    keys_per_time = 3;
+  } else {
+    return Invalid(
+        absl::StrFormat("%s: unknown interpolation \"%s\"", swhere, sampler.interpolation));
+  }
+  ASSIGN_OR_RETURN(Decoded input, ReadAccessor(model, sampler.input, TINYGLTF_TYPE_SCALAR,
+                                               Components::kFloat, swhere + ".input"));
+  ASSIGN_OR_RETURN(Decoded output, ReadAccessor(model, sampler.output, TINYGLTF_TYPE_SCALAR,
+                                                Components::kFloatOrNormalized, swhere + ".output"));
+  if (input.count == 0 || output.count != input.count * keys_per_time * channel.count)
+    return Invalid(absl::StrFormat(
+        "%s: output has %d weights for %d input times and %d morph targets", swhere, output.count,
+        input.count, channel.count));
+  for (size_t i = 1; i < input.data.size(); ++i) {
+    if (!(input.data[i] > input.data[i - 1]))
+      return Invalid(absl::StrFormat("%s.input: time %d (%g) is not greater than the one before",
+                                     swhere, i, input.data[i]));
+  }
+  channel.times = input.data;
+  channel.values = std::move(output.data);
+  out->start = *any ? std::min(out->start, channel.times.front()) : channel.times.front();
+  out->end = *any ? std::max(out->end, channel.times.back()) : channel.times.back();
+  *any = true;
+  out->morph_channels.push_back(std::move(channel));
+  return absl::OkStatus();
+}
+
 absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>& joint_of_node,
                             GltfCharacter* character) {
   for (size_t a = 0; a < model.animations.size(); ++a) {
@@ -769,7 +820,7 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
       const tinygltf::AnimationChannel& ch = in.channels[c];
       const std::string where = absl::StrFormat("animations[%d].channels[%d]", a, c);
       if (ch.target_path == "weights") {
-        ++character->num_morph_weight_channels;
+        RETURN_IF_ERROR(ReadMorphWeightChannel(model, in, ch, a, *character, &out, &any));
         continue;
       }
       if (ch.target_node < 0 || static_cast<size_t>(ch.target_node) >= joint_of_node.size() ||

@@ -35,8 +35,9 @@ Eigen::Quaterniond Slerp(const Eigen::Quaterniond& qa, const Eigen::Quaterniond&
   return SafeNormalized(Eigen::Quaterniond(c(3), c(0), c(1), c(2)));
 }
 
-// The channel's value (width numbers) at time t.
-Eigen::VectorXd SampleChannel(const AnimationChannel& ch, int width, double t) {
+// The channel's value (width numbers) at time t; `slerp`: LINEAR keys are quaternions.
+template <typename Channel>
+Eigen::VectorXd SampleChannel(const Channel& ch, int width, double t, bool slerp) {
   const size_t n = ch.times.size();
   const bool cubic = ch.interpolation == Interpolation::kCubicSpline;
   const size_t per_key = static_cast<size_t>(width) * (cubic ? 3 : 1);
@@ -56,7 +57,7 @@ Eigen::VectorXd SampleChannel(const AnimationChannel& ch, int width, double t) {
     case Interpolation::kStep:
       return element(k, 0);
     case Interpolation::kLinear: {
-      if (width == 4) {
+      if (slerp) {
         const auto a = element(k, 0), b = element(k + 1, 0);
         const Eigen::Quaterniond q = Slerp(Eigen::Quaterniond(a(3), a(0), a(1), a(2)),
                                            Eigen::Quaterniond(b(3), b(0), b(1), b(2)), s);
@@ -87,7 +88,7 @@ std::vector<Transform> SampleAnimation(const Skeleton& skeleton, const Animation
     const size_t per_key =
         static_cast<size_t>(width) * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1);
     if (ch.values.size() < ch.times.size() * per_key) continue;  // malformed channel
-    const Eigen::VectorXd v = SampleChannel(ch, width, t);
+    const Eigen::VectorXd v = SampleChannel(ch, width, t, ch.path == AnimationPath::kRotation);
     Transform& out = local[ch.joint];
     switch (ch.path) {
       case AnimationPath::kTranslation:
@@ -102,6 +103,22 @@ std::vector<Transform> SampleAnimation(const Skeleton& skeleton, const Animation
     }
   }
   return local;
+}
+
+std::vector<double> SampleMorphWeights(const Animation& animation, double t,
+                                       std::vector<double> defaults) {
+  if (std::isnan(t)) t = animation.start;
+  for (const MorphWeightChannel& ch : animation.morph_channels) {
+    const size_t per_key =
+        static_cast<size_t>(ch.count) * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1);
+    if (ch.count < 1 || ch.times.empty() || ch.values.size() < ch.times.size() * per_key ||
+        ch.first_target < 0 || ch.first_target + ch.count > static_cast<int>(defaults.size())) {
+      continue;  // malformed channel
+    }
+    const Eigen::VectorXd v = SampleChannel(ch, ch.count, t, /*slerp=*/false);
+    for (int i = 0; i < ch.count; ++i) defaults[ch.first_target + i] = v(i);
+  }
+  return defaults;
 }
 
 absl::Status ValidateAnimationChannel(const AnimationChannel& ch, int num_joints, const std::string& where) {

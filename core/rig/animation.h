@@ -24,12 +24,29 @@ struct AnimationChannel {
   std::vector<double> values;
 };
 
+// Keys of morph target weights (a glTF "weights" channel on a mesh node): `count` weights per
+// key, for the rig's morph targets first_target .. first_target + count − 1.
+struct MorphWeightChannel {
+  int first_target = 0;
+  int count = 0;
+  Interpolation interpolation = Interpolation::kLinear;
+  std::vector<double> times;   // strictly increasing
+  std::vector<double> values;  // count per key (3 × count for kCubicSpline: in, value, out)
+};
+
 struct Animation {
   std::string name;
   double start = 0.0;  // smallest key time over all channels
   double end = 0.0;    // largest key time over all channels
   std::vector<AnimationChannel> channels;
+  std::vector<MorphWeightChannel> morph_channels;
 };
+
+// The morph weights at time t: `defaults` (one per morph target of the rig) with the animated
+// ones replaced, sampled as SampleAnimation samples translations (STEP, LINEAR, CUBICSPLINE;
+// the first or last key outside the range).
+std::vector<double> SampleMorphWeights(const Animation& animation, double t,
+                                       std::vector<double> defaults);
 
 // Local transforms of every joint at time t (seconds): each joint's rest transform, with the
 // animated properties replaced by the sampled channels. Outside a channel's key range the first

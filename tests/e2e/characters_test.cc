@@ -223,44 +223,48 @@ TEST_F(CharactersTest, MorphTargetsThenSkinningFollowTheSpec) {
   Eigen::Vector3d lo = bind->bind[0], hi = bind->bind[0];
   for (const auto& p : bind->bind) lo = lo.cwiseMin(p), hi = hi.cwiseMax(p);
   const double diag = (hi - lo).norm();
-  const std::vector<double> explicit_weights = {0.2, 0.8}, zero = {0.0, 0.0};
-  for (const std::vector<double>* weights : {static_cast<const std::vector<double>*>(nullptr),
-                                             &explicit_weights}) {
+  // Three ways to weigh the targets, each against the reference: the animation's weights
+  // channel (sampled by core into Pose.morph_weights; the reference samples it itself), none
+  // given (the server uses the defaults), and explicit weights.
+  const std::vector<double> defaults = {0.5, 0.0}, explicit_weights = {0.2, 0.8}, zero = {0.0, 0.0};
+  ASSERT_EQ(character->animations[0].morph_channels.size(), 1u);
+  enum class Weights { kAnimated, kDefaults, kExplicit };
+  for (Weights how : {Weights::kAnimated, Weights::kDefaults, Weights::kExplicit}) {
     // LBS only: CesiumMan's joint matrices carry scale, which the reference's DQS refuses (the
-    // multi-skin test checks DQS, the morph is applied before either the same way).
-    for (const auto& [deformer, blend] : {std::pair{v1::DEFORMER_UNSPECIFIED, ref::Blend::kLinear}}) {
-      v1::PoseClipRequest req;
-      req.set_rig(reg->rig().name());
-      req.set_deformer(deformer);
-      req.mutable_outputs()->set_vertices(true);
-      for (double t : times) {
-        v1::Pose* p = req.add_poses();
-        *p = PoseToProto(Pose{SampleAnimation(character->skeleton, character->animations[0], t)});
-        if (weights != nullptr) {
-          for (double w : *weights) p->add_morph_weights(static_cast<float>(w));
-        }
+    // multi-skin test checks DQS; the morph is applied before either the same way).
+    v1::PoseClipRequest req;
+    req.set_rig(reg->rig().name());
+    req.mutable_outputs()->set_vertices(true);
+    for (double t : times) {
+      v1::Pose* p = req.add_poses();
+      *p = PoseToProto(Pose{SampleAnimation(character->skeleton, character->animations[0], t)});
+      std::vector<double> w;
+      if (how == Weights::kAnimated) w = SampleMorphWeights(character->animations[0], t, defaults);
+      if (how == Weights::kExplicit) w = explicit_weights;
+      for (double x : w) p->add_morph_weights(static_cast<float>(x));
+    }
+    auto clip = client_->PoseClip(req);
+    ASSERT_TRUE(clip.ok()) << clip.status();
+    for (size_t f = 0; f < times.size(); ++f) {
+      const std::vector<double>* reference_weights =
+          how == Weights::kAnimated ? nullptr
+                                    : (how == Weights::kDefaults ? &defaults : &explicit_weights);
+      auto expected = ref::SkinAtTime(path, 0, times[f], ref::Blend::kLinear, reference_weights);
+      auto unmorphed = ref::SkinAtTime(path, 0, times[f], ref::Blend::kLinear, &zero);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      ASSERT_TRUE(unmorphed.ok()) << unmorphed.status();
+      const auto& posed = clip->frames(static_cast<int>(f));
+      ASSERT_EQ(posed.vertices_size(), 3 * static_cast<int>(expected->posed.size()));
+      double worst = 0, morph = 0;
+      for (size_t i = 0; i < expected->posed.size(); ++i) {
+        const Eigen::Vector3d got(posed.vertices(3 * i), posed.vertices(3 * i + 1),
+                                  posed.vertices(3 * i + 2));
+        worst = std::max(worst, (got - expected->posed[i]).norm());
+        morph = std::max(morph, (expected->posed[i] - unmorphed->posed[i]).norm());
       }
-      auto clip = client_->PoseClip(req);
-      ASSERT_TRUE(clip.ok()) << clip.status();
-      for (size_t f = 0; f < times.size(); ++f) {
-        auto expected = ref::SkinAtTime(path, 0, times[f], blend, weights);
-        auto unmorphed = ref::SkinAtTime(path, 0, times[f], blend, &zero);
-        ASSERT_TRUE(expected.ok()) << expected.status();
-        ASSERT_TRUE(unmorphed.ok()) << unmorphed.status();
-        const auto& posed = clip->frames(static_cast<int>(f));
-        ASSERT_EQ(posed.vertices_size(), 3 * static_cast<int>(expected->posed.size()));
-        double worst = 0, morph = 0;
-        for (size_t i = 0; i < expected->posed.size(); ++i) {
-          const Eigen::Vector3d got(posed.vertices(3 * i), posed.vertices(3 * i + 1),
-                                    posed.vertices(3 * i + 2));
-          worst = std::max(worst, (got - expected->posed[i]).norm());
-          morph = std::max(morph, (expected->posed[i] - unmorphed->posed[i]).norm());
-        }
-        EXPECT_LE(worst, 1e-5 * diag)
-            << (blend == ref::Blend::kLinear ? "LBS" : "DQS") << " at t = " << times[f]
-            << (weights ? ", explicit weights" : ", default weights") << ": worst " << worst;
-        EXPECT_GT(morph, 0.005 * diag) << "the morph should show";
-      }
+      EXPECT_LE(worst, 1e-5 * diag) << "weights " << static_cast<int>(how) << " at t = " << times[f]
+                                    << ": worst " << worst;
+      EXPECT_GT(morph, 0.005 * diag) << "the morph should show";
     }
   }
 

@@ -360,6 +360,41 @@ Eigen::VectorXd SampleChannel(const AccessorData& input, const AccessorData& out
   return finish(value(k));
 }
 
+// The spec's morph weights of `node` at time t: its animation "weights" channel sampled (the
+// output holds one weight per target per key, key-major) over `w`, which holds the defaults.
+absl::Status AnimatedMorphWeights(const tinygltf::Model& model, int animation, double t, int node,
+                                  std::vector<double>* w) {
+  if (animation < 0 || animation >= static_cast<int>(model.animations.size())) {
+    return absl::OkStatus();
+  }
+  const tinygltf::Animation& anim = model.animations[animation];
+  for (const tinygltf::AnimationChannel& channel : anim.channels) {
+    if (channel.target_node != node || channel.target_path != "weights") continue;
+    if (channel.sampler < 0 || channel.sampler >= static_cast<int>(anim.samplers.size())) {
+      return absl::InvalidArgumentError("weights channel: bad sampler");
+    }
+    const tinygltf::AnimationSampler& sampler = anim.samplers[channel.sampler];
+    const Mode mode = sampler.interpolation == "STEP"          ? Mode::kStep
+                      : sampler.interpolation == "CUBICSPLINE" ? Mode::kCubic
+                                                               : Mode::kLinear;
+    ASSIGN_OR_RETURN(AccessorData input, ReadAccessor(model, sampler.input));
+    ASSIGN_OR_RETURN(AccessorData output, ReadAccessor(model, sampler.output));
+    const int targets = static_cast<int>(w->size());
+    const int per_input = (mode == Mode::kCubic ? 3 : 1) * targets;
+    if (input.components != 1 || output.components != 1 || targets == 0 ||
+        output.count != per_input * input.count) {
+      return absl::InvalidArgumentError("weights channel: sampler shapes do not match");
+    }
+    AccessorData keyed;  // one element per key (or tangent), `targets` components
+    keyed.count = output.count / targets;
+    keyed.components = targets;
+    keyed.values = output.values;
+    const Eigen::VectorXd v = SampleChannel(input, keyed, mode, Path::kTranslation, t);
+    for (int k = 0; k < targets; ++k) (*w)[k] = v[k];
+  }
+  return absl::OkStatus();
+}
+
 // Local matrices of every node, with animations[animation] sampled at t (animation < 0: none).
 absl::StatusOr<std::vector<Matrix4d>> LocalMatrices(const tinygltf::Model& model, int animation,
                                                     double t) {
@@ -659,6 +694,9 @@ absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animati
           w = node.weights;
         } else if (mesh.weights.size() == num_targets) {
           w = mesh.weights;
+        }
+        if (morph_weights == nullptr) {
+          RETURN_IF_ERROR(AnimatedMorphWeights(model, animation, t, n, &w));
         }
         for (size_t k = 0; k < num_targets; ++k) {
           auto it = primitive.targets[k].find("POSITION");

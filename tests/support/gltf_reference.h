@@ -53,8 +53,8 @@ absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animatio
 // out-of-range joint indices, zero weight sums, a non-rigid joint matrix for DQS, ...) are
 // returned as a Status, never a crash.
 // Morph targets are applied before skinning with `morph_weights` (one per target of every mesh
-// that has them) when given, else each node's weights, else its mesh's, else 0; `rest` then
-// holds the morphed positions.
+// that has them) when given, else the animation's "weights" channel of the node sampled at t
+// over the node's weights, else its mesh's, else 0; `rest` then holds the morphed positions.
 absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t,
                                             Blend blend = Blend::kLinear,
                                             const std::vector<double>* morph_weights = nullptr);

@@ -105,6 +105,52 @@ absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out
     prim.targets = {first, {{"POSITION", AddVec3(&model, lean)}}};
   }
   mesh.weights = {0.5, 0.0};
+  // Animate the weights in animations[0]: LINEAR keys at the animation's first, middle and last
+  // input times of its first sampler, (0.5, 0) → (1, 0.6) → (0, 1), on the node of meshes[0].
+  if (!model.animations.empty() && !model.animations[0].samplers.empty()) {
+    tinygltf::Animation& animation = model.animations[0];
+    const tinygltf::Accessor& first_input = model.accessors[animation.samplers[0].input];
+    const float t0 = static_cast<float>(first_input.minValues.at(0));
+    const float t1 = static_cast<float>(first_input.maxValues.at(0));
+    const std::vector<float> times = {t0, 0.5f * (t0 + t1), t1};
+    const std::vector<float> weights = {0.5f, 0.f, 1.f, 0.6f, 0.f, 1.f};
+    auto add_scalars = [&](const std::vector<float>& values, bool min_max) {
+      std::vector<unsigned char>& buffer = model.buffers[0].data;
+      while (buffer.size() % 4 != 0) buffer.push_back(0);
+      tinygltf::BufferView view;
+      view.buffer = 0;
+      view.byteOffset = buffer.size();
+      view.byteLength = values.size() * sizeof(float);
+      const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+      buffer.insert(buffer.end(), bytes, bytes + view.byteLength);
+      model.bufferViews.push_back(view);
+      tinygltf::Accessor accessor;
+      accessor.bufferView = static_cast<int>(model.bufferViews.size()) - 1;
+      accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
+      accessor.type = TINYGLTF_TYPE_SCALAR;
+      accessor.count = values.size();
+      if (min_max) {
+        accessor.minValues = {values.front()};
+        accessor.maxValues = {values.back()};
+      }
+      model.accessors.push_back(accessor);
+      return static_cast<int>(model.accessors.size()) - 1;
+    };
+    tinygltf::AnimationSampler sampler;
+    sampler.input = add_scalars(times, true);
+    sampler.output = add_scalars(weights, false);
+    sampler.interpolation = "LINEAR";
+    animation.samplers.push_back(sampler);
+    int mesh_node = -1;
+    for (size_t n = 0; n < model.nodes.size(); ++n) {
+      if (model.nodes[n].mesh == 0) mesh_node = static_cast<int>(n);
+    }
+    tinygltf::AnimationChannel channel;
+    channel.sampler = static_cast<int>(animation.samplers.size()) - 1;
+    channel.target_node = mesh_node;
+    channel.target_path = "weights";
+    animation.channels.push_back(channel);
+  }
   tinygltf::Value::Array names = {tinygltf::Value(std::string("bulge")),
                                   tinygltf::Value(std::string("lean"))};
   tinygltf::Value::Object extras;

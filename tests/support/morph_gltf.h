@@ -13,6 +13,8 @@ namespace skinning::testing {
 // (.glb): "bulge" moves each vertex along its NORMAL by 2 % of the bounding-box diagonal (with
 // NORMAL deltas that tilt the normals), "lean" moves it along +x by up to 10 % of the diagonal,
 // growing with its height (y). mesh.weights = [0.5, 0] and extras.targetNames name them.
+// animations[0] gains a LINEAR "weights" channel on the mesh node: (0.5, 0) at its first input
+// time, (1, 0.6) half way, (0, 1) at its last.
 absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out);
 
 }  // namespace skinning::testing
