@@ -759,6 +759,51 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
   return ValidateMesh(mesh);
 }
 
+// A channel's sampler, its interpolation (LINEAR when not given) and its input times (strictly
+// increasing); INVALID_ARGUMENT naming what is wrong.
+struct SamplerKeys {
+  const tinygltf::AnimationSampler* sampler = nullptr;
+  std::string where;  // "animations[a].samplers[s]"
+  Interpolation interpolation = Interpolation::kLinear;
+  int keys_per_time = 1;  // 3 for CUBICSPLINE (in-tangent, value, out-tangent)
+  std::vector<double> times;
+};
+
+absl::StatusOr<SamplerKeys> ReadSamplerKeys(const tinygltf::Model& model,
+                                            const tinygltf::Animation& in,
+                                            const tinygltf::AnimationChannel& ch, size_t a,
+                                            const std::string& channel_where) {
+  if (ch.sampler < 0 || static_cast<size_t>(ch.sampler) >= in.samplers.size())
+    return Invalid(absl::StrFormat("%s: sampler %d is out of range (%d samplers)", channel_where,
+                                   ch.sampler, in.samplers.size()));
+  SamplerKeys keys;
+  keys.sampler = &in.samplers[ch.sampler];
+  keys.where = absl::StrFormat("animations[%d].samplers[%d]", a, ch.sampler);
+  const std::string& interpolation = keys.sampler->interpolation;
+  if (interpolation == "LINEAR" || interpolation.empty()) {
+    keys.interpolation = Interpolation::kLinear;
+  } else if (interpolation == "STEP") {
+    keys.interpolation = Interpolation::kStep;
+  } else if (interpolation == "CUBICSPLINE") {
+    keys.interpolation = Interpolation::kCubicSpline;
+    keys.keys_per_time = 3;
+  } else {
+    return Invalid(
+        absl::StrFormat("%s: unknown interpolation \"%s\"", keys.where, interpolation));
+  }
+  ASSIGN_OR_RETURN(Decoded input, ReadAccessor(model, keys.sampler->input, TINYGLTF_TYPE_SCALAR,
+                                               Components::kFloat, keys.where + ".input"));
+  keys.times = std::move(input.data);
+  for (size_t i = 1; i < keys.times.size(); ++i) {
+    if (!(keys.times[i] > keys.times[i - 1]))
+      return Invalid(absl::StrFormat(
+          "accessors[%d] (%s.input): time %d (%g) is not greater than time %d (%g)",
+          keys.sampler->input, keys.where, i, keys.times[i], i - 1, keys.times[i - 1]));
+  }
+  if (keys.times.empty()) return Invalid(keys.where + ".input has no times");
+  return keys;
+}
+
 // A "weights" channel: the keys of the morph weights of the node's targets (ignored when the
 // node has none: such a channel animates nothing).
 absl::Status ReadMorphWeightChannel(const tinygltf::Model& model, const tinygltf::Animation& in,
@@ -770,37 +815,17 @@ absl::Status ReadMorphWeightChannel(const tinygltf::Model& model, const tinygltf
   MorphWeightChannel channel;
   channel.first_target = static_cast<int>(first - nodes.begin());
   channel.count = static_cast<int>(std::count(nodes.begin(), nodes.end(), ch.target_node));
-  if (ch.sampler < 0 || static_cast<size_t>(ch.sampler) >= in.samplers.size())
-    return Invalid(absl::StrFormat("animations[%d]: weights channel sampler %d is out of range", a,
-                                   ch.sampler));
-  const tinygltf::AnimationSampler& sampler = in.samplers[ch.sampler];
-  const std::string swhere = absl::StrFormat("animations[%d].samplers[%d]", a, ch.sampler);
-  int keys_per_time = 1;
-  if (sampler.interpolation == "LINEAR" || sampler.interpolation.empty()) {
-    channel.interpolation = Interpolation::kLinear;
-  } else if (sampler.interpolation == "STEP") {
-    channel.interpolation = Interpolation::kStep;
-  } else if (sampler.interpolation == "CUBICSPLINE") {
-    channel.interpolation = Interpolation::kCubicSpline;
-    keys_per_time = 3;
-  } else {
-    return Invalid(
-        absl::StrFormat("%s: unknown interpolation \"%s\"", swhere, sampler.interpolation));
-  }
-  ASSIGN_OR_RETURN(Decoded input, ReadAccessor(model, sampler.input, TINYGLTF_TYPE_SCALAR,
-                                               Components::kFloat, swhere + ".input"));
-  ASSIGN_OR_RETURN(Decoded output, ReadAccessor(model, sampler.output, TINYGLTF_TYPE_SCALAR,
-                                                Components::kFloatOrNormalized, swhere + ".output"));
-  if (input.count == 0 || output.count != input.count * keys_per_time * channel.count)
+  ASSIGN_OR_RETURN(SamplerKeys keys,
+                   ReadSamplerKeys(model, in, ch, a, absl::StrFormat("animations[%d]", a)));
+  channel.interpolation = keys.interpolation;
+  ASSIGN_OR_RETURN(Decoded output,
+                   ReadAccessor(model, keys.sampler->output, TINYGLTF_TYPE_SCALAR,
+                                Components::kFloatOrNormalized, keys.where + ".output"));
+  if (output.count != keys.times.size() * keys.keys_per_time * channel.count)
     return Invalid(absl::StrFormat(
-        "%s: output has %d weights for %d input times and %d morph targets", swhere, output.count,
-        input.count, channel.count));
-  for (size_t i = 1; i < input.data.size(); ++i) {
-    if (!(input.data[i] > input.data[i - 1]))
-      return Invalid(absl::StrFormat("%s.input: time %d (%g) is not greater than the one before",
-                                     swhere, i, input.data[i]));
-  }
-  channel.times = input.data;
+        "%s: output has %d weights for %d input times and %d morph targets", keys.where,
+        output.count, keys.times.size(), channel.count));
+  channel.times = std::move(keys.times);
   channel.values = std::move(output.data);
   out->start = *any ? std::min(out->start, channel.times.front()) : channel.times.front();
   out->end = *any ? std::max(out->end, channel.times.back()) : channel.times.back();
@@ -839,43 +864,20 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
       } else {
         continue;  // morph-target "weights" or an extension's path
       }
-      if (ch.sampler < 0 || static_cast<size_t>(ch.sampler) >= in.samplers.size())
-        return Invalid(absl::StrFormat("%s: sampler %d is out of range (%d samplers)", where,
-                                       ch.sampler, in.samplers.size()));
-      const tinygltf::AnimationSampler& sampler = in.samplers[ch.sampler];
-      const std::string swhere = absl::StrFormat("animations[%d].samplers[%d]", a, ch.sampler);
-      int keys_per_time = 1;
-      if (sampler.interpolation == "LINEAR" || sampler.interpolation.empty()) {
-        channel.interpolation = Interpolation::kLinear;
-      } else if (sampler.interpolation == "STEP") {
-        channel.interpolation = Interpolation::kStep;
-      } else if (sampler.interpolation == "CUBICSPLINE") {
-        channel.interpolation = Interpolation::kCubicSpline;
-        keys_per_time = 3;
-      } else {
-        return Invalid(
-            absl::StrFormat("%s: unknown interpolation \"%s\"", swhere, sampler.interpolation));
-      }
-      ASSIGN_OR_RETURN(Decoded input, ReadAccessor(model, sampler.input, TINYGLTF_TYPE_SCALAR,
-                                                   Components::kFloat, swhere + ".input"));
+      ASSIGN_OR_RETURN(SamplerKeys keys, ReadSamplerKeys(model, in, ch, a, where));
+      channel.interpolation = keys.interpolation;
       ASSIGN_OR_RETURN(
           Decoded output,
-          ReadAccessor(model, sampler.output, width == 4 ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
+          ReadAccessor(model, keys.sampler->output,
+                       width == 4 ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
                        width == 4 ? Components::kFloatOrNormalized : Components::kFloat,
-                       swhere + ".output"));
-      if (output.count != input.count * keys_per_time)
+                       keys.where + ".output"));
+      if (output.count != keys.times.size() * keys.keys_per_time)
         return Invalid(absl::StrFormat(
-            "%s: output has %d values for %d input times (expected "
-            "%d for %s)",
-            swhere, output.count, input.count, input.count * keys_per_time, sampler.interpolation));
-      channel.times = input.data;
-      for (size_t i = 0; i < channel.times.size(); ++i) {
-        if (i > 0 && !(channel.times[i] > channel.times[i - 1]))
-          return Invalid(absl::StrFormat(
-              "accessors[%d] (%s.input): time %d (%g) is not greater "
-              "than time %d (%g)",
-              sampler.input, swhere, i, channel.times[i], i - 1, channel.times[i - 1]));
-      }
+            "%s: output has %d values for %d input times (expected %d for %s)", keys.where,
+            output.count, keys.times.size(), keys.times.size() * keys.keys_per_time,
+            keys.sampler->interpolation));
+      channel.times = std::move(keys.times);
       channel.values = std::move(output.data);
       const double t0 = channel.times.front(), t1 = channel.times.back();
       out.start = any ? std::min(out.start, t0) : t0;

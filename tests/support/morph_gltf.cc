@@ -15,8 +15,10 @@
 namespace skinning::testing {
 namespace {
 
-// Appends floats to buffers[0] with a view and a VEC3 accessor (with min and max).
-int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
+// Appends floats to buffers[0] with a view and an accessor of `type` (VEC3 or SCALAR), with
+// min and max per component when asked.
+int AddFloats(tinygltf::Model* model, const std::vector<float>& values, int type, bool min_max) {
+  const int components = type == TINYGLTF_TYPE_VEC3 ? 3 : 1;
   std::vector<unsigned char>& buffer = model->buffers[0].data;
   while (buffer.size() % 4 != 0) buffer.push_back(0);
   tinygltf::BufferView view;
@@ -29,16 +31,22 @@ int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
   tinygltf::Accessor accessor;
   accessor.bufferView = static_cast<int>(model->bufferViews.size()) - 1;
   accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
-  accessor.type = TINYGLTF_TYPE_VEC3;
-  accessor.count = values.size() / 3;
-  accessor.minValues.assign(3, std::numeric_limits<double>::infinity());
-  accessor.maxValues.assign(3, -std::numeric_limits<double>::infinity());
-  for (size_t i = 0; i < values.size(); ++i) {
-    accessor.minValues[i % 3] = std::min<double>(accessor.minValues[i % 3], values[i]);
-    accessor.maxValues[i % 3] = std::max<double>(accessor.maxValues[i % 3], values[i]);
+  accessor.type = type;
+  accessor.count = values.size() / components;
+  if (min_max) {
+    accessor.minValues.assign(components, std::numeric_limits<double>::infinity());
+    accessor.maxValues.assign(components, -std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < values.size(); ++i) {
+      accessor.minValues[i % components] = std::min<double>(accessor.minValues[i % components], values[i]);
+      accessor.maxValues[i % components] = std::max<double>(accessor.maxValues[i % components], values[i]);
+    }
   }
   model->accessors.push_back(accessor);
   return static_cast<int>(model->accessors.size()) - 1;
+}
+
+int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
+  return AddFloats(model, values, TINYGLTF_TYPE_VEC3, /*min_max=*/true);
 }
 
 // A tightly packed float VEC3 accessor's values.
@@ -114,31 +122,9 @@ absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out
     const float t1 = static_cast<float>(first_input.maxValues.at(0));
     const std::vector<float> times = {t0, 0.5f * (t0 + t1), t1};
     const std::vector<float> weights = {0.5f, 0.f, 1.f, 0.6f, 0.f, 1.f};
-    auto add_scalars = [&](const std::vector<float>& values, bool min_max) {
-      std::vector<unsigned char>& buffer = model.buffers[0].data;
-      while (buffer.size() % 4 != 0) buffer.push_back(0);
-      tinygltf::BufferView view;
-      view.buffer = 0;
-      view.byteOffset = buffer.size();
-      view.byteLength = values.size() * sizeof(float);
-      const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-      buffer.insert(buffer.end(), bytes, bytes + view.byteLength);
-      model.bufferViews.push_back(view);
-      tinygltf::Accessor accessor;
-      accessor.bufferView = static_cast<int>(model.bufferViews.size()) - 1;
-      accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
-      accessor.type = TINYGLTF_TYPE_SCALAR;
-      accessor.count = values.size();
-      if (min_max) {
-        accessor.minValues = {values.front()};
-        accessor.maxValues = {values.back()};
-      }
-      model.accessors.push_back(accessor);
-      return static_cast<int>(model.accessors.size()) - 1;
-    };
     tinygltf::AnimationSampler sampler;
-    sampler.input = add_scalars(times, true);
-    sampler.output = add_scalars(weights, false);
+    sampler.input = AddFloats(&model, times, TINYGLTF_TYPE_SCALAR, /*min_max=*/true);
+    sampler.output = AddFloats(&model, weights, TINYGLTF_TYPE_SCALAR, /*min_max=*/false);
     sampler.interpolation = "LINEAR";
     animation.samplers.push_back(sampler);
     int mesh_node = -1;
