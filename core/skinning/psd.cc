@@ -216,11 +216,15 @@ absl::Status PsdModel::Deform(const Pose& pose, RowMatrixX3d* U) const {
   return absl::OkStatus();
 }
 
-absl::Status PsdModel::DeformFloat(const Pose& pose, float* U) const {
+absl::Status PsdModel::DeformFloat(const Pose& pose, float* U, const float* rest) const {
   ASSIGN_OR_RETURN(auto f, d_->Prepare(pose));
   const PsdModelData& d = *d_;
   thread_local std::vector<float> X;
-  X.assign(d.Vf.begin(), d.Vf.end());
+  if (rest != nullptr) {
+    X.assign(rest, rest + d.Vf.size());
+  } else {
+    X.assign(d.Vf.begin(), d.Vf.end());
+  }
   for (size_t c = 0; c < d.disp.size(); ++c) {
     const ExampleDisplacements& D = d.disp[c];
     for (const auto& b : D.blocks) {

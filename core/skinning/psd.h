@@ -163,7 +163,10 @@ class PsdModel {
   // U: #V×3 positions at `pose` (INVALID_ARGUMENT for a pose that fails ValidatePose).
   absl::Status Deform(const Pose& pose, RowMatrixX3d* U) const;
   // float32 per-frame path for the server: U = n*3 floats (n = num_vertices()), xyz interleaved.
-  absl::Status DeformFloat(const Pose& pose, float* U) const;
+  // `rest`, when given (#V·3 floats), replaces the model's rest positions under the example
+  // corrections: a mesh morphed by morph targets, corrected, then skinned (morph first, then the
+  // examples, then skinning). The corrections stay those the examples were fitted with.
+  absl::Status DeformFloat(const Pose& pose, float* U, const float* rest = nullptr) const;
 
   int num_examples() const;
   int num_vertices() const;

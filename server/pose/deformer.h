@@ -64,7 +64,7 @@ class Deformer {
   virtual bool TakesStretchTwist() const { return false; }
   // Whether the call fetches a PSD model for it (PoseTarget::psd).
   virtual bool UsesPsdModel() const { return false; }
-  // Whether it skins FrameInput::positions (so morph targets apply); PSD and elastic do not yet.
+  // Whether it skins FrameInput::positions (so morph targets apply); elastic does not yet.
   virtual bool TakesMorphTargets() const { return true; }
 
   // OK when `target` has what this deformer needs for a frame (`geometry`: vertices or normals

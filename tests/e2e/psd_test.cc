@@ -49,6 +49,18 @@ Rig PsdRig() {
     W.weights.row(i) << static_cast<float>(1 - b), static_cast<float>(b);
   }
   rig.sparse_weights = std::move(W);
+  // A morph target at default weight 0 (so every pose that sets no morph weights is unmorphed):
+  // the cylinder swells radially by up to 0.03, most at x = 0.5, away from the elbow's bulge.
+  MorphTarget swell;
+  swell.name = "swell";
+  swell.dV = RowMatrixX3d::Zero(n, 3);
+  swell.dN.resize(0, 3);
+  for (int i = 0; i < n; ++i) {
+    const Eigen::Vector3d radial(0, rig.mesh.V(i, 1), rig.mesh.V(i, 2));
+    const double g = 0.03 * std::exp(-(rig.mesh.V(i, 0) - 0.5) * (rig.mesh.V(i, 0) - 0.5) / 0.05);
+    if (radial.norm() > 1e-9) swell.dV.row(i) = g * radial.normalized().transpose();
+  }
+  rig.morph_targets.push_back(std::move(swell));
   return rig;
 }
 
@@ -224,6 +236,36 @@ TEST_F(PsdEndToEnd, PsdIsPlainSkinningAtRestAndBendsTheBulgeInBetween) {
     std::printf("%s vs %s half way: max difference %.3g\n", v1::Deformer_Name(support).c_str(),
                 v1::Deformer_Name(psd).c_str(), d);
     EXPECT_GT(d, 1e-5);
+  }
+}
+
+// PSD with morph targets: morph first, then the example corrections, then skinning. Skinning is
+// linear in the rest positions for fixed weights and transforms, so what the morph adds to a
+// PSD pose must equal what it adds to the plain pose of PSD's base (LBS or DQS):
+// PSD(morphed) − PSD(unmorphed) = base(morphed) − base(unmorphed), here with an example active.
+TEST_F(PsdEndToEnd, MorphTargetsComposeWithTheExamplesMorphFirst) {
+  ASSERT_TRUE(Add(Sculpt("bend-z", Bend(rig_, 60, Eigen::Vector3d::UnitZ()), 0.05)).ok());
+  v1::Pose pose = Bend(rig_, 45, Eigen::Vector3d::UnitZ());
+  v1::Pose morphed = pose;
+  morphed.add_morph_weights(1.f);
+  for (auto [psd, plain] : {std::pair{v1::DEFORMER_PSD_LBS, v1::DEFORMER_UNSPECIFIED},
+                            std::pair{v1::DEFORMER_PSD_DQS, v1::DEFORMER_DQS}}) {
+    SCOPED_TRACE(v1::Deformer_Name(psd));
+    auto p0 = PoseVertices(pose, psd), p1 = PoseVertices(morphed, psd);
+    auto s0 = PoseVertices(pose, plain), s1 = PoseVertices(morphed, plain);
+    ASSERT_TRUE(p0.ok() && p1.ok() && s0.ok() && s1.ok())
+        << p0.status() << p1.status() << s0.status() << s1.status();
+    double worst = 0, morph = 0, correction = 0;
+    for (int i = 0; i < p0->vertices_size(); ++i) {
+      const double psd_delta = double{p1->vertices(i)} - p0->vertices(i);
+      const double plain_delta = double{s1->vertices(i)} - s0->vertices(i);
+      worst = std::max(worst, std::abs(psd_delta - plain_delta));
+      morph = std::max(morph, std::abs(plain_delta));
+      correction = std::max(correction, std::abs(double{p1->vertices(i)} - s1->vertices(i)));
+    }
+    EXPECT_LE(worst, 1e-5 * diag_);
+    EXPECT_GT(morph, 0.01) << "the morph should show";
+    EXPECT_GT(correction, 0.005) << "the example's correction should show on the morphed mesh";
   }
 }
 

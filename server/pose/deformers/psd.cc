@@ -9,7 +9,6 @@ class PsdDeformer final : public Deformer {
  public:
   PsdDeformer(v1::Deformer kind, const Deformer* base) : kind_(kind), base_(base) {}
   v1::Deformer kind() const override { return kind_; }
-  bool TakesMorphTargets() const override { return false; }
   bool UsesPsdModel() const override { return true; }
   absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override {
     return base_->CheckTarget(target, geometry);
@@ -18,7 +17,9 @@ class PsdDeformer final : public Deformer {
   bool KeepsBindPose(const PoseTarget& target) const override { return target.psd == nullptr; }
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
     if (target.psd == nullptr) return base_->Deform(target, frame, out);
-    return target.psd->DeformFloat(frame.pose, out->positions);
+    // Morph first, then the example corrections, then skinning.
+    return target.psd->DeformFloat(frame.pose, out->positions,
+                                   frame.morphed ? frame.positions : nullptr);
   }
 
  private:
