@@ -1,5 +1,6 @@
 #include "client/skinctl/common.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <cmath>
@@ -113,6 +114,42 @@ void PrintRig(const v1::Rig& rig) {
   std::printf("%s  %-20s %7d vertices %7d triangles %4d joints  weights: %s\n", rig.name().c_str(),
               rig.display_name().c_str(), rig.vertex_count(), rig.triangle_count(), rig.joint_count(),
               rig.influence_count() > 0 ? absl::StrCat(rig.influence_count(), " per vertex").c_str() : "none");
+}
+
+absl::StatusOr<std::vector<double>> ReadPoseFileMorphWeights(const std::string& path,
+                                                             const std::vector<MorphTarget>& targets) {
+  if (fs::path(path).extension() == ".dmat") return std::vector<double>{};
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("morph_weights")) return std::vector<double>{};
+  const nlohmann::json& m = doc["morph_weights"];
+  std::vector<double> weights;
+  for (const MorphTarget& t : targets) weights.push_back(t.default_weight);
+  if (m.is_array()) {
+    if (m.size() != targets.size())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: morph_weights has %d values; the rig has %d morph targets", path, m.size(), targets.size()));
+    for (size_t t = 0; t < m.size(); ++t) {
+      if (!m[t].is_number())
+        return absl::InvalidArgumentError(absl::StrFormat("%s: morph_weights[%d] is not a number", path, t));
+      weights[t] = m[t].get<double>();
+    }
+  } else if (m.is_object()) {
+    for (const auto& [name, value] : m.items()) {
+      const auto it = std::find_if(targets.begin(), targets.end(),
+                                   [&](const MorphTarget& t) { return t.name == name; });
+      if (it == targets.end())
+        return absl::InvalidArgumentError(absl::StrCat(path, ": morph_weights: no morph target named '", name, "'"));
+      if (!value.is_number())
+        return absl::InvalidArgumentError(absl::StrCat(path, ": morph_weights.", name, " is not a number"));
+      weights[it - targets.begin()] = value.get<double>();
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": morph_weights must be an object by target name or an array by index"));
+  }
+  return weights;
 }
 
 absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton) {

@@ -118,6 +118,8 @@ absl::Status CommandPose(const Args&) {
   if (const std::string pose_file = absl::GetFlag(FLAGS_pose); !pose_file.empty()) {
     ASSIGN_OR_RETURN(Pose p, ReadPoseFile(pose_file, rig.skeleton));
     frames.emplace_back(fs::path(pose_file).stem().string(), std::move(p));
+    ASSIGN_OR_RETURN(std::vector<double> w, ReadPoseFileMorphWeights(pose_file, rig.morph_targets));
+    if (!w.empty()) morph_weights.push_back(std::move(w));
   } else if (!absl::GetFlag(FLAGS_times).empty() || absl::GetFlag(FLAGS_fps) > 0) {
     if (!local || local->animations.empty())
       return absl::InvalidArgumentError("--times/--fps need a glTF file with an animation (--gltf)");

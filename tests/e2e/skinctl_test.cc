@@ -18,7 +18,9 @@
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
+#include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
+#include "tests/support/morph_gltf.h"
 #include "tests/support/multi_skin_gltf.h"
 #include "tests/support/server_process.h"
 
@@ -220,6 +222,42 @@ TEST_F(SkinctlTest, MultiSkinFileKeepsItsNodesApartInEveryOutput) {
   EXPECT_EQ(back->parts[2].name, "instance2");
   files = testing::GltfFilesIn(out);
   SKINNING_EXPECT_VALID_GLTF(files);
+}
+
+// A pose file sets morph weights by target name; the posed mesh is the reference's morph
+// (named target at the file's weight, the other at its default) then skin. Unknown names fail.
+TEST_F(SkinctlTest, PoseFileSetsMorphWeightsByTargetName) {
+  const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(in);
+  const std::string dir = MakeTempDir("morph-pose");
+  const std::string gltf = dir + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(in, gltf).ok());
+  {
+    std::ofstream(dir + "/lean.json") << R"({"joints": [], "morph_weights": {"lean": 1.0}})";
+    std::ofstream(dir + "/typo.json") << R"({"joints": [], "morph_weights": {"leen": 1.0}})";
+  }
+  auto posed = Skinctl({"pose", "--gltf=" + gltf, "--pose=" + dir + "/lean.json", "--format=obj",
+                        "--out=" + dir + "/out"});
+  ASSERT_EQ(posed.exit_code, 0) << posed.output;
+  EXPECT_THAT(posed.output, HasSubstr("2 morph targets"));
+  const std::vector<double> weights = {0.5, 1.0};  // bulge's default, lean from the file
+  auto expected = testing::gltf_reference::SkinAtTime(gltf, -1, 0.0,
+                                                      testing::gltf_reference::Blend::kLinear, &weights);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  std::string obj;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/out")) obj = e.path().string();
+  auto mesh = ReadObj(obj);
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  ASSERT_EQ(mesh->V.rows(), static_cast<Eigen::Index>(expected->bind.size()));
+  double worst = 0, diag = BoundingBoxDiagonal(mesh->V);
+  for (size_t i = 0; i < expected->bind.size(); ++i) {
+    worst = std::max(worst, (mesh->V.row(i).transpose() - expected->bind[i]).norm());
+  }
+  EXPECT_LE(worst, 1e-5 * diag);
+  auto typo = Skinctl({"pose", "--gltf=" + gltf, "--pose=" + dir + "/typo.json", "--format=obj",
+                       "--out=" + dir + "/out2"});
+  EXPECT_NE(typo.exit_code, 0);
+  EXPECT_THAT(typo.output, HasSubstr("no morph target named 'leen'"));
 }
 
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
