@@ -57,14 +57,26 @@ absl::Status MorphFrame(const LoadedRig& rig, const Deformer& deformer, const v1
         "%s.morph_weights has %d values; the rig has %d morph targets (give none or one each)",
         field, pose.morph_weights_size(), nt));
   std::vector<float> weights(nt);
-  bool any = false;
   for (int t = 0; t < nt; ++t) {
     weights[t] = pose.morph_weights_size() != 0 ? pose.morph_weights(t) : rig.morph_defaults[t];
     if (!std::isfinite(weights[t]))
       return absl::InvalidArgumentError(
           absl::StrFormat("%s.morph_weights[%d] is not finite", field, t));
-    any = any || weights[t] != 0.f;
   }
+  for (const auto& [name, value] : pose.named_morph_weights()) {
+    const auto& targets = rig.rig.morph_targets;
+    const auto it = std::find_if(targets.begin(), targets.end(),
+                                 [&name = name](const MorphTarget& t) { return t.name == name; });
+    if (it == targets.end())
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.named_morph_weights: the rig has no morph target named '%s'", field, name));
+    if (!std::isfinite(value))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.named_morph_weights['%s'] is not finite", field, name));
+    weights[it - targets.begin()] = value;
+  }
+  bool any = false;
+  for (float w : weights) any = any || w != 0.f;
   if (!any) return absl::OkStatus();
   if (!deformer.TakesMorphTargets())
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -268,6 +268,33 @@ TEST_F(CharactersTest, MorphTargetsThenSkinningFollowTheSpec) {
     }
   }
 
+  // By name, over the defaults: lean at 1, bulge at its default 0.5.
+  {
+    v1::PoseClipRequest named;
+    named.set_rig(reg->rig().name());
+    named.mutable_outputs()->set_vertices(true);
+    v1::Pose* p = named.add_poses();
+    *p = PoseToProto(Pose{SampleAnimation(character->skeleton, character->animations[0], times[1])});
+    (*p->mutable_named_morph_weights())["lean"] = 1.f;
+    auto clip = client_->PoseClip(named);
+    ASSERT_TRUE(clip.ok()) << clip.status();
+    const std::vector<double> lean = {0.5, 1.0};
+    auto expected = ref::SkinAtTime(path, 0, times[1], ref::Blend::kLinear, &lean);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    double worst = 0;
+    for (size_t i = 0; i < expected->posed.size(); ++i) {
+      const Eigen::Vector3d got(clip->frames(0).vertices(3 * i), clip->frames(0).vertices(3 * i + 1),
+                                clip->frames(0).vertices(3 * i + 2));
+      worst = std::max(worst, (got - expected->posed[i]).norm());
+    }
+    EXPECT_LE(worst, 1e-5 * diag);
+    (*named.mutable_poses(0)->mutable_named_morph_weights())["leen"] = 1.f;
+    auto typo = client_->PoseClip(named);
+    ASSERT_FALSE(typo.ok());
+    EXPECT_THAT(std::string(typo.status().message()),
+                ::testing::HasSubstr("no morph target named 'leen'"));
+  }
+
   // One weight per target, or none.
   v1::PoseClipRequest bad;
   bad.set_rig(reg->rig().name());
