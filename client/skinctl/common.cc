@@ -45,12 +45,12 @@ absl::StatusOr<Character> LoadCharacter() {
     c.rig.skeleton = std::move(g->skeleton);
     c.rig.sparse_weights = std::move(g->weights);
     c.animations = std::move(g->animations);
+    const int skins = g->NumSkins(), nodes = static_cast<int>(g->parts.size());
     c.source_summary = absl::StrFormat(
-        "%d skin%s, %d mesh node%s, %d morph target%s, %d animation%s", g->num_skins,
-        g->num_skins == 1 ? "" : "s", g->num_mesh_nodes, g->num_mesh_nodes == 1 ? "" : "s",
-        c.rig.morph_targets.size(), c.rig.morph_targets.size() == 1 ? "" : "s",
-        c.animations.size(), c.animations.size() == 1 ? "" : "s");
-
+        "%d skin%s, %d mesh node%s, %d morph target%s, %d animation%s", skins,
+        skins == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", c.rig.morph_targets.size(),
+        c.rig.morph_targets.size() == 1 ? "" : "s", c.animations.size(),
+        c.animations.size() == 1 ? "" : "s");
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

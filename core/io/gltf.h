@@ -27,8 +27,6 @@ struct GltfCharacter {
   // skeleton joint j.
   Skeleton skeleton;
   int num_skin_joints = 0;  // joints listed by some skin (the first num_skin_joints)
-  int num_skins = 0;
-  int num_mesh_nodes = 0;  // skinned mesh nodes read (a mesh instanced by n nodes counts n times)
   // Where each skinned mesh node's vertices are in `mesh`, in node order.
   struct Part {
     int node = -1;
@@ -37,7 +35,8 @@ struct GltfCharacter {
     int first_vertex = 0;
     int num_vertices = 0;
   };
-  std::vector<Part> parts;
+  std::vector<Part> parts;  // one per mesh node read (a mesh instanced by n nodes: n parts)
+  int NumSkins() const;     // skins the parts use
   // Morph targets of the skinned nodes' meshes (POSITION and NORMAL deltas, in rig space), one
   // set per node whose mesh has them; names from mesh.extras.targetNames ("target<i>" without),
   // prefixed "<node name>/" when several nodes have targets; defaults from node.weights, else

@@ -127,17 +127,23 @@ absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path) {
   return model;
 }
 
+// A node's `matrix` (column-major, 16 finite numbers).
+absl::StatusOr<Eigen::Affine3d> NodeMatrix(const tinygltf::Node& node, int index) {
+  if (node.matrix.size() != 16)
+    return Invalid(absl::StrFormat("nodes[%d].matrix has %d numbers, expected 16", index,
+                                   node.matrix.size()));
+  Eigen::Affine3d A = Eigen::Affine3d::Identity();
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 3; ++r) A.matrix()(r, c) = node.matrix[c * 4 + r];  // column-major
+  if (!A.matrix().allFinite())
+    return Invalid(absl::StrFormat("nodes[%d].matrix is not finite", index));
+  return A;
+}
+
 absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
   Transform t;
   if (!node.matrix.empty()) {
-    if (node.matrix.size() != 16)
-      return Invalid(absl::StrFormat("nodes[%d].matrix has %d numbers, expected 16", index,
-                                     node.matrix.size()));
-    Eigen::Affine3d A = Eigen::Affine3d::Identity();
-    for (int c = 0; c < 4; ++c)
-      for (int r = 0; r < 3; ++r) A.matrix()(r, c) = node.matrix[c * 4 + r];  // column-major
-    if (!A.matrix().allFinite())
-      return Invalid(absl::StrFormat("nodes[%d].matrix is not finite", index));
+    ASSIGN_OR_RETURN(const Eigen::Affine3d A, NodeMatrix(node, index));
     return DecomposeAffine(A);
   }
   if (!node.translation.empty()) {
@@ -169,47 +175,49 @@ absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
   return t;
 }
 
-// The parent node of node n, or -1 (first parent found; the skeleton reader rejects nodes with
-// two parents).
-int ParentOf(const tinygltf::Model& model, int n) {
-  for (size_t p = 0; p < model.nodes.size(); ++p) {
-    for (int c : model.nodes[p].children) {
-      if (c == n) return static_cast<int>(p);
+// What props need of the node tree, computed once per file: each node's parent (the first one
+// found; the skeleton reader rejects nodes with two parents) and whether a skin lists it.
+struct NodeTree {
+  std::vector<int> parent;
+  std::vector<bool> skin_joint;
+
+  explicit NodeTree(const tinygltf::Model& model)
+      : parent(model.nodes.size(), -1), skin_joint(model.nodes.size(), false) {
+    const int n = static_cast<int>(model.nodes.size());
+    for (int p = 0; p < n; ++p) {
+      for (int c : model.nodes[p].children) {
+        if (c >= 0 && c < n && parent[c] == -1) parent[c] = p;
+      }
+    }
+    for (const tinygltf::Skin& skin : model.skins) {
+      for (int j : skin.joints) {
+        if (j >= 0 && j < n) skin_joint[j] = true;
+      }
     }
   }
-  return -1;
-}
 
-// The nearest ancestor of node n that some skin lists as a joint, or -1.
-absl::StatusOr<int> PropJointNode(const tinygltf::Model& model, int n) {
-  std::set<int> joints;
-  for (const tinygltf::Skin& skin : model.skins) joints.insert(skin.joints.begin(), skin.joints.end());
-  int steps = 0;
-  for (int p = ParentOf(model, n); p != -1; p = ParentOf(model, p)) {
-    if (++steps > static_cast<int>(model.nodes.size()))
-      return Invalid(absl::StrFormat("nodes[%d]: the node hierarchy has a cycle", n));
-    if (joints.count(p)) return p;
+  // The nearest ancestor of node n that some skin lists as a joint, or -1.
+  absl::StatusOr<int> PropJointNode(int n) const {
+    int steps = 0;
+    for (int p = parent[n]; p != -1; p = parent[p]) {
+      if (++steps > static_cast<int>(parent.size()))
+        return Invalid(absl::StrFormat("nodes[%d]: the node hierarchy has a cycle", n));
+      if (skin_joint[p]) return p;
+    }
+    return -1;
   }
-  return -1;
-}
+};
 
 // A node's local transform as a matrix (a `matrix` as given, else T·R·S).
 absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int index) {
-  if (node.matrix.size() == 16) {
-    Eigen::Affine3d A = Eigen::Affine3d::Identity();
-    for (int c = 0; c < 4; ++c)
-      for (int r = 0; r < 3; ++r) A.matrix()(r, c) = node.matrix[c * 4 + r];  // column-major
-    if (!A.matrix().allFinite())
-      return Invalid(absl::StrFormat("nodes[%d].matrix is not finite", index));
-    return A;
-  }
+  if (!node.matrix.empty()) return NodeMatrix(node, index);
   ASSIGN_OR_RETURN(const Transform t, NodeTransform(node, index));
   return t.ToAffine();
 }
 
 // Refuses what the reader does not support yet instead of dropping it: every message names the
 // feature and where it is. (Sparse accessors are refused where one is read, in ReadAccessor.)
-absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
+absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   if (!model.extensionsRequired.empty()) {
     return Invalid(absl::StrFormat(
         "extensionsRequired: %s %s not supported (the reader supports no required extension)",
@@ -220,6 +228,13 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
   if (model.scenes.size() > 1) {
     return Invalid(absl::StrFormat(
         "scenes: the file has %d scenes; more than one scene is not supported", model.scenes.size()));
+  }
+  // The first animation that moves each node (translation, rotation or scale), for props.
+  std::map<int, size_t> moved_by;
+  for (size_t a = 0; a < model.animations.size(); ++a) {
+    for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
+      if (ch.target_path != "weights") moved_by.emplace(ch.target_node, a);
+    }
   }
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
@@ -241,23 +256,19 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model) {
     if (node.skin < 0 && !model.skins.empty()) {  // no skin at all: ReadSkeleton says so
       // A prop: it must hang below a skin joint, and nothing from it up to that joint may be
       // animated, so that it moves rigidly with the joint.
-      ASSIGN_OR_RETURN(const int joint_node, PropJointNode(model, static_cast<int>(n)));
+      ASSIGN_OR_RETURN(const int joint_node, tree.PropJointNode(static_cast<int>(n)));
       if (joint_node < 0) {
         return Invalid(absl::StrFormat(
             "nodes[%d]%s has a triangle mesh, no skin and no skin joint above it; static meshes "
             "are not supported yet",
             n, name));
       }
-      for (int m = static_cast<int>(n); m != joint_node; m = ParentOf(model, m)) {
-        for (size_t a = 0; a < model.animations.size(); ++a) {
-          for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
-            if (ch.target_node == m && ch.target_path != "weights") {
-              return Invalid(absl::StrFormat(
-                  "nodes[%d]%s is a mesh without a skin below joint nodes[%d], but animations[%d] "
-                  "moves nodes[%d] between them; such props are not supported",
-                  n, name, joint_node, a, m));
-            }
-          }
+      for (int m = static_cast<int>(n); m != joint_node; m = tree.parent[m]) {
+        if (const auto it = moved_by.find(m); it != moved_by.end()) {
+          return Invalid(absl::StrFormat(
+              "nodes[%d]%s is a mesh without a skin below joint nodes[%d], but animations[%d] "
+              "moves nodes[%d] between them; such props are not supported",
+              n, name, joint_node, it->second, m));
         }
       }
       continue;
@@ -434,8 +445,9 @@ absl::StatusOr<std::vector<int>> PrimitiveTriangles(const std::vector<uint32_t>&
   return tri;
 }
 
-absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& skins,
-                      const std::vector<int>& joint_of_node, GltfCharacter* character) {
+absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
+                      const std::vector<SkinMap>& skins, const std::vector<int>& joint_of_node,
+                      GltfCharacter* character) {
   struct Item {
     int node, mesh, primitive, skin;  // skin −1: a prop, moved rigidly by prop_joint
     int prop_joint = -1;
@@ -452,11 +464,11 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
     int prop_joint = -1;
     Eigen::Affine3d prop_matrix = Eigen::Affine3d::Identity();
     if (node.skin < 0) {
-      ASSIGN_OR_RETURN(const int joint_node, PropJointNode(model, static_cast<int>(n)));
+      ASSIGN_OR_RETURN(const int joint_node, tree.PropJointNode(static_cast<int>(n)));
       if (joint_node < 0) continue;  // no skin in the file: ReadSkeleton said so
       prop_joint = joint_of_node[joint_node];
       Eigen::Affine3d R = Eigen::Affine3d::Identity();
-      for (int m = static_cast<int>(n); m != joint_node; m = ParentOf(model, m)) {
+      for (int m = static_cast<int>(n); m != joint_node; m = tree.parent[m]) {
         ASSIGN_OR_RETURN(const Eigen::Affine3d local, LocalAffine(model.nodes[m], m));
         R = local * R;
       }
@@ -477,14 +489,6 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
     }
   }
   if (items.empty()) return Invalid("no node with a triangle mesh has a skin");
-  std::set<int> mesh_nodes;
-  for (const Item& item : items) mesh_nodes.insert(item.node);
-  character->num_mesh_nodes = static_cast<int>(mesh_nodes.size());
-  std::set<int> used_skins;
-  for (const Item& item : items) {
-    if (item.skin >= 0) used_skins.insert(item.skin);
-  }
-  character->num_skins = static_cast<int>(used_skins.size());
 
   auto attribute = [&](const Item& item, const char* key) {
     const auto& attrs = model.meshes[item.mesh].primitives[item.primitive].attributes;
@@ -534,6 +538,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
     const SkinMap& skin = item.skin >= 0 ? skins[item.skin] : prop;
     const int num_skin_joints = static_cast<int>(skin.joint.size());
     const bool offset = !skin.offset.matrix().isIdentity(0.0);
+    const Eigen::Matrix3d normal_matrix = skin.offset.linear().inverse().transpose();
     if (character->parts.empty() || character->parts.back().node != item.node) {
       GltfCharacter::Part part;
       part.node = item.node;
@@ -569,7 +574,6 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
                                                  where + ".NORMAL"));
       RETURN_IF_ERROR(same_count(nor, ni, "NORMAL"));
       if (offset) {
-        const Eigen::Matrix3d normal_matrix = skin.offset.linear().inverse().transpose();
         for (size_t v = 0; v < nv; ++v) {
           const Eigen::Vector3d q = (normal_matrix * Eigen::Vector3d(nor.data[3 * v],
                                                                      nor.data[3 * v + 1],
@@ -671,14 +675,13 @@ absl::Status ReadMesh(const tinygltf::Model& model, const std::vector<SkinMap>& 
                                        where, count));
       }
       const Eigen::Matrix3d linear = skin.offset.linear();
-      const Eigen::Matrix3d normal_linear = linear.inverse().transpose();
       for (int t = 0; t < count; ++t) {
         TargetPiece piece;
         piece.target = found->second + t;
         piece.base = base;
         for (const auto& [key, transform] :
              {std::pair<const char*, const Eigen::Matrix3d*>{"POSITION", &linear},
-              {"NORMAL", &normal_linear}}) {
+              {"NORMAL", &normal_matrix}}) {
           auto it = prim.targets[t].find(key);
           if (it == prim.targets[t].end()) continue;
           const std::string what = absl::StrFormat("%s.targets[%d].%s", where, t, key);
@@ -892,6 +895,14 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
 
 }  // namespace
 
+int GltfCharacter::NumSkins() const {
+  std::set<int> skins;
+  for (const Part& p : parts) {
+    if (p.skin >= 0) skins.insert(p.skin);
+  }
+  return static_cast<int>(skins.size());
+}
+
 std::vector<MeshPart> GltfCharacter::MeshParts() const {
   std::vector<MeshPart> out;
   for (const Part& p : parts) {
@@ -908,12 +919,14 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   };
   GltfCharacter character;
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
-  if (absl::Status s = CheckSupportedFeatures(model); !s.ok()) return fail(s);
+  const NodeTree tree(model);
+  if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   std::vector<SkinMap> skins;
   if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node, &skins); !s.ok())
     return fail(s);
-  if (absl::Status s = ReadMesh(model, skins, joint_of_node, &character); !s.ok()) return fail(s);
+  if (absl::Status s = ReadMesh(model, tree, skins, joint_of_node, &character); !s.ok())
+    return fail(s);
   if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
   if (character.name.empty()) character.name = std::filesystem::path(path).stem().string();
   return character;

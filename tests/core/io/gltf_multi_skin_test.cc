@@ -44,8 +44,8 @@ TEST(GltfMultiSkin, ReadsEverySkinnedNodeIntoOneRig) {
   const std::string path = testing::WriteMultiSkinGltf(spec, TempFile("three.gltf"));
   absl::StatusOr<GltfCharacter> c = ReadGltf(path);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->num_skins, spec.chains);
-  EXPECT_EQ(c->num_mesh_nodes, spec.chains);
+  EXPECT_EQ(c->NumSkins(), spec.chains);
+  EXPECT_EQ(c->parts.size(), static_cast<size_t>(spec.chains));
   EXPECT_EQ(c->num_skin_joints, 1 + spec.chains * spec.chain_joints);
   ASSERT_EQ(c->parts.size(), static_cast<size_t>(spec.chains));
   const int per_node = spec.rings * spec.segments;
@@ -162,7 +162,7 @@ TEST(GltfMultiSkin, ReadsAPropBelowAJointAsAPartOfThatJoint) {
   EXPECT_EQ(helmet.name, "helmet");
   EXPECT_EQ(helmet.skin, -1);
   EXPECT_EQ(helmet.num_vertices, 8);
-  EXPECT_EQ(c->num_skins, spec.chains);
+  EXPECT_EQ(c->NumSkins(), spec.chains);
   const int last_of_chain0 = spec.chain_joints;  // rig joints: root, then chain 0's joints
   for (int v = helmet.first_vertex; v < helmet.first_vertex + 8; ++v) {
     EXPECT_EQ(c->weights.joints(v, 0), last_of_chain0);

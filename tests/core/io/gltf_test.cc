@@ -966,11 +966,11 @@ TEST(GltfReadTest, CountsSkinnedMeshNodes) {
   h.extra_nodes = R"({"mesh":0,"skin":0})";
   absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/two.gltf"));
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->num_mesh_nodes, 2);
+  EXPECT_EQ(c->parts.size(), 2u);
   EXPECT_EQ(c->mesh.V.rows(), 6);
   absl::StatusOr<GltfCharacter> one = ReadGltf(WriteHandMade(HandMade(), dir + "/one.gltf"));
   ASSERT_TRUE(one.ok()) << one.status();
-  EXPECT_EQ(one->num_mesh_nodes, 1);
+  EXPECT_EQ(one->parts.size(), 1u);
 }
 
 TEST(GltfRobustnessTest, RejectsIndexOrJointOutOfRange) {
