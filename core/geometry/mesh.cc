@@ -94,14 +94,20 @@ absl::Status ValidateMorphTargets(const std::vector<MorphTarget>& targets, const
   return absl::OkStatus();
 }
 
-std::vector<Mesh> SplitByParts(const Mesh& mesh, const std::vector<MeshPart>& parts) {
-  if (parts.empty()) return {mesh};
+std::vector<std::vector<int>> TrianglesByPart(const std::vector<MeshPart>& parts,
+                                              const RowMatrixX3i& F) {
   std::vector<int> part_of;
   for (size_t p = 0; p < parts.size(); ++p) {
     part_of.resize(part_of.size() + parts[p].num_vertices, static_cast<int>(p));
   }
-  std::vector<std::vector<int>> rows(parts.size());
-  for (int f = 0; f < mesh.F.rows(); ++f) rows[part_of[mesh.F(f, 0)]].push_back(f);
+  std::vector<std::vector<int>> rows(std::max<size_t>(parts.size(), 1));
+  for (int f = 0; f < F.rows(); ++f) rows[parts.empty() ? 0 : part_of[F(f, 0)]].push_back(f);
+  return rows;
+}
+
+std::vector<Mesh> SplitByParts(const Mesh& mesh, const std::vector<MeshPart>& parts) {
+  if (parts.empty()) return {mesh};
+  const std::vector<std::vector<int>> rows = TrianglesByPart(parts, mesh.F);
   std::vector<Mesh> out(parts.size());
   for (size_t p = 0; p < parts.size(); ++p) {
     const MeshPart& part = parts[p];

@@ -52,6 +52,11 @@ absl::Status ValidateMeshParts(const std::vector<MeshPart>& parts, const Mesh& m
 absl::Status ValidateMorphTargets(const std::vector<MorphTarget>& targets, const Mesh& mesh,
                                   const char* field = "morph_targets");
 
+// The rows of F in each part, in order (the part of a triangle's first vertex; after
+// ValidateMeshParts all three agree); one list of every row when `parts` is empty.
+std::vector<std::vector<int>> TrianglesByPart(const std::vector<MeshPart>& parts,
+                                              const RowMatrixX3i& F);
+
 // Each part as a mesh of its own (its vertices, normals and triangles, indices made local), in
 // order; the whole mesh when `parts` is empty. Assumes ValidateMeshParts.
 std::vector<Mesh> SplitByParts(const Mesh& mesh, const std::vector<MeshPart>& parts);

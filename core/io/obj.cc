@@ -1,6 +1,5 @@
 #include "core/io/obj.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -173,16 +172,7 @@ absl::Status WriteObj(const std::string& path, const Mesh& mesh,
         "mesh.normals has %d rows, expected %d (one per vertex)", mesh.N.rows(), nv));
   RETURN_IF_ERROR(CheckTriangleIndices(mesh.F, nv));
   RETURN_IF_ERROR(ValidateMeshParts(parts, mesh));
-  // Faces grouped by part: the part of each face's first vertex (ValidateMeshParts: all three).
-  std::vector<std::vector<Eigen::Index>> faces(std::max<size_t>(parts.size(), 1));
-  {
-    std::vector<int> part_of(static_cast<size_t>(nv), 0);
-    for (size_t p = 0; p < parts.size(); ++p) {
-      std::fill(part_of.begin() + parts[p].first_vertex,
-                part_of.begin() + parts[p].first_vertex + parts[p].num_vertices, static_cast<int>(p));
-    }
-    for (Eigen::Index f = 0; f < mesh.F.rows(); ++f) faces[part_of[mesh.F(f, 0)]].push_back(f);
-  }
+  const std::vector<std::vector<int>> faces = TrianglesByPart(parts, mesh.F);
 
   std::string out;
   out.reserve(static_cast<size_t>(64 * (nv * (with_normals ? 2 : 1) + mesh.F.rows())));
@@ -204,7 +194,7 @@ absl::Status WriteObj(const std::string& path, const Mesh& mesh,
       const bool one_word = !name.empty() && name.find_first_of(" \t\r\n#") == std::string::npos;
       absl::StrAppend(&out, "o ", one_word ? name : absl::StrCat("part", p), "\n");
     }
-    for (Eigen::Index f : faces[p]) {
+    for (int f : faces[p]) {
       out += 'f';
       for (int k = 0; k < 3; ++k) {
         const std::string index = absl::StrCat(mesh.F(f, k) + 1);
