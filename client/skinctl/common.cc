@@ -1,6 +1,5 @@
 #include "client/skinctl/common.h"
 
-#include <algorithm>
 #include <unistd.h>
 
 #include <cmath>
@@ -116,40 +115,30 @@ void PrintRig(const v1::Rig& rig) {
               rig.influence_count() > 0 ? absl::StrCat(rig.influence_count(), " per vertex").c_str() : "none");
 }
 
-absl::StatusOr<std::vector<double>> ReadPoseFileMorphWeights(const std::string& path,
-                                                             const std::vector<MorphTarget>& targets) {
-  if (fs::path(path).extension() == ".dmat") return std::vector<double>{};
+absl::Status ReadPoseFileMorphWeights(const std::string& path, v1::Pose* pose) {
+  if (fs::path(path).extension() == ".dmat") return absl::OkStatus();
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("morph_weights")) return std::vector<double>{};
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("morph_weights")) return absl::OkStatus();
   const nlohmann::json& m = doc["morph_weights"];
-  std::vector<double> weights;
-  for (const MorphTarget& t : targets) weights.push_back(t.default_weight);
   if (m.is_array()) {
-    if (m.size() != targets.size())
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: morph_weights has %d values; the rig has %d morph targets", path, m.size(), targets.size()));
     for (size_t t = 0; t < m.size(); ++t) {
       if (!m[t].is_number())
         return absl::InvalidArgumentError(absl::StrFormat("%s: morph_weights[%d] is not a number", path, t));
-      weights[t] = m[t].get<double>();
+      pose->add_morph_weights(m[t].get<float>());
     }
   } else if (m.is_object()) {
     for (const auto& [name, value] : m.items()) {
-      const auto it = std::find_if(targets.begin(), targets.end(),
-                                   [&](const MorphTarget& t) { return t.name == name; });
-      if (it == targets.end())
-        return absl::InvalidArgumentError(absl::StrCat(path, ": morph_weights: no morph target named '", name, "'"));
       if (!value.is_number())
         return absl::InvalidArgumentError(absl::StrCat(path, ": morph_weights.", name, " is not a number"));
-      weights[it - targets.begin()] = value.get<double>();
+      (*pose->mutable_named_morph_weights())[name] = value.get<float>();
     }
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": morph_weights must be an object by target name or an array by index"));
   }
-  return weights;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton) {

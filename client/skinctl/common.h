@@ -48,11 +48,11 @@ void PrintRig(const v1::Rig& rig);
 // rest transform; fields not given keep the rest value), or libigl's .dmat of relative rotations
 // (one quaternion x,y,z,w per joint, applied after the rest rotation).
 absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton);
-// The morph weights a JSON pose file sets: "morph_weights" as an object by target name
-// ({"smile": 0.5}; targets not named keep their default weight) or an array by index (one per
-// target). Empty when the file sets none (or is a .dmat): the pose then uses the defaults.
-absl::StatusOr<std::vector<double>> ReadPoseFileMorphWeights(const std::string& path,
-                                                             const std::vector<MorphTarget>& targets);
+// The morph weights a JSON pose file sets, into `pose`: "morph_weights" as an object by target
+// name ({"smile": 0.5}, into named_morph_weights: targets not named keep their default weight)
+// or an array by index (into morph_weights: one per target). Nothing when the file sets none
+// (or is a .dmat). The server checks names and counts against the rig.
+absl::Status ReadPoseFileMorphWeights(const std::string& path, v1::Pose* pose);
 
 // "queued", "running", "succeeded", "failed", "cancelled".
 std::string BakeStateName(v1::BakeState state);

@@ -114,12 +114,11 @@ absl::Status CommandPose(const Args&) {
 
   // The frames.
   std::vector<std::pair<std::string, Pose>> frames;
-  std::vector<std::vector<double>> morph_weights;  // per frame; empty: the targets' defaults
+  std::vector<v1::Pose> frame_morphs;  // per frame: its morph weights only (none: the defaults)
   if (const std::string pose_file = absl::GetFlag(FLAGS_pose); !pose_file.empty()) {
     ASSIGN_OR_RETURN(Pose p, ReadPoseFile(pose_file, rig.skeleton));
     frames.emplace_back(fs::path(pose_file).stem().string(), std::move(p));
-    ASSIGN_OR_RETURN(std::vector<double> w, ReadPoseFileMorphWeights(pose_file, rig.morph_targets));
-    if (!w.empty()) morph_weights.push_back(std::move(w));
+    RETURN_IF_ERROR(ReadPoseFileMorphWeights(pose_file, &frame_morphs.emplace_back()));
   } else if (!absl::GetFlag(FLAGS_times).empty() || absl::GetFlag(FLAGS_fps) > 0) {
     if (!local || local->animations.empty())
       return absl::InvalidArgumentError("--times/--fps need a glTF file with an animation (--gltf)");
@@ -133,7 +132,10 @@ absl::Status CommandPose(const Args&) {
     const Animation& animation = local->animations[a];
     for (double t : times) {
       frames.emplace_back(absl::StrFormat("t%.3f", t), Pose{SampleAnimation(rig.skeleton, animation, t)});
-      if (!animation.morph_channels.empty()) morph_weights.push_back(SampleMorphWeights(animation, t, defaults));
+      v1::Pose& morph = frame_morphs.emplace_back();
+      if (!animation.morph_channels.empty()) {
+        for (double w : SampleMorphWeights(animation, t, defaults)) morph.add_morph_weights(static_cast<float>(w));
+      }
     }
   } else {
     frames.emplace_back("rest", RestPose(rig.skeleton));
@@ -162,9 +164,7 @@ absl::Status CommandPose(const Args&) {
       const auto& frame = frames[f];
       v1::Pose* p = req.add_poses();
       *p = PoseToProto(frame.second);
-      if (f < morph_weights.size()) {
-        for (double w : morph_weights[f]) p->add_morph_weights(static_cast<float>(w));
-      }
+      if (f < frame_morphs.size()) p->MergeFrom(frame_morphs[f]);
       for (float v : stretch) p->add_bone_stretch(v);
       for (float v : twist) p->add_bone_twist(v);
     }

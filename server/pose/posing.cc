@@ -56,15 +56,16 @@ absl::Status MorphFrame(const LoadedRig& rig, const Deformer& deformer, const v1
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s.morph_weights has %d values; the rig has %d morph targets (give none or one each)",
         field, pose.morph_weights_size(), nt));
+  const std::vector<MorphTarget>& targets = rig.rig.morph_targets;
   std::vector<float> weights(nt);
   for (int t = 0; t < nt; ++t) {
-    weights[t] = pose.morph_weights_size() != 0 ? pose.morph_weights(t) : rig.morph_defaults[t];
+    weights[t] = pose.morph_weights_size() != 0 ? pose.morph_weights(t)
+                                                : static_cast<float>(targets[t].default_weight);
     if (!std::isfinite(weights[t]))
       return absl::InvalidArgumentError(
           absl::StrFormat("%s.morph_weights[%d] is not finite", field, t));
   }
   for (const auto& [name, value] : pose.named_morph_weights()) {
-    const auto& targets = rig.rig.morph_targets;
     const auto it = std::find_if(targets.begin(), targets.end(),
                                  [&name = name](const MorphTarget& t) { return t.name == name; });
     if (it == targets.end())

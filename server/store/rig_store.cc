@@ -92,7 +92,6 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig su
     morph_bytes += (dv.size() + dn.size()) * 4 + t.dV.size() * 8 + t.dN.size() * 8;
     loaded->morph_positions.push_back(std::move(dv));
     loaded->morph_normals.push_back(std::move(dn));
-    loaded->morph_defaults.push_back(static_cast<float>(t.default_weight));
   }
   loaded->rig = std::move(rig);
   const Rig& r = loaded->rig;

@@ -36,9 +36,8 @@ struct LoadedRig {
   std::vector<float> positions;  // #V*3 float32 bind positions
   std::vector<float> normals;    // #V*3 or empty
   // Morph targets in float32: per target #V*3 position deltas, and normal deltas (empty when
-  // the target or the mesh has none); the default weights.
+  // the target or the mesh has none). Names and default weights: rig.morph_targets.
   std::vector<std::vector<float>> morph_positions, morph_normals;
-  std::vector<float> morph_defaults;
   size_t bytes = 0;              // approximate memory footprint, for the cache
 };
 
