@@ -759,10 +759,11 @@ absl::Status BbwOptions::Validate() const {
 }
 
 std::string BbwReport::BriefReport() const {
-  int max_iterations = 0;
-  for (int it : iterations) max_iterations = std::max(max_iterations, it);
-  int total = 0;
-  for (int it : iterations) total += it;
+  int max_iterations = 0, total = 0;
+  for (int it : iterations) {
+    max_iterations = std::max(max_iterations, it);
+    total += it;
+  }
   std::string admm;
   if (admm_iterations > 0) {
     admm = absl::StrFormat("%d ADMM warm-start iterations (rho %.3g, %.3g s), ", admm_iterations,
