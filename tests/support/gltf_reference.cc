@@ -360,6 +360,14 @@ Eigen::VectorXd SampleChannel(const AccessorData& input, const AccessorData& out
   return finish(value(k));
 }
 
+// A sampler's interpolation mode (LINEAR when not given).
+absl::StatusOr<Mode> SamplerMode(const tinygltf::AnimationSampler& sampler) {
+  if (sampler.interpolation == "STEP") return Mode::kStep;
+  if (sampler.interpolation == "LINEAR" || sampler.interpolation.empty()) return Mode::kLinear;
+  if (sampler.interpolation == "CUBICSPLINE") return Mode::kCubic;
+  return absl::InvalidArgumentError(absl::StrCat("sampler interpolation ", sampler.interpolation));
+}
+
 // The spec's morph weights of `node` at time t: its animation "weights" channel sampled (the
 // output holds one weight per target per key, key-major) over `w`, which holds the defaults.
 absl::Status AnimatedMorphWeights(const tinygltf::Model& model, int animation, double t, int node,
@@ -374,9 +382,7 @@ absl::Status AnimatedMorphWeights(const tinygltf::Model& model, int animation, d
       return absl::InvalidArgumentError("weights channel: bad sampler");
     }
     const tinygltf::AnimationSampler& sampler = anim.samplers[channel.sampler];
-    const Mode mode = sampler.interpolation == "STEP"          ? Mode::kStep
-                      : sampler.interpolation == "CUBICSPLINE" ? Mode::kCubic
-                                                               : Mode::kLinear;
+    ASSIGN_OR_RETURN(const Mode mode, SamplerMode(sampler));
     ASSIGN_OR_RETURN(AccessorData input, ReadAccessor(model, sampler.input));
     ASSIGN_OR_RETURN(AccessorData output, ReadAccessor(model, sampler.output));
     const int targets = static_cast<int>(w->size());
@@ -452,17 +458,7 @@ absl::StatusOr<std::vector<Matrix4d>> LocalMatrices(const tinygltf::Model& model
         return absl::InvalidArgumentError(absl::StrCat("channel ", ci, ": bad sampler"));
       }
       const tinygltf::AnimationSampler& sampler = anim.samplers[channel.sampler];
-      Mode mode;
-      if (sampler.interpolation == "STEP") {
-        mode = Mode::kStep;
-      } else if (sampler.interpolation == "LINEAR" || sampler.interpolation.empty()) {
-        mode = Mode::kLinear;
-      } else if (sampler.interpolation == "CUBICSPLINE") {
-        mode = Mode::kCubic;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("sampler interpolation ", sampler.interpolation));
-      }
+      ASSIGN_OR_RETURN(const Mode mode, SamplerMode(sampler));
       ASSIGN_OR_RETURN(AccessorData input, ReadAccessor(model, sampler.input));
       ASSIGN_OR_RETURN(AccessorData output, ReadAccessor(model, sampler.output));
       const int keys_per_input = mode == Mode::kCubic ? 3 : 1;
