@@ -110,6 +110,15 @@ absl::StatusOr<v1::CreateRigResponse> Client::CreateRig(const v1::Rig& rig) {
       "CreateRig", [&](grpc::ClientContext* ctx, v1::CreateRigResponse* resp) { return rigs_->CreateRig(ctx, req, resp); });
 }
 
+absl::StatusOr<v1::CreateRigResponse> Client::CreateRigFromGltf(std::string gltf_bytes,
+                                                                const std::string& display_name) {
+  v1::CreateRigRequest req;
+  req.set_gltf(std::move(gltf_bytes));
+  req.set_display_name(display_name);
+  return Unary<v1::CreateRigResponse>(
+      "CreateRig", [&](grpc::ClientContext* ctx, v1::CreateRigResponse* resp) { return rigs_->CreateRig(ctx, req, resp); });
+}
+
 absl::StatusOr<v1::Rig> Client::GetRig(const std::string& name, v1::RigView view) {
   v1::GetRigRequest req;
   req.set_name(name);

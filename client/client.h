@@ -72,6 +72,9 @@ class Client {
   // RigService. CreateRig answers the stored rig's summary (its `name` is what every other call
   // takes) and whether this call stored it for the caller's tenant.
   absl::StatusOr<v1::CreateRigResponse> CreateRig(const v1::Rig& rig);
+  // The same from a .glb (or a .gltf with embedded buffers) that the server reads; the response
+  // carries the file's animations sampled as poses. `display_name` empty: the file's.
+  absl::StatusOr<v1::CreateRigResponse> CreateRigFromGltf(std::string gltf_bytes, const std::string& display_name = "");
   // The summary by default; mesh, skeleton and weights too with RIG_VIEW_FULL.
   absl::StatusOr<v1::Rig> GetRig(const std::string& name, v1::RigView view = v1::RIG_VIEW_UNSPECIFIED);
   // Every rig of the caller (summaries), following page tokens.

@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->bakes_ = std::make_unique<Bakes>(s->rigs_.get(), s->bake_store_.get(), s->bake_queue_.get(), &recipes);
   s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
   // The services' logic, then their gRPC adapters.
-  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes));
+  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes), options.max_clip_frames);
   s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames);
   s->bake_api_ = std::make_unique<BakeApi>(s->bakes_.get());
   s->fast_api_ = std::make_unique<FastApi>(s->bakes_.get());

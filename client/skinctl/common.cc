@@ -25,6 +25,7 @@
 #include "core/rig/pose.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
+#include "server/convert/gltf_import.h"
 
 namespace skinning {
 
@@ -37,19 +38,11 @@ absl::StatusOr<Character> LoadCharacter() {
   if (!gltf.empty()) {
     absl::StatusOr<GltfCharacter> g = ReadGltf(gltf);
     if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(gltf, ": ", g.status().message()));
+    GltfImport imported = ImportGltf(*std::move(g));
+    c.rig = std::move(imported.rig);
     c.rig.name = fs::path(gltf).stem().string();
-    c.rig.mesh = std::move(g->mesh);
-    if (g->parts.size() > 1) c.rig.mesh_parts = g->MeshParts();
-    c.rig.morph_targets = std::move(g->morph_targets);
-    c.rig.skeleton = std::move(g->skeleton);
-    c.rig.sparse_weights = std::move(g->weights);
-    c.animations = std::move(g->animations);
-    const int skins = g->NumSkins(), nodes = static_cast<int>(g->parts.size());
-    c.source_summary = absl::StrFormat(
-        "%d skin%s, %d mesh node%s, %d morph target%s, %d animation%s", skins,
-        skins == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s", c.rig.morph_targets.size(),
-        c.rig.morph_targets.size() == 1 ? "" : "s", c.animations.size(),
-        c.animations.size() == 1 ? "" : "s");
+    c.animations = std::move(imported.animations);
+    c.source_summary = std::move(imported.summary);
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/geometry/mesh.h"
 #include "core/rig/animation.h"
 #include "core/rig/skeleton.h"
@@ -63,6 +64,12 @@ struct GltfCharacter {
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for
 // skinned meshes.
 absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path);
+
+// ReadGltf of a file's bytes (a request's): .glb, or .gltf whose buffers are embedded (data:
+// URIs). Nothing is read from the filesystem: a file that refers to an external buffer is
+// INVALID_ARGUMENT naming it. `label` prefixes every message ("gltf: accessors[3] ..."); a
+// character whose file names no mesh is called "character".
+absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label);
 
 // Writes a skinned glTF: mesh (positions, normals when present, indices), a node per joint with
 // its rest transform, a skin with inverse bind matrices, JOINTS_0/WEIGHTS_0 (and _1 when k > 4)

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -85,46 +86,83 @@ absl::Status CheckGlbHeader(const std::vector<unsigned char>& bytes) {
   return absl::OkStatus();
 }
 
+// Filesystem access of a file read from memory (a request's bytes): none. Every external URI
+// is refused and remembered for the error message.
+struct NoFiles {
+  std::vector<std::string> asked;
+};
+
+tinygltf::FsCallbacks NoFileCallbacks(NoFiles* no_files) {
+  tinygltf::FsCallbacks fs;
+  fs.FileExists = [](const std::string& name, void* user) {
+    static_cast<NoFiles*>(user)->asked.push_back(name);
+    return false;
+  };
+  fs.ExpandFilePath = [](const std::string& path, void*) { return path; };
+  fs.ReadWholeFile = [](std::vector<unsigned char>*, std::string* err, const std::string& name, void*) {
+    if (err != nullptr) *err = "external file '" + name + "' refused";
+    return false;
+  };
+  fs.WriteWholeFile = [](std::string* err, const std::string&, const std::vector<unsigned char>&, void*) {
+    if (err != nullptr) *err = "writing refused";
+    return false;
+  };
+  fs.user_data = no_files;
+  return fs;
+}
+
+// Parses a .glb or .gltf held in memory; `label` prefixes every message. `base_dir` is where
+// external buffers are looked up, or nullopt for bytes from a request (external URIs refused).
+absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned char>& bytes, const std::string& label,
+                                                   const std::optional<std::string>& base_dir) {
+  if (bytes.empty()) return Invalid(absl::StrFormat("%s: the file is empty", label));
+  if (bytes.size() > std::numeric_limits<unsigned int>::max())
+    return Invalid(absl::StrFormat("%s: files of 4 GiB or more are not supported", label));
+  const bool binary = bytes.size() >= 4 && std::memcmp(bytes.data(), "glTF", 4) == 0;
+  if (binary) {
+    if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
+      return Invalid(absl::StrFormat("%s: %s", label, s.message()));
+  }
+  tinygltf::Model model;
+  tinygltf::TinyGLTF loader;
+  loader.SetImageLoader(&SkipImage, nullptr);
+  NoFiles no_files;
+  if (!base_dir) loader.SetFsCallbacks(NoFileCallbacks(&no_files));
+  const std::string dir = base_dir.value_or("");
+  std::string err, warn;
+  bool ok = false;
+  try {
+    const auto size = static_cast<unsigned int>(bytes.size());
+    if (binary) {
+      ok = loader.LoadBinaryFromMemory(&model, &err, &warn, bytes.data(), size, dir);
+    } else {
+      ok = loader.LoadASCIIFromString(&model, &err, &warn, reinterpret_cast<const char*>(bytes.data()), size, dir);
+    }
+  } catch (const std::exception& e) {
+    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", label, e.what()));
+  } catch (...) {
+    return Invalid(absl::StrFormat("%s: not a valid glTF file", label));
+  }
+  if (!ok) {
+    if (!no_files.asked.empty())
+      return Invalid(absl::StrFormat(
+          "%s: refers to the external file '%s'; send a .glb, or a .gltf whose buffers are embedded "
+          "(data: URIs)",
+          label, no_files.asked.front()));
+    std::string message(absl::StripAsciiWhitespace(err));
+    if (message.empty()) message = "unknown parse error";
+    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", label, message));
+  }
+  return model;
+}
+
 absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrFormat("cannot open \"%s\"", path));
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                    std::istreambuf_iterator<char>());
   if (in.bad()) return absl::DataLossError(absl::StrFormat("error reading \"%s\"", path));
-  if (bytes.empty()) return Invalid(absl::StrFormat("%s: the file is empty", path));
-  if (bytes.size() > std::numeric_limits<unsigned int>::max())
-    return Invalid(absl::StrFormat("%s: files of 4 GiB or more are not supported", path));
-  const bool binary = bytes.size() >= 4 && std::memcmp(bytes.data(), "glTF", 4) == 0;
-  if (binary) {
-    if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
-      return Invalid(absl::StrFormat("%s: %s", path, s.message()));
-  }
-  const std::string base_dir = std::filesystem::path(path).parent_path().string();
-
-  tinygltf::Model model;
-  tinygltf::TinyGLTF loader;
-  loader.SetImageLoader(&SkipImage, nullptr);
-  std::string err, warn;
-  bool ok = false;
-  try {
-    const auto size = static_cast<unsigned int>(bytes.size());
-    if (binary) {
-      ok = loader.LoadBinaryFromMemory(&model, &err, &warn, bytes.data(), size, base_dir);
-    } else {
-      ok = loader.LoadASCIIFromString(&model, &err, &warn,
-                                      reinterpret_cast<const char*>(bytes.data()), size, base_dir);
-    }
-  } catch (const std::exception& e) {
-    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", path, e.what()));
-  } catch (...) {
-    return Invalid(absl::StrFormat("%s: not a valid glTF file", path));
-  }
-  if (!ok) {
-    std::string message(absl::StripAsciiWhitespace(err));
-    if (message.empty()) message = "unknown parse error";
-    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", path, message));
-  }
-  return model;
+  return LoadModelFromBytes(bytes, path, std::filesystem::path(path).parent_path().string());
 }
 
 // A node's `matrix` (column-major, 16 finite numbers).
@@ -912,10 +950,14 @@ std::vector<MeshPart> GltfCharacter::MeshParts() const {
   return out;
 }
 
-absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
-  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+namespace {
+
+// The character of a parsed model; `label` prefixes every message, `stem` names a character
+// whose file names none.
+absl::StatusOr<GltfCharacter> ReadCharacter(const tinygltf::Model& model, const std::string& label,
+                                            const std::string& stem) {
   auto fail = [&](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrFormat("%s: %s", path, s.message()));
+    return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   };
   GltfCharacter character;
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
@@ -928,8 +970,21 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   if (absl::Status s = ReadMesh(model, tree, skins, joint_of_node, &character); !s.ok())
     return fail(s);
   if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
-  if (character.name.empty()) character.name = std::filesystem::path(path).stem().string();
+  if (character.name.empty()) character.name = stem;
   return character;
+}
+
+}  // namespace
+
+absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+  return ReadCharacter(model, path, std::filesystem::path(path).stem().string());
+}
+
+absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label) {
+  const std::vector<unsigned char> data(bytes.begin(), bytes.end());
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModelFromBytes(data, label, std::nullopt));
+  return ReadCharacter(model, label, "character");
 }
 
 }  // namespace skinning

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
+#include "server/convert/gltf_import.h"
 #include "server/names.h"
 #include "server/pose/psd_models.h"
 
@@ -17,6 +18,7 @@ namespace {
 
 constexpr int kDefaultRigPage = 100;
 constexpr int kMaxRigPage = 1000;
+constexpr double kClipFramesPerSecond = 30;
 
 // ListExamples' page token: "<revision>:<index of the page's first example>".
 absl::StatusOr<int> PageStart(const std::string& token, int64_t revision, int count) {
@@ -37,10 +39,24 @@ absl::StatusOr<int> PageStart(const std::string& token, int64_t revision, int co
 }  // namespace
 
 absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigRequest& req, v1::CreateRigResponse* resp) {
-  if (!req.has_rig()) return absl::InvalidArgumentError("rig is required");
+  if (req.source_case() == v1::CreateRigRequest::SOURCE_NOT_SET)
+    return absl::InvalidArgumentError("rig or gltf is required");
   RETURN_IF_ERROR(ctx.StillWanted());
+  v1::Rig from_file;
+  if (req.has_gltf()) {
+    ASSIGN_OR_RETURN(GltfCharacter character, ReadGltfBytes(req.gltf(), "gltf"));
+    GltfImport imported = ImportGltf(std::move(character));
+    if (!req.display_name().empty()) imported.rig.name = req.display_name();
+    for (v1::AnimationClip& clip : SampleClips(imported.animations, imported.rig, kClipFramesPerSecond, max_clip_frames_))
+      *resp->add_animations() = std::move(clip);
+    from_file = RigToProto(imported.rig);
+    RETURN_IF_ERROR(ctx.StillWanted());
+  } else if (!req.display_name().empty()) {
+    return absl::InvalidArgumentError("display_name goes with gltf; a rig carries its own (rig.display_name)");
+  }
   // Checked again between validation, hashing and storing (each linear in the rig's size).
-  ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.rig(), ctx.tenant(), [&ctx] { return ctx.StillWanted(); }));
+  ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.has_gltf() ? from_file : req.rig(), ctx.tenant(),
+                                                     [&ctx] { return ctx.StillWanted(); }));
   *resp->mutable_rig() = std::move(r.summary);
   resp->set_created(r.created);
   return absl::OkStatus();

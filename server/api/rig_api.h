@@ -21,10 +21,12 @@ class RigApi {
  public:
   // `examples` may be null (the example methods are then UNIMPLEMENTED); DeleteRig removes the
   // rig's examples with it. `max_response_bytes`: the server's message limit, which
-  // ListExamples pages stay below.
-  RigApi(RigStore* rigs, ExampleStore* examples, size_t max_response_bytes)
-      : rigs_(rigs), examples_(examples), max_response_bytes_(max_response_bytes) {}
+  // ListExamples pages stay below. `max_clip_frames`: most frames of the animations CreateRig
+  // samples from a glTF file (each clip at 30 frames per second, or fewer to fit).
+  RigApi(RigStore* rigs, ExampleStore* examples, size_t max_response_bytes, int max_clip_frames)
+      : rigs_(rigs), examples_(examples), max_response_bytes_(max_response_bytes), max_clip_frames_(max_clip_frames) {}
 
+  // From the rig, or from a glTF file's bytes (read by ReadGltfBytes; its animations sampled).
   absl::Status CreateRig(const CallContext& ctx, const v1::CreateRigRequest& req, v1::CreateRigResponse* resp);
   absl::Status GetRig(const CallContext& ctx, const v1::GetRigRequest& req, v1::Rig* resp);
   absl::Status ListRigs(const CallContext& ctx, const v1::ListRigsRequest& req, v1::ListRigsResponse* resp);
@@ -47,6 +49,7 @@ class RigApi {
   RigStore* rigs_;
   ExampleStore* examples_;
   size_t max_response_bytes_;
+  int max_clip_frames_;
 };
 
 }  // namespace skinning

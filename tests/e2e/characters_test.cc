@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +18,8 @@
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
+#include "server/convert/gltf_import.h"
+#include "tests/support/base64.h"
 #include "tests/support/data.h"
 #include "tests/support/geometry_metrics.h"
 #include "tests/support/gltf_reference.h"
@@ -134,6 +139,67 @@ TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
     max_moved = std::max(max_moved, moved / diag);
   }
   EXPECT_GT(max_moved, 1e-3) << "the animation should move the mesh at some tested time";
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A .gltf with every external buffer embedded as a data: URI (an exporter's "embedded" option).
+std::string EmbedBuffers(const std::string& path) {
+  nlohmann::json doc = nlohmann::json::parse(ReadBytes(path));
+  const std::string dir = path.substr(0, path.rfind('/') + 1);
+  for (auto& buffer : doc["buffers"])
+    if (buffer.contains("uri") && buffer["uri"].get<std::string>().rfind("data:", 0) != 0)
+      buffer["uri"] = "data:application/octet-stream;base64," +
+                      ::skinning::testing::Base64(ReadBytes(dir + buffer["uri"].get<std::string>()));
+  return doc.dump();
+}
+
+// Thin clients send the file; the server reads it with the same reader as skinctl, so the rig
+// (content address) is the one skinctl registers, and the animations come back as the poses
+// skinctl would sample.
+TEST_P(GltfCharacterTest, RegistersFromTheFileBytesAsSkinctlDoes) {
+  const bool binary = path_.size() > 4 && path_.substr(path_.size() - 4) == ".glb";
+  const std::string bytes = binary ? ReadBytes(path_) : EmbedBuffers(path_);
+  auto from_bytes = client_->CreateRigFromGltf(bytes, "from bytes");
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
+  GltfImport local = ImportGltf(character_);
+  auto from_client = client_->CreateRig(RigToProto(local.rig));
+  ASSERT_TRUE(from_client.ok()) << from_client.status();
+  EXPECT_EQ(from_bytes->rig().name(), from_client->rig().name());
+  EXPECT_FALSE(from_client->created()) << "the same rig, stored by the first call";
+
+  ASSERT_EQ(from_bytes->animations_size(), static_cast<int>(character_.animations.size()));
+  for (int a = 0; a < from_bytes->animations_size(); ++a) {
+    const v1::AnimationClip& clip = from_bytes->animations(a);
+    const Animation& anim = character_.animations[a];
+    EXPECT_EQ(clip.frames_per_second(), 30.0f);
+    EXPECT_EQ(clip.start(), static_cast<float>(anim.start));
+    ASSERT_EQ(clip.poses_size(), static_cast<int>(std::floor((anim.end - anim.start) * 30 + 1e-9)) + 1);
+    for (int f : {0, clip.poses_size() / 2, clip.poses_size() - 1}) {
+      const v1::Pose want = PoseToProto(Pose{SampleAnimation(character_.skeleton, anim, anim.start + f / 30.0)});
+      EXPECT_EQ(clip.poses(f).SerializeAsString(), want.SerializeAsString()) << "animation " << a << " frame " << f;
+    }
+  }
+  if (!binary) {
+    auto external = client_->CreateRigFromGltf(ReadBytes(path_));
+    ASSERT_EQ(external.status().code(), absl::StatusCode::kInvalidArgument) << external.status();
+    EXPECT_THAT(std::string(external.status().message()), ::testing::HasSubstr("refers to the external file"));
+  }
+}
+
+TEST_F(CharactersTest, CreateRigRefusesBadGltfBytesClearly) {
+  auto garbage = client_->CreateRigFromGltf("{\"asset\": {\"version\": \"2.0\"}, \"meshes\": 7}");
+  ASSERT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument) << garbage.status();
+  EXPECT_THAT(std::string(garbage.status().message()), ::testing::HasSubstr("gltf: "));
+  auto truncated = client_->CreateRigFromGltf(std::string("glTF\x02\0\0\0\xff\0\0\0", 12));
+  ASSERT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument) << truncated.status();
+  EXPECT_THAT(std::string(truncated.status().message()), ::testing::HasSubstr("glb"));
+  auto empty = client_->CreateRigFromGltf("");
+  ASSERT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument) << empty.status();
+  EXPECT_THAT(std::string(empty.status().message()), ::testing::HasSubstr("gltf: the file is empty"));
 }
 
 TEST_P(GltfCharacterTest, BindPoseReproducesTheInputExactly) {

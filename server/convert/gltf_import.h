@@ -1,0 +1,34 @@
+// A glTF character as the service registers it: the rig (every skin, mesh node, morph target),
+// the file's animations, and the animations sampled as poses for PoseClip. Shared by skinctl
+// (files on the client) and CreateRig (a file's bytes in the request).
+#ifndef SKINNING_SERVER_CONVERT_GLTF_IMPORT_H_
+#define SKINNING_SERVER_CONVERT_GLTF_IMPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "core/io/gltf.h"
+#include "core/rig/animation.h"
+#include "server/convert/rig.h"
+#include "skinning/v1/rig_service.pb.h"
+
+namespace skinning {
+
+struct GltfImport {
+  Rig rig;  // named after the character (GltfCharacter::name); not validated yet
+  std::vector<Animation> animations;
+  // "2 skins, 3 mesh nodes, 1 morph target, 1 animation"
+  std::string summary;
+};
+
+GltfImport ImportGltf(GltfCharacter character);
+
+// Each animation sampled at `frames_per_second` from its start to its end (both included; at
+// most `max_frames` frames, the rate lowered to fit): every joint's local transform, and the
+// morph weights when the animation moves them (the rig's defaults elsewhere).
+std::vector<v1::AnimationClip> SampleClips(const std::vector<Animation>& animations, const Rig& rig,
+                                           double frames_per_second, int max_frames);
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_CONVERT_GLTF_IMPORT_H_
