@@ -11,7 +11,8 @@ OUT=${OUT:-out}
 STORE="$OUT/store"
 mkdir -p "$OUT"
 LOG="$OUT/server.log"
-./build/server/skinning-server --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --store_dir="$STORE" >"$LOG" 2>&1 &
+./build/server/skinning-server --address=127.0.0.1:0 --metrics_address=127.0.0.1:0 --http_address=127.0.0.1:0 \
+  --store_dir="$STORE" >"$LOG" 2>&1 &
 SERVER_PID=$!
 trap 'kill -TERM $SERVER_PID 2>/dev/null || true' EXIT
 PORT=""
@@ -22,7 +23,13 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$PORT" ] || { echo "server did not start"; cat "$LOG"; exit 1; }
-echo "server pid $SERVER_PID on 127.0.0.1:$PORT, store $STORE"
+HTTP_PORT=""
+for _ in $(seq 1 50); do
+  HTTP_PORT=$(sed -n 's/.*http on port \([0-9]*\).*/\1/p' "$LOG")
+  [ -n "$HTTP_PORT" ] && break
+  sleep 0.1
+done
+echo "server pid $SERVER_PID on 127.0.0.1:$PORT (gRPC), http://127.0.0.1:$HTTP_PORT (HTTP front door), store $STORE"
 
 SKINCTL="./build/client/skinctl --server=127.0.0.1:$PORT"
 RIG=$($SKINCTL register --gltf=samples/CesiumMan/CesiumMan.glb --name=CesiumMan)
@@ -36,6 +43,12 @@ BAKE=$($SKINCTL bake --rig="$RIG" --bake_method=bbw --out="$OUT/bake" | awk 'NR 
 echo "bake: $BAKE (weights in $OUT/bake)"
 $SKINCTL pose --rig="$RIG" --bake="$BAKE" --gltf=samples/CesiumMan/CesiumMan.glb --times=0,0.25,0.5,1.0,1.5 \
   --method=lbs,dqs --format=glb,obj --out="$OUT/posed-bbw"
+
+# The same rig through the HTTP front door (Connect JSON), as a browser or a phone would call it.
+echo "HTTP front door: POST http://127.0.0.1:$HTTP_PORT/skinning.v1.RigService/GetRig"
+curl -sS -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$RIG\"}" \
+  "http://127.0.0.1:$HTTP_PORT/skinning.v1.RigService/GetRig"
+echo
 
 kill -TERM $SERVER_PID
 wait $SERVER_PID

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -26,6 +28,15 @@ ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several th
 ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9090",
           "host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no metrics");
+ABSL_FLAG(std::string, http_address, "",
+          "host:port of the HTTP front door: Connect (JSON or binary protobuf) for every method, "
+          "WebSocket sessions, /healthz and the browser viewer (port 0 picks a free port); empty = off");
+ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
+          "comma-separated origins (https://app.example.com) whose pages may call the front door; "
+          "'*' allows any; empty = same-origin pages and non-browser clients only");
+ABSL_FLAG(std::string, web_dir, "web", "folder of the browser viewer served at / by the front door; empty = none");
+ABSL_FLAG(int, http_threads, 16, "worker threads of the front door (calls in flight; sessions hold none)");
+ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this");
 ABSL_FLAG(std::string, auth_tokens, "",
           "file of 'TOKEN TENANT' lines: every call needs 'authorization: Bearer TOKEN' and sees "
           "only its "
@@ -66,6 +77,11 @@ int main(int argc, char** argv) {
   options.bakes.workers = absl::GetFlag(FLAGS_bake_workers);
   options.bakes.max_queue = absl::GetFlag(FLAGS_bake_queue);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  options.http_address = absl::GetFlag(FLAGS_http_address);
+  options.http_cors_origins = absl::GetFlag(FLAGS_http_cors_origins);
+  options.web_dir = absl::GetFlag(FLAGS_web_dir);
+  options.http_threads = absl::GetFlag(FLAGS_http_threads);
+  options.http_request_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_http_request_timeout_ms));
   options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
@@ -87,6 +103,7 @@ int main(int argc, char** argv) {
                  "skinning-server: warning: --auth_tokens without --tls_cert: bearer tokens travel "
                  "in plaintext\n");
   if ((*server)->metrics_port() != 0) std::printf("skinning-server metrics on port %d\n", (*server)->metrics_port());
+  if ((*server)->http_port() != 0) std::printf("skinning-server http on port %d\n", (*server)->http_port());
   std::fflush(stdout);
 
   int sig = 0;

@@ -112,8 +112,17 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->metrics_->AddCache("skinning_bake_cache", "bake cache", [bakes] { return bakes->cache_stats(); });
     PsdModels* psd = s->psd_models_.get();
     s->metrics_->AddCache("skinning_psd_model_cache", "PSD model cache", [psd] { return psd->cache_stats(); });
-    ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> exposer, s->metrics_->Serve(options.metrics_address));
-    s->exposer_ = std::move(exposer);
+    HttpServerOptions metrics_http;
+    metrics_http.address = options.metrics_address;
+    metrics_http.io_threads = 1;
+    metrics_http.worker_threads = 1;
+    metrics_http.max_body_bytes = 1 << 16;
+    Metrics* metrics = s->metrics_.get();
+    absl::StatusOr<std::unique_ptr<HttpServer>> exposer =
+        HttpServer::Start(metrics_http, MetricsRouter([metrics] { return metrics->Render(); }, &s->draining_));
+    if (!exposer.ok())
+      return absl::Status(exposer.status().code(), absl::StrCat("metrics: ", exposer.status().message()));
+    s->exposer_ = *std::move(exposer);
     s->metrics_port_ = s->exposer_->port();
   }
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
@@ -123,6 +132,26 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
+  // The HTTP front door calls the same handlers through the same gate and metrics.
+  s->connect_ = std::make_unique<ConnectService>(
+      s->gate_.get(),
+      ConnectService::Apis{s->rig_api_.get(), s->pose_api_.get(), s->bake_api_.get(), s->fast_api_.get()},
+      s->metrics_.get());
+  if (!options.http_address.empty()) {
+    HttpServerOptions http;
+    http.address = options.http_address;
+    http.worker_threads = std::max(2, options.http_threads);
+    http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
+    http.max_websocket_message_bytes = static_cast<size_t>(options.max_message_bytes);
+    if (options.http_request_timeout.count() > 0) http.request_timeout = options.http_request_timeout;
+    FrontDoorOptions door;
+    door.cors_origins = options.http_cors_origins;
+    door.web_dir = options.web_dir;
+    absl::StatusOr<std::unique_ptr<HttpServer>> front =
+        HttpServer::Start(http, FrontDoorRouter(s->connect_.get(), std::move(door), &s->draining_));
+    if (!front.ok()) return absl::Status(front.status().code(), absl::StrCat("http: ", front.status().message()));
+    s->front_door_ = *std::move(front);
+  }
   s->server_->GetHealthCheckService()->SetServingStatus(true);
   return s;
 }
@@ -152,6 +181,7 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   while (inflight_.count() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  if (front_door_) front_door_->Stop();
 }
 
 void SkinningServer::Wait() { server_->Wait(); }

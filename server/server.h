@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/server.h>
 
@@ -23,6 +24,9 @@
 #include "server/bake/local_bake_queue.h"
 #include "server/grpc/grpc_services.h"
 #include "server/grpc/inflight.h"
+#include "server/http/connect.h"
+#include "server/http/front_door.h"
+#include "server/http/http_server.h"
 #include "server/metrics/metrics.h"
 #include "server/pose/posing.h"
 #include "server/pose/psd_models.h"
@@ -51,6 +55,14 @@ struct ServerOptions {
   // host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no
   // metrics are kept or served.
   std::string metrics_address;
+  // The HTTP front door (Connect, WebSocket sessions, the viewer; README "From a browser or a
+  // phone"): host:port, port 0 picks a free port; empty = off.
+  std::string http_address;
+  std::vector<std::string> http_cors_origins;  // FrontDoorOptions::cors_origins
+  std::string web_dir;                         // the viewer's folder served at /; empty = none
+  int http_threads = 16;                       // the front door's worker pool
+  // A request's headers and body must arrive within this; 0 = 10 s.
+  std::chrono::milliseconds http_request_timeout{0};
   // Security (see README, "Security"). A token file of `TOKEN TENANT` lines; empty = no
   // authentication (every caller is the tenant "", which sees every rig).
   std::string auth_tokens_file;
@@ -69,6 +81,8 @@ class SkinningServer {
   int port() const { return port_; }
   // The metrics endpoint's port; 0 when metrics are off.
   int metrics_port() const { return metrics_port_; }
+  // The HTTP front door's port; 0 when it is off.
+  int http_port() const { return front_door_ ? front_door_->port() : 0; }
   RigStore& store() { return *rigs_; }
   Bakes& bakes() { return *bakes_; }
   // One line on the server's security: "TLS with client certificates, bearer tokens (2 tenants)".
@@ -109,7 +123,9 @@ class SkinningServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;
-  std::unique_ptr<MetricsHttpServer> exposer_;  // last: stops scraping the store first
+  std::unique_ptr<ConnectService> connect_;
+  std::unique_ptr<HttpServer> front_door_;
+  std::unique_ptr<HttpServer> exposer_;  // last: stops scraping the store first
   int metrics_port_ = 0;
 };
 

@@ -313,15 +313,13 @@ void Metrics::OnBakeTransition(const BakeTransition& t) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Metrics::Serve(const std::string& address) {
-  return MetricsHttpServer::Start(address, [this] {
-    std::vector<prometheus::MetricFamily> families = registry_->Collect();
-    for (const auto& cache : caches_) {
-      std::vector<prometheus::MetricFamily> more = cache->Collect();
-      families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
-    }
-    return prometheus::TextSerializer().Serialize(families);
-  });
+std::string Metrics::Render() const {
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (const auto& cache : caches_) {
+    std::vector<prometheus::MetricFamily> more = cache->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace skinning

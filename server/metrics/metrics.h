@@ -43,7 +43,6 @@
 #include "absl/strings/string_view.h"
 #include "server/bake/bake_queue.h"
 #include "server/bake/bake_store.h"
-#include "server/metrics/metrics_http.h"
 #include "server/pose/posing.h"
 #include "server/store/lru_cache.h"
 
@@ -106,10 +105,9 @@ class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserv
   // BakeLoadObserver: counts a stored bake loaded into memory.
   void OnBakeLoad(const std::string& method, double seconds) override;
 
-  // Serves /metrics over HTTP on `address` (host:port; port 0 picks a free port) until the
-  // returned server is destroyed; it must be destroyed before this object and before whatever
-  // the caches read. UNAVAILABLE when the address cannot be bound.
-  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Serve(const std::string& address);
+  // The Prometheus text exposition of everything kept here (the caches read now). Called by
+  // the metrics port's /metrics from its worker threads.
+  std::string Render() const;
 
   // Per gRPC method: the series the interceptor updates, created once.
   struct MethodSeries {

@@ -19,7 +19,7 @@
 #include "server/convert/convert.h"
 #include "skinning/v1/pose_service.grpc.pb.h"
 #include "tests/support/fixtures.h"
-#include "tests/support/http_get.h"
+#include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {

@@ -106,21 +106,24 @@ ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std
   }
 }
 
-int ServerProcess::metrics_port() {
-  constexpr char kMarker[] = "metrics on port ";
+int ServerProcess::metrics_port() { return PortAfter("metrics on port ", &metrics_port_); }
+int ServerProcess::http_port() { return PortAfter("http on port ", &http_port_); }
+
+int ServerProcess::PortAfter(const char* marker, int* cached) {
+  const std::string kMarker = marker;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (metrics_port_ == 0) {
+  while (*cached == 0) {
     const std::string out = Output();
     const auto at = out.find(kMarker);
     if (at != std::string::npos) {
-      metrics_port_ = std::atoi(out.c_str() + at + sizeof(kMarker) - 1);
+      *cached = std::atoi(out.c_str() + at + kMarker.size());
       break;
     }
     if (pid_ < 0 || std::chrono::steady_clock::now() >= until) break;
     pollfd p{stdout_fd_, POLLIN, 0};
     if (poll(&p, 1, 100) > 0 && (p.revents & POLLIN) == 0) break;  // the server closed stdout
   }
-  return metrics_port_;
+  return *cached;
 }
 
 std::string ServerProcess::Output() {

@@ -34,6 +34,9 @@ class ServerProcess {
   // The metrics endpoint's port, read from the "metrics on port N" line (waiting up to 10 s
   // for it); 0 when the server does not print one.
   int metrics_port();
+  // The HTTP front door's port ("http on port N"; the server runs with --http_address), the
+  // same way; 0 when it is off.
+  int http_port();
 
   // Sends `signal` and waits for the process; returns its exit status (WEXITSTATUS, or 128 +
   // signal number when killed by a signal), or -1 if it did not exit within `timeout_s`.
@@ -45,6 +48,8 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int metrics_port_ = 0;
+  int http_port_ = 0;
+  int PortAfter(const char* marker, int* cached);
   int stdout_fd_ = -1;
   std::string output_;
 };

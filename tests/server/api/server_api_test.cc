@@ -13,7 +13,7 @@
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
-#include "tests/support/http_get.h"
+#include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {

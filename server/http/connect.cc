@@ -1,0 +1,335 @@
+#include "server/http/connect.h"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include <boost/beast/http.hpp>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/support/server_interceptor.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/http/ws_status.h"
+#include "skinning/v1/bake_service.pb.h"
+#include "skinning/v1/fast_service.pb.h"
+#include "skinning/v1/pose_service.pb.h"
+#include "skinning/v1/rig_service.pb.h"
+
+namespace skinning {
+
+namespace http = boost::beast::http;
+using google::protobuf::Message;
+using RpcType = grpc::experimental::ServerRpcInfo::Type;
+
+namespace {
+
+constexpr char kPrefix[] = "/skinning.v1.";
+
+struct CodeInfo {
+  const char* name;
+  unsigned http;
+};
+
+// Indexed by the canonical code number (absl, gRPC and Connect share it).
+constexpr CodeInfo kCodes[] = {
+    {"ok", 200},
+    {"canceled", 499},
+    {"unknown", 500},
+    {"invalid_argument", 400},
+    {"deadline_exceeded", 504},
+    {"not_found", 404},
+    {"already_exists", 409},
+    {"permission_denied", 403},
+    {"resource_exhausted", 429},
+    {"failed_precondition", 400},
+    {"aborted", 409},
+    {"out_of_range", 400},
+    {"unimplemented", 501},
+    {"internal", 500},
+    {"unavailable", 503},
+    {"data_loss", 500},
+    {"unauthenticated", 401},
+};
+
+const CodeInfo& Info(absl::StatusCode code) {
+  const int c = static_cast<int>(code);
+  return c >= 0 && c <= 16 ? kCodes[c] : kCodes[13];
+}
+
+// The media type without parameters, lower case ("application/json; charset=utf-8" → "application/json").
+std::string MediaType(absl::string_view content_type) {
+  const size_t semi = content_type.find(';');
+  return absl::AsciiStrToLower(absl::StripAsciiWhitespace(content_type.substr(0, semi)));
+}
+
+std::string ToJson(const Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  // Canonical proto3 JSON: lowerCamelCase names, defaults omitted, 64-bit integers as strings.
+  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
+  return out;
+}
+
+absl::Status FromJson(absl::string_view json, Message* m) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;  // a misspelt field is an error naming it
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), m, options);
+  if (status.ok()) return absl::OkStatus();
+  const auto message = status.message();
+  return absl::InvalidArgumentError(absl::StrCat("the request is not a valid ", m->GetDescriptor()->full_name(),
+                                                 " in JSON: ", std::string(message.data(), message.size())));
+}
+
+absl::Status FromBinary(absl::string_view bytes, Message* m) {
+  if (m->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the request is not a valid binary ", m->GetDescriptor()->full_name()));
+}
+
+// A Connect streaming envelope: flags, big-endian length, payload.
+std::string Envelope(uint8_t flags, absl::string_view payload) {
+  std::string out;
+  out.reserve(5 + payload.size());
+  out.push_back(static_cast<char>(flags));
+  const uint32_t n = static_cast<uint32_t>(payload.size());
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xFF));
+  out.append(payload.data(), payload.size());
+  return out;
+}
+
+// The one message of a server-streaming request body.
+absl::StatusOr<absl::string_view> OneEnvelope(absl::string_view body) {
+  if (body.size() < 5)
+    return absl::InvalidArgumentError("a streaming request body is one enveloped message (5-byte prefix + message)");
+  const auto flags = static_cast<uint8_t>(body[0]);
+  uint32_t n = 0;
+  for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<uint8_t>(body[i]);
+  if (flags & 0x01) return absl::UnimplementedError("compressed messages are not supported (send identity)");
+  if (body.size() != 5 + static_cast<size_t>(n))
+    return absl::InvalidArgumentError(absl::StrCat("the request envelope says ", n, " bytes but the body holds ",
+                                                   body.size() - 5, " (one message expected)"));
+  return body.substr(5);
+}
+
+std::optional<absl::string_view> Authorization(const HttpRequest& req) {
+  auto it = req.find(http::field::authorization);
+  if (it == req.end()) return std::nullopt;
+  return absl::string_view(it->value().data(), it->value().size());
+}
+
+// Connect-Timeout-Ms: at most 10 digits of milliseconds.
+absl::StatusOr<std::chrono::system_clock::time_point> Deadline(const HttpRequest& req) {
+  auto it = req.find("connect-timeout-ms");
+  if (it == req.end()) return std::chrono::system_clock::time_point::max();
+  const absl::string_view v(it->value().data(), it->value().size());
+  int64_t ms = 0;
+  if (v.empty() || v.size() > 10 || !absl::SimpleAtoi(v, &ms) || ms < 0)
+    return absl::InvalidArgumentError(absl::StrCat("Connect-Timeout-Ms '", v, "' is not 1 to 10 digits"));
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+}
+
+// A WebSocket session of a bidirectional method: one Step per frame.
+template <typename Session, typename Req, typename Resp>
+class SessionSocket : public WebSocketHandler {
+ public:
+  explicit SessionSocket(std::unique_ptr<Session> session) : session_(std::move(session)) {}
+  absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) override {
+    ++frames_;
+    Req req;
+    absl::Status decoded = text ? FromJson(payload, &req) : FromBinary(payload, &req);
+    if (!decoded.ok()) return BadFrame(absl::StrCat("frame ", frames_, ": ", decoded.message()));
+    Resp resp;
+    if (absl::Status s = session_->Step(req, &resp); !s.ok()) return s;
+    return Reply{text ? ToJson(resp) : resp.SerializeAsString(), text};
+  }
+
+ private:
+  std::unique_ptr<Session> session_;
+  int64_t frames_ = 0;
+};
+
+}  // namespace
+
+const char* ConnectCodeName(absl::StatusCode code) { return Info(code).name; }
+unsigned ConnectHttpStatus(absl::StatusCode code) { return Info(code).http; }
+
+std::string ConnectErrorJson(const absl::Status& status) {
+  nlohmann::json j{{"code", ConnectCodeName(status.code())}, {"message", std::string(status.message())}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+template <typename Api, typename Req, typename Resp>
+void ConnectService::AddUnary(const std::string& path, Api* api,
+                              absl::Status (Api::*fn)(const CallContext&, const Req&, Resp*)) {
+  Method m;
+  m.kind = Kind::kUnary;
+  m.request = &Req::default_instance();
+  m.response = &Resp::default_instance();
+  m.unary = [api, fn](const CallContext& ctx, const Message& req, Message* resp) {
+    return (api->*fn)(ctx, static_cast<const Req&>(req), static_cast<Resp*>(resp));
+  };
+  methods_[path] = std::move(m);
+}
+
+ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics) : gate_(gate), metrics_(metrics) {
+  const std::string rig = "/skinning.v1.RigService/", pose = "/skinning.v1.PoseService/",
+                    bake = "/skinning.v1.BakeService/", fast = "/skinning.v1.FastService/";
+  AddUnary(rig + "CreateRig", apis.rig, &RigApi::CreateRig);
+  AddUnary(rig + "GetRig", apis.rig, &RigApi::GetRig);
+  AddUnary(rig + "ListRigs", apis.rig, &RigApi::ListRigs);
+  AddUnary(rig + "DeleteRig", apis.rig, &RigApi::DeleteRig);
+  AddUnary(rig + "CreateExample", apis.rig, &RigApi::CreateExample);
+  AddUnary(rig + "GetExample", apis.rig, &RigApi::GetExample);
+  AddUnary(rig + "ListExamples", apis.rig, &RigApi::ListExamples);
+  AddUnary(rig + "DeleteExample", apis.rig, &RigApi::DeleteExample);
+  AddUnary(pose + "Pose", apis.pose, &PoseApi::Pose);
+  AddUnary(pose + "PoseClip", apis.pose, &PoseApi::PoseClip);
+  AddUnary(bake + "StartBake", apis.bake, &BakeApi::StartBake);
+  AddUnary(bake + "GetBake", apis.bake, &BakeApi::GetBake);
+  AddUnary(bake + "CancelBake", apis.bake, &BakeApi::CancelBake);
+  AddUnary(bake + "GetWeights", apis.bake, &BakeApi::GetWeights);
+  AddUnary(fast + "Solve", apis.fast, &FastApi::Solve);
+  {
+    Method m;
+    m.kind = Kind::kServerStream;
+    m.request = &v1::WatchBakeRequest::default_instance();
+    m.response = &v1::Bake::default_instance();
+    BakeApi* api = apis.bake;
+    m.stream = [api](const CallContext& ctx, const Message& req,
+                     const std::function<bool(const Message&)>& write) {
+      return api->WatchBake(ctx, static_cast<const v1::WatchBakeRequest&>(req),
+                            [&write](const v1::Bake& b) { return write(b); });
+    };
+    methods_[bake + "WatchBake"] = std::move(m);
+  }
+  {
+    Method m;
+    m.kind = Kind::kBidiSession;
+    PoseApi* api = apis.pose;
+    m.session = [api](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
+      return std::make_unique<SessionSocket<PoseApi::Session, v1::PoseSessionRequest, v1::PoseSessionResponse>>(
+          api->OpenSession(std::move(ctx)));
+    };
+    methods_[pose + "PoseSession"] = std::move(m);
+  }
+  {
+    Method m;
+    m.kind = Kind::kBidiSession;
+    FastApi* api = apis.fast;
+    m.session = [api](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
+      return std::make_unique<SessionSocket<FastApi::Session, v1::SolveSessionRequest, v1::SolveSessionResponse>>(
+          api->OpenSession(std::move(ctx)));
+    };
+    methods_[fast + "SolveSession"] = std::move(m);
+  }
+}
+
+ConnectService::Kind ConnectService::KindOf(const std::string& path) const {
+  auto it = methods_.find(path);
+  return it == methods_.end() ? Kind::kNone : it->second.kind;
+}
+
+std::vector<std::string> ConnectService::Paths() const {
+  std::vector<std::string> out;
+  for (const auto& [path, m] : methods_) out.push_back(path);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std::string& path) {
+  const HttpRequest& req = exchange->request();
+  const Method& m = methods_.at(path);
+  const bool stream = m.kind == Kind::kServerStream;
+  const std::string media = MediaType(std::string(req[http::field::content_type]));
+  const std::string json_type = stream ? "application/connect+json" : "application/json";
+  const std::string proto_type = stream ? "application/connect+proto" : "application/proto";
+  auto error = [&](unsigned http_status, const absl::Status& s) {
+    HttpResponse res = MakeResponse(req, http_status, "application/json", ConnectErrorJson(s));
+    exchange->Respond(std::move(res));
+  };
+  if (media != json_type && media != proto_type) {
+    HttpResponse res = MakeResponse(
+        req, 415, "application/json",
+        ConnectErrorJson(absl::InvalidArgumentError(absl::StrCat(
+            "content type '", media, "' is not supported by ", path, ": send ", json_type, " or ", proto_type))));
+    res.set("Accept-Post", json_type + ", " + proto_type);
+    return exchange->Respond(std::move(res));
+  }
+  const bool json = media == json_type;
+  for (const char* header : {"content-encoding", "connect-content-encoding"}) {
+    auto it = req.find(header);
+    if (it != req.end() && !absl::EqualsIgnoreCase(absl::string_view(it->value().data(), it->value().size()), "identity")) {
+      const absl::Status s = absl::UnimplementedError(absl::StrCat(header, " '", std::string(it->value()),
+                                                                   "' is not supported (send identity)"));
+      HttpResponse res = MakeResponse(req, ConnectHttpStatus(s.code()), "application/json", ConnectErrorJson(s));
+      res.set("Accept-Encoding", "identity");
+      return exchange->Respond(std::move(res));
+    }
+  }
+
+  Metrics::MethodSeries* series =
+      metrics_ ? &metrics_->GrpcMethod(path, stream ? RpcType::SERVER_STREAMING : RpcType::UNARY) : nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  if (series) series->started->Increment();
+  auto finish = [&](const absl::Status& s) {
+    if (!series) return;
+    metrics_->Handled(*series, static_cast<int>(s.code())).Increment();
+    series->handling->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+
+  // Decode, admit, run.
+  std::unique_ptr<Message> request(m.request->New());
+  absl::Status status;
+  absl::string_view payload = req.body();
+  if (stream) {
+    absl::StatusOr<absl::string_view> one = OneEnvelope(payload);
+    if (one.ok()) payload = *one;
+    else status = one.status();
+  }
+  if (status.ok()) status = json ? FromJson(payload, request.get()) : FromBinary(payload, request.get());
+  absl::StatusOr<std::chrono::system_clock::time_point> deadline = Deadline(req);
+  if (status.ok() && !deadline.ok()) status = deadline.status();
+  absl::StatusOr<CallContext> ctx = absl::UnknownError("not admitted");
+  if (status.ok()) {
+    ctx = gate_->Admit(Authorization(req), *deadline, {});
+    if (!ctx.ok()) status = ctx.status();
+  }
+  auto encode = [json](const Message& msg) { return json ? ToJson(msg) : msg.SerializeAsString(); };
+
+  if (!stream) {
+    std::unique_ptr<Message> response(m.response->New());
+    if (status.ok()) status = m.unary(*ctx, *request, response.get());
+    finish(status);
+    if (!status.ok()) return error(ConnectHttpStatus(status.code()), status);
+    exchange->Respond(MakeResponse(req, 200, media, encode(*response)));
+    return;
+  }
+  // Server streaming: HTTP 200 whatever happens; the end-of-stream message carries the status.
+  HttpResponse head = MakeResponse(req, 200, media, "");
+  std::unique_ptr<Exchange::StreamWriter> writer = exchange->StartStream(std::move(head));
+  if (status.ok())
+    status = m.stream(*ctx, *request, [&](const Message& msg) { return writer->Write(Envelope(0, encode(msg))); });
+  finish(status);
+  const std::string end = status.ok() ? "{}" : absl::StrCat("{\"error\":", ConnectErrorJson(status), "}");
+  writer->Write(Envelope(0x02, end));
+  writer->Finish();
+}
+
+absl::StatusOr<std::unique_ptr<WebSocketHandler>> ConnectService::OpenSession(
+    const std::string& path, std::optional<absl::string_view> authorization) {
+  auto it = methods_.find(path);
+  if (it == methods_.end() || it->second.kind != Kind::kBidiSession)
+    return absl::UnimplementedError(absl::StrCat(path, " is not a session method"));
+  if (metrics_) metrics_->GrpcMethod(path, RpcType::BIDI_STREAMING).started->Increment();
+  absl::StatusOr<CallContext> ctx = gate_->Admit(authorization, std::chrono::system_clock::time_point::max(), {});
+  if (!ctx.ok()) return ctx.status();
+  return it->second.session(*std::move(ctx));
+}
+
+}  // namespace skinning

@@ -1,0 +1,85 @@
+// The Connect protocol (connectrpc.com/docs/protocol) over the transport-neutral service
+// handlers of server/api, the same ones the gRPC door calls: every unary method and the
+// server-streaming WatchBake as `POST /skinning.v1.<Service>/<Method>`, JSON (protobuf's
+// canonical mapping, by protobuf's JSON utilities) or binary protobuf; and the two
+// bidirectional sessions as WebSockets. Calls are admitted by the same CallGate (bearer token,
+// tenant, draining) and counted in the same grpc_server_* metrics as gRPC calls.
+#ifndef SKINNING_SERVER_HTTP_CONNECT_H_
+#define SKINNING_SERVER_HTTP_CONNECT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/message.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/api/bake_api.h"
+#include "server/api/call_context.h"
+#include "server/api/fast_api.h"
+#include "server/api/pose_api.h"
+#include "server/api/rig_api.h"
+#include "server/http/http_server.h"
+#include "server/metrics/metrics.h"
+
+namespace skinning {
+
+// Connect's name of a status code ("invalid_argument", "canceled", ...).
+const char* ConnectCodeName(absl::StatusCode code);
+// The HTTP status of a Connect unary error with that code (invalid_argument 400, not_found 404,
+// unauthenticated 401, unavailable 503, ...).
+unsigned ConnectHttpStatus(absl::StatusCode code);
+// A Connect error object: {"code": "...", "message": "..."}.
+std::string ConnectErrorJson(const absl::Status& status);
+
+class ConnectService {
+ public:
+  struct Apis {
+    RigApi* rig = nullptr;
+    PoseApi* pose = nullptr;
+    BakeApi* bake = nullptr;
+    FastApi* fast = nullptr;
+  };
+  // `metrics` may be null. Everything must outlive this object.
+  ConnectService(const CallGate* gate, Apis apis, Metrics* metrics);
+
+  enum class Kind { kNone, kUnary, kServerStream, kBidiSession };
+  // What `path` ("/skinning.v1.PoseService/Pose") is.
+  Kind KindOf(const std::string& path) const;
+  // Every method path served, for documentation and the completeness test.
+  std::vector<std::string> Paths() const;
+
+  // Answers a POST to a unary or server-streaming method. Blocks: call on a worker thread.
+  void Serve(const std::shared_ptr<Exchange>& exchange, const std::string& path);
+
+  // A WebSocket session of a bidirectional method, admitted now (token from `authorization`):
+  // binary frames carry the protobuf request and answer, text frames their JSON. UNAUTHENTICATED
+  // / UNAVAILABLE as CallGate.
+  absl::StatusOr<std::unique_ptr<WebSocketHandler>> OpenSession(const std::string& path,
+                                                                std::optional<absl::string_view> authorization);
+
+ private:
+  struct Method {
+    Kind kind = Kind::kNone;
+    const google::protobuf::Message* request = nullptr;   // prototype
+    const google::protobuf::Message* response = nullptr;  // prototype
+    std::function<absl::Status(const CallContext&, const google::protobuf::Message&, google::protobuf::Message*)> unary;
+    std::function<absl::Status(const CallContext&, const google::protobuf::Message&,
+                               const std::function<bool(const google::protobuf::Message&)>&)>
+        stream;
+    std::function<std::unique_ptr<WebSocketHandler>(CallContext)> session;
+  };
+  template <typename Api, typename Req, typename Resp>
+  void AddUnary(const std::string& path, Api* api, absl::Status (Api::*fn)(const CallContext&, const Req&, Resp*));
+
+  const CallGate* gate_;
+  Metrics* metrics_;
+  absl::flat_hash_map<std::string, Method> methods_;
+};
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_HTTP_CONNECT_H_

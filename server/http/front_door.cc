@@ -1,0 +1,177 @@
+#include "server/http/front_door.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <utility>
+
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace skinning {
+
+namespace http = boost::beast::http;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kAllowHeaders[] =
+    "Content-Type, Connect-Protocol-Version, Connect-Timeout-Ms, Connect-Accept-Encoding, "
+    "Connect-Content-Encoding, Authorization, X-User-Agent, X-Grpc-Web, Grpc-Timeout";
+
+std::string Field(const HttpRequest& req, http::field f) {
+  auto it = req.find(f);
+  return it == req.end() ? "" : std::string(it->value());
+}
+
+std::string ContentTypeOf(const fs::path& p) {
+  const std::string ext = absl::AsciiStrToLower(p.extension().string());
+  if (ext == ".html") return "text/html; charset=utf-8";
+  if (ext == ".js" || ext == ".mjs") return "text/javascript; charset=utf-8";
+  if (ext == ".css") return "text/css; charset=utf-8";
+  if (ext == ".json" || ext == ".map") return "application/json";
+  if (ext == ".glb") return "model/gltf-binary";
+  if (ext == ".gltf") return "model/gltf+json";
+  if (ext == ".png") return "image/png";
+  if (ext == ".svg") return "image/svg+xml";
+  if (ext == ".wasm") return "application/wasm";
+  if (ext == ".txt" || ext == ".md") return "text/plain; charset=utf-8";
+  return "application/octet-stream";
+}
+
+// The file of `target` under `root`, or nullopt: no "..", no hidden segments, inside the root.
+std::optional<fs::path> StaticFile(const std::string& root, absl::string_view target) {
+  target = target.substr(0, target.find_first_of("?#"));
+  if (target.empty() || target[0] != '/') return std::nullopt;
+  fs::path p = root;
+  for (absl::string_view seg : absl::StrSplit(target.substr(1), '/', absl::SkipEmpty())) {
+    if (seg == "." || seg == ".." || absl::StartsWith(seg, ".") || absl::StrContains(seg, '\\') ||
+        absl::StrContains(seg, '%'))
+      return std::nullopt;
+    p /= std::string(seg);
+  }
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) p /= "index.html";
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  return p;
+}
+
+HttpResponse ConnectError(const HttpRequest& req, unsigned status, const absl::Status& s) {
+  HttpResponse res = MakeResponse(req, status, "application/json", ConnectErrorJson(s));
+  return res;
+}
+
+}  // namespace
+
+bool OriginAllowed(const std::vector<std::string>& allowed, const std::string& origin, const std::string& host) {
+  if (origin.empty()) return true;  // not a browser's cross-origin call
+  if (!host.empty() && (origin == "http://" + host || origin == "https://" + host)) return true;
+  for (const std::string& a : allowed)
+    if (a == "*" || a == origin) return true;
+  return false;
+}
+
+HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions options,
+                                   const std::atomic<bool>* draining) {
+  auto opts = std::make_shared<const FrontDoorOptions>(std::move(options));
+  return [connect, opts, draining](std::shared_ptr<Exchange> ex) {
+    const HttpRequest& req = ex->request();
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    const std::string origin = Field(req, http::field::origin);
+    if (!OriginAllowed(opts->cors_origins, origin, Field(req, http::field::host))) {
+      // No CORS headers: the browser shows the page nothing.
+      return ex->Respond(ConnectError(req, 403,
+                                      absl::PermissionDeniedError(absl::StrCat(
+                                          "origin '", origin, "' is not allowed to call this server (--http_cors_origins)"))));
+    }
+    if (!origin.empty()) ex->AllowOrigin(origin);
+    if (req.method() == http::verb::options) {
+      HttpResponse res = MakeResponse(req, 204, "", "");
+      res.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+      res.set(http::field::access_control_allow_headers, kAllowHeaders);
+      res.set(http::field::access_control_max_age, "7200");
+      return ex->Respond(std::move(res));
+    }
+    if (path == "/healthz" && (req.method() == http::verb::get || req.method() == http::verb::head)) {
+      const bool serving = !draining->load();
+      HttpResponse res = MakeResponse(req, serving ? 200 : 503, "text/plain; charset=utf-8", serving ? "ok\n" : "draining\n");
+      return ex->Respond(std::move(res));
+    }
+    if (absl::StartsWith(path, "/skinning.v1.")) {
+      const ConnectService::Kind kind = connect->KindOf(path);
+      if (kind == ConnectService::Kind::kBidiSession && boost::beast::websocket::is_upgrade(req)) {
+        // Browsers cannot set headers on a WebSocket: the token may come as ?access_token=.
+        std::optional<std::string> token;
+        if (auto it = req.find(http::field::authorization); it != req.end()) token = std::string(it->value());
+        const size_t q = target.find('?');
+        if (!token && q != std::string::npos) {
+          for (absl::string_view kv : absl::StrSplit(absl::string_view(target).substr(q + 1), '&'))
+            if (absl::StartsWith(kv, "access_token=")) token = absl::StrCat("Bearer ", kv.substr(13));
+        }
+        absl::StatusOr<std::unique_ptr<WebSocketHandler>> handler =
+            connect->OpenSession(path, token ? std::optional<absl::string_view>(*token) : std::nullopt);
+        if (!handler.ok()) {
+          HttpResponse res = ConnectError(req, ConnectHttpStatus(handler.status().code()), handler.status());
+          return ex->Respond(std::move(res));
+        }
+        return ex->AcceptWebSocket(*std::move(handler));
+      }
+      if (kind == ConnectService::Kind::kNone || kind == ConnectService::Kind::kBidiSession) {
+        const absl::Status s =
+            kind == ConnectService::Kind::kNone
+                ? absl::UnimplementedError(absl::StrCat("no method ", path, " (see proto/skinning/v1)"))
+                : absl::UnimplementedError(absl::StrCat(path, " is bidirectional: open it as a WebSocket"));
+        HttpResponse res = ConnectError(req, 404, s);
+        return ex->Respond(std::move(res));
+      }
+      if (req.method() != http::verb::post) {
+        HttpResponse res = ConnectError(req, 405, absl::UnimplementedError(absl::StrCat(path, " takes POST")));
+        res.set(http::field::allow, "POST");
+        return ex->Respond(std::move(res));
+      }
+      // The handlers block (stores, solves, watches): on the worker pool.
+      return ex->server().Post([connect, ex, path] { connect->Serve(ex, path); });
+    }
+    if (!opts->web_dir.empty() && (req.method() == http::verb::get || req.method() == http::verb::head)) {
+      return ex->server().Post([ex, opts, path] {
+        const HttpRequest& req = ex->request();
+        std::optional<fs::path> file = StaticFile(opts->web_dir, path);
+        if (!file) return ex->Respond(MakeResponse(req, 404, "text/plain; charset=utf-8", "not found\n"));
+        std::ifstream in(*file, std::ios::binary);
+        std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        HttpResponse res = MakeResponse(req, 200, ContentTypeOf(*file), std::move(body));
+        res.set(http::field::cache_control, "no-cache");
+        ex->Respond(std::move(res));
+      });
+    }
+    ex->Respond(MakeResponse(req, 404, "text/plain; charset=utf-8", "not found\n"));
+  };
+}
+
+HttpServer::Router MetricsRouter(std::function<std::string()> render, const std::atomic<bool>* draining) {
+  auto r = std::make_shared<std::function<std::string()>>(std::move(render));
+  return [r, draining](std::shared_ptr<Exchange> ex) {
+    const HttpRequest& req = ex->request();
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    if (req.method() != http::verb::get && req.method() != http::verb::head)
+      return ex->Respond(MakeResponse(req, 405, "text/plain; charset=utf-8", "GET only\n"));
+    if (path == "/metrics")
+      return ex->server().Post([ex, r] {
+        ex->Respond(MakeResponse(ex->request(), 200, "text/plain; version=0.0.4; charset=utf-8", (*r)()));
+      });
+    if (path == "/healthz") {
+      const bool serving = draining == nullptr || !draining->load();
+      return ex->Respond(MakeResponse(req, serving ? 200 : 503, "text/plain; charset=utf-8", serving ? "ok\n" : "draining\n"));
+    }
+    ex->Respond(MakeResponse(req, 404, "text/plain; charset=utf-8", "not found\n"));
+  };
+}
+
+}  // namespace skinning

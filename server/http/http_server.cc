@@ -1,0 +1,440 @@
+#include "server/http/http_server.h"
+
+#include <deque>
+#include <future>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/http/ws_status.h"
+
+namespace skinning {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+namespace websocket = beast::websocket;
+using tcp = net::ip::tcp;
+
+int CloseCode(const absl::Status& status) {
+  if (IsBadFrame(status)) return 1008;
+  return 4000 + static_cast<int>(status.code());
+}
+
+namespace {
+
+// The close reason: the message cut to 123 bytes, not inside a UTF-8 sequence.
+std::string CloseReason(absl::string_view message) {
+  if (message.size() <= 123) return std::string(message);
+  size_t n = 123;
+  while (n > 0 && (static_cast<unsigned char>(message[n]) & 0xC0) == 0x80) --n;
+  return std::string(message.substr(0, n));
+}
+
+}  // namespace
+
+HttpResponse MakeResponse(const HttpRequest& request, unsigned status, const std::string& content_type,
+                          std::string body) {
+  HttpResponse res{static_cast<http::status>(status), request.version()};
+  res.set(http::field::server, "skinning-server");
+  if (!content_type.empty()) res.set(http::field::content_type, content_type);
+  res.keep_alive(request.keep_alive());
+  res.body() = std::move(body);
+  return res;
+}
+
+// One TCP connection: requests in sequence (HTTP/1.1 keep-alive), or a WebSocket after an upgrade.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(HttpServer* server, tcp::socket socket) : server_(server), stream_(std::move(socket)) {
+    ++server_->connections_;
+  }
+  ~Connection() { --server_->connections_; }
+
+  void Start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(true); });
+  }
+
+  void ReadHeader(bool first) {
+    if (server_->stopping()) return Close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
+    parser_->body_limit(server_->options_.max_body_bytes);
+    stream_.expires_after(first ? server_->options_.request_timeout : server_->options_.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::header_limit)
+      return RespondAndClose(431, absl::StrCat("request headers over the limit of ",
+                                               server_->options_.max_header_bytes, " bytes"));
+    if (ec == http::error::body_limit)
+      return RespondAndClose(413, absl::StrCat("request body of ", parser_->content_length().value_or(0),
+                                               " bytes is over the limit of ", server_->options_.max_body_bytes,
+                                               " bytes"));
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
+        ec == net::error::connection_reset || ec == net::error::eof)
+      return Close();
+    if (ec) return RespondAndClose(400, absl::StrCat("malformed HTTP request: ", ec.message()));
+    if (auto length = parser_->content_length(); length && *length > server_->options_.max_body_bytes)
+      return RespondAndClose(413, absl::StrCat("request body of ", *length, " bytes is over the limit of ",
+                                               server_->options_.max_body_bytes, " bytes"));
+    if (parser_->is_done()) return OnBody({});
+    // The body (any size up to the limit) within the request timeout.
+    stream_.expires_after(server_->options_.request_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec == http::error::body_limit)
+      return RespondAndClose(413, absl::StrCat("request body over the limit of ",
+                                               server_->options_.max_body_bytes, " bytes"));
+    if (ec) return Close();
+    stream_.expires_never();
+    std::shared_ptr<Exchange> exchange(new Exchange(server_, shared_from_this(), parser_->release()));
+    server_->router_(std::move(exchange));
+  }
+
+  // Transport-level refusals answer in the front door's error format (a Connect error body).
+  void RespondAndClose(unsigned status, const std::string& message) {
+    HttpRequest dummy;
+    dummy.version(11);
+    dummy.keep_alive(false);
+    const char* code = status == 413 || status == 431 ? "resource_exhausted" : "invalid_argument";
+    std::string body = absl::StrCat("{\"code\":\"", code, "\",\"message\":\"", message, "\"}");
+    Write(MakeResponse(dummy, status, "application/json", std::move(body)));
+  }
+
+  // Sends `res`, then reads the next request or closes.
+  void Write(HttpResponse res) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), res = std::move(res)]() mutable {
+      auto owned = std::make_shared<HttpResponse>(std::move(res));
+      owned->prepare_payload();
+      const bool keep = owned->keep_alive();
+      self->stream_.expires_after(self->server_->options_.request_timeout);
+      http::async_write(self->stream_, *owned, [self, owned, keep](beast::error_code ec, size_t) {
+        if (ec || !keep) return self->Close();
+        self->ReadHeader(false);
+      });
+    });
+  }
+
+  // Runs `op(done)` on the connection's strand and waits (on a worker thread) until it calls
+  // done(ok); false when the server stops first.
+  bool RunAndWait(std::function<void(std::function<void(bool)>)> op) {
+    auto promise = std::make_shared<std::promise<bool>>();
+    std::future<bool> result = promise->get_future();
+    net::post(stream_.get_executor(), [op = std::move(op), promise] {
+      op([promise](bool ok) { promise->set_value(ok); });
+    });
+    while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
+      if (server_->stopping()) return false;
+    return result.get();
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  HttpServer* server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+};
+
+namespace {
+
+class ChunkWriter : public Exchange::StreamWriter {
+ public:
+  ChunkWriter(std::shared_ptr<Connection> c, bool keep_alive) : c_(std::move(c)), keep_alive_(keep_alive) {}
+  ~ChunkWriter() override {
+    if (!finished_) c_->RunAndWait([c = c_](std::function<void(bool)> done) {
+      c->Close();
+      done(true);
+    });
+  }
+
+  bool Write(std::string piece) override {
+    if (failed_ || piece.empty()) return !failed_;
+    auto owned = std::make_shared<std::string>(std::move(piece));
+    failed_ = !c_->RunAndWait([c = c_, owned](std::function<void(bool)> done) {
+      c->stream_.expires_after(c->server_->options().request_timeout);
+      net::async_write(c->stream_, http::make_chunk(net::buffer(*owned)),
+                       [owned, done](beast::error_code ec, size_t) { done(!ec); });
+    });
+    return !failed_;
+  }
+
+  void Finish() override {
+    if (finished_) return;
+    finished_ = true;
+    const bool ok = !failed_ && c_->RunAndWait([c = c_](std::function<void(bool)> done) {
+      c->stream_.expires_after(c->server_->options().request_timeout);
+      net::async_write(c->stream_, http::make_chunk_last(), [done](beast::error_code ec, size_t) { done(!ec); });
+    });
+    net::post(c_->stream_.get_executor(), [c = c_, keep = ok && keep_alive_] {
+      if (!keep) return c->Close();
+      c->ReadHeader(false);
+    });
+  }
+
+ private:
+  std::shared_ptr<Connection> c_;
+  const bool keep_alive_;
+  bool failed_ = false, finished_ = false;
+};
+
+}  // namespace
+
+// A WebSocket: frames read into a bounded inbox, answered one at a time on the worker pool, the
+// answers written in order from a bounded outbox. Reading pauses while the queues are full.
+class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
+ public:
+  WebSocketSession(HttpServer* server, beast::tcp_stream stream, std::unique_ptr<WebSocketHandler> handler)
+      : server_(server), ws_(std::move(stream)), handler_(std::move(handler)) {
+    ++server_->connections_;
+  }
+  ~WebSocketSession() { --server_->connections_; }
+
+  void Run(HttpRequest request, std::string subprotocol) {
+    beast::get_lowest_layer(ws_).expires_never();
+    websocket::stream_base::timeout timeout;
+    timeout.handshake_timeout = server_->options_.request_timeout;
+    timeout.idle_timeout = server_->options_.websocket_idle_timeout;
+    timeout.keep_alive_pings = true;  // ping at half the idle timeout; a pong keeps it open
+    ws_.set_option(timeout);
+    ws_.set_option(websocket::stream_base::decorator([subprotocol](websocket::response_type& res) {
+      res.set(http::field::server, "skinning-server");
+      if (!subprotocol.empty()) res.set(http::field::sec_websocket_protocol, subprotocol);
+    }));
+    ws_.read_message_max(server_->options_.max_websocket_message_bytes);
+    auto owned = std::make_shared<HttpRequest>(std::move(request));
+    ws_.async_accept(*owned, [self = shared_from_this(), owned](beast::error_code ec) {
+      if (ec) return;
+      self->Read();
+    });
+  }
+
+ private:
+  struct Frame {
+    std::string payload;
+    bool text = false;
+  };
+
+  size_t Held() const { return inbox_.size() + outbox_.size() + (stepping_ ? 1 : 0); }
+  size_t Limit() const { return static_cast<size_t>(std::max(1, server_->options_.websocket_queue)); }
+
+  void Read() {
+    if (reading_ || closing_ || Held() >= Limit()) return;
+    reading_ = true;
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    reading_ = false;
+    if (ec) {
+      // The client closed, went away, stopped answering pings, or sent an invalid frame
+      // (Beast closes with 1002/1009 itself): nothing more to read; answers in flight are dropped.
+      closing_ = true;
+      gone_ = true;
+      return;
+    }
+    inbox_.push_back(Frame{beast::buffers_to_string(buffer_.data()), ws_.got_text()});
+    buffer_.consume(buffer_.size());
+    Step();
+    Read();
+  }
+
+  void Step() {
+    if (stepping_ || closing_ || inbox_.empty() || outbox_.size() >= Limit()) return;
+    stepping_ = true;
+    auto frame = std::make_shared<Frame>(std::move(inbox_.front()));
+    inbox_.pop_front();
+    server_->Post([self = shared_from_this(), frame] {
+      absl::StatusOr<WebSocketHandler::Reply> reply = self->handler_->OnFrame(frame->payload, frame->text);
+      net::post(self->ws_.get_executor(), [self, reply = std::move(reply)]() mutable {
+        self->stepping_ = false;
+        if (!reply.ok()) return self->CloseWith(reply.status());
+        self->outbox_.push_back(*std::move(reply));
+        self->Write();
+        self->Step();
+        self->Read();
+      });
+    });
+  }
+
+  void Write() {
+    if (writing_ || gone_) return;
+    if (outbox_.empty()) {
+      if (close_pending_) DoClose();
+      return;
+    }
+    writing_ = true;
+    ws_.text(outbox_.front().text);
+    ws_.async_write(net::buffer(outbox_.front().payload), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) {
+        self->closing_ = self->gone_ = true;
+        return;
+      }
+      self->outbox_.pop_front();
+      self->Write();
+      self->Step();
+      self->Read();
+    });
+  }
+
+  // The answers already computed go out first, then the close frame.
+  void CloseWith(const absl::Status& status) {
+    closing_ = true;
+    close_pending_ = true;
+    close_.code = static_cast<uint16_t>(CloseCode(status));
+    close_.reason = CloseReason(status.message());
+    inbox_.clear();
+    Write();
+  }
+
+  void DoClose() {
+    close_pending_ = false;
+    ws_.async_close(close_, [self = shared_from_this()](beast::error_code) {});
+  }
+
+  HttpServer* server_;
+  websocket::stream<beast::tcp_stream> ws_;
+  std::unique_ptr<WebSocketHandler> handler_;
+  beast::flat_buffer buffer_;
+  std::deque<Frame> inbox_;
+  std::deque<WebSocketHandler::Reply> outbox_;
+  bool reading_ = false, stepping_ = false, writing_ = false;
+  bool closing_ = false, close_pending_ = false, gone_ = false;
+  websocket::close_reason close_;
+};
+
+void Exchange::AddCors(HttpResponse* response) const {
+  if (allow_origin_.empty()) return;
+  response->set(http::field::access_control_allow_origin, allow_origin_);
+  response->set(http::field::vary, "Origin");
+  response->set(http::field::access_control_expose_headers,
+                "Content-Type, Connect-Content-Encoding, Grpc-Status, Grpc-Message");
+}
+
+void Exchange::Respond(HttpResponse response) {
+  AddCors(&response);
+  response.keep_alive(response.keep_alive() && request_.keep_alive());
+  connection_->Write(std::move(response));
+}
+
+std::unique_ptr<Exchange::StreamWriter> Exchange::StartStream(HttpResponse header) {
+  AddCors(&header);
+  auto head = std::make_shared<http::response<http::empty_body>>(header.result(), request_.version());
+  for (const auto& field : header) head->set(field.name_string(), field.value());
+  const bool keep_alive = request_.keep_alive();
+  head->keep_alive(keep_alive);
+  head->chunked(true);
+  auto c = connection_;
+  const bool ok = c->RunAndWait([c, head](std::function<void(bool)> done) {
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    c->stream_.expires_after(c->server_->options().request_timeout);
+    http::async_write_header(c->stream_, *serializer,
+                             [head, serializer, done](beast::error_code ec, size_t) { done(!ec); });
+  });
+  if (!ok) {
+    // The client is gone: every Write fails, and the connection closes.
+    class Gone : public StreamWriter {
+     public:
+      explicit Gone(std::shared_ptr<Connection> c) : c_(std::move(c)) {}
+      bool Write(std::string) override { return false; }
+      void Finish() override {}
+
+     private:
+      std::shared_ptr<Connection> c_;
+    };
+    return std::make_unique<Gone>(c);
+  }
+  return std::make_unique<ChunkWriter>(c, keep_alive);
+}
+
+void Exchange::AcceptWebSocket(std::unique_ptr<WebSocketHandler> handler, std::string subprotocol) {
+  auto c = connection_;
+  net::post(c->stream_.get_executor(), [c, handler = std::move(handler), request = std::move(request_),
+                                        subprotocol = std::move(subprotocol)]() mutable {
+    auto session = std::make_shared<WebSocketSession>(c->server_, std::move(c->stream_), std::move(handler));
+    session->Run(std::move(request), std::move(subprotocol));
+  });
+}
+
+HttpServer::HttpServer(const HttpServerOptions& options, Router router)
+    : options_(options),
+      router_(std::move(router)),
+      io_(std::max(1, options.io_threads)),
+      acceptor_(net::make_strand(io_)),
+      workers_(static_cast<size_t>(std::max(1, options.worker_threads))) {}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Router router) {
+  const size_t colon = options.address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(options.address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535)
+    return absl::InvalidArgumentError(absl::StrCat("address '", options.address, "' is not host:port"));
+  std::string host = options.address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  std::unique_ptr<HttpServer> s(new HttpServer(options, std::move(router)));
+  beast::error_code ec;
+  const net::ip::address ip = net::ip::make_address(host, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("address '", options.address, "': ", ec.message()));
+  const tcp::endpoint endpoint(ip, static_cast<unsigned short>(port));
+  s->acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) s->acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s->acceptor_.bind(endpoint, ec);
+  if (!ec) s->acceptor_.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address, ": ", ec.message()));
+  s->port_ = s->acceptor_.local_endpoint().port();
+  s->Accept();
+  for (int i = 0; i < std::max(1, options.io_threads); ++i) s->io_threads_.emplace_back([io = &s->io_] { io->run(); });
+  return s;
+}
+
+void HttpServer::Accept() {
+  acceptor_.async_accept(net::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopping_) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<Connection>(this, std::move(socket))->Start();
+    }
+    Accept();
+  });
+}
+
+void HttpServer::Post(std::function<void()> work) { net::post(workers_, std::move(work)); }
+
+void HttpServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  net::post(acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  // Work in the pool finishes first (its writes fail once stopping; handlers see the server
+  // draining), then the sockets go with the io_context's queued operations.
+  workers_.join();
+  io_.stop();
+  for (std::thread& t : io_threads_) t.join();
+  io_threads_.clear();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+}  // namespace skinning

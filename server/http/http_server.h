@@ -1,0 +1,155 @@
+// The HTTP/1.1 and WebSocket transport of the front door and the metrics port, on Boost.Beast.
+// It reads requests with limits (header size, body size refused from Content-Length before the
+// body is read, a deadline for headers and body), hands each whole request to a Router, and
+// writes what the router answers: a whole response, a streamed (chunked) one, or a WebSocket
+// session on the same connection. Routers do no I/O of their own: blocking work goes to the
+// server's worker pool (Post), answers come back through the Exchange.
+#ifndef SKINNING_SERVER_HTTP_HTTP_SERVER_H_
+#define SKINNING_SERVER_HTTP_HTTP_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace skinning {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+struct HttpServerOptions {
+  std::string address;           // host:port; port 0 picks a free port
+  int io_threads = 2;            // threads running the sockets (no blocking work on them)
+  int worker_threads = 16;       // the pool for handlers' blocking work (Post)
+  size_t max_body_bytes = 64 << 20;
+  size_t max_header_bytes = 16 << 10;
+  // A request's headers and body must arrive within this (slow or stalled clients are cut off).
+  std::chrono::milliseconds request_timeout{10000};
+  // A keep-alive connection with no new request for this long is closed.
+  std::chrono::milliseconds idle_timeout{60000};
+  // A WebSocket that neither sends nor answers our pings for this long is closed.
+  std::chrono::milliseconds websocket_idle_timeout{60000};
+  size_t max_websocket_message_bytes = 64 << 20;
+  // Frames a WebSocket session holds (received but not answered, answered but not sent) before
+  // it stops reading from the client.
+  int websocket_queue = 16;
+};
+
+// What the front door does with a WebSocket session: one answer per frame, in order.
+class WebSocketHandler {
+ public:
+  virtual ~WebSocketHandler() = default;
+  struct Reply {
+    std::string payload;
+    bool text = false;
+  };
+  // Called on a worker thread, one frame at a time, in the order received. A non-OK status
+  // closes the session (CloseCode gives the code); the reply is sent otherwise.
+  virtual absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) = 0;
+};
+
+// The WebSocket close code of a failed frame: 1008 (policy violation) for a frame that is not
+// the expected message, 4000 + the gRPC code otherwise (4003 INVALID_ARGUMENT, 4014
+// UNAVAILABLE, ...). The reason is the status message cut to the protocol's 123 bytes.
+int CloseCode(const absl::Status& status);
+
+class Exchange;
+
+class HttpServer {
+ public:
+  // Answers one request through `exchange` (now or later, from any thread).
+  using Router = std::function<void(std::shared_ptr<Exchange> exchange)>;
+
+  // Listens and serves until destroyed. UNAVAILABLE when the address cannot be bound;
+  // INVALID_ARGUMENT when it is not host:port.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, Router router);
+  ~HttpServer();  // Stop()
+
+  int port() const { return port_; }
+  const HttpServerOptions& options() const { return options_; }
+  // Runs `work` on the worker pool.
+  void Post(std::function<void()> work);
+  // Stops accepting, closes every connection, joins the threads. Idempotent.
+  void Stop();
+  bool stopping() const { return stopping_.load(); }
+  int open_connections() const { return connections_.load(); }
+
+ private:
+  friend class Connection;
+  friend class Exchange;
+  friend class WebSocketSession;
+  HttpServer(const HttpServerOptions& options, Router router);
+  void Accept();
+
+  const HttpServerOptions options_;
+  const Router router_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::thread_pool workers_;
+  std::vector<std::thread> io_threads_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> connections_{0};
+  int port_ = 0;
+};
+
+// One request and the way to answer it. Exactly one of Respond, StartStream or
+// AcceptWebSocket, once; they may be called from any thread.
+class Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  const HttpRequest& request() const { return request_; }
+  HttpServer& server() { return *server_; }
+
+  // Every answer to this request (Respond, StartStream) carries the CORS headers for `origin`
+  // (the router checked it against the allow-list).
+  void AllowOrigin(std::string origin) { allow_origin_ = std::move(origin); }
+
+  // Sends `response` (Content-Length and keep-alive are set here), then reads the next request.
+  void Respond(HttpResponse response);
+
+  // A response whose body is written in pieces (chunked). The writer blocks its (worker) thread
+  // until each piece is written; Write returns false once the client is gone or stopped reading
+  // for the request timeout, and the handler should stop.
+  class StreamWriter {
+   public:
+    virtual ~StreamWriter() = default;
+    virtual bool Write(std::string piece) = 0;
+    // Ends the body; the connection then reads the next request.
+    virtual void Finish() = 0;
+  };
+  // `header`'s status and fields (no body) are sent first.
+  std::unique_ptr<StreamWriter> StartStream(HttpResponse header);
+
+  // Upgrades the connection (the request must be a WebSocket upgrade) and runs `handler` on it.
+  // `subprotocol`, when not empty, is echoed in Sec-WebSocket-Protocol.
+  void AcceptWebSocket(std::unique_ptr<WebSocketHandler> handler, std::string subprotocol = "");
+
+ private:
+  friend class Connection;
+  Exchange(HttpServer* server, std::shared_ptr<class Connection> connection, HttpRequest request)
+      : server_(server), connection_(std::move(connection)), request_(std::move(request)) {}
+  void AddCors(HttpResponse* response) const;
+  HttpServer* server_;
+  std::shared_ptr<class Connection> connection_;
+  HttpRequest request_;
+  std::string allow_origin_;
+};
+
+// A plain response: `status`, Content-Type `content_type`, `body`, keep-alive as the request asked.
+HttpResponse MakeResponse(const HttpRequest& request, unsigned status, const std::string& content_type,
+                          std::string body);
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_HTTP_HTTP_SERVER_H_

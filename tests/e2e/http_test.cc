@@ -1,0 +1,447 @@
+// The HTTP front door of the real server binary: Connect (JSON and binary) and WebSocket calls
+// answer exactly what the gRPC calls answer, and bad input gets clear errors while the server
+// keeps serving both doors.
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include "client/client.h"
+#include "server/convert/convert.h"
+#include "skinning/v1/bake_service.pb.h"
+#include "skinning/v1/fast_service.pb.h"
+#include "skinning/v1/pose_service.pb.h"
+#include "skinning/v1/rig_service.pb.h"
+#include "tests/support/data.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/http_client.h"
+#include "tests/support/server_process.h"
+#include "tests/support/temp_files.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::ConnectStream;
+using ::skinning::testing::ConnectUnary;
+using ::skinning::testing::DataPath;
+using ::skinning::testing::HttpCall;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::ServerProcess;
+using ::skinning::testing::WebSocketClient;
+using ::testing::HasSubstr;
+
+constexpr char kRigService[] = "/skinning.v1.RigService/";
+constexpr char kPoseService[] = "/skinning.v1.PoseService/";
+constexpr char kBakeService[] = "/skinning.v1.BakeService/";
+constexpr char kFastService[] = "/skinning.v1.FastService/";
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string Bytes(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  m.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+// Sends raw bytes on a new connection and returns what the server sends until it closes the
+// connection or `timeout_s` passes (*closed says which).
+std::string RawExchange(int port, const std::string& bytes, double timeout_s, bool* closed) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  *closed = false;
+  std::string got;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return got;
+  }
+  (void)!write(fd, bytes.data(), bytes.size());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return got;
+}
+
+class HttpTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess(MakeTempDir("store"), {"--http_address=127.0.0.1:0",
+                                                       "--http_cors_origins=https://allowed.example",
+                                                       "--http_request_timeout_ms=1000", "--web_dir="});
+    ClientOptions o;
+    o.target = server_->address();
+    o.deadline = std::chrono::seconds(120);
+    client_ = new Client(o);
+    port_ = server_->http_port();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    EXPECT_EQ(server_->Stop(SIGTERM), 0);
+    delete server_;
+  }
+  void SetUp() override { ASSERT_GT(port_, 0) << server_->Output(); }
+
+  // RiggedSimple registered through gRPC from its .glb bytes.
+  v1::CreateRigResponse RegisterSample() {
+    const std::string path = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+    if (!std::filesystem::exists(path)) {
+      ADD_FAILURE() << "missing " << path;
+      return {};
+    }
+    auto r = client_->CreateRigFromGltf(ReadBytes(path));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : v1::CreateRigResponse();
+  }
+
+  static ServerProcess* server_;
+  static Client* client_;
+  static int port_;
+};
+ServerProcess* HttpTest::server_ = nullptr;
+Client* HttpTest::client_ = nullptr;
+int HttpTest::port_ = 0;
+
+TEST_F(HttpTest, RegisterPoseAndClipAnswerTheGrpcFloatsBitForBit) {
+  SKINNING_REQUIRE_DATA(DataPath("gltf/RiggedSimple/RiggedSimple.glb"));
+  const v1::CreateRigResponse grpc = RegisterSample();
+  ASSERT_GT(grpc.animations_size(), 0);
+  v1::CreateRigRequest create;
+  create.set_gltf(ReadBytes(DataPath("gltf/RiggedSimple/RiggedSimple.glb")));
+  for (bool json : {true, false}) {
+    SCOPED_TRACE(json ? "JSON" : "binary");
+    v1::CreateRigResponse http;
+    ASSERT_TRUE(ConnectUnary(port_, std::string(kRigService) + "CreateRig", create, &http, json).ok());
+    EXPECT_EQ(http.rig().name(), grpc.rig().name());
+    EXPECT_FALSE(http.created());
+    ASSERT_EQ(http.animations_size(), grpc.animations_size());
+    for (int a = 0; a < http.animations_size(); ++a) EXPECT_EQ(Bytes(http.animations(a)), Bytes(grpc.animations(a)));
+  }
+
+  const v1::AnimationClip& clip = grpc.animations(0);
+  v1::PoseRequest pose;
+  pose.set_rig(grpc.rig().name());
+  pose.set_deformer(v1::DEFORMER_DQS);
+  *pose.mutable_pose() = clip.poses(clip.poses_size() / 2);
+  pose.mutable_outputs()->set_vertices(true);
+  pose.mutable_outputs()->set_normals(true);
+  pose.mutable_outputs()->set_transforms(true);
+  auto want = client_->Pose(pose);
+  ASSERT_TRUE(want.ok()) << want.status();
+  v1::PoseClipRequest clip_req;
+  clip_req.set_rig(grpc.rig().name());
+  for (const v1::Pose& p : clip.poses()) *clip_req.add_poses() = p;
+  clip_req.mutable_outputs()->set_vertices(true);
+  auto want_clip = client_->PoseClip(clip_req);
+  ASSERT_TRUE(want_clip.ok()) << want_clip.status();
+  for (bool json : {true, false}) {
+    SCOPED_TRACE(json ? "JSON" : "binary");
+    v1::PoseResponse got;
+    ASSERT_TRUE(ConnectUnary(port_, std::string(kPoseService) + "Pose", pose, &got, json).ok());
+    EXPECT_GT(got.frame().vertices_size(), 0);
+    EXPECT_EQ(Bytes(got.frame()), Bytes(*want));
+    v1::PoseClipResponse got_clip;
+    ASSERT_TRUE(ConnectUnary(port_, std::string(kPoseService) + "PoseClip", clip_req, &got_clip, json).ok());
+    EXPECT_EQ(got_clip.frames_size(), clip.poses_size());
+    EXPECT_EQ(Bytes(got_clip), Bytes(*want_clip));
+  }
+}
+
+TEST_F(HttpTest, BakeWatchWeightsAndFastSolveAnswerTheGrpcFloatsBitForBit) {
+  auto rig = client_->CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  // Start over JSON; watch over the Connect stream (JSON, then binary once it is done).
+  v1::StartBakeRequest start;
+  start.set_parent(rig->rig().name());
+  start.mutable_options()->mutable_bbw();
+  v1::StartBakeResponse started;
+  ASSERT_TRUE(ConnectUnary(port_, std::string(kBakeService) + "StartBake", start, &started, true).ok());
+  v1::WatchBakeRequest watch;
+  watch.set_name(started.bake().name());
+  std::vector<double> progress;
+  v1::Bake last;
+  absl::Status end = ConnectStream(
+      port_, std::string(kBakeService) + "WatchBake", watch, v1::Bake::default_instance(),
+      [&](const google::protobuf::Message& m) {
+        last.CopyFrom(m);
+        progress.push_back(last.metadata().progress_fraction());
+      },
+      true);
+  ASSERT_TRUE(end.ok()) << end;
+  ASSERT_FALSE(progress.empty());
+  for (size_t i = 1; i < progress.size(); ++i) EXPECT_GE(progress[i], progress[i - 1]);
+  EXPECT_EQ(last.metadata().state(), v1::BAKE_STATE_SUCCEEDED) << last.error().message();
+  EXPECT_EQ(progress.back(), 1.0);
+  int binary_messages = 0;
+  ASSERT_TRUE(ConnectStream(
+                  port_, std::string(kBakeService) + "WatchBake", watch, v1::Bake::default_instance(),
+                  [&](const google::protobuf::Message& m) {
+                    ++binary_messages;
+                    EXPECT_EQ(static_cast<const v1::Bake&>(m).metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+                  },
+                  false)
+                  .ok());
+  EXPECT_EQ(binary_messages, 1);
+
+  auto weights = client_->GetWeights(started.bake().name(), v1::WEIGHTS_FORMAT_DENSE);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  v1::GetWeightsRequest get;
+  get.set_bake(started.bake().name());
+  get.set_format(v1::WEIGHTS_FORMAT_DENSE);
+  for (bool json : {true, false}) {
+    v1::GetWeightsResponse got;
+    ASSERT_TRUE(ConnectUnary(port_, std::string(kBakeService) + "GetWeights", get, &got, json).ok());
+    EXPECT_EQ(Bytes(got), Bytes(*weights)) << (json ? "JSON" : "binary");
+  }
+
+  // FAST: a model baked through gRPC, solved through both doors.
+  v1::BakeOptions fast;
+  fast.mutable_fast_model()->set_weights_bake(started.bake().name());
+  auto fast_started = client_->StartBake(rig->rig().name(), fast);
+  ASSERT_TRUE(fast_started.ok()) << fast_started.status();
+  auto fast_done = client_->WatchBake(fast_started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(fast_done.ok()) << fast_done.status();
+  ASSERT_EQ(fast_done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << fast_done->error().message();
+  v1::SolveRequest solve;
+  solve.set_bake(fast_started->bake().name());
+  auto* root = solve.add_constraints();
+  root->set_joint(0);
+  root->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
+  for (float v : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) root->add_target(v);
+  auto* tip = solve.add_constraints();
+  tip->set_joint(1);
+  tip->set_kind(v1::HandleConstraint::KIND_POSITION);
+  for (float v : {1.9f, 0.f, 0.f}) tip->add_point(v);
+  for (float v : {1.6f, 0.6f, 0.f}) tip->add_target(v);
+  solve.mutable_outputs()->set_vertices(true);
+  auto want = client_->Solve(solve);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (bool json : {true, false}) {
+    v1::SolveResponse got;
+    ASSERT_TRUE(ConnectUnary(port_, std::string(kFastService) + "Solve", solve, &got, json).ok());
+    EXPECT_EQ(Bytes(got.solution()), Bytes(*want)) << (json ? "JSON" : "binary");
+  }
+}
+
+TEST_F(HttpTest, WebSocketPoseSessionAnswersThousandFramesInOrder) {
+  SKINNING_REQUIRE_DATA(DataPath("gltf/RiggedSimple/RiggedSimple.glb"));
+  const v1::CreateRigResponse rig = RegisterSample();
+  const v1::AnimationClip& clip = rig.animations(0);
+  auto ws = WebSocketClient::Open(port_, std::string(kPoseService) + "PoseSession");
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  constexpr int kFrames = 1000, kWindow = 8;
+  auto frame = [&](int i) {
+    v1::PoseSessionRequest req;
+    if (i == 0) req.set_rig(rig.rig().name());
+    req.set_sequence(i);
+    *req.mutable_pose() = clip.poses(i % clip.poses_size());
+    if (i == 0) req.mutable_outputs()->set_vertices(true);
+    return req;
+  };
+  int received = 0;
+  for (int sent = 0; sent < kFrames;) {
+    for (int w = 0; w < kWindow && sent < kFrames; ++w, ++sent) ASSERT_TRUE((*ws)->Send(frame(sent).SerializeAsString(), false).ok());
+    while (received < sent) {
+      bool text = true;
+      auto payload = (*ws)->Receive(&text);
+      ASSERT_TRUE(payload.ok()) << payload.status();
+      EXPECT_FALSE(text);
+      v1::PoseSessionResponse resp;
+      ASSERT_TRUE(resp.ParseFromString(*payload));
+      ASSERT_EQ(resp.sequence(), received) << "answers out of order";
+      if (received % 97 == 0) {
+        v1::PoseRequest same;
+        same.set_rig(rig.rig().name());
+        *same.mutable_pose() = clip.poses(received % clip.poses_size());
+        same.mutable_outputs()->set_vertices(true);
+        auto want = client_->Pose(same);
+        ASSERT_TRUE(want.ok()) << want.status();
+        EXPECT_EQ(Bytes(resp.frame()), Bytes(*want)) << "frame " << received;
+      }
+      ++received;
+    }
+  }
+  EXPECT_EQ(received, kFrames);
+  (*ws)->Close();
+
+  // JSON text frames get JSON answers.
+  auto text_ws = WebSocketClient::Open(port_, std::string(kPoseService) + "PoseSession");
+  ASSERT_TRUE(text_ws.ok()) << text_ws.status();
+  for (int i = 0; i < 3; ++i) {
+    std::string json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(frame(i), &json).ok());
+    ASSERT_TRUE((*text_ws)->Send(json, true).ok());
+    bool text = false;
+    auto payload = (*text_ws)->Receive(&text);
+    ASSERT_TRUE(payload.ok()) << payload.status();
+    EXPECT_TRUE(text);
+    v1::PoseSessionResponse resp;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*payload, &resp).ok()) << *payload;
+    EXPECT_EQ(resp.sequence(), i);
+    EXPECT_GT(resp.frame().vertices_size(), 0);
+  }
+}
+
+TEST_F(HttpTest, BadInputGetsClearErrorsAndBothDoorsKeepServing) {
+  const std::string pose = std::string(kPoseService) + "Pose";
+  // Malformed JSON: the message names the field.
+  auto typed = HttpCall(port_, "POST", pose, R"({"rig": 5})", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  EXPECT_EQ(typed->status, 400);
+  EXPECT_THAT(typed->body, HasSubstr("invalid_argument"));
+  EXPECT_THAT(typed->body, HasSubstr("rig"));
+  auto unknown_field = HttpCall(port_, "POST", pose, R"({"rigg": "rigs/x"})", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(unknown_field.ok());
+  EXPECT_EQ(unknown_field->status, 400);
+  EXPECT_THAT(unknown_field->body, HasSubstr("rigg"));
+  auto broken = HttpCall(port_, "POST", pose, R"({"rig":)", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(broken.ok());
+  EXPECT_EQ(broken->status, 400);
+  // Unknown method, wrong verb, wrong content type.
+  auto unknown = HttpCall(port_, "POST", "/skinning.v1.PoseService/Posed", "{}", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_THAT(unknown->body, HasSubstr("unimplemented"));
+  auto get = HttpCall(port_, "GET", pose);
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->status, 405);
+  auto text = HttpCall(port_, "POST", pose, "{}", {{"Content-Type", "text/plain"}});
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->status, 415);
+  EXPECT_THAT(text->headers["accept-post"], HasSubstr("application/json"));
+  // A body over the limit is refused from its Content-Length, before it is sent.
+  bool closed = false;
+  const std::string big = RawExchange(
+      port_, "POST " + pose + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 999999999\r\n\r\n",
+      5, &closed);
+  EXPECT_THAT(big, HasSubstr("413"));
+  EXPECT_THAT(big, HasSubstr("over the limit"));
+  // Headers never finished: cut off after the request timeout (1 s here).
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string slow = RawExchange(port_, "POST " + pose + " HTTP/1.1\r\nHost: x\r\n", 10, &closed);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(closed) << "the server kept a client that never finished its headers";
+  EXPECT_LT(waited, 5.0);
+  // CORS: an allowed origin gets its preflight and its headers; another gets 403 and none.
+  auto preflight = HttpCall(port_, "OPTIONS", pose, "",
+                            {{"Origin", "https://allowed.example"}, {"Access-Control-Request-Method", "POST"},
+                             {"Access-Control-Request-Headers", "content-type,connect-protocol-version"}});
+  ASSERT_TRUE(preflight.ok());
+  EXPECT_EQ(preflight->status, 204);
+  EXPECT_EQ(preflight->headers["access-control-allow-origin"], "https://allowed.example");
+  EXPECT_THAT(preflight->headers["access-control-allow-methods"], HasSubstr("POST"));
+  EXPECT_THAT(preflight->headers["access-control-allow-headers"], HasSubstr("Connect-Protocol-Version"));
+  auto allowed = HttpCall(port_, "POST", std::string(kRigService) + "ListRigs", "{}",
+                          {{"Content-Type", "application/json"}, {"Origin", "https://allowed.example"}});
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->status, 200);
+  EXPECT_EQ(allowed->headers["access-control-allow-origin"], "https://allowed.example");
+  for (const char* method : {"OPTIONS", "POST"}) {
+    auto evil = HttpCall(port_, method, std::string(kRigService) + "ListRigs", "{}",
+                         {{"Content-Type", "application/json"}, {"Origin", "https://evil.example"}});
+    ASSERT_TRUE(evil.ok());
+    EXPECT_EQ(evil->status, 403) << method;
+    EXPECT_EQ(evil->headers.count("access-control-allow-origin"), 0u) << method;
+  }
+  // Garbage WebSocket frames close the session with 1008 and say why; a session naming an
+  // unknown rig closes with 4000 + NOT_FOUND.
+  auto ws = WebSocketClient::Open(port_, std::string(kPoseService) + "PoseSession");
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  ASSERT_TRUE((*ws)->Send(std::string("\xff\xff\xff\x01garbage", 11), false).ok());
+  EXPECT_FALSE((*ws)->Receive().ok());
+  EXPECT_EQ((*ws)->close_code(), 1008);
+  EXPECT_THAT((*ws)->close_reason(), HasSubstr("frame 1"));
+  auto missing = WebSocketClient::Open(port_, std::string(kPoseService) + "PoseSession");
+  ASSERT_TRUE(missing.ok());
+  v1::PoseSessionRequest first;
+  first.set_rig("rigs/rig-00000000000000000000000000000000");
+  ASSERT_TRUE((*missing)->Send(first.SerializeAsString(), false).ok());
+  EXPECT_FALSE((*missing)->Receive().ok());
+  EXPECT_EQ((*missing)->close_code(), 4000 + static_cast<int>(absl::StatusCode::kNotFound));
+  auto not_ws = HttpCall(port_, "GET", std::string(kPoseService) + "PoseSession");
+  ASSERT_TRUE(not_ws.ok());
+  EXPECT_EQ(not_ws->status, 404);
+
+  // Both doors still serve.
+  auto health = HttpCall(port_, "GET", "/healthz");
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_TRUE(client_->ListRigs().ok());
+}
+
+TEST(HttpAuthTest, BearerTokensAndTenantsAsForGrpc) {
+  const std::string dir = MakeTempDir("auth");
+  const std::string tokens = dir + "/tokens";
+  {
+    std::ofstream f(tokens);
+    f << "secret-a tenant-a\nsecret-b tenant-b\n";
+  }
+  ServerProcess server(dir + "/store", {"--http_address=127.0.0.1:0", "--auth_tokens=" + tokens});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0);
+  const std::string list = std::string(kRigService) + "ListRigs";
+  auto none = HttpCall(port, "POST", list, "{}", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->status, 401);
+  EXPECT_THAT(none->body, HasSubstr("unauthenticated"));
+  auto wrong = HttpCall(port, "POST", list, "{}", {{"Content-Type", "application/json"}, {"Authorization", "Bearer nope"}});
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_EQ(wrong->status, 401);
+  // Tenant a's rig is not tenant b's.
+  v1::CreateRigRequest create;
+  *create.mutable_rig() = RigToProto(::skinning::testing::MakeTwoBoneTube());
+  v1::CreateRigResponse created;
+  ASSERT_TRUE(ConnectUnary(port, std::string(kRigService) + "CreateRig", create, &created, false,
+                           {{"Authorization", "Bearer secret-a"}})
+                  .ok());
+  v1::GetRigRequest get;
+  get.set_name(created.rig().name());
+  v1::Rig rig;
+  EXPECT_TRUE(ConnectUnary(port, std::string(kRigService) + "GetRig", get, &rig, true, {{"Authorization", "Bearer secret-a"}}).ok());
+  absl::Status other =
+      ConnectUnary(port, std::string(kRigService) + "GetRig", get, &rig, true, {{"Authorization", "Bearer secret-b"}});
+  EXPECT_TRUE(absl::IsPermissionDenied(other) || absl::IsNotFound(other)) << other;
+  // WebSocket sessions: the token as a header or as ?access_token= (browsers cannot set headers).
+  EXPECT_FALSE(WebSocketClient::Open(port, std::string(kPoseService) + "PoseSession").ok());
+  auto ws = WebSocketClient::Open(port, std::string(kPoseService) + "PoseSession?access_token=secret-a");
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  v1::PoseSessionRequest first;
+  first.set_rig(created.rig().name());
+  first.mutable_outputs()->set_vertices(true);
+  ASSERT_TRUE((*ws)->Send(first.SerializeAsString(), false).ok());
+  auto answer = (*ws)->Receive();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace skinning

@@ -1,0 +1,69 @@
+// The Connect door's method table against the API's service descriptors, its code mapping
+// against the Connect specification's table, and the CORS origin rule.
+#include "server/http/connect.h"
+
+#include <gtest/gtest.h>
+
+#include <google/protobuf/descriptor.h>
+
+#include "server/http/front_door.h"
+#include "skinning/v1/bake_service.pb.h"
+#include "skinning/v1/fast_service.pb.h"
+#include "skinning/v1/pose_service.pb.h"
+#include "skinning/v1/rig_service.pb.h"
+
+namespace skinning {
+namespace {
+
+TEST(ConnectServiceTest, ServesEveryMethodOfEveryServiceWithItsStreamingKind) {
+  ConnectService connect(nullptr, ConnectService::Apis{}, nullptr);
+  int methods = 0;
+  for (const char* name : {"skinning.v1.RigService", "skinning.v1.PoseService", "skinning.v1.BakeService",
+                           "skinning.v1.FastService"}) {
+    const google::protobuf::ServiceDescriptor* service =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(name);
+    ASSERT_NE(service, nullptr) << name;
+    for (int m = 0; m < service->method_count(); ++m) {
+      const google::protobuf::MethodDescriptor* method = service->method(m);
+      const std::string path = "/" + service->full_name() + "/" + method->name();
+      const ConnectService::Kind want = method->client_streaming() ? ConnectService::Kind::kBidiSession
+                                        : method->server_streaming() ? ConnectService::Kind::kServerStream
+                                                                     : ConnectService::Kind::kUnary;
+      EXPECT_EQ(connect.KindOf(path), want) << path;
+      ++methods;
+    }
+  }
+  EXPECT_EQ(static_cast<int>(connect.Paths().size()), methods) << "a path that is no method of the API";
+  EXPECT_EQ(connect.KindOf("/skinning.v1.PoseService/Posed"), ConnectService::Kind::kNone);
+}
+
+TEST(ConnectServiceTest, CodesMapToTheConnectSpecificationsHttpStatuses) {
+  // connectrpc.com/docs/protocol#error-codes
+  const std::pair<absl::StatusCode, unsigned> table[] = {
+      {absl::StatusCode::kCancelled, 499},         {absl::StatusCode::kUnknown, 500},
+      {absl::StatusCode::kInvalidArgument, 400},   {absl::StatusCode::kDeadlineExceeded, 504},
+      {absl::StatusCode::kNotFound, 404},          {absl::StatusCode::kAlreadyExists, 409},
+      {absl::StatusCode::kPermissionDenied, 403},  {absl::StatusCode::kResourceExhausted, 429},
+      {absl::StatusCode::kFailedPrecondition, 400}, {absl::StatusCode::kAborted, 409},
+      {absl::StatusCode::kOutOfRange, 400},        {absl::StatusCode::kUnimplemented, 501},
+      {absl::StatusCode::kInternal, 500},          {absl::StatusCode::kUnavailable, 503},
+      {absl::StatusCode::kDataLoss, 500},          {absl::StatusCode::kUnauthenticated, 401}};
+  for (const auto& [code, http] : table) EXPECT_EQ(ConnectHttpStatus(code), http) << absl::StatusCodeToString(code);
+  EXPECT_STREQ(ConnectCodeName(absl::StatusCode::kCancelled), "canceled");
+  EXPECT_EQ(ConnectErrorJson(absl::NotFoundError("rig \"x\" not found")),
+            R"({"code":"not_found","message":"rig \"x\" not found"})");
+}
+
+TEST(FrontDoorTest, OnlyListedOriginsAndThePagesOwnMayCall) {
+  const std::vector<std::string> list = {"https://app.example.com"};
+  EXPECT_TRUE(OriginAllowed(list, "", "127.0.0.1:8080"));  // not a browser's cross-origin call
+  EXPECT_TRUE(OriginAllowed(list, "http://127.0.0.1:8080", "127.0.0.1:8080"));
+  EXPECT_TRUE(OriginAllowed(list, "https://app.example.com", "127.0.0.1:8080"));
+  EXPECT_FALSE(OriginAllowed(list, "https://app.example.com.evil.net", "127.0.0.1:8080"));
+  EXPECT_FALSE(OriginAllowed(list, "http://127.0.0.1:8081", "127.0.0.1:8080"));
+  EXPECT_FALSE(OriginAllowed({}, "https://app.example.com", "127.0.0.1:8080"));
+  EXPECT_TRUE(OriginAllowed({"*"}, "https://anything.example", "127.0.0.1:8080"));
+}
+
+}  // namespace
+}  // namespace skinning

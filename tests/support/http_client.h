@@ -1,0 +1,74 @@
+// HTTP, Connect and WebSocket clients for tests, on Boost.Beast (blocking, one connection per
+// call unless a Connection is kept).
+#ifndef SKINNING_TESTS_SUPPORT_HTTP_CLIENT_H_
+#define SKINNING_TESTS_SUPPORT_HTTP_CLIENT_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace skinning::testing {
+
+struct HttpResponse {
+  int status = 0;                              // e.g. 200
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;                            // de-chunked
+};
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// One request to 127.0.0.1:`port` ("Connection: close"). UNAVAILABLE when it cannot connect,
+// DEADLINE_EXCEEDED after `timeout_s`, DATA_LOSS for a response that does not parse.
+absl::StatusOr<HttpResponse> HttpCall(int port, const std::string& method, const std::string& target,
+                                      const std::string& body = "", const Headers& headers = {},
+                                      double timeout_s = 30);
+// GET http://`host`:`port``path`; `host` is a numeric IPv4 address.
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::string& path,
+                                     double timeout_s = 10);
+
+// A Connect unary call with JSON (protobuf's JSON mapping) or binary protobuf. The answer is
+// parsed into `response`; a Connect error body becomes the status (its code and message).
+absl::Status ConnectUnary(int port, const std::string& path, const google::protobuf::Message& request,
+                          google::protobuf::Message* response, bool json, const Headers& headers = {});
+
+// A Connect server-streaming call: each message parsed into a fresh copy of `prototype` and given
+// to `on_message`; returns the end-of-stream status.
+absl::Status ConnectStream(int port, const std::string& path, const google::protobuf::Message& request,
+                           const google::protobuf::Message& prototype,
+                           const std::function<void(const google::protobuf::Message&)>& on_message, bool json,
+                           const Headers& headers = {});
+
+// A WebSocket client.
+class WebSocketClient {
+ public:
+  // Connects and upgrades at `target` ("/skinning.v1.PoseService/PoseSession"). The error names
+  // the HTTP status when the server refuses the upgrade.
+  static absl::StatusOr<std::unique_ptr<WebSocketClient>> Open(int port, const std::string& target,
+                                                               const Headers& headers = {});
+  ~WebSocketClient();
+  absl::Status Send(const std::string& payload, bool text);
+  // The next message; NOT_FOUND once the server closed (close_code() says how).
+  absl::StatusOr<std::string> Receive(bool* text = nullptr);
+  int close_code() const { return close_code_; }
+  const std::string& close_reason() const { return close_reason_; }
+  void Close();
+
+ private:
+  WebSocketClient();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int close_code_ = 0;
+  std::string close_reason_;
+};
+
+}  // namespace skinning::testing
+
+#endif  // SKINNING_TESTS_SUPPORT_HTTP_CLIENT_H_
