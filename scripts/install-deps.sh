@@ -34,3 +34,15 @@ if [ ! -f tests/node_modules/.package-lock.json ] || [ tests/package-lock.json -
   echo "install-deps: npm ci in tests/"
   (cd tests && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# The browser viewer (web/): its npm packages pinned by web/package-lock.json, then the types
+# generated from proto/ and the bundle that the front door serves (web/dist). The bundle is
+# rebuilt when a source, a proto or the lock file is newer than it.
+if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "install-deps: npm ci in web/"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
+fi
+if [ ! -f web/dist/viewer.js ] || [ -n "$(find web/src web/index.html web/package-lock.json proto/skinning/v1 -newer web/dist/viewer.js 2>/dev/null | head -1)" ]; then
+  echo "install-deps: building the viewer (web/dist)"
+  (cd web && rm -rf gen && npm run --silent generate && npm run --silent build)
+fi

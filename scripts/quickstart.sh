@@ -29,7 +29,8 @@ for _ in $(seq 1 50); do
   [ -n "$HTTP_PORT" ] && break
   sleep 0.1
 done
-echo "server pid $SERVER_PID on 127.0.0.1:$PORT (gRPC), http://127.0.0.1:$HTTP_PORT (HTTP front door), store $STORE"
+echo "server pid $SERVER_PID on 127.0.0.1:$PORT (gRPC), store $STORE"
+echo "viewer (the HTTP front door) while this runs: http://127.0.0.1:$HTTP_PORT/"
 
 SKINCTL="./build/client/skinctl --server=127.0.0.1:$PORT"
 RIG=$($SKINCTL register --gltf=samples/CesiumMan/CesiumMan.glb --name=CesiumMan)
@@ -54,3 +55,4 @@ kill -TERM $SERVER_PID
 wait $SERVER_PID
 trap - EXIT
 echo "server stopped cleanly; posed meshes are in $OUT/posed (the file's weights) and $OUT/posed-bbw (baked)"
+echo "to browse them: ./build/server/skinning-server --store_dir=$STORE --http_address=127.0.0.1:8080, then open http://127.0.0.1:8080/"

@@ -1,0 +1,121 @@
+// The browser viewer (web/) in Debian's chromium against the real server: tests/web/viewer.mjs
+// drives the page like a user (register the bundled sample, play, DQS, bake BBW, drag a FAST
+// handle) and writes what it saw; this test checks it, and checks the vertices the page received
+// against a gRPC Pose of the same request. Screenshots: build/test-artifacts/viewer/*.png.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "skinning/v1/pose_service.pb.h"
+#include "tests/support/data.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RunCommand;
+using ::skinning::testing::ServerProcess;
+
+// `name` on PATH, or "".
+std::string OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin", ':')) {
+    const std::string candidate = std::string(dir) + "/" + name;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// What the browser test needs; in CI all of it is installed (scripts/install-deps.sh).
+std::string MissingTool() {
+  const std::string src = SKINNING_SOURCE_DIR;
+  if (!std::filesystem::exists("/usr/bin/chromium")) return "/usr/bin/chromium";
+  if (!std::filesystem::exists(src + "/tests/node_modules/playwright-core")) return "tests/node_modules/playwright-core";
+  if (!std::filesystem::exists(src + "/web/dist/viewer.js")) return "web/dist/viewer.js (scripts/install-deps.sh builds it)";
+  if (OnPath("node").empty()) return "node on PATH";
+  return "";
+}
+
+TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
+  if (const std::string missing = MissingTool(); !missing.empty()) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
+  }
+  const std::string src = SKINNING_SOURCE_DIR;
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
+  ASSERT_GT(server.http_port(), 0) << server.Output();
+  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer";
+  std::filesystem::remove_all(out);
+  const auto run = RunCommand({OnPath("node"), src + "/tests/web/viewer.mjs",
+                               "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
+                               "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
+  const nlohmann::json r = nlohmann::json::parse(in);
+  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  EXPECT_EQ(r["steps"], nlohmann::json({"loaded", "registered", "played", "dqs", "baked", "dragged"}));
+  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
+
+  // The animation moved the picture.
+  EXPECT_GT(r["changedPixelFraction"].get<double>(), 0.01) << "bind and posed frames look the same";
+
+  // The page's DQS frame is what gRPC answers for the same request, float for float.
+  v1::PoseRequest request;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r["dqsPose"]["request"].get<std::string>(), &request).ok());
+  EXPECT_EQ(request.deformer(), v1::DEFORMER_DQS);
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  auto want = client.Pose(request);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const auto& got = r["dqsPose"]["vertices"];
+  ASSERT_EQ(static_cast<int>(got.size()), want->vertices_size());
+  int differ = 0;
+  for (int i = 0; i < want->vertices_size(); ++i)
+    if (static_cast<float>(got[i].get<double>()) != want->vertices(i)) ++differ;
+  EXPECT_EQ(differ, 0) << "of " << want->vertices_size() << " coordinates";
+
+  // The BBW bake's progress bar went up to 100 %.
+  const auto& progress = r["progress"];
+  ASSERT_FALSE(progress.empty());
+  for (size_t i = 1; i < progress.size(); ++i) EXPECT_GE(progress[i].get<double>(), progress[i - 1].get<double>());
+  EXPECT_EQ(progress.back().get<double>(), 1.0);
+  EXPECT_EQ(r["progressBar"].get<double>(), 1.0);
+
+  // The dragged FAST handle lands where it was dragged.
+  ASSERT_GT(r["handleCount"].get<int>(), 1);
+  ASSERT_TRUE(r.contains("fast"));
+  const auto& f = r["fast"];
+  const auto& T = f["transform"];
+  ASSERT_EQ(T.size(), 12u);
+  double gap2 = 0, moved2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    double q = T[4 * a + 3].get<double>();
+    for (int b = 0; b < 3; ++b) q += T[4 * a + b].get<double>() * f["point"][b].get<double>();
+    gap2 += std::pow(q - f["target"][a].get<double>(), 2);
+    moved2 += std::pow(f["target"][a].get<double>() - f["point"][a].get<double>(), 2);
+  }
+  const double diag = r["diag"].get<double>();
+  EXPECT_LE(std::sqrt(gap2), 1e-4 * diag);
+  EXPECT_GT(std::sqrt(moved2), 1e-3 * diag) << "the drag did not move the handle";
+  for (const char* shot : {"1-bind.png", "2-animation.png", "3-dqs.png", "4-bbw-weights.png", "5-fast-drag.png"})
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + shot)) << shot;
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+}  // namespace
+}  // namespace skinning

@@ -1,0 +1,649 @@
+// The skinning viewer: registers a .glb with the server, poses it there (Connect calls and
+// WebSocket sessions on the same origin) and draws the vertices it answers with three.js. All
+// skinning happens on the server; this page only shows it.
+import * as THREE from "three";
+import { OrbitControls } from "three/addons/controls/OrbitControls.js";
+import { create, fromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { RigService } from "../gen/skinning/v1/rig_service_pb.js";
+import { RigView } from "../gen/skinning/v1/rig_pb.js";
+import { Deformer } from "../gen/skinning/v1/pose_pb.js";
+import {
+  PoseRequestSchema,
+  PoseService,
+  PoseSessionRequestSchema,
+  PoseSessionResponseSchema,
+} from "../gen/skinning/v1/pose_service_pb.js";
+import { BakeState } from "../gen/skinning/v1/bake_pb.js";
+import { BakeService, WeightsFormat } from "../gen/skinning/v1/bake_service_pb.js";
+import { HandleConstraint_Kind } from "../gen/skinning/v1/fast_pb.js";
+import {
+  SolveSessionRequestSchema,
+  SolveSessionResponseSchema,
+} from "../gen/skinning/v1/fast_service_pb.js";
+
+const $ = (id) => document.getElementById(id);
+const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });
+const rigs = createClient(RigService, transport);
+const poses = createClient(PoseService, transport);
+const bakes = createClient(BakeService, transport);
+
+// What tests read (tests/web/viewer_test.mjs).
+const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false };
+window.__viewer = probe;
+
+// ---- Errors in plain words --------------------------------------------------------------
+const PLAIN = {
+  [Code.InvalidArgument]: "The server refused the input",
+  [Code.NotFound]: "Not found",
+  [Code.FailedPrecondition]: "That needs something first",
+  [Code.ResourceExhausted]: "Over a limit of the server",
+  [Code.Unauthenticated]: "The server needs a token",
+  [Code.PermissionDenied]: "Not allowed",
+  [Code.Unavailable]: "The server is not reachable or is restarting; try again",
+  [Code.DeadlineExceeded]: "The server took too long",
+  [Code.Unimplemented]: "The server does not offer that",
+  [Code.Internal]: "The server failed",
+};
+
+function say(text) {
+  $("status").textContent = text;
+  $("status").className = "";
+}
+
+function fail(what, err) {
+  let text;
+  if (err instanceof ConnectError) text = `${what}: ${PLAIN[err.code] ?? "Error"}. ${err.rawMessage}`;
+  else text = `${what}: ${err?.message ?? err}`;
+  $("status").textContent = text;
+  $("status").className = "error";
+  probe.errors.push(text);
+}
+
+// ---- Scene -------------------------------------------------------------------------------
+const canvas = $("view");
+const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
+renderer.setPixelRatio(1);
+const scene = new THREE.Scene();
+scene.background = new THREE.Color(0xe8ecf0);
+const camera = new THREE.PerspectiveCamera(40, 1, 0.01, 1000);
+let controls = new OrbitControls(camera, canvas);
+scene.add(new THREE.HemisphereLight(0xffffff, 0x667788, 1.2));
+const sun = new THREE.DirectionalLight(0xffffff, 1.5);
+sun.position.set(2, 4, 3);
+scene.add(sun);
+const material = new THREE.MeshStandardMaterial({ color: 0xd0b090, roughness: 0.8, side: THREE.DoubleSide });
+let mesh = null;
+const handleGroup = new THREE.Group();
+scene.add(handleGroup);
+
+function resize() {
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (canvas.width !== w || canvas.height !== h) {
+    renderer.setSize(w, h, false);
+    camera.aspect = w / h;
+    camera.updateProjectionMatrix();
+  }
+}
+
+// ---- State --------------------------------------------------------------------------------
+const S = {
+  rig: "", full: null, bind: null, diag: 1, clips: [], clipFrames: null, clipKey: "", frame: 0, playing: false,
+  source: "rest", manual: null, bakes: {}, weights: null, fastBake: "", fastWs: null, handles: [],
+  solution: null, poseWs: null,
+};
+
+const DEFORMERS = {
+  LBS: Deformer.UNSPECIFIED, DQS: Deformer.DQS, STBS_DQS: Deformer.STBS_DQS, SWING_TWIST: Deformer.SWING_TWIST,
+  PSD_LBS: Deformer.PSD_LBS, ELASTIC: Deformer.ELASTIC,
+};
+const deformer = () => DEFORMERS[$("method").value];
+// The bake a frame is posed with: the deformer's own bake, else the last weights bake (none:
+// the rig's weights).
+function bakeFor() {
+  const m = $("method").value;
+  if (m === "STBS_DQS") return S.bakes.endpoint ?? "";
+  if (m === "SWING_TWIST") return S.bakes.swingTwist ?? "";
+  if (m === "ELASTIC") return S.bakes.elasticModel ?? "";
+  return S.bakes.weights ?? "";
+}
+
+function showVertices(vertices) {
+  if (!mesh) return;
+  const pos = mesh.geometry.attributes.position;
+  pos.array.set(vertices);
+  pos.needsUpdate = true;
+  mesh.geometry.computeVertexNormals();
+}
+
+// Frames the camera on `vertices` (the bind pose of some rigs lies down; their animations stand
+// them up, so the first frames shown of each kind are framed again).
+function fitCamera(vertices) {
+  const box = new THREE.Box3().setFromArray(vertices);
+  const centre = box.getCenter(new THREE.Vector3());
+  const extent = box.getSize(new THREE.Vector3());
+  const size = extent.length();
+  // Up along the longest side, looking along the shortest: a character seen from the front.
+  const axes = [0, 1, 2].sort((a, b) => extent.getComponent(a) - extent.getComponent(b));
+  const unit = (a) => new THREE.Vector3().setComponent(a, 1);
+  camera.up.copy(unit(axes[2]));
+  camera.near = size / 1000;
+  camera.far = size * 100;
+  camera.position.copy(centre).addScaledVector(unit(axes[0]), size * 1.7).addScaledVector(unit(axes[2]), size * 0.1);
+  camera.updateProjectionMatrix();
+  controls.dispose();
+  controls = new OrbitControls(camera, canvas);
+  controls.target.copy(centre);
+  controls.update();
+}
+
+// ---- Rigs ---------------------------------------------------------------------------------
+async function listRigs() {
+  const res = await rigs.listRigs({});
+  const select = $("rigs");
+  select.innerHTML = "";
+  for (const r of res.rigs) {
+    const o = document.createElement("option");
+    o.value = r.name;
+    o.textContent = `${r.displayName || r.name} (${r.vertexCount} v, ${r.jointCount} j)`;
+    select.appendChild(o);
+  }
+  if (S.rig) select.value = S.rig;
+}
+
+function bindPositions(rig) {
+  // Joint positions in bind space: the inverse of each inverse bind matrix, else the rest chain.
+  const joints = rig.skeleton.joints;
+  const world = [];
+  for (let j = 0; j < joints.length; ++j) {
+    const J = joints[j];
+    if (J.inverseBind.length === 12) {
+      const b = J.inverseBind;
+      const m = new THREE.Matrix4().set(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], 0, 0, 0, 1);
+      world.push(m.invert());
+    } else {
+      const t = J.rest?.translation?.length === 3 ? J.rest.translation : [0, 0, 0];
+      const r = J.rest?.rotation?.length === 4 ? J.rest.rotation : [0, 0, 0, 1];
+      const s = J.rest?.scale?.length === 3 ? J.rest.scale : [1, 1, 1];
+      const local = new THREE.Matrix4().compose(new THREE.Vector3(...t), new THREE.Quaternion(...r), new THREE.Vector3(...s));
+      world.push(J.parent >= 0 ? world[J.parent].clone().multiply(local) : local);
+    }
+  }
+  return world.map((m) => new THREE.Vector3().setFromMatrixPosition(m));
+}
+
+async function openRig(name, clips = []) {
+  const rig = await rigs.getRig({ name, view: RigView.FULL });
+  S.rig = name;
+  S.full = rig;
+  S.clips = clips;
+  S.clipFrames = null;
+  S.clipFramed = false;
+  S.bakes = {};
+  S.weights = null;
+  S.source = "rest";
+  S.solution = null;
+  closeSockets();
+  const positions = new Float32Array(rig.mesh.positions);
+  S.bind = positions;
+  const geometry = new THREE.BufferGeometry();
+  geometry.setAttribute("position", new THREE.BufferAttribute(positions.slice(), 3));
+  geometry.setAttribute("color", new THREE.BufferAttribute(new Float32Array(positions.length), 3));
+  geometry.setIndex(rig.mesh.triangles);
+  geometry.computeVertexNormals();
+  geometry.computeBoundingBox();
+  if (mesh) scene.remove(mesh);
+  mesh = new THREE.Mesh(geometry, material);
+  scene.add(mesh);
+  S.diag = geometry.boundingBox.getSize(new THREE.Vector3()).length();
+  probe.diag = S.diag;
+  fitCamera(positions);
+  S.jointWorld = bindPositions(rig);
+  handleGroup.clear();
+  // Controls.
+  const animation = $("animation");
+  animation.innerHTML = "";
+  clips.forEach((c, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = `${c.name} (${c.poses.length} frames)`;
+    animation.appendChild(o);
+  });
+  $("play").disabled = clips.length === 0;
+  $("frame").disabled = clips.length === 0;
+  $("frame").max = String(clips.length ? clips[0].poses.length - 1 : 0);
+  $("frame").value = "0";
+  const joint = $("joint");
+  joint.innerHTML = "";
+  rig.skeleton.joints.forEach((J, j) => {
+    const o = document.createElement("option");
+    o.value = String(j);
+    o.textContent = J.name || `joint ${j}`;
+    joint.appendChild(o);
+  });
+  $("bake").disabled = false;
+  $("fast").disabled = false;
+  $("show-weights").disabled = true;
+  $("show-weights").checked = false;
+  material.vertexColors = false;
+  material.needsUpdate = true;
+  $("rigs").value = name;
+  say(`${rig.displayName || name}: ${rig.vertexCount} vertices, ${rig.jointCount} joints` +
+      (rig.influenceCount ? `, ${rig.influenceCount} influences per vertex` : ", no weights (bake some)") +
+      (clips.length ? `, ${clips.length} animation(s)` : ""));
+}
+
+async function register(file) {
+  try {
+    say(`Sending ${file.name} (${(file.size / 1024).toFixed(0)} KiB)…`);
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    const res = await rigs.createRig({ source: { case: "gltf", value: bytes }, displayName: file.name.replace(/\.[^.]*$/, "") });
+    await listRigs();
+    await openRig(res.rig.name, res.animations);
+    probe.registered = res.rig.name;
+  } catch (e) {
+    fail(`Registering ${file.name}`, e);
+  }
+}
+
+// ---- Posing -------------------------------------------------------------------------------
+function restTransforms() {
+  return S.full.skeleton.joints.map((J) => ({
+    translation: J.rest?.translation?.length ? [...J.rest.translation] : [0, 0, 0],
+    rotation: J.rest?.rotation?.length ? [...J.rest.rotation] : [0, 0, 0, 1],
+    scale: J.rest?.scale?.length ? [...J.rest.scale] : [1, 1, 1],
+  }));
+}
+
+function currentPose() {
+  if (S.source === "clip" && S.clips.length) return S.clips[Number($("animation").value)].poses[S.frame];
+  if (S.source === "manual" && S.manual) return { joints: S.manual };
+  return { joints: [] };
+}
+
+// One frame through the unary Pose call (method switches, the bind pose).
+async function poseOnce() {
+  if (!S.rig) return;
+  const request = create(PoseRequestSchema, {
+    rig: S.rig, pose: currentPose(), deformer: deformer(), outputs: { vertices: true }, bake: bakeFor(),
+  });
+  try {
+    const res = await poses.pose(request);
+    showVertices(res.frame.vertices);
+    probe.lastPose = { request: toJsonString(PoseRequestSchema, request), vertices: Array.from(res.frame.vertices) };
+    say(`Posed with ${$("method").value}${request.bake ? " and " + request.bake.split("/").pop() : ""}.`);
+  } catch (e) {
+    fail(`Posing with ${$("method").value}`, e);
+  }
+}
+
+// The clip posed once per rig, method and bake (PoseClip), then played here at its rate.
+async function loadClip() {
+  const clip = S.clips[Number($("animation").value)];
+  const key = `${S.rig}|${$("method").value}|${bakeFor()}|${$("animation").value}`;
+  if (S.clipKey === key && S.clipFrames) return true;
+  try {
+    say(`Posing ${clip.poses.length} frames with ${$("method").value}…`);
+    const res = await poses.poseClip({
+      rig: S.rig, poses: clip.poses, deformer: deformer(), outputs: { vertices: true }, bake: bakeFor(),
+    });
+    S.clipFrames = res.frames.map((f) => f.vertices);
+    if (!S.clipFramed) fitCamera(S.clipFrames[0]);
+    S.clipFramed = true;
+    S.clipKey = key;
+    say(`${clip.name}: ${clip.poses.length} frames at ${clip.framesPerSecond.toFixed(0)} fps (${$("method").value}).`);
+    return true;
+  } catch (e) {
+    fail(`Posing the animation with ${$("method").value}`, e);
+    return false;
+  }
+}
+
+function showFrame(f) {
+  S.frame = f;
+  S.source = "clip";
+  $("frame").value = String(f);
+  if (S.clipFrames) showVertices(S.clipFrames[f]);
+  probe.frame = f;
+}
+
+async function togglePlay() {
+  if (S.playing) {
+    S.playing = false;
+    $("play").textContent = "Play";
+    return;
+  }
+  if (!(await loadClip())) return;
+  S.playing = true;
+  S.playStart = performance.now() - S.frame * 1000 / S.clips[Number($("animation").value)].framesPerSecond;
+  $("play").textContent = "Pause";
+  probe.played = true;
+}
+
+// Joint controls: live frames over the pose session WebSocket.
+function sessionUrl(path) {
+  return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${path}`;
+}
+
+function openPoseSession() {
+  if (S.poseWs && S.poseWs.readyState <= 1) return S.poseWs;
+  const ws = new WebSocket(sessionUrl("/skinning.v1.PoseService/PoseSession"));
+  ws.binaryType = "arraybuffer";
+  ws.first = true;
+  ws.busy = false;
+  ws.pending = null;
+  ws.sequence = 0;
+  ws.onmessage = (ev) => {
+    const res = fromBinary(PoseSessionResponseSchema, new Uint8Array(ev.data));
+    showVertices(res.frame.vertices);
+    ws.busy = false;
+    if (ws.pending) sendPose(ws, ws.pending);
+  };
+  ws.onclose = (ev) => {
+    if (ev.code >= 4000) fail("The pose session", { message: `closed by the server (${ev.code - 4000}): ${ev.reason}` });
+    if (ev.code === 1008) fail("The pose session", { message: ev.reason });
+  };
+  S.poseWs = ws;
+  return ws;
+}
+
+function sendPose(ws, pose) {
+  if (ws.readyState !== 1 || ws.busy) {
+    ws.pending = pose;
+    if (ws.readyState === 0) ws.onopen = () => sendPose(ws, ws.pending);
+    return;
+  }
+  ws.pending = null;
+  ws.busy = true;
+  const req = create(PoseSessionRequestSchema, {
+    sequence: BigInt(ws.sequence++), pose, deformer: deformer(), outputs: { vertices: true },
+  });
+  if (ws.first) {
+    req.rig = S.rig;
+    req.bake = bakeFor();
+    ws.first = false;
+  }
+  ws.send(toBinary(PoseSessionRequestSchema, req));
+}
+
+function onJointSlider() {
+  if (!S.full) return;
+  if (S.source !== "manual" || !S.manual) S.manual = restTransforms();
+  S.source = "manual";
+  S.playing = false;
+  $("play").textContent = "Play";
+  const j = Number($("joint").value);
+  const rest = restTransforms()[j];
+  const e = new THREE.Euler(THREE.MathUtils.degToRad(+$("rx").value), THREE.MathUtils.degToRad(+$("ry").value),
+                            THREE.MathUtils.degToRad(+$("rz").value));
+  const q = new THREE.Quaternion(...rest.rotation).multiply(new THREE.Quaternion().setFromEuler(e));
+  S.manual[j].rotation = [q.x, q.y, q.z, q.w];
+  sendPose(openPoseSession(), { joints: S.manual });
+}
+
+function closeSockets() {
+  for (const ws of [S.poseWs, S.fastWs]) if (ws && ws.readyState <= 1) ws.close(1000);
+  S.poseWs = null;
+  S.fastWs = null;
+}
+
+// ---- Bakes --------------------------------------------------------------------------------
+const WEIGHT_BAKES = ["bbw", "boneHeat", "geodesicVoxel"];
+
+async function runBake(method, options) {
+  const started = await bakes.startBake({ parent: S.rig, options });
+  const name = started.bake.name;
+  $("progress").value = 0;
+  let last = null;
+  for await (const b of bakes.watchBake({ name })) {
+    last = b;
+    const f = b.metadata?.progressFraction ?? 0;
+    $("progress").value = f;
+    probe.progress.push(f);
+    say(`Baking ${method}: ${b.metadata?.stage || "queued"} ${(100 * f).toFixed(0)} %`);
+  }
+  if (!last || last.metadata.state !== BakeState.SUCCEEDED) {
+    const why = last?.result?.case === "error" ? last.result.value.message : "it did not finish";
+    throw new Error(`the ${method} bake failed: ${why}`);
+  }
+  return name;
+}
+
+async function startBake() {
+  const method = $("bake-method").value;
+  const value = {};
+  if (method === "endpoint") value.weightsBake = S.bakes.weights ?? "";
+  const options = { method: { case: method, value } };
+  try {
+    $("bake").disabled = true;
+    const name = await runBake(method, options);
+    S.bakes[method] = name;
+    if (WEIGHT_BAKES.includes(method)) {
+      S.bakes.weights = name;
+      const w = await bakes.getWeights({ bake: name, format: WeightsFormat.DENSE });
+      S.weights = { values: w.weights.kind.value.values, cols: w.weights.kind.value.jointCount };
+      $("show-weights").disabled = false;
+      S.clipFrames = null;
+    }
+    probe.bakeDone = true;
+    say(`The ${method} bake is done: ${name.split("/").pop()}. Poses now use it.`);
+    await poseOnce();
+  } catch (e) {
+    fail(`Baking ${method}`, e);
+  } finally {
+    $("bake").disabled = false;
+  }
+}
+
+function showWeights() {
+  const on = $("show-weights").checked && S.weights;
+  material.vertexColors = !!on;
+  material.color.set(on ? 0xffffff : 0xd0b090);
+  material.needsUpdate = true;
+  if (!on) return;
+  const j = Number($("joint").value);
+  const colors = mesh.geometry.attributes.color;
+  const n = colors.count, cols = S.weights.cols;
+  for (let i = 0; i < n; ++i) {
+    const w = Math.min(1, Math.max(0, S.weights.values[i * cols + j]));
+    // Blue (0) through green to red (1).
+    const c = new THREE.Color().setHSL((1 - w) * 0.66, 0.9, 0.5);
+    colors.setXYZ(i, c.r, c.g, c.b);
+  }
+  colors.needsUpdate = true;
+}
+
+// ---- FAST handles -------------------------------------------------------------------------
+async function startFast() {
+  try {
+    $("fast").disabled = true;
+    if (!S.full.influenceCount && !S.bakes.weights)
+      throw new Error("FAST needs weights: bake some first (Start bake)");
+    S.fastBake = await runBake("fast_model", { method: { case: "fastModel", value: { weightsBake: S.bakes.weights ?? "" } } });
+    const ws = new WebSocket(sessionUrl("/skinning.v1.FastService/SolveSession"));
+    ws.binaryType = "arraybuffer";
+    ws.sequence = 0;
+    ws.busy = false;
+    ws.pending = null;
+    S.fastWs = ws;
+    ws.onopen = () => solve(null);
+    ws.onmessage = (ev) => {
+      const res = fromBinary(SolveSessionResponseSchema, new Uint8Array(ev.data));
+      S.solution = res.solution;
+      if (res.solution.vertices.length) {
+        if (!ws.framed) fitCamera(res.solution.vertices);
+        ws.framed = true;
+        showVertices(res.solution.vertices);
+      }
+      placeHandles();
+      if (ws.lastDrag) {
+        const h = S.handles.findIndex((x) => x.joint === ws.lastDrag.joint);
+        probe.fast = { ...ws.lastDrag, transform: Array.from(res.solution.transforms.slice(12 * h, 12 * h + 12)) };
+      }
+      probe.fastReady = true;
+      ws.busy = false;
+      if (ws.pending) solve(ws.pending);
+    };
+    ws.onclose = (ev) => {
+      if (ev.code >= 4000 || ev.code === 1008) fail("The FAST session", { message: `closed: ${ev.reason}` });
+    };
+    say("FAST model ready: drag a handle (the spheres) with the mouse.");
+  } catch (e) {
+    fail("FAST", e);
+  } finally {
+    $("fast").disabled = false;
+  }
+}
+
+// The fixed handle: the first root joint among the handles.
+function fixedJoint() {
+  const joints = S.full.skeleton.joints;
+  const roots = S.handles.filter((h) => joints[h.joint].parent < 0);
+  return (roots[0] ?? S.handles[0])?.joint;
+}
+
+function solve(drag) {
+  const ws = S.fastWs;
+  if (!ws || ws.readyState !== 1) return;
+  if (ws.busy) {
+    ws.pending = drag;
+    return;
+  }
+  ws.busy = true;
+  ws.pending = null;
+  const constraints = [];
+  const fixed = S.handles.length ? fixedJoint() : 0;
+  if (!drag || drag.joint !== fixed)
+    constraints.push({ joint: fixed, kind: HandleConstraint_Kind.TRANSFORM, target: [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0] });
+  if (drag) constraints.push({ joint: drag.joint, kind: HandleConstraint_Kind.POSITION, point: drag.point, target: drag.target });
+  ws.lastDrag = drag;
+  const req = create(SolveSessionRequestSchema, { sequence: BigInt(ws.sequence++), constraints, outputs: { vertices: true } });
+  if (ws.sequence === 1) req.bake = S.fastBake;
+  ws.send(toBinary(SolveSessionRequestSchema, req));
+}
+
+function placeHandles() {
+  const sol = S.solution;
+  if (!sol) return;
+  if (S.handles.length !== sol.handleJoints.length) {
+    handleGroup.clear();
+    S.handles = sol.handleJoints.map((joint) => {
+      const sphere = new THREE.Mesh(new THREE.SphereGeometry(S.diag * 0.015, 16, 8),
+                                    new THREE.MeshBasicMaterial({ color: 0x2255ff, depthTest: false }));
+      sphere.renderOrder = 1;
+      handleGroup.add(sphere);
+      return { joint, sphere, point: S.jointWorld[joint].clone() };
+    });
+  }
+  S.handles.forEach((h, i) => {
+    const t = sol.transforms.slice(12 * i, 12 * i + 12);
+    const p = h.point;
+    h.sphere.position.set(t[0] * p.x + t[1] * p.y + t[2] * p.z + t[3], t[4] * p.x + t[5] * p.y + t[6] * p.z + t[7],
+                          t[8] * p.x + t[9] * p.y + t[10] * p.z + t[11]);
+  });
+}
+
+const raycaster = new THREE.Raycaster();
+let dragging = null;
+function pointerRay(ev) {
+  const r = canvas.getBoundingClientRect();
+  raycaster.setFromCamera(new THREE.Vector2(((ev.clientX - r.left) / r.width) * 2 - 1, -((ev.clientY - r.top) / r.height) * 2 + 1), camera);
+}
+canvas.addEventListener("pointerdown", (ev) => {
+  if (!S.handles.length) return;
+  pointerRay(ev);
+  const hit = raycaster.intersectObjects(S.handles.map((h) => h.sphere))[0];
+  if (!hit) return;
+  const handle = S.handles.find((h) => h.sphere === hit.object);
+  const normal = camera.getWorldDirection(new THREE.Vector3());
+  dragging = { handle, plane: new THREE.Plane().setFromNormalAndCoplanarPoint(normal, handle.sphere.position.clone()) };
+  controls.enabled = false;
+  canvas.setPointerCapture(ev.pointerId);
+});
+canvas.addEventListener("pointermove", (ev) => {
+  if (!dragging) return;
+  pointerRay(ev);
+  const target = raycaster.ray.intersectPlane(dragging.plane, new THREE.Vector3());
+  if (!target) return;
+  const p = dragging.handle.point;
+  solve({ joint: dragging.handle.joint, point: [p.x, p.y, p.z], target: [target.x, target.y, target.z] });
+});
+canvas.addEventListener("pointerup", () => {
+  dragging = null;
+  controls.enabled = true;
+});
+
+// Where handle `i` is on the screen (CSS pixels of the page), for tests.
+probe.handleScreen = (i) => {
+  const h = S.handles[i];
+  if (!h) return null;
+  const v = h.sphere.position.clone().project(camera);
+  const r = canvas.getBoundingClientRect();
+  return { x: r.left + ((v.x + 1) / 2) * r.width, y: r.top + ((1 - v.y) / 2) * r.height, joint: h.joint };
+};
+// Every 7th pixel's RGBA of the last drawn frame, for tests.
+probe.pixels = () => {
+  const gl = renderer.getContext();
+  const w = gl.drawingBufferWidth, h = gl.drawingBufferHeight;
+  const data = new Uint8Array(w * h * 4);
+  gl.readPixels(0, 0, w, h, gl.RGBA, gl.UNSIGNED_BYTE, data);
+  const out = [];
+  for (let i = 0; i < data.length; i += 28) out.push(data[i], data[i + 1], data[i + 2]);
+  return out;
+};
+
+// ---- Wiring -------------------------------------------------------------------------------
+$("file").addEventListener("change", (ev) => ev.target.files[0] && register(ev.target.files[0]));
+const drop = $("drop");
+drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+drop.addEventListener("drop", (ev) => {
+  ev.preventDefault();
+  drop.classList.remove("over");
+  if (ev.dataTransfer.files[0]) register(ev.dataTransfer.files[0]);
+});
+$("rigs").addEventListener("change", async () => {
+  try { await openRig($("rigs").value); } catch (e) { fail("Opening the rig", e); }
+});
+$("method").addEventListener("change", async () => {
+  S.clipFrames = null;
+  if (S.poseWs) closeSockets();
+  if (S.playing) await loadClip();
+  await poseOnce();
+});
+$("animation").addEventListener("change", () => { S.clipFrames = null; S.frame = 0; });
+$("play").addEventListener("click", togglePlay);
+$("frame").addEventListener("input", async () => {
+  S.playing = false;
+  $("play").textContent = "Play";
+  if (await loadClip()) showFrame(Number($("frame").value));
+});
+for (const id of ["rx", "ry", "rz"]) $(id).addEventListener("input", onJointSlider);
+$("joint").addEventListener("change", () => { for (const id of ["rx", "ry", "rz"]) $(id).value = "0"; showWeights(); });
+$("rest").addEventListener("click", async () => { S.source = "rest"; S.manual = null; await poseOnce(); });
+$("bake").addEventListener("click", startBake);
+$("show-weights").addEventListener("change", showWeights);
+$("fast").addEventListener("click", startFast);
+
+function loop(now) {
+  resize();
+  if (S.playing && S.clipFrames) {
+    const clip = S.clips[Number($("animation").value)];
+    // rAF's time may be a little before the performance.now() that started playing.
+    const n = S.clipFrames.length;
+    const f = Math.floor(Math.max(0, (now - S.playStart) / 1000) * clip.framesPerSecond) % n;
+    if (f !== S.frame || S.source !== "clip") showFrame(f);
+  }
+  controls.update();
+  renderer.render(scene, camera);
+  requestAnimationFrame(loop);
+}
+requestAnimationFrame(loop);
+
+listRigs()
+  .then(() => {
+    say("Choose a rig, or drop a .glb to register it.");
+    probe.ready = true;
+  })
+  .catch((e) => fail("Listing the rigs", e));
