@@ -8,6 +8,11 @@
 //   session          PoseSession frames (one stream per client thread), LBS vertices
 //   fast             SolveSession frames (a fast_model bake made first): the root
 //                    fixed, the tip dragged around a circle by position, transforms returned
+//   http_json_transforms   the HTTP front door: Connect JSON Pose, transforms only (one
+//                          keep-alive connection per client thread)
+//   http_proto_vertices    Connect binary Pose, LBS vertices
+//   ws_session             PoseSession frames over a WebSocket per client thread, LBS vertices
+// (the HTTP request bodies are encoded once beforehand, as the gRPC ones are built once)
 //
 // It starts the real server binary on 127.0.0.1 with a temporary store (or uses --target) and
 // prints one row per run: calls, errors by code, throughput, p50/p99/p99.9 latency.
@@ -33,6 +38,12 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <google/protobuf/util/json_util.h>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -45,9 +56,11 @@
 #include "server/convert/convert.h"
 
 ABSL_FLAG(std::string, target, "", "host:port of a running server; empty = start --server_binary");
+ABSL_FLAG(int, http_port, 0, "with --target: the running server's HTTP front door port (HTTP workloads)");
 ABSL_FLAG(std::string, server_binary, SKINNING_SERVER_BINARY, "the skinning-server binary to start");
 ABSL_FLAG(std::string, server_flags, "", "extra flags for the started server, comma-separated (e.g. --threads=8)");
-ABSL_FLAG(std::string, workload, "pose_transforms", "pose_transforms, pose_vertices, session or fast");
+ABSL_FLAG(std::string, workload, "pose_transforms",
+          "pose_transforms, pose_vertices, session, fast, http_json_transforms, http_proto_vertices or ws_session");
 ABSL_FLAG(int, concurrency, 16, "closed loop: client threads, each with one call in flight");
 ABSL_FLAG(double, rate, 0, "open loop: calls per second on a fixed schedule (0 = closed loop at --concurrency)");
 ABSL_FLAG(int, rate_threads, 64, "open loop: threads sending the scheduled calls (most calls in flight at once)");
@@ -59,6 +72,9 @@ ABSL_FLAG(int, joints, 20, "joints of the generated tube's chain");
 ABSL_FLAG(bool, sweep, false,
           "run pose_transforms and pose_vertices at concurrency 1, 16, 64 and session and fast at 1, 16 "
           "(closed loop) and print one table");
+ABSL_FLAG(bool, http_sweep, false,
+          "run every gRPC and HTTP pose workload at concurrency 1 and 16 (closed loop), gRPC and HTTP "
+          "rows side by side in one table");
 
 namespace skinning {
 namespace {
@@ -74,7 +90,7 @@ class SpawnedServer {
     store_ = (std::filesystem::temp_directory_path() / absl::StrCat("skinning-load-", getpid())).string();
     std::filesystem::create_directories(store_);
     std::vector<std::string> args = {binary, "--address=127.0.0.1:0", "--store_dir=" + store_, "--metrics_address=",
-                                     "--drain_seconds=1"};
+                                     "--http_address=127.0.0.1:0", "--web_dir=", "--drain_seconds=1"};
     args.insert(args.end(), extra_flags.begin(), extra_flags.end());
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
@@ -99,6 +115,9 @@ class SpawnedServer {
       out.append(buf, n);
       const size_t at = out.find("listening on port ");
       if (at != std::string::npos) port_ = std::atoi(out.c_str() + at + 18);
+      const size_t http = out.find("http on port ");
+      if (http != std::string::npos) http_port_ = std::atoi(out.c_str() + http + 13);
+      if (http_port_ == 0) port_ = 0;  // both lines, in that order
     }
     stdout_fd_ = fds[0];
     if (port_ == 0) return absl::UnavailableError(absl::StrCat(binary, " did not start: ", out));
@@ -118,10 +137,12 @@ class SpawnedServer {
   }
 
   int port() const { return port_; }
+  int http_port() const { return http_port_; }
 
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int http_port_ = 0;
   int stdout_fd_ = -1;
   std::string store_;
 };
@@ -129,6 +150,8 @@ class SpawnedServer {
 // What every run needs: the rig, a FAST bake when asked, precomputed request bodies.
 struct Fixture {
   std::string target;
+  int http_port = 0;
+  std::vector<std::string> json_transform_bodies, proto_vertex_bodies, ws_frames;  // per pose
   std::string rig_name;   // rigs/{rig}
   std::string fast_bake;  // the FAST bake's name
   Rig rig;
@@ -158,6 +181,20 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
     for (int j = 1; j < joints; ++j)
       pose.local[j].rotation = Eigen::AngleAxisd(0.3 * std::sin(2 * M_PI * c / 256 + j), Eigen::Vector3d::UnitZ());
     fx->poses.push_back(PoseToProto(pose));
+    v1::PoseRequest req;
+    req.set_rig(fx->rig_name);
+    *req.mutable_pose() = fx->poses.back();
+    req.mutable_outputs()->set_transforms(true);
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(req, &json);
+    fx->json_transform_bodies.push_back(std::move(json));
+    req.mutable_outputs()->set_transforms(false);
+    req.mutable_outputs()->set_vertices(true);
+    fx->proto_vertex_bodies.push_back(req.SerializeAsString());
+    v1::PoseSessionRequest frame;
+    frame.set_sequence(c);
+    *frame.mutable_pose() = fx->poses.back();
+    fx->ws_frames.push_back(frame.SerializeAsString());
   }
   if (!need_fast) return absl::OkStatus();
   v1::BakeOptions options;
@@ -188,15 +225,24 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
   return absl::OkStatus();
 }
 
-enum class Workload { kPoseTransforms, kPoseVertices, kSession, kFast };
+enum class Workload { kPoseTransforms, kPoseVertices, kSession, kFast, kHttpJsonTransforms, kHttpProtoVertices, kWsSession };
+
+bool IsHttp(Workload w) {
+  return w == Workload::kHttpJsonTransforms || w == Workload::kHttpProtoVertices || w == Workload::kWsSession;
+}
 
 absl::StatusOr<Workload> ParseWorkload(const std::string& name) {
   if (name == "pose_transforms") return Workload::kPoseTransforms;
   if (name == "pose_vertices") return Workload::kPoseVertices;
   if (name == "session") return Workload::kSession;
   if (name == "fast") return Workload::kFast;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--workload=", name, " is not one of pose_transforms, pose_vertices, session, fast"));
+  if (name == "http_json_transforms") return Workload::kHttpJsonTransforms;
+  if (name == "http_proto_vertices") return Workload::kHttpProtoVertices;
+  if (name == "ws_session") return Workload::kWsSession;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--workload=", name,
+      " is not one of pose_transforms, pose_vertices, session, fast, http_json_transforms, http_proto_vertices, "
+      "ws_session"));
 }
 
 const char* WorkloadName(Workload w) {
@@ -209,16 +255,120 @@ const char* WorkloadName(Workload w) {
       return "session";
     case Workload::kFast:
       return "fast";
+    case Workload::kHttpJsonTransforms:
+      return "http_json_transforms";
+    case Workload::kHttpProtoVertices:
+      return "http_proto_vertices";
+    case Workload::kWsSession:
+      return "ws_session";
   }
   return "?";
 }
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = boost::asio::ip::tcp;
+
+// One keep-alive HTTP connection (reopened after an error) and one WebSocket, per client thread.
+class HttpCaller {
+ public:
+  // The read buffers hold a whole answer (10k vertices are 120 KB), so each is read in a few
+  // large reads rather than many small ones.
+  explicit HttpCaller(int port) : port_(port) {
+    buffer_.reserve(1 << 20);
+    ws_buffer_.reserve(1 << 20);
+  }
+
+  // POST `body` to `target`; the answer's body in *out. Non-200 is an error with its body.
+  absl::Status Post(const std::string& target, const std::string& content_type, const std::string& body,
+                    std::string* out) {
+    beast::error_code ec;
+    if (!stream_) {
+      stream_ = std::make_unique<beast::tcp_stream>(io_);
+      stream_->connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)), ec);
+      if (ec) return Fail(absl::UnavailableError(ec.message()));
+    }
+    http::request<http::string_body> req{http::verb::post, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, content_type);
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(*stream_, req, ec);
+    if (ec) return Fail(absl::UnavailableError(ec.message()));
+    http::response<http::string_body> res;
+    buffer_.consume(buffer_.size());
+    http::read(*stream_, buffer_, res, ec);
+    if (ec) return Fail(absl::UnavailableError(ec.message()));
+    if (res.result_int() != 200) return absl::UnknownError(absl::StrCat("HTTP ", res.result_int(), ": ", res.body()));
+    *out = std::move(res.body());
+    if (!res.keep_alive()) stream_.reset();
+    return absl::OkStatus();
+  }
+
+  // One WebSocket frame out, its answer in *out.
+  absl::Status WsStep(const std::string& frame, const std::string& first_rig, std::string* out) {
+    beast::error_code ec;
+    if (!ws_) {
+      ws_ = std::make_unique<websocket::stream<tcp::socket>>(io_);
+      ws_->next_layer().connect(
+          tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)), ec);
+      if (!ec) ws_->handshake("127.0.0.1", "/skinning.v1.PoseService/PoseSession", ec);
+      if (ec) return FailWs(absl::UnavailableError(ec.message()));
+      ws_->binary(true);
+      ws_->auto_fragment(false);
+      first_ = true;
+    }
+    std::string payload = frame;
+    if (first_) {
+      v1::PoseSessionRequest req;
+      req.ParseFromString(frame);
+      req.set_rig(first_rig);
+      req.mutable_outputs()->set_vertices(true);
+      payload = req.SerializeAsString();
+      first_ = false;
+    }
+    ws_->write(boost::asio::buffer(payload), ec);
+    if (ec) return FailWs(absl::UnavailableError(ec.message()));
+    ws_buffer_.consume(ws_buffer_.size());
+    ws_->read(ws_buffer_, ec);
+    if (ec) return FailWs(absl::UnavailableError(ec.message()));
+    *out = beast::buffers_to_string(ws_buffer_.data());
+    return absl::OkStatus();
+  }
+
+  void Close() {
+    if (ws_) {
+      beast::error_code ec;
+      ws_->close(websocket::close_code::normal, ec);
+    }
+  }
+
+ private:
+  absl::Status Fail(absl::Status s) {
+    stream_.reset();
+    return s;
+  }
+  absl::Status FailWs(absl::Status s) {
+    ws_.reset();
+    return s;
+  }
+
+  const int port_;
+  boost::asio::io_context io_;
+  std::unique_ptr<beast::tcp_stream> stream_;
+  beast::flat_buffer buffer_, ws_buffer_;
+  std::unique_ptr<websocket::stream<tcp::socket>> ws_;
+  bool first_ = true;
+};
 
 // One client thread's calls: unary Pose through a shared Client, or a stream of its own
 // (reopened after an error).
 class Caller {
  public:
   Caller(Workload workload, Client* client, const Fixture* fx, int seed)
-      : workload_(workload), client_(client), fx_(fx), next_(seed * 37) {
+      : workload_(workload), client_(client), fx_(fx), next_(seed * 37), http_(fx->http_port) {
     request_.set_rig(fx->rig_name);  // the default deformer, LBS
     if (workload == Workload::kPoseTransforms) request_.mutable_outputs()->set_transforms(true);
     else request_.mutable_outputs()->set_vertices(true);
@@ -260,11 +410,33 @@ class Caller {
         }
         return Expect(answer->transforms_size() > 0, 1);
       }
+      case Workload::kHttpJsonTransforms: {
+        std::string body;
+        RETURN_IF_ERROR(http_.Post("/skinning.v1.PoseService/Pose", "application/json",
+                                   fx_->json_transform_bodies[i], &body));
+        // Checked without parsing (a parse would load the shared CPUs on the client's side).
+        return Expect(body.find("\"transforms\"") != std::string::npos, 1);
+      }
+      case Workload::kHttpProtoVertices: {
+        std::string body;
+        RETURN_IF_ERROR(http_.Post("/skinning.v1.PoseService/Pose", "application/proto", fx_->proto_vertex_bodies[i], &body));
+        v1::PoseResponse res;
+        if (!res.ParseFromString(body)) return absl::DataLossError("not a PoseResponse");
+        return Expect(res.frame().vertices_size(), 3 * fx_->rig.mesh.V.rows());
+      }
+      case Workload::kWsSession: {
+        std::string body;
+        RETURN_IF_ERROR(http_.WsStep(fx_->ws_frames[i], fx_->rig_name, &body));
+        v1::PoseSessionResponse res;
+        if (!res.ParseFromString(body)) return absl::DataLossError("not a PoseSessionResponse");
+        return Expect(res.frame().vertices_size(), 3 * fx_->rig.mesh.V.rows());
+      }
     }
     return absl::InternalError("unknown workload");
   }
 
   void Close() {
+    http_.Close();
     if (pose_session_) pose_session_->Close().IgnoreError();
     if (fast_session_) fast_session_->Close().IgnoreError();
   }
@@ -282,6 +454,7 @@ class Caller {
   v1::PoseRequest request_;
   std::unique_ptr<PoseSession> pose_session_;
   std::unique_ptr<SolveSession> fast_session_;
+  HttpCaller http_;
 };
 
 struct ThreadResult {
@@ -402,6 +575,12 @@ int Main() {
       for (int c : {1, 16, 64}) plan.emplace_back(w, c);
     for (Workload w : {Workload::kSession, Workload::kFast})
       for (int c : {1, 16}) plan.emplace_back(w, c);
+  } else if (absl::GetFlag(FLAGS_http_sweep)) {
+    rate = 0;
+    for (int c : {1, 16})
+      for (Workload w : {Workload::kPoseTransforms, Workload::kHttpJsonTransforms, Workload::kPoseVertices,
+                         Workload::kHttpProtoVertices, Workload::kSession, Workload::kWsSession})
+        plan.emplace_back(w, c);
   } else {
     absl::StatusOr<Workload> w = ParseWorkload(absl::GetFlag(FLAGS_workload));
     if (!w.ok()) {
@@ -424,6 +603,13 @@ int Main() {
       return 1;
     }
     fx.target = absl::StrCat("127.0.0.1:", server.port());
+    fx.http_port = server.http_port();
+  } else {
+    fx.http_port = absl::GetFlag(FLAGS_http_port);
+  }
+  if (fx.http_port == 0 && std::any_of(plan.begin(), plan.end(), [](const auto& p) { return IsHttp(p.first); })) {
+    std::fprintf(stderr, "load: the HTTP workloads need the front door (--http_port with --target)\n");
+    return 2;
   }
   if (absl::Status s = PrepareFixture(need_fast, &fx); !s.ok()) {
     std::fprintf(stderr, "load: setup failed: %s\n", s.ToString().c_str());
@@ -447,7 +633,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Load generator for the skinning service.\n"
       "Usage: load [--workload=pose_transforms|pose_vertices|session|fast] [--concurrency=N | --rate=R] "
-      "[--duration=S] [--sweep] [--target=host:port]");
+      "[--duration=S] [--sweep | --http_sweep] [--target=host:port [--http_port=P]]");
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   return skinning::Main();

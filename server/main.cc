@@ -35,7 +35,7 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
           "comma-separated origins (https://app.example.com) whose pages may call the front door; "
           "'*' allows any; empty = same-origin pages and non-browser clients only");
 ABSL_FLAG(std::string, web_dir, "web", "folder of the browser viewer served at / by the front door; empty = none");
-ABSL_FLAG(int, http_threads, 16, "worker threads of the front door (calls in flight; sessions hold none)");
+ABSL_FLAG(int, http_threads, 4, "threads of the front door: its sockets, unary calls and session frames run on them (a call blocked on the store holds one); streams and files use as many more");
 ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this");
 ABSL_FLAG(std::string, auth_tokens, "",
           "file of 'TOKEN TENANT' lines: every call needs 'authorization: Bearer TOKEN' and sees "

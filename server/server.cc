@@ -140,6 +140,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   if (!options.http_address.empty()) {
     HttpServerOptions http;
     http.address = options.http_address;
+    http.io_threads = std::max(1, options.http_threads);
     http.worker_threads = std::max(2, options.http_threads);
     http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
     http.max_websocket_message_bytes = static_cast<size_t>(options.max_message_bytes);

@@ -60,7 +60,9 @@ struct ServerOptions {
   std::string http_address;
   std::vector<std::string> http_cors_origins;  // FrontDoorOptions::cors_origins
   std::string web_dir;                         // the viewer's folder served at /; empty = none
-  int http_threads = 16;                       // the front door's worker pool
+  // The front door's socket threads (unary calls and session frames run on them), and as many
+  // more for streams and files.
+  int http_threads = 4;
   // A request's headers and body must arrive within this; 0 = 10 s.
   std::chrono::milliseconds http_request_timeout{0};
   // Security (see README, "Security"). A token file of `TOKEN TENANT` lines; empty = no

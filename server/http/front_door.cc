@@ -135,8 +135,12 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
         res.set(http::field::allow, "POST");
         return ex->Respond(std::move(res));
       }
-      // The handlers block (stores, solves, watches): on the worker pool.
-      return ex->server().Post([connect, ex, path] { connect->Serve(ex, path); });
+      // Unary calls run on the socket threads (there are as many as the front door's threads,
+      // so a call that blocks on the store holds one of them, as a gRPC call holds a thread);
+      // a watch lasts as long as its bake: on the worker pool.
+      if (kind == ConnectService::Kind::kServerStream)
+        return ex->server().Post([connect, ex, path] { connect->Serve(ex, path); });
+      return connect->Serve(ex, path);
     }
     if (!opts->web_dir.empty() && (req.method() == http::verb::get || req.method() == http::verb::head)) {
       return ex->server().Post([ex, opts, path] {

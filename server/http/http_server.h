@@ -31,8 +31,10 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 
 struct HttpServerOptions {
   std::string address;           // host:port; port 0 picks a free port
-  int io_threads = 2;            // threads running the sockets (no blocking work on them)
-  int worker_threads = 16;       // the pool for handlers' blocking work (Post)
+  // Threads running the sockets and the routers' short calls (a unary call or a WebSocket frame
+  // runs on one, as a gRPC sync call holds a thread).
+  int io_threads = 8;
+  int worker_threads = 16;       // the pool for long work (Post): streamed answers, files
   size_t max_body_bytes = 64 << 20;
   size_t max_header_bytes = 16 << 10;
   // A request's headers and body must arrive within this (slow or stalled clients are cut off).
@@ -55,7 +57,7 @@ class WebSocketHandler {
     std::string payload;
     bool text = false;
   };
-  // Called on a worker thread, one frame at a time, in the order received. A non-OK status
+  // Called on a socket thread, one frame at a time, in the order received. A non-OK status
   // closes the session (CloseCode gives the code); the reply is sent otherwise.
   virtual absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) = 0;
 };
