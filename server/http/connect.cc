@@ -177,6 +177,16 @@ void ConnectService::AddUnary(const std::string& path, Api* api,
   methods_[path] = std::move(m);
 }
 
+template <typename Session, typename Req, typename Resp, typename Api>
+void ConnectService::AddSession(const std::string& path, Api* api) {
+  Method m;
+  m.kind = Kind::kBidiSession;
+  m.session = [api](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
+    return std::make_unique<SessionSocket<Session, Req, Resp>>(api->OpenSession(std::move(ctx)));
+  };
+  methods_[path] = std::move(m);
+}
+
 ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics) : gate_(gate), metrics_(metrics) {
   const std::string rig = "/skinning.v1.RigService/", pose = "/skinning.v1.PoseService/",
                     bake = "/skinning.v1.BakeService/", fast = "/skinning.v1.FastService/";
@@ -208,26 +218,8 @@ ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics
     };
     methods_[bake + "WatchBake"] = std::move(m);
   }
-  {
-    Method m;
-    m.kind = Kind::kBidiSession;
-    PoseApi* api = apis.pose;
-    m.session = [api](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
-      return std::make_unique<SessionSocket<PoseApi::Session, v1::PoseSessionRequest, v1::PoseSessionResponse>>(
-          api->OpenSession(std::move(ctx)));
-    };
-    methods_[pose + "PoseSession"] = std::move(m);
-  }
-  {
-    Method m;
-    m.kind = Kind::kBidiSession;
-    FastApi* api = apis.fast;
-    m.session = [api](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
-      return std::make_unique<SessionSocket<FastApi::Session, v1::SolveSessionRequest, v1::SolveSessionResponse>>(
-          api->OpenSession(std::move(ctx)));
-    };
-    methods_[fast + "SolveSession"] = std::move(m);
-  }
+  AddSession<PoseApi::Session, v1::PoseSessionRequest, v1::PoseSessionResponse>(pose + "PoseSession", apis.pose);
+  AddSession<FastApi::Session, v1::SolveSessionRequest, v1::SolveSessionResponse>(fast + "SolveSession", apis.fast);
 }
 
 ConnectService::Kind ConnectService::KindOf(const std::string& path) const {

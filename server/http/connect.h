@@ -74,6 +74,9 @@ class ConnectService {
   };
   template <typename Api, typename Req, typename Resp>
   void AddUnary(const std::string& path, Api* api, absl::Status (Api::*fn)(const CallContext&, const Req&, Resp*));
+  // A bidirectional method served as WebSocket sessions of api->OpenSession.
+  template <typename Session, typename Req, typename Resp, typename Api>
+  void AddSession(const std::string& path, Api* api);
 
   const CallGate* gate_;
   Metrics* metrics_;

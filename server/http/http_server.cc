@@ -78,17 +78,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::header_limit)
       return RespondAndClose(431, absl::StrCat("request headers over the limit of ",
                                                server_->options_.max_header_bytes, " bytes"));
-    if (ec == http::error::body_limit)
-      return RespondAndClose(413, absl::StrCat("request body of ", parser_->content_length().value_or(0),
-                                               " bytes is over the limit of ", server_->options_.max_body_bytes,
-                                               " bytes"));
+    // The parser refuses a Content-Length over the limit here, before any of the body is read.
+    if (ec == http::error::body_limit) return RefuseBody();
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset || ec == net::error::eof)
       return Close();
     if (ec) return RespondAndClose(400, absl::StrCat("malformed HTTP request: ", ec.message()));
-    if (auto length = parser_->content_length(); length && *length > server_->options_.max_body_bytes)
-      return RespondAndClose(413, absl::StrCat("request body of ", *length, " bytes is over the limit of ",
-                                               server_->options_.max_body_bytes, " bytes"));
     if (parser_->is_done()) return OnBody({});
     // The body (any size up to the limit) within the request timeout.
     stream_.expires_after(server_->options_.request_timeout);
@@ -96,10 +91,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
+  // 413 naming the size when the request declared it (a chunked body is cut at the limit).
+  void RefuseBody() {
+    const auto length = parser_->content_length();  // boost::optional
+    RespondAndClose(413, absl::StrCat("request body", length ? absl::StrCat(" of ", *length, " bytes") : "",
+                                      " is over the limit of ", server_->options_.max_body_bytes, " bytes"));
+  }
+
   void OnBody(beast::error_code ec) {
-    if (ec == http::error::body_limit)
-      return RespondAndClose(413, absl::StrCat("request body over the limit of ",
-                                               server_->options_.max_body_bytes, " bytes"));
+    if (ec == http::error::body_limit) return RefuseBody();
     if (ec) return Close();
     stream_.expires_never();
     std::shared_ptr<Exchange> exchange(new Exchange(server_, shared_from_this(), parser_->release()));
