@@ -26,6 +26,13 @@ ABSL_FLAG(int, max_joints, 1024, "largest skeleton accepted, in joints");
 ABSL_FLAG(int, max_clip_frames, 10000, "most frames in one PoseClip call");
 ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several threads)");
 ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::string, role, "all",
+          "all (serve calls and bake), api (serve calls; bakes go to the shared queue for workers) or "
+          "worker (bake what any replica queued); api and worker need --redis");
+ABSL_FLAG(int, bake_lease_ms, 10000,
+          "with --redis: a running bake whose worker has not renewed its lease for this long is taken over "
+          "by another worker");
+ABSL_FLAG(int, bake_max_attempts, 3, "with --redis: starts of one bake (workers dying under it) before it ends FAILED");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9090",
           "host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no metrics");
 ABSL_FLAG(std::string, http_address, "",
@@ -77,6 +84,9 @@ int main(int argc, char** argv) {
   options.bakes.workers = absl::GetFlag(FLAGS_bake_workers);
   options.bakes.max_queue = absl::GetFlag(FLAGS_bake_queue);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  options.role = absl::GetFlag(FLAGS_role);
+  options.bake_lease = std::chrono::milliseconds(absl::GetFlag(FLAGS_bake_lease_ms));
+  options.bake_max_attempts = absl::GetFlag(FLAGS_bake_max_attempts);
   options.http_address = absl::GetFlag(FLAGS_http_address);
   options.http_cors_origins = absl::GetFlag(FLAGS_http_cors_origins);
   options.web_dir = absl::GetFlag(FLAGS_web_dir);
@@ -98,6 +108,7 @@ int main(int argc, char** argv) {
                                 : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store.c_str());
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
+  std::printf("skinning-server role: %s\n", options.role.c_str());
   if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())
     std::fprintf(stderr,
                  "skinning-server: warning: --auth_tokens without --tls_cert: bearer tokens travel "

@@ -19,6 +19,18 @@ namespace skinning {
 
 namespace {
 
+BakeQueueStats QueueStats(RedisBakeQueue& queue) {
+  BakeQueueStats stats;
+  if (absl::StatusOr<std::pair<int64_t, int64_t>> lengths = queue.Lengths(); lengths.ok()) {
+    stats.length = lengths->first;
+    stats.pending = lengths->second;
+  }
+  const RedisBakeQueueCounts counts = queue.counts();
+  stats.reclaimed = counts.reclaimed;
+  stats.acknowledged = counts.acked;
+  return stats;
+}
+
 // The store options select: Redis when an address is given, else the filesystem.
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options) {
   if (options.redis_address.empty()) return OpenFilesystemBlobStore(options.store_dir);
@@ -68,9 +80,28 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
                                                s->metrics_.get());
   s->bake_runner_ = std::make_unique<BakeRunner>(s->rigs_.get(), s->bake_store_.get());
   BakeRunner* runner = s->bake_runner_.get();
-  s->bake_queue_ = std::make_unique<LocalBakeQueue>(
-      s->bake_store_.get(), [runner](const BakeJob& job, const Progress& progress) { return runner->Run(job, progress); },
-      options.bakes, s->metrics_.get());
+  BakeRunFunction run = [runner](const BakeJob& job, const Progress& progress) { return runner->Run(job, progress); };
+  if (options.role != "all" && options.role != "api" && options.role != "worker")
+    return absl::InvalidArgumentError(absl::StrCat("role '", options.role, "' is not all, api or worker"));
+  if (options.redis_address.empty()) {
+    if (options.role != "all")
+      return absl::InvalidArgumentError(
+          absl::StrCat("role '", options.role, "' needs --redis (the queue the api and worker replicas share)"));
+    s->bake_queue_ = std::make_unique<LocalBakeQueue>(s->bake_store_.get(), std::move(run), options.bakes, s->metrics_.get());
+  } else {
+    RedisBakeQueueOptions q;
+    const size_t colon = options.redis_address.rfind(':');
+    q.host = options.redis_address.substr(0, colon);
+    q.port = std::atoi(options.redis_address.c_str() + colon + 1);
+    q.prefix = options.redis_prefix;
+    q.workers = options.role == "api" ? 0 : std::max(1, options.bakes.workers);
+    q.lease = options.bake_lease;
+    q.max_attempts = options.bake_max_attempts;
+    ASSIGN_OR_RETURN(std::unique_ptr<RedisBakeQueue> queue,
+                     RedisBakeQueue::Open(s->bake_store_.get(), &recipes, std::move(run), q, s->metrics_.get()));
+    s->redis_queue_ = queue.get();
+    s->bake_queue_ = std::move(queue);
+  }
   s->bakes_ = std::make_unique<Bakes>(s->rigs_.get(), s->bake_store_.get(), s->bake_queue_.get(), &recipes);
   s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
   // The services' logic, then their gRPC adapters.
@@ -100,6 +131,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   if (options.min_pollers > 0) builder.SetSyncServerOption(grpc::ServerBuilder::MIN_POLLERS, options.min_pollers);
   if (options.max_pollers > 0)
     builder.SetSyncServerOption(grpc::ServerBuilder::MAX_POLLERS, std::max(options.max_pollers, options.min_pollers));
+  // Every role answers calls (the deployment sends API traffic to api replicas only; a worker
+  // answers whoever calls it directly); the roles differ in who bakes.
   builder.RegisterService(s->rig_service_.get());
   builder.RegisterService(s->pose_service_.get());
   builder.RegisterService(s->bake_service_.get());
@@ -112,6 +145,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->metrics_->AddCache("skinning_bake_cache", "bake cache", [bakes] { return bakes->cache_stats(); });
     PsdModels* psd = s->psd_models_.get();
     s->metrics_->AddCache("skinning_psd_model_cache", "PSD model cache", [psd] { return psd->cache_stats(); });
+    if (RedisBakeQueue* queue = s->redis_queue_) s->metrics_->AddBakeQueue([queue] { return QueueStats(*queue); });
     HttpServerOptions metrics_http;
     metrics_http.address = options.metrics_address;
     metrics_http.io_threads = 1;

@@ -22,6 +22,7 @@
 #include "server/bake/bake_store.h"
 #include "server/bake/bakes.h"
 #include "server/bake/local_bake_queue.h"
+#include "server/bake/redis_bake_queue.h"
 #include "server/grpc/grpc_services.h"
 #include "server/grpc/inflight.h"
 #include "server/http/connect.h"
@@ -52,6 +53,13 @@ struct ServerOptions {
   RigLimits limits;
   int max_clip_frames = 10000;
   LocalBakeQueueOptions bakes;
+  // Who bakes: "all" (this process serves calls and bakes), "api" (it serves calls and queues
+  // bakes for workers) or "worker" (it bakes what any replica queued; it answers calls too, but
+  // the deployment sends it none). api and worker need redis_address: with Redis, bakes go
+  // through the shared queue (RedisBakeQueue).
+  std::string role = "all";
+  std::chrono::milliseconds bake_lease{10000};  // RedisBakeQueueOptions::lease
+  int bake_max_attempts = 3;                    // RedisBakeQueueOptions::max_attempts
   // host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no
   // metrics are kept or served.
   std::string metrics_address;
@@ -110,7 +118,8 @@ class SkinningServer {
   std::unique_ptr<PsdModels> psd_models_;   // PSD models built from them, cached
   std::unique_ptr<BakeStore> bake_store_;
   std::unique_ptr<BakeRunner> bake_runner_;
-  std::unique_ptr<LocalBakeQueue> bake_queue_;
+  std::unique_ptr<BakeQueue> bake_queue_;  // LocalBakeQueue, or RedisBakeQueue with --redis
+  RedisBakeQueue* redis_queue_ = nullptr;   // bake_queue_ when it is the Redis one
   std::unique_ptr<Bakes> bakes_;
   std::unique_ptr<Poser> poser_;
   std::unique_ptr<RigApi> rig_api_;

@@ -315,6 +315,19 @@ void Metrics::OnBakeTransition(const BakeTransition& t) {
 
 std::string Metrics::Render() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  if (bake_queue_) {
+    const BakeQueueStats q = bake_queue_();
+    using prometheus::MetricType;
+    families.push_back(Family("skinning_bake_queue_length", "Entries in the shared bake stream (every replica's).",
+                              MetricType::Gauge, static_cast<double>(q.length)));
+    families.push_back(Family("skinning_bake_queue_pending", "Bake jobs taken by a worker and not yet acknowledged.",
+                              MetricType::Gauge, static_cast<double>(q.pending)));
+    families.push_back(Family("skinning_bake_queue_reclaimed_total",
+                              "Bake jobs this process's workers took over from a worker that stopped renewing its lease.",
+                              MetricType::Counter, static_cast<double>(q.reclaimed)));
+    families.push_back(Family("skinning_bake_queue_acknowledged_total", "Bake jobs this process's workers ended.",
+                              MetricType::Counter, static_cast<double>(q.acknowledged)));
+  }
   for (const auto& cache : caches_) {
     std::vector<prometheus::MetricFamily> more = cache->Collect();
     families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));

@@ -59,6 +59,11 @@ const char* GrpcCodeName(int code);
 // Reads cache statistics when scraped and reports them as <prefix>_hits_total,
 // <prefix>_misses_total, <prefix>_evictions_total (counters), <prefix>_bytes and
 // <prefix>_entries (gauges).
+// What the shared bake queue reports (Metrics::AddBakeQueue).
+struct BakeQueueStats {
+  int64_t length = 0, pending = 0, reclaimed = 0, acknowledged = 0;
+};
+
 class CacheStatsCollectable : public prometheus::Collectable {
  public:
   // `what` names the cache in the help texts ("rig cache"); `read` is called on every scrape
@@ -85,6 +90,10 @@ class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserv
   // before Serve.
   void AddCache(const std::string& prefix, const std::string& what,
                 std::function<CacheStats()> read);
+  // The shared bake queue (--redis), read at scrape time: skinning_bake_queue_length and
+  // skinning_bake_queue_pending (gauges, every replica's jobs), skinning_bake_queue_reclaimed_total
+  // and skinning_bake_queue_acknowledged_total (counters, this process's workers).
+  void AddBakeQueue(std::function<BakeQueueStats()> read) { bake_queue_ = std::move(read); }
 
   // A gRPC server interceptor factory recording the grpc_server_* families. This object must
   // outlive the server it is given to.
@@ -148,6 +157,7 @@ class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserv
   prometheus::Family<prometheus::Histogram>* frame_seconds_;
   prometheus::Family<prometheus::Counter>* store_errors_;
   std::vector<std::shared_ptr<CacheStatsCollectable>> caches_;
+  std::function<BakeQueueStats()> bake_queue_;
 
   std::mutex methods_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> methods_;  // by full method

@@ -18,15 +18,11 @@
 #include "absl/strings/string_view.h"
 #include "core/util/status_macros.h"
 #include "server/store/blob_store.h"
+#include "server/store/redis_pool.h"
 
 namespace skinning {
 namespace {
 
-// Idle connections kept for reuse; calls beyond this many at once open (and then close) more.
-constexpr size_t kMaxIdleConnections = 8;
-constexpr timeval kConnectTimeout = {2, 0};
-// Generous: a 100 MB value takes a while on a slow link.
-constexpr timeval kCommandTimeout = {30, 0};
 // Keys asked for per SCAN step.
 constexpr char kScanCount[] = "1000";
 
@@ -80,30 +76,12 @@ std::string GlobEscape(const std::string& text) {
   return out;
 }
 
-struct ReplyDeleter {
-  void operator()(redisReply* reply) const { freeReplyObject(reply); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-struct ContextDeleter {
-  void operator()(redisContext* context) const { redisFree(context); }
-};
-using Connection = std::unique_ptr<redisContext, ContextDeleter>;
-
-// An error reply from Redis → a status. Transient server states are UNAVAILABLE (retryable).
-absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) {
-  const std::string message = absl::StrCat(what, ": redis replied ", error);
-  for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
-    if (absl::StartsWith(error, transient)) return absl::UnavailableError(message);
-  }
-  if (absl::StartsWith(error, "OOM")) return absl::ResourceExhaustedError(message);
-  return absl::InternalError(message);
-}
+using Reply = RedisReplyPtr;
 
 class RedisBlobStore : public BlobStore {
  public:
   RedisBlobStore(std::string host, int port, std::string key_prefix)
-      : host_(std::move(host)), port_(port), prefix_(std::move(key_prefix)) {}
+      : prefix_(std::move(key_prefix)), pool_(std::move(host), port) {}
 
   absl::Status Ping() {
     ASSIGN_OR_RETURN(Reply reply, Command({"PING"}, "PING"));
@@ -207,8 +185,6 @@ class RedisBlobStore : public BlobStore {
   }
 
  private:
-  std::string Endpoint() const { return absl::StrCat(host_, ":", port_); }
-
   // The stored form of a payload: the 20-byte header (blob_store.h), then the payload.
   static std::string Encode(const std::string& bytes) {
     std::string value;
@@ -249,88 +225,16 @@ class RedisBlobStore : public BlobStore {
     return std::string(payload, actual);
   }
 
-  absl::StatusOr<Connection> Connect() {
-    Connection c(redisConnectWithTimeout(host_.c_str(), port_, kConnectTimeout));
-    if (c == nullptr) return absl::ResourceExhaustedError("cannot allocate a redis connection");
-    if (c->err)
-      return absl::UnavailableError(
-          absl::StrCat("cannot connect to redis at ", Endpoint(), ": ", c->errstr));
-    if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK ||
-        redisEnableKeepAlive(c.get()) != REDIS_OK)
-      return absl::UnavailableError(absl::StrCat("cannot configure the connection to redis at ",
-                                                 Endpoint(), ": ", c->errstr));
-    return c;
-  }
-
-  // Runs one command on a pooled connection. A connection that fails is dropped and the call
-  // returns UNAVAILABLE; except that when a connection taken from the pool fails with a closed
-  // socket (Redis restarted since it was last used), the idle pool is emptied and the command
-  // runs once more on a fresh connection. Every command here is safe to repeat (DEL may then
-  // report that the key did not exist; a repeated WriteIf whose first run took effect finds the
-  // guard changed and reports false, so its caller reads again and sees its own write).
   absl::StatusOr<Reply> Command(const std::vector<absl::string_view>& args, const std::string& what) {
-    std::vector<const char*> argv;
-    std::vector<size_t> argv_len;
-    for (absl::string_view a : args) {
-      argv.push_back(a.data());
-      argv_len.push_back(a.size());
-    }
-    for (int attempt = 0;; ++attempt) {
-      Connection c;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!idle_.empty()) {
-          c = std::move(idle_.back());
-          idle_.pop_back();
-        }
-      }
-      const bool reused = c != nullptr;
-      if (!reused) {
-        absl::StatusOr<Connection> fresh = Connect();
-        if (!fresh.ok())
-          return absl::Status(fresh.status().code(),
-                              absl::StrCat(what, ": ", fresh.status().message()));
-        c = *std::move(fresh);
-      }
-      errno = 0;
-      Reply reply(static_cast<redisReply*>(
-          redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
-      const int saved_errno = errno;
-      if (reply == nullptr || c->err) {
-        const bool timed_out =
-            c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
-        const std::string error = c->errstr[0] ? c->errstr : "connection failed";
-        c.reset();
-        if (reused && !timed_out && attempt == 0) {
-          std::lock_guard<std::mutex> lock(mu_);
-          idle_.clear();
-          continue;
-        }
-        return absl::UnavailableError(absl::StrCat(what, ": redis at ", Endpoint(), ": ", error));
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(c));
-      }
-      if (reply->type == REDIS_REPLY_ERROR)
-        return ErrorReplyStatus(what, absl::string_view(reply->str, reply->len));
-      return reply;
-    }
+    return pool_.Command(args, what);
   }
-
   absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what) {
-    ASSIGN_OR_RETURN(Reply reply, Command(args, what));
-    if (reply->type != REDIS_REPLY_INTEGER)
-      return absl::InternalError(
-          absl::StrCat(what, ": unexpected redis reply type ", reply->type));
-    return static_cast<int64_t>(reply->integer);
+    return pool_.IntegerCommand(args, what);
   }
+  std::string Endpoint() const { return pool_.Endpoint(); }
 
-  const std::string host_;
-  const int port_;
   const std::string prefix_;
-  std::mutex mu_;
-  std::vector<Connection> idle_;  // guarded by mu_
+  RedisPool pool_;
 };
 
 }  // namespace
@@ -340,11 +244,7 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string&
   if (host.empty()) return absl::InvalidArgumentError("redis host is empty");
   if (port <= 0 || port > 65535)
     return absl::InvalidArgumentError(absl::StrCat("redis port ", port, " is out of range"));
-  // A write to a connection Redis closed raises SIGPIPE; its default action would kill the
-  // process instead of letting the call fail with UNAVAILABLE.
-  struct sigaction current;
-  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
-    signal(SIGPIPE, SIG_IGN);
+  IgnoreSigpipeForRedis();
   auto store = std::make_unique<RedisBlobStore>(host, port, key_prefix);
   RETURN_IF_ERROR(store->Ping());
   return std::unique_ptr<BlobStore>(std::move(store));

@@ -119,7 +119,7 @@ uint32_t BitwiseCrc32(const char* data, size_t n) {
   return ~crc;
 }
 
-// Reads every key under "skinning:" straight from Redis, checks each value's header (magic
+// Reads every key under "skinning:" (but the bake queue's) straight from Redis, checks each value's header (magic
 // "SKB1", version 1, length, CRC-32) by hand and parses its payload as the artifact its name
 // says. Returns the keys (without the prefix) that passed.
 std::set<std::string> CheckStoredArtifacts(int redis_port) {
@@ -133,6 +133,7 @@ std::set<std::string> CheckStoredArtifacts(int redis_port) {
   for (size_t i = 0; i < keys->elements; ++i) {
     const std::string full(keys->element[i]->str, keys->element[i]->len);
     const std::string key = full.substr(std::strlen("skinning:"));
+    if (key.rfind("bakequeue:", 0) == 0) continue;  // the shared bake queue's stream and job states
     RedisReply value(
         static_cast<redisReply*>(redisCommand(redis.get(), "GET %b", full.data(), full.size())));
     if (!value || value->type != REDIS_REPLY_STRING) {

@@ -1,0 +1,416 @@
+#include "server/bake/redis_bake_queue.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace skinning {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+constexpr char kGroup[] = "bakers";
+constexpr double kMinFractionForEstimate = 0.02;
+
+bool Ended(v1::BakeState s) {
+  return s == v1::BAKE_STATE_SUCCEEDED || s == v1::BAKE_STATE_FAILED || s == v1::BAKE_STATE_CANCELLED;
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Str(const redisReply* r) {
+  return r != nullptr && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? std::string(r->str, r->len)
+                                                                                          : std::string();
+}
+
+int64_t Int(const std::string& s, int64_t fallback = 0) {
+  int64_t v = fallback;
+  return absl::SimpleAtoi(s, &v) ? v : fallback;
+}
+
+// Creates the job's hash and adds it to the stream, unless it is queued or running already.
+// KEYS: job, stream. ARGV: rig, options, tenant, create ns, max stream length, bake id.
+constexpr char kStartScript[] = R"lua(
+local s = redis.call('HGET', KEYS[1], 'state')
+if s == '1' or s == '2' then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'rig', ARGV[1], 'options', ARGV[2], 'tenant', ARGV[3], 'state', '1',
+           'stage', 'queued', 'fraction', '0', 'create', ARGV[4], 'attempts', '0')
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'bake', ARGV[6])
+return 1
+)lua";
+
+// Cancels a queued job at once (1), flags a running one (2); 0 for anything else.
+// KEYS: job. ARGV: end ns.
+constexpr char kCancelScript[] = R"lua(
+local s = redis.call('HGET', KEYS[1], 'state')
+if s == '1' then
+  redis.call('HSET', KEYS[1], 'state', '5', 'stage', 'cancelled while queued',
+             'error', 'cancelled with CancelBake while queued', 'end', ARGV[1])
+  return 1
+end
+if s == '2' then
+  redis.call('HSET', KEYS[1], 'cancel', '1')
+  return 2
+end
+return 0
+)lua";
+
+google::protobuf::Timestamp FromNanos(int64_t ns) { return TimeUtil::NanosecondsToTimestamp(ns); }
+google::protobuf::Duration Seconds(double s) { return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(s * 1e9)); }
+
+}  // namespace
+
+RedisBakeQueue::RedisBakeQueue(BakeStore* store, const RecipeRegistry* recipes, BakeRunFunction run,
+                               RedisBakeQueueOptions options, BakeObserver* observer)
+    : store_(store),
+      recipes_(recipes),
+      run_(std::move(run)),
+      options_(std::move(options)),
+      observer_(observer),
+      stream_(options_.prefix + "bakequeue:stream"),
+      pool_(options_.host, options_.port) {}
+
+absl::StatusOr<std::unique_ptr<RedisBakeQueue>> RedisBakeQueue::Open(BakeStore* store, const RecipeRegistry* recipes,
+                                                                     BakeRunFunction run,
+                                                                     RedisBakeQueueOptions options,
+                                                                     BakeObserver* observer) {
+  IgnoreSigpipeForRedis();
+  if (options.consumer.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    options.consumer = absl::StrCat(host, "-", getpid());
+  }
+  std::unique_ptr<RedisBakeQueue> q(new RedisBakeQueue(store, recipes, std::move(run), std::move(options), observer));
+  RETURN_IF_ERROR(q->EnsureGroup());
+  for (int i = 0; i < q->options_.workers; ++i) q->workers_.emplace_back([p = q.get(), i] { p->WorkerLoop(i); });
+  return q;
+}
+
+RedisBakeQueue::~RedisBakeQueue() { Shutdown(); }
+
+absl::Status RedisBakeQueue::EnsureGroup() {
+  absl::StatusOr<RedisReplyPtr> r = pool_.Command({"XGROUP", "CREATE", stream_, kGroup, "0", "MKSTREAM"}, "bake queue");
+  if (!r.ok() && absl::StrContains(r.status().message(), "BUSYGROUP")) return absl::OkStatus();
+  return r.status();
+}
+
+absl::StatusOr<RedisBakeQueue::Record> RedisBakeQueue::Read(const std::string& bake_id) {
+  ASSIGN_OR_RETURN(RedisReplyPtr r, pool_.Command({"HGETALL", JobKey(bake_id)}, "bake queue: read job"));
+  Record rec;
+  if (r->type == REDIS_REPLY_ARRAY)
+    for (size_t i = 0; i + 1 < r->elements; i += 2) rec[Str(r->element[i])] = Str(r->element[i + 1]);
+  return rec;
+}
+
+absl::StatusOr<v1::Bake> RedisBakeQueue::Stored(const BakeRef& bake) {
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store_->Header(bake.bake_id);
+  if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))
+    return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "' not found"));
+  RETURN_IF_ERROR(header.status());
+  return BakeFromStored(**header);
+}
+
+v1::Bake RedisBakeQueue::ToBake(const Record& r, const BakeRef& ref) {
+  const auto get = [&r](const char* k) {
+    auto it = r.find(k);
+    return it == r.end() ? std::string() : it->second;
+  };
+  const auto state = static_cast<v1::BakeState>(Int(get("state")));
+  if (state == v1::BAKE_STATE_SUCCEEDED) {
+    absl::StatusOr<v1::Bake> stored = Stored(ref);
+    if (stored.ok()) return *std::move(stored);
+  }
+  v1::Bake bake;
+  bake.set_name(ref.name());
+  bake.mutable_options()->ParseFromString(get("options"));
+  v1::BakeMetadata& m = *bake.mutable_metadata();
+  m.set_state(state);
+  m.set_stage(get("stage"));
+  double fraction = 0;
+  (void)absl::SimpleAtod(get("fraction"), &fraction);
+  m.set_progress_fraction(fraction);
+  *m.mutable_create_time() = FromNanos(Int(get("create")));
+  const int64_t start = Int(get("start")), end = Int(get("end"));
+  double elapsed = 0;
+  if (state != v1::BAKE_STATE_QUEUED && start > 0) {
+    *m.mutable_start_time() = FromNanos(start);
+    elapsed = ((Ended(state) && end > 0 ? end : NowNanos()) - start) * 1e-9;
+  }
+  *m.mutable_elapsed() = Seconds(std::max(0.0, elapsed));
+  if (Ended(state)) {
+    if (end > 0) *m.mutable_end_time() = FromNanos(end);
+    *m.mutable_estimated_remaining() = Seconds(0);
+  } else if (state == v1::BAKE_STATE_RUNNING && fraction > kMinFractionForEstimate) {
+    *m.mutable_estimated_remaining() = Seconds(elapsed * (1 - fraction) / fraction);
+  }
+  bake.set_done(Ended(state));
+  if (state == v1::BAKE_STATE_FAILED) {
+    bake.mutable_error()->set_code(static_cast<int>(Int(get("error_code"), static_cast<int>(absl::StatusCode::kInternal))));
+    bake.mutable_error()->set_message(get("error"));
+  } else if (state == v1::BAKE_STATE_CANCELLED) {
+    bake.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kCancelled));
+    bake.mutable_error()->set_message(get("error").empty() ? "cancelled" : get("error"));
+  }
+  return bake;
+}
+
+absl::StatusOr<StartedBake> RedisBakeQueue::Start(const BakeJob& job) {
+  if (stopping_) return absl::UnavailableError("server is shutting down");
+  ASSIGN_OR_RETURN(Record rec, Read(job.bake_id));
+  const auto state = static_cast<v1::BakeState>(Int(rec["state"]));
+  if (!rec.empty() && rec["rig"] == job.rig_id &&
+      (state == v1::BAKE_STATE_QUEUED || state == v1::BAKE_STATE_RUNNING || state == v1::BAKE_STATE_SUCCEEDED))
+    return StartedBake{ToBake(rec, job.ref()), false};
+  absl::StatusOr<v1::Bake> stored = Stored(job.ref());
+  if (stored.ok()) return StartedBake{*std::move(stored), false};
+  if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
+  const std::string options = job.options.SerializeAsString(), create = std::to_string(NowNanos()),
+                    max_length = std::to_string(options_.max_stream_length);
+  ASSIGN_OR_RETURN(const int64_t created,
+                   pool_.IntegerCommand({"EVAL", kStartScript, "2", JobKey(job.bake_id), stream_, job.rig_id, options,
+                                         job.tenant, create, max_length, job.bake_id},
+                                        "bake queue: add job"));
+  ASSIGN_OR_RETURN(rec, Read(job.bake_id));
+  return StartedBake{ToBake(rec, job.ref()), created == 1};
+}
+
+absl::StatusOr<v1::Bake> RedisBakeQueue::Get(const BakeRef& bake) {
+  ASSIGN_OR_RETURN(Record rec, Read(bake.bake_id));
+  if (!rec.empty() && rec["rig"] == bake.rig_id) return ToBake(rec, bake);
+  return Stored(bake);
+}
+
+std::optional<v1::Bake> RedisBakeQueue::Pending(const BakeRef& bake) {
+  absl::StatusOr<Record> rec = Read(bake.bake_id);
+  if (!rec.ok() || rec->empty() || (*rec)["rig"] != bake.rig_id ||
+      Int((*rec)["state"]) == v1::BAKE_STATE_SUCCEEDED)
+    return std::nullopt;
+  return ToBake(*rec, bake);
+}
+
+absl::Status RedisBakeQueue::Watch(const BakeRef& bake, const std::function<bool(const v1::Bake&)>& on_change,
+                                   const std::function<bool()>& stop) {
+  std::string last;
+  while (true) {
+    ASSIGN_OR_RETURN(Record rec, Read(bake.bake_id));
+    if (rec.empty() || rec["rig"] != bake.rig_id) {
+      ASSIGN_OR_RETURN(const v1::Bake stored, Stored(bake));
+      on_change(stored);
+      return absl::OkStatus();
+    }
+    std::string key = absl::StrCat(rec["state"], "|", rec["stage"], "|", rec["fraction"]);
+    if (key != last) {
+      last = std::move(key);
+      const v1::Bake now = ToBake(rec, bake);
+      if (!on_change(now) || now.done()) return absl::OkStatus();
+    }
+    if (stop()) return absl::CancelledError("watch stopped");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+absl::StatusOr<v1::Bake> RedisBakeQueue::Cancel(const BakeRef& bake) {
+  ASSIGN_OR_RETURN(Record rec, Read(bake.bake_id));
+  if (rec.empty() || rec["rig"] != bake.rig_id) return Stored(bake);
+  ASSIGN_OR_RETURN(const int64_t what, pool_.IntegerCommand({"EVAL", kCancelScript, "1", JobKey(bake.bake_id),
+                                                             std::to_string(NowNanos())},
+                                                            "bake queue: cancel"));
+  if (what == 2) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+      ASSIGN_OR_RETURN(rec, Read(bake.bake_id));
+      if (Ended(static_cast<v1::BakeState>(Int(rec["state"])))) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return Get(bake);
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> RedisBakeQueue::Lengths() {
+  ASSIGN_OR_RETURN(const int64_t length, pool_.IntegerCommand({"XLEN", stream_}, "bake queue: length"));
+  ASSIGN_OR_RETURN(RedisReplyPtr pending, pool_.Command({"XPENDING", stream_, kGroup}, "bake queue: pending"));
+  int64_t n = 0;
+  if (pending->type == REDIS_REPLY_ARRAY && pending->elements > 0 && pending->element[0]->type == REDIS_REPLY_INTEGER)
+    n = pending->element[0]->integer;
+  return std::make_pair(length, n);
+}
+
+bool RedisBakeQueue::Persist(const std::vector<std::string>& command, const std::string& what) {
+  std::vector<absl::string_view> args(command.begin(), command.end());
+  for (int attempt = 0; !stopping_; ++attempt) {
+    absl::StatusOr<RedisReplyPtr> r = pool_.Command(args, what);
+    if (r.ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 50 << std::min(attempt, 5))));
+  }
+  return false;
+}
+
+void RedisBakeQueue::WorkerLoop(int index) {
+  const std::string consumer = absl::StrCat(options_.consumer, "/", index);
+  const std::string lease_ms = std::to_string(options_.lease.count());
+  auto next_claim = std::chrono::steady_clock::now();
+  while (!stopping_) {
+    // Jobs whose worker stopped renewing its lease: taken over here.
+    if (std::chrono::steady_clock::now() >= next_claim) {
+      next_claim = std::chrono::steady_clock::now() + options_.lease / 2;
+      absl::StatusOr<RedisReplyPtr> claimed = pool_.Command(
+          {"XAUTOCLAIM", stream_, kGroup, consumer, lease_ms, "0-0", "COUNT", "1"}, "bake queue: claim");
+      if (claimed.ok() && (*claimed)->type == REDIS_REPLY_ARRAY && (*claimed)->elements >= 2) {
+        const redisReply* entries = (*claimed)->element[1];
+        for (size_t e = 0; entries->type == REDIS_REPLY_ARRAY && e < entries->elements; ++e) {
+          const redisReply* entry = entries->element[e];
+          if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[1]->type != REDIS_REPLY_ARRAY ||
+              entry->element[1]->elements < 2)
+            continue;
+          ++reclaimed_;
+          Process(Str(entry->element[0]), Str(entry->element[1]->element[1]), consumer);
+        }
+      }
+    }
+    absl::StatusOr<RedisReplyPtr> read = pool_.Command(
+        {"XREADGROUP", "GROUP", kGroup, consumer, "COUNT", "1", "BLOCK", "1000", "STREAMS", stream_, ">"},
+        "bake queue: read");
+    if (!read.ok()) {
+      // Redis restarting (or the group gone with an empty Redis): wait, then make sure of it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (absl::StrContains(read.status().message(), "NOGROUP")) EnsureGroup().IgnoreError();
+      continue;
+    }
+    const redisReply* r = read->get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) continue;  // timed out
+    const redisReply* stream = r->element[0];
+    if (stream->type != REDIS_REPLY_ARRAY || stream->elements < 2) continue;
+    const redisReply* entries = stream->element[1];
+    for (size_t e = 0; entries->type == REDIS_REPLY_ARRAY && e < entries->elements; ++e) {
+      const redisReply* entry = entries->element[e];
+      if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2 || entry->element[1]->type != REDIS_REPLY_ARRAY ||
+          entry->element[1]->elements < 2)
+        continue;
+      Process(Str(entry->element[0]), Str(entry->element[1]->element[1]), consumer);
+    }
+  }
+}
+
+void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_id, const std::string& consumer) {
+  const std::string key = JobKey(bake_id);
+  auto ack = [&] {
+    if (Persist({"XACK", stream_, kGroup, entry}, "bake queue: acknowledge")) {
+      Persist({"XDEL", stream_, entry}, "bake queue: trim");
+      ++acked_;
+    }
+  };
+  absl::StatusOr<Record> read = Read(bake_id);
+  if (!read.ok()) return;  // Redis is away: the entry stays pending and is claimed again later
+  Record rec = *std::move(read);
+  const auto state = static_cast<v1::BakeState>(Int(rec["state"]));
+  if (rec.empty() || Ended(state)) return ack();  // expired, cancelled while queued, or done already
+  const std::string ttl = std::to_string(options_.record_ttl.count()), now = std::to_string(NowNanos());
+  auto end = [&](v1::BakeState to, std::vector<std::string> fields) {
+    std::vector<std::string> cmd = {"HSET", key, "state", std::to_string(to), "end", std::to_string(NowNanos())};
+    cmd.insert(cmd.end(), fields.begin(), fields.end());
+    Persist(cmd, "bake queue: end job");
+    Persist({"EXPIRE", key, ttl}, "bake queue: expire job");
+    ack();
+  };
+  if (rec["cancel"] == "1") return end(v1::BAKE_STATE_CANCELLED, {"stage", "cancelled", "error", "cancelled with CancelBake"});
+  absl::StatusOr<int64_t> attempts = pool_.IntegerCommand({"HINCRBY", key, "attempts", "1"}, "bake queue: count start");
+  if (!attempts.ok()) return;
+  if (*attempts > options_.max_attempts)
+    return end(v1::BAKE_STATE_FAILED,
+               {"stage", "failed", "error_code", std::to_string(static_cast<int>(absl::StatusCode::kAborted)), "error",
+                absl::StrCat("the bake was started ", *attempts - 1, " times and every worker running it stopped before "
+                             "it finished (crashed or was killed); not trying again")});
+
+  BakeJob job;
+  job.rig_id = rec["rig"];
+  job.bake_id = bake_id;
+  job.options.ParseFromString(rec["options"]);
+  job.recipe = recipes_->Find(job.options.method_case());
+  job.tenant = rec["tenant"];
+  job.create_time = FromNanos(Int(rec["create"]));
+  job.start_time = FromNanos(Int(now));
+  if (job.recipe == nullptr)
+    return end(v1::BAKE_STATE_FAILED, {"stage", "failed", "error_code", "13", "error", "no recipe for the bake's method"});
+  if (!Persist({"HSET", key, "state", "2", "stage", "starting", "start", now, "worker", options_.consumer},
+               "bake queue: start job"))
+    return;
+  if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_UNSPECIFIED, v1::BAKE_STATE_RUNNING, 0});
+  const auto started = std::chrono::steady_clock::now();
+
+  // The lease: renewed (the pending entry's idle time reset) and the cancel flag read, a few
+  // times per lease, by a helper thread while the job runs.
+  std::atomic<bool> cancel{false}, done{false}, user_cancelled{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::thread heartbeat([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!done) {
+      cv.wait_for(lock, std::min<std::chrono::milliseconds>(options_.lease / 4, std::chrono::milliseconds(200)));
+      if (done) break;
+      lock.unlock();
+      (void)pool_.Command({"XCLAIM", stream_, kGroup, consumer, "0", entry, "JUSTID"},
+                          "bake queue: renew lease");
+      absl::StatusOr<RedisReplyPtr> flag = pool_.Command({"HGET", key, "cancel"}, "bake queue: cancel flag");
+      if (flag.ok() && Str(flag->get()) == "1") user_cancelled = cancel = true;
+      if (stopping_) cancel = true;
+      lock.lock();
+    }
+  });
+  double published = 0;
+  std::string stage = "starting";
+  Progress progress(
+      [&](const std::string& s, double fraction) {
+        const double f = std::min(fraction, 0.999);
+        if (s == stage && f < published + 0.01) return;
+        stage = s;
+        published = std::max(published, f);
+        (void)pool_.Command({"HSET", key, "stage", s, "fraction", absl::StrCat(published)}, "bake queue: progress");
+      },
+      &cancel);
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = run_(job, progress);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  heartbeat.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  v1::BakeState to;
+  if (stored.ok()) {
+    to = v1::BAKE_STATE_SUCCEEDED;
+    end(to, {"stage", "done", "fraction", "1"});
+  } else if ((absl::IsCancelled(stored.status()) || cancel) && !user_cancelled && stopping_) {
+    // This process is shutting down: the job goes back to the queue; another worker claims it
+    // once the lease runs out.
+    Persist({"HSET", key, "state", "1", "stage", "waiting for another worker (the last one shut down)"},
+            "bake queue: hand back");
+    to = v1::BAKE_STATE_CANCELLED;
+  } else if (absl::IsCancelled(stored.status()) || user_cancelled) {
+    to = v1::BAKE_STATE_CANCELLED;
+    end(to, {"stage", "cancelled", "error", "cancelled with CancelBake"});
+  } else {
+    to = v1::BAKE_STATE_FAILED;
+    end(to, {"stage", "failed", "error_code", std::to_string(static_cast<int>(stored.status().code())), "error",
+             std::string(stored.status().message())});
+  }
+  if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_RUNNING, to, seconds});
+}
+
+void RedisBakeQueue::Shutdown() {
+  stopping_ = true;
+  for (std::thread& w : workers_) w.join();
+  workers_.clear();
+}
+
+}  // namespace skinning

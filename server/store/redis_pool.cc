@@ -1,0 +1,102 @@
+#include "server/store/redis_pool.h"
+
+#include <signal.h>
+#include <sys/time.h>
+
+#include <cerrno>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace skinning {
+namespace {
+
+// Idle connections kept for reuse; calls beyond this many at once open (and then close) more.
+constexpr size_t kMaxIdleConnections = 8;
+constexpr timeval kConnectTimeout = {2, 0};
+// Generous: a 100 MB value takes a while on a slow link.
+constexpr timeval kCommandTimeout = {30, 0};
+
+// An error reply from Redis → a status. Transient server states are UNAVAILABLE (retryable).
+absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) {
+  const std::string message = absl::StrCat(what, ": redis replied ", error);
+  for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
+    if (absl::StartsWith(error, transient)) return absl::UnavailableError(message);
+  }
+  if (absl::StartsWith(error, "OOM")) return absl::ResourceExhaustedError(message);
+  return absl::InternalError(message);
+}
+
+}  // namespace
+
+absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
+  Connection c(redisConnectWithTimeout(host_.c_str(), port_, kConnectTimeout));
+  if (c == nullptr) return absl::ResourceExhaustedError("cannot allocate a redis connection");
+  if (c->err) return absl::UnavailableError(absl::StrCat("cannot connect to redis at ", Endpoint(), ": ", c->errstr));
+  if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK || redisEnableKeepAlive(c.get()) != REDIS_OK)
+    return absl::UnavailableError(
+        absl::StrCat("cannot configure the connection to redis at ", Endpoint(), ": ", c->errstr));
+  return c;
+}
+
+absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_view>& args,
+                                                 const std::string& what) {
+  std::vector<const char*> argv;
+  std::vector<size_t> argv_len;
+  for (absl::string_view a : args) {
+    argv.push_back(a.data());
+    argv_len.push_back(a.size());
+  }
+  for (int attempt = 0;; ++attempt) {
+    Connection c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        c = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    const bool reused = c != nullptr;
+    if (!reused) {
+      absl::StatusOr<Connection> fresh = Connect();
+      if (!fresh.ok()) return absl::Status(fresh.status().code(), absl::StrCat(what, ": ", fresh.status().message()));
+      c = *std::move(fresh);
+    }
+    errno = 0;
+    RedisReplyPtr reply(static_cast<redisReply*>(
+        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+    const int saved_errno = errno;
+    if (reply == nullptr || c->err) {
+      const bool timed_out = c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
+      const std::string error = c->errstr[0] ? c->errstr : "connection failed";
+      c.reset();
+      if (reused && !timed_out && attempt == 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        idle_.clear();
+        continue;
+      }
+      return absl::UnavailableError(absl::StrCat(what, ": redis at ", Endpoint(), ": ", error));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(c));
+    }
+    if (reply->type == REDIS_REPLY_ERROR) return ErrorReplyStatus(what, absl::string_view(reply->str, reply->len));
+    return reply;
+  }
+}
+
+absl::StatusOr<int64_t> RedisPool::IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what) {
+  ASSIGN_OR_RETURN(RedisReplyPtr reply, Command(args, what));
+  if (reply->type != REDIS_REPLY_INTEGER)
+    return absl::InternalError(absl::StrCat(what, ": unexpected redis reply type ", reply->type));
+  return static_cast<int64_t>(reply->integer);
+}
+
+void IgnoreSigpipeForRedis() {
+  struct sigaction current;
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace skinning

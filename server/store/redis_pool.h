@@ -1,0 +1,58 @@
+// Pooled hiredis connections to one Redis, for the blob store and the bake queue: one command at
+// a time per connection, errors as statuses (a lost connection is UNAVAILABLE; a command taken on
+// a pooled connection that Redis closed since, e.g. after a restart, is run once more on a fresh
+// one).
+#ifndef SKINNING_SERVER_STORE_REDIS_POOL_H_
+#define SKINNING_SERVER_STORE_REDIS_POOL_H_
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace skinning {
+
+struct RedisReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyDeleter>;
+
+class RedisPool {
+ public:
+  RedisPool(std::string host, int port) : host_(std::move(host)), port_(port) {}
+
+  // One command (every argument binary-safe). `what` starts every error message. An error reply
+  // is INTERNAL (UNAVAILABLE for Redis's transient states, RESOURCE_EXHAUSTED for OOM). Only use
+  // commands that are safe to repeat: a command whose connection broke may have run.
+  absl::StatusOr<RedisReplyPtr> Command(const std::vector<absl::string_view>& args, const std::string& what);
+  // Command, expecting an integer reply.
+  absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what);
+
+  std::string Endpoint() const { return host_ + ":" + std::to_string(port_); }
+
+ private:
+  struct ContextDeleter {
+    void operator()(redisContext* context) const { redisFree(context); }
+  };
+  using Connection = std::unique_ptr<redisContext, ContextDeleter>;
+  absl::StatusOr<Connection> Connect();
+
+  const std::string host_;
+  const int port_;
+  std::mutex mu_;
+  std::vector<Connection> idle_;  // guarded by mu_
+};
+
+// Ignores SIGPIPE when its action is the default (a write to a connection Redis closed would
+// otherwise kill the process instead of failing with UNAVAILABLE).
+void IgnoreSigpipeForRedis();
+
+}  // namespace skinning
+
+#endif  // SKINNING_SERVER_STORE_REDIS_POOL_H_

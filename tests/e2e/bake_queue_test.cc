@@ -1,0 +1,216 @@
+// Bakes across a cluster: one `api` and two `worker` skinning-server processes sharing a real
+// redis-server. A bake started through one replica is computed once by one worker, watched the
+// same from every replica, cancelled from any, and taken over by the other worker when the one
+// running it is killed.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_split.h"
+#include "client/client.h"
+#include "server/convert/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/http_client.h"
+#include "tests/support/redis_process.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+
+using ::skinning::testing::ConnectRedis;
+using ::skinning::testing::HttpGet;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RedisProcess;
+using ::skinning::testing::RedisReply;
+using ::skinning::testing::ServerProcess;
+
+ClientOptions Options(const std::string& target) {
+  ClientOptions o;
+  o.target = target;
+  o.deadline = std::chrono::seconds(120);
+  o.max_attempts = 10;
+  return o;
+}
+
+// A BBW bake of the tube at a resolution that takes a few seconds here.
+v1::BakeOptions SlowBbw(int resolution = 80) {
+  v1::BakeOptions o;
+  o.mutable_bbw();
+  o.mutable_domain()->set_voxel_resolution(resolution);
+  return o;
+}
+
+// The sum over `servers` of the metric line `series` (exact text before the value).
+double SumMetric(std::vector<ServerProcess*> servers, const std::string& series) {
+  double sum = 0;
+  for (ServerProcess* s : servers) {
+    auto r = HttpGet("127.0.0.1", s->metrics_port(), "/metrics");
+    if (!r.ok()) continue;
+    for (const std::string& line : std::vector<std::string>(absl::StrSplit(r->body, '\n')))
+      if (line.rfind(series + " ", 0) == 0) sum += std::stod(line.substr(series.size() + 1));
+  }
+  return sum;
+}
+
+int64_t RedisSetCalls(int port) {
+  auto c = ConnectRedis(port);
+  RedisReply r(static_cast<redisReply*>(redisCommand(c.get(), "INFO commandstats")));
+  std::smatch m;
+  const std::string text(r->str, r->len);
+  if (std::regex_search(text, m, std::regex("cmdstat_set:calls=([0-9]+)"))) return std::stoll(m[1]);
+  return 0;
+}
+
+class BakeQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    redis_ = std::make_unique<RedisProcess>();
+    const std::string redis = "--redis=" + redis_->address();
+    const std::vector<std::string> common = {redis, "--metrics_address=127.0.0.1:0", "--bake_lease_ms=2000"};
+    auto with = [&](std::vector<std::string> extra) {
+      extra.insert(extra.end(), common.begin(), common.end());
+      return extra;
+    };
+    api_ = std::make_unique<ServerProcess>(MakeTempDir("api"), with({"--role=api"}));
+    w1_ = std::make_unique<ServerProcess>(MakeTempDir("w1"), with({"--role=worker"}));
+    w2_ = std::make_unique<ServerProcess>(MakeTempDir("w2"), with({"--role=worker"}));
+    api_client_ = std::make_unique<Client>(Options(api_->address()));
+    w1_client_ = std::make_unique<Client>(Options(w1_->address()));
+    w2_client_ = std::make_unique<Client>(Options(w2_->address()));
+    auto rig = api_client_->CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
+    ASSERT_TRUE(rig.ok()) << rig.status();
+    rig_ = rig->rig().name();
+  }
+
+  // The worker process running `bake` now (from the job's "worker" field: host-pid).
+  ServerProcess* RunningWorker(const std::string& bake_id) {
+    auto c = ConnectRedis(redis_->port());
+    const std::string key = "skinning:bakequeue:job:" + bake_id;
+    RedisReply r(static_cast<redisReply*>(redisCommand(c.get(), "HGET %s worker", key.c_str())));
+    if (!r || r->type != REDIS_REPLY_STRING) return nullptr;
+    const std::string worker(r->str, r->len);
+    for (ServerProcess* s : {w1_.get(), w2_.get()})
+      if (worker.size() > 0 && worker.substr(worker.rfind('-') + 1) == std::to_string(s->pid())) return s;
+    return nullptr;
+  }
+
+  std::unique_ptr<RedisProcess> redis_;
+  std::unique_ptr<ServerProcess> api_, w1_, w2_;
+  std::unique_ptr<Client> api_client_, w1_client_, w2_client_;
+  std::string rig_;
+};
+
+TEST_F(BakeQueueTest, OneBakeStartedOnTheApiIsComputedOnceAndWatchedAlikeEverywhere) {
+  const int64_t sets_before = RedisSetCalls(redis_->port());
+  auto started = api_client_->StartBake(rig_, SlowBbw());
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_TRUE(started->created());
+  const std::string name = started->bake().name();
+
+  std::vector<double> seen[2];
+  v1::Bake last[2];
+  std::vector<std::thread> watchers;
+  Client* clients[2] = {w1_client_.get(), w2_client_.get()};
+  for (int i = 0; i < 2; ++i)
+    watchers.emplace_back([&, i] {
+      auto done = clients[i]->WatchBake(name, [&](const v1::Bake& b) {
+        seen[i].push_back(b.metadata().progress_fraction());
+        return true;
+      });
+      if (done.ok()) last[i] = *done;
+    });
+  // A second StartBake of the same bake on another replica while it runs: the same job.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto again = w2_client_->StartBake(rig_, SlowBbw());
+  for (std::thread& t : watchers) t.join();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->bake().name(), name);
+  EXPECT_FALSE(again->created());
+
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_GE(seen[i].size(), 2u) << "watcher " << i << " saw no progress";
+    for (size_t k = 1; k < seen[i].size(); ++k) EXPECT_GE(seen[i][k], seen[i][k - 1]) << "watcher " << i;
+    EXPECT_EQ(last[i].metadata().state(), v1::BAKE_STATE_SUCCEEDED) << last[i].error().message();
+    EXPECT_EQ(seen[i].back(), 1.0);
+  }
+  EXPECT_EQ(last[0].SerializeAsString(), last[1].SerializeAsString()) << "the replicas answer the same final state";
+  // Computed once: one store write, one worker says it finished one bake.
+  EXPECT_EQ(RedisSetCalls(redis_->port()) - sets_before, 1);
+  EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}"), 1);
+  EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bake_queue_acknowledged_total"), 1);
+  EXPECT_EQ(SumMetric({api_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}"), 0)
+      << "the api replica bakes nothing";
+}
+
+TEST_F(BakeQueueTest, KilledWorkersBakeIsTakenOverAndStoredAsAnUndisturbedRunWould) {
+  auto started = api_client_->StartBake(rig_, SlowBbw());
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string name = started->bake().name();
+  const std::string bake_id = name.substr(name.rfind('/') + 1);
+  // Kill whichever worker runs it once it is running.
+  ServerProcess* victim = nullptr;
+  for (int i = 0; i < 200 && victim == nullptr; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    victim = RunningWorker(bake_id);
+  }
+  ASSERT_NE(victim, nullptr) << "no worker took the bake";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(victim->Stop(SIGKILL), 128 + SIGKILL);
+  ServerProcess* survivor = victim == w1_.get() ? w2_.get() : w1_.get();
+
+  auto done = api_client_->WatchBake(name, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_EQ(SumMetric({survivor}, "skinning_bake_queue_reclaimed_total"), 1);
+
+  // The same bake computed by a single undisturbed server gives the same weights, bit for bit.
+  auto weights = api_client_->GetWeights(name, v1::WEIGHTS_FORMAT_DENSE);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  ServerProcess alone(MakeTempDir("alone"));
+  Client alone_client(Options(alone.address()));
+  ASSERT_TRUE(alone_client.CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking())).ok());
+  auto alone_started = alone_client.StartBake(rig_, SlowBbw());
+  ASSERT_TRUE(alone_started.ok());
+  auto alone_done = alone_client.WatchBake(alone_started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(alone_done.ok());
+  auto alone_weights = alone_client.GetWeights(alone_started->bake().name(), v1::WEIGHTS_FORMAT_DENSE);
+  ASSERT_TRUE(alone_weights.ok());
+  EXPECT_EQ(alone_weights->weights().SerializeAsString(), weights->weights().SerializeAsString());
+}
+
+TEST_F(BakeQueueTest, CancelThroughAnotherReplicaStopsTheWorkerAndStoresNothing) {
+  const int64_t sets_before = RedisSetCalls(redis_->port());
+  auto started = api_client_->StartBake(rig_, SlowBbw(128));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string name = started->bake().name();
+  const std::string bake_id = name.substr(name.rfind('/') + 1);
+  ServerProcess* runner = nullptr;
+  for (int i = 0; i < 200 && runner == nullptr; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    runner = RunningWorker(bake_id);
+  }
+  ASSERT_NE(runner, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Client* other = runner == w1_.get() ? w2_client_.get() : w1_client_.get();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cancelled = other->CancelBake(name);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->metadata().state(), v1::BAKE_STATE_CANCELLED) << cancelled->DebugString();
+  EXPECT_LT(waited, 2.5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(RedisSetCalls(redis_->port()) - sets_before, 0) << "a cancelled bake stored something";
+  auto weights = api_client_->GetWeights(name);
+  EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition) << weights.status();
+}
+
+}  // namespace
+}  // namespace skinning
