@@ -58,6 +58,35 @@ inline Rig MakeChainTube(int rings, int segments, int joints) {
   return rig;
 }
 
+// MakeChainTube closed by two caps (a centre vertex and a fan at each end, facing out), without
+// weights, the last joint's bone ending just inside the far cap, scaled along x by `stretch`
+// (so several of them are different rigs): a rig to bake.
+inline Rig MakeClosedChainTube(int rings, int segments, int joints, double stretch = 1.0) {
+  Rig rig = MakeChainTube(rings, segments, joints);
+  rig.name = "bench-closed-tube";
+  rig.sparse_weights.reset();
+  const int nv = static_cast<int>(rig.mesh.V.rows());
+  const double length = 10.0 * stretch;
+  rig.mesh.V.col(0) *= stretch;
+  rig.mesh.V.conservativeResize(nv + 2, 3);
+  rig.mesh.V.row(nv) << 0, 0, 0;
+  rig.mesh.V.row(nv + 1) << length, 0, 0;
+  const int nf = static_cast<int>(rig.mesh.F.rows());
+  rig.mesh.F.conservativeResize(nf + 2 * segments, 3);
+  const int last = (rings - 1) * segments;
+  for (int s = 0; s < segments; ++s) {
+    const int a = s, b = (s + 1) % segments;
+    rig.mesh.F.row(nf + s) << nv, b, a;
+    rig.mesh.F.row(nf + segments + s) << nv + 1, last + a, last + b;
+  }
+  for (Joint& joint : rig.skeleton.joints) {
+    joint.rest.translation.x() *= stretch;
+    joint.inverse_bind.translation().x() *= stretch;
+  }
+  rig.skeleton.joints.back().tail = Eigen::Vector3d(0.98 * length, 0, 0);
+  return rig;
+}
+
 }  // namespace skinning
 
 #endif  // SKINNING_BENCH_BENCH_RIGS_H_

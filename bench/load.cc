@@ -51,6 +51,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_rigs.h"
+#include "bench/spawned_server.h"
 #include "client/client.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
@@ -80,72 +81,6 @@ namespace skinning {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The skinning-server binary as a child process on a free loopback port.
-class SpawnedServer {
- public:
-  ~SpawnedServer() { Stop(); }
-
-  absl::Status Start(const std::string& binary, const std::vector<std::string>& extra_flags) {
-    store_ = (std::filesystem::temp_directory_path() / absl::StrCat("skinning-load-", getpid())).string();
-    std::filesystem::create_directories(store_);
-    std::vector<std::string> args = {binary, "--address=127.0.0.1:0", "--store_dir=" + store_, "--metrics_address=",
-                                     "--http_address=127.0.0.1:0", "--web_dir=", "--drain_seconds=1"};
-    args.insert(args.end(), extra_flags.begin(), extra_flags.end());
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    std::string out;
-    const auto until = Clock::now() + std::chrono::seconds(30);
-    while (port_ == 0 && Clock::now() < until) {
-      pollfd p{fds[0], POLLIN, 0};
-      if (poll(&p, 1, 200) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      out.append(buf, n);
-      const size_t at = out.find("listening on port ");
-      if (at != std::string::npos) port_ = std::atoi(out.c_str() + at + 18);
-      const size_t http = out.find("http on port ");
-      if (http != std::string::npos) http_port_ = std::atoi(out.c_str() + http + 13);
-      if (http_port_ == 0) port_ = 0;  // both lines, in that order
-    }
-    stdout_fd_ = fds[0];
-    if (port_ == 0) return absl::UnavailableError(absl::StrCat(binary, " did not start: ", out));
-    return absl::OkStatus();
-  }
-
-  void Stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-    if (stdout_fd_ >= 0) close(stdout_fd_);
-    stdout_fd_ = -1;
-    if (!store_.empty()) std::filesystem::remove_all(store_);
-    store_.clear();
-  }
-
-  int port() const { return port_; }
-  int http_port() const { return http_port_; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  int http_port_ = 0;
-  int stdout_fd_ = -1;
-  std::string store_;
-};
 
 // What every run needs: the rig, a FAST bake when asked, precomputed request bodies.
 struct Fixture {
