@@ -113,4 +113,12 @@ v1::Bake BakeFromStored(const internal::v1::StoredBake& header) {
   return bake;
 }
 
+absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bake) {
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store.Header(bake.bake_id);
+  if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))
+    return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "' not found"));
+  RETURN_IF_ERROR(header.status());
+  return BakeFromStored(**header);
+}
+
 }  // namespace skinning

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "server/bake/loaded_bake.h"
 #include "server/bake/recipe.h"
+#include "server/names.h"
 #include "server/store/blob_store.h"
 #include "server/store/lru_cache.h"
 #include "server/store/rig_store.h"
@@ -76,6 +77,10 @@ std::shared_ptr<const internal::v1::StoredBake> StoredBakeHeader(const internal:
 // The bake resource of a stored bake: done, SUCCEEDED, its report; created and ended when it
 // was stored; elapsed its run time.
 v1::Bake BakeFromStored(const internal::v1::StoredBake& header);
+
+// The bake resource of `bake` from the store's header (never loading the result); NOT_FOUND
+// naming the bake when it is not stored (or stored for another rig).
+absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bake);
 
 }  // namespace skinning
 

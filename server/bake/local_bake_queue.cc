@@ -138,13 +138,7 @@ std::shared_ptr<LocalBakeQueue::Job> LocalBakeQueue::FindLocked(const BakeRef& b
   return it->second;
 }
 
-absl::StatusOr<v1::Bake> LocalBakeQueue::Stored(const BakeRef& bake) {
-  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store_->Header(bake.bake_id);
-  if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))
-    return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "' not found"));
-  RETURN_IF_ERROR(header.status());
-  return BakeFromStored(**header);
-}
+absl::StatusOr<v1::Bake> LocalBakeQueue::Stored(const BakeRef& bake) { return StoredBakeResource(*store_, bake); }
 
 absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   {

@@ -113,13 +113,7 @@ absl::StatusOr<RedisBakeQueue::Record> RedisBakeQueue::Read(const std::string& b
   return rec;
 }
 
-absl::StatusOr<v1::Bake> RedisBakeQueue::Stored(const BakeRef& bake) {
-  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store_->Header(bake.bake_id);
-  if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))
-    return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "' not found"));
-  RETURN_IF_ERROR(header.status());
-  return BakeFromStored(**header);
-}
+absl::StatusOr<v1::Bake> RedisBakeQueue::Stored(const BakeRef& bake) { return StoredBakeResource(*store_, bake); }
 
 v1::Bake RedisBakeQueue::ToBake(const Record& r, const BakeRef& ref) {
   const auto get = [&r](const char* k) {
