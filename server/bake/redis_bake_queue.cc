@@ -390,6 +390,12 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
     Persist({"HSET", key, "state", "1", "stage", "waiting for another worker (the last one shut down)"},
             "bake queue: hand back");
     to = v1::BAKE_STATE_CANCELLED;
+  } else if (absl::IsUnavailable(stored.status()) && !user_cancelled) {
+    // Redis (the store) was away when the result was written: the job stays pending, goes back
+    // to the queue, and is claimed again once its lease runs out.
+    Persist({"HSET", key, "state", "1", "stage", "waiting to run again (the store was unavailable)"},
+            "bake queue: hand back");
+    to = v1::BAKE_STATE_QUEUED;
   } else if (absl::IsCancelled(stored.status()) || user_cancelled) {
     to = v1::BAKE_STATE_CANCELLED;
     end(to, {"stage", "cancelled", "error", "cancelled with CancelBake"});

@@ -72,7 +72,7 @@ int64_t RedisSetCalls(int port) {
 class BakeQueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    redis_ = std::make_unique<RedisProcess>();
+    redis_ = std::make_unique<RedisProcess>(persistent_);
     const std::string redis = "--redis=" + redis_->address();
     const std::vector<std::string> common = {redis, "--metrics_address=127.0.0.1:0", "--bake_lease_ms=2000"};
     auto with = [&](std::vector<std::string> extra) {
@@ -102,6 +102,7 @@ class BakeQueueTest : public ::testing::Test {
     return nullptr;
   }
 
+  bool persistent_ = false;  // Redis with an append-only file (for restarts)
   std::unique_ptr<RedisProcess> redis_;
   std::unique_ptr<ServerProcess> api_, w1_, w2_;
   std::unique_ptr<Client> api_client_, w1_client_, w2_client_;
@@ -210,6 +211,58 @@ TEST_F(BakeQueueTest, CancelThroughAnotherReplicaStopsTheWorkerAndStoresNothing)
   EXPECT_EQ(RedisSetCalls(redis_->port()) - sets_before, 0) << "a cancelled bake stored something";
   auto weights = api_client_->GetWeights(name);
   EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition) << weights.status();
+}
+
+class BakeQueueRestartTest : public BakeQueueTest {
+ protected:
+  BakeQueueRestartTest() { persistent_ = true; }
+};
+
+TEST_F(BakeQueueRestartTest, ThirtyBakesAcrossReplicasSurviveARedisRestartEachDoneOnce) {
+  constexpr int kBakes = 30;
+  Client* clients[3] = {api_client_.get(), w1_client_.get(), w2_client_.get()};
+  std::vector<std::string> names;
+  for (int i = 0; i < kBakes; ++i) {
+    Rig rig = ::skinning::testing::MakeTwoBoneTube(21, 12, 2.0 + 0.02 * i);
+    rig.sparse_weights.reset();
+    rig.skeleton.joints[0].tail = Eigen::Vector3d(1.0 + 0.01 * i, 0, 0);
+    rig.skeleton.joints[1].tail = Eigen::Vector3d(1.9 + 0.019 * i, 0, 0);
+    Client* c = clients[i % 3];
+    auto created = c->CreateRig(RigToProto(rig));
+    ASSERT_TRUE(created.ok()) << created.status();
+    auto started = c->StartBake(created->rig().name(), SlowBbw(40));
+    ASSERT_TRUE(started.ok()) << started.status();
+    names.push_back(started->bake().name());
+  }
+  // Restart Redis while the workers are in the middle of the queue.
+  for (int i = 0; i < 200; ++i) {
+    auto b = api_client_->GetBake(names[kBakes / 3]);
+    if (b.ok() && b->metadata().state() != v1::BAKE_STATE_QUEUED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  auto tail = api_client_->GetBake(names.back());
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_FALSE(tail->done()) << "the restart came after the queue emptied: it tests nothing";
+  EXPECT_EQ(redis_->Stop(SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  redis_->Restart();
+
+  int succeeded = 0;
+  for (const std::string& name : names) {
+    v1::Bake last;
+    for (int i = 0; i < 1200; ++i) {
+      auto b = api_client_->GetBake(name);
+      if (b.ok()) last = *b;
+      if (b.ok() && b->done()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(last.metadata().state(), v1::BAKE_STATE_SUCCEEDED) << name << ": " << last.error().message();
+    succeeded += last.metadata().state() == v1::BAKE_STATE_SUCCEEDED;
+  }
+  EXPECT_EQ(succeeded, kBakes);
+  EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}"), kBakes)
+      << "every bake computed to completion exactly once";
+  EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"failed\"}"), 0);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ RedisConnection ConnectRedis(int port) {
   return c;
 }
 
-RedisProcess::RedisProcess() {
+RedisProcess::RedisProcess(bool persistent) : persistent_(persistent) {
   binary_ = FindRedisServer();
   if (binary_.empty())
     throw std::runtime_error(
@@ -95,7 +95,8 @@ bool RedisProcess::Launch(int port, std::string* log) {
   const std::string log_path = dir_ + "/redis-" + std::to_string(port) + ".log";
   std::vector<std::string> args = {
       binary_,        "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
-      "--appendonly", "no",     "--daemonize",        "no",     "--dir",     dir_};
+      "--appendonly", persistent_ ? "yes" : "no",     "--daemonize",        "no",     "--dir",     dir_};
+  if (persistent_) args.insert(args.end(), {"--appendfsync", "always"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

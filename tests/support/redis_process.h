@@ -29,7 +29,10 @@ class RedisProcess {
   // on a free port (another port is tried if N turns out to be taken) and waits until it
   // answers PING. Throws std::runtime_error, with redis-server's output, when it does not come
   // up, or when redis-server is not installed (scripts/install-deps.sh installs it).
-  RedisProcess();
+  RedisProcess() : RedisProcess(false) {}
+  // With `persistent`, --appendonly yes --appendfsync always in its own directory: Restart
+  // brings back every write acknowledged before Stop.
+  explicit RedisProcess(bool persistent);
   ~RedisProcess();  // SIGKILL if still running
 
   int port() const { return port_; }
@@ -39,7 +42,8 @@ class RedisProcess {
   // Sends `signal` to the server by its PID and waits for it; returns its exit status
   // (WEXITSTATUS, or 128 + signal number when killed), or -1 if it did not exit in `timeout_s`.
   int Stop(int signal, double timeout_s = 30);
-  // Starts a new (empty) redis-server on the same port after Stop. Throws if it does not come up.
+  // Starts a new redis-server on the same port after Stop (empty, or with the data of before when
+  // persistent). Throws if it does not come up.
   void Restart();
 
  private:
@@ -48,7 +52,8 @@ class RedisProcess {
   bool Launch(int port, std::string* log);
 
   std::string binary_;
-  std::string dir_;  // redis-server's working directory (it writes nothing there: no persistence)
+  std::string dir_;  // redis-server's working directory (the append-only file when persistent)
+  bool persistent_ = false;
   pid_t pid_ = -1;
   int port_ = 0;
 };
