@@ -16,7 +16,11 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
   - dev: one replica, no --redis, no Redis objects; prod: >= 3 replicas, --redis naming the
     rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted;
   - kustomization.yaml files use only fields the kustomize in Debian 12's kubectl 1.20 knows;
-  - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port.
+  - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port;
+  - the bake workers: a Deployment with --role=worker that no Service selects (none in dev);
+    in prod the API runs --role=api with the same --redis, the HPA scales the API, and a KEDA
+    ScaledObject scales the workers on the server's stream (<--redis_prefix>bakequeue:stream),
+    group (bakers) and --redis address.
 
 Prints one line per check; exits 1 if any fails. Without kubectl (or PyYAML) it skips
 (exit 77), except in CI (CI=true), where that is a failure.
@@ -292,6 +296,75 @@ def check_overlay(c, name, objects, known, defaults):
             "namespace": dep["metadata"].get("namespace", "default")}
 
 
+WORKER_CONTAINER = "worker"
+# The server's names in Redis (server/bake/redis_bake_queue.h).
+QUEUE_STREAM_SUFFIX = "bakequeue:stream"
+QUEUE_GROUP = "bakers"
+
+
+def check_workers(c, name, objects, known, defaults):
+    """The bake workers: a Deployment running --role=worker beside the API one; in prod the API
+    replicas run --role=api, and a KEDA ScaledObject scales the workers on the server's Redis
+    stream and consumer group at the --redis address; in dev (no Redis) there are none."""
+    deployments = [d for d in objects if d["kind"] == "Deployment"
+                   and any(x["name"] == WORKER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"])]
+    if not c.check(len(deployments) == 1, f"{name}: one Deployment runs the bake workers",
+                   ", ".join(d["metadata"]["name"] for d in deployments)):
+        return
+    dep = deployments[0]
+    container = next(x for x in dep["spec"]["template"]["spec"]["containers"] if x["name"] == WORKER_CONTAINER)
+    values = {}
+    for flag, value, origin in server_flags(c, name, dep, container, objects):
+        values[flag] = value
+        c.check(flag in known, f"{name}: worker --{flag} is a server flag", origin)
+    c.check(values.get("role") == "worker", f"{name}: the workers run --role=worker", str(values.get("role")))
+    api = next(d for d in objects if d["kind"] == "Deployment"
+               and any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"]))
+    api_container = next(x for x in api["spec"]["template"]["spec"]["containers"] if x["name"] == SERVER_CONTAINER)
+    api_values = {f: v for f, v, _ in server_flags(c, name, api, api_container, objects)}
+    worker_labels = dep["spec"]["template"]["metadata"].get("labels", {})
+    services = [s["metadata"]["name"] for s in objects if s["kind"] == "Service" and labels_match(s["spec"].get("selector"), worker_labels)]
+    c.check(not services, f"{name}: no Service sends calls to the workers", ", ".join(services))
+    scaled = [o for o in objects if o["kind"] == "ScaledObject"]
+    if name == "dev":
+        c.check(dep["spec"].get("replicas", 1) == 0, "dev: no bake workers (no Redis)", f"replicas {dep['spec'].get('replicas')}")
+        c.check(not scaled, "dev: no ScaledObject")
+        return
+    redis = values.get("redis") or ""
+    c.check(bool(redis) and redis == api_values.get("redis"), f"{name}: workers and API replicas share --redis", redis)
+    c.check(values.get("redis_prefix", defaults.get("redis_prefix")) == api_values.get("redis_prefix", defaults.get("redis_prefix")),
+            f"{name}: workers and API replicas share --redis_prefix")
+    c.check(api_values.get("role") == "api", f"{name}: the API replicas run --role=api", str(api_values.get("role")))
+    hpa_targets = [h["spec"]["scaleTargetRef"]["name"] for h in objects if h["kind"] == "HorizontalPodAutoscaler"]
+    c.check(dep["metadata"]["name"] not in hpa_targets and api["metadata"]["name"] in hpa_targets,
+            f"{name}: the HPA scales the API replicas, not the workers", ", ".join(hpa_targets))
+    if not c.check(len(scaled) == 1 and scaled[0]["apiVersion"].startswith("keda.sh/"),
+                   f"{name}: a KEDA ScaledObject", ", ".join(o["apiVersion"] for o in scaled)):
+        return
+    spec = scaled[0]["spec"]
+    c.check(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"] and spec["scaleTargetRef"].get("kind", "Deployment") == "Deployment",
+            f"{name}: the ScaledObject scales the worker Deployment", str(spec["scaleTargetRef"]))
+    c.check(spec.get("minReplicaCount", 0) >= 1 and spec.get("maxReplicaCount", 100) > spec.get("minReplicaCount", 0),
+            f"{name}: the workers scale from at least one, with room to grow",
+            f"{spec.get('minReplicaCount')}..{spec.get('maxReplicaCount')}")
+    triggers = [t for t in spec.get("triggers", []) if t.get("type") == "redis-streams"]
+    if not c.check(len(triggers) == 1, f"{name}: one redis-streams trigger"):
+        return
+    meta = triggers[0]["metadata"]
+    prefix = values.get("redis_prefix", defaults.get("redis_prefix", ""))
+    c.check(meta.get("stream") == prefix + QUEUE_STREAM_SUFFIX, f"{name}: the trigger's stream is the server's",
+            f"{meta.get('stream')} vs {prefix + QUEUE_STREAM_SUFFIX}")
+    c.check(meta.get("consumerGroup") == QUEUE_GROUP, f"{name}: the trigger's consumer group is the server's", str(meta.get("consumerGroup")))
+    host, _, port = redis.rpartition(":")
+    address = meta.get("address", f"{meta.get('host')}:{meta.get('port')}")
+    a_host, _, a_port = address.rpartition(":")
+    namespace = dep["metadata"].get("namespace", "default")
+    c.check(a_port == port and a_host in (f"{host}.{namespace}.svc.cluster.local", f"{host}.{namespace}.svc", f"{host}.{namespace}"),
+            f"{name}: the trigger's address is --redis as a DNS name KEDA resolves from its namespace", f"{address} vs {redis}")
+    pending = meta.get("pendingEntriesCount", "5")
+    c.check(str(pending).isdigit() and int(pending) >= 1, f"{name}: pendingEntriesCount is a positive number", str(pending))
+
+
 def check_envoy(c, repo, prod):
     import yaml
     path = os.path.join(repo, "deploy", "k8s", "routing", "envoy-ring-hash.yaml")
@@ -351,6 +424,7 @@ def main():
         objects = [o for o in yaml.safe_load_all(out) if o]
         c.check(bool(objects), f"{overlay}: rendered {len(objects)} objects")
         summaries[overlay] = check_overlay(c, overlay, objects, known, defaults)
+        check_workers(c, overlay, objects, known, defaults)
 
     if summaries.get("prod"):
         check_envoy(c, args.repo, summaries["prod"])
