@@ -134,23 +134,35 @@ absl::StatusOr<std::chrono::system_clock::time_point> Deadline(const HttpRequest
   return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
 }
 
-// A WebSocket session of a bidirectional method: one Step per frame.
+// A WebSocket session of a bidirectional method: one Step per frame. Counted like a gRPC
+// stream when the socket goes: handled with the status that closed it (OK when the client did),
+// handling seconds over its whole life.
 template <typename Session, typename Req, typename Resp>
 class SessionSocket : public WebSocketHandler {
  public:
-  explicit SessionSocket(std::unique_ptr<Session> session) : session_(std::move(session)) {}
+  SessionSocket(std::unique_ptr<Session> session, Metrics* metrics, Metrics::MethodSeries* series)
+      : session_(std::move(session)), metrics_(metrics), series_(series), start_(std::chrono::steady_clock::now()) {}
+  ~SessionSocket() override {
+    if (series_ == nullptr) return;
+    metrics_->Handled(*series_, static_cast<int>(ended_.code())).Increment();
+    series_->handling->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
   absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) override {
     ++frames_;
     Req req;
     absl::Status decoded = text ? FromJson(payload, &req) : FromBinary(payload, &req);
-    if (!decoded.ok()) return BadFrame(absl::StrCat("frame ", frames_, ": ", decoded.message()));
+    if (!decoded.ok()) return ended_ = BadFrame(absl::StrCat("frame ", frames_, ": ", decoded.message()));
     Resp resp;
-    if (absl::Status s = session_->Step(req, &resp); !s.ok()) return s;
+    if (absl::Status s = session_->Step(req, &resp); !s.ok()) return ended_ = s;
     return Reply{text ? ToJson(resp) : resp.SerializeAsString(), text};
   }
 
  private:
   std::unique_ptr<Session> session_;
+  Metrics* const metrics_;
+  Metrics::MethodSeries* const series_;
+  const std::chrono::steady_clock::time_point start_;
+  absl::Status ended_;
   int64_t frames_ = 0;
 };
 
@@ -181,8 +193,11 @@ template <typename Session, typename Req, typename Resp, typename Api>
 void ConnectService::AddSession(const std::string& path, Api* api) {
   Method m;
   m.kind = Kind::kBidiSession;
-  m.session = [api](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
-    return std::make_unique<SessionSocket<Session, Req, Resp>>(api->OpenSession(std::move(ctx)));
+  Metrics* metrics = metrics_;
+  Metrics::MethodSeries* series = metrics ? &metrics->GrpcMethod(path, RpcType::BIDI_STREAMING) : nullptr;
+  m.session = [api, metrics, series](CallContext ctx) -> std::unique_ptr<WebSocketHandler> {
+    if (series) series->started->Increment();
+    return std::make_unique<SessionSocket<Session, Req, Resp>>(api->OpenSession(std::move(ctx)), metrics, series);
   };
   methods_[path] = std::move(m);
 }
@@ -318,7 +333,6 @@ absl::StatusOr<std::unique_ptr<WebSocketHandler>> ConnectService::OpenSession(
   auto it = methods_.find(path);
   if (it == methods_.end() || it->second.kind != Kind::kBidiSession)
     return absl::UnimplementedError(absl::StrCat(path, " is not a session method"));
-  if (metrics_) metrics_->GrpcMethod(path, RpcType::BIDI_STREAMING).started->Increment();
   absl::StatusOr<CallContext> ctx = gate_->Admit(authorization, std::chrono::system_clock::time_point::max(), {});
   if (!ctx.ok()) return ctx.status();
   return it->second.session(*std::move(ctx));

@@ -11,12 +11,14 @@
 
 #include <chrono>
 #include <fstream>
+#include <thread>
 #include <memory>
 
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "skinning/v1/bake_service.pb.h"
@@ -440,6 +442,49 @@ TEST(HttpAuthTest, BearerTokensAndTenantsAsForGrpc) {
   ASSERT_TRUE((*ws)->Send(first.SerializeAsString(), false).ok());
   auto answer = (*ws)->Receive();
   ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// Calls through the front door count in the same grpc_server_* series as gRPC calls: a JSON
+// Pose by its code, a WebSocket session as a bidi stream handled when it closes.
+TEST(HttpMetricsTest, FrontDoorCallsCountInTheGrpcSeries) {
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0"});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0);
+  auto missing = HttpCall(port, "POST", std::string(kPoseService) + "Pose",
+                          R"({"rig": "rigs/rig-00000000000000000000000000000000"})", {{"Content-Type", "application/json"}});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->status, 404);
+  v1::CreateRigRequest create;
+  *create.mutable_rig() = RigToProto(::skinning::testing::MakeTwoBoneTube());
+  v1::CreateRigResponse created;
+  ASSERT_TRUE(ConnectUnary(port, std::string(kRigService) + "CreateRig", create, &created, false).ok());
+  {
+    auto ws = WebSocketClient::Open(port, std::string(kPoseService) + "PoseSession");
+    ASSERT_TRUE(ws.ok()) << ws.status();
+    v1::PoseSessionRequest first;
+    first.set_rig(created.rig().name());
+    ASSERT_TRUE((*ws)->Send(first.SerializeAsString(), false).ok());
+    ASSERT_TRUE((*ws)->Receive().ok());
+    (*ws)->Close();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto scrape = HttpCall(server.metrics_port(), "GET", "/metrics");
+  ASSERT_TRUE(scrape.ok());
+  auto count = [&](const std::vector<std::string>& parts) {
+    for (const std::string& line : std::vector<std::string>(absl::StrSplit(scrape->body, '\n'))) {
+      bool all = true;
+      for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
+      if (all && line[0] != '#') return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(count({"grpc_server_handled_total", "grpc_method=\"Pose\"", "grpc_code=\"NOT_FOUND\""}), 1);
+  EXPECT_EQ(count({"grpc_server_handled_total", "grpc_method=\"CreateRig\"", "grpc_code=\"OK\""}), 1);
+  EXPECT_EQ(count({"grpc_server_started_total", "grpc_method=\"PoseSession\""}), 1);
+  EXPECT_EQ(count({"grpc_server_handled_total", "grpc_method=\"PoseSession\"", "grpc_type=\"bidi_stream\"",
+                   "grpc_code=\"OK\""}),
+            1);
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
