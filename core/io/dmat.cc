@@ -66,8 +66,10 @@ absl::StatusOr<Eigen::MatrixXd> ParseBinary(absl::string_view text, const std::s
 
 absl::StatusOr<Eigen::MatrixXd> ReadDmat(const std::string& path) {
   ASSIGN_OR_RETURN(std::string file, io_internal::ReadFileToString(path));
-  const absl::string_view text = file;
-  const std::string& name = path;
+  return ParseDmat(file, path);
+}
+
+absl::StatusOr<Eigen::MatrixXd> ParseDmat(absl::string_view text, const std::string& name) {
 
   io_internal::LineCursor lines(text);
   absl::string_view header;

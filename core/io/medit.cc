@@ -139,9 +139,13 @@ class MeditParser {
 
 }  // namespace
 
+absl::StatusOr<TetMesh> ParseMedit(absl::string_view text, const std::string& name) {
+  return MeditParser(text, name).Parse();
+}
+
 absl::StatusOr<TetMesh> ReadMedit(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));
-  return MeditParser(text, path).Parse();
+  return ParseMedit(text, path);
 }
 
 absl::Status WriteMedit(const std::string& path, const TetMesh& mesh) {

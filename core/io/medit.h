@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/geometry/mesh.h"
 
 namespace skinning {
@@ -24,6 +25,8 @@ struct TetMesh {
 // Any other keyword is an error. Errors name the line: "hand.mesh:9000: tetrahedron 12 corner 3
 // = 7300 is out of range (7234 vertices)".
 absl::StatusOr<TetMesh> ReadMedit(const std::string& path);
+// ReadMedit of a file's text; `name` starts every message.
+absl::StatusOr<TetMesh> ParseMedit(absl::string_view text, const std::string& name = "mesh");
 
 // Writes MeshVersionFormatted 1, Dimension 3, Vertices, Triangles (when F has rows), Tetrahedra
 // (when T has rows) and End, with ref 0 and full double precision. Fails on an out-of-range index.

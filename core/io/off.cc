@@ -25,7 +25,7 @@ bool NextContentLine(io_internal::LineCursor* lines, absl::string_view* line) {
   return false;
 }
 
-absl::StatusOr<Mesh> ParseOff(absl::string_view text, const std::string& name) {
+absl::StatusOr<Mesh> ParseOffText(absl::string_view text, const std::string& name) {
   io_internal::LineCursor lines(text);
   absl::string_view line;
   if (!NextContentLine(&lines, &line)) return LineError(name, 1, "empty file, expected 'OFF'");
@@ -107,6 +107,8 @@ absl::StatusOr<Mesh> ParseOff(absl::string_view text, const std::string& name) {
 }
 
 }  // namespace
+
+absl::StatusOr<Mesh> ParseOff(absl::string_view text, const std::string& name) { return ParseOffText(text, name); }
 
 absl::StatusOr<Mesh> ReadOff(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, io_internal::ReadFileToString(path));

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/geometry/mesh.h"
 
 namespace skinning {
@@ -17,6 +18,8 @@ namespace skinning {
 // Mesh::F has sum(n - 2) rows; Mesh::N is empty. `#` starts a comment. Errors name the line:
 // "bar.off:7000: face index 6084 is out of range (6084 vertices)".
 absl::StatusOr<Mesh> ReadOff(const std::string& path);
+// ReadOff of a file's text; `name` starts every message.
+absl::StatusOr<Mesh> ParseOff(absl::string_view text, const std::string& name = "off");
 
 // Writes `OFF`, `nV nF 0`, the vertices (full double precision) and `3 i j k` triangles.
 absl::Status WriteOff(const std::string& path, const Mesh& mesh);

@@ -17,9 +17,9 @@ namespace {
 
 absl::Status CheckLength(const char* field, int got, int want_multiple_of_or_exact, bool exact) {
   if (exact ? got != want_multiple_of_or_exact : got % want_multiple_of_or_exact != 0)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        exact ? "%s has %d values, expected %d" : "%s has %d values, not a multiple of %d", field,
-        got, want_multiple_of_or_exact));
+    return absl::InvalidArgumentError(
+        exact ? absl::StrFormat("%s has %d values, expected %d", field, got, want_multiple_of_or_exact)
+              : absl::StrFormat("%s has %d values, not a multiple of %d", field, got, want_multiple_of_or_exact));
   return absl::OkStatus();
 }
 

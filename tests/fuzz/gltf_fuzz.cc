@@ -1,0 +1,17 @@
+// Fuzz target: a .glb / .gltf's bytes through the validated reader the server uses for
+// CreateRig (ReadGltfBytes, no filesystem access), then the import into a rig and its
+// validation, as CreateRig does.
+#include <cstdint>
+
+#include "core/io/gltf.h"
+#include "server/convert/gltf_import.h"
+#include "server/convert/rig.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto character = skinning::ReadGltfBytes(
+      absl::string_view(reinterpret_cast<const char*>(data), size), "gltf");
+  if (!character.ok()) return 0;
+  skinning::GltfImport imported = skinning::ImportGltf(*std::move(character));
+  (void)skinning::ValidateRig(imported.rig);
+  return 0;
+}
