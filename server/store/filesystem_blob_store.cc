@@ -38,8 +38,13 @@ absl::Status CheckKey(const std::string& key) {
   return absl::OkStatus();
 }
 
-absl::Status Errno(const std::string& what, const std::string& path) {
-  return absl::InternalError(absl::StrFormat("%s %s: %s", what, path, std::strerror(errno)));
+// A failed system call on the artifact `key`, as callers (and clients) see it: the key, never
+// the store's directory, so no server path reaches a client. A full disk or quota is
+// RESOURCE_EXHAUSTED; anything else INTERNAL.
+absl::Status Errno(const std::string& what, const std::string& key, int err = errno) {
+  const std::string message = absl::StrFormat("store: cannot %s '%s': %s", what, key, std::strerror(err));
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
+  return absl::InternalError(message);
 }
 
 class FilesystemBlobStore : public BlobStore {
@@ -51,19 +56,19 @@ class FilesystemBlobStore : public BlobStore {
     const fs::path target = root_ / key;
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
-    if (ec) return absl::InternalError(absl::StrCat("create ", target.parent_path().string(), ": ", ec.message()));
+    if (ec) return Errno("create the folder of", key, ec.value());
     // Unique per process (pid) and per write in it: two store objects on one directory in one
     // process must not share a temporary file.
     static std::atomic<uint64_t> counter{0};
     const std::string tmp = absl::StrFormat("%s.tmp.%d.%d", target.string(), getpid(), counter++);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Errno("open", tmp);
+    if (fd < 0) return Errno("create", key);
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
       if (n < 0) {
         if (errno == EINTR) continue;
-        const absl::Status s = Errno("write", tmp);
+        const absl::Status s = Errno("write", key);
         ::close(fd);
         ::unlink(tmp.c_str());
         return s;
@@ -71,12 +76,12 @@ class FilesystemBlobStore : public BlobStore {
       done += static_cast<size_t>(n);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
-      const absl::Status s = Errno("fsync", tmp);
+      const absl::Status s = Errno("flush", key);
       ::unlink(tmp.c_str());
       return s;
     }
     if (::rename(tmp.c_str(), target.c_str()) != 0) {
-      const absl::Status s = Errno("rename", tmp);
+      const absl::Status s = Errno("commit", key);
       ::unlink(tmp.c_str());
       return s;
     }
@@ -94,11 +99,11 @@ class FilesystemBlobStore : public BlobStore {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       if (!fs::exists(path)) return absl::NotFoundError(absl::StrCat("no stored object '", key, "'"));
-      return Errno("open", path.string());
+      return Errno("open", key);
     }
     std::ostringstream ss;
     ss << in.rdbuf();
-    if (in.bad()) return Errno("read", path.string());
+    if (in.bad()) return Errno("read", key);
     return ss.str();
   }
 
@@ -128,7 +133,7 @@ class FilesystemBlobStore : public BlobStore {
       if (key == kLockName) continue;                 // WriteIf's lock file
       if (absl::StartsWith(key, prefix)) keys.push_back(std::move(key));
     }
-    if (ec) return absl::InternalError(absl::StrCat("list ", root_.string(), ": ", ec.message()));
+    if (ec) return Errno("list", prefix, ec.value());
     std::sort(keys.begin(), keys.end());
     return keys;
   }
@@ -143,10 +148,10 @@ class FilesystemBlobStore : public BlobStore {
     std::lock_guard<std::mutex> in_process(write_mu_);
     const std::string lock_path = (root_ / kLockName).string();
     const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return Errno("open", lock_path);
+    if (fd < 0) return Errno("open the lock of", guard);
     while (::flock(fd, LOCK_EX) != 0) {
       if (errno == EINTR) continue;
-      const absl::Status s = Errno("flock", lock_path);
+      const absl::Status s = Errno("lock", guard);
       ::close(fd);
       return s;
     }

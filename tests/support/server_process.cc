@@ -70,13 +70,15 @@ std::string MakeTempDir(const std::string& prefix) {
   throw std::runtime_error("cannot create a temporary directory");
 }
 
-ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags) {
+ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags,
+                             const std::vector<std::string>& wrapper) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   std::vector<std::string> args = {BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
                                    "--store_dir=" + store_dir, "--drain_seconds=5",
                                    "--metrics_address="};  // extra flags may turn metrics on
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  args.insert(args.begin(), wrapper.begin(), wrapper.end());
   pid_ = fork();
   if (pid_ == 0) {
     dup2(fds[1], STDOUT_FILENO);

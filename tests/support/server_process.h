@@ -25,7 +25,10 @@ class ServerProcess {
   // Starts skinning-server on 127.0.0.1 with a free port (it prints the port; we read it) and
   // the given store directory and extra flags. Aborts the test binary if it does not come up.
   // The metrics endpoint is off unless `extra_flags` sets --metrics_address.
-  ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags = {});
+  // `wrapper`, when given, is the command (absolute path first) that runs the server: the
+  // server's argv is appended to it (e.g. unshare … sh -c '…; exec "$@"').
+  ServerProcess(const std::string& store_dir, const std::vector<std::string>& extra_flags = {},
+                const std::vector<std::string>& wrapper = {});
   ~ServerProcess();  // SIGKILL if still running
 
   int port() const { return port_; }
