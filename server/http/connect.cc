@@ -28,8 +28,6 @@ using RpcType = grpc::experimental::ServerRpcInfo::Type;
 
 namespace {
 
-constexpr char kPrefix[] = "/skinning.v1.";
-
 struct CodeInfo {
   const char* name;
   unsigned http;
@@ -183,6 +181,7 @@ void ConnectService::AddUnary(const std::string& path, Api* api,
   m.kind = Kind::kUnary;
   m.request = &Req::default_instance();
   m.response = &Resp::default_instance();
+  m.series = metrics_ ? &metrics_->GrpcMethod(path, RpcType::UNARY) : nullptr;
   m.unary = [api, fn](const CallContext& ctx, const Message& req, Message* resp) {
     return (api->*fn)(ctx, static_cast<const Req&>(req), static_cast<Resp*>(resp));
   };
@@ -225,6 +224,7 @@ ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics
     m.kind = Kind::kServerStream;
     m.request = &v1::WatchBakeRequest::default_instance();
     m.response = &v1::Bake::default_instance();
+    m.series = metrics_ ? &metrics_->GrpcMethod(bake + "WatchBake", RpcType::SERVER_STREAMING) : nullptr;
     BakeApi* api = apis.bake;
     m.stream = [api](const CallContext& ctx, const Message& req,
                      const std::function<bool(const Message&)>& write) {
@@ -280,8 +280,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     }
   }
 
-  Metrics::MethodSeries* series =
-      metrics_ ? &metrics_->GrpcMethod(path, stream ? RpcType::SERVER_STREAMING : RpcType::UNARY) : nullptr;
+  Metrics::MethodSeries* series = m.series;
   const auto start = std::chrono::steady_clock::now();
   if (series) series->started->Increment();
   auto finish = [&](const absl::Status& s) {

@@ -71,6 +71,7 @@ class ConnectService {
                                const std::function<bool(const google::protobuf::Message&)>&)>
         stream;
     std::function<std::unique_ptr<WebSocketHandler>(CallContext)> session;
+    Metrics::MethodSeries* series = nullptr;  // unary and streaming calls' grpc_server_* series
   };
   template <typename Api, typename Req, typename Resp>
   void AddUnary(const std::string& path, Api* api, absl::Status (Api::*fn)(const CallContext&, const Req&, Resp*));
