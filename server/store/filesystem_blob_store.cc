@@ -1,14 +1,17 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 
@@ -25,8 +28,61 @@ namespace fs = std::filesystem;
 
 // The lock file of WriteIf, in the root (not a valid key of anyone's: keys are namespaced).
 constexpr char kLockName[] = ".write-lock";
-// Temporary files older than this when a store opens are leftovers of a crash.
+// Temporary files older than this when a store opens are leftovers of a crash, whoever wrote them.
 constexpr std::chrono::minutes kLeftoverAge{10};
+
+// This machine's name as temporary files carry it (dots kept: the pid and counter follow).
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
+  std::string host(name);
+  for (char& c : host)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.')) c = '_';
+  return host;
+}
+
+// When process `pid` started (field 22 of /proc/<pid>/stat, clock ticks since boot), or "" when
+// there is no such process (or no /proc).
+std::string ProcessStart(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t name_end = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (name_end == std::string::npos) return "";
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (fields >> field); ++i)
+    if (i == 22) return field;
+  return "";
+}
+
+// This process as temporary files name their writer: "<pid>-<start time>" (a pid alone could be
+// a new process's: a restarted container is pid 1 again).
+std::string WriterId() {
+  static const std::string id = absl::StrCat(::getpid(), "-", ProcessStart(::getpid()));
+  return id;
+}
+
+// A temporary file "<target>.tmp.<host>.<pid>-<start>.<counter>" of a write that no longer
+// runs: this host's, and no process <pid> started at <start> exists. Other hosts' files (a
+// shared volume) and files of older forms wait for kLeftoverAge.
+bool WriterGone(const std::string& filename, const std::string& host) {
+  const size_t at = filename.find(".tmp.");
+  if (at == std::string::npos) return false;
+  const std::string rest = filename.substr(at + 5);  // host.pid-start.counter
+  const size_t counter_dot = rest.rfind('.');
+  if (counter_dot == std::string::npos || counter_dot == 0) return false;
+  const size_t writer_dot = rest.rfind('.', counter_dot - 1);
+  if (writer_dot == std::string::npos || rest.substr(0, writer_dot) != host) return false;
+  const std::string writer = rest.substr(writer_dot + 1, counter_dot - writer_dot - 1);
+  const size_t dash = writer.find('-');
+  if (dash == std::string::npos || dash == 0 || dash > 9 || dash + 1 == writer.size()) return false;
+  for (size_t i = 0; i < writer.size(); ++i)
+    if (i != dash && !(writer[i] >= '0' && writer[i] <= '9')) return false;
+  const pid_t pid = static_cast<pid_t>(std::stol(writer.substr(0, dash)));
+  const std::string start = ProcessStart(pid);
+  if (start.empty()) return ::kill(pid, 0) != 0 && errno == ESRCH;  // no /proc: the pid alone
+  return start != writer.substr(dash + 1);
+}
 
 absl::Status CheckKey(const std::string& key) {
   if (key.empty() || key.front() == '/' || absl::StrContains(key, ".."))
@@ -57,10 +113,11 @@ class FilesystemBlobStore : public BlobStore {
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);
     if (ec) return Errno("create the folder of", key, ec.value());
-    // Unique per process (pid) and per write in it: two store objects on one directory in one
-    // process must not share a temporary file.
+    // Unique per host, process and write: two store objects on one directory in one process
+    // must not share a temporary file, and a store opening knows whose leftovers it sees.
     static std::atomic<uint64_t> counter{0};
-    const std::string tmp = absl::StrFormat("%s.tmp.%d.%d", target.string(), getpid(), counter++);
+    static const std::string host = HostName();
+    const std::string tmp = absl::StrFormat("%s.tmp.%s.%s.%d", target.string(), host, WriterId(), counter++);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("create", key);
     size_t done = 0;
@@ -186,16 +243,18 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::st
   fs::create_directories(root, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create store directory ", root, ": ", ec.message()));
   // Remove leftovers of writes interrupted by a crash (collected first: removing while
-  // iterating invalidates the iterator). Only old ones: another server sharing the directory may
-  // be writing a temporary file right now.
+  // iterating invalidates the iterator): those whose writer is gone (WriterGone), and any old
+  // one. Another server sharing the directory may be writing a temporary file right now.
   std::vector<fs::path> leftovers;
   const auto now = fs::file_time_type::clock::now();
+  const std::string host = HostName();
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     if (!it->is_regular_file() || !absl::StrContains(it->path().filename().string(), ".tmp.")) continue;
     std::error_code age;
     const auto written = fs::last_write_time(it->path(), age);
-    if (!age && now - written > kLeftoverAge) leftovers.push_back(it->path());
+    if (WriterGone(it->path().filename().string(), host) || (!age && now - written > kLeftoverAge))
+      leftovers.push_back(it->path());
   }
   for (const fs::path& p : leftovers) {
     std::error_code rm;
