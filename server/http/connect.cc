@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/api/client_errors.h"
 #include "server/http/ws_status.h"
 #include "skinning/v1/bake_service.pb.h"
 #include "skinning/v1/fast_service.pb.h"
@@ -170,6 +171,7 @@ const char* ConnectCodeName(absl::StatusCode code) { return Info(code).name; }
 unsigned ConnectHttpStatus(absl::StatusCode code) { return Info(code).http; }
 
 std::string ConnectErrorJson(const absl::Status& status) {
+  NoteClientError("connect", status);
   nlohmann::json j{{"code", ConnectCodeName(status.code())}, {"message", std::string(status.message())}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

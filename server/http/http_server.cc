@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/api/client_errors.h"
 #include "server/http/ws_status.h"
 
 namespace skinning {
@@ -111,7 +112,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpRequest dummy;
     dummy.version(11);
     dummy.keep_alive(false);
-    const char* code = status == 413 || status == 431 ? "resource_exhausted" : "invalid_argument";
+    const bool too_big = status == 413 || status == 431;
+    NoteClientError("http", too_big ? absl::ResourceExhaustedError(message) : absl::InvalidArgumentError(message));
+    const char* code = too_big ? "resource_exhausted" : "invalid_argument";
     std::string body = absl::StrCat("{\"code\":\"", code, "\",\"message\":\"", message, "\"}");
     Write(MakeResponse(dummy, status, "application/json", std::move(body)));
   }
@@ -301,6 +304,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   void CloseWith(const absl::Status& status) {
     closing_ = true;
     close_pending_ = true;
+    NoteClientError("websocket", status);
     close_.code = static_cast<uint16_t>(CloseCode(status));
     close_.reason = CloseReason(status.message());
     inbox_.clear();

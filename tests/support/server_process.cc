@@ -1,5 +1,6 @@
 #include "tests/support/server_process.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -36,6 +37,8 @@ int DecodeStatus(int status) {
 }
 
 }  // namespace
+
+std::string ClientErrorLogDir() { return BinaryPath("tests/client-errors"); }
 
 std::string BinaryPath(const std::string& relative) {
   const char* env = std::getenv("SKINNING_BINARY_DIR");
@@ -79,8 +82,18 @@ ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std
                                    "--metrics_address="};  // extra flags may turn metrics on
   args.insert(args.end(), extra_flags.begin(), extra_flags.end());
   args.insert(args.begin(), wrapper.begin(), wrapper.end());
+  // Every error the server sends a client goes to a log of this test program (the path-leak
+  // test reads them all), unless the caller chose a log already.
+  std::string error_log;
+  if (const char* env = std::getenv("SKINNING_CLIENT_ERROR_LOG"); env == nullptr || *env == '\0') {
+    std::error_code ec;
+    std::filesystem::create_directories(ClientErrorLogDir(), ec);
+    const char* test = program_invocation_short_name;
+    error_log = ClientErrorLogDir() + "/" + (test ? test : "test") + "-" + std::to_string(getpid()) + ".log";
+  }
   pid_ = fork();
   if (pid_ == 0) {
+    if (!error_log.empty()) setenv("SKINNING_CLIENT_ERROR_LOG", error_log.c_str(), 1);
     dup2(fds[1], STDOUT_FILENO);
     std::vector<char*> argv = Argv(args);
     execv(argv[0], argv.data());

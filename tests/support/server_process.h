@@ -13,6 +13,10 @@ namespace skinning::testing {
 // Path of a binary built by this project, e.g. BinaryPath("server/skinning-server").
 std::string BinaryPath(const std::string& relative);
 
+// Where spawned servers log the errors they send to clients (SKINNING_CLIENT_ERROR_LOG, one file
+// per test process): build/tests/client-errors. The path-leak test (tests/leak) reads them.
+std::string ClientErrorLogDir();
+
 // A loopback port the kernel says is free right now (another process may still take it before
 // the caller binds it).
 int PickFreePort();
