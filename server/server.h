@@ -50,6 +50,7 @@ struct ServerOptions {
   int max_message_bytes = 64 << 20;        // largest request or response
   size_t cache_bytes = size_t{1} << 30;    // in-memory rig cache (LRU by bytes)
   size_t bake_cache_bytes = size_t{256} << 20;  // finished bakes kept in memory
+  size_t psd_cache_bytes = size_t{512} << 20;   // PSD models built from examples, kept in memory
   RigLimits limits;
   int max_clip_frames = 10000;
   LocalBakeQueueOptions bakes;
@@ -95,6 +96,11 @@ class SkinningServer {
   int http_port() const { return front_door_ ? front_door_->port() : 0; }
   RigStore& store() { return *rigs_; }
   Bakes& bakes() { return *bakes_; }
+  // The service code both doors call (for in-process callers such as the RPC fuzz target).
+  RigApi& rig_api() { return *rig_api_; }
+  PoseApi& pose_api() { return *pose_api_; }
+  BakeApi& bake_api() { return *bake_api_; }
+  FastApi& fast_api() { return *fast_api_; }
   // One line on the server's security: "TLS with client certificates, bearer tokens (2 tenants)".
   std::string SecuritySummary() const;
 

@@ -18,11 +18,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "client/skinctl/flags.h"
+#include "client/skinctl/inputs.h"
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "core/rig/pose.h"
+#include "core/io/text_io.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
 #include "server/convert/gltf_import.h"
@@ -110,28 +112,8 @@ void PrintRig(const v1::Rig& rig) {
 
 absl::Status ReadPoseFileMorphWeights(const std::string& path, v1::Pose* pose) {
   if (fs::path(path).extension() == ".dmat") return absl::OkStatus();
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("morph_weights")) return absl::OkStatus();
-  const nlohmann::json& m = doc["morph_weights"];
-  if (m.is_array()) {
-    for (size_t t = 0; t < m.size(); ++t) {
-      if (!m[t].is_number())
-        return absl::InvalidArgumentError(absl::StrFormat("%s: morph_weights[%d] is not a number", path, t));
-      pose->add_morph_weights(m[t].get<float>());
-    }
-  } else if (m.is_object()) {
-    for (const auto& [name, value] : m.items()) {
-      if (!value.is_number())
-        return absl::InvalidArgumentError(absl::StrCat(path, ": morph_weights.", name, " is not a number"));
-      (*pose->mutable_named_morph_weights())[name] = value.get<float>();
-    }
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": morph_weights must be an object by target name or an array by index"));
-  }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::string text, io_internal::ReadFileToString(path));
+  return ParsePoseJsonMorphWeights(text, path, pose);
 }
 
 absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skeleton) {
@@ -152,49 +134,8 @@ absl::StatusOr<Pose> ReadPoseFile(const std::string& path, const Skeleton& skele
     }
     return pose;
   }
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("joints") || !doc["joints"].is_array())
-    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object with a \"joints\" array"));
-  int i = 0;
-  for (const auto& entry : doc["joints"]) {
-    const std::string where = absl::StrFormat("%s: joints[%d]", path, i++);
-    int j = -1;
-    if (entry.contains("name") && entry["name"].is_string()) {
-      j = skeleton.Find(entry["name"].get<std::string>());
-      if (j < 0)
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": no joint named '", entry["name"].get<std::string>(), "'"));
-    } else if (entry.contains("index") && entry["index"].is_number_integer()) {
-      j = entry["index"].get<int>();
-      if (j < 0 || j >= skeleton.size())
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s: index %d is out of range (%d joints)", where, j, skeleton.size()));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": needs \"name\" or \"index\""));
-    }
-    auto numbers = [&](const char* key, size_t n, double* out) -> absl::Status {
-      if (!entry.contains(key)) return absl::OkStatus();
-      const auto& a = entry[key];
-      if (!a.is_array() || a.size() != n)
-        return absl::InvalidArgumentError(absl::StrFormat("%s.%s must be an array of %d numbers", where, key, n));
-      for (size_t k = 0; k < n; ++k) {
-        if (!a[k].is_number())
-          return absl::InvalidArgumentError(absl::StrFormat("%s.%s[%d] is not a number", where, key, k));
-        out[k] = a[k].get<double>();
-      }
-      return absl::OkStatus();
-    };
-    Transform& t = pose.local[j];
-    double q[4] = {t.rotation.x(), t.rotation.y(), t.rotation.z(), t.rotation.w()};
-    RETURN_IF_ERROR(numbers("translation", 3, t.translation.data()));
-    RETURN_IF_ERROR(numbers("scale", 3, t.scale.data()));
-    RETURN_IF_ERROR(numbers("rotation", 4, q));
-    t.rotation = Eigen::Quaterniond(q[3], q[0], q[1], q[2]);
-  }
-  RETURN_IF_ERROR(ValidatePose(skeleton, pose, path.c_str()));
-  return pose;
+  ASSIGN_OR_RETURN(const std::string text, io_internal::ReadFileToString(path));
+  return ParsePoseJson(text, skeleton, path);
 }
 
 std::string BakeStateName(v1::BakeState state) {

@@ -13,8 +13,10 @@
 #include "client/skinctl/commands.h"
 #include "client/skinctl/common.h"
 #include "client/skinctl/flags.h"
+#include "client/skinctl/inputs.h"
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
+#include "core/io/text_io.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -22,48 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// {"constraints": [{"joint": NAME or INDEX, "transform": [12 numbers, 3x4 row-major]} or
-//                  {"joint": ..., "position": [x, y, z], "point": [x, y, z] (optional)}]}
-// A constraint with neither leaves the handle free.
+// The FAST constraints of a JSON file (ParseConstraintsJson).
 absl::StatusOr<v1::SolveRequest> ReadConstraintsFile(const std::string& path, const Skeleton& skeleton) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("constraints") || !doc["constraints"].is_array())
-    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a JSON object with a \"constraints\" array"));
-  v1::SolveRequest req;
-  int i = 0;
-  for (const auto& entry : doc["constraints"]) {
-    const std::string where = absl::StrFormat("%s: constraints[%d]", path, i++);
-    if (!entry.is_object() || !entry.contains("joint"))
-      return absl::InvalidArgumentError(absl::StrCat(where, ": needs \"joint\" (a name or an index)"));
-    int j = -1;
-    if (entry["joint"].is_string()) j = skeleton.Find(entry["joint"].get<std::string>());
-    else if (entry["joint"].is_number_integer()) j = entry["joint"].get<int>();
-    if (j < 0 || j >= skeleton.size())
-      return absl::InvalidArgumentError(absl::StrCat(where, ": unknown joint ", entry["joint"].dump()));
-    auto numbers = [&](const char* key, size_t n, google::protobuf::RepeatedField<float>* out) -> absl::Status {
-      const auto& a = entry[key];
-      if (!a.is_array() || a.size() != n)
-        return absl::InvalidArgumentError(absl::StrFormat("%s.%s must be an array of %d numbers", where, key, n));
-      for (const auto& v : a) {
-        if (!v.is_number()) return absl::InvalidArgumentError(absl::StrFormat("%s.%s holds a non-number", where, key));
-        out->Add(v.get<float>());
-      }
-      return absl::OkStatus();
-    };
-    v1::HandleConstraint* c = req.add_constraints();
-    c->set_joint(j);
-    if (entry.contains("transform")) {
-      c->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-      RETURN_IF_ERROR(numbers("transform", 12, c->mutable_target()));
-    } else if (entry.contains("position")) {
-      c->set_kind(v1::HandleConstraint::KIND_POSITION);
-      RETURN_IF_ERROR(numbers("position", 3, c->mutable_target()));
-      if (entry.contains("point")) RETURN_IF_ERROR(numbers("point", 3, c->mutable_point()));
-    }
-  }
-  return req;
+  ASSIGN_OR_RETURN(const std::string text, io_internal::ReadFileToString(path));
+  return ParseConstraintsJson(text, skeleton, path);
 }
 
 }  // namespace
