@@ -80,6 +80,7 @@ class SpawnedServer {
 
   int port() const { return port_; }
   int http_port() const { return http_port_; }
+  pid_t pid() const { return pid_; }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
 
  private:

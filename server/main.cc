@@ -21,6 +21,8 @@ ABSL_FLAG(std::string, redis, "", "host:port of a Redis shared by several replic
 ABSL_FLAG(std::string, redis_prefix, "skinning:", "prefix of this service's keys in Redis");
 ABSL_FLAG(int, max_message_mb, 64, "largest request or response in MiB");
 ABSL_FLAG(int, cache_mb, 1024, "memory for the in-memory rig cache in MiB (LRU by bytes)");
+ABSL_FLAG(int, bake_cache_mb, 256, "memory for finished bakes kept in memory in MiB (LRU by bytes)");
+ABSL_FLAG(int, psd_cache_mb, 512, "memory for PSD models kept in memory in MiB (LRU by bytes)");
 ABSL_FLAG(int, max_vertices, 2000000, "largest rig accepted, in vertices");
 ABSL_FLAG(int, max_joints, 1024, "largest skeleton accepted, in joints");
 ABSL_FLAG(int, max_clip_frames, 10000, "most frames in one PoseClip call");
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
   options.redis_prefix = absl::GetFlag(FLAGS_redis_prefix);
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_cache_mb)) << 20;
+  options.bake_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_bake_cache_mb)) << 20;
+  options.psd_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_psd_cache_mb)) << 20;
   options.limits.max_vertices = absl::GetFlag(FLAGS_max_vertices);
   options.limits.max_triangles = 2 * absl::GetFlag(FLAGS_max_vertices);
   options.limits.max_joints = absl::GetFlag(FLAGS_max_joints);

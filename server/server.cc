@@ -73,7 +73,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->rigs_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
   s->examples_ = std::make_unique<ExampleStore>(s->blobs_);
-  s->psd_models_ = std::make_unique<PsdModels>(s->examples_.get());
+  s->psd_models_ = std::make_unique<PsdModels>(s->examples_.get(), options.psd_cache_bytes);
   // Bakes: the store of finished ones, the runner that computes and stores one, the queue.
   const RecipeRegistry& recipes = RecipeRegistry::Default();
   s->bake_store_ = std::make_unique<BakeStore>(s->blobs_, s->rigs_.get(), &recipes, options.bake_cache_bytes,

@@ -19,6 +19,13 @@ std::string BakeKey(const std::string& bake_id) { return absl::StrCat("bakes/", 
 // Headers are small (options and report; a tet mesh in the options is the exception).
 constexpr size_t kHeaderCacheBytes = size_t{16} << 20;
 
+// What a cached header costs in memory: the message as it lies in memory (SpaceUsedLong, several
+// times its serialized size), the key twice (list entry and index) and the nodes and control
+// block around them. Counting the serialized size let the cache hold 5× its budget.
+size_t HeaderBytes(const std::string& bake_id, const internal::v1::StoredBake& header) {
+  return header.SpaceUsedLong() + 2 * bake_id.size() + 160;
+}
+
 }  // namespace
 
 std::shared_ptr<const internal::v1::StoredBake> StoredBakeHeader(const internal::v1::StoredBake& stored) {
@@ -47,7 +54,7 @@ BakeStore::BakeStore(std::shared_ptr<BlobStore> blobs, RigStore* rigs, const Rec
 
 absl::Status BakeStore::Put(const internal::v1::StoredBake& stored, std::shared_ptr<const LoadedBake> loaded) {
   RETURN_IF_ERROR(blobs_->Put(BakeKey(stored.bake_id()), stored.SerializeAsString()));
-  headers_.Insert(stored.bake_id(), loaded->header, loaded->header->ByteSizeLong());
+  headers_.Insert(stored.bake_id(), loaded->header, HeaderBytes(stored.bake_id(), *loaded->header));
   loaded_.Insert(stored.bake_id(), loaded, loaded->bytes);
   return absl::OkStatus();
 }
@@ -71,7 +78,7 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeStore::Heade
   if (std::shared_ptr<const internal::v1::StoredBake> hit = headers_.Find(bake_id)) return hit;
   ASSIGN_OR_RETURN(std::shared_ptr<internal::v1::StoredBake> stored, Read(bake_id));
   std::shared_ptr<const internal::v1::StoredBake> header = StoredBakeHeader(*stored);
-  headers_.Insert(bake_id, header, header->ByteSizeLong());
+  headers_.Insert(bake_id, header, HeaderBytes(bake_id, *header));
   return header;
 }
 

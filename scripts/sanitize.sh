@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds and runs the test suite under sanitizers, each in its own build folder (ccache shares
+# what it can). Run by .ci/run after the plain suite; see README "Sanitizers" for the split.
+#   bash scripts/sanitize.sh asan   # ASan + UBSan, every test of the suite      (build-asan)
+#   bash scripts/sanitize.sh tsan   # TSan, the tests that run our own threads    (build-tsan)
+# Any report fails the run (halt_on_error); suppressions live in scripts/sanitizers/ and each says
+# why. Sanitized binaries are slower: timeouts are raised, and the benchmarks are not built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KIND=${1:?usage: sanitize.sh asan|tsan}
+JOBS=${JOBS:-$(nproc)}
+SUPP=$(pwd)/scripts/sanitizers
+case $KIND in
+  asan)
+    DIR=build-asan
+    FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    TARGETS=()  # everything the tests need (benchmarks are off)
+    export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=0:suppressions=$SUPP/asan.supp"
+    export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
+    CTEST_ARGS=()
+    ;;
+  tsan)
+    DIR=build-tsan
+    FLAGS="-fsanitize=thread -fno-omit-frame-pointer"
+    TARGETS=(core_tests server_tests skinning-server)
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
+    # Our threads: the parallel loops of the bakes (BBW, EMW, elastic, voxelization, bone heat),
+    # the bake queue, the caches and stores, the PSD model cache, the poser.
+    CTEST_ARGS=(-R '^(BbwTest|EnergyMinimizingWeight|BuildElasticModel|ElasticModel|GeodesicWeightsTest|BoneHeatTest|VolumeDomainTest|Bake|LocalBakeQueueTest|RigStore|RigStoreTenancy|ExampleStore|PsdModels|FilesystemBlobStore|RedisBlobStoreTest|PoserTest)\.')
+    ;;
+  *) echo "unknown sanitizer '$KIND' (asan or tsan)" >&2; exit 2 ;;
+esac
+if [ ! -f "$DIR/build.ninja" ]; then
+  cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSKINNING_BUILD_BENCH=OFF \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
+    -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_C_FLAGS="$FLAGS" \
+    -DCMAKE_EXE_LINKER_FLAGS="$FLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$FLAGS"
+fi
+cmake --build "$DIR" -j "$JOBS" ${TARGETS[@]:+--target "${TARGETS[@]}"}
+cd "$DIR"
+ctest --output-on-failure -j "$JOBS" --timeout 1800 "${CTEST_ARGS[@]}"
