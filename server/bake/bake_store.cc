@@ -120,6 +120,45 @@ v1::Bake BakeFromStored(const internal::v1::StoredBake& header) {
   return bake;
 }
 
+bool BakeEnded(v1::BakeState s) {
+  return s == v1::BAKE_STATE_SUCCEEDED || s == v1::BAKE_STATE_FAILED || s == v1::BAKE_STATE_CANCELLED;
+}
+
+v1::Bake JobBake(const std::string& name, const v1::BakeOptions& options, const BakeJobState& job) {
+  // Before this fraction the remaining time is not estimated.
+  constexpr double kMinFractionForEstimate = 0.02;
+  const auto seconds = [](double s) { return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(s * 1e9)); };
+  v1::Bake bake;
+  bake.set_name(name);
+  *bake.mutable_options() = options;
+  v1::BakeMetadata& m = *bake.mutable_metadata();
+  m.set_state(job.state);
+  m.set_stage(job.stage);
+  m.set_progress_fraction(job.fraction);
+  *m.mutable_create_time() = job.create_time;
+  if (job.start_time) *m.mutable_start_time() = *job.start_time;
+  const double elapsed = std::max(0.0, job.elapsed_seconds);
+  *m.mutable_elapsed() = seconds(elapsed);
+  const bool ended = BakeEnded(job.state);
+  if (ended) {
+    if (job.end_time) *m.mutable_end_time() = *job.end_time;
+    *m.mutable_estimated_remaining() = seconds(0);
+  } else if (job.state == v1::BAKE_STATE_RUNNING && job.fraction > kMinFractionForEstimate) {
+    *m.mutable_estimated_remaining() = seconds(elapsed * (1 - job.fraction) / job.fraction);
+  }
+  if (job.state == v1::BAKE_STATE_QUEUED && job.queue_position) m.set_queue_position(*job.queue_position);
+  bake.set_done(ended);
+  if (job.state == v1::BAKE_STATE_FAILED) {
+    const absl::StatusCode code = job.error.ok() ? absl::StatusCode::kInternal : job.error.code();
+    bake.mutable_error()->set_code(static_cast<int>(code));
+    bake.mutable_error()->set_message(std::string(job.error.message()));
+  } else if (job.state == v1::BAKE_STATE_CANCELLED) {
+    bake.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kCancelled));
+    bake.mutable_error()->set_message(job.error.message().empty() ? "cancelled" : std::string(job.error.message()));
+  }
+  return bake;
+}
+
 absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bake) {
   absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> header = store.Header(bake.bake_id);
   if (absl::IsNotFound(header.status()) || (header.ok() && (*header)->rig_id() != bake.rig_id))

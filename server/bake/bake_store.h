@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <Eigen/Core>
@@ -77,6 +78,27 @@ std::shared_ptr<const internal::v1::StoredBake> StoredBakeHeader(const internal:
 // The bake resource of a stored bake: done, SUCCEEDED, its report; created and ended when it
 // was stored; elapsed its run time.
 v1::Bake BakeFromStored(const internal::v1::StoredBake& header);
+
+// Whether a bake in `state` has ended (SUCCEEDED, FAILED or CANCELLED).
+bool BakeEnded(v1::BakeState state);
+
+// What a bake queue knows of a job that is not (or not yet) stored, whichever queue holds it.
+struct BakeJobState {
+  v1::BakeState state = v1::BAKE_STATE_UNSPECIFIED;
+  std::string stage;
+  double fraction = 0.0;
+  google::protobuf::Timestamp create_time;
+  std::optional<google::protobuf::Timestamp> start_time;  // once it started
+  std::optional<google::protobuf::Timestamp> end_time;    // once it ended
+  double elapsed_seconds = 0.0;                            // of running, until now or the end
+  absl::Status error;                                      // FAILED: why; CANCELLED: the reason
+  std::optional<int> queue_position;                       // QUEUED: jobs ahead of it
+};
+
+// The bake resource of such a job: metadata (with the remaining time estimated from the progress
+// once it is past 2 %), done, and the error of a failed or cancelled one. Both queues answer with
+// it, so a bake reads the same from every replica.
+v1::Bake JobBake(const std::string& name, const v1::BakeOptions& options, const BakeJobState& job);
 
 // The bake resource of `bake` from the store's header (never loading the result); NOT_FOUND
 // naming the bake when it is not stored (or stored for another rig).

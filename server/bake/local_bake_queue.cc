@@ -17,16 +17,10 @@ using google::protobuf::util::TimeUtil;
 
 // Ended jobs whose state is kept in memory; the store has the results.
 constexpr size_t kMaxEndedJobs = 1000;
-// Before this fraction the remaining time is not estimated.
-constexpr double kMinFractionForEstimate = 0.02;
 
-bool Ended(v1::BakeState s) {
-  return s == v1::BAKE_STATE_SUCCEEDED || s == v1::BAKE_STATE_FAILED || s == v1::BAKE_STATE_CANCELLED;
-}
+bool Ended(v1::BakeState s) { return BakeEnded(s); }
 
 google::protobuf::Timestamp Now() { return TimeUtil::GetCurrentTime(); }
-
-google::protobuf::Duration Seconds(double s) { return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(s * 1e9)); }
 
 }  // namespace
 
@@ -92,44 +86,28 @@ void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
 v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
   // A stored bake answers from what was stored, as every other replica does.
   if (job.state == v1::BAKE_STATE_SUCCEEDED) return BakeFromStored(*job.stored);
-  v1::Bake bake;
-  bake.set_name(BakeName(job.spec.rig_id, job.spec.bake_id));
-  *bake.mutable_options() = job.spec.options;
-  v1::BakeMetadata& m = *bake.mutable_metadata();
-  m.set_state(job.state);
-  m.set_stage(job.stage);
-  m.set_progress_fraction(job.fraction);
-  *m.mutable_create_time() = job.create_time;
-  const bool started = job.state != v1::BAKE_STATE_QUEUED && job.started_at != Clock::time_point();
-  double elapsed = 0.0;
-  if (started) {
-    *m.mutable_start_time() = job.start_time;
-    elapsed = std::chrono::duration<double>((Ended(job.state) ? job.finished_at : Clock::now()) - job.started_at).count();
+  BakeJobState state;
+  state.state = job.state;
+  state.stage = job.stage;
+  state.fraction = job.fraction;
+  state.create_time = job.create_time;
+  if (job.state != v1::BAKE_STATE_QUEUED && job.started_at != Clock::time_point()) {
+    state.start_time = job.start_time;
+    state.elapsed_seconds =
+        std::chrono::duration<double>((Ended(job.state) ? job.finished_at : Clock::now()) - job.started_at).count();
   }
-  *m.mutable_elapsed() = Seconds(elapsed);
-  if (Ended(job.state)) {
-    *m.mutable_end_time() = job.end_time;
-    *m.mutable_estimated_remaining() = Seconds(0);
-  } else if (job.state == v1::BAKE_STATE_RUNNING && job.fraction > kMinFractionForEstimate) {
-    *m.mutable_estimated_remaining() = Seconds(elapsed * (1 - job.fraction) / job.fraction);
-  }
+  if (Ended(job.state)) state.end_time = job.end_time;
   if (job.state == v1::BAKE_STATE_QUEUED) {
     int ahead = 0;
     for (const auto& q : queue_) {
       if (q.get() == &job) break;
       ++ahead;
     }
-    m.set_queue_position(ahead);
+    state.queue_position = ahead;
   }
-  bake.set_done(Ended(job.state));
-  if (job.state == v1::BAKE_STATE_FAILED) {
-    bake.mutable_error()->set_code(static_cast<int>(job.error.code()));
-    bake.mutable_error()->set_message(std::string(job.error.message()));
-  } else if (job.state == v1::BAKE_STATE_CANCELLED) {
-    bake.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kCancelled));
-    bake.mutable_error()->set_message(job.cancel_reason.empty() ? "cancelled" : job.cancel_reason);
-  }
-  return bake;
+  if (job.state == v1::BAKE_STATE_FAILED) state.error = job.error;
+  if (job.state == v1::BAKE_STATE_CANCELLED) state.error = absl::CancelledError(job.cancel_reason);
+  return JobBake(BakeName(job.spec.rig_id, job.spec.bake_id), job.spec.options, state);
 }
 
 std::shared_ptr<LocalBakeQueue::Job> LocalBakeQueue::FindLocked(const BakeRef& bake) const {

@@ -17,11 +17,7 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 constexpr char kGroup[] = "bakers";
-constexpr double kMinFractionForEstimate = 0.02;
-
-bool Ended(v1::BakeState s) {
-  return s == v1::BAKE_STATE_SUCCEEDED || s == v1::BAKE_STATE_FAILED || s == v1::BAKE_STATE_CANCELLED;
-}
+bool Ended(v1::BakeState s) { return BakeEnded(s); }
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -67,7 +63,6 @@ return 0
 )lua";
 
 google::protobuf::Timestamp FromNanos(int64_t ns) { return TimeUtil::NanosecondsToTimestamp(ns); }
-google::protobuf::Duration Seconds(double s) { return TimeUtil::NanosecondsToDuration(static_cast<int64_t>(s * 1e9)); }
 
 }  // namespace
 
@@ -125,38 +120,24 @@ v1::Bake RedisBakeQueue::ToBake(const Record& r, const BakeRef& ref) {
     absl::StatusOr<v1::Bake> stored = Stored(ref);
     if (stored.ok()) return *std::move(stored);
   }
-  v1::Bake bake;
-  bake.set_name(ref.name());
-  bake.mutable_options()->ParseFromString(get("options"));
-  v1::BakeMetadata& m = *bake.mutable_metadata();
-  m.set_state(state);
-  m.set_stage(get("stage"));
-  double fraction = 0;
-  (void)absl::SimpleAtod(get("fraction"), &fraction);
-  m.set_progress_fraction(fraction);
-  *m.mutable_create_time() = FromNanos(Int(get("create")));
+  v1::BakeOptions options;
+  options.ParseFromString(get("options"));
+  BakeJobState job;
+  job.state = state;
+  job.stage = get("stage");
+  (void)absl::SimpleAtod(get("fraction"), &job.fraction);
+  job.create_time = FromNanos(Int(get("create")));
   const int64_t start = Int(get("start")), end = Int(get("end"));
-  double elapsed = 0;
   if (state != v1::BAKE_STATE_QUEUED && start > 0) {
-    *m.mutable_start_time() = FromNanos(start);
-    elapsed = ((Ended(state) && end > 0 ? end : NowNanos()) - start) * 1e-9;
+    job.start_time = FromNanos(start);
+    job.elapsed_seconds = ((Ended(state) && end > 0 ? end : NowNanos()) - start) * 1e-9;
   }
-  *m.mutable_elapsed() = Seconds(std::max(0.0, elapsed));
-  if (Ended(state)) {
-    if (end > 0) *m.mutable_end_time() = FromNanos(end);
-    *m.mutable_estimated_remaining() = Seconds(0);
-  } else if (state == v1::BAKE_STATE_RUNNING && fraction > kMinFractionForEstimate) {
-    *m.mutable_estimated_remaining() = Seconds(elapsed * (1 - fraction) / fraction);
-  }
-  bake.set_done(Ended(state));
-  if (state == v1::BAKE_STATE_FAILED) {
-    bake.mutable_error()->set_code(static_cast<int>(Int(get("error_code"), static_cast<int>(absl::StatusCode::kInternal))));
-    bake.mutable_error()->set_message(get("error"));
-  } else if (state == v1::BAKE_STATE_CANCELLED) {
-    bake.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kCancelled));
-    bake.mutable_error()->set_message(get("error").empty() ? "cancelled" : get("error"));
-  }
-  return bake;
+  if (Ended(state) && end > 0) job.end_time = FromNanos(end);
+  if (state == v1::BAKE_STATE_FAILED)
+    job.error = absl::Status(static_cast<absl::StatusCode>(Int(get("error_code"), static_cast<int>(absl::StatusCode::kInternal))),
+                             get("error"));
+  if (state == v1::BAKE_STATE_CANCELLED) job.error = absl::CancelledError(get("error"));
+  return JobBake(ref.name(), options, job);
 }
 
 absl::StatusOr<StartedBake> RedisBakeQueue::Start(const BakeJob& job) {
