@@ -27,8 +27,13 @@ static inline F8 Load8(const float* p) {
 
 // FastSinCos on 8 lanes (same reduction and polynomials).
 static inline void SinCos8(F8 x, F8* s, F8* c) {
-  const F8 kf = x * 0.15915494309189535f + 1024.5f;
-  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 1024, F8);
+  // k = round(x / 2π) as FastSinCos: the offset keeps the truncation a floor for |x| < 100,000;
+  // kf is kept in [0, 32767] before the conversion to int (NaN → 0), since lanes whose weight is
+  // masked may hold any value and converting one out of int's range is undefined (UBSan found it).
+  F8 kf = x * 0.15915494309189535f + 16384.5f;
+  kf = kf >= 0.0f ? kf : 0.0f;
+  kf = kf <= 32767.0f ? kf : 32767.0f;
+  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 16384, F8);
   x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
   const F8 h = 0.5f * x;
   const F8 h2 = h * h;

@@ -2,6 +2,7 @@
 #ifndef SKINNING_CORE_SKINNING_SWING_TWIST_H_
 #define SKINNING_CORE_SKINNING_SWING_TWIST_H_
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -73,15 +74,21 @@ SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frame
 void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
                      const SwingTwistFrameFloat& frame, float* U);
 
-// sin and cos of x (radians, |x| < 6000) in float, to ~2e-7 absolute: reduction to
+// sin and cos of x (radians, |x| < 100,000) in float, to ~2e-7 absolute near 0 (the reduction
+// costs float's precision of x beyond): reduction to
 // [−π, π], then Taylor polynomials of x/2 (|x/2| ≤ π/2) and the double-angle formulas. Shared by
 // the per-frame kernels (swing/twist, STBS).
 inline void FastSinCos(float x, float* s, float* c) {
   constexpr float kInvTwoPi = 0.15915494309189535f;
   constexpr float kTwoPiHi = 6.28125f;                   // exact in float
   constexpr float kTwoPiLo = 1.9353071795864769253e-3f;  // 2π − kTwoPiHi
-  // k = round(x / 2π) without a libm call (nearbyint is one on baseline x86-64); |x| < 6000.
-  const float k = static_cast<float>(static_cast<int>(x * kInvTwoPi + 1024.5f) - 1024);
+  // k = round(x / 2π) without a libm call (nearbyint is one on baseline x86-64): the offset
+  // keeps the truncation a floor for |x| < 100,000 (twist angles times bone parameters reach
+  // ±20,000 rad); clamped before the conversion so that no input is undefined (NaN → 0).
+  float kf = x * kInvTwoPi + 16384.5f;
+  kf = kf >= 0.0f ? kf : 0.0f;
+  kf = kf <= 32767.0f ? kf : 32767.0f;
+  const float k = static_cast<float>(static_cast<int>(kf) - 16384);
   x = (x - k * kTwoPiHi) - k * kTwoPiLo;
   const float h = 0.5f * x;  // |h| ≤ π/2 (+ rounding)
   const float h2 = h * h;

@@ -34,6 +34,7 @@ class Reader {
   }
   bool GetDoubles(double* p, size_t count) {
     if (count > (s_.size() - pos_) / sizeof(double)) return false;
+    if (count == 0) return true;  // p may be null (an empty matrix): memcpy must not see it
     std::memcpy(p, s_.data() + pos_, count * sizeof(double));
     pos_ += count * sizeof(double);
     return true;
