@@ -25,6 +25,7 @@
 #include "core/rig/pose.h"
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/psd_fixtures.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
@@ -54,9 +55,26 @@ std::vector<std::string> TemporaryFiles(const std::string& root) {
 
 // A bent elbow of a two-joint rig.
 v1::Pose Bent(const Rig& rig, double degrees) {
-  Pose pose = RestPose(rig.skeleton);
-  pose.local[1].rotation = Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ());
-  return PoseToProto(pose);
+  return PoseToProto(testing::ElbowPose(rig.skeleton, degrees * M_PI / 180));
+}
+
+// Every rig the ledger holds is listed and loads whole, and so does every example.
+void ExpectLedgerLoads(Client& client, const Ledger& ledger) {
+  auto listed = client.ListRigs();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::set<std::string> names;
+  for (const v1::Rig& r : *listed) names.insert(r.name());
+  for (const auto& [name, vertices] : ledger.rigs) {
+    EXPECT_TRUE(names.count(name)) << name << " is not listed";
+    auto got = client.GetRig(name, v1::RIG_VIEW_FULL);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    EXPECT_EQ(got->mesh().positions_size(), 3 * vertices) << name;
+  }
+  for (const auto& [name, floats] : ledger.examples) {
+    auto got = client.GetExample(name);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    EXPECT_EQ(got->positions_size(), floats) << name;
+  }
 }
 
 TEST(CrashRecovery, TwentyKillsUnderMixedLoadLoseNothingAClientWasToldAbout) {
@@ -85,21 +103,8 @@ TEST(CrashRecovery, TwentyKillsUnderMixedLoadLoseNothingAClientWasToldAbout) {
     o.deadline = std::chrono::seconds(20);
     Client client(o);
     {
-      auto listed = client.ListRigs();
-      ASSERT_TRUE(listed.ok()) << listed.status();
-      std::set<std::string> names;
-      for (const v1::Rig& r : *listed) names.insert(r.name());
-      for (const auto& [name, vertices] : ledger.rigs) {
-        EXPECT_TRUE(names.count(name)) << name << " is not listed";
-        auto got = client.GetRig(name, v1::RIG_VIEW_FULL);
-        ASSERT_TRUE(got.ok()) << name << ": " << got.status();
-        EXPECT_EQ(got->mesh().positions_size(), 3 * vertices) << name;
-      }
-      for (const auto& [name, floats] : ledger.examples) {
-        auto got = client.GetExample(name);
-        ASSERT_TRUE(got.ok()) << name << ": " << got.status();
-        EXPECT_EQ(got->positions_size(), floats) << name;
-      }
+      ExpectLedgerLoads(client, ledger);
+      if (::testing::Test::HasFatalFailure()) return;
       for (const std::string& name : ledger.bakes_done) {
         auto got = client.GetBake(name);
         ASSERT_TRUE(got.ok()) << name << ": " << got.status();
@@ -297,21 +302,7 @@ TEST(CrashRecovery, RedisKilledAndRestartedDuringWritesLosesNothingAcknowledged)
   EXPECT_GT(ok_after_restart.load(), 10) << "the server did not serve again";
   o.deadline = std::chrono::seconds(20);
   Client check(o);
-  auto listed = check.ListRigs();
-  ASSERT_TRUE(listed.ok()) << listed.status();
-  std::set<std::string> names;
-  for (const v1::Rig& r : *listed) names.insert(r.name());
-  for (const auto& [name, vertices] : ledger.rigs) {
-    EXPECT_TRUE(names.count(name)) << name << " is not listed";
-    auto got = check.GetRig(name, v1::RIG_VIEW_FULL);
-    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
-    EXPECT_EQ(got->mesh().positions_size(), 3 * vertices) << name;
-  }
-  for (const auto& [name, floats] : ledger.examples) {
-    auto got = check.GetExample(name);
-    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
-    EXPECT_EQ(got->positions_size(), floats) << name;
-  }
+  ExpectLedgerLoads(check, ledger);
 }
 
 }  // namespace
