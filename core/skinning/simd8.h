@@ -9,9 +9,15 @@
 
 #include "core/skinning/simd4.h"
 
+// Forced inline: see below.
+#define SKINNING_LANES_INLINE inline __attribute__((always_inline))
+
 #ifdef SKINNING_VECTOR_EXT
-// The 8-lane helpers have internal linkage (and are inlined), so the AVX argument ABI note
-// does not apply.
+// Every function that takes or returns an 8-lane vector is forced inline
+// (SKINNING_LANES_INLINE): called from an AVX2 clone (SKINNING_HOT_CLONES) but compiled for the
+// default ISA, a function left out of line would receive 32-byte vectors under the other calling
+// convention (the psABI note) and read garbage — which an -O1 sanitizer build, inlining less,
+// showed. So the ABI note does not apply and is silenced.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace skinning::simd8 {
@@ -19,14 +25,14 @@ namespace skinning::simd8 {
 using F8 = float __attribute__((vector_size(32)));
 using I8 = int32_t __attribute__((vector_size(32)));
 
-static inline F8 Load8(const float* p) {
+static SKINNING_LANES_INLINE F8 Load8(const float* p) {
   F8 r;
   std::memcpy(&r, p, sizeof(r));
   return r;
 }
 
 // FastSinCos on 8 lanes (same reduction and polynomials).
-static inline void SinCos8(F8 x, F8* s, F8* c) {
+static SKINNING_LANES_INLINE void SinCos8(F8 x, F8* s, F8* c) {
   // k = round(x / 2π) as FastSinCos: the offset keeps the truncation a floor for |x| < 100,000;
   // kf is kept in [0, 32767] before the conversion to int (NaN → 0), since lanes whose weight is
   // masked may hold any value and converting one out of int's range is undefined (UBSan found it).
@@ -54,7 +60,7 @@ static inline void SinCos8(F8 x, F8* s, F8* c) {
 
 // 8 rows of 4 contiguous values (rows i0..i0+7 of an n×4 row-major array) as 4 slot vectors.
 template <typename V8, typename T>
-static inline void Transpose8x4(const T* __restrict p, V8 out[4]) {
+static SKINNING_LANES_INLINE void Transpose8x4(const T* __restrict p, V8 out[4]) {
   V8 a[4];  // a[q] = rows 2q, 2q+1
   for (int q = 0; q < 4; ++q) std::memcpy(&a[q], p + 8 * q, sizeof(V8));
   const V8 t01 = __builtin_shufflevector(a[0], a[1], 0, 4, 8, 12, 1, 5, 9, 13);
@@ -68,7 +74,7 @@ static inline void Transpose8x4(const T* __restrict p, V8 out[4]) {
 }
 
 // x, y, z of 8 interleaved points.
-static inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
+static SKINNING_LANES_INLINE void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
   const F8 a = Load8(v), b = Load8(v + 8), c = Load8(v + 16);
   const F8 tx = __builtin_shufflevector(a, b, 0, 3, 6, 9, 12, 15, 0, 0);
   const F8 ty = __builtin_shufflevector(a, b, 1, 4, 7, 10, 13, 0, 0, 0);
@@ -80,12 +86,12 @@ static inline void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z)
 
 // Whether any lane of the mask is set, and the first set lane (−1 if none): through memory,
 // which costs no shuffles (the kernel is shuffle-bound otherwise).
-static inline bool AnyLane(I8 m) {
+static SKINNING_LANES_INLINE bool AnyLane(I8 m) {
   uint64_t q[4];
   std::memcpy(q, &m, sizeof(q));
   return ((q[0] | q[1]) | (q[2] | q[3])) != 0;
 }
-static inline int FirstLane(I8 m) {
+static SKINNING_LANES_INLINE int FirstLane(I8 m) {
   int32_t a[8];
   std::memcpy(a, &m, sizeof(a));
   for (int l = 0; l < 8; ++l)
@@ -94,7 +100,7 @@ static inline int FirstLane(I8 m) {
 }
 
 // Stores x, y, z of 8 points interleaved (24 floats).
-static inline void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
+static SKINNING_LANES_INLINE void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
   const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);
   const F8 o0 = __builtin_shufflevector(t0, z, 0, 1, 8, 3, 4, 9, 6, 7);
   const F8 t1 = __builtin_shufflevector(x, y, 0, 3, 11, 0, 4, 12, 0, 5);

