@@ -64,13 +64,14 @@ Sample Measure(pid_t pid) {
   return s;
 }
 
-// Least-squares slope of y against t (per minute).
-double SlopePerMinute(const std::vector<Sample>& samples, double Sample::*y_double, int Sample::*y_int) {
+// Least-squares slope of get(sample) against t (per minute).
+template <typename Get>
+double SlopePerMinute(const std::vector<Sample>& samples, Get get) {
   const size_t n = samples.size();
   if (n < 2) return 0;
   double st = 0, sy = 0, stt = 0, sty = 0;
   for (const Sample& s : samples) {
-    const double y = y_double ? s.*y_double : s.*y_int;
+    const double y = get(s);
     st += s.t;
     sy += y;
     stt += s.t * s.t;
@@ -267,17 +268,19 @@ int Run() {
     std::printf("too few samples after the warm-up for slopes\n");
     return 0;
   }
-  const double rss = SlopePerMinute(after, &Sample::rss_mb, nullptr);
-  const double fds = SlopePerMinute(after, nullptr, &Sample::fds);
-  const double threads = SlopePerMinute(after, nullptr, &Sample::threads);
+  const auto rss_of = [](const Sample& s) { return s.rss_mb; };
+  const auto fds_of = [](const Sample& s) { return double(s.fds); };
+  const auto threads_of = [](const Sample& s) { return double(s.threads); };
   auto range = [&](auto get) {
     double lo = 1e300, hi = -1e300;
-    for (const Sample& s : after) lo = std::min(lo, double(get(s))), hi = std::max(hi, double(get(s)));
+    for (const Sample& s : after) lo = std::min(lo, get(s)), hi = std::max(hi, get(s));
     return std::pair<double, double>(lo, hi);
   };
-  const auto [rss_lo, rss_hi] = range([](const Sample& s) { return s.rss_mb; });
-  const auto [fd_lo, fd_hi] = range([](const Sample& s) { return s.fds; });
-  const auto [th_lo, th_hi] = range([](const Sample& s) { return s.threads; });
+  const double rss = SlopePerMinute(after, rss_of), fds = SlopePerMinute(after, fds_of),
+               threads = SlopePerMinute(after, threads_of);
+  const auto [rss_lo, rss_hi] = range(rss_of);
+  const auto [fd_lo, fd_hi] = range(fds_of);
+  const auto [th_lo, th_hi] = range(threads_of);
   std::printf("\nafter %.0f s of warm-up (%zu samples): %ld calls, %ld errors\n", absl::GetFlag(FLAGS_warmup_s),
               after.size(), samples.back().calls, samples.back().errors);
   std::printf("  RSS      %7.1f … %7.1f MiB, slope %+.2f MiB/min\n", rss_lo, rss_hi, rss);

@@ -6,10 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
@@ -23,8 +21,8 @@
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
-#include "core/rig/pose.h"
 #include "core/io/text_io.h"
+#include "core/rig/pose.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
 #include "server/convert/gltf_import.h"

@@ -2,7 +2,6 @@
 // constraints from JSON, prints the solved transforms as JSON and writes the posed mesh.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 

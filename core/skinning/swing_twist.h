@@ -2,7 +2,6 @@
 #ifndef SKINNING_CORE_SKINNING_SWING_TWIST_H_
 #define SKINNING_CORE_SKINNING_SWING_TWIST_H_
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 

@@ -18,8 +18,6 @@ using google::protobuf::util::TimeUtil;
 // Ended jobs whose state is kept in memory; the store has the results.
 constexpr size_t kMaxEndedJobs = 1000;
 
-bool Ended(v1::BakeState s) { return BakeEnded(s); }
-
 google::protobuf::Timestamp Now() { return TimeUtil::GetCurrentTime(); }
 
 }  // namespace
@@ -57,7 +55,7 @@ void LocalBakeQueue::Shutdown() {
     }
     queue_.clear();
     for (auto& [id, job] : jobs_) {
-      if (!Ended(job->state)) job->cancel_reason = "the server shut down while the bake was running";
+      if (!BakeEnded(job->state)) job->cancel_reason = "the server shut down while the bake was running";
       job->cancel = true;
     }
   }
@@ -67,7 +65,7 @@ void LocalBakeQueue::Shutdown() {
 }
 
 void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
-  if (Ended(state)) {
+  if (BakeEnded(state)) {
     job.finished_at = Clock::now();
     job.end_time = Now();
   }
@@ -76,7 +74,7 @@ void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
     t.method = job.spec.recipe->name();
     t.from = job.state;
     t.to = state;
-    if (job.state == v1::BAKE_STATE_RUNNING && Ended(state))
+    if (job.state == v1::BAKE_STATE_RUNNING && BakeEnded(state))
       t.run_seconds = std::chrono::duration<double>(job.finished_at - job.started_at).count();
     observer_->OnBakeTransition(t);
   }
@@ -94,9 +92,9 @@ v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
   if (job.state != v1::BAKE_STATE_QUEUED && job.started_at != Clock::time_point()) {
     state.start_time = job.start_time;
     state.elapsed_seconds =
-        std::chrono::duration<double>((Ended(job.state) ? job.finished_at : Clock::now()) - job.started_at).count();
+        std::chrono::duration<double>((BakeEnded(job.state) ? job.finished_at : Clock::now()) - job.started_at).count();
   }
-  if (Ended(job.state)) state.end_time = job.end_time;
+  if (BakeEnded(job.state)) state.end_time = job.end_time;
   if (job.state == v1::BAKE_STATE_QUEUED) {
     int ahead = 0;
     for (const auto& q : queue_) {
@@ -134,7 +132,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
 
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !Ended(job->state))  // queued meanwhile
+  if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
     return StartedBake{BakeLocked(*job), false};
   if (static_cast<int>(queue_.size()) >= options_.max_queue)
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -153,9 +151,9 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
 
 void LocalBakeQueue::PruneLocked() {
   size_t ended = 0;
-  for (const auto& [id, job] : jobs_) ended += Ended(job->state);
+  for (const auto& [id, job] : jobs_) ended += BakeEnded(job->state);
   for (auto it = jobs_.begin(); ended > kMaxEndedJobs && it != jobs_.end();) {
-    if (Ended(it->second->state)) {
+    if (BakeEnded(it->second->state)) {
       it = jobs_.erase(it);
       --ended;
     } else {
@@ -197,7 +195,7 @@ absl::Status LocalBakeQueue::Watch(const BakeRef& bake, const std::function<bool
     {
       std::unique_lock<std::mutex> lock(mu_);
       std::string key = absl::StrCat(job->state, "|", job->stage, "|", job->fraction);
-      if (key == last && !Ended(job->state)) {
+      if (key == last && !BakeEnded(job->state)) {
         cv_.wait_for(lock, std::chrono::milliseconds(100));
         if (stop()) return absl::CancelledError("watch stopped");
         continue;
@@ -226,7 +224,7 @@ absl::StatusOr<v1::Bake> LocalBakeQueue::Cancel(const BakeRef& bake) {
   } else if (job->state == v1::BAKE_STATE_RUNNING) {
     job->cancel_reason = "cancelled with CancelBake";
     job->cancel = true;
-    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return Ended(job->state); });
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return BakeEnded(job->state); });
   }
   return BakeLocked(*job);
 }

@@ -17,8 +17,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 constexpr char kGroup[] = "bakers";
-bool Ended(v1::BakeState s) { return BakeEnded(s); }
-
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -130,9 +128,9 @@ v1::Bake RedisBakeQueue::ToBake(const Record& r, const BakeRef& ref) {
   const int64_t start = Int(get("start")), end = Int(get("end"));
   if (state != v1::BAKE_STATE_QUEUED && start > 0) {
     job.start_time = FromNanos(start);
-    job.elapsed_seconds = ((Ended(state) && end > 0 ? end : NowNanos()) - start) * 1e-9;
+    job.elapsed_seconds = ((BakeEnded(state) && end > 0 ? end : NowNanos()) - start) * 1e-9;
   }
-  if (Ended(state) && end > 0) job.end_time = FromNanos(end);
+  if (BakeEnded(state) && end > 0) job.end_time = FromNanos(end);
   if (state == v1::BAKE_STATE_FAILED)
     job.error = absl::Status(static_cast<absl::StatusCode>(Int(get("error_code"), static_cast<int>(absl::StatusCode::kInternal))),
                              get("error"));
@@ -205,7 +203,7 @@ absl::StatusOr<v1::Bake> RedisBakeQueue::Cancel(const BakeRef& bake) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (std::chrono::steady_clock::now() < until) {
       ASSIGN_OR_RETURN(rec, Read(bake.bake_id));
-      if (Ended(static_cast<v1::BakeState>(Int(rec["state"])))) break;
+      if (BakeEnded(static_cast<v1::BakeState>(Int(rec["state"])))) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
@@ -289,7 +287,7 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
   if (!read.ok()) return;  // Redis is away: the entry stays pending and is claimed again later
   Record rec = *std::move(read);
   const auto state = static_cast<v1::BakeState>(Int(rec["state"]));
-  if (rec.empty() || Ended(state)) return ack();  // expired, cancelled while queued, or done already
+  if (rec.empty() || BakeEnded(state)) return ack();  // expired, cancelled while queued, or done already
   const std::string ttl = std::to_string(options_.record_ttl.count()), now = std::to_string(NowNanos());
   auto end = [&](v1::BakeState to, std::vector<std::string> fields) {
     std::vector<std::string> cmd = {"HSET", key, "state", std::to_string(to), "end", std::to_string(NowNanos())};

@@ -19,6 +19,25 @@ bool Parse(const uint8_t* data, size_t size, Request* req) {
   return req->ParseFromArray(data, static_cast<int>(size));
 }
 
+// Parses the request and calls `fn` on it under a short deadline; the answer is dropped.
+template <typename Api, typename Request, typename Response>
+void Plain(Api& api, absl::Status (Api::*fn)(const CallContext&, const Request&, Response*), const uint8_t* data,
+           size_t size) {
+  Request req;
+  Response resp;
+  if (Parse(data, size, &req)) (void)(api.*fn)(ShortCall(), req, &resp);
+}
+
+// Opens a session and steps it with the request as its first and as a later frame.
+template <typename Request, typename Response, typename Api>
+void TwoFrames(Api& api, const uint8_t* data, size_t size) {
+  Request req;
+  if (!Parse(data, size, &req)) return;
+  auto session = api.OpenSession(ShortCall());
+  Response resp;
+  if (session->Step(req, &resp).ok()) (void)session->Step(req, &resp);
+}
+
 bool IsWorldRig(const RpcWorld& w, const std::string& name) { return name == w.rig || name == w.bare_rig; }
 
 void Call(RpcMethod method, const uint8_t* data, size_t size) {
@@ -37,18 +56,10 @@ void Call(RpcMethod method, const uint8_t* data, size_t size) {
       }
       return;
     }
-    case kGetRig: {
-      v1::GetRigRequest req;
-      v1::Rig resp;
-      if (Parse(data, size, &req)) (void)s.rig_api().GetRig(ShortCall(), req, &resp);
-      return;
-    }
-    case kListRigs: {
-      v1::ListRigsRequest req;
-      v1::ListRigsResponse resp;
-      if (Parse(data, size, &req)) (void)s.rig_api().ListRigs(ShortCall(), req, &resp);
-      return;
-    }
+    case kGetRig:
+      return Plain(s.rig_api(), &RigApi::GetRig, data, size);
+    case kListRigs:
+      return Plain(s.rig_api(), &RigApi::ListRigs, data, size);
     case kDeleteRig: {
       v1::DeleteRigRequest req;
       google::protobuf::Empty resp;
@@ -67,44 +78,22 @@ void Call(RpcMethod method, const uint8_t* data, size_t size) {
       }
       return;
     }
-    case kGetExample: {
-      v1::GetExampleRequest req;
-      v1::Example resp;
-      if (Parse(data, size, &req)) (void)s.rig_api().GetExample(ShortCall(), req, &resp);
-      return;
-    }
-    case kListExamples: {
-      v1::ListExamplesRequest req;
-      v1::ListExamplesResponse resp;
-      if (Parse(data, size, &req)) (void)s.rig_api().ListExamples(ShortCall(), req, &resp);
-      return;
-    }
+    case kGetExample:
+      return Plain(s.rig_api(), &RigApi::GetExample, data, size);
+    case kListExamples:
+      return Plain(s.rig_api(), &RigApi::ListExamples, data, size);
     case kDeleteExample: {
       v1::DeleteExampleRequest req;
       google::protobuf::Empty resp;
       if (Parse(data, size, &req) && req.name() != w.example) (void)s.rig_api().DeleteExample(ShortCall(), req, &resp);
       return;
     }
-    case kPose: {
-      v1::PoseRequest req;
-      v1::PoseResponse resp;
-      if (Parse(data, size, &req)) (void)s.pose_api().Pose(ShortCall(), req, &resp);
-      return;
-    }
-    case kPoseClip: {
-      v1::PoseClipRequest req;
-      v1::PoseClipResponse resp;
-      if (Parse(data, size, &req)) (void)s.pose_api().PoseClip(ShortCall(), req, &resp);
-      return;
-    }
-    case kPoseSession: {  // the frame as the first and as a later frame
-      v1::PoseSessionRequest req;
-      if (!Parse(data, size, &req)) return;
-      auto session = s.pose_api().OpenSession(ShortCall());
-      v1::PoseSessionResponse resp;
-      if (session->Step(req, &resp).ok()) (void)session->Step(req, &resp);
-      return;
-    }
+    case kPose:
+      return Plain(s.pose_api(), &PoseApi::Pose, data, size);
+    case kPoseClip:
+      return Plain(s.pose_api(), &PoseApi::PoseClip, data, size);
+    case kPoseSession:  // the frame as the first and as a later frame
+      return TwoFrames<v1::PoseSessionRequest, v1::PoseSessionResponse>(s.pose_api(), data, size);
     case kStartBake: {
       v1::StartBakeRequest req;
       v1::StartBakeResponse resp;
@@ -117,44 +106,22 @@ void Call(RpcMethod method, const uint8_t* data, size_t size) {
       }
       return;
     }
-    case kGetBake: {
-      v1::GetBakeRequest req;
-      v1::Bake resp;
-      if (Parse(data, size, &req)) (void)s.bake_api().GetBake(ShortCall(), req, &resp);
-      return;
-    }
+    case kGetBake:
+      return Plain(s.bake_api(), &BakeApi::GetBake, data, size);
     case kWatchBake: {  // the first state only
       v1::WatchBakeRequest req;
       if (Parse(data, size, &req))
         (void)s.bake_api().WatchBake(ShortCall(0.2), req, [](const v1::Bake&) { return false; });
       return;
     }
-    case kCancelBake: {
-      v1::CancelBakeRequest req;
-      v1::Bake resp;
-      if (Parse(data, size, &req)) (void)s.bake_api().CancelBake(ShortCall(), req, &resp);
-      return;
-    }
-    case kGetWeights: {
-      v1::GetWeightsRequest req;
-      v1::GetWeightsResponse resp;
-      if (Parse(data, size, &req)) (void)s.bake_api().GetWeights(ShortCall(), req, &resp);
-      return;
-    }
-    case kSolve: {
-      v1::SolveRequest req;
-      v1::SolveResponse resp;
-      if (Parse(data, size, &req)) (void)s.fast_api().Solve(ShortCall(), req, &resp);
-      return;
-    }
-    case kSolveSession: {
-      v1::SolveSessionRequest req;
-      if (!Parse(data, size, &req)) return;
-      auto session = s.fast_api().OpenSession(ShortCall());
-      v1::SolveSessionResponse resp;
-      if (session->Step(req, &resp).ok()) (void)session->Step(req, &resp);
-      return;
-    }
+    case kCancelBake:
+      return Plain(s.bake_api(), &BakeApi::CancelBake, data, size);
+    case kGetWeights:
+      return Plain(s.bake_api(), &BakeApi::GetWeights, data, size);
+    case kSolve:
+      return Plain(s.fast_api(), &FastApi::Solve, data, size);
+    case kSolveSession:
+      return TwoFrames<v1::SolveSessionRequest, v1::SolveSessionResponse>(s.fast_api(), data, size);
     case kMethodCount:
       return;
   }
