@@ -25,6 +25,12 @@ case $KIND in
     FLAGS="-fsanitize=thread -fno-omit-frame-pointer"
     TARGETS=(core_tests server_tests skinning-server)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
+    # No library threads whose locks TSan cannot see: Debian's CHOLMOD runs OpenMP loops on 4
+    # libgomp threads and OpenBLAS has its own pthreads, neither built with TSan, so every
+    # factorization reported races inside cholmod_clear_flag / dscal_k against those threads
+    # (their barriers are futexes TSan does not know). With these the libraries run on the
+    # calling thread; our own threads (pools, queue, caches) are all still checked.
+    export OMP_MAX_ACTIVE_LEVELS=0 OPENBLAS_NUM_THREADS=1
     # Our threads: the parallel loops of the bakes (BBW, EMW, elastic, voxelization, bone heat),
     # the bake queue, the caches and stores, the PSD model cache, the poser.
     CTEST_ARGS=(-R '^(BbwTest|EnergyMinimizingWeight|BuildElasticModel|ElasticModel|GeodesicWeightsTest|BoneHeatTest|VolumeDomainTest|Bake|LocalBakeQueueTest|RigStore|RigStoreTenancy|ExampleStore|PsdModels|FilesystemBlobStore|RedisBlobStoreTest|PoserTest)\.')

@@ -13,9 +13,12 @@
 #endif
 
 // Hot kernels get an AVX2+FMA clone picked at load time on x86-64 (the default clone stays
-// baseline x86-64); elsewhere nothing. -DSKINNING_NO_TARGET_CLONES turns the clones off.
+// baseline x86-64); elsewhere nothing. -DSKINNING_NO_TARGET_CLONES turns the clones off. Not
+// under ThreadSanitizer: GCC instruments the clones' ifunc resolver, which the dynamic loader runs
+// while relocating, before the TSan runtime exists (the binary crashes at load); the TSan build
+// checks threads, and the default clone runs the same code.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(SKINNING_NO_TARGET_CLONES)
+    !defined(SKINNING_NO_TARGET_CLONES) && !defined(__SANITIZE_THREAD__)
 #define SKINNING_HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SKINNING_HOT_CLONES
