@@ -2,7 +2,7 @@
 // memory, open file descriptors and threads every 10 s (from /proc), then the slope of each
 // after the warm-up. A slope that does not flatten is a leak to find.
 //
-//   ./build/bench/soak --minutes=10            # the 10-minute run of issue 19
+//   ./build/bench/soak --minutes=15 --warmup_s=300   # 10 minutes measured after 5 of warm-up
 //   ./build/bench/soak --minutes=1 --warmup_s=20
 //
 // The load, one client thread each, as fast as the server answers: Pose (LBS, DQS, PSD in turn),
@@ -26,6 +26,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bench/bench_rigs.h"
 #include "bench/spawned_server.h"
 #include "client/client.h"
@@ -283,9 +284,17 @@ int Run() {
   const auto [th_lo, th_hi] = range(threads_of);
   std::printf("\nafter %.0f s of warm-up (%zu samples): %ld calls, %ld errors\n", absl::GetFlag(FLAGS_warmup_s),
               after.size(), samples.back().calls, samples.back().errors);
-  std::printf("  RSS      %7.1f … %7.1f MiB, slope %+.2f MiB/min\n", rss_lo, rss_hi, rss);
-  std::printf("  fds      %7.0f … %7.0f,     slope %+.2f /min\n", fd_lo, fd_hi, fds);
-  std::printf("  threads  %7.0f … %7.0f,     slope %+.2f /min\n", th_lo, th_hi, threads);
+  // The same slopes over each half of the window: a leak keeps its slope, a cache or an
+  // allocator settling flattens (second half near zero).
+  const size_t mid = after.size() / 2;
+  const std::vector<Sample> first(after.begin(), after.begin() + mid + 1), second(after.begin() + mid, after.end());
+  auto halves = [&](auto get) {
+    return absl::StrFormat("(halves %+.2f, %+.2f)", SlopePerMinute(first, get), SlopePerMinute(second, get));
+  };
+  std::printf("  RSS      %7.1f … %7.1f MiB, slope %+.2f MiB/min %s\n", rss_lo, rss_hi, rss, halves(rss_of).c_str());
+  std::printf("  fds      %7.0f … %7.0f,     slope %+.2f /min     %s\n", fd_lo, fd_hi, fds, halves(fds_of).c_str());
+  std::printf("  threads  %7.0f … %7.0f,     slope %+.2f /min     %s\n", th_lo, th_hi, threads,
+              halves(threads_of).c_str());
   return 0;
 }
 
