@@ -54,6 +54,11 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   args.SetMaxSendMessageSize(options_.max_message_bytes);
   if (options_.round_robin) args.SetLoadBalancingPolicyName("round_robin");
   if (options_.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // The channel reconnects on the client's own backoff. gRPC's default (1 s growing to 120 s)
+  // would fail every retry fast with UNAVAILABLE while the channel waits out its timer, so a
+  // server that comes up after a few refused connections was seen only after the retries ran out.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(options_.initial_backoff.count()));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(options_.max_backoff.count()));
   auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   rigs_ = v1::RigService::NewStub(channel_);
