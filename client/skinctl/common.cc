@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <iostream>
 
-
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"

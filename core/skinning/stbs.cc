@@ -240,7 +240,7 @@ using namespace simd8;  // F8, I8 and the 8-lane helpers (simd8.h)
 
 // Accumulates w · T G(p) (Eq. 5) of the joint with parameters P.
 SKINNING_LANES_INLINE void StbsLbsAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 e,
-                               F8* ax, F8* ay, F8* az) {
+                                              F8* ax, F8* ay, F8* az) {
   const float* __restrict T = P + kT34;
   if (P[kKind] == 0.f) {
     *ax += w * (px * T[0] + py * T[1] + pz * T[2] + T[3]);

@@ -167,7 +167,7 @@ using namespace simd8;  // F8, I8 and the 8-lane helpers (simd8.h)
 // Accumulates w · deformer(p; s, t) of the joint with parameters P into (ax, ay, az).
 template <bool kRemainderTerms>
 SKINNING_LANES_INLINE void DeformAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 s, F8 t,
-                              F8* ax, F8* ay, F8* az) {
+                                             F8* ax, F8* ay, F8* az) {
   const float* __restrict Y = P + kY34;
   const F8 y0 = px * Y[0] + py * Y[1] + pz * Y[2] + Y[3];
   const F8 y1 = px * Y[4] + py * Y[5] + pz * Y[6] + Y[7];
