@@ -1,9 +1,16 @@
 #include "core/util/parallel.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace skinning {
@@ -54,6 +61,86 @@ bool ParallelFor(int n, int max_threads, const Progress& progress, const std::fu
   work();
   for (std::thread& t : pool) t.join();
   return !stop.load();
+}
+
+namespace {
+
+// Helpers of RunUnlessStopped that are still running.
+struct AbandonedHelpers {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+};
+
+AbandonedHelpers& Helpers() {
+  static AbandonedHelpers* helpers = new AbandonedHelpers;  // never destroyed: see ExitWaiter
+  return *helpers;
+}
+
+// Waits at exit for helpers still running, before the shared libraries' finalizers run (OpenBLAS
+// frees its buffers there). The helpers' state is never destroyed, because a helper that
+// outlives the wait still touches it.
+struct ExitWaiter {
+  ~ExitWaiter() {
+    AbandonedHelpers& h = Helpers();
+    std::unique_lock<std::mutex> lock(h.mu);
+    h.cv.wait_for(lock, std::chrono::minutes(1), [&h] { return h.running == 0; });
+  }
+};
+
+int OpenMpMaxActiveLevels() {
+  using GetFn = int (*)();
+  static const GetFn get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_max_active_levels"));
+  return get != nullptr ? get() : -1;
+}
+
+void SetOpenMpMaxActiveLevels(int levels) {
+  using SetFn = void (*)(int);
+  static const SetFn set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_max_active_levels"));
+  if (set != nullptr && levels >= 0) set(levels);
+}
+
+}  // namespace
+
+bool RunUnlessStopped(std::function<void()> work, const std::function<bool()>& stop) {
+  static ExitWaiter exit_waiter;
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto shared = std::make_shared<Shared>();
+  AbandonedHelpers& helpers = Helpers();
+  {
+    std::lock_guard<std::mutex> lock(helpers.mu);
+    ++helpers.running;
+  }
+  const int levels = OpenMpMaxActiveLevels();
+  std::thread helper([shared, &helpers, levels, work = std::move(work)]() mutable {
+    SetOpenMpMaxActiveLevels(levels);
+    work();
+    work = nullptr;  // release what it owns before saying done
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->done = true;
+    }
+    shared->cv.notify_all();
+    std::lock_guard<std::mutex> lock(helpers.mu);
+    --helpers.running;
+    helpers.cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(shared->mu);
+  while (!shared->done) {
+    if (stop()) {
+      lock.unlock();
+      helper.detach();
+      return false;
+    }
+    shared->cv.wait_for(lock, std::chrono::milliseconds(20));
+  }
+  lock.unlock();
+  helper.join();
+  return true;
 }
 
 }  // namespace skinning

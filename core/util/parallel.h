@@ -21,6 +21,14 @@ void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>
 // false (some fn(i) were not run); true when every fn(i) ran.
 bool ParallelFor(int n, int max_threads, const Progress& progress, const std::function<void(int)>& fn);
 
+// For a step that cannot check for cancellation itself (a sparse factorization: seconds at a
+// fine resolution): runs `work` on a helper thread and waits for it, calling `stop` every 20 ms.
+// Returns true when `work` finished; false as soon as stop() is true, leaving `work` to finish
+// on the helper thread with its result dropped. So `work` must own (hold shared_ptrs to)
+// everything it touches. The helper has the caller's OpenMP nesting setting. At process exit,
+// helpers still running are waited for (up to a minute) before the libraries are torn down.
+bool RunUnlessStopped(std::function<void()> work, const std::function<bool()>& stop);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_UTIL_PARALLEL_H_

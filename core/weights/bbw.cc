@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "core/util/option_checks.h"
+#include "core/util/parallel.h"
 #include "core/util/status_macros.h"
 #include "core/util/timing.h"
 #include "core/weights/bbw_internal.h"
@@ -231,71 +232,74 @@ cholmod_sparse ViewLower(SpMat& m) {
 }
 
 // A Cholesky factor with its own cholmod_common, so that each thread owns one.
+// Analysis and factorization take seconds at fine resolutions and cannot check for
+// cancellation themselves: given a `stop`, they run on a helper thread (RunUnlessStopped) on a
+// copy of the matrix, and when stop() turns true they return CANCELLED at once, leaving the
+// helper to finish with the factor's state (it holds a reference) and this Factor unusable.
 class Factor {
  public:
-  Factor() {
-    cholmod_start(&common_);
-    common_.print = 0;
-  }
-  ~Factor() {
-    if (factor_ != nullptr) cholmod_free_factor(&factor_, &common_);
-    cholmod_finish(&common_);
-  }
+  Factor() : state_(std::make_shared<State>()) {}
   Factor(const Factor&) = delete;
   Factor& operator=(const Factor&) = delete;
 
   // The symbolic analysis (fill-reducing ordering, supernodes) of `lower`'s pattern.
-  static absl::StatusOr<std::unique_ptr<Factor>> Analyze(SpMat& lower) {
+  static absl::StatusOr<std::unique_ptr<Factor>> Analyze(SpMat& lower, const std::function<bool()>& stop) {
     auto f = std::make_unique<Factor>();
-    cholmod_sparse a = ViewLower(lower);
-    f->factor_ = cholmod_analyze(&a, &f->common_);
-    if (f->factor_ == nullptr) {
+    RETURN_IF_ERROR(f->Run(lower, stop, [](State& st, SpMat& m) {
+      cholmod_sparse a = ViewLower(m);
+      st.factor = cholmod_analyze(&a, &st.common);
+    }));
+    if (f->state_->factor == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrFormat("bbw: CHOLMOD analysis failed (status %d, %d free nodes)",
-                          f->common_.status, lower.rows()));
+                          f->state_->common.status, lower.rows()));
     }
     return f;
   }
 
   // Replaces this factor by the symbolic analysis of `lower` in the given fill-reducing order
   // (cheap: no ordering search).
-  absl::Status AnalyzeGiven(SpMat& lower, std::vector<int>& perm) {
-    if (factor_ != nullptr) cholmod_free_factor(&factor_, &common_);
-    common_.nmethods = 1;
-    common_.method[0].ordering = CHOLMOD_GIVEN;
+  absl::Status AnalyzeGiven(SpMat& lower, const std::vector<int>& perm) {
+    State& st = *state_;
+    if (st.factor != nullptr) cholmod_free_factor(&st.factor, &st.common);
+    st.common.nmethods = 1;
+    st.common.method[0].ordering = CHOLMOD_GIVEN;
+    std::vector<int> p = perm;
     cholmod_sparse a = ViewLower(lower);
-    factor_ = cholmod_analyze_p(&a, perm.data(), nullptr, 0, &common_);
-    if (factor_ == nullptr) {
+    st.factor = cholmod_analyze_p(&a, p.data(), nullptr, 0, &st.common);
+    if (st.factor == nullptr) {
       return absl::ResourceExhaustedError(
-          absl::StrFormat("bbw: CHOLMOD analysis failed (status %d)", common_.status));
+          absl::StrFormat("bbw: CHOLMOD analysis failed (status %d)", st.common.status));
     }
     return absl::OkStatus();
   }
   // The fill-reducing permutation of the analysed pattern.
   std::vector<int> Permutation() const {
-    const int* perm = static_cast<const int*>(factor_->Perm);
-    return std::vector<int>(perm, perm + factor_->n);
+    const int* perm = static_cast<const int*>(state_->factor->Perm);
+    return std::vector<int>(perm, perm + state_->factor->n);
   }
-  cholmod_factor* factor() { return factor_; }
   // Numeric factorization of a matrix with the analysed pattern.
-  absl::Status Factorize(SpMat& lower) {
-    cholmod_sparse a = ViewLower(lower);
-    const int ok = cholmod_factorize(&a, factor_, &common_);
-    if (!ok || common_.status < CHOLMOD_OK) {
+  absl::Status Factorize(SpMat& lower, const std::function<bool()>& stop) {
+    RETURN_IF_ERROR(Run(lower, stop, [](State& st, SpMat& m) {
+      cholmod_sparse a = ViewLower(m);
+      st.factorized = cholmod_factorize(&a, st.factor, &st.common);
+    }));
+    const State& st = *state_;
+    if (!st.factorized || st.common.status < CHOLMOD_OK) {
       return absl::ResourceExhaustedError(
-          absl::StrFormat("bbw: CHOLMOD factorization failed (status %d)", common_.status));
+          absl::StrFormat("bbw: CHOLMOD factorization failed (status %d)", st.common.status));
     }
-    if (common_.status == CHOLMOD_NOT_POSDEF || factor_->minor < factor_->n) {
+    if (st.common.status == CHOLMOD_NOT_POSDEF || st.factor->minor < st.factor->n) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "bbw: the biharmonic system is singular at free variable %d of %d; every connected "
           "part of the domain needs handle nodes",
-          static_cast<int>(factor_->minor), static_cast<int>(factor_->n)));
+          static_cast<int>(st.factor->minor), static_cast<int>(st.factor->n)));
     }
     return absl::OkStatus();
   }
 
   // x = A⁻¹ b for the last factorized A; b is n by k.
-  void Solve(Eigen::MatrixXd& b, Eigen::MatrixXd* x) { SolveWith(&common_, b, x); }
+  void Solve(Eigen::MatrixXd& b, Eigen::MatrixXd* x) { SolveWith(&state_->common, b, x); }
 
   // Solve with another thread's cholmod_common: several threads may solve with one factor at
   // once, each with its own common (the factor is only read).
@@ -308,7 +312,7 @@ class Factor {
     bd.x = b.data();
     bd.xtype = CHOLMOD_REAL;
     bd.dtype = CHOLMOD_DOUBLE;
-    cholmod_dense* xd = cholmod_solve(CHOLMOD_A, factor_, &bd, common);
+    cholmod_dense* xd = cholmod_solve(CHOLMOD_A, state_->factor, &bd, common);
     x->resize(b.rows(), b.cols());
     std::copy(static_cast<const double*>(xd->x), static_cast<const double*>(xd->x) + b.size(),
               x->data());
@@ -316,9 +320,45 @@ class Factor {
   }
 
  private:
-  cholmod_common common_;
-  cholmod_factor* factor_ = nullptr;
+  struct State {
+    State() {
+      cholmod_start(&common);
+      common.print = 0;
+    }
+    ~State() {
+      if (factor != nullptr) cholmod_free_factor(&factor, &common);
+      cholmod_finish(&common);
+    }
+    cholmod_common common;
+    cholmod_factor* factor = nullptr;
+    int factorized = 0;  // cholmod_factorize's return value
+  };
+
+  // op(state, lower) here, or with a stop on a helper thread with a copy of `lower`; CANCELLED
+  // (and this Factor unusable) when stopped first.
+  absl::Status Run(SpMat& lower, const std::function<bool()>& stop,
+                   const std::function<void(State&, SpMat&)>& op) {
+    if (!stop) {
+      op(*state_, lower);
+      return absl::OkStatus();
+    }
+    if (stop()) return absl::CancelledError("cancelled");
+    auto matrix = std::make_shared<SpMat>(lower);
+    std::shared_ptr<State> state = state_;
+    if (RunUnlessStopped([state, matrix, op] { op(*state, *matrix); }, stop)) return absl::OkStatus();
+    state_ = nullptr;
+    return absl::CancelledError("cancelled");
+  }
+
+  std::shared_ptr<State> state_;
 };
+
+// `stop` for a factorization of `lower` large enough to take a noticeable time (then it runs on
+// a helper thread that a cancel abandons, see Factor), else none: small ones run here.
+std::function<bool()> StopFor(const SpMat& lower, const std::function<bool()>& stop) {
+  constexpr int64_t kNonZeros = 200000;  // ≈ 10k free nodes of the 3D bi-Laplacian
+  return lower.nonZeros() >= kNonZeros ? stop : nullptr;
+}
 
 // While handles run on several threads, a multithreaded OpenBLAS inside every factorization
 // oversubscribes the cores (measured 3–4× slower on 2 cores). This pins OpenBLAS to one thread
@@ -576,7 +616,7 @@ class HandleSolver {
       if (local[k] >= 0) order.push_back(local[k]);
     }
     RETURN_IF_ERROR(factor_.AnalyzeGiven(sub, order));
-    RETURN_IF_ERROR(factor_.Factorize(sub));
+    RETURN_IF_ERROR(factor_.Factorize(sub, StopFor(sub, stop_)));
     factorizations_->fetch_add(1);
 
     Eigen::VectorXd full_rhs = b;
@@ -610,10 +650,11 @@ class HandleSolver {
 // Chooses A's fill-reducing order (into p->order), factorizes A and solves for the unconstrained
 // minimizers of all handles (#F by #handles).
 absl::StatusOr<std::unique_ptr<Factor>> SolveUnconstrained(ReducedProblem* p, Eigen::MatrixXd* x,
-                                                           std::atomic<int>* factorizations) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Factor> factor, Factor::Analyze(p->lower));
+                                                           std::atomic<int>* factorizations,
+                                                           const std::function<bool()>& stop) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Factor> factor, Factor::Analyze(p->lower, StopFor(p->lower, stop)));
   p->order = factor->Permutation();
-  RETURN_IF_ERROR(factor->Factorize(p->lower));
+  RETURN_IF_ERROR(factor->Factorize(p->lower, StopFor(p->lower, stop)));
   factorizations->fetch_add(1);
   Eigen::MatrixXd b = p->rhs;
   factor->Solve(b, x);
@@ -651,6 +692,7 @@ absl::Status AdmmWarmStart(ReducedProblem* p, Factor* unconstrained_factor,
   Eigen::MatrixXd q = Eigen::MatrixXd::Ones(nf, 1) / std::sqrt(static_cast<double>(nf));
   double lambda_min = 0.0;
   for (int k = 0; k < 12; ++k) {
+    if (stop()) return absl::CancelledError("cancelled");
     Eigen::MatrixXd w;
     unconstrained_factor->Solve(q, &w);
     const double norm = w.norm();
@@ -667,7 +709,7 @@ absl::Status AdmmWarmStart(ReducedProblem* p, Factor* unconstrained_factor,
   }
   Factor factor;
   RETURN_IF_ERROR(factor.AnalyzeGiven(shifted, p->order));
-  RETURN_IF_ERROR(factor.Factorize(shifted));
+  RETURN_IF_ERROR(factor.Factorize(shifted, StopFor(shifted, stop)));
   factorizations->fetch_add(1);
 
   *z = unconstrained.cwiseMax(0.0).cwiseMin(1.0);
@@ -743,7 +785,7 @@ absl::StatusOr<Eigen::MatrixXd> UnconstrainedBiharmonicWeights(
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(p.free_nodes.size(), p.num_handles);
   if (!p.free_nodes.empty()) {
     std::atomic<int> factorizations{0};
-    RETURN_IF_ERROR(SolveUnconstrained(&problem, &x, &factorizations).status());
+    RETURN_IF_ERROR(SolveUnconstrained(&problem, &x, &factorizations, nullptr).status());
   }
   return Scatter(p, x);
 }
@@ -807,7 +849,8 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
 
   if (nf > 0) {
     ASSIGN_OR_RETURN(std::unique_ptr<Factor> unconstrained_factor,
-                     SolveUnconstrained(&p, &unconstrained, &factorizations));
+                     SolveUnconstrained(&p, &unconstrained, &factorizations,
+                                        [&progress] { return progress.Cancelled(); }));
     if (progress.Cancelled()) return absl::CancelledError("cancelled");
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::thread::hardware_concurrency());

@@ -199,7 +199,15 @@ TEST_F(BakeQueueTest, CancelThroughAnotherReplicaStopsTheWorkerAndStoresNothing)
     runner = RunningWorker(bake_id);
   }
   ASSERT_NE(runner, nullptr);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Cancel inside the solve: from its first stage on, a factorization of ≈ 53k unknowns is
+  // under way (≈ 3 s on one core), which cannot check for a cancel itself and is abandoned.
+  for (int i = 0; i < 600; ++i) {
+    auto now = api_client_->GetBake(name);
+    ASSERT_TRUE(now.ok()) << now.status();
+    if (now->metadata().stage() == "bbw") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   Client* other = runner == w1_.get() ? w2_client_.get() : w1_client_.get();
   const auto t0 = std::chrono::steady_clock::now();
   auto cancelled = other->CancelBake(name);
