@@ -104,6 +104,7 @@ double ElementEnergy(const ElasticEnergy& en, const RowMatrixX3d& X, int e, doub
 absl::Status ElasticOptions::Validate() const {
   RETURN_IF_ERROR(CheckIterationLimits("options", max_iterations, relative_tolerance));
   RETURN_IF_ERROR(CheckAtLeast("options.threads", threads, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.anderson_history", anderson_history, 0));
   return CheckNonNegative("options.volume_weight", volume_weight);
 }
 
@@ -336,6 +337,24 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::DefaultStart(const std::vector<Eigen:
   return X;
 }
 
+absl::StatusOr<RowMatrixX3d> ElasticModel::CarryForward(const RowMatrixX3d& X_prev,
+                                                        const std::vector<Eigen::Affine3d>& T_prev,
+                                                        const std::vector<Eigen::Affine3d>& T) const {
+  const Impl& im = *impl_;
+  if (T.size() != im.handle_nodes.size() || T_prev.size() != T.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("T has %d and T_prev %d transforms; the model has %d joints",
+                                                      T.size(), T_prev.size(), im.handle_nodes.size()));
+  }
+  if (X_prev.rows() != im.domain.num_nodes())
+    return absl::InvalidArgumentError(
+        absl::StrFormat("X_prev has %d rows; the domain has %d nodes", X_prev.rows(), im.domain.num_nodes()));
+  std::vector<Eigen::Affine3d> change(T.size());
+  for (size_t j = 0; j < T.size(); ++j) change[j] = T[j] * T_prev[j].inverse();
+  RowMatrixX3d X;
+  Dqs(X_prev, im.start_weights, change, &X);
+  return X;
+}
+
 absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine3d>& T, const RowMatrixX3d* initial,
                                                  const ElasticOptions& options, ElasticReport* report,
                                                  const Progress& progress) const {
@@ -423,10 +442,56 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
   ElasticReport rep;
   Eigen::MatrixXd b;
   double E_prev = local(&b);
+  if (initial != nullptr && options.keep_lower_start) {
+    const RowMatrixX3d given = X;
+    ASSIGN_OR_RETURN(X, DefaultStart(T));
+    for (int p = 0; p < np; ++p) X.row(im.pinned_nodes[p]) = Xc.row(p);
+    Eigen::MatrixXd b_default;
+    const double E_default = local(&b_default);
+    if (E_default < E_prev) {
+      E_prev = E_default;
+      b = std::move(b_default);
+      rep.started_from_default = true;
+    } else {
+      X = given;
+    }
+  }
   rep.initial_energy = E_prev;
   rep.stop_reason = "max_iterations";
+
+  // Anderson acceleration (Peng et al. 2018, "Anderson Acceleration for Geometry Optimization
+  // and Physics Simulation", Sec. 4) of the fixed-point map G(x) = global(local(x)) on the free
+  // nodes x: with the residual f = G(x) − x and the last m differences ΔF, ΔG of accepted
+  // iterates, x⁺ = G(x) − ΔG θ, θ = argmin |f − ΔF θ|. Safeguard: x⁺ is kept only when its
+  // energy (the next local step's) is below the current one; otherwise the plain step G(x)
+  // is taken (E non-increasing, as without acceleration) and the history restarts.
+  const int m_aa = options.anderson_history;
+  const int dim = 3 * nf;
+  Eigen::MatrixXd dF, dG;  // dim by m_aa, columns used circularly
+  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(std::max(m_aa, 1), std::max(m_aa, 1));
+  if (m_aa > 0 && nf > 0) {
+    dF.resize(dim, m_aa);
+    dG.resize(dim, m_aa);
+  }
+  Eigen::VectorXd x_cur(dim), f_prev, g_prev;
+  int history = 0, next_col = 0;
+  // Convergence is judged on plain steps only: an accelerated step may lower E by little while
+  // the iterate is still far from the fixed point (stagnation), so a small accelerated decrease
+  // is followed by a plain step (and a fresh history) before stopping.
+  bool force_plain = false;
+  bool accelerated = false;
+  auto free_positions = [&](Eigen::VectorXd* out) {
+    out->resize(dim);
+    for (int f = 0; f < nf; ++f) out->segment<3>(3 * f) = X.row(im.free_nodes[f]).transpose();
+  };
+  auto set_free = [&](const Eigen::VectorXd& v) {
+    for (int f = 0; f < nf; ++f) X.row(im.free_nodes[f]) = v.segment<3>(3 * f).transpose();
+  };
+  if (m_aa > 0 && nf > 0) free_positions(&x_cur);
+
   for (int it = 0; it < options.max_iterations; ++it) {
     RETURN_IF_ERROR(progress.CheckCancelled());
+    double E = E_prev;
     if (nf > 0) {
       Eigen::MatrixXd rhs = b + rhs_pinned;
       Eigen::MatrixXd Xf;
@@ -434,13 +499,67 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
         std::lock_guard<std::mutex> lock(im.solver_mutex);
         Xf = im.solver.solve(rhs);
       }
-      for (int f = 0; f < nf; ++f) X.row(im.free_nodes[f]) = Xf.row(f);
+      if (m_aa == 0) {
+        for (int f = 0; f < nf; ++f) X.row(im.free_nodes[f]) = Xf.row(f);
+        E = local(&b);
+      } else {
+        Eigen::VectorXd g(dim);
+        for (int f = 0; f < nf; ++f) g.segment<3>(3 * f) = Xf.row(f).transpose();
+        Eigen::VectorXd fk = g - x_cur;
+        if (f_prev.size() == dim) {
+          dF.col(next_col) = fk - f_prev;
+          dG.col(next_col) = g - g_prev;
+          history = std::min(history + 1, m_aa);
+          // The Gram matrix ΔFᵀΔF, updated in the new column's row and column only.
+          for (int j = 0; j < history; ++j) gram(next_col, j) = gram(j, next_col) = dF.col(next_col).dot(dF.col(j));
+          next_col = (next_col + 1) % m_aa;
+        }
+        f_prev = fk;
+        g_prev = g;
+        accelerated = false;
+        if (history > 0 && !force_plain) {
+          // θ from the normal equations of the small least-squares problem, with a tiny
+          // Tikhonov term for nearly dependent columns.
+          const auto F = dF.leftCols(history);
+          Eigen::MatrixXd A = gram.topLeftCorner(history, history);
+          A.diagonal().array() += 1e-10 * std::max(A.diagonal().maxCoeff(), 1e-300);
+          const Eigen::VectorXd theta = A.ldlt().solve(F.transpose() * fk);
+          Eigen::VectorXd candidate = g - dG.leftCols(history) * theta;
+          if (candidate.allFinite()) {
+            set_free(candidate);
+            const double E_candidate = local(&b);
+            if (E_candidate < E_prev) {
+              x_cur = std::move(candidate);
+              E = E_candidate;
+              accelerated = true;
+            } else {
+              ++rep.anderson_rejected;
+            }
+          }
+        }
+        if (!accelerated) {
+          set_free(g);
+          E = local(&b);
+          x_cur = std::move(g);
+          if (history > 0) {
+            history = 0;
+            next_col = 0;
+            f_prev.resize(0);  // restart the history at this point
+          }
+        }
+      }
+    } else {
+      E = local(&b);
     }
-    const double E = local(&b);
     rep.energy.push_back(E);
     rep.iterations = it + 1;
     progress.Report("elastic solve", static_cast<double>(it + 1) / std::max(1, options.max_iterations));
-    const bool done = E_prev - E <= options.relative_tolerance * E_prev;
+    bool done = E_prev - E <= options.relative_tolerance * E_prev;
+    force_plain = false;
+    if (done && accelerated) {
+      done = false;
+      force_plain = true;
+    }
     E_prev = E;
     if (done) {
       rep.stop_reason = "converged";

@@ -67,6 +67,14 @@ struct ElasticOptions {
   int max_iterations = 500;
   double relative_tolerance = 1e-6;  // stop when E_prev − E ≤ tol · E_prev
   int threads = 0;                   // 0 = hardware concurrency
+  // Anderson acceleration of the local/global iterations with this many past iterates (Peng et
+  // al. 2018; 0 = plain local/global). An accelerated step is kept only when it lowers E, else
+  // the plain step is taken, so E stays non-increasing. bench/emw_bench measures the default.
+  int anderson_history = 5;
+  // With `initial` given to Solve: start from whichever of it and the default start has the
+  // lower energy once the pinned nodes are placed (a session's last frame is usually nearer the
+  // new minimizer; after a jump in the pose the default start may be).
+  bool keep_lower_start = false;
   // κ ≥ 0: adds κ · Σ_e ½ ω_e Σ_edges |d − V_e d̃|² to E, V_e the matrix of determinant 1 nearest
   // (Frobenius) to the element's best-fit deformation gradient F_e — the volume constraint of
   // Projective Dynamics (Bouaziz et al. 2014) as a penalty. 0 (the default) is the gold standard
@@ -91,6 +99,8 @@ struct ElasticReport {
   double seconds = 0.0;
   std::string stop_reason;     // "converged" or "max_iterations"
   double initial_energy = 0.0;  // E of the start, before the first iteration
+  int anderson_rejected = 0;    // accelerated steps refused by the energy check (plain step taken)
+  bool started_from_default = false;  // keep_lower_start chose the default start over `initial`
   // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
 
   // "87 iterations (converged), energy 0.0312 → 0.00451, 1.2 s"
@@ -139,6 +149,13 @@ class ElasticModel {
   // The default start of Solve (see there) for transforms T (#joints); the pinned nodes are set
   // exactly. INVALID_ARGUMENT for a wrong T count.
   absl::StatusOr<RowMatrixX3d> DefaultStart(const std::vector<Eigen::Affine3d>& T) const;
+
+  // A start for the next frame of a session from the last one's solution X_prev (solved for
+  // T_prev): X_prev moved by the DQS blend, with the start weights, of each joint's change
+  // T[j] · T_prev[j]⁻¹ (rigid where one joint dominates, so a bend carries the elastic solution
+  // along instead of leaving it behind the moved pins). INVALID_ARGUMENT for wrong counts or shapes.
+  absl::StatusOr<RowMatrixX3d> CarryForward(const RowMatrixX3d& X_prev, const std::vector<Eigen::Affine3d>& T_prev,
+                                            const std::vector<Eigen::Affine3d>& T) const;
 
   double Energy(const RowMatrixX3d& X) const;        // ElasticEnergyValue on this domain
   RowMatrixX3d ToMesh(const RowMatrixX3d& X) const;  // domain.to_mesh * X  (#V by 3)

@@ -21,12 +21,13 @@ absl::Status PoseApi::PoseClip(const CallContext& ctx, const v1::PoseClipRequest
                                                         req.poses_size(), max_clip_frames_));
   ASSIGN_OR_RETURN(PoseTarget target, poser_->Open(ctx.tenant(), req.rig(), req.bake()));
   ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(req.deformer(), ctx.tenant(), &target));
+  FrameMemory memory;  // consecutive frames: the elastic solve starts from the last one
   for (int f = 0; f < req.poses_size(); ++f) {
     if (absl::Status s = ctx.StillWanted(); !s.ok())
       return absl::Status(s.code(), absl::StrFormat("poses[%d] of %d: %s", f, req.poses_size(), s.message()));
     const std::string field = absl::StrFormat("poses[%d]", f);
     RETURN_IF_ERROR(
-        poser_->Frame(target, *deformer, req.poses(f), req.outputs(), resp->add_frames(), field.c_str()));
+        poser_->Frame(target, *deformer, req.poses(f), req.outputs(), resp->add_frames(), field.c_str(), &memory));
   }
   return absl::OkStatus();
 }
@@ -48,7 +49,8 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
   // PSD: the model of the caller's current examples (a cache lookup after the first frame).
   ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(deformer_, ctx_.tenant(), &target_));
   const std::string field = absl::StrFormat("frame %d: pose", frames_);
-  RETURN_IF_ERROR(poser_->Frame(target_, *deformer, req.pose(), outputs_, resp->mutable_frame(), field.c_str()));
+  RETURN_IF_ERROR(
+      poser_->Frame(target_, *deformer, req.pose(), outputs_, resp->mutable_frame(), field.c_str(), &memory_));
   ++frames_;
   return absl::OkStatus();
 }

@@ -34,6 +34,7 @@ class PoseApi {
     v1::Deformer deformer_ = v1::DEFORMER_UNSPECIFIED;
     v1::PoseOutputs outputs_;
     int64_t frames_ = 0;
+    FrameMemory memory_;  // the deformer's state from the last frame (elastic: its warm start)
   };
 
   // `poser` must outlive this object and its sessions.

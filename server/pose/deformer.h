@@ -29,8 +29,18 @@ struct PoseTarget {
   std::shared_ptr<const PsdModel> psd;     // PSD deformers: the model of the caller's examples
 };
 
+// What a deformer carries from one frame to the next of one session or clip (the elastic
+// deformer: the last solution, to start the next solve from). Held by the session or clip call;
+// none for a single Pose call. A deformer checks `owner` (what the state was made for, e.g. the
+// bake's model) before using `state`, since a session may change deformer or bake.
+struct FrameMemory {
+  const void* owner = nullptr;
+  std::shared_ptr<void> state;
+};
+
 // A pose decoded once: the validated core pose, stretch and twist, and the skinning transforms.
 struct FrameInput {
+  FrameMemory* memory = nullptr;  // this session's or clip's, or null
   Pose pose;
   BoneStretchTwist stretch_twist;          // empty vectors unless the pose sets them
   std::vector<Eigen::Affine3d> transforms;  // #J skinning transforms (world pose · inverse bind)

@@ -152,17 +152,19 @@ absl::StatusOr<const Deformer*> Poser::Use(v1::Deformer kind, const std::string&
 }
 
 absl::Status Poser::Frame(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
-                          const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) const {
-  if (frames_ == nullptr) return FrameUntimed(target, deformer, pose, outputs, out, field);
+                          const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field,
+                          FrameMemory* memory) const {
+  if (frames_ == nullptr) return FrameUntimed(target, deformer, pose, outputs, out, field, memory);
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = FrameUntimed(target, deformer, pose, outputs, out, field);
+  absl::Status s = FrameUntimed(target, deformer, pose, outputs, out, field, memory);
   if (s.ok())
     frames_->OnFrame(deformer.kind(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return s;
 }
 
 absl::Status Poser::FrameUntimed(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose_proto,
-                                 const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) const {
+                                 const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field,
+                                 FrameMemory* memory) const {
   const LoadedRig& rig = *target.rig;
   const bool want_transforms = outputs.transforms();
   const bool want_vertices = outputs.vertices() || (!want_transforms && !outputs.normals());
@@ -171,6 +173,7 @@ absl::Status Poser::FrameUntimed(const PoseTarget& target, const Deformer& defor
 
   // The pose, decoded once.
   FrameInput frame;
+  frame.memory = memory;
   ASSIGN_OR_RETURN(frame.pose, PoseFromProto(pose_proto, rig.rig.skeleton, field));
   ASSIGN_OR_RETURN(frame.stretch_twist,
                    StretchTwistFromProto(pose_proto, rig.rig.skeleton.size(), deformer.TakesStretchTwist(), field));

@@ -45,12 +45,15 @@ class Poser {
   // One frame: `out` gets what `outputs` asks (vertices when nothing is). INVALID_ARGUMENT for a
   // bad pose (messages start with `field`), FAILED_PRECONDITION when the deformer lacks its bake
   // or weights. Told to the FrameObserver when it succeeds.
+  // `memory` (may be null) carries a deformer's state between the frames of one session or clip.
   absl::Status Frame(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
-                     const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field = "pose") const;
+                     const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field = "pose",
+                     FrameMemory* memory = nullptr) const;
 
  private:
   absl::Status FrameUntimed(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
-                            const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field) const;
+                            const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field,
+                            FrameMemory* memory) const;
 
   RigStore* rigs_;
   Bakes* bakes_;

@@ -1,5 +1,7 @@
 // The gold standard: full corotational elasticity with the bones' nodes placed by the pose,
 // solved on an elastic_model bake's prefactored model. Slow (seconds per frame).
+#include <optional>
+
 #include "core/solve/elastic.h"
 #include "core/util/status_macros.h"
 #include "server/bake/recipes/elastic_model.h"
@@ -8,6 +10,14 @@
 namespace skinning {
 namespace {
 
+// A session's last solution, with the model it was solved on (held, so that its address cannot
+// be taken by another model while the state lives).
+struct WarmStart {
+  std::shared_ptr<const ElasticModel> model;
+  std::vector<Eigen::Affine3d> T;  // the transforms X was solved for
+  RowMatrixX3d X;
+};
+
 class ElasticDeformer final : public Deformer {
  public:
   v1::Deformer kind() const override { return v1::DEFORMER_ELASTIC; }
@@ -15,10 +25,25 @@ class ElasticDeformer final : public Deformer {
   const char* bake_method() const override { return "elastic_model"; }
   absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override { return NeedsBake(*this, target); }
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
-    const ElasticModel& model = *target.bake->payload_as<ElasticModelPayload>()->model;
-    ASSIGN_OR_RETURN(const RowMatrixX3d X, model.Solve(frame.transforms, nullptr, ElasticOptions()));
+    const std::shared_ptr<const ElasticModel>& shared = target.bake->payload_as<ElasticModelPayload>()->model;
+    const ElasticModel& model = *shared;
+    // In a session or clip, the next frame starts from the last solution of the same model
+    // (nearer the minimizer than the default start when poses change little between frames).
+    FrameMemory* memory = frame.memory;
+    std::optional<RowMatrixX3d> warm;
+    if (memory != nullptr && memory->owner == &model && memory->state != nullptr) {
+      const WarmStart& last = *static_cast<const WarmStart*>(memory->state.get());
+      ASSIGN_OR_RETURN(warm, model.CarryForward(last.X, last.T, frame.transforms));
+    }
+    ElasticOptions options;
+    options.keep_lower_start = true;
+    ASSIGN_OR_RETURN(RowMatrixX3d X, model.Solve(frame.transforms, warm ? &*warm : nullptr, options));
     const RowMatrixX3d U = model.ToMesh(X);
     for (int i = 0; i < U.size(); ++i) out->positions[i] = static_cast<float>(U.data()[i]);
+    if (memory != nullptr) {
+      memory->owner = &model;
+      memory->state = std::make_shared<WarmStart>(WarmStart{shared, frame.transforms, std::move(X)});
+    }
     return absl::OkStatus();
   }
 };

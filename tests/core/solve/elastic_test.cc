@@ -247,6 +247,74 @@ TEST(ElasticModel, BendKeepsEnergyBelowDefaultStart) {
     }
 }
 
+std::vector<Eigen::Affine3d> Bend(double degrees) {
+  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
+  const Eigen::Vector3d elbow(1, 0, 0);
+  T[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ()) *
+         Eigen::Translation3d(-elbow);
+  return T;
+}
+
+// Anderson acceleration against the plain local/global iterations, both run to a tight
+// tolerance: the same minimizer (energy and positions), the accelerated energies never
+// increasing, and fewer iterations.
+TEST(ElasticModel, AndersonReachesThePlainMinimizerInFewerIterationsWithEnergyNonIncreasing) {
+  CylinderModel c = MakeCylinderModel(20);
+  const std::vector<Eigen::Affine3d> T = Bend(90);
+  ElasticOptions plain_options;
+  plain_options.anderson_history = 0;
+  plain_options.relative_tolerance = 1e-10;
+  plain_options.max_iterations = 20000;
+  ElasticOptions aa_options = plain_options;
+  aa_options.anderson_history = 5;
+  ElasticReport plain, aa;
+  absl::StatusOr<RowMatrixX3d> Xp = c.model->Solve(T, nullptr, plain_options, &plain);
+  absl::StatusOr<RowMatrixX3d> Xa = c.model->Solve(T, nullptr, aa_options, &aa);
+  ASSERT_TRUE(Xp.ok() && Xa.ok());
+  EXPECT_EQ(plain.stop_reason, "converged");
+  EXPECT_EQ(aa.stop_reason, "converged");
+  EXPECT_NEAR(aa.energy.back(), plain.energy.back(), 1e-6 * plain.energy.back());
+  double scale = 0;
+  for (int v = 0; v < Xp->rows(); ++v) scale = std::max(scale, c.model->domain().nodes.row(v).norm());
+  EXPECT_LT((*Xa - *Xp).rowwise().norm().maxCoeff(), 1e-3 * scale);
+  double last = aa.initial_energy;
+  for (double e : aa.energy) {
+    EXPECT_LE(e, last);
+    last = e;
+  }
+  EXPECT_LT(aa.iterations, plain.iterations / 2) << "plain " << plain.iterations << ", Anderson " << aa.iterations;
+  EXPECT_NEAR(c.model->Energy(*Xa), aa.energy.back(), 1e-9 * aa.energy.back());
+}
+
+// keep_lower_start: the last frame's solution is kept as the start when it is nearer (a small
+// step of the pose: fewer iterations than a cold start); the default start is taken after a
+// jump, when the given start is worse.
+TEST(ElasticModel, KeepLowerStartTakesTheWarmStartForASmallStepAndTheDefaultAfterAJump) {
+  CylinderModel c = MakeCylinderModel(20);
+  ElasticReport first;
+  absl::StatusOr<RowMatrixX3d> X90 = c.model->Solve(Bend(90), nullptr, ElasticOptions(), &first);
+  ASSERT_TRUE(X90.ok());
+  ElasticOptions options;
+  options.keep_lower_start = true;
+  ElasticReport cold, warm;
+  ASSERT_TRUE(c.model->Solve(Bend(95), nullptr, options, &cold).ok());
+  absl::StatusOr<RowMatrixX3d> X95 = c.model->Solve(Bend(95), &*X90, options, &warm);
+  ASSERT_TRUE(X95.ok());
+  EXPECT_FALSE(warm.started_from_default);
+  EXPECT_LT(warm.initial_energy, cold.initial_energy);
+  // The same minimizer either way (the iterations saved are measured by bench/emw_bench).
+  EXPECT_NEAR(warm.energy.back(), cold.energy.back(), 1e-4 * cold.energy.back());
+  // From the rest pose's solution to a 150° bend, the DQS default start is the better one.
+  ElasticReport rest, jump;
+  absl::StatusOr<RowMatrixX3d> X0 = c.model->Solve(Bend(0), nullptr, ElasticOptions(), &rest);
+  ASSERT_TRUE(X0.ok());
+  ASSERT_TRUE(c.model->Solve(Bend(150), &*X0, options, &jump).ok());
+  absl::StatusOr<RowMatrixX3d> start = c.model->DefaultStart(Bend(150));
+  ASSERT_TRUE(start.ok());
+  EXPECT_TRUE(jump.started_from_default);
+  EXPECT_NEAR(jump.initial_energy, c.model->Energy(*start), 1e-9 * jump.initial_energy);
+}
+
 // The volume term in closed form, at the start (no iteration). Uniform scaling by s: the nearest
 // rotation and the nearest determinant-1 matrix are both I, so E = (1 + κ) ½ (s − 1)² × volume.
 // A volume-keeping stretch F = diag(2, 1/√2, 1/√2): the volume term is 0 (V = F) and the ARAP term
