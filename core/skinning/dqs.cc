@@ -148,7 +148,7 @@ void DqsVertex(const DqsTransforms& D, const int* joint, const double* weight, i
 // apply. Rigid rigs and rigs with stretch are separate instantiations (kStretch), so the common
 // rigid case never touches the stretch phase. Two versions:
 //  * DqsFloatKernel: plain C++, any k (K > 0 fixes k at compile time); builds the 3x4 matrix.
-//  * DqsFloat4Vec (k == 4, GCC/Clang): generic 4-lane vectors (GCC vector extensions, no
+//  * DqsFloatVec (k == 4 or 8, GCC/Clang): generic 4-lane vectors (GCC vector extensions, no
 //    intrinsics). The four pivot dot products come out of one transpose-add, the signs are
 //    applied by flipping sign bits, and the rigid motion is applied without a matrix:
 //      u = p + f (w a + v × a - ew v),   a = v × p + e,   f = 2 / |b0|²
@@ -222,35 +222,44 @@ using simd4::I4;
 using simd4::LaneSums4;
 using simd4::Load4;
 
-// k == 4.
-template <bool kNormals, bool kStretch>
-SKINNING_HOT_CLONES void DqsFloat4Vec(const float* __restrict V, int n,
-                                      const int32_t* __restrict joints,
-                                      const float* __restrict weights, const float* __restrict Q8,
-                                      const float* __restrict S9, float* __restrict U,
-                                      const float* __restrict N, float* __restrict NU) {
+// k == K (4 or 8): the slots in groups of four (one transpose-add of pivot dot products and
+// one sign flip per group), the weighted dual quaternions summed as a balanced tree.
+template <int K, bool kNormals, bool kStretch>
+SKINNING_HOT_CLONES void DqsFloatVec(const float* __restrict V, int n,
+                                     const int32_t* __restrict joints,
+                                     const float* __restrict weights, const float* __restrict Q8,
+                                     const float* __restrict S9, float* __restrict U,
+                                     const float* __restrict N, float* __restrict NU) {
+  static_assert(K == 4 || K == 8, "K is 4 or 8");
   const I4 kSignBit = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
   const F4 kXyz = {1.f, 1.f, 1.f, 0.f};
   for (int i = 0; i < n; ++i) {
-    const int32_t* __restrict ji = joints + 4 * static_cast<std::ptrdiff_t>(i);
-    const float* __restrict wi = weights + 4 * static_cast<std::ptrdiff_t>(i);
+    const int32_t* __restrict ji = joints + K * static_cast<std::ptrdiff_t>(i);
+    const float* __restrict wi = weights + K * static_cast<std::ptrdiff_t>(i);
     int pivot = 0;
-    for (int s = 1; s < 4; ++s)
+    for (int s = 1; s < K; ++s)
       if (wi[s] > wi[pivot]) pivot = s;
-    const float* __restrict q0 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[0]);
-    const float* __restrict q1 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[1]);
-    const float* __restrict q2 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[2]);
-    const float* __restrict q3 = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[3]);
-    const F4 r0 = Load4(q0), r1 = Load4(q1), r2 = Load4(q2), r3 = Load4(q3);
+    const float* __restrict q[K];
+    F4 r[K];
+    for (int s = 0; s < K; ++s) {
+      q[s] = Q8 + 8 * static_cast<std::ptrdiff_t>(ji[s]);
+      r[s] = Load4(q[s]);
+    }
     const F4 rp = Load4(Q8 + 8 * static_cast<std::ptrdiff_t>(ji[pivot]));
-    // Antipodality: w_c takes the sign of dot(real_c, real_pivot).
-    const F4 d = LaneSums4(r0 * rp, r1 * rp, r2 * rp, r3 * rp);
-    const I4 negative = d < F4{0.f, 0.f, 0.f, 0.f};  // all-ones lanes where d < 0
-    const F4 w = reinterpret_cast<F4>(reinterpret_cast<I4>(Load4(wi)) ^ (negative & kSignBit));
-    const F4 w0 = Broadcast(w, 0), w1 = Broadcast(w, 1), w2 = Broadcast(w, 2), w3 = Broadcast(w, 3);
-    const F4 b0 = (w0 * r0 + w1 * r1) + (w2 * r2 + w3 * r3);
-    const F4 be =
-        (w0 * Load4(q0 + 4) + w1 * Load4(q1 + 4)) + (w2 * Load4(q2 + 4) + w3 * Load4(q3 + 4));
+    F4 real[K], dual[K];
+    for (int g = 0; g < K; g += 4) {
+      // Antipodality: w_c takes the sign of dot(real_c, real_pivot).
+      const F4 d = LaneSums4(r[g] * rp, r[g + 1] * rp, r[g + 2] * rp, r[g + 3] * rp);
+      const I4 negative = d < F4{0.f, 0.f, 0.f, 0.f};  // all-ones lanes where d < 0
+      const F4 w = reinterpret_cast<F4>(reinterpret_cast<I4>(Load4(wi + g)) ^ (negative & kSignBit));
+      for (int l = 0; l < 4; ++l) {
+        const F4 wl = Broadcast(w, l);
+        real[g + l] = wl * r[g + l];
+        dual[g + l] = wl * Load4(q[g + l] + 4);
+      }
+    }
+    const F4 b0 = simd4::TreeSum<K>(real);
+    const F4 be = simd4::TreeSum<K>(dual);
 
     const F4 b0sq = b0 * b0;
     const float n2 = (b0sq[0] + b0sq[1]) + (b0sq[2] + b0sq[3]);
@@ -265,16 +274,22 @@ SKINNING_HOT_CLONES void DqsFloat4Vec(const float* __restrict V, int n,
     if constexpr (kNormals) nv = F4{N[o], N[o + 1], N[o + 2], 0.f};
     if constexpr (kStretch) {
       // Phase one: p = S v, S = Σ w_c S_c / Σ w_c (unsigned weights); normals by cof(S).
-      float S[9];
-      for (int l = 0; l < 9; ++l) S[l] = 0.f;
-      for (int s = 0; s < 4; ++s) {
+      // The nine entries as two 4-lane vectors and one scalar, accumulated slot by slot.
+      F4 s_lo = {0.f, 0.f, 0.f, 0.f}, s_hi = s_lo;
+      float s_last = 0.f;
+      for (int s = 0; s < K; ++s) {
         const float ws = wi[s];
         const float* __restrict t = S9 + 9 * static_cast<std::ptrdiff_t>(ji[s]);
-        for (int l = 0; l < 9; ++l) S[l] += ws * t[l];
+        s_lo += ws * Load4(t);
+        s_hi += ws * Load4(t + 4);
+        s_last += ws * t[8];
       }
-      const float weight_sum = (wi[0] + wi[1]) + (wi[2] + wi[3]);
+      float weight_sum = (wi[0] + wi[1]) + (wi[2] + wi[3]);
+      if constexpr (K == 8) weight_sum += (wi[4] + wi[5]) + (wi[6] + wi[7]);
       const float inv_sum = weight_sum > 0.f ? 1.f / weight_sum : 0.f;
-      for (int l = 0; l < 9; ++l) S[l] *= inv_sum;
+      s_lo *= inv_sum;
+      s_hi *= inv_sum;
+      const float S[9] = {s_lo[0], s_lo[1], s_lo[2], s_lo[3], s_hi[0], s_hi[1], s_hi[2], s_hi[3], s_last * inv_sum};
       float sp[3];
       Apply33(S, V + o, sp);
       p = F4{sp[0], sp[1], sp[2], 0.f};
@@ -307,9 +322,12 @@ SKINNING_HOT_CLONES void DqsFloat4Vec(const float* __restrict V, int n,
 template <bool kNormals, bool kStretch>
 void DqsFloatDispatchK(const float* V, int n, const int32_t* joints, const float* weights, int k,
                        const float* Q8, const float* S9, float* U, const float* N, float* NU) {
+#ifdef SKINNING_VECTOR_EXT
+  if (k == 8) return DqsFloatVec<8, kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
+#endif
   if (k == 4) {
 #ifdef SKINNING_VECTOR_EXT
-    DqsFloat4Vec<kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
+    DqsFloatVec<4, kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
 #else
     DqsFloatKernel<4, kNormals, kStretch>(V, n, joints, weights, k, Q8, S9, U, N, NU);
 #endif

@@ -36,7 +36,7 @@ Eigen::Vector3d NormalizedOrZero(const Eigen::Vector3d& v) {
 // Per vertex the weighted 3x4 matrix M = Σ_c w_c T_{j_c} is accumulated and applied to
 // (x, y, z, 1). Two versions:
 //  * LbsFloatKernel: plain C++ over 12 contiguous floats, any k (K > 0 fixes k at compile time).
-//  * LbsFloat4Vec (k == 4, GCC/Clang): the same arithmetic written with generic 4-lane vector
+//  * LbsFloatVec (k == 4 or 8, GCC/Clang): the same arithmetic written with generic 4-lane vector
 //    types (GCC vector extensions; no intrinsics, so it compiles for any target). Each row of M
 //    is one vector; the three row dot products are reduced with a 4x4 transpose-add. GCC's
 //    auto-vectorizer did not find this shape for the plain loop (it vectorized the accumulation
@@ -110,26 +110,27 @@ using simd4::Load4;
 // [Σ r0, Σ r1, Σ r2, Σ r2]: the lane sums of three vectors.
 inline F4 LaneSums3(F4 r0, F4 r1, F4 r2) { return LaneSums4(r0, r1, r2, r2); }
 
-// k == 4. Rows ρ0, ρ1, ρ2 of M are vectors [l_r0 l_r1 l_r2 t_r]; u = (ρ_r · (v, 1))_r. Normals:
-// the rows of cof(L) are ρ1×ρ2, ρ2×ρ0, ρ0×ρ1 (lane 3 drops out of the cross products).
-template <bool kNormals>
-SKINNING_HOT_CLONES void LbsFloat4Vec(const float* __restrict V, int n,
-                                      const int32_t* __restrict joints,
-                                      const float* __restrict weights, const float* __restrict T34,
-                                      float* __restrict U, const float* __restrict N,
-                                      float* __restrict NU) {
+// k == K (4 or 8). Rows ρ0, ρ1, ρ2 of M are vectors [l_r0 l_r1 l_r2 t_r]; u = (ρ_r · (v, 1))_r.
+// Normals: the rows of cof(L) are ρ1×ρ2, ρ2×ρ0, ρ0×ρ1 (lane 3 drops out of the cross products).
+// The K weighted rows are summed as a balanced tree (K = 4: (a + b) + (c + d), as before k = 8
+// existed; K = 8: two such trees added), so the cost per influence stays that of k = 4.
+template <int K, bool kNormals>
+SKINNING_HOT_CLONES void LbsFloatVec(const float* __restrict V, int n,
+                                     const int32_t* __restrict joints,
+                                     const float* __restrict weights, const float* __restrict T34,
+                                     float* __restrict U, const float* __restrict N,
+                                     float* __restrict NU) {
+  static_assert(K == 4 || K == 8, "K is 4 or 8");
   for (int i = 0; i < n; ++i) {
-    const int32_t* __restrict ji = joints + 4 * static_cast<std::ptrdiff_t>(i);
-    const float* __restrict wi = weights + 4 * static_cast<std::ptrdiff_t>(i);
-    const float w0 = wi[0], w1 = wi[1], w2 = wi[2], w3 = wi[3];
-    const float* __restrict t0 = T34 + 12 * static_cast<std::ptrdiff_t>(ji[0]);
-    const float* __restrict t1 = T34 + 12 * static_cast<std::ptrdiff_t>(ji[1]);
-    const float* __restrict t2 = T34 + 12 * static_cast<std::ptrdiff_t>(ji[2]);
-    const float* __restrict t3 = T34 + 12 * static_cast<std::ptrdiff_t>(ji[3]);
+    const int32_t* __restrict ji = joints + K * static_cast<std::ptrdiff_t>(i);
+    const float* __restrict wi = weights + K * static_cast<std::ptrdiff_t>(i);
+    const float* __restrict t[K];
+    for (int s = 0; s < K; ++s) t[s] = T34 + 12 * static_cast<std::ptrdiff_t>(ji[s]);
     F4 rho[3];
     for (int r = 0; r < 3; ++r) {
-      rho[r] = (w0 * Load4(t0 + 4 * r) + w1 * Load4(t1 + 4 * r)) +
-               (w2 * Load4(t2 + 4 * r) + w3 * Load4(t3 + 4 * r));
+      F4 x[K];
+      for (int s = 0; s < K; ++s) x[s] = wi[s] * Load4(t[s] + 4 * r);
+      rho[r] = simd4::TreeSum<K>(x);
     }
     const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i);
     const F4 p = {V[o], V[o + 1], V[o + 2], 1.f};
@@ -192,12 +193,22 @@ void LbsNormals(const RowMatrixX3d& N, const SparseWeights& W,
 void LbsFloat(const float* V, int n, const int32_t* joints, const float* weights, int k,
               const float* T34, float* U, const float* N, float* NU) {
   const bool normals = N != nullptr && NU != nullptr;
+#ifdef SKINNING_VECTOR_EXT
+  if (k == 8) {
+    if (normals) {
+      LbsFloatVec<8, true>(V, n, joints, weights, T34, U, N, NU);
+    } else {
+      LbsFloatVec<8, false>(V, n, joints, weights, T34, U, nullptr, nullptr);
+    }
+    return;
+  }
+#endif
   if (k == 4) {
 #ifdef SKINNING_VECTOR_EXT
     if (normals) {
-      LbsFloat4Vec<true>(V, n, joints, weights, T34, U, N, NU);
+      LbsFloatVec<4, true>(V, n, joints, weights, T34, U, N, NU);
     } else {
-      LbsFloat4Vec<false>(V, n, joints, weights, T34, U, nullptr, nullptr);
+      LbsFloatVec<4, false>(V, n, joints, weights, T34, U, nullptr, nullptr);
     }
 #else
     if (normals) {

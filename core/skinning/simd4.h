@@ -68,6 +68,19 @@ inline F4 Broadcast(F4 a, int lane) {
   }
 }
 
+// The sum of K = 4 or 8 vectors as a balanced tree: (x0 + x1) + (x2 + x3), and for K = 8 the
+// same over x4..x7 added to it (short dependency chains, a fixed order).
+template <int K>
+inline F4 TreeSum(const F4* x) {
+  static_assert(K == 4 || K == 8, "K is 4 or 8");
+  const F4 low = (x[0] + x[1]) + (x[2] + x[3]);
+  if constexpr (K == 4) {
+    return low;
+  } else {
+    return low + ((x[4] + x[5]) + (x[6] + x[7]));
+  }
+}
+
 }  // namespace skinning::simd4
 #endif  // SKINNING_VECTOR_EXT
 

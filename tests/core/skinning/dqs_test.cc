@@ -120,7 +120,7 @@ TEST(DqsTest, SparseAndDenseAgree) {
 
 TEST(DqsTest, FloatPathMatchesDoublePath) {
   for (bool stretch : {false, true}) {
-    for (int k : {4, 3}) {
+    for (int k : {4, 8, 3}) {  // the 4- and 8-influence vector kernels and the generic one
       const auto r = RandomRig(1000, 8, k, 7 + k);
       std::vector<Eigen::Affine3d> T = RandomRigids(8, 8 + k);
       if (stretch) {

@@ -132,7 +132,7 @@ TEST(LbsTest, SparseAndDenseAgree) {
 }
 
 TEST(LbsTest, FloatPathMatchesDoublePath) {
-  for (int k : {4, 3, 6}) {
+  for (int k : {4, 8, 3, 6}) {  // the 4- and 8-influence vector kernels and the generic one
     const auto r = RandomRig(1000, 8, k, 9 + k);
     std::vector<Eigen::Affine3d> T = RandomRigids(8, 10 + k);
     T[2].scale(Eigen::Vector3d(1.2, 0.9, 1.1));  // normals then depend on the inverse transpose
