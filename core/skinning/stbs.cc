@@ -231,9 +231,9 @@ void StbsLbsKernel(const float* __restrict V, int n, const int32_t* __restrict j
 #ifdef SKINNING_VECTOR_EXT
 // ---- 8-lane kernels (k == 4) -------------------------------------------------------------------
 //
-// As SwingTwistKernel8K4 in swing_twist.cc (with the same simd8.h helpers): lanes
-// are 8 consecutive vertices, the 4 slots are transposed into lane vectors, and per slot each
-// distinct joint among the lanes runs once with its parameters broadcast and the weight masked.
+// With the simd8.h helpers of swing_twist.cc's kernels: lanes are 8 consecutive vertices, the
+// 4 slots are transposed into lane vectors, and per slot each distinct joint among the lanes
+// runs once with its parameters broadcast and the weight masked.
 
 using namespace simd8;  // F8, I8 and the 8-lane helpers (simd8.h)
 

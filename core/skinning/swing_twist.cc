@@ -204,60 +204,27 @@ SKINNING_LANES_INLINE void DeformAccumulate8(const float* __restrict P, F8 px, F
   *az += w * o2 + ws * d2;
 }
 
-// k == 4: the slots of 8 vertices are transposed into lane vectors; per slot, each distinct
-// joint among the lanes with non-zero weight runs once on all lanes (masked weight). For smooth
-// weights a slot usually holds one joint across the 8 lanes.
-// kPacked: read the slot vectors from SwingTwistWeights::lanes / lane_joints (`lanes`,
-// `lane_joints`) instead of transposing the rows.
-template <bool kRemainderTerms, bool kPacked>
-SKINNING_HOT_CLONES void SwingTwistKernel8K4(const float* __restrict V, int n8,
-                                             const int32_t* __restrict joints,
-                                             const float* __restrict weights,
-                                             const float* __restrict swing,
-                                             const float* __restrict twist,
-                                             const float* __restrict lanes,
-                                             const int32_t* __restrict lane_joints,
-                                             const float* __restrict params,
-                                             float* __restrict U) {
+// Packed weights (SwingTwistWeights::lanes): per block of 8 vertices, each distinct joint's
+// deformer once, on lane vectors of its per-vertex weight, swing and twist.
+template <bool kRemainderTerms>
+SKINNING_HOT_CLONES void SwingTwistKernel8Grouped(const float* __restrict V, int blocks,
+                                                  const int32_t* __restrict offsets,
+                                                  const int32_t* __restrict lane_joints,
+                                                  const float* __restrict lanes,
+                                                  const float* __restrict params, float* __restrict U) {
   constexpr int kS = SwingTwistFrameFloat::kStride;
   const F8 zero = {};
-  for (int i0 = 0; i0 < n8; i0 += 8) {
-    const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(i0);
-    F8 W[4], S[4], T[4];
-    I8 J[4];
-    if constexpr (kPacked) {
-      const float* __restrict L = lanes + 3 * row;  // 24 floats per slot
-      const int32_t* __restrict LJ = lane_joints + row;
-      for (int c = 0; c < 4; ++c) {
-        W[c] = Load8(L + 24 * c);
-        S[c] = Load8(L + 24 * c + 8);
-        T[c] = Load8(L + 24 * c + 16);
-        std::memcpy(&J[c], LJ + 8 * c, sizeof(I8));
-      }
-    } else {
-      Transpose8x4(weights + row, W);
-      Transpose8x4(joints + row, J);
-      Transpose8x4(swing + row, S);
-      Transpose8x4(twist + row, T);
-    }
+  for (int b = 0; b < blocks; ++b) {
+    const std::ptrdiff_t i0 = 8 * static_cast<std::ptrdiff_t>(b);
     F8 px, py, pz;
-    Deinterleave8(V + 3 * static_cast<std::ptrdiff_t>(i0), &px, &py, &pz);
+    Deinterleave8(V + 3 * i0, &px, &py, &pz);
     F8 ax = zero, ay = zero, az = zero;
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      I8 pending = W[c] != zero;  // lanes still to do
-      while (AnyLane(pending)) {
-        int32_t jl[8];
-        std::memcpy(jl, &J[c], sizeof(jl));
-        const int32_t j = jl[FirstLane(pending)];
-        const I8 mine = pending & (J[c] == j);
-        pending &= ~mine;
-        const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
-        DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(j), px, py,
-                                           pz, w, S[c], T[c], &ax, &ay, &az);
-      }
+    for (int e = offsets[b]; e < offsets[b + 1]; ++e) {
+      const float* __restrict L = lanes + 24 * static_cast<std::ptrdiff_t>(e);
+      DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(lane_joints[e]), px, py, pz,
+                                         Load8(L), Load8(L + 8), Load8(L + 16), &ax, &ay, &az);
     }
-    Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
+    Interleave8(ax, ay, az, U + 3 * i0);
   }
 }
 
@@ -354,24 +321,35 @@ SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::M
 }
 
 void PackSwingTwistWeights(SwingTwistWeights* W) {
-  W->lanes.clear();
+  W->lane_offsets.clear();
   W->lane_joints.clear();
-  if (W->deformer.k() != 4) return;
+  W->lanes.clear();
+  const int k = W->deformer.k();
+  if (k > 16) return;
   const int blocks = W->deformer.rows() / 8;
-  W->lanes.resize(static_cast<size_t>(blocks) * 96);
-  W->lane_joints.resize(static_cast<size_t>(blocks) * 32);
+  W->lane_offsets.reserve(static_cast<size_t>(blocks) + 1);
+  W->lane_offsets.push_back(0);
   for (int b = 0; b < blocks; ++b) {
-    for (int c = 0; c < 4; ++c) {
-      float* L = W->lanes.data() + 24 * (4 * static_cast<size_t>(b) + c);
-      int32_t* LJ = W->lane_joints.data() + 8 * (4 * static_cast<size_t>(b) + c);
-      for (int l = 0; l < 8; ++l) {
-        const int i = 8 * b + l;
-        L[l] = W->deformer.weights(i, c);
+    const int first = static_cast<int>(W->lane_joints.size());
+    for (int l = 0; l < 8; ++l) {
+      const int i = 8 * b + l;
+      for (int c = 0; c < k; ++c) {
+        const float w = W->deformer.weights(i, c);
+        if (w == 0.f) continue;
+        const int32_t j = W->deformer.joints(i, c);
+        int e = first;
+        while (e < static_cast<int>(W->lane_joints.size()) && W->lane_joints[e] != j) ++e;
+        if (e == static_cast<int>(W->lane_joints.size())) {
+          W->lane_joints.push_back(j);
+          W->lanes.resize(W->lanes.size() + 24, 0.f);
+        }
+        float* L = W->lanes.data() + 24 * static_cast<size_t>(e);
+        L[l] += w;  // a joint listed twice in one row (not made by TopK) adds up
         L[8 + l] = W->swing(i, c);
         L[16 + l] = W->twist(i, c);
-        LJ[l] = W->deformer.joints(i, c);
       }
     }
+    W->lane_offsets.push_back(static_cast<int32_t>(W->lane_joints.size()));
   }
 }
 
@@ -421,22 +399,18 @@ void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
 #ifdef SKINNING_VECTOR_EXT
   if (k <= kMaxSlots) {
     const int n8 = n - n % 8;
-    if (k == 4) {
-      const size_t blocks = static_cast<size_t>(W.deformer.rows() / 8);
-      const bool packed = n == W.deformer.rows() && W.lanes.size() == blocks * 96 &&
-                          W.lane_joints.size() == blocks * 32;
-      const float* L = W.lanes.data();
+    const int blocks = W.deformer.rows() / 8;
+    const bool packed = n == W.deformer.rows() && W.lane_offsets.size() == static_cast<size_t>(blocks) + 1 &&
+                        W.lane_joints.size() == static_cast<size_t>(W.lane_offsets.back()) &&
+                        W.lanes.size() == 24 * W.lane_joints.size();
+    if (packed) {
+      const int32_t* O = W.lane_offsets.data();
       const int32_t* LJ = W.lane_joints.data();
-      if (packed) {
-        if (frame.any_remainder)
-          SwingTwistKernel8K4<true, true>(V, n8, J, w, s, t, L, LJ, P, U);
-        else
-          SwingTwistKernel8K4<false, true>(V, n8, J, w, s, t, L, LJ, P, U);
-      } else if (frame.any_remainder) {
-        SwingTwistKernel8K4<true, false>(V, n8, J, w, s, t, L, LJ, P, U);
-      } else {
-        SwingTwistKernel8K4<false, false>(V, n8, J, w, s, t, L, LJ, P, U);
-      }
+      const float* L = W.lanes.data();
+      if (frame.any_remainder)
+        SwingTwistKernel8Grouped<true>(V, blocks, O, LJ, L, P, U);
+      else
+        SwingTwistKernel8Grouped<false>(V, blocks, O, LJ, L, P, U);
     } else if (frame.any_remainder) {
       SwingTwistKernel8<true>(V, n8, J, w, s, t, k, P, U);
     } else {

@@ -42,18 +42,21 @@ void SwingTwist(const RowMatrixX3d& V, const Eigen::MatrixXd& D, const Eigen::Ma
 struct SwingTwistWeights {
   SparseWeights deformer;    // #V by k
   RowMatrixXf swing, twist;  // #V by k, aligned with deformer.joints (0 in unused slots)
-  // Optional (k = 4 only): the same data in blocks of 8 vertices, slot-major, so that the
-  // per-frame kernel reads lane vectors instead of transposing rows. For block b (vertices
-  // 8b..8b+7) and slot c: lanes[24 (4b + c) + {0, 8, 16} + l] = weight, swing, twist of vertex
-  // 8b + l, lane_joints[8 (4b + c) + l] its joint. Filled by MakeSwingTwistWeights and
-  // PackSwingTwistWeights; empty (or stale in size) = not used. Re-pack after editing the rows.
-  std::vector<float> lanes;          // ⌊#V/8⌋ · 4 · 24
-  std::vector<int32_t> lane_joints;  // ⌊#V/8⌋ · 4 · 8
+  // Optional (k ≤ 16): the same data grouped by deformer, in blocks of 8 vertices, so that the
+  // per-frame kernel runs each joint's deformer once per block on lane vectors, however many
+  // slots the joint takes among the 8 vertices. Block b (vertices 8b..8b+7) has the entries
+  // [lane_offsets[b], lane_offsets[b + 1]), one per distinct joint with a non-zero weight in the
+  // block: lane_joints[e] the joint, lanes[24 e + {0, 8, 16} + l] the weight, swing and twist of
+  // vertex 8b + l for it (0 where the vertex does not use it). Filled by MakeSwingTwistWeights
+  // and PackSwingTwistWeights; empty (or stale in size) = not used. Re-pack after editing rows.
+  std::vector<int32_t> lane_offsets;  // ⌊#V/8⌋ + 1
+  std::vector<int32_t> lane_joints;   // #entries
+  std::vector<float> lanes;           // #entries · 24
 };
 //   D, S, T  #V by #J as in SwingTwist;  k ≥ 1 slots per vertex.
 SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,
                                         const Eigen::MatrixXd& T, int k);
-// Fills W->lanes and W->lane_joints from the rows (k = 4; clears them for other k).
+// Fills W->lane_offsets, lane_joints and lanes from the rows (k ≤ 16; clears them for larger k).
 void PackSwingTwistWeights(SwingTwistWeights* W);
 
 // Per-frame prepared parameters (float), computed once per frame from frames and M. Opaque to

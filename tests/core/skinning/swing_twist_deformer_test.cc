@@ -178,13 +178,14 @@ TEST(SwingTwistDeformer, FloatKernelMatchesDoubleReference) {
         if (with_scale && trial > 0) {
           EXPECT_TRUE(frame.any_remainder);
         }
-        // k = 4 also without the packed lanes (rows transposed on the fly).
+        // Also without the packed lanes (the rows gathered per block on the fly).
         SwingTwistWeights unpacked = W;
         unpacked.lanes.clear();
         unpacked.lane_joints.clear();
-        if (k == 4) {
-          EXPECT_EQ(W.lanes.size(), static_cast<size_t>(n / 8) * 96);
-        }
+        unpacked.lane_offsets.clear();
+        EXPECT_EQ(W.lane_offsets.size(), static_cast<size_t>(n / 8) + 1);
+        EXPECT_EQ(W.lanes.size(), 24 * W.lane_joints.size());
+        EXPECT_LE(W.lane_joints.size(), static_cast<size_t>(n / 8) * 2) << "at most the 2 joints per block";
         for (const SwingTwistWeights* Wp : {&W, static_cast<const SwingTwistWeights*>(&unpacked)}) {
           std::vector<float> U(3 * n);
           SwingTwistFloat(V.data(), static_cast<int>(n), *Wp, frame, U.data());
