@@ -12,6 +12,9 @@
 //                          keep-alive connection per client thread)
 //   http_proto_vertices    Connect binary Pose, LBS vertices
 //   ws_session             PoseSession frames over a WebSocket per client thread, LBS vertices
+//   echo_transforms  the baseline: skinning.internal.v1.LoadBaseline/Echo (the server started
+//   echo_vertices    with --load_baseline) with the request and response sizes of
+//                    pose_transforms / pose_vertices: raw gRPC on the same server and machine
 // (the HTTP request bodies are encoded once beforehand, as the gRPC ones are built once)
 //
 // It starts the real server binary on 127.0.0.1 with a temporary store (or uses --target) and
@@ -19,7 +22,7 @@
 //
 //   ./build/bench/load --workload=pose_transforms --concurrency=16 --duration=5
 //   ./build/bench/load --workload=session --rate=2000
-//   ./build/bench/load --sweep --duration=5
+//   ./build/bench/load --sweep --duration=5    # each pose row followed by its echo baseline
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,6 +36,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,13 +59,18 @@
 #include "client/client.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
+#include "skinning/internal/v1/load_baseline.grpc.pb.h"
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
 
 ABSL_FLAG(std::string, target, "", "host:port of a running server; empty = start --server_binary");
 ABSL_FLAG(int, http_port, 0, "with --target: the running server's HTTP front door port (HTTP workloads)");
 ABSL_FLAG(std::string, server_binary, SKINNING_SERVER_BINARY, "the skinning-server binary to start");
 ABSL_FLAG(std::string, server_flags, "", "extra flags for the started server, comma-separated (e.g. --threads=8)");
 ABSL_FLAG(std::string, workload, "pose_transforms",
-          "pose_transforms, pose_vertices, session, fast, http_json_transforms, http_proto_vertices or ws_session");
+          "pose_transforms, pose_vertices, session, fast, http_json_transforms, http_proto_vertices, ws_session, "
+          "echo_transforms or echo_vertices");
 ABSL_FLAG(int, concurrency, 16, "closed loop: client threads, each with one call in flight");
 ABSL_FLAG(double, rate, 0, "open loop: calls per second on a fixed schedule (0 = closed loop at --concurrency)");
 ABSL_FLAG(int, rate_threads, 64, "open loop: threads sending the scheduled calls (most calls in flight at once)");
@@ -71,8 +80,8 @@ ABSL_FLAG(int, threads_per_channel, 8, "client threads sharing one gRPC channel 
 ABSL_FLAG(int, vertices, 10000, "vertices of the generated tube (100 per ring)");
 ABSL_FLAG(int, joints, 20, "joints of the generated tube's chain");
 ABSL_FLAG(bool, sweep, false,
-          "run pose_transforms and pose_vertices at concurrency 1, 16, 64 and session and fast at 1, 16 "
-          "(closed loop) and print one table");
+          "run pose_transforms and pose_vertices at concurrency 1, 16, 64, each followed by its echo baseline, "
+          "and session and fast at 1, 16 (closed loop) and print one table");
 ABSL_FLAG(bool, http_sweep, false,
           "run every gRPC and HTTP pose workload at concurrency 1 and 16 (closed loop), gRPC and HTTP "
           "rows side by side in one table");
@@ -92,6 +101,10 @@ struct Fixture {
   Rig rig;
   std::vector<v1::Pose> poses;                   // a bending animation, cycled through
   std::vector<v1::SolveSessionRequest> fast_frames;  // the tip circling
+  // The echo baseline's sizes: bytes of a transforms-only and of a vertices Pose request and
+  // response of this rig (measured on one real call each).
+  int64_t transforms_request_bytes = 0, transforms_response_bytes = 0;
+  int64_t vertices_request_bytes = 0, vertices_response_bytes = 0;
 };
 
 ClientOptions LoadClientOptions(const std::string& target) {
@@ -131,6 +144,18 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
     *frame.mutable_pose() = fx->poses.back();
     fx->ws_frames.push_back(frame.SerializeAsString());
   }
+  for (bool vertices : {false, true}) {
+    v1::PoseRequest req;
+    req.set_rig(fx->rig_name);
+    *req.mutable_pose() = fx->poses[1];
+    if (vertices) req.mutable_outputs()->set_vertices(true);
+    else req.mutable_outputs()->set_transforms(true);
+    ASSIGN_OR_RETURN(v1::PosedFrame frame, client.Pose(req));
+    v1::PoseResponse res;
+    *res.mutable_frame() = std::move(frame);
+    (vertices ? fx->vertices_request_bytes : fx->transforms_request_bytes) = static_cast<int64_t>(req.ByteSizeLong());
+    (vertices ? fx->vertices_response_bytes : fx->transforms_response_bytes) = static_cast<int64_t>(res.ByteSizeLong());
+  }
   if (!need_fast) return absl::OkStatus();
   v1::BakeOptions options;
   // The default energy, surface spokes and rims: the tube is open, it has no inside.
@@ -160,7 +185,19 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
   return absl::OkStatus();
 }
 
-enum class Workload { kPoseTransforms, kPoseVertices, kSession, kFast, kHttpJsonTransforms, kHttpProtoVertices, kWsSession };
+enum class Workload {
+  kPoseTransforms,
+  kPoseVertices,
+  kSession,
+  kFast,
+  kHttpJsonTransforms,
+  kHttpProtoVertices,
+  kWsSession,
+  kEchoTransforms,
+  kEchoVertices
+};
+
+bool IsEcho(Workload w) { return w == Workload::kEchoTransforms || w == Workload::kEchoVertices; }
 
 bool IsHttp(Workload w) {
   return w == Workload::kHttpJsonTransforms || w == Workload::kHttpProtoVertices || w == Workload::kWsSession;
@@ -174,10 +211,12 @@ absl::StatusOr<Workload> ParseWorkload(const std::string& name) {
   if (name == "http_json_transforms") return Workload::kHttpJsonTransforms;
   if (name == "http_proto_vertices") return Workload::kHttpProtoVertices;
   if (name == "ws_session") return Workload::kWsSession;
+  if (name == "echo_transforms") return Workload::kEchoTransforms;
+  if (name == "echo_vertices") return Workload::kEchoVertices;
   return absl::InvalidArgumentError(absl::StrCat(
       "--workload=", name,
       " is not one of pose_transforms, pose_vertices, session, fast, http_json_transforms, http_proto_vertices, "
-      "ws_session"));
+      "ws_session, echo_transforms, echo_vertices"));
 }
 
 const char* WorkloadName(Workload w) {
@@ -196,6 +235,10 @@ const char* WorkloadName(Workload w) {
       return "http_proto_vertices";
     case Workload::kWsSession:
       return "ws_session";
+    case Workload::kEchoTransforms:
+      return "echo_transforms";
+    case Workload::kEchoVertices:
+      return "echo_vertices";
   }
   return "?";
 }
@@ -302,8 +345,16 @@ class HttpCaller {
 // (reopened after an error).
 class Caller {
  public:
-  Caller(Workload workload, Client* client, const Fixture* fx, int seed)
-      : workload_(workload), client_(client), fx_(fx), next_(seed * 37), http_(fx->http_port) {
+  Caller(Workload workload, Client* client, internal::v1::LoadBaseline::Stub* echo, const Fixture* fx, int seed)
+      : workload_(workload), client_(client), echo_(echo), fx_(fx), next_(seed * 37), http_(fx->http_port) {
+    if (IsEcho(workload)) {
+      const bool vertices = workload == Workload::kEchoVertices;
+      // The payload's bytes plus its tag and length come to the Pose request's size.
+      const int64_t request = vertices ? fx->vertices_request_bytes : fx->transforms_request_bytes;
+      echo_request_.mutable_payload()->assign(static_cast<size_t>(std::max<int64_t>(0, request - 4)), 'x');
+      echo_request_.set_response_bytes(
+          static_cast<int32_t>(std::max<int64_t>(0, (vertices ? fx->vertices_response_bytes : fx->transforms_response_bytes) - 4)));
+    }
     request_.set_rig(fx->rig_name);  // the default deformer, LBS
     if (workload == Workload::kPoseTransforms) request_.mutable_outputs()->set_transforms(true);
     else request_.mutable_outputs()->set_vertices(true);
@@ -359,6 +410,15 @@ class Caller {
         if (!res.ParseFromString(body)) return absl::DataLossError("not a PoseResponse");
         return Expect(res.frame().vertices_size(), 3 * fx_->rig.mesh.V.rows());
       }
+      case Workload::kEchoTransforms:
+      case Workload::kEchoVertices: {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        internal::v1::EchoResponse res;
+        const grpc::Status s = echo_->Echo(&ctx, echo_request_, &res);
+        if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+        return Expect(static_cast<int64_t>(res.payload().size()), echo_request_.response_bytes());
+      }
       case Workload::kWsSession: {
         std::string body;
         RETURN_IF_ERROR(http_.WsStep(fx_->ws_frames[i], fx_->rig_name, &body));
@@ -384,6 +444,8 @@ class Caller {
 
   const Workload workload_;
   Client* const client_;
+  internal::v1::LoadBaseline::Stub* const echo_;
+  internal::v1::EchoRequest echo_request_;
   const Fixture* const fx_;
   int next_;
   v1::PoseRequest request_;
@@ -418,7 +480,17 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   const int per_channel = absl::GetFlag(FLAGS_threads_per_channel);
   const int channels = per_channel <= 0 ? 1 : (threads + per_channel - 1) / per_channel;
   std::vector<std::unique_ptr<Client>> clients;
-  for (int c = 0; c < channels; ++c) clients.push_back(std::make_unique<Client>(LoadClientOptions(fx.target)));
+  std::vector<std::unique_ptr<internal::v1::LoadBaseline::Stub>> echo_stubs;
+  for (int c = 0; c < channels; ++c) {
+    clients.push_back(std::make_unique<Client>(LoadClientOptions(fx.target)));
+    // The baseline's channels as the client library makes its own (one TCP connection each).
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    args.SetMaxSendMessageSize(64 << 20);
+    echo_stubs.push_back(internal::v1::LoadBaseline::NewStub(
+        grpc::CreateCustomChannel(fx.target, grpc::InsecureChannelCredentials(), args)));
+  }
 
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(100);  // threads ready first
   const Clock::time_point measure_from = start + std::chrono::microseconds(static_cast<int64_t>(warmup * 1e6));
@@ -429,7 +501,8 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      Caller caller(workload, clients[per_channel <= 0 ? 0 : t / per_channel].get(), &fx, t);
+      const size_t channel = per_channel <= 0 ? 0 : t / per_channel;
+      Caller caller(workload, clients[channel].get(), echo_stubs[channel].get(), &fx, t);
       ThreadResult& r = results[t];
       r.micros.reserve(rate > 0 ? static_cast<size_t>(rate * duration / threads * 2 + 16) : 1 << 16);
       std::this_thread::sleep_until(start);
@@ -478,6 +551,13 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   return out;
 }
 
+// Answered calls per second.
+double Rate(const RunResult& r) {
+  int64_t errors = 0;
+  for (const auto& [code, n] : r.errors) errors += n;
+  return (r.calls - errors) / r.seconds;
+}
+
 void PrintHeader() {
   std::printf("%-16s %-14s %9s %-22s %10s %9s %9s %9s\n", "workload", "load", "calls", "errors", "calls/s", "p50 us",
               "p99 us", "p99.9 us");
@@ -490,13 +570,8 @@ void PrintRow(const RunResult& r) {
     for (const auto& [code, n] : r.errors) parts.push_back(absl::StrCat(absl::StatusCodeToString(code), ":", n));
     errors = absl::StrJoin(parts, ",");
   }
-  const int64_t ok = r.calls - [&] {
-    int64_t e = 0;
-    for (const auto& [code, n] : r.errors) e += n;
-    return e;
-  }();
   std::printf("%-16s %-14s %9lld %-22s %10.0f %9.0f %9.0f %9.0f\n", r.workload.c_str(), r.load.c_str(),
-              static_cast<long long>(r.calls), errors.c_str(), ok / r.seconds, r.p50, r.p99, r.p999);
+              static_cast<long long>(r.calls), errors.c_str(), Rate(r), r.p50, r.p99, r.p999);
   if (!r.first_error.empty()) std::printf("  first error: %s\n", r.first_error.c_str());
   std::fflush(stdout);
 }
@@ -507,7 +582,10 @@ int Main() {
   if (absl::GetFlag(FLAGS_sweep)) {
     rate = 0;
     for (Workload w : {Workload::kPoseTransforms, Workload::kPoseVertices})
-      for (int c : {1, 16, 64}) plan.emplace_back(w, c);
+      for (int c : {1, 16, 64}) {
+        plan.emplace_back(w, c);
+        plan.emplace_back(w == Workload::kPoseTransforms ? Workload::kEchoTransforms : Workload::kEchoVertices, c);
+      }
     for (Workload w : {Workload::kSession, Workload::kFast})
       for (int c : {1, 16}) plan.emplace_back(w, c);
   } else if (absl::GetFlag(FLAGS_http_sweep)) {
@@ -530,7 +608,7 @@ int Main() {
   Fixture fx;
   fx.target = absl::GetFlag(FLAGS_target);
   if (fx.target.empty()) {
-    std::vector<std::string> extra;
+    std::vector<std::string> extra = {"--load_baseline"};
     for (absl::string_view f : absl::StrSplit(absl::GetFlag(FLAGS_server_flags), ',', absl::SkipEmpty()))
       extra.emplace_back(f);
     if (absl::Status s = server.Start(absl::GetFlag(FLAGS_server_binary), extra); !s.ok()) {
@@ -557,7 +635,20 @@ int Main() {
               std::thread::hardware_concurrency(), absl::GetFlag(FLAGS_server_flags).empty() ? "" : "; server flags ",
               absl::GetFlag(FLAGS_server_flags).c_str());
   PrintHeader();
-  for (const auto& [workload, threads] : plan) PrintRow(Run(fx, workload, threads, rate));
+  std::optional<RunResult> last_pose;
+  for (const auto& [workload, threads] : plan) {
+    const RunResult r = Run(fx, workload, threads, rate);
+    PrintRow(r);
+    // A pose row followed by its echo baseline: the pose figures as ratios to raw gRPC.
+    if (last_pose && IsEcho(workload) && last_pose->load == r.load) {
+      const double pose_rate = Rate(*last_pose), echo_rate = Rate(r);
+      std::printf("  %s / %s: %.0f%% of the baseline's calls/s; p50 %.2fx, p99 %.2fx the baseline's\n",
+                  last_pose->workload.c_str(), r.workload.c_str(), 100.0 * pose_rate / echo_rate,
+                  last_pose->p50 / r.p50, last_pose->p99 / r.p99);
+      std::fflush(stdout);
+    }
+    last_pose = r;
+  }
   return 0;
 }
 
@@ -567,7 +658,8 @@ int Main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Load generator for the skinning service.\n"
-      "Usage: load [--workload=pose_transforms|pose_vertices|session|fast] [--concurrency=N | --rate=R] "
+      "Usage: load [--workload=pose_transforms|pose_vertices|session|fast|echo_transforms|...] "
+      "[--concurrency=N | --rate=R] "
       "[--duration=S] [--sweep | --http_sweep] [--target=host:port [--http_port=P]]");
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);

@@ -14,6 +14,8 @@
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every call in flight and every open pose session holds one (0 = 128)");
+ABSL_FLAG(bool, load_baseline, false,
+          "also serve skinning.internal.v1.LoadBaseline/Echo, the raw-gRPC baseline bench/load compares with");
 ABSL_FLAG(int, min_pollers, 2, "fewest gRPC threads kept waiting for new calls (0 = gRPC's default, 1)");
 ABSL_FLAG(int, max_pollers, 8, "most gRPC threads waiting for new calls (0 = gRPC's default, 2)");
 ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store (when --redis is empty)");
@@ -73,6 +75,7 @@ int main(int argc, char** argv) {
   options.address = absl::GetFlag(FLAGS_address);
   options.threads = absl::GetFlag(FLAGS_threads);
   options.min_pollers = absl::GetFlag(FLAGS_min_pollers);
+  options.load_baseline = absl::GetFlag(FLAGS_load_baseline);
   options.max_pollers = absl::GetFlag(FLAGS_max_pollers);
   options.store_dir = absl::GetFlag(FLAGS_store_dir);
   options.redis_address = absl::GetFlag(FLAGS_redis);

@@ -137,6 +137,10 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.RegisterService(s->pose_service_.get());
   builder.RegisterService(s->bake_service_.get());
   builder.RegisterService(s->fast_service_.get());
+  if (options.load_baseline) {
+    s->load_baseline_service_ = std::make_unique<LoadBaselineGrpcService>(s->gate_.get(), options.max_message_bytes);
+    builder.RegisterService(s->load_baseline_service_.get());
+  }
   if (s->metrics_) {
     RigStore* rigs = s->rigs_.get();
     BakeStore* bakes = s->bake_store_.get();

@@ -42,6 +42,8 @@ struct ServerOptions {
   // Threads of the gRPC sync server waiting for new calls: at least min_pollers, at most
   // max_pollers (the rest of the `threads` only work). 0 = gRPC's default (1 and 2).
   int min_pollers = 2;
+  // Serve skinning.internal.v1.LoadBaseline/Echo (bench/load's raw-gRPC baseline).
+  bool load_baseline = false;
   int max_pollers = 8;
   std::string store_dir = "skinning-store";  // filesystem store, used when redis_address is empty
   // host:port of a Redis shared by several replicas; empty = the filesystem store in store_dir.
@@ -136,6 +138,7 @@ class SkinningServer {
   std::unique_ptr<PoseGrpcService> pose_service_;
   std::unique_ptr<BakeGrpcService> bake_service_;
   std::unique_ptr<FastGrpcService> fast_service_;
+  std::unique_ptr<LoadBaselineGrpcService> load_baseline_service_;
   InflightCalls inflight_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "server/auth/auth.h"
 #include "server/grpc/grpc_status.h"
 
@@ -131,6 +132,17 @@ grpc::Status FastGrpcService::Solve(grpc::ServerContext* ctx, const v1::SolveReq
 grpc::Status FastGrpcService::SolveSession(
     grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::SolveSessionResponse, v1::SolveSessionRequest>* stream) {
   return ServeSession(*gate_, ctx, stream, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+}
+
+grpc::Status LoadBaselineGrpcService::Echo(grpc::ServerContext* ctx, const internal::v1::EchoRequest* req,
+                                           internal::v1::EchoResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext&) {
+    if (req->response_bytes() < 0 || req->response_bytes() > max_message_bytes_ - 16)
+      return absl::InvalidArgumentError(absl::StrCat("response_bytes ", req->response_bytes(), " is not in [0, ",
+                                                     max_message_bytes_ - 16, "]"));
+    resp->mutable_payload()->resize(static_cast<size_t>(req->response_bytes()));
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace skinning

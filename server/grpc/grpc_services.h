@@ -10,6 +10,7 @@
 #include "server/api/fast_api.h"
 #include "server/api/pose_api.h"
 #include "server/api/rig_api.h"
+#include "skinning/internal/v1/load_baseline.grpc.pb.h"
 #include "skinning/v1/bake_service.grpc.pb.h"
 #include "skinning/v1/fast_service.grpc.pb.h"
 #include "skinning/v1/pose_service.grpc.pb.h"
@@ -72,6 +73,19 @@ class FastGrpcService final : public v1::FastService::Service {
  private:
   const CallGate* gate_;
   FastApi* api_;
+};
+
+// bench/load's baseline (--load_baseline): an echo admitted like every call, so that a workload
+// can be compared with raw gRPC of the same message sizes on the same server.
+class LoadBaselineGrpcService final : public internal::v1::LoadBaseline::Service {
+ public:
+  LoadBaselineGrpcService(const CallGate* gate, int max_message_bytes)
+      : gate_(gate), max_message_bytes_(max_message_bytes) {}
+  grpc::Status Echo(grpc::ServerContext*, const internal::v1::EchoRequest*, internal::v1::EchoResponse*) override;
+
+ private:
+  const CallGate* gate_;
+  const int max_message_bytes_;
 };
 
 }  // namespace skinning
