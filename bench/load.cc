@@ -12,7 +12,7 @@
 //                          keep-alive connection per client thread)
 //   http_proto_vertices    Connect binary Pose, LBS vertices
 //   ws_session             PoseSession frames over a WebSocket per client thread, LBS vertices
-//   echo_transforms  the baseline: skinning.internal.v1.LoadBaseline/Echo (the server started
+//   echo_transforms  the baseline: skinning.internal.v1.LoadBaselineService/Echo (the server started
 //   echo_vertices    with --load_baseline) with the request and response sizes of
 //                    pose_transforms / pose_vertices: raw gRPC on the same server and machine
 // (the HTTP request bodies are encoded once beforehand, as the gRPC ones are built once)
@@ -345,7 +345,7 @@ class HttpCaller {
 // (reopened after an error).
 class Caller {
  public:
-  Caller(Workload workload, Client* client, internal::v1::LoadBaseline::Stub* echo, const Fixture* fx, int seed)
+  Caller(Workload workload, Client* client, internal::v1::LoadBaselineService::Stub* echo, const Fixture* fx, int seed)
       : workload_(workload), client_(client), echo_(echo), fx_(fx), next_(seed * 37), http_(fx->http_port) {
     if (IsEcho(workload)) {
       const bool vertices = workload == Workload::kEchoVertices;
@@ -444,7 +444,7 @@ class Caller {
 
   const Workload workload_;
   Client* const client_;
-  internal::v1::LoadBaseline::Stub* const echo_;
+  internal::v1::LoadBaselineService::Stub* const echo_;
   internal::v1::EchoRequest echo_request_;
   const Fixture* const fx_;
   int next_;
@@ -480,7 +480,7 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   const int per_channel = absl::GetFlag(FLAGS_threads_per_channel);
   const int channels = per_channel <= 0 ? 1 : (threads + per_channel - 1) / per_channel;
   std::vector<std::unique_ptr<Client>> clients;
-  std::vector<std::unique_ptr<internal::v1::LoadBaseline::Stub>> echo_stubs;
+  std::vector<std::unique_ptr<internal::v1::LoadBaselineService::Stub>> echo_stubs;
   for (int c = 0; c < channels; ++c) {
     clients.push_back(std::make_unique<Client>(LoadClientOptions(fx.target)));
     // The baseline's channels as the client library makes its own (one TCP connection each).
@@ -488,7 +488,7 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetMaxReceiveMessageSize(64 << 20);
     args.SetMaxSendMessageSize(64 << 20);
-    echo_stubs.push_back(internal::v1::LoadBaseline::NewStub(
+    echo_stubs.push_back(internal::v1::LoadBaselineService::NewStub(
         grpc::CreateCustomChannel(fx.target, grpc::InsecureChannelCredentials(), args)));
   }
 

@@ -15,7 +15,7 @@
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every call in flight and every open pose session holds one (0 = 128)");
 ABSL_FLAG(bool, load_baseline, false,
-          "also serve skinning.internal.v1.LoadBaseline/Echo, the raw-gRPC baseline bench/load compares with");
+          "also serve skinning.internal.v1.LoadBaselineService/Echo, the raw-gRPC baseline bench/load compares with");
 ABSL_FLAG(int, min_pollers, 2, "fewest gRPC threads kept waiting for new calls (0 = gRPC's default, 1)");
 ABSL_FLAG(int, max_pollers, 8, "most gRPC threads waiting for new calls (0 = gRPC's default, 2)");
 ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store (when --redis is empty)");

@@ -42,7 +42,7 @@ struct ServerOptions {
   // Threads of the gRPC sync server waiting for new calls: at least min_pollers, at most
   // max_pollers (the rest of the `threads` only work). 0 = gRPC's default (1 and 2).
   int min_pollers = 2;
-  // Serve skinning.internal.v1.LoadBaseline/Echo (bench/load's raw-gRPC baseline).
+  // Serve skinning.internal.v1.LoadBaselineService/Echo (bench/load's raw-gRPC baseline).
   bool load_baseline = false;
   int max_pollers = 8;
   std::string store_dir = "skinning-store";  // filesystem store, used when redis_address is empty

@@ -77,7 +77,7 @@ class FastGrpcService final : public v1::FastService::Service {
 
 // bench/load's baseline (--load_baseline): an echo admitted like every call, so that a workload
 // can be compared with raw gRPC of the same message sizes on the same server.
-class LoadBaselineGrpcService final : public internal::v1::LoadBaseline::Service {
+class LoadBaselineGrpcService final : public internal::v1::LoadBaselineService::Service {
  public:
   LoadBaselineGrpcService(const CallGate* gate, int max_message_bytes)
       : gate_(gate), max_message_bytes_(max_message_bytes) {}

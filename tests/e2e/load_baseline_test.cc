@@ -1,4 +1,4 @@
-// The load baseline's echo (skinning.internal.v1.LoadBaseline/Echo) on the real server binary:
+// The load baseline's echo (skinning.internal.v1.LoadBaselineService/Echo) on the real server binary:
 // served only with --load_baseline, answering the asked number of bytes, refusing sizes past the
 // message limit, and admitted like every call (a token is needed when tokens are configured).
 #include <chrono>
@@ -21,7 +21,7 @@ using ::skinning::testing::ServerProcess;
 
 grpc::Status Echo(const std::string& address, int request_bytes, int response_bytes,
                   internal::v1::EchoResponse* response, const std::string& token = "") {
-  auto stub = internal::v1::LoadBaseline::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = internal::v1::LoadBaselineService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
