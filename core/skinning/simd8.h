@@ -31,16 +31,8 @@ static SKINNING_LANES_INLINE F8 Load8(const float* p) {
   return r;
 }
 
-// FastSinCos on 8 lanes (same reduction and polynomials).
-static SKINNING_LANES_INLINE void SinCos8(F8 x, F8* s, F8* c) {
-  // k = round(x / 2π) as FastSinCos: the offset keeps the truncation a floor for |x| < 100,000;
-  // kf is kept in [0, 32767] before the conversion to int (NaN → 0), since lanes whose weight is
-  // masked may hold any value and converting one out of int's range is undefined (UBSan found it).
-  F8 kf = x * 0.15915494309189535f + 16384.5f;
-  kf = kf >= 0.0f ? kf : 0.0f;
-  kf = kf <= 32767.0f ? kf : 32767.0f;
-  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 16384, F8);
-  x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
+// sin and cos of x for |x| ≤ π (no range reduction): FastSinCos's half-angle polynomials.
+static SKINNING_LANES_INLINE void SinCos8Reduced(F8 x, F8* s, F8* c) {
   const F8 h = 0.5f * x;
   const F8 h2 = h * h;
   const F8 h4 = h2 * h2;
@@ -56,6 +48,19 @@ static SKINNING_LANES_INLINE void SinCos8(F8 x, F8* s, F8* c) {
   const F8 ch = 1.0f + h2 * cp;
   *s = 2.0f * sh * ch;
   *c = (ch - sh) * (ch + sh);
+}
+
+// FastSinCos on 8 lanes (same reduction and polynomials).
+static SKINNING_LANES_INLINE void SinCos8(F8 x, F8* s, F8* c) {
+  // k = round(x / 2π) as FastSinCos: the offset keeps the truncation a floor for |x| < 100,000;
+  // kf is kept in [0, 32767] before the conversion to int (NaN → 0), since lanes whose weight is
+  // masked may hold any value and converting one out of int's range is undefined (UBSan found it).
+  F8 kf = x * 0.15915494309189535f + 16384.5f;
+  kf = kf >= 0.0f ? kf : 0.0f;
+  kf = kf <= 32767.0f ? kf : 32767.0f;
+  const F8 k = __builtin_convertvector(__builtin_convertvector(kf, I8) - 16384, F8);
+  x = (x - k * 6.28125f) - k * 1.9353071795864769253e-3f;
+  SinCos8Reduced(x, s, c);
 }
 
 // 8 rows of 4 contiguous values (rows i0..i0+7 of an n×4 row-major array) as 4 slot vectors.

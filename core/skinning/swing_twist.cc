@@ -1,6 +1,7 @@
 #include "core/skinning/swing_twist.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -165,7 +166,9 @@ void SwingTwistKernel(const float* __restrict V, int n, const int32_t* __restric
 using namespace simd8;  // F8, I8 and the 8-lane helpers (simd8.h)
 
 // Accumulates w · deformer(p; s, t) of the joint with parameters P into (ax, ay, az).
-template <bool kRemainderTerms>
+// kUnitTwist: every |t| ≤ 1, so the twist angle t·θ is within [−π, π] (θ is) and needs no
+// range reduction.
+template <bool kRemainderTerms, bool kUnitTwist = false>
 SKINNING_LANES_INLINE void DeformAccumulate8(const float* __restrict P, F8 px, F8 py, F8 pz, F8 w, F8 s, F8 t,
                                              F8* ax, F8* ay, F8* az) {
   const float* __restrict Y = P + kY34;
@@ -179,7 +182,11 @@ SKINNING_LANES_INLINE void DeformAccumulate8(const float* __restrict P, F8 px, F
     return;
   }
   F8 sn, cs;
-  SinCos8(t * P[kTheta], &sn, &cs);
+  if constexpr (kUnitTwist) {
+    SinCos8Reduced(t * P[kTheta], &sn, &cs);
+  } else {
+    SinCos8(t * P[kTheta], &sn, &cs);
+  }
   const F8 r0 = cs * y0 - sn * y1;
   const F8 r1 = sn * y0 + cs * y1;
   const float* __restrict B = P + kB0;
@@ -206,7 +213,7 @@ SKINNING_LANES_INLINE void DeformAccumulate8(const float* __restrict P, F8 px, F
 
 // Packed weights (SwingTwistWeights::lanes): per block of 8 vertices, each distinct joint's
 // deformer once, on lane vectors of its per-vertex weight, swing and twist.
-template <bool kRemainderTerms>
+template <bool kRemainderTerms, bool kUnitTwist>
 SKINNING_HOT_CLONES void SwingTwistKernel8Grouped(const float* __restrict V, int blocks,
                                                   const int32_t* __restrict offsets,
                                                   const int32_t* __restrict lane_joints,
@@ -221,8 +228,8 @@ SKINNING_HOT_CLONES void SwingTwistKernel8Grouped(const float* __restrict V, int
     F8 ax = zero, ay = zero, az = zero;
     for (int e = offsets[b]; e < offsets[b + 1]; ++e) {
       const float* __restrict L = lanes + 24 * static_cast<std::ptrdiff_t>(e);
-      DeformAccumulate8<kRemainderTerms>(params + kS * static_cast<std::ptrdiff_t>(lane_joints[e]), px, py, pz,
-                                         Load8(L), Load8(L + 8), Load8(L + 16), &ax, &ay, &az);
+      DeformAccumulate8<kRemainderTerms, kUnitTwist>(params + kS * static_cast<std::ptrdiff_t>(lane_joints[e]), px,
+                                                     py, pz, Load8(L), Load8(L + 8), Load8(L + 16), &ax, &ay, &az);
     }
     Interleave8(ax, ay, az, U + 3 * i0);
   }
@@ -324,6 +331,7 @@ void PackSwingTwistWeights(SwingTwistWeights* W) {
   W->lane_offsets.clear();
   W->lane_joints.clear();
   W->lanes.clear();
+  W->unit_twist = false;
   const int k = W->deformer.k();
   if (k > 16) return;
   const int blocks = W->deformer.rows() / 8;
@@ -351,6 +359,9 @@ void PackSwingTwistWeights(SwingTwistWeights* W) {
     }
     W->lane_offsets.push_back(static_cast<int32_t>(W->lane_joints.size()));
   }
+  W->unit_twist = true;
+  for (size_t e = 0; e < W->lane_joints.size(); ++e)
+    for (int l = 0; l < 8; ++l) W->unit_twist = W->unit_twist && std::abs(W->lanes[24 * e + 16 + l]) <= 1.f;
 }
 
 SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frames,
@@ -407,10 +418,14 @@ void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
       const int32_t* O = W.lane_offsets.data();
       const int32_t* LJ = W.lane_joints.data();
       const float* L = W.lanes.data();
-      if (frame.any_remainder)
-        SwingTwistKernel8Grouped<true>(V, blocks, O, LJ, L, P, U);
+      if (frame.any_remainder && W.unit_twist)
+        SwingTwistKernel8Grouped<true, true>(V, blocks, O, LJ, L, P, U);
+      else if (frame.any_remainder)
+        SwingTwistKernel8Grouped<true, false>(V, blocks, O, LJ, L, P, U);
+      else if (W.unit_twist)
+        SwingTwistKernel8Grouped<false, true>(V, blocks, O, LJ, L, P, U);
       else
-        SwingTwistKernel8Grouped<false>(V, blocks, O, LJ, L, P, U);
+        SwingTwistKernel8Grouped<false, false>(V, blocks, O, LJ, L, P, U);
     } else if (frame.any_remainder) {
       SwingTwistKernel8<true>(V, n8, J, w, s, t, k, P, U);
     } else {

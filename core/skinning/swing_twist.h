@@ -52,6 +52,7 @@ struct SwingTwistWeights {
   std::vector<int32_t> lane_offsets;  // ⌊#V/8⌋ + 1
   std::vector<int32_t> lane_joints;   // #entries
   std::vector<float> lanes;           // #entries · 24
+  bool unit_twist = false;            // every packed twist weight is in [−1, 1] (no angle reduction)
 };
 //   D, S, T  #V by #J as in SwingTwist;  k ≥ 1 slots per vertex.
 SwingTwistWeights MakeSwingTwistWeights(const Eigen::MatrixXd& D, const Eigen::MatrixXd& S,

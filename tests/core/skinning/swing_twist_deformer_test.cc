@@ -201,6 +201,33 @@ TEST(SwingTwistDeformer, FloatKernelMatchesDoubleReference) {
   }
 }
 
+// Twist weights beyond [−1, 1] (angles past ±π) take the kernel with the angle reduction;
+// weights within it the one without. Both match the double reference.
+TEST(SwingTwistDeformer, TwistWeightsPastOneUseTheReducedAngleKernelAndMatchTheReference) {
+  const CylinderSetup s = MakeSetup();
+  const Eigen::Index n = s.D.rows();
+  std::mt19937 gen(9);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  for (double scale : {1.0, 1.7}) {
+    Eigen::MatrixXd S(n, 2), T(n, 2);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (int j = 0; j < 2; ++j) S(i, j) = u01(gen), T(i, j) = scale * u01(gen);
+    const SwingTwistWeights W = MakeSwingTwistWeights(s.D, S, T, 4);
+    EXPECT_EQ(W.unit_twist, scale == 1.0);
+    const std::vector<float> V(s.rig.mesh.V.data(), s.rig.mesh.V.data() + 3 * n);
+    std::vector<Eigen::Affine3d> M(2, Eigen::Affine3d::Identity());
+    M[1] = RotationAbout(Eigen::Vector3d(1, 0, 0), Eigen::AngleAxisd(3.0, Eigen::Vector3d::UnitX()).toRotationMatrix());
+    RowMatrixX3d ref;
+    SwingTwist(s.rig.mesh.V, ToDense(W.deformer, 2), S, T, s.frames, M, &ref);
+    std::vector<float> U(3 * n);
+    SwingTwistFloat(V.data(), static_cast<int>(n), W, PrepareSwingTwistFloat(s.frames, M), U.data());
+    double worst = 0;
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(U[3 * i + d] - ref(i, d)));
+    EXPECT_LT(worst / std::max(1.0, ref.cwiseAbs().maxCoeff()), 1e-5) << "twist scale " << scale;
+  }
+}
+
 TEST(FastSinCos, MatchesStdSinCos) {
   double worst = 0;
   for (int i = -200000; i <= 200000; ++i) {
