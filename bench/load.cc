@@ -47,6 +47,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <google/protobuf/util/json_util.h>
+#include <grpcpp/channel.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -60,9 +61,6 @@
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
 #include "skinning/internal/v1/load_baseline.grpc.pb.h"
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
 
 ABSL_FLAG(std::string, target, "", "host:port of a running server; empty = start --server_binary");
 ABSL_FLAG(int, http_port, 0, "with --target: the running server's HTTP front door port (HTTP workloads)");
@@ -483,13 +481,7 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   std::vector<std::unique_ptr<internal::v1::LoadBaselineService::Stub>> echo_stubs;
   for (int c = 0; c < channels; ++c) {
     clients.push_back(std::make_unique<Client>(LoadClientOptions(fx.target)));
-    // The baseline's channels as the client library makes its own (one TCP connection each).
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetMaxReceiveMessageSize(64 << 20);
-    args.SetMaxSendMessageSize(64 << 20);
-    echo_stubs.push_back(internal::v1::LoadBaselineService::NewStub(
-        grpc::CreateCustomChannel(fx.target, grpc::InsecureChannelCredentials(), args)));
+    echo_stubs.push_back(internal::v1::LoadBaselineService::NewStub(clients.back()->channel()));  // same connection
   }
 
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(100);  // threads ready first

@@ -126,6 +126,9 @@ class Client {
   absl::StatusOr<std::unique_ptr<SolveSession>> StartSolveSession(const std::string& bake);
 
   const ClientOptions& options() const { return options_; }
+  // This Client's channel, for services the library does not wrap (bench/load's echo baseline
+  // calls it so that the baseline shares the Pose calls' connection and channel settings).
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
 
  private:
   template <typename Call>

@@ -337,6 +337,7 @@ void PackSwingTwistWeights(SwingTwistWeights* W) {
   const int blocks = W->deformer.rows() / 8;
   W->lane_offsets.reserve(static_cast<size_t>(blocks) + 1);
   W->lane_offsets.push_back(0);
+  bool unit_twist = true;
   for (int b = 0; b < blocks; ++b) {
     const int first = static_cast<int>(W->lane_joints.size());
     for (int l = 0; l < 8; ++l) {
@@ -355,13 +356,12 @@ void PackSwingTwistWeights(SwingTwistWeights* W) {
         L[l] += w;  // a joint listed twice in one row (not made by TopK) adds up
         L[8 + l] = W->swing(i, c);
         L[16 + l] = W->twist(i, c);
+        unit_twist = unit_twist && std::abs(L[16 + l]) <= 1.f;
       }
     }
     W->lane_offsets.push_back(static_cast<int32_t>(W->lane_joints.size()));
   }
-  W->unit_twist = true;
-  for (size_t e = 0; e < W->lane_joints.size(); ++e)
-    for (int l = 0; l < 8; ++l) W->unit_twist = W->unit_twist && std::abs(W->lanes[24 * e + 16 + l]) <= 1.f;
+  W->unit_twist = unit_twist;
 }
 
 SwingTwistFrameFloat PrepareSwingTwistFloat(const std::vector<JointFrame>& frames,

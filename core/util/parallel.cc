@@ -102,6 +102,8 @@ void SetOpenMpMaxActiveLevels(int levels) {
 
 }  // namespace
 
+void DisableOpenMpOnThisThread() { SetOpenMpMaxActiveLevels(0); }
+
 bool RunUnlessStopped(std::function<void()> work, const std::function<bool()>& stop) {
   static ExitWaiter exit_waiter;
   struct Shared {

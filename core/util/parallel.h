@@ -21,6 +21,11 @@ void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>
 // false (some fn(i) were not run); true when every fn(i) ran.
 bool ParallelFor(int n, int max_threads, const Progress& progress, const std::function<void(int)>& fn);
 
+// Turns off the OpenMP parallel regions that the calling thread starts (libgomp keeps
+// max-active-levels per thread, so each worker thread calls this for itself). Found with dlsym
+// (no link dependency); nothing if libgomp is not loaded.
+void DisableOpenMpOnThisThread();
+
 // For a step that cannot check for cancellation itself (a sparse factorization: seconds at a
 // fine resolution): runs `work` on a helper thread and waits for it, calling `stop` every 20 ms.
 // Returns true when `work` finished; false as soon as stop() is true, leaving `work` to finish

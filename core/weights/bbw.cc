@@ -259,14 +259,13 @@ class Factor {
 
   // Replaces this factor by the symbolic analysis of `lower` in the given fill-reducing order
   // (cheap: no ordering search).
-  absl::Status AnalyzeGiven(SpMat& lower, const std::vector<int>& perm) {
+  absl::Status AnalyzeGiven(SpMat& lower, std::vector<int>& perm) {
     State& st = *state_;
     if (st.factor != nullptr) cholmod_free_factor(&st.factor, &st.common);
     st.common.nmethods = 1;
     st.common.method[0].ordering = CHOLMOD_GIVEN;
-    std::vector<int> p = perm;
     cholmod_sparse a = ViewLower(lower);
-    st.factor = cholmod_analyze_p(&a, p.data(), nullptr, 0, &st.common);
+    st.factor = cholmod_analyze_p(&a, perm.data(), nullptr, 0, &st.common);
     if (st.factor == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrFormat("bbw: CHOLMOD analysis failed (status %d)", st.common.status));
@@ -365,7 +364,10 @@ std::function<bool()> StopFor(const SpMat& lower, const std::function<bool()>& s
 // while any such solve runs (reference-counted across concurrent bakes) and restores it after.
 // Found with dlsym, so there is no link dependency on OpenBLAS; with another BLAS it does
 // nothing. (CHOLMOD's own OpenMP loops are turned off per worker thread instead, see
-// DisableOpenMpOnThisThread.)
+// DisableOpenMpOnThisThread in core/util/parallel.h: CHOLMOD's OpenMP loops use a thread count
+// fixed when SuiteSparse is built, 4 in Debian's, which OMP_NUM_THREADS does not bound; inside
+// several solver threads on 2 cores half the time went to futex waits, libigl hand on its tet
+// mesh 10.4 s with, 5.1 s without.)
 class SingleThreadedBlas {
  public:
   explicit SingleThreadedBlas(bool active) {
@@ -407,19 +409,6 @@ class SingleThreadedBlas {
   }
   SetFn set_ = nullptr;
 };
-
-// Turns off the OpenMP parallel regions that the calling thread starts. CHOLMOD's OpenMP loops
-// use a thread count fixed when SuiteSparse is built (4 in Debian's), which OMP_NUM_THREADS does
-// not bound; inside several solver threads on 2 cores, half the time went to futex waits
-// (libigl hand on its tet mesh: 10.4 s with, 5.1 s without). libgomp keeps max-active-levels
-// per thread, so each of our worker threads calls this for itself; found with dlsym (no link
-// dependency), nothing if libgomp is not loaded.
-void DisableOpenMpOnThisThread() {
-  using SetFn = void (*)(int);
-  static const SetFn set =
-      reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "omp_set_max_active_levels"));
-  if (set != nullptr) set(0);
-}
 
 enum Bound : uint8_t { kFree = 0, kLower = 1, kUpper = 2 };
 
