@@ -84,6 +84,11 @@ ABSL_FLAG(bool, http_sweep, false,
           "run every gRPC and HTTP pose workload at concurrency 1 and 16 (closed loop), gRPC and HTTP "
           "rows side by side in one table");
 
+ABSL_FLAG(int, idle_sessions, 0,
+          "open this many idle pose sessions (each answered one frame) and run pose_transforms at 1 and 16 "
+          "clients without them, with them, and without them again; prints the server's threads (a started "
+          "server only) and the rate with them as a share of the rate without");
+
 namespace skinning {
 namespace {
 
@@ -568,6 +573,70 @@ void PrintRow(const RunResult& r) {
   std::fflush(stdout);
 }
 
+// The threads of process `pid` (Threads in /proc/<pid>/status); -1 when unknown.
+int ThreadsOf(pid_t pid) {
+  if (pid <= 0) return -1;
+  std::FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/status").c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int threads = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "Threads: %d", &threads) == 1) break;
+  std::fclose(f);
+  return threads;
+}
+
+// pose_transforms at 1 and 16 clients without idle sessions, with --idle_sessions of them open
+// (each answered one frame, then left waiting), and without them again.
+int IdleSessionsSweep(const Fixture& fx, pid_t server_pid) {
+  const int n = absl::GetFlag(FLAGS_idle_sessions);
+  const std::vector<int> loads = {1, 16};
+  std::map<int, std::vector<RunResult>> without, with;
+  for (int c : loads) without[c].push_back(Run(fx, Workload::kPoseTransforms, c, 0));
+  for (const auto& [c, rows] : without) PrintRow(rows.back());
+  const int threads_before = ThreadsOf(server_pid);
+  Client client(LoadClientOptions(fx.target));
+  std::vector<std::unique_ptr<PoseSession>> sessions;
+  v1::PoseOutputs outputs;
+  outputs.set_transforms(true);
+  const auto opened = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::unique_ptr<PoseSession>> session =
+        client.StartPoseSession(fx.rig_name, v1::DEFORMER_UNSPECIFIED, outputs);
+    absl::Status s = session.status();
+    if (s.ok()) s = (*session)->Step(fx.poses[i % fx.poses.size()]).status();
+    if (!s.ok()) {
+      std::fprintf(stderr, "load: idle session %d: %s\n", i, s.ToString().c_str());
+      return 1;
+    }
+    sessions.push_back(*std::move(session));
+  }
+  const double open_seconds = std::chrono::duration<double>(Clock::now() - opened).count();
+  const int threads_open = ThreadsOf(server_pid);
+  std::printf("%d idle pose sessions opened in %.2f s; server threads %d before, %d with them open%s\n", n,
+              open_seconds, threads_before, threads_open, server_pid > 0 ? "" : " (-1: not a started server)");
+  for (int c : loads) {
+    RunResult r = Run(fx, Workload::kPoseTransforms, c, 0);
+    r.load = absl::StrCat(r.load, " +", n, " idle");
+    PrintRow(r);
+    with[c].push_back(r);
+  }
+  for (auto& s : sessions) (void)s->Close();
+  sessions.clear();
+  for (int c : loads) {
+    without[c].push_back(Run(fx, Workload::kPoseTransforms, c, 0));
+    PrintRow(without[c].back());
+  }
+  for (int c : loads) {
+    const double base = (Rate(without[c][0]) + Rate(without[c][1])) / 2;
+    const double p99 = (without[c][0].p99 + without[c][1].p99) / 2;
+    std::printf("  %d clients with %d idle sessions: %.0f%% of the calls/s without them (mean of the runs before "
+                "and after), p99 %.2fx\n",
+                c, n, 100.0 * Rate(with[c][0]) / base, with[c][0].p99 / p99);
+  }
+  return 0;
+}
+
 int Main() {
   std::vector<std::pair<Workload, int>> plan;
   double rate = absl::GetFlag(FLAGS_rate);
@@ -586,6 +655,8 @@ int Main() {
       for (Workload w : {Workload::kPoseTransforms, Workload::kHttpJsonTransforms, Workload::kPoseVertices,
                          Workload::kHttpProtoVertices, Workload::kSession, Workload::kWsSession})
         plan.emplace_back(w, c);
+  } else if (absl::GetFlag(FLAGS_idle_sessions) > 0) {
+    rate = 0;  // the plan is run by IdleSessionsSweep
   } else {
     absl::StatusOr<Workload> w = ParseWorkload(absl::GetFlag(FLAGS_workload));
     if (!w.ok()) {
@@ -627,6 +698,7 @@ int Main() {
               std::thread::hardware_concurrency(), absl::GetFlag(FLAGS_server_flags).empty() ? "" : "; server flags ",
               absl::GetFlag(FLAGS_server_flags).c_str());
   PrintHeader();
+  if (absl::GetFlag(FLAGS_idle_sessions) > 0) return IdleSessionsSweep(fx, server.pid());
   std::optional<RunResult> last_pose;
   for (const auto& [workload, threads] : plan) {
     const RunResult r = Run(fx, workload, threads, rate);
@@ -652,7 +724,7 @@ int main(int argc, char** argv) {
       "Load generator for the skinning service.\n"
       "Usage: load [--workload=pose_transforms|pose_vertices|session|fast|echo_transforms|...] "
       "[--concurrency=N | --rate=R] "
-      "[--duration=S] [--sweep | --http_sweep] [--target=host:port [--http_port=P]]");
+      "[--duration=S] [--sweep | --http_sweep | --idle_sessions=N] [--target=host:port [--http_port=P]]");
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   return skinning::Main();

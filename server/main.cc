@@ -13,7 +13,9 @@
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
-ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every call in flight and every open pose session holds one (0 = 128)");
+ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call and WatchBake in flight holds one (0 = 128); open sessions hold none");
+ABSL_FLAG(int, session_threads, 0, "threads that run the frames of gRPC pose and FAST sessions (0 = twice the cores, at least 4)");
+ABSL_FLAG(int, max_sessions, 10000, "most gRPC pose and FAST sessions open at once; beyond it a new one gets RESOURCE_EXHAUSTED (0 = no limit)");
 ABSL_FLAG(bool, load_baseline, false,
           "also serve skinning.internal.v1.LoadBaselineService/Echo, the raw-gRPC baseline bench/load compares with");
 ABSL_FLAG(int, min_pollers, 2, "fewest gRPC threads kept waiting for new calls (0 = gRPC's default, 1)");
@@ -74,6 +76,8 @@ int main(int argc, char** argv) {
   skinning::ServerOptions options;
   options.address = absl::GetFlag(FLAGS_address);
   options.threads = absl::GetFlag(FLAGS_threads);
+  options.session_threads = absl::GetFlag(FLAGS_session_threads);
+  options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   options.min_pollers = absl::GetFlag(FLAGS_min_pollers);
   options.load_baseline = absl::GetFlag(FLAGS_load_baseline);
   options.max_pollers = absl::GetFlag(FLAGS_max_pollers);

@@ -1,47 +1,17 @@
 #include "server/grpc/grpc_services.h"
 
-#include <optional>
-
 #include "absl/strings/str_cat.h"
-#include "server/auth/auth.h"
 #include "server/grpc/grpc_status.h"
 
 namespace skinning {
 namespace {
 
-absl::StatusOr<CallContext> Admit(const CallGate& gate, grpc::ServerContext* ctx) {
-  std::optional<absl::string_view> authorization;
-  const auto& metadata = ctx->client_metadata();
-  if (auto it = metadata.find(kAuthorizationMetadata); it != metadata.end())
-    authorization = absl::string_view(it->second.data(), it->second.size());
-  return gate.Admit(authorization, ctx->deadline(), [ctx] { return ctx->IsCancelled(); });
-}
-
 // Admits the call, runs `handler` with its context, maps the status.
 template <typename Handler>
 grpc::Status Serve(const CallGate& gate, grpc::ServerContext* ctx, Handler handler) {
-  absl::StatusOr<CallContext> call = Admit(gate, ctx);
+  absl::StatusOr<CallContext> call = AdmitGrpcCall(gate, ctx);
   if (!call.ok()) return ToGrpcStatus(call.status());
   return ToGrpcStatus(handler(*call));
-}
-
-// Reads requests and writes the session's answers until the client half-closes, goes away, or
-// a step fails (its error ends the stream).
-// `open` makes the session from the call's context.
-template <typename Open, typename Request, typename Response>
-grpc::Status ServeSession(const CallGate& gate, grpc::ServerContext* ctx,
-                          grpc::ServerReaderWriter<Response, Request>* stream, Open open) {
-  absl::StatusOr<CallContext> call = Admit(gate, ctx);
-  if (!call.ok()) return ToGrpcStatus(call.status());
-  auto session = open(*std::move(call));
-  Request req;
-  Response resp;
-  while (stream->Read(&req)) {
-    if (absl::Status s = session->Step(req, &resp); !s.ok()) return ToGrpcStatus(s);
-    if (!stream->Write(resp)) break;  // the client went away
-  }
-  if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "session cancelled");
-  return grpc::Status::OK;
 }
 
 }  // namespace
@@ -94,9 +64,10 @@ grpc::Status PoseGrpcService::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
   return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->PoseClip(c, *req, resp); });
 }
 
-grpc::Status PoseGrpcService::PoseSession(
-    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>* stream) {
-  return ServeSession(*gate_, ctx, stream, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+grpc::ServerBidiReactor<v1::PoseSessionRequest, v1::PoseSessionResponse>* PoseGrpcService::PoseSession(
+    grpc::CallbackServerContext* ctx) {
+  return new SessionReactor<v1::PoseSessionRequest, v1::PoseSessionResponse, PoseApi::Session>(
+      ctx, *gate_, sessions_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
 }
 
 grpc::Status BakeGrpcService::StartBake(grpc::ServerContext* ctx, const v1::StartBakeRequest* req,
@@ -129,9 +100,10 @@ grpc::Status FastGrpcService::Solve(grpc::ServerContext* ctx, const v1::SolveReq
   return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->Solve(c, *req, resp); });
 }
 
-grpc::Status FastGrpcService::SolveSession(
-    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::SolveSessionResponse, v1::SolveSessionRequest>* stream) {
-  return ServeSession(*gate_, ctx, stream, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+grpc::ServerBidiReactor<v1::SolveSessionRequest, v1::SolveSessionResponse>* FastGrpcService::SolveSession(
+    grpc::CallbackServerContext* ctx) {
+  return new SessionReactor<v1::SolveSessionRequest, v1::SolveSessionResponse, FastApi::Session>(
+      ctx, *gate_, sessions_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
 }
 
 grpc::Status LoadBaselineGrpcService::Echo(grpc::ServerContext* ctx, const internal::v1::EchoRequest* req,

@@ -1,7 +1,8 @@
 // The gRPC door: thin adapters of the generated services. Each call is admitted by the CallGate
 // (UNAVAILABLE while draining, UNAUTHENTICATED without a valid bearer token), runs the service's
 // transport-neutral handler (server/api) with its CallContext, and has its status mapped once
-// (grpc_status.h). Streams are driven here: the handlers see a write callback or a session.
+// (grpc_status.h). Streams are driven here: the handlers see a write callback or a session
+// (the sessions' reactors: session_reactor.h).
 #ifndef SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
 #define SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
 
@@ -10,6 +11,7 @@
 #include "server/api/fast_api.h"
 #include "server/api/pose_api.h"
 #include "server/api/rig_api.h"
+#include "server/grpc/session_reactor.h"
 #include "skinning/internal/v1/load_baseline.grpc.pb.h"
 #include "skinning/v1/bake_service.grpc.pb.h"
 #include "skinning/v1/fast_service.grpc.pb.h"
@@ -36,17 +38,21 @@ class RigGrpcService final : public v1::RigService::Service {
   RigApi* api_;
 };
 
-class PoseGrpcService final : public v1::PoseService::Service {
+// Unary calls on the sync API (a thread for the length of the call); the session on the callback
+// API (session_reactor.h: no thread while it is open).
+class PoseGrpcService final : public v1::PoseService::WithCallbackMethod_PoseSession<v1::PoseService::Service> {
  public:
-  PoseGrpcService(const CallGate* gate, PoseApi* api) : gate_(gate), api_(api) {}
+  PoseGrpcService(const CallGate* gate, PoseApi* api, SessionHost* sessions)
+      : gate_(gate), api_(api), sessions_(sessions) {}
   grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
   grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*, v1::PoseClipResponse*) override;
-  grpc::Status PoseSession(grpc::ServerContext*,
-                           grpc::ServerReaderWriter<v1::PoseSessionResponse, v1::PoseSessionRequest>*) override;
+  grpc::ServerBidiReactor<v1::PoseSessionRequest, v1::PoseSessionResponse>* PoseSession(
+      grpc::CallbackServerContext*) override;
 
  private:
   const CallGate* gate_;
   PoseApi* api_;
+  SessionHost* sessions_;
 };
 
 class BakeGrpcService final : public v1::BakeService::Service {
@@ -63,16 +69,19 @@ class BakeGrpcService final : public v1::BakeService::Service {
   BakeApi* api_;
 };
 
-class FastGrpcService final : public v1::FastService::Service {
+// As PoseGrpcService: Solve on the sync API, the session on the callback API.
+class FastGrpcService final : public v1::FastService::WithCallbackMethod_SolveSession<v1::FastService::Service> {
  public:
-  FastGrpcService(const CallGate* gate, FastApi* api) : gate_(gate), api_(api) {}
+  FastGrpcService(const CallGate* gate, FastApi* api, SessionHost* sessions)
+      : gate_(gate), api_(api), sessions_(sessions) {}
   grpc::Status Solve(grpc::ServerContext*, const v1::SolveRequest*, v1::SolveResponse*) override;
-  grpc::Status SolveSession(grpc::ServerContext*,
-                            grpc::ServerReaderWriter<v1::SolveSessionResponse, v1::SolveSessionRequest>*) override;
+  grpc::ServerBidiReactor<v1::SolveSessionRequest, v1::SolveSessionResponse>* SolveSession(
+      grpc::CallbackServerContext*) override;
 
  private:
   const CallGate* gate_;
   FastApi* api_;
+  SessionHost* sessions_;
 };
 
 // bench/load's baseline (--load_baseline): an echo admitted like every call, so that a workload

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@ using ::skinning::testing::MakeTubeForBaking;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::ResidentBytes;
 using ::skinning::testing::ServerProcess;
+using ::skinning::testing::ThreadCount;
 using ::testing::HasSubstr;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
@@ -73,6 +75,77 @@ v1::BakeOptions Bbw(int resolution) {
 
 // One worker and a queue of two: the running bake and two queued ones are accepted, every
 // further distinct bake is refused at once with RESOURCE_EXHAUSTED (nothing unbounded waits).
+// Open sessions hold no server thread (the gRPC callback API): 1,000 idle pose sessions, each
+// answered once, with the sync pool capped at 64 threads (which could hold only 64 of them were
+// each a sync call), while unary calls still run; the next session past --max_sessions is refused
+// with RESOURCE_EXHAUSTED, and closing one makes room.
+TEST(Overload, ThousandIdleSessionsHoldNoThreadEachAndTheSessionLimitRefusesTheNext) {
+  constexpr int kSessions = 1000;
+  ServerProcess server(MakeTempDir("store"), {"--threads=64", "--max_sessions=1000"});
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  auto reg = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  v1::PoseOutputs outputs;
+  outputs.set_transforms(true);
+  // A first session, closed: the step pool's threads exist from here on.
+  {
+    auto session = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+    ASSERT_TRUE(session.ok()) << session.status();
+    ASSERT_TRUE((*session)->Step(BentPose(rig, 10)).ok());
+    ASSERT_TRUE((*session)->Close().ok());
+  }
+  const int threads_before = ThreadCount(server.pid());
+  ASSERT_GT(threads_before, 0);
+  std::vector<std::unique_ptr<PoseSession>> sessions;
+  for (int i = 0; i < kSessions; ++i) {
+    auto session = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+    ASSERT_TRUE(session.ok()) << "session " << i << ": " << session.status();
+    auto frame = (*session)->Step(BentPose(rig, i % 90));
+    ASSERT_TRUE(frame.ok()) << "session " << i << ": " << frame.status();
+    ASSERT_EQ(frame->transforms_size(), 12 * rig.skeleton.size());
+    sessions.push_back(*std::move(session));
+  }
+  const int threads_open = ThreadCount(server.pid());
+  std::printf("server threads: %d before, %d with %d idle sessions open\n", threads_before, threads_open, kSessions);
+  EXPECT_LT(threads_open - threads_before, 32) << "open sessions hold threads";
+  // Unary calls and the open sessions still answer.
+  v1::PoseRequest req;
+  req.set_rig(reg->rig().name());
+  *req.mutable_pose() = BentPose(rig, 45);
+  req.mutable_outputs()->set_vertices(true);
+  auto posed = client.Pose(req);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  for (int i : {0, kSessions / 2, kSessions - 1}) {
+    auto frame = sessions[i]->Step(BentPose(rig, 45));
+    ASSERT_TRUE(frame.ok()) << "session " << i << ": " << frame.status();
+  }
+  // One past the limit.
+  auto extra = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+  ASSERT_TRUE(extra.ok()) << extra.status();
+  auto refused = (*extra)->Step(BentPose(rig, 20));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("--max_sessions"));
+  // Closing one makes room (the server counts it out once the stream has ended on its side).
+  ASSERT_TRUE(sessions.back()->Close().ok());
+  sessions.pop_back();
+  absl::Status last;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    auto again = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+    ASSERT_TRUE(again.ok()) << again.status();
+    auto frame = (*again)->Step(BentPose(rig, 20));
+    last = frame.status();
+    if (last.ok()) break;
+    ASSERT_TRUE(absl::IsResourceExhausted(last)) << last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < until);
+  EXPECT_TRUE(last.ok()) << "no room after closing a session: " << last;
+  for (auto& s : sessions) ASSERT_TRUE(s->Close().ok());
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
+}
+
 TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store, {"--bake_workers=1", "--bake_queue=2"});
