@@ -10,11 +10,12 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
-ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call and WatchBake in flight holds one (0 = 128); open sessions hold none");
-ABSL_FLAG(int, session_threads, 0, "threads that run the frames of gRPC pose and FAST sessions (0 = twice the cores, at least 4)");
+ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call but Pose, and every WatchBake, in flight holds one (0 = 128); Pose calls and open sessions hold none");
+ABSL_FLAG(int, callback_threads, 0, "threads that run the Pose calls and session frames that are not quick (gRPC callback API; 0 = twice the cores, at least 4)");
 ABSL_FLAG(int, max_sessions, 10000, "most gRPC pose and FAST sessions open at once; beyond it a new one gets RESOURCE_EXHAUSTED (0 = no limit)");
 ABSL_FLAG(bool, load_baseline, false,
           "also serve skinning.internal.v1.LoadBaselineService/Echo, the raw-gRPC baseline bench/load compares with");
@@ -65,6 +66,10 @@ ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in fligh
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("The skinning service's gRPC server.\nUsage: skinning-server [flags]");
   absl::ParseCommandLine(argc, argv);
+  // Debian's Abseil is built with Mutex deadlock detection on, and gRPC's locks are absl::Mutex:
+  // every lock and unlock updated a global lock-order graph (4-5 % of the server's CPU under
+  // bench/load). The tests keep it; the server does not need it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Block the shutdown signals in every thread (gRPC's included) and take them with sigwait.
   sigset_t signals;
@@ -76,7 +81,7 @@ int main(int argc, char** argv) {
   skinning::ServerOptions options;
   options.address = absl::GetFlag(FLAGS_address);
   options.threads = absl::GetFlag(FLAGS_threads);
-  options.session_threads = absl::GetFlag(FLAGS_session_threads);
+  options.callback_threads = absl::GetFlag(FLAGS_callback_threads);
   options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
   options.min_pollers = absl::GetFlag(FLAGS_min_pollers);
   options.load_baseline = absl::GetFlag(FLAGS_load_baseline);

@@ -110,10 +110,10 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->bake_api_ = std::make_unique<BakeApi>(s->bakes_.get());
   s->fast_api_ = std::make_unique<FastApi>(s->bakes_.get());
   s->rig_service_ = std::make_unique<RigGrpcService>(s->gate_.get(), s->rig_api_.get());
-  s->sessions_ = std::make_unique<SessionHost>(options.session_threads, options.max_sessions);
-  s->pose_service_ = std::make_unique<PoseGrpcService>(s->gate_.get(), s->pose_api_.get(), s->sessions_.get());
+  s->callbacks_ = std::make_unique<CallbackHost>(options.callback_threads, options.max_sessions);
+  s->pose_service_ = std::make_unique<PoseGrpcService>(s->gate_.get(), s->pose_api_.get(), s->callbacks_.get());
   s->bake_service_ = std::make_unique<BakeGrpcService>(s->gate_.get(), s->bake_api_.get());
-  s->fast_service_ = std::make_unique<FastGrpcService>(s->gate_.get(), s->fast_api_.get(), s->sessions_.get());
+  s->fast_service_ = std::make_unique<FastGrpcService>(s->gate_.get(), s->fast_api_.get(), s->callbacks_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

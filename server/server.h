@@ -39,9 +39,10 @@ namespace skinning {
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
   int threads = 0;  // max gRPC worker threads (each unary or WatchBake call in flight holds one); 0 = 128
-  // Pose and FAST sessions (gRPC callback API: an open session holds no thread): the threads
-  // that run their frames (0 = twice the cores, at least 4) and the most open at once (0 = no limit).
-  int session_threads = 0;
+  // The calls on gRPC's callback API (Pose, and the pose and FAST sessions, of which an open one
+  // holds no thread): the threads that run their work when it is not quick (0 = twice the cores,
+  // at least 4) and the most sessions open at once (0 = no limit).
+  int callback_threads = 0;
   int max_sessions = 10000;
   // Threads of the gRPC sync server waiting for new calls: at least min_pollers, at most
   // max_pollers (the rest of the `threads` only work). 0 = gRPC's default (1 and 2).
@@ -144,7 +145,7 @@ class SkinningServer {
   std::unique_ptr<FastGrpcService> fast_service_;
   std::unique_ptr<LoadBaselineGrpcService> load_baseline_service_;
   InflightCalls inflight_;
-  std::unique_ptr<SessionHost> sessions_;  // destroyed after server_, whose sessions have ended by then
+  std::unique_ptr<CallbackHost> callbacks_;  // destroyed after server_, whose callback calls have ended by then
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -37,17 +37,18 @@ absl::Status ValidatePose(const Skeleton& skeleton, const Pose& pose, const char
         "%s has %d joints, the skeleton has %d", field, pose.local.size(), skeleton.size()));
   for (size_t j = 0; j < pose.local.size(); ++j) {
     const Transform& t = pose.local[j];
-    const std::string where = absl::StrFormat("%s.joints[%d]", field, j);
+    // The field's name is formatted only for an error (this runs on every posed frame).
+    auto where = [&] { return absl::StrFormat("%s.joints[%d]", field, j); };
     if (!t.translation.allFinite())
-      return absl::InvalidArgumentError(where + ".translation is not finite");
+      return absl::InvalidArgumentError(where() + ".translation is not finite");
     if (!t.rotation.coeffs().allFinite())
-      return absl::InvalidArgumentError(where + ".rotation is not finite");
+      return absl::InvalidArgumentError(where() + ".rotation is not finite");
     const double n = t.rotation.norm();
     if (std::abs(n - 1.0) > 1e-3)
       return absl::InvalidArgumentError(
-          absl::StrFormat("%s.rotation has norm %g, not a unit quaternion", where, n));
+          absl::StrFormat("%s.rotation has norm %g, not a unit quaternion", where(), n));
     if (!t.scale.allFinite() || t.scale.cwiseAbs().minCoeff() < 1e-12)
-      return absl::InvalidArgumentError(where + ".scale must be finite and non-zero");
+      return absl::InvalidArgumentError(where() + ".scale must be finite and non-zero");
   }
   return absl::OkStatus();
 }

@@ -21,7 +21,7 @@ struct BoneHeatOptions {
   // Voronoi area M). The paper says c = 1 without saying how its Laplacian is scaled; Blender's
   // implementation, the weights riggers compare with, builds its Laplacian a quarter of Meyer's
   // (cotangents halved, areas doubled), which is c = 4 here. 4 reproduces Blender on the arm
-  // (bench/weights_quality: 0.179 % posed RMS against the arm's weights, Blender 0.175 %).
+  // (bench/weights_quality: 0.180 % posed RMS against the arm's weights, Blender 0.175 %).
   double heat_coefficient = 4.0;
   // Bones within this factor of the nearest visible bone's distance all count as nearest (the
   // paper: "if the shortest distance to h bones is d, H_jj = h·c/d²"). 1e-4 relative, Blender's

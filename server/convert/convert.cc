@@ -273,8 +273,9 @@ absl::StatusOr<Pose> PoseFromProto(const v1::Pose& proto, const Skeleton& skelet
         skeleton.size()));
   pose.local.resize(proto.joints_size());
   for (int j = 0; j < proto.joints_size(); ++j) {
-    const std::string where = absl::StrFormat("%s.joints[%d]", field, j);
-    RETURN_IF_ERROR(TransformLengths(proto.joints(j), where));
+    // The field's name is formatted only for an error (this runs on every posed frame).
+    if (!TransformLengths(proto.joints(j), "").ok())
+      return TransformLengths(proto.joints(j), absl::StrFormat("%s.joints[%d]", field, j));
     pose.local[j] = TransformFromProto(proto.joints(j));
   }
   RETURN_IF_ERROR(ValidatePose(skeleton, pose, field));

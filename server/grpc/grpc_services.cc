@@ -1,6 +1,7 @@
 #include "server/grpc/grpc_services.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/hash/hash.h"
 #include "server/grpc/grpc_status.h"
 
 namespace skinning {
@@ -55,8 +56,29 @@ grpc::Status RigGrpcService::DeleteExample(grpc::ServerContext* ctx, const v1::D
   return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->DeleteExample(c, *req, resp); });
 }
 
-grpc::Status PoseGrpcService::Pose(grpc::ServerContext* ctx, const v1::PoseRequest* req, v1::PoseResponse* resp) {
-  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->Pose(c, *req, resp); });
+grpc::ServerUnaryReactor* PoseGrpcService::Pose(grpc::CallbackServerContext* ctx, const v1::PoseRequest* req,
+                                                 v1::PoseResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<CallContext> call = AdmitGrpcCall(*gate_, ctx);
+  if (!call.ok()) {
+    reactor->Finish(ToGrpcStatus(call.status()));
+    return reactor;
+  }
+  // What decides the call's cost: the rig and bake (loaded or not, their size), the deformer and
+  // whether vertices are computed.
+  const uint64_t kind = absl::HashOf(call->tenant(), req->rig(), req->bake(), static_cast<int>(req->deformer()),
+                                     req->outputs().vertices(), req->outputs().normals(), req->outputs().transforms());
+  auto run = [this, reactor, req, resp, kind, c = *std::move(call)] {
+    const QuickTimer timer;
+    const absl::Status s = api_->Pose(c, *req, resp);
+    callbacks_->RecordQuick(kind, timer.Quick());
+    reactor->Finish(ToGrpcStatus(s));
+  };
+  if (callbacks_->WasQuick(kind))
+    run();
+  else
+    callbacks_->Post(std::move(run));
+  return reactor;
 }
 
 grpc::Status PoseGrpcService::PoseClip(grpc::ServerContext* ctx, const v1::PoseClipRequest* req,
@@ -67,7 +89,7 @@ grpc::Status PoseGrpcService::PoseClip(grpc::ServerContext* ctx, const v1::PoseC
 grpc::ServerBidiReactor<v1::PoseSessionRequest, v1::PoseSessionResponse>* PoseGrpcService::PoseSession(
     grpc::CallbackServerContext* ctx) {
   return new SessionReactor<v1::PoseSessionRequest, v1::PoseSessionResponse, PoseApi::Session>(
-      ctx, *gate_, sessions_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+      ctx, *gate_, callbacks_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
 }
 
 grpc::Status BakeGrpcService::StartBake(grpc::ServerContext* ctx, const v1::StartBakeRequest* req,
@@ -103,18 +125,21 @@ grpc::Status FastGrpcService::Solve(grpc::ServerContext* ctx, const v1::SolveReq
 grpc::ServerBidiReactor<v1::SolveSessionRequest, v1::SolveSessionResponse>* FastGrpcService::SolveSession(
     grpc::CallbackServerContext* ctx) {
   return new SessionReactor<v1::SolveSessionRequest, v1::SolveSessionResponse, FastApi::Session>(
-      ctx, *gate_, sessions_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
+      ctx, *gate_, callbacks_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
 }
 
-grpc::Status LoadBaselineGrpcService::Echo(grpc::ServerContext* ctx, const internal::v1::EchoRequest* req,
+grpc::ServerUnaryReactor* LoadBaselineGrpcService::Echo(grpc::CallbackServerContext* ctx, const internal::v1::EchoRequest* req,
                                            internal::v1::EchoResponse* resp) {
-  return Serve(*gate_, ctx, [&](const CallContext&) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<CallContext> call = AdmitGrpcCall(*gate_, ctx);
+  reactor->Finish(!call.ok() ? ToGrpcStatus(call.status()) : ToGrpcStatus([&] {
     if (req->response_bytes() < 0 || req->response_bytes() > max_message_bytes_ - 16)
       return absl::InvalidArgumentError(absl::StrCat("response_bytes ", req->response_bytes(), " is not in [0, ",
                                                      max_message_bytes_ - 16, "]"));
     resp->mutable_payload()->resize(static_cast<size_t>(req->response_bytes()));
     return absl::OkStatus();
-  });
+  }()));
+  return reactor;
 }
 
 }  // namespace skinning

@@ -2,7 +2,7 @@
 // (UNAVAILABLE while draining, UNAUTHENTICATED without a valid bearer token), runs the service's
 // transport-neutral handler (server/api) with its CallContext, and has its status mapped once
 // (grpc_status.h). Streams are driven here: the handlers see a write callback or a session
-// (the sessions' reactors: session_reactor.h).
+// (Pose and the sessions run on the callback API: callback_calls.h).
 #ifndef SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
 #define SKINNING_SERVER_GRPC_GRPC_SERVICES_H_
 
@@ -11,7 +11,7 @@
 #include "server/api/fast_api.h"
 #include "server/api/pose_api.h"
 #include "server/api/rig_api.h"
-#include "server/grpc/session_reactor.h"
+#include "server/grpc/callback_calls.h"
 #include "skinning/internal/v1/load_baseline.grpc.pb.h"
 #include "skinning/v1/bake_service.grpc.pb.h"
 #include "skinning/v1/fast_service.grpc.pb.h"
@@ -38,13 +38,18 @@ class RigGrpcService final : public v1::RigService::Service {
   RigApi* api_;
 };
 
-// Unary calls on the sync API (a thread for the length of the call); the session on the callback
-// API (session_reactor.h: no thread while it is open).
-class PoseGrpcService final : public v1::PoseService::WithCallbackMethod_PoseSession<v1::PoseService::Service> {
+// Pose and the session on the callback API (callback_calls.h: quick work on gRPC's callback
+// threads, the rest on the CallbackHost's pool; an open session holds no thread); PoseClip, whose
+// clips run long, on the sync API (a thread for the length of the call).
+class PoseGrpcService final
+    : public v1::PoseService::WithCallbackMethod_Pose<
+          v1::PoseService::WithCallbackMethod_PoseSession<v1::PoseService::Service>> {
  public:
-  PoseGrpcService(const CallGate* gate, PoseApi* api, SessionHost* sessions)
-      : gate_(gate), api_(api), sessions_(sessions) {}
-  grpc::Status Pose(grpc::ServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
+  PoseGrpcService(const CallGate* gate, PoseApi* api, CallbackHost* callbacks)
+      : gate_(gate), api_(api), callbacks_(callbacks) {
+    SetMessageAllocatorFor_Pose(&pose_messages_);
+  }
+  grpc::ServerUnaryReactor* Pose(grpc::CallbackServerContext*, const v1::PoseRequest*, v1::PoseResponse*) override;
   grpc::Status PoseClip(grpc::ServerContext*, const v1::PoseClipRequest*, v1::PoseClipResponse*) override;
   grpc::ServerBidiReactor<v1::PoseSessionRequest, v1::PoseSessionResponse>* PoseSession(
       grpc::CallbackServerContext*) override;
@@ -52,7 +57,8 @@ class PoseGrpcService final : public v1::PoseService::WithCallbackMethod_PoseSes
  private:
   const CallGate* gate_;
   PoseApi* api_;
-  SessionHost* sessions_;
+  CallbackHost* callbacks_;
+  ArenaMessageAllocator<v1::PoseRequest, v1::PoseResponse> pose_messages_;
 };
 
 class BakeGrpcService final : public v1::BakeService::Service {
@@ -69,11 +75,11 @@ class BakeGrpcService final : public v1::BakeService::Service {
   BakeApi* api_;
 };
 
-// As PoseGrpcService: Solve on the sync API, the session on the callback API.
+// Solve on the sync API (its solves run long), the session on the callback API.
 class FastGrpcService final : public v1::FastService::WithCallbackMethod_SolveSession<v1::FastService::Service> {
  public:
-  FastGrpcService(const CallGate* gate, FastApi* api, SessionHost* sessions)
-      : gate_(gate), api_(api), sessions_(sessions) {}
+  FastGrpcService(const CallGate* gate, FastApi* api, CallbackHost* callbacks)
+      : gate_(gate), api_(api), callbacks_(callbacks) {}
   grpc::Status Solve(grpc::ServerContext*, const v1::SolveRequest*, v1::SolveResponse*) override;
   grpc::ServerBidiReactor<v1::SolveSessionRequest, v1::SolveSessionResponse>* SolveSession(
       grpc::CallbackServerContext*) override;
@@ -81,16 +87,17 @@ class FastGrpcService final : public v1::FastService::WithCallbackMethod_SolveSe
  private:
   const CallGate* gate_;
   FastApi* api_;
-  SessionHost* sessions_;
+  CallbackHost* callbacks_;
 };
 
 // bench/load's baseline (--load_baseline): an echo admitted like every call, so that a workload
-// can be compared with raw gRPC of the same message sizes on the same server.
-class LoadBaselineGrpcService final : public internal::v1::LoadBaselineService::Service {
+// can be compared with raw gRPC of the same message sizes on the same server. On the callback
+// API, answered inline, as quick Pose calls are (on this machine the faster of gRPC's two APIs).
+class LoadBaselineGrpcService final : public internal::v1::LoadBaselineService::WithCallbackMethod_Echo<internal::v1::LoadBaselineService::Service> {
  public:
   LoadBaselineGrpcService(const CallGate* gate, int max_message_bytes)
       : gate_(gate), max_message_bytes_(max_message_bytes) {}
-  grpc::Status Echo(grpc::ServerContext*, const internal::v1::EchoRequest*, internal::v1::EchoResponse*) override;
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext*, const internal::v1::EchoRequest*, internal::v1::EchoResponse*) override;
 
  private:
   const CallGate* gate_;

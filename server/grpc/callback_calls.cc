@@ -1,4 +1,4 @@
-#include "server/grpc/session_reactor.h"
+#include "server/grpc/callback_calls.h"
 
 #include <time.h>
 
@@ -13,10 +13,18 @@
 
 namespace skinning {
 
+namespace {
 double ThreadCpuSeconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+}  // namespace
+
+QuickTimer::QuickTimer() : wall(std::chrono::steady_clock::now()), cpu(ThreadCpuSeconds()) {}
+
+bool QuickTimer::Quick() const {
+  return ThreadCpuSeconds() - cpu < 0.002 && std::chrono::steady_clock::now() - wall < std::chrono::milliseconds(50);
 }
 
 absl::StatusOr<CallContext> AdmitGrpcCall(const CallGate& gate, grpc::ServerContextBase* ctx) {
@@ -27,7 +35,7 @@ absl::StatusOr<CallContext> AdmitGrpcCall(const CallGate& gate, grpc::ServerCont
   return gate.Admit(authorization, ctx->deadline(), [ctx] { return ctx->IsCancelled(); });
 }
 
-struct SessionHost::Pool {
+struct CallbackHost::Pool {
   explicit Pool(int threads) : pool(static_cast<std::size_t>(threads)) {}
   boost::asio::thread_pool pool;
 };
@@ -39,12 +47,12 @@ int StepThreads(int threads) {
 }
 }  // namespace
 
-SessionHost::SessionHost(int threads, int max_sessions)
+CallbackHost::CallbackHost(int threads, int max_sessions)
     : threads_(StepThreads(threads)), max_sessions_(max_sessions), pool_(std::make_unique<Pool>(threads_)) {}
 
-SessionHost::~SessionHost() { pool_->pool.join(); }
+CallbackHost::~CallbackHost() { pool_->pool.join(); }
 
-bool SessionHost::TryOpen() {
+bool CallbackHost::TryOpen() {
   if (max_sessions_ <= 0) {
     open_.fetch_add(1);
     return true;
@@ -55,6 +63,18 @@ bool SessionHost::TryOpen() {
   return false;
 }
 
-void SessionHost::Post(std::function<void()> step) { boost::asio::post(pool_->pool, std::move(step)); }
+void CallbackHost::Post(std::function<void()> work) { boost::asio::post(pool_->pool, std::move(work)); }
+
+bool CallbackHost::WasQuick(uint64_t key) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = quick_.find(key);
+  return it != quick_.end() && it->second;
+}
+
+void CallbackHost::RecordQuick(uint64_t key, bool quick) {
+  absl::MutexLock lock(&mu_);
+  if (quick_.size() >= 100000) quick_.clear();  // kinds of call come and go; relearned in one call
+  quick_[key] = quick;
+}
 
 }  // namespace skinning
