@@ -72,6 +72,10 @@ bool CallbackHost::WasQuick(uint64_t key) const {
 }
 
 void CallbackHost::RecordQuick(uint64_t key, bool quick) {
+  {
+    absl::ReaderMutexLock lock(&mu_);  // most calls find what they would write: no writer lock
+    if (auto it = quick_.find(key); it != quick_.end() && it->second == quick) return;
+  }
   absl::MutexLock lock(&mu_);
   if (quick_.size() >= 100000) quick_.clear();  // kinds of call come and go; relearned in one call
   quick_[key] = quick;
