@@ -13,13 +13,11 @@
 
 namespace skinning {
 
-namespace {
 double ThreadCpuSeconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
-}  // namespace
 
 QuickTimer::QuickTimer() : wall(std::chrono::steady_clock::now()), cpu(ThreadCpuSeconds()) {}
 

@@ -39,6 +39,9 @@ namespace skinning {
 // Admits a call of either gRPC API (sync or callback) through the gate.
 absl::StatusOr<CallContext> AdmitGrpcCall(const CallGate& gate, grpc::ServerContextBase* ctx);
 
+// CPU seconds the calling thread has used.
+double ThreadCpuSeconds();
+
 // Quick: under 2 ms of CPU and 50 ms on the clock (under contention a quick frame can take long on
 // the clock; a wait on the store takes no CPU).
 struct QuickTimer {
