@@ -38,7 +38,7 @@ namespace skinning {
 
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
-  int threads = 0;  // max gRPC worker threads (each unary or WatchBake call in flight holds one); 0 = 128
+  int threads = 0;  // max gRPC sync threads (each unary call but Pose, each WatchBake, in flight holds one); 0 = 128
   // The calls on gRPC's callback API (Pose, and the pose and FAST sessions, of which an open one
   // holds no thread): the threads that run their work when it is not quick (0 = twice the cores,
   // at least 4) and the most sessions open at once (0 = no limit).

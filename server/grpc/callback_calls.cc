@@ -39,14 +39,14 @@ struct CallbackHost::Pool {
 };
 
 namespace {
-int StepThreads(int threads) {
+int PoolThreads(int threads) {
   if (threads > 0) return threads;
   return std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency()));
 }
 }  // namespace
 
 CallbackHost::CallbackHost(int threads, int max_sessions)
-    : threads_(StepThreads(threads)), max_sessions_(max_sessions), pool_(std::make_unique<Pool>(threads_)) {}
+    : threads_(PoolThreads(threads)), max_sessions_(max_sessions), pool_(std::make_unique<Pool>(threads_)) {}
 
 CallbackHost::~CallbackHost() { pool_->pool.join(); }
 

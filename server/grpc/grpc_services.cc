@@ -128,17 +128,16 @@ grpc::ServerBidiReactor<v1::SolveSessionRequest, v1::SolveSessionResponse>* Fast
       ctx, *gate_, callbacks_, [this](CallContext c) { return api_->OpenSession(std::move(c)); });
 }
 
-grpc::ServerUnaryReactor* LoadBaselineGrpcService::Echo(grpc::CallbackServerContext* ctx, const internal::v1::EchoRequest* req,
-                                           internal::v1::EchoResponse* resp) {
+grpc::ServerUnaryReactor* LoadBaselineGrpcService::Echo(grpc::CallbackServerContext* ctx,
+                                                        const internal::v1::EchoRequest* req,
+                                                        internal::v1::EchoResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::StatusOr<CallContext> call = AdmitGrpcCall(*gate_, ctx);
-  reactor->Finish(!call.ok() ? ToGrpcStatus(call.status()) : ToGrpcStatus([&] {
-    if (req->response_bytes() < 0 || req->response_bytes() > max_message_bytes_ - 16)
-      return absl::InvalidArgumentError(absl::StrCat("response_bytes ", req->response_bytes(), " is not in [0, ",
-                                                     max_message_bytes_ - 16, "]"));
-    resp->mutable_payload()->resize(static_cast<size_t>(req->response_bytes()));
-    return absl::OkStatus();
-  }()));
+  absl::Status s = AdmitGrpcCall(*gate_, ctx).status();
+  if (s.ok() && (req->response_bytes() < 0 || req->response_bytes() > max_message_bytes_ - 16))
+    s = absl::InvalidArgumentError(
+        absl::StrCat("response_bytes ", req->response_bytes(), " is not in [0, ", max_message_bytes_ - 16, "]"));
+  if (s.ok()) resp->mutable_payload()->resize(static_cast<size_t>(req->response_bytes()));
+  reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 

@@ -73,8 +73,6 @@ v1::BakeOptions Bbw(int resolution) {
   return o;
 }
 
-// One worker and a queue of two: the running bake and two queued ones are accepted, every
-// further distinct bake is refused at once with RESOURCE_EXHAUSTED (nothing unbounded waits).
 // Open sessions hold no server thread (the gRPC callback API): 1,000 idle pose sessions, each
 // answered once, with the sync pool capped at 64 threads (which could hold only 64 of them were
 // each a sync call), while unary calls still run; the next session past --max_sessions is refused
@@ -146,6 +144,8 @@ TEST(Overload, ThousandIdleSessionsHoldNoThreadEachAndTheSessionLimitRefusesTheN
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
 }
 
+// One worker and a queue of two: the running bake and two queued ones are accepted, every
+// further distinct bake is refused at once with RESOURCE_EXHAUSTED (nothing unbounded waits).
 TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store, {"--bake_workers=1", "--bake_queue=2"});
