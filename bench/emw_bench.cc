@@ -193,27 +193,44 @@ int Run(int resolution, int threads, bool gold_standard) {
               100.0 * accelerated.iterations / plain.iterations, 100.0 * accelerated.seconds / plain.seconds,
               (accelerated.energy.back() - e_plain) / e_plain);
   std::printf("%-30s %8.3f s %6d it\n", "reference (tol 1e-11)", reference.seconds, reference.iterations);
-  // The next frame of a session: the bend goes on from 90° by a step, solved from the default
-  // start (cold), from the last solution as it is, and from it carried forward by the joints'
-  // change (what the server's sessions and clips do, ElasticModel::CarryForward).
-  std::printf("%-34s %14s %14s %14s %9s\n", "next frame (from 90deg)", "cold s / it", "last s / it",
-              "carried s / it", "carried %");
+  // The next frame of a session: the bend went from 90° − step to 90° and goes on to 90° + step,
+  // solved from the default start (cold), from the last solution as it is, from it carried
+  // forward by the joints' change (ElasticModel::CarryForward) and from the prediction along the
+  // motion the server's sessions and clips use (ElasticModel::NextStart). Final energies are
+  // given relative to a reference solve of the new pose (tolerance 1e-11).
+  std::printf("%-20s %14s %14s %14s %14s %9s %9s   %s\n", "next frame (90deg+)", "cold s / it", "last s / it",
+              "carried s / it", "predict s / it", "carried %", "predict %", "final E rel. to reference: cold carried predict");
   for (double step : {1.0, 2.0, 5.0, 10.0}) {
-    std::vector<Eigen::Affine3d> T2 = T;
-    T2[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd((90 + step) * M_PI / 180, Eigen::Vector3d::UnitZ()) *
-            Eigen::Translation3d(-elbow);
-    ElasticReport cold, warm, carried;
-    absl::StatusOr<RowMatrixX3d> start = (*model)->CarryForward(*X, T, T2);
-    if (!start.ok() || !solve(T2, nullptr, history, tol, &cold).ok() || !solve(T2, &*X, history, tol, &warm).ok() ||
-        !solve(T2, &*start, history, tol, &carried).ok()) {
+    auto bend = [&](double degrees) {
+      std::vector<Eigen::Affine3d> B = T;
+      B[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ()) *
+             Eigen::Translation3d(-elbow);
+      return B;
+    };
+    const std::vector<Eigen::Affine3d> T0 = bend(90 - step), T2 = bend(90 + step);
+    ElasticReport before, cold, warm, carried, predicted, ref;
+    // The session's history: the frame before solved cold, then the 90° frame (X, solved above).
+    absl::StatusOr<RowMatrixX3d> X0 = solve(T0, nullptr, history, tol, &before);
+    if (!X0.ok()) return 1;
+    const ElasticModel::FrameHistory first{T0, *X0, {}, {}};
+    absl::StatusOr<ElasticModel::Prediction> at90 = (*model)->NextStart(first, T);
+    if (!at90.ok()) return 1;
+    const ElasticModel::FrameHistory last = ElasticModel::NextHistory(first, *at90, T, *X);
+    absl::StatusOr<ElasticModel::Prediction> next = (*model)->NextStart(last, T2);
+    if (!next.ok() || !solve(T2, nullptr, history, tol, &cold).ok() || !solve(T2, &*X, history, tol, &warm).ok() ||
+        !solve(T2, &next->carried, history, tol, &carried).ok() ||
+        !solve(T2, &next->start, history, tol, &predicted).ok() || !solve(T2, nullptr, history, 1e-11, &ref).ok()) {
       std::fprintf(stderr, "next-frame solve failed\n");
       return 1;
     }
+    const double e_ref = ref.energy.back();
+    auto rel = [&](const ElasticReport& r) { return (r.energy.back() - e_ref) / e_ref; };
     char name[64];
-    std::snprintf(name, sizeof name, "  step %g deg", step);
-    std::printf("%-34s %7.3f / %4d %7.3f / %4d %7.3f / %4d %8.0f%%   (final E vs cold %+.1e)\n", name, cold.seconds,
-                cold.iterations, warm.seconds, warm.iterations, carried.seconds, carried.iterations,
-                100.0 * carried.seconds / cold.seconds, (carried.energy.back() - cold.energy.back()) / cold.energy.back());
+    std::snprintf(name, sizeof name, "  step %g deg%s", step, next->predicted ? "" : " (carried kept)");
+    std::printf("%-20s %7.3f / %4d %7.3f / %4d %7.3f / %4d %7.3f / %4d %8.0f%% %8.0f%%   %+.1e %+.1e %+.1e\n", name,
+                cold.seconds, cold.iterations, warm.seconds, warm.iterations, carried.seconds, carried.iterations,
+                predicted.seconds, predicted.iterations, 100.0 * carried.seconds / cold.seconds,
+                100.0 * predicted.seconds / cold.seconds, rel(cold), rel(carried), rel(predicted));
   }
   return 0;
 }

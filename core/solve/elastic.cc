@@ -355,6 +355,64 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::CarryForward(const RowMatrixX3d& X_pr
   return X;
 }
 
+namespace {
+
+// Per joint the change A·B⁻¹ as (rotation vector, translation / length): 6 numbers per joint.
+Eigen::VectorXd JointMotion(const std::vector<Eigen::Affine3d>& A, const std::vector<Eigen::Affine3d>& B,
+                            double length) {
+  Eigen::VectorXd m(6 * A.size());
+  for (size_t j = 0; j < A.size(); ++j) {
+    const Eigen::Affine3d change = A[j] * B[j].inverse();
+    const Eigen::AngleAxisd aa(Eigen::Matrix3d(change.linear()));
+    m.segment<3>(6 * j) = aa.angle() * aa.axis();
+    m.segment<3>(6 * j + 3) = change.translation() / length;
+  }
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<ElasticModel::Prediction> ElasticModel::NextStart(const FrameHistory& last,
+                                                                 const std::vector<Eigen::Affine3d>& T) const {
+  Prediction p;
+  ASSIGN_OR_RETURN(p.carried, CarryForward(last.X, last.T, T));
+  p.start = p.carried;
+  if (last.correction.size() == 0) return p;
+  if (last.T_before.size() != T.size() || last.correction.rows() != last.X.rows() || last.correction.cols() != 3)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the history's T_before has %d transforms and its correction %d rows; %d and %d expected",
+        last.T_before.size(), last.correction.rows(), T.size(), last.X.rows()));
+  const RowMatrixX3d& nodes = impl_->domain.nodes;
+  const double length = std::max((nodes.colwise().maxCoeff() - nodes.colwise().minCoeff()).norm(), 1e-12);
+  const Eigen::VectorXd was = JointMotion(last.T, last.T_before, length);
+  const Eigen::VectorXd now = JointMotion(T, last.T, length);
+  const double norm2 = was.squaredNorm();
+  if (!(norm2 > 1e-24) || !now.allFinite()) return p;
+  p.continuation = std::clamp(now.dot(was) / norm2, -1.0, 2.0);
+  if (p.continuation == 0.0) return p;
+  // DQS moves each node by its own blended rigid motion, so carrying X + s·C is carrying X plus
+  // the blended rotations applied to s·C.
+  const RowMatrixX3d shifted = last.X + p.continuation * last.correction;
+  ASSIGN_OR_RETURN(RowMatrixX3d predicted, CarryForward(shifted, last.T, T));
+  // Where the path of minimizers turns (a bend that starts to buckle, say) the last correction
+  // points the wrong way; the carried start is kept when its energy is the lower one.
+  if (Energy(predicted) < Energy(p.carried)) {
+    p.start = std::move(predicted);
+    p.predicted = true;
+  }
+  return p;
+}
+
+ElasticModel::FrameHistory ElasticModel::NextHistory(const FrameHistory& last, const Prediction& prediction,
+                                                     std::vector<Eigen::Affine3d> T, RowMatrixX3d X) {
+  FrameHistory h;
+  h.correction = X - prediction.carried;
+  h.T = std::move(T);
+  h.X = std::move(X);
+  h.T_before = last.T;
+  return h;
+}
+
 absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine3d>& T, const RowMatrixX3d* initial,
                                                  const ElasticOptions& options, ElasticReport* report,
                                                  const Progress& progress) const {

@@ -10,12 +10,11 @@
 namespace skinning {
 namespace {
 
-// A session's last solution, with the model it was solved on (held, so that its address cannot
-// be taken by another model while the state lives).
+// A session's last frames (ElasticModel::FrameHistory), with the model they were solved on
+// (held, so that its address cannot be taken by another model while the state lives).
 struct WarmStart {
   std::shared_ptr<const ElasticModel> model;
-  std::vector<Eigen::Affine3d> T;  // the transforms X was solved for
-  RowMatrixX3d X;
+  ElasticModel::FrameHistory history;
 };
 
 class ElasticDeformer final : public Deformer {
@@ -27,22 +26,27 @@ class ElasticDeformer final : public Deformer {
   absl::Status Deform(const PoseTarget& target, const FrameInput& frame, FrameOutput* out) const override {
     const std::shared_ptr<const ElasticModel>& shared = target.bake->payload_as<ElasticModelPayload>()->model;
     const ElasticModel& model = *shared;
-    // In a session or clip, the next frame starts from the last solution of the same model
-    // (nearer the minimizer than the default start when poses change little between frames).
+    // In a session or clip, the next frame starts from the last solution carried forward and,
+    // when the motion goes on, from a prediction along it (ElasticModel::NextStart).
     FrameMemory* memory = frame.memory;
-    std::optional<RowMatrixX3d> warm;
+    const WarmStart* last = nullptr;
+    std::optional<ElasticModel::Prediction> prediction;
     if (memory != nullptr && memory->owner == &model && memory->state != nullptr) {
-      const WarmStart& last = *static_cast<const WarmStart*>(memory->state.get());
-      ASSIGN_OR_RETURN(warm, model.CarryForward(last.X, last.T, frame.transforms));
+      last = static_cast<const WarmStart*>(memory->state.get());
+      ASSIGN_OR_RETURN(prediction, model.NextStart(last->history, frame.transforms));
     }
     ElasticOptions options;
     options.keep_lower_start = true;
-    ASSIGN_OR_RETURN(RowMatrixX3d X, model.Solve(frame.transforms, warm ? &*warm : nullptr, options));
+    ASSIGN_OR_RETURN(RowMatrixX3d X, model.Solve(frame.transforms, prediction ? &prediction->start : nullptr, options));
     const RowMatrixX3d U = model.ToMesh(X);
     for (int i = 0; i < U.size(); ++i) out->positions[i] = static_cast<float>(U.data()[i]);
     if (memory != nullptr) {
+      auto next = std::make_shared<WarmStart>();
+      next->model = shared;
+      next->history = prediction ? ElasticModel::NextHistory(last->history, *prediction, frame.transforms, std::move(X))
+                                 : ElasticModel::FrameHistory{frame.transforms, std::move(X), {}, {}};
       memory->owner = &model;
-      memory->state = std::make_shared<WarmStart>(WarmStart{shared, frame.transforms, std::move(X)});
+      memory->state = std::move(next);
     }
     return absl::OkStatus();
   }

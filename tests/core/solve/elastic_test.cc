@@ -315,6 +315,71 @@ TEST(ElasticModel, KeepLowerStartTakesTheWarmStartForASmallStepAndTheDefaultAfte
   EXPECT_NEAR(jump.initial_energy, c.model->Energy(*start), 1e-9 * jump.initial_energy);
 }
 
+// NextStart along a bend that goes on at the same pace (100°, 105°, then 110°): the motion's
+// projection s is 1, and the prediction (carried start plus the last correction) is nearer the
+// 110° minimizer than the carried start, in distance and in energy. Going back to 100° gives
+// s = −1 and a start nearer the 100° solution than the carried one; a twist about the bone, across
+// the bend's motion, gives s = 0 and the carried start itself. Where the path of minimizers turns
+// (on this coarse cylinder between 85° and 90°: the correction of the 85° → 90° step is 3× that of
+// 90° → 95°), the prediction is refused for its higher energy and the carried start is kept.
+TEST(ElasticModel, NextStartPredictsAlongAMotionThatGoesOnAndUndoesItOnAReversal) {
+  CylinderModel c = MakeCylinderModel(20);
+  ElasticOptions tight;
+  tight.relative_tolerance = 1e-10;
+  tight.max_iterations = 5000;
+  auto solve = [&](double degrees) {
+    absl::StatusOr<RowMatrixX3d> X = c.model->Solve(Bend(degrees), nullptr, tight);
+    EXPECT_TRUE(X.ok()) << X.status();
+    return *X;
+  };
+  auto distance = [](const RowMatrixX3d& A, const RowMatrixX3d& B) { return (A - B).rowwise().norm().maxCoeff(); };
+  // The history after frames a then b, solved to `tight`.
+  auto history = [&](double a, double b, const RowMatrixX3d& Xa, const RowMatrixX3d& Xb) {
+    ElasticModel::FrameHistory first{Bend(a), Xa, {}, {}};
+    absl::StatusOr<ElasticModel::Prediction> p = c.model->NextStart(first, Bend(b));
+    EXPECT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->continuation, 0.0) << "no correction after a first frame";
+    EXPECT_FALSE(p->predicted);
+    EXPECT_EQ(p->start, p->carried);
+    ElasticModel::FrameHistory h = ElasticModel::NextHistory(first, *p, Bend(b), Xb);
+    EXPECT_EQ(h.correction, Xb - p->carried);
+    EXPECT_EQ(h.T_before.size(), 2u);
+    return h;
+  };
+  const RowMatrixX3d X100 = solve(100), X105 = solve(105), X110 = solve(110);
+  const ElasticModel::FrameHistory h = history(100, 105, X100, X105);
+
+  absl::StatusOr<ElasticModel::Prediction> on = c.model->NextStart(h, Bend(110));
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_NEAR(on->continuation, 1.0, 1e-9);
+  EXPECT_TRUE(on->predicted);
+  EXPECT_LT(distance(on->start, X110), 0.5 * distance(on->carried, X110));
+  EXPECT_LT(c.model->Energy(on->start), c.model->Energy(on->carried));
+
+  absl::StatusOr<ElasticModel::Prediction> back = c.model->NextStart(h, Bend(100));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_NEAR(back->continuation, -1.0, 1e-3);  // the changes' translations differ at second order
+  EXPECT_TRUE(back->predicted);
+  EXPECT_LT(distance(back->start, X100), 0.5 * distance(back->carried, X100));
+
+  std::vector<Eigen::Affine3d> twisted = Bend(105);
+  twisted[1] = twisted[1] * Eigen::AngleAxisd(0.05, Eigen::Vector3d::UnitX());  // about the bone's axis at rest
+  absl::StatusOr<ElasticModel::Prediction> across = c.model->NextStart(h, twisted);
+  ASSERT_TRUE(across.ok()) << across.status();
+  EXPECT_NEAR(across->continuation, 0.0, 0.05);
+
+  const RowMatrixX3d X85 = solve(85), X90 = solve(90), X95 = solve(95);
+  absl::StatusOr<ElasticModel::Prediction> turn = c.model->NextStart(history(85, 90, X85, X90), Bend(95));
+  ASSERT_TRUE(turn.ok()) << turn.status();
+  EXPECT_NEAR(turn->continuation, 1.0, 1e-9);
+  EXPECT_FALSE(turn->predicted);
+  EXPECT_EQ(turn->start, turn->carried);
+
+  ElasticModel::FrameHistory broken = h;
+  broken.correction.conservativeResize(3, 3);
+  EXPECT_EQ(c.model->NextStart(broken, Bend(110)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // The volume term in closed form, at the start (no iteration). Uniform scaling by s: the nearest
 // rotation and the nearest determinant-1 matrix are both I, so E = (1 + κ) ½ (s − 1)² × volume.
 // A volume-keeping stretch F = diag(2, 1/√2, 1/√2): the volume term is 0 (V = F) and the ARAP term
