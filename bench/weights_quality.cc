@@ -256,6 +256,7 @@ int Run(int argc, char** argv) {
   int resolution = 64;
   double falloff = 0;  // 0: the default
   double heat = 0;     // bone heat's c; 0: the default
+  double dionne = -1;  // geodesic voxel with Dionne & de Lasa's weight function and this α; < 0: off
   std::string blender;  // the Blender binary, for its bone heat row
   // Bone heat's variant: "default" (the library's), "paper" (the nearest visible bone, c = 1),
   // "normals" (default + Blender's normal-weighted distance), "blender" (normals + its 1e-4 ties).
@@ -267,12 +268,13 @@ int Run(int argc, char** argv) {
     if (arg.rfind("--resolution=", 0) == 0) resolution = std::atoi(arg.c_str() + 13);
     else if (arg.rfind("--falloff=", 0) == 0) falloff = std::atof(arg.c_str() + 10);
     else if (arg.rfind("--heat=", 0) == 0) heat = std::atof(arg.c_str() + 7);
+    else if (arg.rfind("--dionne_falloff=", 0) == 0) dionne = std::atof(arg.c_str() + 17);
     else if (arg.rfind("--blender=", 0) == 0) blender = arg.substr(10);
     else if (arg.rfind("--heat_mode=", 0) == 0) heat_mode = arg.substr(12);
     else if (arg.rfind("--methods=", 0) == 0) methods = absl::StrSplit(arg.substr(10), ',');
     else if (arg.rfind("--characters=", 0) == 0) names = absl::StrSplit(arg.substr(13), ',');
     else {
-      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN]\n");
+      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--dionne_falloff=A] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN]\n");
       return 2;
     }
   }
@@ -313,6 +315,7 @@ int Run(int argc, char** argv) {
         }
         options.domain.voxel.resolution = resolution;
         if (falloff > 0) options.geodesic.falloff = falloff;
+        options.geodesic.dionne_falloff = dionne;
         if (heat > 0) options.bone_heat.heat_coefficient = heat;
         if (heat_mode == "paper") {
           options.bone_heat.nearest_must_be_visible = false;

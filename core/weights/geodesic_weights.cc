@@ -202,10 +202,16 @@ std::vector<int> NearestReached(const RowMatrixX3d& nodes, const std::vector<int
   return result;
 }
 
+// (1 − α) d + α d²: Dionne & de Lasa's weight is its inverse square.
+double DionneDenominator(double d, double alpha) { return (1 - alpha) * d + alpha * d * d; }
+
 }  // namespace
 
 absl::Status GeodesicWeightsOptions::Validate() const {
   RETURN_IF_ERROR(CheckPositive("options.geodesic.falloff", falloff));
+  if (std::isnan(dionne_falloff) || dionne_falloff > 1)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "options.geodesic.dionne_falloff = %g must be in [0, 1] (or negative for the power law)", dionne_falloff));
   return CheckAtLeast("options.geodesic.max_influences", max_influences, 1);
 }
 
@@ -247,6 +253,11 @@ absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
     epsilon = diag > 0 ? 1e-3 * diag : 1.0;
   }
 
+  const bool dionne = options.dionne_falloff >= 0;
+  const double alpha = options.dionne_falloff;
+  const double diagonal =
+      std::max((domain.nodes.colwise().maxCoeff() - domain.nodes.colwise().minCoeff()).norm(), epsilon);
+
   // 1. Distances to each node's k nearest handles.
   const int k = std::min(options.max_influences, num_handles);
   int non_empty = 0;
@@ -275,11 +286,15 @@ absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
       for (int s = 0; s < zeros; ++s) W(i, best.handle(i, s)) = 1.0 / zeros;
       continue;
     }
-    // (d_s + ε)^(−f) / Σ, computed relative to the nearest to stay finite for large falloffs.
+    // (d_s + ε)^(−f) / Σ, or Dionne & de Lasa's (1 / g(d̂_s))² / Σ, computed relative to the
+    // nearest handle's to stay finite.
     const double d0 = best.distance(i, 0) + epsilon;
+    const double g0 = dionne ? DionneDenominator(d0 / diagonal, alpha) : 0.0;
     double sum = 0.0;
     for (int s = 0; s < best.count(i); ++s) {
-      const double w = std::pow(d0 / (best.distance(i, s) + epsilon), options.falloff);
+      const double ds = best.distance(i, s) + epsilon;
+      const double w = dionne ? std::pow(g0 / DionneDenominator(ds / diagonal, alpha), 2)
+                              : std::pow(d0 / ds, options.falloff);
       W(i, best.handle(i, s)) = w;
       sum += w;
     }

@@ -1,6 +1,7 @@
 // Geodesic voxel weights (after Dionne & de Lasa 2013, and the volumetric geodesic distance of
 // Yamamoto et al.): Dijkstra over the domain's node graph from each handle's nodes, then
-// weights from inverse powers of the geodesic distances to the nearest handles.
+// weights from inverse powers of the geodesic distances to the nearest handles, or from the
+// paper's own weight function (GeodesicWeightsOptions::dionne_falloff).
 #ifndef SKINNING_CORE_WEIGHTS_GEODESIC_WEIGHTS_H_
 #define SKINNING_CORE_WEIGHTS_GEODESIC_WEIGHTS_H_
 
@@ -23,6 +24,13 @@ struct GeodesicWeightsOptions {
   // bench/weights_quality on the shared characters (posed distance to their own weights): 2
   // blended far too widely (1.1 % RMS on the arm, 1.4 % on CesiumMan; 12: 0.33 % and 0.25 %).
   double falloff = 12.0;
+  // Dionne & de Lasa 2013's weight function instead of the power law, when in [0, 1]:
+  // w_ih ∝ (1 / ((1 − α) d̂ + α d̂²))², d̂ = (d_ih + ε) / D, D the diagonal of the domain's bounding
+  // box and α this value (the "falloff" of Maya's geodesic voxel bind, 0..1): 0 weighs by the
+  // inverse square of the normalized distance, 1 by its inverse fourth power. Negative (the
+  // default) keeps the power law above, which is sharper and closer to artists' weights on the
+  // shared characters (bench/weights_quality; README, "Automatic weights").
+  double dionne_falloff = -1.0;
   int max_influences = 4;
 
   // INVALID_ARGUMENT naming the first bad field and its value.

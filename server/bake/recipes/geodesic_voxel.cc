@@ -1,5 +1,5 @@
-// Geodesic voxel weights (Dijkstra over the voxel grid, inverse-power falloff): options
-// `geodesic_voxel {falloff}`.
+// Geodesic voxel weights (Dijkstra over the voxel grid, inverse-power falloff or Dionne & de
+// Lasa's weight function): options `geodesic_voxel {falloff, dionne_falloff}`.
 #include "absl/strings/str_format.h"
 #include "server/bake/recipes/bone_weights.h"
 
@@ -19,12 +19,16 @@ class GeodesicVoxelRecipe final : public BoneWeightsRecipe {
     if (!(o.falloff() > 0 && o.falloff() <= kMaxFalloff))
       return absl::InvalidArgumentError(
           absl::StrFormat("options.geodesic_voxel.falloff = %g must be in (0, %g]", o.falloff(), kMaxFalloff));
+    if (o.has_dionne_falloff() && !(o.dionne_falloff() >= 0 && o.dionne_falloff() <= 1))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("options.geodesic_voxel.dionne_falloff = %g must be in [0, 1]", o.dionne_falloff()));
     return absl::OkStatus();
   }
 
   void ToCore(const v1::BakeOptions& options, BakeOptions* core) const override {
     core->method = BakeMethod::kGeodesicVoxel;
     core->geodesic.falloff = options.geodesic_voxel().falloff();
+    if (options.geodesic_voxel().has_dionne_falloff()) core->geodesic.dionne_falloff = options.geodesic_voxel().dionne_falloff();
   }
 };
 

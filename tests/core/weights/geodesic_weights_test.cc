@@ -137,6 +137,50 @@ TEST(GeodesicWeightsTest, WeightsInABoxAreNormalizedInverseDistancePowers) {
   }
 }
 
+// Dionne & de Lasa's weight function: w ∝ (1 / ((1 − α) d̂ + α d̂²))², d̂ = (d + ε) / D with D the
+// diagonal of the nodes' bounding box, against the lattice path lengths.
+TEST(GeodesicWeightsTest, DionneFalloffWeightsInABoxFollowThePapersFunction) {
+  const double h = 0.5;
+  const GridDomain g =
+      MakeGridDomain(Eigen::Vector3i(7, 6, 3), h, [](int, int, int) { return true; });
+  const Eigen::Vector3i a(0, 0, 0), b(6, 5, 2), c(3, 0, 2);
+  const double D = h * std::sqrt(6.0 * 6.0 + 5.0 * 5.0 + 2.0 * 2.0);
+  for (double alpha : {0.0, 0.3, 1.0}) {
+    GeodesicWeightsOptions options;
+    options.dionne_falloff = alpha;
+    const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain,
+                                                                   {{g.Node(a.x(), a.y(), a.z())},
+                                                                    {g.Node(b.x(), b.y(), b.z())},
+                                                                    {g.Node(c.x(), c.y(), c.z())}},
+                                                                   options);
+    ASSERT_TRUE(W.ok()) << W.status();
+    ExpectRowsSumToOne(*W);
+    const double eps = HalfMeanEdge(g.domain);
+    auto weight = [&](double d) {
+      const double n = (d + eps) / D;
+      return 1.0 / std::pow((1 - alpha) * n + alpha * n * n, 2);
+    };
+    for (int z = 0; z < 3; ++z)
+      for (int y = 0; y < 6; ++y)
+        for (int x = 0; x < 7; ++x) {
+          const Eigen::Vector3i p(x, y, z);
+          if (p == a || p == b || p == c) continue;
+          Eigen::Vector3d w(weight(LatticePathLength(p, a, h)), weight(LatticePathLength(p, b, h)),
+                            weight(LatticePathLength(p, c, h)));
+          w /= w.sum();
+          const int i = g.Node(x, y, z);
+          for (int k = 0; k < 3; ++k) EXPECT_NEAR((*W)(i, k), w(k), 1e-12) << "alpha " << alpha << " at " << p.transpose();
+        }
+  }
+  GeodesicWeightsOptions bad;
+  for (double alpha : {1.5, std::nan("")}) {
+    bad.dionne_falloff = alpha;
+    const absl::Status s = GeodesicVoxelWeights(g.domain, {{0}}, bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("dionne_falloff"), std::string::npos) << s;
+  }
+}
+
 TEST(GeodesicWeightsTest, KeepsExactlyTheNearestHandlesInABox) {
   // Seven single-node handles, three influences: every node's weights come from its three
   // nearest handles by closed-form lattice distance (nodes with a tie at the third place are

@@ -78,6 +78,11 @@ TEST(NormalizeBakeOptions, FillsEveryDefaultExplicitly) {
   v1::BakeOptions geo;
   geo.mutable_geodesic_voxel();
   EXPECT_DOUBLE_EQ(NormalizeBakeOptions(geo)->options.geodesic_voxel().falloff(), 12.0);  // as bake.proto says
+  EXPECT_FALSE(NormalizeBakeOptions(geo)->options.geodesic_voxel().has_dionne_falloff());
+  // Dionne & de Lasa's α = 0 is a weight function of its own, not "unset": another bake.
+  v1::BakeOptions dionne = geo;
+  dionne.mutable_geodesic_voxel()->set_dionne_falloff(0);
+  EXPECT_NE(BakeId(kRig, NormalizeBakeOptions(dionne)->options), BakeId(kRig, NormalizeBakeOptions(geo)->options));
   // The same request, filled in or not, is the same bake.
   v1::BakeOptions explicit_bbw = NormalizeBakeOptions(v1::BakeOptions())->options;
   EXPECT_EQ(BakeId(kRig, NormalizeBakeOptions(explicit_bbw)->options),
@@ -96,6 +101,9 @@ TEST(NormalizeBakeOptions, RefusesBadValuesNamingTheField) {
   o = v1::BakeOptions();
   o.mutable_swing_twist()->set_max_iteration_count(900);
   EXPECT_THAT(message(o), HasSubstr("options.swing_twist.max_iteration_count = 900"));
+  o = v1::BakeOptions();
+  o.mutable_geodesic_voxel()->set_dionne_falloff(1.5);
+  EXPECT_THAT(message(o), HasSubstr("options.geodesic_voxel.dionne_falloff = 1.5 must be in [0, 1]"));
   o = v1::BakeOptions();
   o.mutable_bone_heat();
   o.mutable_domain()->mutable_tet_mesh()->add_tets(0);
