@@ -56,6 +56,11 @@ absl::StatusOr<v1::BakeOptions> BakeOptionsFromFlags() {
     if (!options.has_geodesic_voxel()) return absl::InvalidArgumentError("--falloff is for --bake_method=geodesic_voxel");
     options.mutable_geodesic_voxel()->set_falloff(falloff);
   }
+  if (const double alpha = absl::GetFlag(FLAGS_dionne_falloff); alpha >= 0) {
+    if (!options.has_geodesic_voxel())
+      return absl::InvalidArgumentError("--dionne_falloff is for --bake_method=geodesic_voxel");
+    options.mutable_geodesic_voxel()->set_dionne_falloff(alpha);  // the server checks the range
+  }
   if (const std::string tet = absl::GetFlag(FLAGS_tet); !tet.empty()) {
     ASSIGN_OR_RETURN(TetMesh tets, ReadMedit(tet));
     v1::TetMesh* t = options.mutable_domain()->mutable_tet_mesh();

@@ -39,6 +39,8 @@ ABSL_FLAG(int, resolution, 0, "bake: voxel cells along the longest side (0 = ser
 ABSL_FLAG(int, influences, 4, "bake: influences kept per vertex (top k)");
 ABSL_FLAG(std::string, tet, "", "bake: a MEDIT .mesh tet mesh to run the volumetric methods on");
 ABSL_FLAG(double, falloff, 0, "bake: geodesic falloff exponent (0 = server default, 12)");
+ABSL_FLAG(double, dionne_falloff, -1,
+          "bake: geodesic voxel with Dionne & de Lasa's weight function and this falloff in [0, 1] (negative = the power law)");
 ABSL_FLAG(bool, wait, true, "bake: wait for the bake and write its results (--nowait: print its name)");
 ABSL_FLAG(std::string, bake, "", "pose: use this bake's weights; solve: the fast_model bake (rigs/{rig}/bakes/{bake})");
 ABSL_FLAG(std::string, constraints, "", "solve: a JSON constraints file (see the README)");

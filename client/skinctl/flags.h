@@ -34,6 +34,7 @@ ABSL_DECLARE_FLAG(int, resolution);
 ABSL_DECLARE_FLAG(int, influences);
 ABSL_DECLARE_FLAG(std::string, tet);
 ABSL_DECLARE_FLAG(double, falloff);
+ABSL_DECLARE_FLAG(double, dionne_falloff);
 ABSL_DECLARE_FLAG(bool, wait);
 ABSL_DECLARE_FLAG(std::string, bake);
 ABSL_DECLARE_FLAG(std::string, constraints);

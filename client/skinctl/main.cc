@@ -32,7 +32,7 @@ Commands:
   delete RIG Deletes a rig.
   bake      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=..)
             [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model|swing_twist|endpoint|elastic_model]
-            [--resolution=N] [--influences=K] [--tet=FILE.mesh] [--falloff=F] [--out=DIR] [--nowait]
+            [--resolution=N] [--influences=K] [--tet=FILE.mesh] [--falloff=F] [--dionne_falloff=A] [--out=DIR] [--nowait]
             [--weights_bake=BAKE] [--endpoint_method=joint_bbw|projection]
             Bakes on the server with progress, then writes DIR/<rig>-<method>.dmat (dense
             #V x #joints: bone weights; swing_twist: the deformer weights d, plus -swing.dmat and

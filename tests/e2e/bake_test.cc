@@ -10,8 +10,10 @@
 
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "core/io/dmat.h"
 #include "core/io/medit.h"
 #include "core/io/tgf.h"
+#include "core/weights/bake.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/gltf_validator.h"
@@ -379,6 +381,53 @@ TEST(SkinctlBake, WritesDmatAndSkinnedGltfWithPlainProgressLines) {
   EXPECT_TRUE(std::filesystem::exists(out + "/arm-geodesic_voxel.dmat"));
   EXPECT_TRUE(std::filesystem::exists(out + "/arm-geodesic_voxel.glb"));
   SKINNING_EXPECT_VALID_GLTF(testing::GltfFilesIn(out));
+}
+
+// skinctl's --dionne_falloff reaches the bake: the written weights are core's Bake with Dionne &
+// de Lasa's weight function on the rig the server holds, and differ from the power law's; an α
+// outside [0, 1] is refused naming the field, and the flag is refused for another method.
+TEST(SkinctlBake, DionneFalloffBakesThePapersWeightFunction) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  const std::string obj = testing::DataPath("libigl/arm/arm.obj"), tgf = testing::DataPath("libigl/arm/arm.tgf");
+  SKINNING_REQUIRE_DATA(obj);
+  const std::string skinctl = BinaryPath("client/skinctl"), at = "--server=" + server.address();
+  const std::string paper = MakeTempDir("dionne"), power = MakeTempDir("power");
+  auto baked = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel",
+                           "--resolution=32", "--dionne_falloff=1", "--out=" + paper});
+  ASSERT_EQ(baked.exit_code, 0) << baked.output;
+  baked = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel",
+                      "--resolution=32", "--out=" + power});
+  ASSERT_EQ(baked.exit_code, 0) << baked.output;
+  auto W_paper = ReadDmat(paper + "/arm-geodesic_voxel.dmat"), W_power = ReadDmat(power + "/arm-geodesic_voxel.dmat");
+  ASSERT_TRUE(W_paper.ok() && W_power.ok());
+
+  Client client(Options(server));
+  auto rigs = client.ListRigs();
+  ASSERT_TRUE(rigs.ok()) << rigs.status();
+  ASSERT_EQ(rigs->size(), 1u);
+  auto stored = client.GetRig(rigs->front().name(), v1::RIG_VIEW_FULL);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  auto rig = RigFromProto(*stored);
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  BakeOptions options;
+  options.method = BakeMethod::kGeodesicVoxel;
+  options.domain.voxel.resolution = 32;
+  options.geodesic.dionne_falloff = 1;
+  auto expected = Bake(rig->mesh, rig->skeleton, options);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(W_paper->rows(), expected->weights.rows());
+  ASSERT_EQ(W_paper->cols(), expected->weights.cols());
+  EXPECT_LT((*W_paper - expected->weights).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_GT((*W_paper - *W_power).cwiseAbs().maxCoeff(), 0.05) << "the paper's function blends wider";
+
+  auto refused = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel",
+                             "--dionne_falloff=1.5", "--out=" + paper});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("options.geodesic_voxel.dionne_falloff = 1.5 must be in [0, 1]"));
+  refused = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--dionne_falloff=0.5", "--out=" + paper});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("--dionne_falloff is for --bake_method=geodesic_voxel"));
 }
 
 }  // namespace
