@@ -106,72 +106,56 @@ TEST(GeodesicWeightsTest, DistanceInABoxIsTheShortestLatticePath) {
   EXPECT_EQ(report.unreachable_nodes, 0);
 }
 
-TEST(GeodesicWeightsTest, WeightsInABoxAreNormalizedInverseDistancePowers) {
-  const double h = 0.5;
-  const GridDomain g =
-      MakeGridDomain(Eigen::Vector3i(7, 6, 3), h, [](int, int, int) { return true; });
+// A 7 × 6 × 3 box of spacing h with three one-node handles: every node's weights equal
+// `weight(lattice path length + ε)` of each handle, normalized.
+constexpr double kBoxSpacing = 0.5;
+GridDomain Box() { return MakeGridDomain(Eigen::Vector3i(7, 6, 3), kBoxSpacing, [](int, int, int) { return true; }); }
+
+void ExpectBoxWeights(const GeodesicWeightsOptions& options, const std::function<double(double)>& weight,
+                      const std::string& what) {
+  const GridDomain g = Box();
   const Eigen::Vector3i a(0, 0, 0), b(6, 5, 2), c(3, 0, 2);
+  const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(
+      g.domain, {{g.Node(a.x(), a.y(), a.z())}, {g.Node(b.x(), b.y(), b.z())}, {g.Node(c.x(), c.y(), c.z())}},
+      options);
+  ASSERT_TRUE(W.ok()) << W.status();
+  ExpectRowsSumToOne(*W);
+  const double eps = HalfMeanEdge(g.domain);
+  for (int z = 0; z < 3; ++z)
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 7; ++x) {
+        const Eigen::Vector3i p(x, y, z);
+        if (p == a || p == b || p == c) continue;
+        Eigen::Vector3d w(weight(LatticePathLength(p, a, kBoxSpacing) + eps),
+                          weight(LatticePathLength(p, b, kBoxSpacing) + eps),
+                          weight(LatticePathLength(p, c, kBoxSpacing) + eps));
+        w /= w.sum();
+        const int i = g.Node(x, y, z);
+        for (int k = 0; k < 3; ++k) EXPECT_NEAR((*W)(i, k), w(k), 1e-12) << what << " at " << p.transpose();
+      }
+}
+
+TEST(GeodesicWeightsTest, WeightsInABoxAreNormalizedInverseDistancePowers) {
   for (double falloff : {1.0, 2.0, 3.5}) {
     GeodesicWeightsOptions options;
     options.falloff = falloff;
-    const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain,
-                                                                   {{g.Node(a.x(), a.y(), a.z())},
-                                                                    {g.Node(b.x(), b.y(), b.z())},
-                                                                    {g.Node(c.x(), c.y(), c.z())}},
-                                                                   options);
-    ASSERT_TRUE(W.ok()) << W.status();
-    ExpectRowsSumToOne(*W);
-    const double eps = HalfMeanEdge(g.domain);
-    for (int z = 0; z < 3; ++z)
-      for (int y = 0; y < 6; ++y)
-        for (int x = 0; x < 7; ++x) {
-          const Eigen::Vector3i p(x, y, z);
-          if (p == a || p == b || p == c) continue;
-          Eigen::Vector3d w(std::pow(LatticePathLength(p, a, h) + eps, -falloff),
-                            std::pow(LatticePathLength(p, b, h) + eps, -falloff),
-                            std::pow(LatticePathLength(p, c, h) + eps, -falloff));
-          w /= w.sum();
-          const int i = g.Node(x, y, z);
-          for (int k = 0; k < 3; ++k) EXPECT_NEAR((*W)(i, k), w(k), 1e-12) << p.transpose();
-        }
+    ExpectBoxWeights(options, [&](double d) { return std::pow(d, -falloff); }, "falloff " + std::to_string(falloff));
   }
 }
 
 // Dionne & de Lasa's weight function: w ∝ (1 / ((1 − α) d̂ + α d̂²))², d̂ = (d + ε) / D with D the
 // diagonal of the nodes' bounding box, against the lattice path lengths.
 TEST(GeodesicWeightsTest, DionneFalloffWeightsInABoxFollowThePapersFunction) {
-  const double h = 0.5;
-  const GridDomain g =
-      MakeGridDomain(Eigen::Vector3i(7, 6, 3), h, [](int, int, int) { return true; });
-  const Eigen::Vector3i a(0, 0, 0), b(6, 5, 2), c(3, 0, 2);
-  const double D = h * std::sqrt(6.0 * 6.0 + 5.0 * 5.0 + 2.0 * 2.0);
+  const double D = kBoxSpacing * std::sqrt(6.0 * 6.0 + 5.0 * 5.0 + 2.0 * 2.0);
   for (double alpha : {0.0, 0.3, 1.0}) {
     GeodesicWeightsOptions options;
     options.dionne_falloff = alpha;
-    const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain,
-                                                                   {{g.Node(a.x(), a.y(), a.z())},
-                                                                    {g.Node(b.x(), b.y(), b.z())},
-                                                                    {g.Node(c.x(), c.y(), c.z())}},
-                                                                   options);
-    ASSERT_TRUE(W.ok()) << W.status();
-    ExpectRowsSumToOne(*W);
-    const double eps = HalfMeanEdge(g.domain);
-    auto weight = [&](double d) {
-      const double n = (d + eps) / D;
+    ExpectBoxWeights(options, [&](double d) {
+      const double n = d / D;
       return 1.0 / std::pow((1 - alpha) * n + alpha * n * n, 2);
-    };
-    for (int z = 0; z < 3; ++z)
-      for (int y = 0; y < 6; ++y)
-        for (int x = 0; x < 7; ++x) {
-          const Eigen::Vector3i p(x, y, z);
-          if (p == a || p == b || p == c) continue;
-          Eigen::Vector3d w(weight(LatticePathLength(p, a, h)), weight(LatticePathLength(p, b, h)),
-                            weight(LatticePathLength(p, c, h)));
-          w /= w.sum();
-          const int i = g.Node(x, y, z);
-          for (int k = 0; k < 3; ++k) EXPECT_NEAR((*W)(i, k), w(k), 1e-12) << "alpha " << alpha << " at " << p.transpose();
-        }
+    }, "alpha " + std::to_string(alpha));
   }
+  const GridDomain g = Box();
   GeodesicWeightsOptions bad;
   for (double alpha : {1.5, std::nan("")}) {
     bad.dionne_falloff = alpha;
