@@ -393,14 +393,14 @@ absl::StatusOr<ElasticModel::Prediction> ElasticModel::NextStart(const FrameHist
   // DQS moves each node by its own blended rigid motion, so carrying X + s·C is carrying X plus
   // the blended rotations applied to s·C.
   const RowMatrixX3d shifted = last.X + p.continuation * last.correction;
-  ASSIGN_OR_RETURN(RowMatrixX3d predicted, CarryForward(shifted, last.T, T));
-  // Where the path of minimizers turns (a bend that starts to buckle, say) the last correction
-  // points the wrong way; the carried start is kept when its energy is the lower one.
-  if (Energy(predicted) < Energy(p.carried)) {
-    p.start = std::move(predicted);
-    p.predicted = true;
-  }
+  ASSIGN_OR_RETURN(p.start, CarryForward(shifted, last.T, T));
+  p.predicted = true;
   return p;
+}
+
+std::vector<const RowMatrixX3d*> ElasticModel::Prediction::Starts() const {
+  if (predicted) return {&start, &carried};
+  return {&carried};
 }
 
 ElasticModel::FrameHistory ElasticModel::NextHistory(const FrameHistory& last, const Prediction& prediction,
@@ -414,6 +414,15 @@ ElasticModel::FrameHistory ElasticModel::NextHistory(const FrameHistory& last, c
 }
 
 absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine3d>& T, const RowMatrixX3d* initial,
+                                                 const ElasticOptions& options, ElasticReport* report,
+                                                 const Progress& progress) const {
+  std::vector<const RowMatrixX3d*> starts;
+  if (initial != nullptr) starts.push_back(initial);
+  return Solve(T, starts, options, report, progress);
+}
+
+absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine3d>& T,
+                                                 const std::vector<const RowMatrixX3d*>& starts,
                                                  const ElasticOptions& options, ElasticReport* report,
                                                  const Progress& progress) const {
   const auto t0 = Clock::now();
@@ -441,16 +450,15 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
           "options.volume_weight > 0 needs a voxel domain of cube cells; this domain has other elements");
     }
   }
-  RowMatrixX3d X;
-  if (initial != nullptr) {
-    if (initial->rows() != n) {
+  for (size_t k = 0; k < starts.size(); ++k) {
+    // "initial" for the one-start Solve, whose callers name it so.
+    const std::string what = starts.size() == 1 ? "initial" : absl::StrFormat("starts[%d]", k);
+    if (starts[k] == nullptr) return absl::InvalidArgumentError(what + " is null");
+    if (starts[k]->rows() != n) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("initial has %d rows; the domain has %d nodes", initial->rows(), n));
+          absl::StrFormat("%s has %d rows; the domain has %d nodes", what, starts[k]->rows(), n));
     }
-    if (!initial->allFinite()) return absl::InvalidArgumentError("initial has a non-finite coordinate");
-    X = *initial;
-  } else {
-    ASSIGN_OR_RETURN(X, DefaultStart(T));
+    if (!starts[k]->allFinite()) return absl::InvalidArgumentError(what + " has a non-finite coordinate");
   }
   const int np = static_cast<int>(im.pinned_nodes.size());
   const int nf = static_cast<int>(im.free_nodes.size());
@@ -459,10 +467,10 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
     const int v = im.pinned_nodes[p];
     const Eigen::Vector3d rest = im.domain.nodes.row(v).transpose();
     Xc.row(p) = (options.pin_map ? options.pin_map(im.pinned_joint[p], rest) : T[im.pinned_joint[p]] * rest).transpose();
-    X.row(v) = Xc.row(p);
   }
   const Eigen::MatrixXd rhs_pinned = -(im.L_fc * Xc);  // #free by 3
 
+  RowMatrixX3d X;  // the iterate (first each candidate start, then the chosen one)
   const ElasticEnergy& en = im.energy;
   const int m = en.num_elements();
   const int npe = static_cast<int>(en.elements.cols());
@@ -498,22 +506,32 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
   };
 
   ElasticReport rep;
+  // The start: the lowest energy among the given starts (and the default start), each with its
+  // pinned nodes placed; X, b and E_prev are the chosen start's.
   Eigen::MatrixXd b;
-  double E_prev = local(&b);
-  if (initial != nullptr && options.keep_lower_start) {
-    const RowMatrixX3d given = X;
-    ASSIGN_OR_RETURN(X, DefaultStart(T));
-    for (int p = 0; p < np; ++p) X.row(im.pinned_nodes[p]) = Xc.row(p);
-    Eigen::MatrixXd b_default;
-    const double E_default = local(&b_default);
-    if (E_default < E_prev) {
-      E_prev = E_default;
-      b = std::move(b_default);
-      rep.started_from_default = true;
+  double E_prev = 0.0;
+  const int candidates = static_cast<int>(starts.size()) + ((starts.empty() || options.keep_lower_start) ? 1 : 0);
+  for (int k = 0; k < candidates; ++k) {
+    const bool is_default = k == static_cast<int>(starts.size());
+    RowMatrixX3d Xk;
+    if (is_default) {
+      ASSIGN_OR_RETURN(Xk, DefaultStart(T));
     } else {
-      X = given;
+      Xk = *starts[k];
+    }
+    for (int p = 0; p < np; ++p) Xk.row(im.pinned_nodes[p]) = Xc.row(p);
+    std::swap(X, Xk);  // local() reads X
+    Eigen::MatrixXd bk;
+    const double Ek = local(&bk);
+    if (k == 0 || Ek < E_prev) {
+      E_prev = Ek;
+      b = std::move(bk);
+      rep.start_index = is_default ? -1 : k;
+    } else {
+      std::swap(X, Xk);  // keep the better start in X
     }
   }
+  rep.started_from_default = !starts.empty() && rep.start_index == -1;
   rep.initial_energy = E_prev;
   rep.stop_reason = "max_iterations";
 

@@ -101,6 +101,7 @@ struct ElasticReport {
   double initial_energy = 0.0;  // E of the start, before the first iteration
   int anderson_rejected = 0;    // accelerated steps refused by the energy check (plain step taken)
   bool started_from_default = false;  // keep_lower_start chose the default start over `initial`
+  int start_index = -1;  // the start taken: an index into `starts` (0 for `initial`), −1 the default
   // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
 
   // "87 iterations (converged), energy 0.0312 → 0.00451, 1.2 s"
@@ -146,6 +147,13 @@ class ElasticModel {
   absl::StatusOr<RowMatrixX3d> Solve(const std::vector<Eigen::Affine3d>& T, const RowMatrixX3d* initial,
                                      const ElasticOptions& options, ElasticReport* report = nullptr,
                                      const Progress& progress = {}) const;
+  // The same from whichever of `starts` (each #N by 3, pinned nodes placed first) has the lowest
+  // energy, and the default start too with options.keep_lower_start (or when `starts` is empty).
+  // Each start's energy comes from the local step the first iteration needs anyway, so choosing
+  // costs one local step per extra start. report->start_index says which was taken.
+  absl::StatusOr<RowMatrixX3d> Solve(const std::vector<Eigen::Affine3d>& T,
+                                     const std::vector<const RowMatrixX3d*>& starts, const ElasticOptions& options,
+                                     ElasticReport* report = nullptr, const Progress& progress = {}) const;
   // The default start of Solve (see there) for transforms T (#joints); the pinned nodes are set
   // exactly. INVALID_ARGUMENT for a wrong T count.
   absl::StatusOr<RowMatrixX3d> DefaultStart(const std::vector<Eigen::Affine3d>& T) const;
@@ -170,7 +178,9 @@ class ElasticModel {
     RowMatrixX3d start;    // the start for the new frame
     RowMatrixX3d carried;  // CarryForward(last.X, last.T, T): the new frame's history needs it
     double continuation = 0.0;  // s below; 0 when the history has no correction
-    bool predicted = false;     // start is the prediction (else it is `carried`)
+    bool predicted = false;     // start is a prediction (s ≠ 0; else it is `carried`)
+    // The starts to give Solve: {&start, &carried} after a prediction, else {&carried}.
+    std::vector<const RowMatrixX3d*> Starts() const;
   };
   // The next frame's start from the last frame: X carried forward (CarryForward) plus the last
   // correction carried along with it, scaled by s, the new joint motion's projection onto the
@@ -179,9 +189,9 @@ class ElasticModel {
   // at the same pace (s = 1) starts the new frame from a second-order prediction instead of the
   // first-order carried start: in bench/emw_bench a 1° step of a 90° bend takes 3 iterations
   // instead of 8. A reversal (s = −1) undoes the correction; a motion across the last (s = 0) is
-  // the plain carried start. The prediction is taken only when its energy is below the carried
-  // start's (where the path of minimizers turns, the last correction can point the wrong way).
-  // INVALID_ARGUMENT for wrong counts or shapes.
+  // the plain carried start. Solve from {start, carried} (the multi-start Solve) so that the
+  // prediction is taken only when its energy is the lower: where the path of minimizers turns,
+  // the last correction can point the wrong way. INVALID_ARGUMENT for wrong counts or shapes.
   absl::StatusOr<Prediction> NextStart(const FrameHistory& last, const std::vector<Eigen::Affine3d>& T) const;
   // The history after solving frame T to X from `prediction` (made from `last`).
   static FrameHistory NextHistory(const FrameHistory& last, const Prediction& prediction,

@@ -37,7 +37,9 @@ class ElasticDeformer final : public Deformer {
     }
     ElasticOptions options;
     options.keep_lower_start = true;
-    ASSIGN_OR_RETURN(RowMatrixX3d X, model.Solve(frame.transforms, prediction ? &prediction->start : nullptr, options));
+    ASSIGN_OR_RETURN(RowMatrixX3d X, model.Solve(frame.transforms,
+                                                 prediction ? prediction->Starts() : std::vector<const RowMatrixX3d*>{},
+                                                 options));
     const RowMatrixX3d U = model.ToMesh(X);
     for (int i = 0; i < U.size(); ++i) out->positions[i] = static_cast<float>(U.data()[i]);
     if (memory != nullptr) {

@@ -321,7 +321,7 @@ TEST(ElasticModel, KeepLowerStartTakesTheWarmStartForASmallStepAndTheDefaultAfte
 // s = −1 and a start nearer the 100° solution than the carried one; a twist about the bone, across
 // the bend's motion, gives s = 0 and the carried start itself. Where the path of minimizers turns
 // (on this coarse cylinder between 85° and 90°: the correction of the 85° → 90° step is 3× that of
-// 90° → 95°), the prediction is refused for its higher energy and the carried start is kept.
+// 90° → 95°), the prediction has the higher energy and Solve, given both, keeps the carried start.
 TEST(ElasticModel, NextStartPredictsAlongAMotionThatGoesOnAndUndoesItOnAReversal) {
   CylinderModel c = MakeCylinderModel(20);
   ElasticOptions tight;
@@ -355,6 +355,15 @@ TEST(ElasticModel, NextStartPredictsAlongAMotionThatGoesOnAndUndoesItOnAReversal
   EXPECT_TRUE(on->predicted);
   EXPECT_LT(distance(on->start, X110), 0.5 * distance(on->carried, X110));
   EXPECT_LT(c.model->Energy(on->start), c.model->Energy(on->carried));
+  // Solved from both starts, the prediction is taken (the lower energy) and reaches the minimizer.
+  ElasticOptions session;
+  session.keep_lower_start = true;
+  ElasticReport taken;
+  absl::StatusOr<RowMatrixX3d> X = c.model->Solve(Bend(110), on->Starts(), session, &taken);
+  ASSERT_TRUE(X.ok()) << X.status();
+  EXPECT_EQ(taken.start_index, 0);
+  EXPECT_NEAR(taken.initial_energy, c.model->Energy(on->start), 1e-9 * taken.initial_energy);
+  EXPECT_NEAR(taken.energy.back(), c.model->Energy(X110), 1e-4 * taken.energy.back());
 
   absl::StatusOr<ElasticModel::Prediction> back = c.model->NextStart(h, Bend(100));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -372,8 +381,15 @@ TEST(ElasticModel, NextStartPredictsAlongAMotionThatGoesOnAndUndoesItOnAReversal
   absl::StatusOr<ElasticModel::Prediction> turn = c.model->NextStart(history(85, 90, X85, X90), Bend(95));
   ASSERT_TRUE(turn.ok()) << turn.status();
   EXPECT_NEAR(turn->continuation, 1.0, 1e-9);
-  EXPECT_FALSE(turn->predicted);
-  EXPECT_EQ(turn->start, turn->carried);
+  EXPECT_GT(c.model->Energy(turn->start), c.model->Energy(turn->carried));
+  ElasticReport refused;
+  ASSERT_TRUE(c.model->Solve(Bend(95), turn->Starts(), session, &refused).ok());
+  EXPECT_EQ(refused.start_index, 1) << "the carried start, the lower energy";
+  EXPECT_FALSE(refused.started_from_default);
+  EXPECT_NEAR(refused.initial_energy, c.model->Energy(turn->carried), 1e-9 * refused.initial_energy);
+  const RowMatrixX3d wrong(3, 3);
+  EXPECT_EQ(c.model->Solve(Bend(95), {&turn->start, &wrong}, session).status().code(),
+            absl::StatusCode::kInvalidArgument);
 
   ElasticModel::FrameHistory broken = h;
   broken.correction.conservativeResize(3, 3);
