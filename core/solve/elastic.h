@@ -71,9 +71,9 @@ struct ElasticOptions {
   // al. 2018; 0 = plain local/global). An accelerated step is kept only when it lowers E, else
   // the plain step is taken, so E stays non-increasing. bench/emw_bench measures the default.
   int anderson_history = 5;
-  // With `initial` given to Solve: start from whichever of it and the default start has the
-  // lower energy once the pinned nodes are placed (a session's last frame is usually nearer the
-  // new minimizer; after a jump in the pose the default start may be).
+  // With `initial` (or `starts`) given to Solve: the default start competes too, and the lowest
+  // energy once the pinned nodes are placed is taken (a session's last frame is usually nearer
+  // the new minimizer; after a jump in the pose the default start may be).
   bool keep_lower_start = false;
   // κ ≥ 0: adds κ · Σ_e ½ ω_e Σ_edges |d − V_e d̃|² to E, V_e the matrix of determinant 1 nearest
   // (Frobenius) to the element's best-fit deformation gradient F_e — the volume constraint of
