@@ -28,16 +28,16 @@ inline float Canon(double x) { return static_cast<float>(x) + 0.0f; }
 
 }  // namespace
 
-absl::Status TransformLengths(const v1::Transform& t, const std::string& where) {
+absl::Status TransformLengths(const v1::Transform& t, absl::FunctionRef<std::string()> where) {
   if (t.translation_size() != 0 && t.translation_size() != 3)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s.translation has %d values, expected 3 (or none)", where, t.translation_size()));
+        "%s.translation has %d values, expected 3 (or none)", where(), t.translation_size()));
   if (t.rotation_size() != 0 && t.rotation_size() != 4)
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s.rotation has %d values, expected 4 (x, y, z, w) or none", where, t.rotation_size()));
+        "%s.rotation has %d values, expected 4 (x, y, z, w) or none", where(), t.rotation_size()));
   if (t.scale_size() != 0 && t.scale_size() != 3)
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s.scale has %d values, expected 3 (or none)", where, t.scale_size()));
+        absl::StrFormat("%s.scale has %d values, expected 3 (or none)", where(), t.scale_size()));
   return absl::OkStatus();
 }
 
@@ -134,7 +134,7 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits) 
   for (int j = 0; j < nj; ++j) {
     const v1::Joint& pj = proto.skeleton().joints(j);
     const std::string where = absl::StrFormat("rig.skeleton.joints[%d]", j);
-    RETURN_IF_ERROR(TransformLengths(pj.rest(), where + ".rest"));
+    RETURN_IF_ERROR(TransformLengths(pj.rest(), [&] { return where + ".rest"; }));
     Joint& joint = rig.skeleton.joints[j];
     joint.name = pj.name();
     joint.parent = pj.parent();
@@ -273,9 +273,7 @@ absl::StatusOr<Pose> PoseFromProto(const v1::Pose& proto, const Skeleton& skelet
         skeleton.size()));
   pose.local.resize(proto.joints_size());
   for (int j = 0; j < proto.joints_size(); ++j) {
-    // The field's name is formatted only for an error (this runs on every posed frame).
-    if (!TransformLengths(proto.joints(j), "").ok())
-      return TransformLengths(proto.joints(j), absl::StrFormat("%s.joints[%d]", field, j));
+    RETURN_IF_ERROR(TransformLengths(proto.joints(j), [&] { return absl::StrFormat("%s.joints[%d]", field, j); }));
     pose.local[j] = TransformFromProto(proto.joints(j));
   }
   RETURN_IF_ERROR(ValidatePose(skeleton, pose, field));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "core/rig/pose.h"
 #include "core/weights/bake_report.h"
@@ -30,8 +31,9 @@ absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits =
 // Core rig → wire rig, every field explicit (so the result is canonical for hashing).
 v1::Rig RigToProto(const Rig& rig);
 
-// INVALID_ARGUMENT naming `where` unless translation/rotation/scale have 3/4/3 values or none.
-absl::Status TransformLengths(const v1::Transform& t, const std::string& where);
+// INVALID_ARGUMENT naming where() unless translation/rotation/scale have 3/4/3 values or none.
+// where() is called only for the error (posing checks every joint of every frame).
+absl::Status TransformLengths(const v1::Transform& t, absl::FunctionRef<std::string()> where);
 Transform TransformFromProto(const v1::Transform& proto);  // caller validates the lengths
 void TransformToProto(const Transform& t, v1::Transform* proto);
 

@@ -86,7 +86,7 @@ absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::Creat
       if (j < 0)
         return absl::InvalidArgumentError(
             absl::StrFormat("%s: the rig has no joint named '%s' (%d joints)", where, name, skeleton.size()));
-      RETURN_IF_ERROR(TransformLengths(t, where));
+      RETURN_IF_ERROR(TransformLengths(t, [&] { return where; }));
       // Fields given replace the rest value; fields left empty keep it.
       Transform& local = pose.local[j];
       if (t.translation_size() == 3) local.translation = Eigen::Vector3d(t.translation(0), t.translation(1), t.translation(2));
