@@ -135,18 +135,26 @@ int Run(int resolution, int threads, bool gold_standard) {
     return 1;
   }
   const double create_s = Since(t);
-  std::vector<Eigen::Affine3d> T(2, Eigen::Affine3d::Identity());
-  const Eigen::Vector3d elbow(1, 0, 0);
-  T[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ()) *
-         Eigen::Translation3d(-elbow);
-  auto solve = [&](const std::vector<Eigen::Affine3d>& pose, const RowMatrixX3d* initial, int history,
-                   double tolerance, ElasticReport* rep) -> absl::StatusOr<RowMatrixX3d> {
+  // The bone transforms of the elbow bent by `degrees` about z.
+  auto bend = [](double degrees) {
+    const Eigen::Vector3d elbow(1, 0, 0);
+    std::vector<Eigen::Affine3d> B(2, Eigen::Affine3d::Identity());
+    B[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ()) *
+           Eigen::Translation3d(-elbow);
+    return B;
+  };
+  const std::vector<Eigen::Affine3d> T = bend(90);
+  auto solve_options = [&](int history, double tolerance) {
     ElasticOptions eo;
     eo.threads = threads;
     eo.anderson_history = history;
     eo.relative_tolerance = tolerance;
     eo.max_iterations = 5000;
-    return (*model)->Solve(pose, initial, eo, rep);
+    return eo;
+  };
+  auto solve = [&](const std::vector<Eigen::Affine3d>& pose, const RowMatrixX3d* initial, int history,
+                   double tolerance, ElasticReport* rep) -> absl::StatusOr<RowMatrixX3d> {
+    return (*model)->Solve(pose, initial, solve_options(history, tolerance), rep);
   };
   const double tol = ElasticOptions().relative_tolerance;
   const int history = std::getenv("EMW_HISTORY") ? std::atoi(std::getenv("EMW_HISTORY")) : ElasticOptions().anderson_history;
@@ -202,12 +210,6 @@ int Run(int resolution, int threads, bool gold_standard) {
   std::printf("%-20s %14s %14s %14s %14s %9s %9s   %s\n", "next frame (90deg+)", "cold s / it", "last s / it",
               "carried s / it", "predict s / it", "carried %", "predict %", "final E rel. to reference: cold carried predict");
   for (double step : {1.0, 2.0, 5.0, 10.0}) {
-    auto bend = [&](double degrees) {
-      std::vector<Eigen::Affine3d> B = T;
-      B[1] = Eigen::Translation3d(elbow) * Eigen::AngleAxisd(degrees * M_PI / 180, Eigen::Vector3d::UnitZ()) *
-             Eigen::Translation3d(-elbow);
-      return B;
-    };
     const std::vector<Eigen::Affine3d> T0 = bend(90 - step), T2 = bend(90 + step);
     ElasticReport before, cold, warm, carried, predicted, ref;
     // The session's history: the frame before solved cold, then the 90° frame (X, solved above).
@@ -220,11 +222,7 @@ int Run(int resolution, int threads, bool gold_standard) {
     // The session's frame: NextStart, then Solve from the lower-energy of its starts (both timed).
     const auto t_predict = Clock::now();
     absl::StatusOr<ElasticModel::Prediction> next = (*model)->NextStart(last, T2);
-    ElasticOptions session;
-    session.threads = threads;
-    session.anderson_history = history;
-    session.relative_tolerance = tol;
-    session.max_iterations = 5000;
+    ElasticOptions session = solve_options(history, tol);
     session.keep_lower_start = true;  // as the server's elastic deformer
     const bool predicted_ok = next.ok() && (*model)->Solve(T2, next->Starts(), session, &predicted).ok();
     const double predicted_seconds = Since(t_predict);
