@@ -95,7 +95,7 @@ RedisBakeQueue::~RedisBakeQueue() { Shutdown(); }
 absl::Status RedisBakeQueue::EnsureGroup() {
   absl::StatusOr<RedisReplyPtr> r = pool_.Command({"XGROUP", "CREATE", stream_, kGroup, "0", "MKSTREAM"}, "bake queue");
   if (!r.ok() && absl::StrContains(r.status().message(), "BUSYGROUP")) return absl::OkStatus();
-  return r.status();
+  return pool_.ForOperator(r.status());  // at startup
 }
 
 absl::StatusOr<RedisBakeQueue::Record> RedisBakeQueue::Read(const std::string& bake_id) {

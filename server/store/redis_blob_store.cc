@@ -83,12 +83,12 @@ class RedisBlobStore : public BlobStore {
   RedisBlobStore(std::string host, int port, std::string key_prefix)
       : prefix_(std::move(key_prefix)), pool_(std::move(host), port) {}
 
+  // At startup: errors name the endpoint (they go to the operator, not to a client).
   absl::Status Ping() {
-    ASSIGN_OR_RETURN(Reply reply, Command({"PING"}, "PING"));
-    if (reply->type != REDIS_REPLY_STATUS ||
-        absl::string_view(reply->str, reply->len) != "PONG")
-      return absl::FailedPreconditionError(
-          absl::StrCat("redis at ", Endpoint(), " did not answer PING with PONG"));
+    absl::StatusOr<Reply> reply = Command({"PING"}, "PING");
+    if (!reply.ok()) return pool_.ForOperator(reply.status());
+    if ((*reply)->type != REDIS_REPLY_STATUS || absl::string_view((*reply)->str, (*reply)->len) != "PONG")
+      return pool_.ForOperator(absl::FailedPreconditionError("did not answer PING with PONG"));
     return absl::OkStatus();
   }
 
@@ -231,7 +231,6 @@ class RedisBlobStore : public BlobStore {
   absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what) {
     return pool_.IntegerCommand(args, what);
   }
-  std::string Endpoint() const { return pool_.Endpoint(); }
 
   const std::string prefix_;
   RedisPool pool_;

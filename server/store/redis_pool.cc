@@ -33,10 +33,9 @@ absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) 
 absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
   Connection c(redisConnectWithTimeout(host_.c_str(), port_, kConnectTimeout));
   if (c == nullptr) return absl::ResourceExhaustedError("cannot allocate a redis connection");
-  if (c->err) return absl::UnavailableError(absl::StrCat("cannot connect to redis at ", Endpoint(), ": ", c->errstr));
+  if (c->err) return absl::UnavailableError(absl::StrCat("cannot connect to the shared store (redis): ", c->errstr));
   if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK || redisEnableKeepAlive(c.get()) != REDIS_OK)
-    return absl::UnavailableError(
-        absl::StrCat("cannot configure the connection to redis at ", Endpoint(), ": ", c->errstr));
+    return absl::UnavailableError(absl::StrCat("cannot configure the connection to the shared store (redis): ", c->errstr));
   return c;
 }
 
@@ -76,7 +75,7 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
         idle_.clear();
         continue;
       }
-      return absl::UnavailableError(absl::StrCat(what, ": redis at ", Endpoint(), ": ", error));
+      return absl::UnavailableError(absl::StrCat(what, ": the shared store (redis) is unreachable: ", error));
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -92,6 +91,11 @@ absl::StatusOr<int64_t> RedisPool::IntegerCommand(const std::vector<absl::string
   if (reply->type != REDIS_REPLY_INTEGER)
     return absl::InternalError(absl::StrCat(what, ": unexpected redis reply type ", reply->type));
   return static_cast<int64_t>(reply->integer);
+}
+
+absl::Status RedisPool::ForOperator(const absl::Status& status) const {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat("redis at ", Endpoint(), ": ", status.message()));
 }
 
 void IgnoreSigpipeForRedis() {

@@ -27,14 +27,17 @@ class RedisPool {
  public:
   RedisPool(std::string host, int port) : host_(std::move(host)), port_(port) {}
 
-  // One command (every argument binary-safe). `what` starts every error message. An error reply
-  // is INTERNAL (UNAVAILABLE for Redis's transient states, RESOURCE_EXHAUSTED for OOM). Only use
+  // One command (every argument binary-safe). `what` starts every error message; no message names
+  // the endpoint (errors reach clients, and Redis's address is the cluster's business: callers
+  // that speak to the operator, such as the checks at startup, add it). An error reply is INTERNAL (UNAVAILABLE for Redis's transient states, RESOURCE_EXHAUSTED for OOM). Only use
   // commands that are safe to repeat: a command whose connection broke may have run.
   absl::StatusOr<RedisReplyPtr> Command(const std::vector<absl::string_view>& args, const std::string& what);
   // Command, expecting an integer reply.
   absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what);
 
   std::string Endpoint() const { return host_ + ":" + std::to_string(port_); }
+  // `status` with the endpoint in front, for messages to the operator (startup, the server's log).
+  absl::Status ForOperator(const absl::Status& status) const;
 
  private:
   struct ContextDeleter {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Checks that no error the server sent a client names a server filesystem path.
+"""Checks that no error the server sent a client names a server filesystem path or an address.
 
 Every server the test suites spawn logs each error it sends (gRPC status, Connect error body,
 WebSocket close reason, HTTP refusal) to build/tests/client-errors/*.log, one line
 "door<TAB>code<TAB>message" (server/api/client_errors.h). This reads them all and fails on any
-message with an absolute path or one of the given directories in it; it also fails when there are
+message with an absolute path, one of the given directories or a host:port (the shared store's
+address, say: the cluster's layout is not the client's business) in it; it also fails when there are
 too few errors to mean anything (the logging broke), so it cannot pass vacuously.
 
   check_client_errors.py LOG_DIR [--min_errors N] [--dir D ...]
@@ -20,6 +21,9 @@ import sys
 # well-known root on its own.
 ABSOLUTE = re.compile(r"(?<![\w.:/-])/(?:[\w.+@-]+/)+[\w.+@-]*")
 ROOTS = re.compile(r"(?<![\w.:/-])/(?:tmp|home|root|work|var|usr|etc|proc|dev|run|srv|opt|mnt)\b")
+# An address with a port: an IPv4 address, localhost or a name with a dot, then ":" and a port
+# (not a time such as "12:30", nor "rigs[2]:3").
+ENDPOINT = re.compile(r"\b(?:(?:\d{1,3}\.){3}\d{1,3}|localhost|[a-z][\w-]*(?:\.[a-z][\w-]*)+):\d{2,5}\b", re.I)
 # The front door's own URL paths are not files: /skinning.v1.<Service>/<Method>, /grpc.…
 URL = re.compile(r"^/(?:skinning\.v1\.|grpc\.|healthz|metrics|ws/)")
 
@@ -31,8 +35,11 @@ def offending(message, dirs):
     for m in ABSOLUTE.finditer(message):
         if not URL.match(m.group(0)):
             return m.group(0)
-    m = ROOTS.search(message)
-    return m.group(0) if m else None
+    for pattern in (ROOTS, ENDPOINT):
+        m = pattern.search(message)
+        if m:
+            return m.group(0)
+    return None
 
 
 def main():
@@ -66,7 +73,7 @@ def main():
             print(f"FAIL: no error left by the {d} door")
             status = 1
     for leak in leaks:
-        print("FAIL: a server path reached a client: " + leak)
+        print("FAIL: a server path or address reached a client: " + leak)
     return 1 if leaks else status
 
 
