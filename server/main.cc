@@ -11,6 +11,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/synchronization/mutex.h"
+#include "server/protobuf_log.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
   // every lock and unlock updated a global lock-order graph (4-5 % of the server's CPU under
   // bench/load). The tests keep it; the server does not need it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Protobuf logs a line for each request with a string that is not UTF-8: at most 10 per 10 s.
+  skinning::LimitProtobufLogging();
 
   // Block the shutdown signals in every thread (gRPC's included) and take them with sigwait.
   sigset_t signals;

@@ -488,5 +488,40 @@ TEST(HttpMetricsTest, FrontDoorCallsCountInTheGrpcSeries) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// Protobuf writes a line to stderr for every request with a string field that is not UTF-8, so a
+// hostile client could fill the server's log at its request rate; the server lets 10 such lines
+// through per 10 s and says it drops the rest (server/protobuf_log.h). Both doors share it: the
+// binary Connect door is used here.
+TEST(HttpLogTest, RequestsThatAreNotUtf8FillTheLogWithAtMostTenLinesPerTenSeconds) {
+  const std::string err = MakeTempDir("stderr") + "/server.err";
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0"},
+                       {"/bin/sh", "-c", "exec \"$@\" 2>>\"$0\"", err});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0);
+  // GetRigRequest.name (field 1, a string) = the bytes ff fe.
+  const std::string not_utf8("\x0a\x02\xff\xfe", 4);
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kRequests = 300;
+  for (int i = 0; i < kRequests; ++i) {
+    auto r = HttpCall(port, "POST", std::string(kRigService) + "GetRig", not_utf8,
+                      {{"Content-Type", "application/proto"}});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->status, 400) << r->body;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::ifstream in(err);
+  int protobuf_lines = 0, dropped_notes = 0;
+  for (std::string line; std::getline(in, line);) {
+    protobuf_lines += line.find("[libprotobuf ERROR") != std::string::npos && line.find("UTF-8") != std::string::npos;
+    dropped_notes += line.find("protobuf log lines in 10s") != std::string::npos;
+  }
+  const int windows = 1 + static_cast<int>(seconds / 10);
+  EXPECT_GE(protobuf_lines, 10) << "the first lines of a window still reach the log";
+  EXPECT_LE(protobuf_lines, 10 * windows) << kRequests << " bad requests in " << seconds << " s";
+  EXPECT_GE(dropped_notes, 1) << "the log says that it drops lines";
+  EXPECT_LE(dropped_notes, windows);
+}
+
 }  // namespace
 }  // namespace skinning

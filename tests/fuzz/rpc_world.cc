@@ -8,6 +8,7 @@
 
 #include "core/rig/pose.h"
 #include "server/convert/convert.h"
+#include "server/protobuf_log.h"
 #include "tests/support/fixtures.h"
 
 namespace skinning::fuzz {
@@ -42,6 +43,7 @@ std::string Bake(RpcWorld& w, const std::string& rig, const v1::BakeOptions& opt
 
 RpcWorld* Build() {
   auto* w = new RpcWorld;
+  LimitProtobufLogging();  // as skinning-server does: mutated strings are often not UTF-8
   w->store_dir = (std::filesystem::temp_directory_path() /
                   ("rpc-fuzz-store-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(w->store_dir);
