@@ -531,7 +531,6 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
       std::swap(X, Xk);  // keep the better start in X
     }
   }
-  rep.started_from_default = !starts.empty() && rep.start_index == -1;
   rep.initial_energy = E_prev;
   rep.stop_reason = "max_iterations";
 

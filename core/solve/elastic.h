@@ -100,8 +100,9 @@ struct ElasticReport {
   std::string stop_reason;     // "converged" or "max_iterations"
   double initial_energy = 0.0;  // E of the start, before the first iteration
   int anderson_rejected = 0;    // accelerated steps refused by the energy check (plain step taken)
-  bool started_from_default = false;  // keep_lower_start chose the default start over `initial`
-  int start_index = -1;  // the start taken: an index into `starts` (0 for `initial`), −1 the default
+  // The start taken: an index into `starts` (0 for `initial`), or −1 for the default start (none
+  // given, or keep_lower_start chose it over the given ones).
+  int start_index = -1;
   // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
 
   // "87 iterations (converged), energy 0.0312 → 0.00451, 1.2 s"
