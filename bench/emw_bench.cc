@@ -235,7 +235,10 @@ int Run(int resolution, int threads, bool gold_standard) {
     auto rel = [&](const ElasticReport& r) { return (r.energy.back() - e_ref) / e_ref; };
     char name[64];
     predicted.seconds = predicted_seconds;  // with NextStart and the choice of start
-    std::snprintf(name, sizeof name, "  step %g deg%s", step, predicted.start_index == 0 ? "" : " (carried kept)");
+    const char* kept = predicted.start_index < 0                                      ? " (default kept)"
+                       : next->Starts()[predicted.start_index] == &next->carried ? " (carried kept)"
+                                                                                     : "";
+    std::snprintf(name, sizeof name, "  step %g deg%s", step, kept);
     std::printf("%-20s %7.3f / %4d %7.3f / %4d %7.3f / %4d %7.3f / %4d %8.0f%% %8.0f%%   %+.1e %+.1e %+.1e\n", name,
                 cold.seconds, cold.iterations, warm.seconds, warm.iterations, carried.seconds, carried.iterations,
                 predicted.seconds, predicted.iterations, 100.0 * carried.seconds / cold.seconds,
