@@ -23,6 +23,8 @@
 //   ./build/bench/load --workload=pose_transforms --concurrency=16 --duration=5
 //   ./build/bench/load --workload=session --rate=2000
 //   ./build/bench/load --sweep --duration=5    # each pose row followed by its echo baseline
+//   ./build/bench/load --sweep --repeat=5      # five pose/echo pairs per row, order alternating,
+//                                              # then the median ratio of the pairs
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -80,6 +82,10 @@ ABSL_FLAG(int, joints, 20, "joints of the generated tube's chain");
 ABSL_FLAG(bool, sweep, false,
           "run pose_transforms and pose_vertices at concurrency 1, 16, 64, each followed by its echo baseline, "
           "and session and fast at 1, 16 (closed loop) and print one table");
+ABSL_FLAG(int, repeat, 1,
+          "with --sweep: run each pose/echo pair this many times, echo first in every second pair (so a drift "
+          "of the machine does not favour one side), and close with the median, min and max of the pairs' "
+          "calls/s and p99 ratios");
 ABSL_FLAG(bool, http_sweep, false,
           "run every gRPC and HTTP pose workload at concurrency 1 and 16 (closed loop), gRPC and HTTP "
           "rows side by side in one table");
@@ -642,11 +648,19 @@ int Main() {
   double rate = absl::GetFlag(FLAGS_rate);
   if (absl::GetFlag(FLAGS_sweep)) {
     rate = 0;
+    const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
     for (Workload w : {Workload::kPoseTransforms, Workload::kPoseVertices})
-      for (int c : {1, 16, 64}) {
-        plan.emplace_back(w, c);
-        plan.emplace_back(w == Workload::kPoseTransforms ? Workload::kEchoTransforms : Workload::kEchoVertices, c);
-      }
+      for (int c : {1, 16, 64})
+        for (int k = 0; k < repeat; ++k) {
+          const Workload echo = w == Workload::kPoseTransforms ? Workload::kEchoTransforms : Workload::kEchoVertices;
+          if (k % 2 == 0) {
+            plan.emplace_back(w, c);
+            plan.emplace_back(echo, c);
+          } else {
+            plan.emplace_back(echo, c);
+            plan.emplace_back(w, c);
+          }
+        }
     for (Workload w : {Workload::kSession, Workload::kFast})
       for (int c : {1, 16}) plan.emplace_back(w, c);
   } else if (absl::GetFlag(FLAGS_http_sweep)) {
@@ -699,19 +713,58 @@ int Main() {
               absl::GetFlag(FLAGS_server_flags).c_str());
   PrintHeader();
   if (absl::GetFlag(FLAGS_idle_sessions) > 0) return IdleSessionsSweep(fx, server.pid());
-  std::optional<RunResult> last_pose;
+  // A pose run and its echo baseline at the same load, run back to back (either order): the pose
+  // figures as ratios to raw gRPC. With --repeat the pairs of a row are summarized at the end.
+  std::optional<RunResult> last;
+  struct Ratios {
+    std::vector<double> rate, p50, p99;
+  };
+  std::map<std::pair<std::string, std::string>, Ratios> ratios;  // (pose workload, load)
+  std::vector<std::pair<std::string, std::string>> order;
   for (const auto& [workload, threads] : plan) {
     const RunResult r = Run(fx, workload, threads, rate);
     PrintRow(r);
-    // A pose row followed by its echo baseline: the pose figures as ratios to raw gRPC.
-    if (last_pose && IsEcho(workload) && last_pose->load == r.load) {
-      const double pose_rate = Rate(*last_pose), echo_rate = Rate(r);
+    const bool echo_now = IsEcho(workload);
+    const bool echo_last = last && last->workload.rfind("echo_", 0) == 0;
+    const std::string& pose_name = echo_now && last ? last->workload : r.workload;
+    if (last && last->load == r.load && echo_now != echo_last &&
+        (pose_name == "pose_transforms" || pose_name == "pose_vertices")) {
+      const RunResult& pose = echo_now ? *last : r;
+      const RunResult& echo = echo_now ? r : *last;
+      const double pose_rate = Rate(pose), echo_rate = Rate(echo);
       std::printf("  %s / %s: %.0f%% of the baseline's calls/s; p50 %.2fx, p99 %.2fx the baseline's\n",
-                  last_pose->workload.c_str(), r.workload.c_str(), 100.0 * pose_rate / echo_rate,
-                  last_pose->p50 / r.p50, last_pose->p99 / r.p99);
+                  pose.workload.c_str(), echo.workload.c_str(), 100.0 * pose_rate / echo_rate, pose.p50 / echo.p50,
+                  pose.p99 / echo.p99);
       std::fflush(stdout);
+      const auto key = std::make_pair(pose.workload, pose.load);
+      if (!ratios.count(key)) order.push_back(key);
+      ratios[key].rate.push_back(pose_rate / echo_rate);
+      ratios[key].p50.push_back(pose.p50 / echo.p50);
+      ratios[key].p99.push_back(pose.p99 / echo.p99);
+      last.reset();  // a run belongs to one pair
+    } else {
+      last = r;
     }
-    last_pose = r;
+  }
+  if (absl::GetFlag(FLAGS_repeat) > 1) {
+    // One ratio over the pairs of a row: median, min and max, times `scale` (100 for a percentage).
+    auto print_spread = [](std::vector<double> v, double scale, int digits, const char* label, const char* unit) {
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+      std::printf("   %s %.*f%s [%.*f, %.*f]", label, digits, scale * median, unit, digits, scale * v.front(), digits,
+                  scale * v.back());
+    };
+    std::printf("\npose against its echo baseline, over %d pairs per row (median [min, max]):\n",
+                absl::GetFlag(FLAGS_repeat));
+    for (const auto& key : order) {
+      const Ratios& q = ratios[key];
+      std::printf("  %-16s %-10s", key.first.c_str(), key.second.c_str());
+      print_spread(q.rate, 100, 0, "calls/s", "%");
+      print_spread(q.p50, 1, 2, "p50", "x");
+      print_spread(q.p99, 1, 2, "p99", "x");
+      std::printf("\n");
+    }
   }
   return 0;
 }
@@ -724,7 +777,7 @@ int main(int argc, char** argv) {
       "Load generator for the skinning service.\n"
       "Usage: load [--workload=pose_transforms|pose_vertices|session|fast|echo_transforms|...] "
       "[--concurrency=N | --rate=R] "
-      "[--duration=S] [--sweep | --http_sweep | --idle_sessions=N] [--target=host:port [--http_port=P]]");
+      "[--duration=S] [--sweep [--repeat=N] | --http_sweep | --idle_sessions=N] [--target=host:port [--http_port=P]]");
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   return skinning::Main();
