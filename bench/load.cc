@@ -85,7 +85,7 @@ ABSL_FLAG(bool, sweep, false,
 ABSL_FLAG(int, repeat, 1,
           "with --sweep: run each pose/echo pair this many times, echo first in every second pair (so a drift "
           "of the machine does not favour one side), and close with the median, min and max of the pairs' "
-          "calls/s and p99 ratios");
+          "calls/s, p50 and p99 ratios");
 ABSL_FLAG(bool, http_sweep, false,
           "run every gRPC and HTTP pose workload at concurrency 1 and 16 (closed loop), gRPC and HTTP "
           "rows side by side in one table");
@@ -207,6 +207,13 @@ enum class Workload {
 };
 
 bool IsEcho(Workload w) { return w == Workload::kEchoTransforms || w == Workload::kEchoVertices; }
+
+// The echo run that is a pose workload's baseline (same message sizes), if it has one.
+std::optional<Workload> EchoBaselineOf(Workload w) {
+  if (w == Workload::kPoseTransforms) return Workload::kEchoTransforms;
+  if (w == Workload::kPoseVertices) return Workload::kEchoVertices;
+  return std::nullopt;
+}
 
 bool IsHttp(Workload w) {
   return w == Workload::kHttpJsonTransforms || w == Workload::kHttpProtoVertices || w == Workload::kWsSession;
@@ -646,13 +653,13 @@ int IdleSessionsSweep(const Fixture& fx, pid_t server_pid) {
 int Main() {
   std::vector<std::pair<Workload, int>> plan;
   double rate = absl::GetFlag(FLAGS_rate);
+  const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
   if (absl::GetFlag(FLAGS_sweep)) {
     rate = 0;
-    const int repeat = std::max(1, absl::GetFlag(FLAGS_repeat));
     for (Workload w : {Workload::kPoseTransforms, Workload::kPoseVertices})
       for (int c : {1, 16, 64})
         for (int k = 0; k < repeat; ++k) {
-          const Workload echo = w == Workload::kPoseTransforms ? Workload::kEchoTransforms : Workload::kEchoVertices;
+          const Workload echo = *EchoBaselineOf(w);
           if (k % 2 == 0) {
             plan.emplace_back(w, c);
             plan.emplace_back(echo, c);
@@ -715,7 +722,7 @@ int Main() {
   if (absl::GetFlag(FLAGS_idle_sessions) > 0) return IdleSessionsSweep(fx, server.pid());
   // A pose run and its echo baseline at the same load, run back to back (either order): the pose
   // figures as ratios to raw gRPC. With --repeat the pairs of a row are summarized at the end.
-  std::optional<RunResult> last;
+  std::optional<std::pair<Workload, RunResult>> last;
   struct Ratios {
     std::vector<double> rate, p50, p99;
   };
@@ -725,12 +732,11 @@ int Main() {
     const RunResult r = Run(fx, workload, threads, rate);
     PrintRow(r);
     const bool echo_now = IsEcho(workload);
-    const bool echo_last = last && last->workload.rfind("echo_", 0) == 0;
-    const std::string& pose_name = echo_now && last ? last->workload : r.workload;
-    if (last && last->load == r.load && echo_now != echo_last &&
-        (pose_name == "pose_transforms" || pose_name == "pose_vertices")) {
-      const RunResult& pose = echo_now ? *last : r;
-      const RunResult& echo = echo_now ? r : *last;
+    const Workload pose_w = last && echo_now ? last->first : workload;
+    const Workload echo_w = last && !echo_now ? last->first : workload;
+    if (last && last->second.load == r.load && EchoBaselineOf(pose_w) == echo_w) {
+      const RunResult& pose = echo_now ? last->second : r;
+      const RunResult& echo = echo_now ? r : last->second;
       const double pose_rate = Rate(pose), echo_rate = Rate(echo);
       std::printf("  %s / %s: %.0f%% of the baseline's calls/s; p50 %.2fx, p99 %.2fx the baseline's\n",
                   pose.workload.c_str(), echo.workload.c_str(), 100.0 * pose_rate / echo_rate, pose.p50 / echo.p50,
@@ -743,10 +749,10 @@ int Main() {
       ratios[key].p99.push_back(pose.p99 / echo.p99);
       last.reset();  // a run belongs to one pair
     } else {
-      last = r;
+      last.emplace(workload, r);
     }
   }
-  if (absl::GetFlag(FLAGS_repeat) > 1) {
+  if (repeat > 1) {
     // One ratio over the pairs of a row: median, min and max, times `scale` (100 for a percentage).
     auto print_spread = [](std::vector<double> v, double scale, int digits, const char* label, const char* unit) {
       std::sort(v.begin(), v.end());
@@ -755,8 +761,7 @@ int Main() {
       std::printf("   %s %.*f%s [%.*f, %.*f]", label, digits, scale * median, unit, digits, scale * v.front(), digits,
                   scale * v.back());
     };
-    std::printf("\npose against its echo baseline, over %d pairs per row (median [min, max]):\n",
-                absl::GetFlag(FLAGS_repeat));
+    std::printf("\npose against its echo baseline, over %d pairs per row (median [min, max]):\n", repeat);
     for (const auto& key : order) {
       const Ratios& q = ratios[key];
       std::printf("  %-16s %-10s", key.first.c_str(), key.second.c_str());
