@@ -415,62 +415,63 @@ TEST(BbwTest, MonotoneFallbackReachesTheSameMinimizer) {
               report.iterations[1], report.iterations[2]);
 }
 
-// Minimizes ½ xᵀ A x − bᵀ x over [0, 1]ⁿ independently of the library: accelerated projected
-// gradient with restarts (FISTA) until the iterates settle, then a polish: fix the variables
-// FISTA put on a bound, solve the rest exactly (dense LDLᵀ), and check that this point is
-// feasible with the right multiplier signs (the KKT conditions) before returning it.
+// Minimizes ½ xᵀ A x − bᵀ x over [0, 1]ⁿ (A symmetric positive definite) independently of the
+// library: dense single-pivot principal pivoting with Murty's least-index rule, which ends for
+// a P-matrix (any A here). Each variable is at 0, at 1 or free; the free ones are solved
+// exactly (dense LDLᵀ) with the others at their bound, and the lowest-numbered variable that
+// breaks the KKT conditions (a free value outside [0, 1], a bound whose multiplier has the
+// wrong sign) changes state, one at a time. The library instead pivots whole blocks on sparse
+// factorizations (primal-dual active set). The result is checked against the KKT conditions
+// here, which for a strictly convex problem make it the unique minimizer whatever the pivoting.
 Eigen::VectorXd ReferenceBoxQp(const Eigen::MatrixXd& A, const Eigen::VectorXd& b) {
   const int n = static_cast<int>(b.size());
-  const double lipschitz =
-      Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(A).eigenvalues().maxCoeff();
-  auto project = [](const Eigen::VectorXd& v) { return v.cwiseMax(0.0).cwiseMin(1.0).eval(); };
-  auto energy = [&](const Eigen::VectorXd& v) { return 0.5 * v.dot(A * v) - b.dot(v); };
-  Eigen::VectorXd x = Eigen::VectorXd::Constant(n, 0.5), y = x;
-  double t = 1.0, e = energy(x);
-  for (int it = 0; it < 2000000; ++it) {
-    const Eigen::VectorXd next = project(y - (A * y - b) / lipschitz);
-    const double e_next = energy(next);
-    if (e_next > e) {  // restart the momentum
-      y = x;
-      t = 1.0;
-      continue;
-    }
-    const double t_next = 0.5 * (1.0 + std::sqrt(1.0 + 4.0 * t * t));
-    y = next + ((t - 1.0) / t_next) * (next - x);
-    const double moved = (next - x).cwiseAbs().maxCoeff();
-    x = next;
-    e = e_next;
-    t = t_next;
-    if (moved < 1e-13) break;
-  }
-  // Polish on FISTA's active set.
-  std::vector<int> free;
-  for (int i = 0; i < n; ++i) {
-    if (x(i) > 1e-9 && x(i) < 1.0 - 1e-9)
-      free.push_back(i);
-    else
-      x(i) = x(i) <= 1e-9 ? 0.0 : 1.0;
-  }
-  const int nf = static_cast<int>(free.size());
-  Eigen::MatrixXd Aff(nf, nf);
-  Eigen::VectorXd r(nf);
-  for (int i : free) x(i) = 0.0;
-  const Eigen::VectorXd bound_part = A * x;
-  for (int i = 0; i < nf; ++i) {
-    r(i) = b(free[i]) - bound_part(free[i]);
-    for (int j = 0; j < nf; ++j) Aff(i, j) = A(free[i], free[j]);
-  }
-  const Eigen::VectorXd xf = Aff.ldlt().solve(r);
-  for (int i = 0; i < nf; ++i) x(free[i]) = xf(i);
-  const Eigen::VectorXd g = A * x - b;
+  enum State { kLower, kUpper, kFree };
+  std::vector<State> state(n, kFree);
   const double tol = 1e-9 * A.cwiseAbs().maxCoeff();
-  for (int i = 0; i < n; ++i) {
-    EXPECT_GE(x(i), -1e-12);
-    EXPECT_LE(x(i), 1.0 + 1e-12);
-    if (x(i) == 0.0) {
-      EXPECT_GE(g(i), -tol) << "reference multiplier " << i;
+  Eigen::VectorXd x(n), g(n);
+  auto solve_free = [&] {
+    std::vector<int> free;
+    for (int i = 0; i < n; ++i) {
+      x(i) = state[i] == kUpper ? 1.0 : 0.0;
+      if (state[i] == kFree) free.push_back(i);
     }
-    if (x(i) == 1.0) {
+    const int nf = static_cast<int>(free.size());
+    const Eigen::VectorXd bound_part = A * x;
+    Eigen::MatrixXd Aff(nf, nf);
+    Eigen::VectorXd r(nf);
+    for (int i = 0; i < nf; ++i) {
+      r(i) = b(free[i]) - bound_part(free[i]);
+      for (int j = 0; j < nf; ++j) Aff(i, j) = A(free[i], free[j]);
+    }
+    const Eigen::VectorXd xf = Aff.ldlt().solve(r);
+    for (int i = 0; i < nf; ++i) x(free[i]) = xf(i);
+    g = A * x - b;
+  };
+  int pivots = 0;
+  for (;; ++pivots) {
+    solve_free();
+    int broken = -1;
+    for (int i = 0; i < n && broken < 0; ++i) {
+      if ((state[i] == kFree && (x(i) < 0.0 || x(i) > 1.0)) ||
+          (state[i] == kLower && g(i) < -tol) || (state[i] == kUpper && g(i) > tol))
+        broken = i;
+    }
+    if (broken < 0) break;
+    if (pivots > 100 * n) {
+      ADD_FAILURE() << "least-index pivoting did not end in " << pivots << " pivots";
+      break;
+    }
+    State& s = state[broken];
+    s = s != kFree ? kFree : (x(broken) < 0.0 ? kLower : kUpper);
+  }
+  for (int i = 0; i < n; ++i) {  // the KKT conditions, checked on their own
+    EXPECT_GE(x(i), 0.0);
+    EXPECT_LE(x(i), 1.0);
+    if (state[i] == kFree) {
+      EXPECT_LE(std::abs(g(i)), tol) << "reference gradient " << i;
+    } else if (state[i] == kLower) {
+      EXPECT_GE(g(i), -tol) << "reference multiplier " << i;
+    } else {
       EXPECT_LE(g(i), tol) << "reference multiplier " << i;
     }
   }
