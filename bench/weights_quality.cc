@@ -6,6 +6,7 @@
 //
 //   ./build/bench/weights_quality [--resolution=64] [--falloff=12] [--heat=4] [--heat_mode=default|paper|normals|blender] [--methods=nearest_bone,bone_heat,geodesic_voxel,bbw]
 //                                 [--characters=arm,RiggedSimple,RiggedFigure,CesiumMan] [--blender=blender]
+//                                 [--per_joint]  (also the error of the animation and of each joint's bends)
 //
 // With --blender, Blender's bone heat ("parent with automatic weights", run headless by
 // bench/blender_bone_heat.py on the same mesh and a bone per joint) is a row of its own.
@@ -46,12 +47,13 @@ struct Character {
   Skeleton skeleton;
   Eigen::MatrixXd reference;  // #V by #J
   std::vector<Pose> poses;
+  std::vector<int> bent;  // per pose: the joint Bends bent, or -1 (an animation frame)
   std::string poses_note;
 };
 
 // Every deforming joint bent by ±30°, ±60° and ±90° about two axes perpendicular to its bone (and
 // twisted ±45° about it): the arm has no animation.
-std::vector<Pose> Bends(const Skeleton& skeleton) {
+std::vector<Pose> Bends(const Skeleton& skeleton, std::vector<int>* bent) {
   std::vector<Pose> poses;
   absl::StatusOr<std::vector<JointHandle>> handles = JointHandles(skeleton);
   for (int j = 0; j < skeleton.size(); ++j) {
@@ -70,12 +72,14 @@ std::vector<Pose> Bends(const Skeleton& skeleton) {
         const Eigen::Vector3d a = (to_local * axis).normalized();
         p.local[j].rotation = p.local[j].rotation * Eigen::Quaterniond(Eigen::AngleAxisd(deg * M_PI / 180, a));
         poses.push_back(p);
+        bent->push_back(j);
       }
     for (double deg : {-45.0, 45.0}) {
       Pose p = RestPose(skeleton);
       const Eigen::Vector3d a = (to_local * along).normalized();
       p.local[j].rotation = p.local[j].rotation * Eigen::Quaterniond(Eigen::AngleAxisd(deg * M_PI / 180, a));
       poses.push_back(p);
+      bent->push_back(j);
     }
   }
   return poses;
@@ -90,7 +94,7 @@ bool LoadArm(Character* c) {
   c->mesh = *mesh;
   c->skeleton = *SkeletonFromBones(*graph);
   c->reference = *W;
-  c->poses = Bends(c->skeleton);
+  c->poses = Bends(c->skeleton, &c->bent);
   c->poses_note = std::to_string(c->poses.size()) + " bends";
   return true;
 }
@@ -110,10 +114,13 @@ bool LoadGltf(const std::string& name, Character* c) {
   for (const Animation& anim : g->animations) {
     const int frames = std::max(2, static_cast<int>(std::ceil((anim.end - anim.start) * 30)) + 1);
     for (int f = 0; f < frames; ++f)
+    {
       c->poses.push_back(Pose{SampleAnimation(c->skeleton, anim, anim.start + (anim.end - anim.start) * f / (frames - 1))});
+      c->bent.push_back(-1);
+    }
   }
   const size_t animated = c->poses.size();
-  for (Pose& p : Bends(c->skeleton)) c->poses.push_back(std::move(p));
+  for (Pose& p : Bends(c->skeleton, &c->bent)) c->poses.push_back(std::move(p));
   c->poses_note = std::to_string(animated) + " animation frames + " + std::to_string(c->poses.size() - animated) + " bends";
   return true;
 }
@@ -231,6 +238,8 @@ absl::StatusOr<Eigen::MatrixXd> BlenderBoneHeat(const Character& original, const
 
 struct Error {
   double rms = 0, max = 0;  // % of the diagonal
+  // By group of poses: [0] the animation frames, [1 + j] the bends of joint j.
+  std::vector<double> group_rms, group_max;
 };
 
 Error PosedError(const Character& c, const SparseWeights& baked) {
@@ -239,7 +248,11 @@ Error PosedError(const Character& c, const SparseWeights& baked) {
   const std::vector<int> order = *TopologicalOrder(c.skeleton);
   double sum_sq = 0, worst = 0;
   long count = 0;
-  for (const Pose& pose : c.poses) {
+  const size_t groups = c.skeleton.size() + 1;
+  std::vector<double> group_sq(groups, 0), group_max(groups, 0);
+  std::vector<long> group_count(groups, 0);
+  for (size_t k = 0; k < c.poses.size(); ++k) {
+    const Pose& pose = c.poses[k];
     const std::vector<Eigen::Affine3d> T = *SkinningTransforms(c.skeleton, order, pose);
     RowMatrixX3d want, got;
     Lbs(c.mesh.V, reference, T, &want);
@@ -248,8 +261,17 @@ Error PosedError(const Character& c, const SparseWeights& baked) {
     sum_sq += d.squaredNorm();
     worst = std::max(worst, d.maxCoeff());
     count += d.size();
+    const size_t g = static_cast<size_t>(c.bent[k] + 1);
+    group_sq[g] += d.squaredNorm();
+    group_max[g] = std::max(group_max[g], d.maxCoeff());
+    group_count[g] += d.size();
   }
-  return Error{100 * std::sqrt(sum_sq / count) / diag, 100 * worst / diag};
+  Error e{100 * std::sqrt(sum_sq / count) / diag, 100 * worst / diag, {}, {}};
+  for (size_t g = 0; g < groups; ++g) {
+    e.group_rms.push_back(group_count[g] ? 100 * std::sqrt(group_sq[g] / group_count[g]) / diag : -1);
+    e.group_max.push_back(100 * group_max[g] / diag);
+  }
+  return e;
 }
 
 int Run(int argc, char** argv) {
@@ -258,6 +280,7 @@ int Run(int argc, char** argv) {
   double heat = 0;     // bone heat's c; 0: the default
   double dionne = -1;  // geodesic voxel with Dionne & de Lasa's weight function and this α; < 0: off
   std::string blender;  // the Blender binary, for its bone heat row
+  bool per_joint = false;  // also the error of the animation and of each joint's bends
   // Bone heat's variant: "default" (the library's), "paper" (the nearest visible bone, c = 1),
   // "normals" (default + Blender's normal-weighted distance), "blender" (normals + its 1e-4 ties).
   std::string heat_mode = "default";
@@ -270,11 +293,12 @@ int Run(int argc, char** argv) {
     else if (arg.rfind("--heat=", 0) == 0) heat = std::atof(arg.c_str() + 7);
     else if (arg.rfind("--dionne_falloff=", 0) == 0) dionne = std::atof(arg.c_str() + 17);
     else if (arg.rfind("--blender=", 0) == 0) blender = arg.substr(10);
+    else if (arg == "--per_joint") per_joint = true;
     else if (arg.rfind("--heat_mode=", 0) == 0) heat_mode = arg.substr(12);
     else if (arg.rfind("--methods=", 0) == 0) methods = absl::StrSplit(arg.substr(10), ',');
     else if (arg.rfind("--characters=", 0) == 0) names = absl::StrSplit(arg.substr(13), ',');
     else {
-      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--dionne_falloff=A] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN]\n");
+      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--dionne_falloff=A] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN] [--per_joint]\n");
       return 2;
     }
   }
@@ -337,6 +361,13 @@ int Run(int argc, char** argv) {
       const Error e = PosedError(c, W);
       std::printf("%-14s %-15s %8.3f %8.3f %9.2f  %s\n", c.name.c_str(), method.c_str(), e.rms, e.max, seconds,
                   c.poses_note.c_str());
+      if (per_joint) {
+        for (size_t g = 0; g < e.group_rms.size(); ++g) {
+          if (e.group_rms[g] < 0) continue;
+          const std::string what = g == 0 ? std::string("animation") : "bend " + c.skeleton.joints[g - 1].name;
+          std::printf("%-14s %-15s %8.3f %8.3f   %s\n", "", "", e.group_rms[g], e.group_max[g], what.c_str());
+        }
+      }
       std::fflush(stdout);
     }
   }
