@@ -1,5 +1,5 @@
-// Limits and overload through the real server binary: a full bake queue answers
-// RESOURCE_EXHAUSTED, the rig cache keeps the server's memory bounded over many rigs, a call's
+// Limits and overload through the real server binary: a full bake queue or gRPC thread pool
+// answers RESOURCE_EXHAUSTED, the rig cache keeps the server's memory bounded over many rigs, a call's
 // deadline stops its work, and size limits refuse what is too big.
 #include <algorithm>
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
@@ -19,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "server/convert/convert.h"
+#include "skinning/v1/bake_service.grpc.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
@@ -202,6 +204,89 @@ TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
   if (std::filesystem::exists(store + "/bakes"))
     for (const auto& entry : std::filesystem::directory_iterator(store + "/bakes")) stored += entry.path().extension() == ".pb";
   EXPECT_EQ(stored, 0);
+}
+
+// --threads caps the synchronous calls in flight: WatchBake streams on a bake that runs longer
+// than the test each hold a gRPC thread, so with --threads=4 a few of them fill the pool; then a
+// unary call on the sync API is refused at once with RESOURCE_EXHAUSTED (from gRPC, which cannot
+// start a thread to wait for the next call), while Pose, on the callback API, still answers.
+// Cancelling the watches gives the threads back and the same call answers again.
+TEST(Overload, WatchesFillingTheThreadPoolGetTheNextSyncCallRefused) {
+  constexpr int kThreads = 4;
+  ServerProcess server(MakeTempDir("store"),
+                       {"--threads=" + std::to_string(kThreads), "--min_pollers=1", "--max_pollers=1"});
+  Client client(Options(server));
+  auto reg = client.CreateRig(RigToProto(MakeTubeForBaking()));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto running = client.StartBake(reg->rig().name(), Bbw(200));  // far longer than this test
+  ASSERT_TRUE(running.ok()) << running.status();
+  const std::string bake = running->bake().name();
+
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::BakeService::NewStub(channel);
+  struct Watch {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::Bake>> reader;
+  };
+  std::vector<std::unique_ptr<Watch>> watches;
+  // Opens watches until one is refused: each one that answers its first message holds a thread.
+  grpc::Status refused_watch;
+  for (int i = 0; i < 2 * kThreads && refused_watch.ok(); ++i) {
+    auto w = std::make_unique<Watch>();
+    w->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    v1::WatchBakeRequest req;
+    req.set_name(bake);
+    w->reader = stub->WatchBake(&w->context, req);
+    v1::Bake first;
+    if (w->reader->Read(&first)) {
+      EXPECT_EQ(first.name(), bake);
+      watches.push_back(std::move(w));
+    } else {
+      refused_watch = w->reader->Finish();
+    }
+  }
+  std::printf("--threads=%d: %zu watches held, the next one: %s\n", kThreads, watches.size(),
+              refused_watch.ok() ? "answered" : refused_watch.error_message().c_str());
+  ASSERT_FALSE(refused_watch.ok()) << 2 * kThreads << " watches held with --threads=" << kThreads;
+  EXPECT_EQ(refused_watch.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused_watch.error_message();
+  EXPECT_GE(static_cast<int>(watches.size()), 1);
+  EXPECT_LE(static_cast<int>(watches.size()), kThreads);
+
+  // A unary call on the sync API is refused at once too.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto get = client.GetBake(bake);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(get.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(get.status())) << get.status();
+  EXPECT_LT(seconds, 5.0) << "refused at once, not after waiting";
+  // Pose holds no sync thread.
+  v1::PoseRequest pose;
+  pose.set_rig(reg->rig().name());
+  *pose.mutable_pose() = PoseToProto(RestPose(MakeTubeForBaking().skeleton));
+  pose.mutable_outputs()->set_transforms(true);
+  auto posed = client.Pose(pose);
+  EXPECT_TRUE(posed.ok()) << posed.status();
+
+  // The watches end; their threads come back.
+  for (auto& w : watches) w->context.TryCancel();
+  for (auto& w : watches) {
+    v1::Bake more;
+    while (w->reader->Read(&more)) {
+    }
+    EXPECT_EQ(w->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  absl::Status last;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    auto again = client.GetBake(bake);
+    last = again.status();
+    if (last.ok()) break;
+    ASSERT_TRUE(absl::IsResourceExhausted(last)) << last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < until);
+  EXPECT_TRUE(last.ok()) << "still refused after the watches ended: " << last;
+  ASSERT_TRUE(client.CancelBake(bake).ok());
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
 }
 
 // 200 distinct ~20k-vertex rigs (about 2.6 MB each prepared) through a server with a 16 MiB rig
