@@ -57,9 +57,11 @@ struct GltfCharacter {
 // INVALID_ARGUMENT naming it, never dropped: required extensions (e.g. KHR_mesh_quantization,
 // KHR_draco_mesh_compression), more than one scene, triangle meshes without a skin that hang
 // below no skin joint or are animated up to it (those below a joint are props: weighted 1 to
-// it, they move rigidly with it), sparse accessors (morph targets often use them), and skins
-// that bind a shared joint differently other than by one transform for the whole skin. Morph
-// targets are read (morph_targets), and animation channels on their weights (morph_channels). Validates every
+// it, they move rigidly with it), and skins that bind a shared joint differently other than by
+// one transform for the whole skin. Sparse accessors (morph targets often use them) are read
+// as the spec says: the base view, or zeros without one, with the listed elements replaced.
+// Morph targets are read (morph_targets), and animation channels on their weights
+// (morph_channels). Validates every
 // accessor against its buffer view and buffer (a truncated or corrupt file is an error naming
 // the accessor, never a crash). Mesh node transforms are ignored, as the glTF spec requires for
 // skinned meshes.

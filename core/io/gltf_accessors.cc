@@ -212,14 +212,66 @@ absl::StatusOr<Layout> CheckAccessorLayout(const tinygltf::Model& model, int ind
 // Largest accessor without a bufferView (all zeros per the spec) that we materialize.
 constexpr size_t kMaxZeroAccessorNumbers = size_t{1} << 26;
 
+// Where a sparse accessor's substitutions live: `count` indices (tightly packed, of
+// `index_size` bytes) and as many values (tightly packed elements of the accessor's type).
+struct SparseLayout {
+  const unsigned char* indices = nullptr;
+  int index_type = 0;
+  size_t index_size = 0;
+  const unsigned char* values = nullptr;
+  size_t count = 0;
+};
+
+// One of the two buffer views of accessors[index].sparse: `what` is "indices" or "values";
+// `bytes` are needed from `offset` on. The spec forbids a byteStride on these views.
+absl::StatusOr<const unsigned char*> SparseView(const tinygltf::Model& model, int index, const char* what, int view,
+                                                int offset, size_t bytes) {
+  if (view < 0 || static_cast<size_t>(view) >= model.bufferViews.size())
+    return Invalid(absl::StrFormat("accessors[%d].sparse.%s: bufferView %d is out of range (%d bufferViews)", index,
+                                   what, view, model.bufferViews.size()));
+  RETURN_IF_ERROR(CheckBufferView(model, view));
+  const tinygltf::BufferView& bv = model.bufferViews[view];
+  if (bv.byteStride != 0)
+    return Invalid(absl::StrFormat("accessors[%d].sparse.%s: bufferViews[%d] has a byteStride (%d), which sparse "
+                                   "data must not have",
+                                   index, what, view, bv.byteStride));
+  if (offset < 0 || static_cast<size_t>(offset) > bv.byteLength || bytes > bv.byteLength - offset)
+    return Invalid(absl::StrFormat("accessors[%d].sparse.%s: %d bytes needed at offset %d but bufferViews[%d] has %d",
+                                   index, what, bytes, offset, view, bv.byteLength));
+  return model.buffers[bv.buffer].data.data() + bv.byteOffset + offset;
+}
+
+// Checks accessors[index].sparse (an accessor whose layout CheckAccessorLayout accepted): its
+// count, the indices' component type and both buffer views.
+absl::StatusOr<SparseLayout> CheckSparseLayout(const tinygltf::Model& model, int index) {
+  const tinygltf::Accessor& a = model.accessors[index];
+  SparseLayout s;
+  if (a.sparse.count < 1 || static_cast<size_t>(a.sparse.count) > a.count)
+    return Invalid(absl::StrFormat("accessors[%d].sparse: count %d is not in [1, %d] (the accessor's count)", index,
+                                   a.sparse.count, a.count));
+  s.count = static_cast<size_t>(a.sparse.count);
+  s.index_type = a.sparse.indices.componentType;
+  if (s.index_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE && s.index_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT &&
+      s.index_type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT)
+    return Invalid(absl::StrFormat("accessors[%d].sparse.indices: componentType %d (%s) is not allowed (expected "
+                                   "UNSIGNED_BYTE/UNSIGNED_SHORT/UNSIGNED_INT)",
+                                   index, s.index_type, ComponentTypeName(s.index_type)));
+  s.index_size = ComponentSize(s.index_type);
+  ASSIGN_OR_RETURN(s.indices, SparseView(model, index, "indices", a.sparse.indices.bufferView,
+                                         a.sparse.indices.byteOffset, s.count * s.index_size));
+  ASSIGN_OR_RETURN(s.values, SparseView(model, index, "values", a.sparse.values.bufferView,
+                                        a.sparse.values.byteOffset, s.count * ElementSize(a.componentType, a.type)));
+  return s;
+}
+
 }  // namespace
 
 absl::Status CheckAllAccessors(const tinygltf::Model& model) {
   for (size_t v = 0; v < model.bufferViews.size(); ++v)
     RETURN_IF_ERROR(CheckBufferView(model, static_cast<int>(v)));
   for (size_t i = 0; i < model.accessors.size(); ++i) {
-    if (model.accessors[i].sparse.isSparse) continue;  // rejected if ever used
     RETURN_IF_ERROR(CheckAccessorLayout(model, static_cast<int>(i)).status());
+    if (model.accessors[i].sparse.isSparse) RETURN_IF_ERROR(CheckSparseLayout(model, static_cast<int>(i)).status());
   }
   return absl::OkStatus();
 }
@@ -231,7 +283,6 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
                                    model.accessors.size()));
   const tinygltf::Accessor& a = model.accessors[index];
   const std::string name = absl::StrFormat("accessors[%d] (%s)", index, use);
-  if (a.sparse.isSparse) return Invalid(name + ": sparse accessors are not supported");
   if (a.type != type)
     return Invalid(
         absl::StrFormat("%s: type is %s, expected %s", name, TypeName(a.type), TypeName(type)));
@@ -247,18 +298,8 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
   Decoded out;
   out.count = a.count;
   out.components = ncomp;
-  if (layout.base == nullptr) {
-    // No buffer view and not sparse: the spec says every element is zero.
-    if (a.count > kMaxZeroAccessorNumbers / ncomp)
-      return Invalid(
-          absl::StrFormat("%s: count %d is too large for an accessor without data", name, a.count));
-    out.data.assign(a.count * ncomp, 0.0);
-    return out;
-  }
-  const unsigned char* base = layout.base;
-  out.data.resize(a.count * ncomp);
-  for (size_t i = 0; i < a.count; ++i) {
-    const unsigned char* element = base + i * stride;
+  // Decodes the element at `element` into out.data's element i.
+  auto decode = [&](const unsigned char* element, size_t i, const char* where) -> absl::Status {
     for (int c = 0; c < ncomp; ++c) {
       const unsigned char* p = element + static_cast<size_t>(c) * csize;
       double v = 0;
@@ -267,10 +308,8 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
           float f;
           std::memcpy(&f, p, 4);
           if (!std::isfinite(f))
-            return Invalid(
-                absl::StrFormat("accessors[%d] (%s): element %d component %d is not "
-                                "finite",
-                                index, use, i, c));
+            return Invalid(absl::StrFormat("accessors[%d] (%s): %selement %d component %d is not finite", index, use,
+                                           where, i, c));
           v = f;
           break;
         }
@@ -309,6 +348,47 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
       }
       out.data[i * ncomp + c] = v;
     }
+    return absl::OkStatus();
+  };
+  if (layout.base == nullptr) {
+    // No buffer view: the spec says every element is zero (before any sparse substitution).
+    if (a.count > kMaxZeroAccessorNumbers / ncomp)
+      return Invalid(
+          absl::StrFormat("%s: count %d is too large for an accessor without data", name, a.count));
+    out.data.assign(a.count * ncomp, 0.0);
+  } else {
+    out.data.resize(a.count * ncomp);
+    for (size_t i = 0; i < a.count; ++i) RETURN_IF_ERROR(decode(layout.base + i * stride, i, ""));
+  }
+  if (!a.sparse.isSparse) return out;
+  // Sparse: `count` elements replaced, at strictly increasing indices below the accessor's count.
+  ASSIGN_OR_RETURN(const SparseLayout sparse, CheckSparseLayout(model, index));
+  const size_t value_size = ElementSize(a.componentType, a.type);
+  size_t previous = 0;
+  for (size_t k = 0; k < sparse.count; ++k) {
+    const unsigned char* p = sparse.indices + k * sparse.index_size;
+    size_t target = 0;
+    if (sparse.index_type == TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE) {
+      uint8_t u;
+      std::memcpy(&u, p, 1);
+      target = u;
+    } else if (sparse.index_type == TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT) {
+      uint16_t u;
+      std::memcpy(&u, p, 2);
+      target = u;
+    } else {
+      uint32_t u;
+      std::memcpy(&u, p, 4);
+      target = u;
+    }
+    if (target >= a.count)
+      return Invalid(absl::StrFormat("%s: sparse index %d (entry %d) is out of range (count %d)", name, target, k,
+                                     a.count));
+    if (k > 0 && target <= previous)
+      return Invalid(absl::StrFormat("%s: sparse indices must strictly increase; entry %d is %d after %d", name, k,
+                                     target, previous));
+    previous = target;
+    RETURN_IF_ERROR(decode(sparse.values + k * value_size, target, "sparse value for "));
   }
   return out;
 }

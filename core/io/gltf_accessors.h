@@ -35,11 +35,14 @@ struct Decoded {
   double at(size_t i, int c) const { return data[i * components + c]; }
 };
 
-// Every buffer view and every non-sparse accessor of the file, used or not.
+// Every buffer view and every accessor of the file (a sparse one's indices and values too), used
+// or not.
 absl::Status CheckAllAccessors(const tinygltf::Model& model);
 
 // Validates accessors[index] for the given role (`type`, `allowed` component types) against its
-// buffer view and buffer, then decodes it. `use` says where the accessor is referenced from.
+// buffer view and buffer, then decodes it; a sparse accessor's listed elements replace those of
+// its base (zeros without a buffer view), at indices that must strictly increase and stay below
+// its count. `use` says where the accessor is referenced from.
 absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, int type,
                                      Components allowed, const std::string& use);
 

@@ -254,7 +254,7 @@ absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int inde
 }
 
 // Refuses what the reader does not support yet instead of dropping it: every message names the
-// feature and where it is. (Sparse accessors are refused where one is read, in ReadAccessor.)
+// feature and where it is.
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   if (!model.extensionsRequired.empty()) {
     return Invalid(absl::StrFormat(

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 #include <cstring>
+#include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -49,6 +51,61 @@ int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
   return AddFloats(model, values, TINYGLTF_TYPE_VEC3, /*min_max=*/true);
 }
 
+// Appends raw bytes to buffers[0] as a view of their own (no byteStride); returns the view.
+int AddView(tinygltf::Model* model, const void* data, size_t bytes) {
+  std::vector<unsigned char>& buffer = model->buffers[0].data;
+  while (buffer.size() % 4 != 0) buffer.push_back(0);
+  tinygltf::BufferView view;
+  view.buffer = 0;
+  view.byteOffset = buffer.size();
+  view.byteLength = bytes;
+  const auto* p = static_cast<const unsigned char*>(data);
+  buffer.insert(buffer.end(), p, p + bytes);
+  model->bufferViews.push_back(view);
+  return static_cast<int>(model->bufferViews.size()) - 1;
+}
+
+// A float VEC3 accessor holding `values` as a sparse accessor: the elements `listed` says (by
+// element index) are in the sparse list; the others come from `base` (a view of its own), or
+// are zeros when `base` is empty. min and max are those of `values`.
+int AddSparseVec3(tinygltf::Model* model, const std::vector<float>& values, const std::vector<float>& base,
+                  const std::function<bool(size_t)>& listed) {
+  const size_t count = values.size() / 3;
+  std::vector<uint32_t> indices;
+  std::vector<float> listed_values;
+  for (size_t i = 0; i < count; ++i) {
+    if (!listed(i)) continue;
+    indices.push_back(static_cast<uint32_t>(i));
+    listed_values.insert(listed_values.end(), values.begin() + 3 * i, values.begin() + 3 * i + 3);
+  }
+  tinygltf::Accessor accessor;
+  accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
+  accessor.type = TINYGLTF_TYPE_VEC3;
+  accessor.count = count;
+  accessor.minValues.assign(3, std::numeric_limits<double>::infinity());
+  accessor.maxValues.assign(3, -std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < values.size(); ++i) {
+    accessor.minValues[i % 3] = std::min<double>(accessor.minValues[i % 3], values[i]);
+    accessor.maxValues[i % 3] = std::max<double>(accessor.maxValues[i % 3], values[i]);
+  }
+  accessor.bufferView = base.empty() ? -1 : AddView(model, base.data(), base.size() * sizeof(float));
+  accessor.sparse.isSparse = true;
+  accessor.sparse.count = static_cast<int>(indices.size());
+  if (count <= 65535) {
+    const std::vector<uint16_t> shorts(indices.begin(), indices.end());
+    accessor.sparse.indices.bufferView = AddView(model, shorts.data(), shorts.size() * sizeof(uint16_t));
+    accessor.sparse.indices.componentType = TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT;
+  } else {
+    accessor.sparse.indices.bufferView = AddView(model, indices.data(), indices.size() * sizeof(uint32_t));
+    accessor.sparse.indices.componentType = TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT;
+  }
+  accessor.sparse.indices.byteOffset = 0;
+  accessor.sparse.values.bufferView = AddView(model, listed_values.data(), listed_values.size() * sizeof(float));
+  accessor.sparse.values.byteOffset = 0;
+  model->accessors.push_back(accessor);
+  return static_cast<int>(model->accessors.size()) - 1;
+}
+
 // A tightly packed float VEC3 accessor's values.
 absl::Status ReadVec3(const tinygltf::Model& model, int index, std::vector<float>* out) {
   const tinygltf::Accessor& a = model.accessors[index];
@@ -66,7 +123,7 @@ absl::Status ReadVec3(const tinygltf::Model& model, int index, std::vector<float
 
 }  // namespace
 
-absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out) {
+absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out, MorphEncoding encoding) {
   tinygltf::Model model;
   tinygltf::TinyGLTF io;
   std::string err, warn;
@@ -101,16 +158,30 @@ absl::Status WriteWithMorphTargets(const std::string& in, const std::string& out
       } else {
         bulge[3 * i + 1] = 0.02f * diag;
       }
-      lean[3 * i] = 0.1f * diag * (v[3 * i + 1] - lo[1]) / std::max(1e-9f, hi[1] - lo[1]);
+      const float mid = 0.5f * (lo[1] + hi[1]);
+      lean[3 * i] = 0.1f * diag * std::max(0.f, v[3 * i + 1] - mid) / std::max(1e-9f, hi[1] - mid);
     }
     tinygltf::Primitive& prim = mesh.primitives[p];
-    std::map<std::string, int> first = {{"POSITION", AddVec3(&model, bulge)}};
+    const bool sparse = encoding == MorphEncoding::kSparse;
+    // Sparse: the nonzero elements listed over zeros.
+    auto positions_accessor = [&](const std::vector<float>& d) {
+      if (!sparse) return AddVec3(&model, d);
+      return AddSparseVec3(&model, d, {}, [&d](size_t i) { return d[3 * i] != 0 || d[3 * i + 1] != 0 || d[3 * i + 2] != 0; });
+    };
+    std::map<std::string, int> first = {{"POSITION", positions_accessor(bulge)}};
     if (!n.empty()) {
       bulge_normals.assign(n.size(), 0.f);
       for (size_t i = 0; i < n.size() / 3; ++i) bulge_normals[3 * i + 1] = 0.1f;  // a tilt
-      first["NORMAL"] = AddVec3(&model, bulge_normals);
+      if (sparse) {
+        // Sparse over a base: the base has the even elements zeroed, the list restores them.
+        std::vector<float> base = bulge_normals;
+        for (size_t i = 0; i < base.size() / 3; i += 2) base[3 * i] = base[3 * i + 1] = base[3 * i + 2] = 0.f;
+        first["NORMAL"] = AddSparseVec3(&model, bulge_normals, base, [](size_t i) { return i % 2 == 0; });
+      } else {
+        first["NORMAL"] = AddVec3(&model, bulge_normals);
+      }
     }
-    prim.targets = {first, {{"POSITION", AddVec3(&model, lean)}}};
+    prim.targets = {first, {{"POSITION", positions_accessor(lean)}}};
   }
   mesh.weights = {0.5, 0.0};
   // Animate the weights in animations[0]: LINEAR keys at the animation's first, middle and last
