@@ -113,6 +113,12 @@ bool ComponentAllowed(Components allowed, int component_type, bool normalized) {
     case Components::kVertexIndices:
       return (is_unsigned_small || component_type == TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT) &&
              !normalized;
+    case Components::kQuantizedPosition:
+      return (is_float && !normalized) || is_unsigned_small || is_signed_small;
+    case Components::kQuantizedTargetPosition:
+      return (is_float && !normalized) || is_signed_small;
+    case Components::kQuantizedNormal:
+      return (is_float && !normalized) || (is_signed_small && normalized);
   }
   return false;
 }
@@ -129,6 +135,12 @@ const char* AllowedText(Components allowed) {
       return "non-normalized UNSIGNED_BYTE/UNSIGNED_SHORT";
     case Components::kVertexIndices:
       return "non-normalized UNSIGNED_BYTE/UNSIGNED_SHORT/UNSIGNED_INT";
+    case Components::kQuantizedPosition:
+      return "FLOAT, or BYTE/UNSIGNED_BYTE/SHORT/UNSIGNED_SHORT normalized or not (KHR_mesh_quantization)";
+    case Components::kQuantizedTargetPosition:
+      return "FLOAT, or BYTE/SHORT normalized or not (KHR_mesh_quantization)";
+    case Components::kQuantizedNormal:
+      return "FLOAT, or normalized BYTE/SHORT (KHR_mesh_quantization)";
   }
   return "";
 }

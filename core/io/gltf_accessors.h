@@ -24,6 +24,10 @@ enum class Components {
   kFloatOrNormalized,          // FLOAT, normalized (UNSIGNED_)BYTE/SHORT (rotation keys)
   kJointIndices,               // UNSIGNED_BYTE/SHORT, not normalized (JOINTS_n)
   kVertexIndices,              // UNSIGNED_BYTE/SHORT/INT, not normalized (indices)
+  // KHR_mesh_quantization (only where a file declares it):
+  kQuantizedPosition,        // FLOAT, (UNSIGNED_)BYTE/SHORT normalized or not (POSITION)
+  kQuantizedTargetPosition,  // FLOAT, BYTE/SHORT normalized or not (a morph target's POSITION)
+  kQuantizedNormal,          // FLOAT, normalized BYTE/SHORT (NORMAL, a morph target's NORMAL)
 };
 
 // An accessor's elements decoded to doubles (integers exactly, normalized integers to [0, 1] or

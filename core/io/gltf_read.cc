@@ -253,15 +253,27 @@ absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int inde
   return t.ToAffine();
 }
 
+// KHR_mesh_quantization: positions, normals and morph target deltas may be stored as (normalized)
+// integers; the file's transforms (for a skinned mesh, its inverse bind matrices) dequantize.
+constexpr char kMeshQuantization[] = "KHR_mesh_quantization";
+
+bool UsesMeshQuantization(const tinygltf::Model& model) {
+  return std::find(model.extensionsUsed.begin(), model.extensionsUsed.end(), kMeshQuantization) !=
+         model.extensionsUsed.end();
+}
+
 // Refuses what the reader does not support yet instead of dropping it: every message names the
 // feature and where it is.
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
-  if (!model.extensionsRequired.empty()) {
+  std::vector<std::string> unsupported;
+  for (const std::string& e : model.extensionsRequired)
+    if (e != kMeshQuantization) unsupported.push_back(e);
+  if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
-        "extensionsRequired: %s %s not supported (the reader supports no required extension)",
-        absl::StrJoin(model.extensionsRequired, ", ",
+        "extensionsRequired: %s %s not supported (the only required extension the reader supports is %s)",
+        absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
-        model.extensionsRequired.size() == 1 ? "is" : "are"));
+        unsupported.size() == 1 ? "is" : "are", kMeshQuantization));
   }
   if (model.scenes.size() > 1) {
     return Invalid(absl::StrFormat(
@@ -544,6 +556,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
     any_second_set = any_second_set || j1;
   }
   const int k = any_second_set ? 8 : 4;
+  const bool quantized = UsesMeshQuantization(model);
 
   std::vector<double> V, N;
   std::vector<int> F, joints;
@@ -564,7 +577,8 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
     const int pos_index = attribute(item, "POSITION");
     if (pos_index < 0) return Invalid(where + ": no POSITION attribute");
     ASSIGN_OR_RETURN(Decoded pos, ReadAccessor(model, pos_index, TINYGLTF_TYPE_VEC3,
-                                               Components::kFloat, where + ".POSITION"));
+                                               quantized ? Components::kQuantizedPosition : Components::kFloat,
+                                               where + ".POSITION"));
     const size_t nv = pos.count;
     const size_t base = V.size() / 3;
     // A prop reads as a skin of one joint with the prop's matrix as its offset.
@@ -608,10 +622,14 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
     }
     if (all_normals) {
       const int ni = attribute(item, "NORMAL");
-      ASSIGN_OR_RETURN(Decoded nor, ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3, Components::kFloat,
+      ASSIGN_OR_RETURN(Decoded nor, ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3,
+                                                 quantized ? Components::kQuantizedNormal : Components::kFloat,
                                                  where + ".NORMAL"));
       RETURN_IF_ERROR(same_count(nor, ni, "NORMAL"));
-      if (offset) {
+      // Quantized normals are unit length only to within their precision: renormalized, as the
+      // offset path below does anyway.
+      const bool renormalize = model.accessors[ni].componentType != TINYGLTF_COMPONENT_TYPE_FLOAT;
+      if (offset || renormalize) {
         for (size_t v = 0; v < nv; ++v) {
           const Eigen::Vector3d q = (normal_matrix * Eigen::Vector3d(nor.data[3 * v],
                                                                      nor.data[3 * v + 1],
@@ -723,8 +741,10 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
           auto it = prim.targets[t].find(key);
           if (it == prim.targets[t].end()) continue;
           const std::string what = absl::StrFormat("%s.targets[%d].%s", where, t, key);
-          ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, it->second, TINYGLTF_TYPE_VEC3,
-                                                   Components::kFloat, what));
+          const Components allowed = !quantized     ? Components::kFloat
+                                     : key[0] == 'P' ? Components::kQuantizedTargetPosition
+                                                     : Components::kQuantizedNormal;
+          ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, it->second, TINYGLTF_TYPE_VEC3, allowed, what));
           RETURN_IF_ERROR(same_count(d, it->second, (absl::StrFormat("targets[%d].", t) + key).c_str()));
           std::vector<double>& out = key[0] == 'P' ? piece.dv : piece.dn;
           out.resize(3 * nv);

@@ -191,8 +191,10 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
         for (int c = 0; c < 4; ++c) {
           const int col = set * 4 + c;
           if (col >= k) continue;  // padding
-          js[v * 4 + c] = static_cast<uint16_t>(weights.joints(first + v, col));
+          // An influence of weight 0 names joint 0, as the spec's validator expects (a top-k row
+          // of a bake with fewer than k nonzero weights still lists k joints).
           ws[v * 4 + c] = weights.weights(first + v, col);
+          js[v * 4 + c] = ws[v * 4 + c] != 0.f ? static_cast<uint16_t>(weights.joints(first + v, col)) : 0;
         }
       prim.attributes[absl::StrFormat("JOINTS_%d", set)] = builder.Add(
           js, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT, TINYGLTF_TYPE_VEC4, count);

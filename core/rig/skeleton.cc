@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <Eigen/SVD>
+
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 
@@ -87,10 +89,13 @@ absl::Status ValidateSkeleton(const Skeleton& skeleton, const char* field) {
     RETURN_IF_ERROR(ValidateTransform(joint.rest, where + ".rest"));
     if (!AllFinite(joint.inverse_bind))
       return absl::InvalidArgumentError(where + ".inverse_bind is not finite");
-    const double det = joint.inverse_bind.linear().determinant();
-    if (!(std::abs(det) > 1e-12))
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s.inverse_bind is singular (determinant %g)", where, det));
+    // Singular relative to its own scale: a uniformly scaled bind (e.g. KHR_mesh_quantization's
+    // dequantization folded into it, scale 1e-4 and determinant 1e-12) is fine.
+    const Eigen::Vector3d sigma =
+        Eigen::JacobiSVD<Eigen::Matrix3d>(joint.inverse_bind.linear()).singularValues();
+    if (!(sigma(2) > 1e-12 * sigma(0)))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.inverse_bind is singular (singular values %g, %g, %g)", where, sigma(0), sigma(1), sigma(2)));
     if (joint.tail && !joint.tail->allFinite())
       return absl::InvalidArgumentError(where + ".tail is not finite");
   }

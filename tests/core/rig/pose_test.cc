@@ -49,6 +49,14 @@ TEST(Skeleton, RejectsOutOfRangeParentAndSingularInverseBind) {
   s = Chain3();
   s.joints[1].inverse_bind.linear().setZero();
   EXPECT_THAT(std::string(ValidateSkeleton(s).message()), HasSubstr("joints[1].inverse_bind is singular"));
+  // Singular relative to its own scale: a flattened axis is refused, a uniformly tiny scale (a
+  // quantized file's dequantization, determinant 1e-15) is not.
+  s = Chain3();
+  s.joints[1].inverse_bind.linear() = Eigen::Vector3d(1, 1, 1e-14).asDiagonal();
+  EXPECT_THAT(std::string(ValidateSkeleton(s).message()), HasSubstr("joints[1].inverse_bind is singular"));
+  s = Chain3();
+  s.joints[1].inverse_bind.linear() *= 1e-5;
+  EXPECT_TRUE(ValidateSkeleton(s).ok()) << ValidateSkeleton(s);
 }
 
 TEST(Skeleton, TopologicalOrderPutsParentsFirstForAnyStorageOrder) {
