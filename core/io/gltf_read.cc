@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/io/gltf_accessors.h"
+#include "core/io/gltf_meshopt.h"
 #include "core/rig/pose.h"
 #include "core/util/status_macros.h"
 
@@ -111,6 +112,9 @@ tinygltf::FsCallbacks NoFileCallbacks(NoFiles* no_files) {
   return fs;
 }
 
+absl::StatusOr<tinygltf::Model> LoadModelFromBytesAsIs(const std::vector<unsigned char>& bytes, const std::string& label,
+                                                       const std::optional<std::string>& base_dir, bool binary);
+
 // Parses a .glb or .gltf held in memory; `label` prefixes every message. `base_dir` is where
 // external buffers are looked up, or nullopt for bytes from a request (external URIs refused).
 absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned char>& bytes, const std::string& label,
@@ -123,6 +127,15 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned ch
     if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
       return Invalid(absl::StrFormat("%s: %s", label, s.message()));
   }
+  ASSIGN_OR_RETURN(const std::optional<std::vector<unsigned char>> patched,
+                   gltf_internal::PatchMeshoptFallbackBuffers(bytes, binary));
+  if (patched) return LoadModelFromBytesAsIs(*patched, label, base_dir, binary);
+  return LoadModelFromBytesAsIs(bytes, label, base_dir, binary);
+}
+
+// LoadModelFromBytes after the fallback buffers' rewrite.
+absl::StatusOr<tinygltf::Model> LoadModelFromBytesAsIs(const std::vector<unsigned char>& bytes, const std::string& label,
+                                                       const std::optional<std::string>& base_dir, bool binary) {
   tinygltf::Model model;
   tinygltf::TinyGLTF loader;
   loader.SetImageLoader(&SkipImage, nullptr);
@@ -256,6 +269,8 @@ absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int inde
 // KHR_mesh_quantization: positions, normals and morph target deltas may be stored as (normalized)
 // integers; the file's transforms (for a skinned mesh, its inverse bind matrices) dequantize.
 constexpr char kMeshQuantization[] = "KHR_mesh_quantization";
+// EXT_meshopt_compression: buffer views compressed by meshoptimizer (DecodeMeshoptViews).
+constexpr char kMeshoptCompression[] = "EXT_meshopt_compression";
 
 bool UsesMeshQuantization(const tinygltf::Model& model) {
   return std::find(model.extensionsUsed.begin(), model.extensionsUsed.end(), kMeshQuantization) !=
@@ -267,13 +282,13 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
-    if (e != kMeshQuantization) unsupported.push_back(e);
+    if (e != kMeshQuantization && e != kMeshoptCompression) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
-        "extensionsRequired: %s %s not supported (the only required extension the reader supports is %s)",
+        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s and %s)",
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
-        unsupported.size() == 1 ? "is" : "are", kMeshQuantization));
+        unsupported.size() == 1 ? "is" : "are", kMeshQuantization, kMeshoptCompression));
   }
   if (model.scenes.size() > 1) {
     return Invalid(absl::StrFormat(
@@ -974,15 +989,16 @@ namespace {
 
 // The character of a parsed model; `label` prefixes every message, `stem` names a character
 // whose file names none.
-absl::StatusOr<GltfCharacter> ReadCharacter(const tinygltf::Model& model, const std::string& label,
+absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::string& label,
                                             const std::string& stem) {
   auto fail = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   };
   GltfCharacter character;
-  if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   const NodeTree tree(model);
   if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
+  if (absl::Status s = gltf_internal::DecodeMeshoptViews(&model); !s.ok()) return fail(s);
+  if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   std::vector<SkinMap> skins;
   if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node, &skins); !s.ok())
@@ -998,13 +1014,13 @@ absl::StatusOr<GltfCharacter> ReadCharacter(const tinygltf::Model& model, const 
 
 absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
-  return ReadCharacter(model, path, std::filesystem::path(path).stem().string());
+  return ReadCharacter(std::move(model), path, std::filesystem::path(path).stem().string());
 }
 
 absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label) {
   const std::vector<unsigned char> data(bytes.begin(), bytes.end());
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModelFromBytes(data, label, std::nullopt));
-  return ReadCharacter(model, label, "character");
+  return ReadCharacter(std::move(model), label, "character");
 }
 
 }  // namespace skinning

@@ -1,7 +1,8 @@
-// KHR_mesh_quantization on real characters: each sample character packed by gltfpack (Debian's
-// meshoptimizer tool, a third party: integer positions, normals and weights, the dequantization
-// folded into the inverse bind matrices) reads and poses where the original does, to within the
-// precision gltfpack stored.
+// KHR_mesh_quantization and EXT_meshopt_compression on real characters: each sample character
+// packed by gltfpack (Debian's meshoptimizer tool, a third party: integer positions, normals and
+// weights, the dequantization folded into the inverse bind matrices; with -c/-cc the buffer
+// views compressed too) reads and poses where the original does, to within the precision
+// gltfpack stored.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <tiny_gltf.h>
@@ -11,11 +12,18 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_format.h"
 #include "core/io/gltf.h"
@@ -68,31 +76,48 @@ std::vector<Eigen::Index> Nearest(const RowMatrixX3d& A, const RowMatrixX3d& B) 
   return match;
 }
 
-class GltfQuantizedTest : public ::testing::TestWithParam<std::string> {};
+// (sample character, gltfpack's flags: "" quantizes, "-c" and "-cc" also compress the buffer
+// views with EXT_meshopt_compression, "-cc" harder, with filters).
+class GltfQuantizedTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
-  const std::string in = testing::DataPath(GetParam());
+  const auto& [file, flags] = GetParam();
+  const std::string in = testing::DataPath(file);
   SKINNING_REQUIRE_DATA(in);
   if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {
     if (testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh installs it)";
     GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)";
   }
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    absl::StrFormat("gltf_quantized_%d_%s", getpid(), testing::DataFileTestName(in));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrFormat("gltf_quantized_%d_%s%s", getpid(), testing::DataFileTestName(in), flags);
   std::filesystem::create_directories(dir);
   const std::string packed = (dir / "packed.glb").string();
-  const std::string command = "gltfpack -i '" + in + "' -o '" + packed + "' > '" + (dir / "log").string() + "' 2>&1";
+  const std::string command =
+      "gltfpack " + flags + " -i '" + in + "' -o '" + packed + "' > '" + (dir / "log").string() + "' 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const bool compressed = !flags.empty();
 
-  // gltfpack did quantize: the extension is required and POSITION is stored as integers.
-  tinygltf::Model model;
+  // gltfpack did quantize (and compress): the extensions are required and POSITION is stored as
+  // integers. Read from the file's JSON chunk (tinygltf alone refuses a compressed file whose
+  // fallback buffer is larger than its BIN chunk).
   {
-    tinygltf::TinyGLTF io;
-    std::string err, warn;
-    ASSERT_TRUE(io.LoadBinaryFromFile(&model, &err, &warn, packed)) << err;
-    ASSERT_THAT(model.extensionsRequired, ::testing::Contains("KHR_mesh_quantization"));
-    const auto& attributes = model.meshes.at(0).primitives.at(0).attributes;
-    EXPECT_NE(model.accessors[attributes.at("POSITION")].componentType, TINYGLTF_COMPONENT_TYPE_FLOAT);
+    std::ifstream f(packed, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_GE(bytes.size(), 20u);
+    uint32_t json_length = 0;
+    std::memcpy(&json_length, bytes.data() + 12, 4);
+    const nlohmann::json doc = nlohmann::json::parse(bytes.substr(20, json_length));
+    const auto required = doc.value("extensionsRequired", std::vector<std::string>());
+    ASSERT_THAT(required, ::testing::Contains("KHR_mesh_quantization"));
+    if (compressed) {
+      ASSERT_THAT(required, ::testing::Contains("EXT_meshopt_compression"));
+      int views = 0;
+      for (const auto& view : doc.at("bufferViews")) views += view.contains("extensions");
+      EXPECT_GT(views, 0);
+    }
+    const int position = doc.at("meshes").at(0).at("primitives").at(0).at("attributes").at("POSITION");
+    EXPECT_NE(doc.at("accessors").at(position).at("componentType"), TINYGLTF_COMPONENT_TYPE_FLOAT);
   }
 
   absl::StatusOr<GltfCharacter> original = ReadGltf(in);
@@ -136,14 +161,26 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
       }
   }
   const double rms = std::sqrt(sum_sq / compared);
-  std::printf("%s packed by gltfpack (%lld of %lld vertices): rest pose %.2e, over %zu animation poses RMS %.2e "
+  std::printf("%s packed by gltfpack %s(%lld of %lld vertices): rest pose %.2e, over %zu animation poses RMS %.2e "
               "and max %.2e of the diagonal\n",
-              GetParam().c_str(), static_cast<long long>(quantized->mesh.V.rows()),
+              file.c_str(), compressed ? (flags + " ").c_str() : "", static_cast<long long>(quantized->mesh.V.rows()),
               static_cast<long long>(original->mesh.V.rows()), rest_worst / diag, times.size(), rms / diag,
               worst / diag);
   EXPECT_LT(rest_worst, 1e-4 * diag);
   EXPECT_LT(rms, 1e-3 * diag);
   EXPECT_LT(worst, 5e-3 * diag);
+
+  // The packed file's own animation (rotations as 16-bit quaternions, with -cc through the
+  // QUATERNION and EXPONENTIAL filters; keys resampled at 30 Hz) poses it as the original's does.
+  ASSERT_EQ(quantized->animations.size(), original->animations.size());
+  const std::vector<RowMatrixX3d> own = PosedByName(*quantized, *quantized, times);
+  const std::vector<Eigen::Index> match = Nearest(got[0], want[0]);
+  double own_worst = 0;
+  for (size_t f = 1; f < own.size(); ++f)
+    for (Eigen::Index i = 0; i < own[f].rows(); ++i)
+      own_worst = std::max(own_worst, (own[f].row(i) - want[f].row(match[i])).norm());
+  std::printf("  posed by its own animation: max %.2e of the diagonal\n", own_worst / diag);
+  EXPECT_LT(own_worst, 1e-2 * diag);
 
   // Normals, 8 bits per component in the packed file, point the same way (bind space differs by
   // gltfpack's uniform scale only): within 2 degrees. Copies of a point along a hard edge differ
@@ -166,11 +203,15 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
   EXPECT_LT(worst_degrees, 2.0);
 
   // The same file without the extension declared is refused, naming the attribute's type.
+  if (compressed) return;
+  tinygltf::Model model;
+  tinygltf::TinyGLTF io;
+  std::string err, warn;
+  ASSERT_TRUE(io.LoadBinaryFromFile(&model, &err, &warn, packed)) << err;
   model.extensionsRequired.clear();
   model.extensionsUsed.erase(std::remove(model.extensionsUsed.begin(), model.extensionsUsed.end(), "KHR_mesh_quantization"),
                              model.extensionsUsed.end());
   const std::string undeclared = (dir / "undeclared.glb").string();
-  tinygltf::TinyGLTF io;
   ASSERT_TRUE(io.WriteGltfSceneToFile(&model, undeclared, true, true, false, true));
   absl::StatusOr<GltfCharacter> refused = ReadGltf(undeclared);
   ASSERT_FALSE(refused.ok());
@@ -244,10 +285,139 @@ TEST(GltfQuantizedMorphTest, GltfpackedMorphTargetsMorphLikeTheOriginal) {
   std::filesystem::remove_all(dir);
 }
 
+// The fuzz seeds of tests/fuzz/seeds/gltf (no shared data needed): the hand-made triangle with
+// sparse accessors, and the same file packed by gltfpack -cc (quantized, every view compressed),
+// read to the same triangle, weights and morph target, within the packing's precision.
+TEST(GltfMeshoptTest, PackedSeedReadsAsItsSource) {
+  const std::string seeds = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/";
+  absl::StatusOr<GltfCharacter> plain = ReadGltf(seeds + "sparse_triangle.gltf");
+  absl::StatusOr<GltfCharacter> packed = ReadGltf(seeds + "triangle_meshopt.glb");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_EQ(packed->mesh.V.rows(), 3);
+  ASSERT_EQ(plain->mesh.V.rows(), 3);
+  EXPECT_EQ(plain->mesh.V.row(2), Eigen::RowVector3d(1, 1, 1)) << "the sparse substitution";
+  ASSERT_EQ(packed->morph_targets.size(), 1u);
+  // Rest positions in world space: the packed bind space is gltfpack's quantized grid.
+  auto world = [](const GltfCharacter& c, const RowMatrixX3d& V) {
+    const std::vector<Eigen::Affine3d> T =
+        *SkinningTransforms(c.skeleton, *TopologicalOrder(c.skeleton), RestPose(c.skeleton));
+    RowMatrixX3d X;
+    Lbs(V, c.weights, T, &X);
+    return X;
+  };
+  const RowMatrixX3d a = world(*plain, plain->mesh.V), b = world(*packed, packed->mesh.V);
+  const RowMatrixX3d am = world(*plain, plain->mesh.V + plain->morph_targets[0].dV);
+  const RowMatrixX3d bm = world(*packed, packed->mesh.V + packed->morph_targets[0].dV);
+  const std::vector<Eigen::Index> match = Nearest(b, a);
+  for (Eigen::Index i = 0; i < 3; ++i) {
+    EXPECT_LT((b.row(i) - a.row(match[i])).norm(), 1e-3) << "vertex " << i;
+    EXPECT_LT((bm.row(i) - am.row(match[i])).norm(), 1e-3) << "morphed vertex " << i;
+  }
+}
+
+// A .glb's JSON chunk and the bytes after it.
+struct Glb {
+  nlohmann::json json;
+  std::string rest;
+};
+
+Glb ReadGlb(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  uint32_t json_length = 0;
+  std::memcpy(&json_length, bytes.data() + 12, 4);
+  return Glb{nlohmann::json::parse(bytes.substr(20, json_length)), bytes.substr(20 + json_length)};
+}
+
+void WriteGlb(const Glb& glb, const std::string& path) {
+  std::string json = glb.json.dump();
+  while (json.size() % 4 != 0) json.push_back(' ');
+  const uint32_t total = static_cast<uint32_t>(20 + json.size() + glb.rest.size()), version = 2,
+                 json_length = static_cast<uint32_t>(json.size());
+  std::ofstream f(path, std::ios::binary);
+  f.write("glTF", 4);
+  f.write(reinterpret_cast<const char*>(&version), 4);
+  f.write(reinterpret_cast<const char*>(&total), 4);
+  f.write(reinterpret_cast<const char*>(&json_length), 4);
+  f.write("JSON", 4);
+  f << json << glb.rest;
+}
+
+// Malformed EXT_meshopt_compression data (a gltfpack -c file changed in one place) is
+// INVALID_ARGUMENT naming the buffer view and what is wrong; never a crash, never a huge
+// allocation from a small file.
+TEST(GltfMeshoptTest, RejectsMalformedCompressedViews) {
+  const std::string in = testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(in);
+  if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {
+    if (testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh installs it)";
+    GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)";
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / absl::StrFormat("gltf_meshopt_%d", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string packed = (dir / "packed.glb").string(), changed = (dir / "changed.glb").string();
+  ASSERT_EQ(std::system(("gltfpack -c -i '" + in + "' -o '" + packed + "' > /dev/null 2>&1").c_str()), 0);
+  ASSERT_TRUE(ReadGltf(packed).ok()) << ReadGltf(packed).status();
+  const Glb original = ReadGlb(packed);
+  // The first compressed ATTRIBUTES view and the first view into the fallback buffer.
+  int attributes = -1;
+  for (size_t v = 0; v < original.json["bufferViews"].size() && attributes < 0; ++v) {
+    const nlohmann::json& view = original.json["bufferViews"][v];
+    if (view.contains("extensions") && view["extensions"]["EXT_meshopt_compression"]["mode"] == "ATTRIBUTES")
+      attributes = static_cast<int>(v);
+  }
+  ASSERT_GE(attributes, 0);
+  const std::string where = absl::StrFormat("bufferViews[%d].extensions.EXT_meshopt_compression", attributes);
+  struct Case {
+    std::string name;
+    std::function<void(Glb*)> change;
+    std::string message;
+  };
+  auto ext = [attributes](Glb* g) -> nlohmann::json& {
+    return g->json["bufferViews"][attributes]["extensions"]["EXT_meshopt_compression"];
+  };
+  const std::vector<Case> cases = {
+      {"mode", [&](Glb* g) { ext(g)["mode"] = "STRIPS"; }, where + ".mode: \"STRIPS\" is not ATTRIBUTES"},
+      {"stride", [&](Glb* g) { ext(g)["byteStride"] = 6; }, where + ".byteStride: 6 (ATTRIBUTES: a multiple of 4"},
+      {"filter", [&](Glb* g) { ext(g)["filter"] = "QUATERNION"; ext(g)["byteStride"] = 4; },
+       where + ".filter: \"QUATERNION\" does not go with mode ATTRIBUTES and byteStride 4"},
+      {"ratio", [&](Glb* g) { ext(g)["count"] = 100000000; }, "more than 128 times as many"},
+      {"source range", [&](Glb* g) { ext(g)["byteOffset"] = 1 << 30; }, where + ": "},
+      {"corrupt data",
+       [&](Glb* g) {
+         // The compressed stream's first byte is its header (0xa0 | version): make it invalid.
+         const size_t offset = 8 + ext(g).value("byteOffset", size_t{0});  // past the BIN chunk header
+         g->rest[offset] = static_cast<char>(0x00);
+       },
+       "the compressed data does not decode"},
+      {"plain view into the fallback",
+       [&](Glb* g) { g->json["bufferViews"][attributes].erase("extensions"); },
+       absl::StrFormat("bufferViews[%d] is not compressed but points into buffers[", attributes)},
+  };
+  for (const Case& c : cases) {
+    Glb g = original;
+    c.change(&g);
+    WriteGlb(g, changed);
+    absl::StatusOr<GltfCharacter> r = ReadGltf(changed);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message)) << c.name;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(SampleCharacters, GltfQuantizedTest,
-                         ::testing::Values("gltf/CesiumMan/CesiumMan.glb", "gltf/RiggedFigure/RiggedFigure.glb",
-                                           "gltf/RiggedSimple/RiggedSimple.glb"),
-                         [](const auto& info) { return testing::DataFileTestName(info.param); });
+                         ::testing::Combine(::testing::Values("gltf/CesiumMan/CesiumMan.glb",
+                                                              "gltf/RiggedFigure/RiggedFigure.glb",
+                                                              "gltf/RiggedSimple/RiggedSimple.glb"),
+                                            ::testing::Values("", "-c", "-cc")),
+                         [](const auto& info) {
+                           const std::string& flags = std::get<1>(info.param);
+                           return testing::DataFileTestName(std::get<0>(info.param)) +
+                                  (flags.empty() ? "" : "_" + flags.substr(1));
+                         });
 
 }  // namespace
 }  // namespace skinning

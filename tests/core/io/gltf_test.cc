@@ -1004,7 +1004,7 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
                         R"("extensionsRequired":["KHR_mesh_quantization","KHR_draco_mesh_compression"])";
        },
        {"extensionsRequired: \"KHR_draco_mesh_compression\" is not supported",
-        "the only required extension the reader supports is KHR_mesh_quantization"}},
+        "the required extensions the reader supports are KHR_mesh_quantization and EXT_meshopt_compression"}},
       {"draco",
        [](HandMade* h) {
          h->top_level = R"("extensionsUsed":["KHR_draco_mesh_compression","KHR_materials_x"],)"
