@@ -36,7 +36,7 @@ absl::StatusOr<Character> LoadCharacter() {
   const std::string obj = absl::GetFlag(FLAGS_obj);
   if (!gltf.empty()) {
     absl::StatusOr<GltfCharacter> g = ReadGltf(gltf);
-    if (!g.ok()) return absl::Status(g.status().code(), absl::StrCat(gltf, ": ", g.status().message()));
+    if (!g.ok()) return g.status();  // its message starts with the file's path
     GltfImport imported = ImportGltf(*std::move(g));
     c.rig = std::move(imported.rig);
     c.rig.name = fs::path(gltf).stem().string();
