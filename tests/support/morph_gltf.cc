@@ -17,40 +17,6 @@
 namespace skinning::testing {
 namespace {
 
-// Appends floats to buffers[0] with a view and an accessor of `type` (VEC3 or SCALAR), with
-// min and max per component when asked.
-int AddFloats(tinygltf::Model* model, const std::vector<float>& values, int type, bool min_max) {
-  const int components = type == TINYGLTF_TYPE_VEC3 ? 3 : 1;
-  std::vector<unsigned char>& buffer = model->buffers[0].data;
-  while (buffer.size() % 4 != 0) buffer.push_back(0);
-  tinygltf::BufferView view;
-  view.buffer = 0;
-  view.byteOffset = buffer.size();
-  view.byteLength = values.size() * sizeof(float);
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  buffer.insert(buffer.end(), bytes, bytes + view.byteLength);
-  model->bufferViews.push_back(view);
-  tinygltf::Accessor accessor;
-  accessor.bufferView = static_cast<int>(model->bufferViews.size()) - 1;
-  accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
-  accessor.type = type;
-  accessor.count = values.size() / components;
-  if (min_max) {
-    accessor.minValues.assign(components, std::numeric_limits<double>::infinity());
-    accessor.maxValues.assign(components, -std::numeric_limits<double>::infinity());
-    for (size_t i = 0; i < values.size(); ++i) {
-      accessor.minValues[i % components] = std::min<double>(accessor.minValues[i % components], values[i]);
-      accessor.maxValues[i % components] = std::max<double>(accessor.maxValues[i % components], values[i]);
-    }
-  }
-  model->accessors.push_back(accessor);
-  return static_cast<int>(model->accessors.size()) - 1;
-}
-
-int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
-  return AddFloats(model, values, TINYGLTF_TYPE_VEC3, /*min_max=*/true);
-}
-
 // Appends raw bytes to buffers[0] as a view of their own (no byteStride); returns the view.
 int AddView(tinygltf::Model* model, const void* data, size_t bytes) {
   std::vector<unsigned char>& buffer = model->buffers[0].data;
@@ -63,6 +29,34 @@ int AddView(tinygltf::Model* model, const void* data, size_t bytes) {
   buffer.insert(buffer.end(), p, p + bytes);
   model->bufferViews.push_back(view);
   return static_cast<int>(model->bufferViews.size()) - 1;
+}
+
+// Per-component min and max of float elements of `components` numbers.
+void SetMinMax(const std::vector<float>& values, int components, tinygltf::Accessor* accessor) {
+  accessor->minValues.assign(components, std::numeric_limits<double>::infinity());
+  accessor->maxValues.assign(components, -std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < values.size(); ++i) {
+    accessor->minValues[i % components] = std::min<double>(accessor->minValues[i % components], values[i]);
+    accessor->maxValues[i % components] = std::max<double>(accessor->maxValues[i % components], values[i]);
+  }
+}
+
+// Appends floats to buffers[0] with a view and an accessor of `type` (VEC3 or SCALAR), with
+// min and max per component when asked.
+int AddFloats(tinygltf::Model* model, const std::vector<float>& values, int type, bool min_max) {
+  const int components = type == TINYGLTF_TYPE_VEC3 ? 3 : 1;
+  tinygltf::Accessor accessor;
+  accessor.bufferView = AddView(model, values.data(), values.size() * sizeof(float));
+  accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
+  accessor.type = type;
+  accessor.count = values.size() / components;
+  if (min_max) SetMinMax(values, components, &accessor);
+  model->accessors.push_back(accessor);
+  return static_cast<int>(model->accessors.size()) - 1;
+}
+
+int AddVec3(tinygltf::Model* model, const std::vector<float>& values) {
+  return AddFloats(model, values, TINYGLTF_TYPE_VEC3, /*min_max=*/true);
 }
 
 // A float VEC3 accessor holding `values` as a sparse accessor: the elements `listed` says (by
@@ -82,12 +76,7 @@ int AddSparseVec3(tinygltf::Model* model, const std::vector<float>& values, cons
   accessor.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
   accessor.type = TINYGLTF_TYPE_VEC3;
   accessor.count = count;
-  accessor.minValues.assign(3, std::numeric_limits<double>::infinity());
-  accessor.maxValues.assign(3, -std::numeric_limits<double>::infinity());
-  for (size_t i = 0; i < values.size(); ++i) {
-    accessor.minValues[i % 3] = std::min<double>(accessor.minValues[i % 3], values[i]);
-    accessor.maxValues[i % 3] = std::max<double>(accessor.maxValues[i % 3], values[i]);
-  }
+  SetMinMax(values, 3, &accessor);
   accessor.bufferView = base.empty() ? -1 : AddView(model, base.data(), base.size() * sizeof(float));
   accessor.sparse.isSparse = true;
   accessor.sparse.count = static_cast<int>(indices.size());

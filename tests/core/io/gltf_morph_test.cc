@@ -15,6 +15,7 @@
 #include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/morph_gltf.h"
+#include "tests/support/server_process.h"
 
 namespace skinning {
 namespace {
@@ -24,9 +25,7 @@ namespace ref = ::skinning::testing::gltf_reference;
 TEST(GltfMorph, ReadsTargetsNamesAndDefaultsAndTheyMorphAsTheSpecSays) {
   const std::string in = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
   SKINNING_REQUIRE_DATA(in);
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / absl::StrFormat("gltf_morph_%d", getpid());
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_morph");
   const std::string path = (dir / "CesiumManMorph.glb").string();
   ASSERT_TRUE(testing::WriteWithMorphTargets(in, path).ok());
   SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{path});
@@ -68,9 +67,7 @@ TEST(GltfMorph, ReadsTargetsNamesAndDefaultsAndTheyMorphAsTheSpecSays) {
 TEST(GltfMorph, SparseTargetsReadAsTheirDenseTwin) {
   const std::string in = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
   SKINNING_REQUIRE_DATA(in);
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / absl::StrFormat("gltf_morph_sparse_%d", getpid());
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_morph_sparse");
   const std::string dense_path = (dir / "dense.glb").string(), sparse_path = (dir / "sparse.glb").string();
   ASSERT_TRUE(testing::WriteWithMorphTargets(in, dense_path).ok());
   ASSERT_TRUE(testing::WriteWithMorphTargets(in, sparse_path, testing::MorphEncoding::kSparse).ok());

@@ -33,6 +33,17 @@
 #include "core/skinning/lbs.h"
 #include "tests/support/data.h"
 #include "tests/support/morph_gltf.h"
+#include "tests/support/server_process.h"
+
+// Skips the test when Debian's gltfpack is missing — but only outside CI, where the install script
+// has installed it; in CI a missing gltfpack fails the test.
+#define SKINNING_REQUIRE_GLTFPACK()                                                                   \
+  do {                                                                                                \
+    if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {                                    \
+      if (::skinning::testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh)"; \
+      GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)"; \
+    }                                                                                                 \
+  } while (0)
 
 namespace skinning {
 namespace {
@@ -84,14 +95,8 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
   const auto& [file, flags] = GetParam();
   const std::string in = testing::DataPath(file);
   SKINNING_REQUIRE_DATA(in);
-  if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {
-    if (testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh installs it)";
-    GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)";
-  }
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      absl::StrFormat("gltf_quantized_%d_%s%s", getpid(), testing::DataFileTestName(in), flags);
-  std::filesystem::create_directories(dir);
+  SKINNING_REQUIRE_GLTFPACK();
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_quantized_" + testing::DataFileTestName(in) + flags);
   const std::string packed = (dir / "packed.glb").string();
   const std::string command =
       "gltfpack " + flags + " -i '" + in + "' -o '" + packed + "' > '" + (dir / "log").string() + "' 2>&1";
@@ -224,13 +229,8 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
 TEST(GltfQuantizedMorphTest, GltfpackedMorphTargetsMorphLikeTheOriginal) {
   const std::string in = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
   SKINNING_REQUIRE_DATA(in);
-  if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {
-    if (testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh installs it)";
-    GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)";
-  }
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / absl::StrFormat("gltf_quantized_morph_%d", getpid());
-  std::filesystem::create_directories(dir);
+  SKINNING_REQUIRE_GLTFPACK();
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_quantized_morph");
   const std::string morphed = (dir / "morph.glb").string(), packed = (dir / "packed.glb").string();
   ASSERT_TRUE(testing::WriteWithMorphTargets(in, morphed).ok());
   const std::string command = "gltfpack -i '" + morphed + "' -o '" + packed + "' > /dev/null 2>&1";
@@ -350,13 +350,8 @@ void WriteGlb(const Glb& glb, const std::string& path) {
 TEST(GltfMeshoptTest, RejectsMalformedCompressedViews) {
   const std::string in = testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
   SKINNING_REQUIRE_DATA(in);
-  if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {
-    if (testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh installs it)";
-    GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)";
-  }
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / absl::StrFormat("gltf_meshopt_%d", getpid());
-  std::filesystem::create_directories(dir);
+  SKINNING_REQUIRE_GLTFPACK();
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_meshopt_malformed");
   const std::string packed = (dir / "packed.glb").string(), changed = (dir / "changed.glb").string();
   ASSERT_EQ(std::system(("gltfpack -c -i '" + in + "' -o '" + packed + "' > /dev/null 2>&1").c_str()), 0);
   ASSERT_TRUE(ReadGltf(packed).ok()) << ReadGltf(packed).status();
