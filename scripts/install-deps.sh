@@ -8,7 +8,7 @@ PACKAGES=(
   libsuitesparse-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libtinygltf-dev libhiredis-dev redis-server nlohmann-json3-dev libcivetweb-dev libssl-dev
   libboost-dev chromium curl libopenblas0-pthread pkg-config cmake ninja-build ccache g++ git kubernetes-client python3-yaml
-  gltfpack libmeshoptimizer-dev
+  gltfpack libmeshoptimizer-dev libdraco-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -55,12 +55,13 @@ struct GltfCharacter {
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all
 // skins and every mesh node that has one; images are not decoded. What is not supported yet is
 // INVALID_ARGUMENT naming it, never dropped: required extensions other than
-// KHR_mesh_quantization and EXT_meshopt_compression (e.g. KHR_draco_mesh_compression), more
-// than one scene, triangle meshes without a skin that hang below no skin joint or are animated
+// KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, more than one
+// scene, triangle meshes without a skin that hang below no skin joint or are animated
 // up to it (those below a joint are props: weighted 1 to it, they move rigidly with it), and
 // skins that bind a shared joint differently other than by one transform for the whole skin.
 // KHR_mesh_quantization is read (integer positions, normals and morph deltas, where the file
-// declares it; normals renormalized), and EXT_meshopt_compression (the views decoded first).
+// declares it; normals renormalized), EXT_meshopt_compression (the views decoded first) and
+// KHR_draco_mesh_compression (each primitive's Draco mesh decoded first).
 // Sparse accessors (morph targets often use them) are read as the spec says: the base view, or
 // zeros without one, with the listed elements replaced. Morph targets are read (morph_targets),
 // and animation channels on their weights (morph_channels). Validates every accessor against its

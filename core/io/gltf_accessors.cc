@@ -11,8 +11,6 @@ namespace skinning::gltf_internal {
 
 absl::Status Invalid(const std::string& message) { return absl::InvalidArgumentError(message); }
 
-namespace {
-
 int ComponentSize(int component_type) {
   switch (component_type) {
     case TINYGLTF_COMPONENT_TYPE_BYTE:
@@ -28,6 +26,8 @@ int ComponentSize(int component_type) {
       return 0;  // INT and DOUBLE are not glTF 2.0 accessor component types.
   }
 }
+
+namespace {
 
 const char* ComponentTypeName(int component_type) {
   switch (component_type) {
@@ -52,6 +52,8 @@ const char* ComponentTypeName(int component_type) {
   }
 }
 
+}  // namespace
+
 int NumComponents(int type) {
   switch (type) {
     case TINYGLTF_TYPE_SCALAR:
@@ -72,6 +74,8 @@ int NumComponents(int type) {
       return 0;
   }
 }
+
+namespace {
 
 const char* TypeName(int type) {
   switch (type) {

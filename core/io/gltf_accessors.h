@@ -17,6 +17,11 @@ namespace skinning::gltf_internal {
 // INVALID_ARGUMENT with `message`: every malformed-file error.
 absl::Status Invalid(const std::string& message);
 
+// Bytes of one component of a glTF 2.0 accessor componentType; 0 for any other value.
+int ComponentSize(int component_type);
+// Components of an accessor type (SCALAR 1 … MAT4 16); 0 for an unknown type.
+int NumComponents(int type);
+
 // Which component types an accessor may use in a given role.
 enum class Components {
   kFloat,                      // FLOAT only (positions, normals, times, matrices, T/S keys)

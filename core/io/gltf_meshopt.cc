@@ -2,8 +2,6 @@
 
 #include <meshoptimizer.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -56,58 +54,6 @@ absl::Status StringField(const tinygltf::Value& ext, const std::string& where, c
 }
 
 }  // namespace
-
-absl::StatusOr<std::optional<std::vector<unsigned char>>> PatchMeshoptFallbackBuffers(
-    const std::vector<unsigned char>& bytes, bool binary) {
-  const std::string needle = kExtension;
-  if (std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) == bytes.end()) return std::nullopt;
-  auto u32 = [&](size_t offset) {
-    uint32_t v;
-    std::memcpy(&v, bytes.data() + offset, 4);
-    return v;
-  };
-  // The JSON text: a .glb's first chunk (its header checked by the caller), or the whole file.
-  const size_t json_begin = binary ? 20 : 0;
-  const size_t json_end = binary ? 20 + static_cast<size_t>(u32(12)) : bytes.size();
-  nlohmann::json doc = nlohmann::json::parse(bytes.begin() + json_begin, bytes.begin() + json_end, nullptr,
-                                             /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;  // the parser names what is wrong
-  auto buffers = doc.find("buffers");
-  if (buffers == doc.end() || !buffers->is_array()) return std::nullopt;
-  bool patched = false;
-  for (nlohmann::json& buffer : *buffers) {
-    if (!buffer.is_object()) continue;
-    const auto extensions = buffer.find("extensions");
-    if (extensions == buffer.end() || !extensions->is_object()) continue;
-    const auto ext = extensions->find(kExtension);
-    if (ext == extensions->end() || !ext->is_object()) continue;
-    const auto fallback = ext->find("fallback");
-    if (fallback == ext->end() || !fallback->is_boolean() || !fallback->get<bool>()) continue;
-    buffer["uri"] = "data:application/octet-stream;base64,AA==";  // one zero byte
-    buffer["byteLength"] = 1;
-    patched = true;
-  }
-  if (!patched) return std::nullopt;
-  std::string json = doc.dump();
-  std::vector<unsigned char> out;
-  if (!binary) {
-    out.assign(json.begin(), json.end());
-    return out;
-  }
-  while (json.size() % 4 != 0) json.push_back(' ');
-  const size_t rest_begin = json_end;  // the chunks after JSON (BIN), as they are
-  const size_t rest_bytes = std::min<size_t>(u32(8), bytes.size()) - std::min<size_t>(rest_begin, u32(8));
-  const uint32_t total = static_cast<uint32_t>(20 + json.size() + rest_bytes);
-  out.resize(total);
-  std::memcpy(out.data(), bytes.data(), 8);  // magic and version
-  std::memcpy(out.data() + 8, &total, 4);
-  const uint32_t json_length = static_cast<uint32_t>(json.size());
-  std::memcpy(out.data() + 12, &json_length, 4);
-  std::memcpy(out.data() + 16, bytes.data() + 16, 4);  // "JSON"
-  std::memcpy(out.data() + 20, json.data(), json.size());
-  if (rest_bytes > 0) std::memcpy(out.data() + 20 + json.size(), bytes.data() + rest_begin, rest_bytes);
-  return out;
-}
 
 absl::Status DecodeMeshoptViews(tinygltf::Model* model) {
   std::vector<bool> fallback(model->buffers.size(), false);

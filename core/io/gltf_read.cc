@@ -24,7 +24,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/io/gltf_accessors.h"
+#include "core/io/gltf_draco.h"
 #include "core/io/gltf_meshopt.h"
+#include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
 #include "core/util/status_macros.h"
 
@@ -128,12 +130,12 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned ch
       return Invalid(absl::StrFormat("%s: %s", label, s.message()));
   }
   ASSIGN_OR_RETURN(const std::optional<std::vector<unsigned char>> patched,
-                   gltf_internal::PatchMeshoptFallbackBuffers(bytes, binary));
+                   gltf_internal::PatchForParser(bytes, binary));
   if (patched) return LoadModelFromBytesAsIs(*patched, label, base_dir, binary);
   return LoadModelFromBytesAsIs(bytes, label, base_dir, binary);
 }
 
-// LoadModelFromBytes after the fallback buffers' rewrite.
+// LoadModelFromBytes after PatchForParser's rewrite.
 absl::StatusOr<tinygltf::Model> LoadModelFromBytesAsIs(const std::vector<unsigned char>& bytes, const std::string& label,
                                                        const std::optional<std::string>& base_dir, bool binary) {
   tinygltf::Model model;
@@ -271,6 +273,8 @@ absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int inde
 constexpr char kMeshQuantization[] = "KHR_mesh_quantization";
 // EXT_meshopt_compression: buffer views compressed by meshoptimizer (DecodeMeshoptViews).
 constexpr char kMeshoptCompression[] = "EXT_meshopt_compression";
+// KHR_draco_mesh_compression: a primitive's geometry as one Draco mesh (DecodeDracoPrimitives).
+constexpr char kDracoCompression[] = "KHR_draco_mesh_compression";
 
 bool UsesMeshQuantization(const tinygltf::Model& model) {
   return std::find(model.extensionsUsed.begin(), model.extensionsUsed.end(), kMeshQuantization) !=
@@ -282,13 +286,13 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
-    if (e != kMeshQuantization && e != kMeshoptCompression) unsupported.push_back(e);
+    if (e != kMeshQuantization && e != kMeshoptCompression && e != kDracoCompression) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
-        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s and %s)",
+        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s)",
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
-        unsupported.size() == 1 ? "is" : "are", kMeshQuantization, kMeshoptCompression));
+        unsupported.size() == 1 ? "is" : "are", kMeshQuantization, kMeshoptCompression, kDracoCompression));
   }
   if (model.scenes.size() > 1) {
     return Invalid(absl::StrFormat(
@@ -998,6 +1002,7 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
   const NodeTree tree(model);
   if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
   if (absl::Status s = gltf_internal::DecodeMeshoptViews(&model); !s.ok()) return fail(s);
+  if (absl::Status s = gltf_internal::DecodeDracoPrimitives(&model); !s.ok()) return fail(s);
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   std::vector<SkinMap> skins;

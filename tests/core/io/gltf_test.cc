@@ -998,19 +998,20 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
     std::vector<std::string> message;
   };
   const std::vector<Case> cases = {
-      {"draco beside quantization",  // only the unsupported one is named
+      {"an unknown one beside quantization",  // only the unsupported one is named
        [](HandMade* h) {
-         h->top_level = R"("extensionsUsed":["KHR_mesh_quantization","KHR_draco_mesh_compression"],)"
-                        R"("extensionsRequired":["KHR_mesh_quantization","KHR_draco_mesh_compression"])";
+         h->top_level = R"("extensionsUsed":["KHR_mesh_quantization","EXT_mesh_gpu_instancing"],)"
+                        R"("extensionsRequired":["KHR_mesh_quantization","EXT_mesh_gpu_instancing"])";
        },
-       {"extensionsRequired: \"KHR_draco_mesh_compression\" is not supported",
-        "the required extensions the reader supports are KHR_mesh_quantization and EXT_meshopt_compression"}},
-      {"draco",
+       {"extensionsRequired: \"EXT_mesh_gpu_instancing\" is not supported",
+        "the required extensions the reader supports are KHR_mesh_quantization, EXT_meshopt_compression and "
+        "KHR_draco_mesh_compression"}},
+      {"webp and an unknown one",
        [](HandMade* h) {
-         h->top_level = R"("extensionsUsed":["KHR_draco_mesh_compression","KHR_materials_x"],)"
-                        R"("extensionsRequired":["KHR_draco_mesh_compression","KHR_materials_x"])";
+         h->top_level = R"("extensionsUsed":["EXT_texture_webp","KHR_materials_x"],)"
+                        R"("extensionsRequired":["EXT_texture_webp","KHR_materials_x"])";
        },
-       {"\"KHR_draco_mesh_compression\", \"KHR_materials_x\" are not supported"}},
+       {"\"EXT_texture_webp\", \"KHR_materials_x\" are not supported"}},
       {"scenes", [](HandMade* h) { h->scenes = R"([{"nodes":[0,1]},{"nodes":[0]}])"; },
        {"2 scenes", "more than one scene is not supported"}},
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },

@@ -1,8 +1,8 @@
-// KHR_mesh_quantization and EXT_meshopt_compression on real characters: each sample character
-// packed by gltfpack (Debian's meshoptimizer tool, a third party: integer positions, normals and
-// weights, the dequantization folded into the inverse bind matrices; with -c/-cc the buffer
-// views compressed too) reads and poses where the original does, to within the precision
-// gltfpack stored.
+// Compressed glTF on real characters: each sample character packed by third-party tools —
+// Debian's gltfpack (KHR_mesh_quantization: integer positions, normals and weights, the
+// dequantization folded into the inverse bind matrices; with -c/-cc EXT_meshopt_compression
+// too) and glTF-Transform with Google's Draco encoder (KHR_draco_mesh_compression) — reads and
+// poses where the original does, to within the precision the packer stored.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <tiny_gltf.h>
@@ -42,6 +42,18 @@
     if (std::system("command -v gltfpack >/dev/null 2>&1") != 0) {                                    \
       if (::skinning::testing::InCi()) FAIL() << "gltfpack is not installed in CI (scripts/install-deps.sh)"; \
       GTEST_SKIP() << "gltfpack is not installed (CI is unset, so skipping; scripts/install-deps.sh installs it)"; \
+    }                                                                                                 \
+  } while (0)
+
+// The same for the Draco packer: node and the npm packages of tests/package.json.
+#define SKINNING_REQUIRE_DRACO_TOOL()                                                                 \
+  do {                                                                                                \
+    const bool _ok = std::system("command -v node >/dev/null 2>&1") == 0 &&                           \
+                     std::filesystem::exists(std::string(SKINNING_SOURCE_DIR) +                        \
+                                             "/tests/node_modules/draco3dgltf/package.json");          \
+    if (!_ok) {                                                                                       \
+      if (::skinning::testing::InCi()) FAIL() << "node or tests/node_modules missing in CI (scripts/install-deps.sh)"; \
+      GTEST_SKIP() << "node or tests/node_modules missing (CI is unset, so skipping; scripts/install-deps.sh)"; \
     }                                                                                                 \
   } while (0)
 
@@ -87,25 +99,35 @@ std::vector<Eigen::Index> Nearest(const RowMatrixX3d& A, const RowMatrixX3d& B) 
   return match;
 }
 
-// (sample character, gltfpack's flags: "" quantizes, "-c" and "-cc" also compress the buffer
-// views with EXT_meshopt_compression, "-cc" harder, with filters).
+// (sample character, packer): "gltfpack" quantizes, "gltfpack -c" and "gltfpack -cc" also
+// compress the buffer views with EXT_meshopt_compression ("-cc" harder, with filters), "draco"
+// compresses each primitive with KHR_draco_mesh_compression (glTF-Transform with Google's
+// draco3d encoder, tests/tools/draco_compress.mjs).
 class GltfQuantizedTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
-TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
-  const auto& [file, flags] = GetParam();
+TEST_P(GltfQuantizedTest, PackedCharacterPosesLikeTheOriginal) {
+  const auto& [file, packer] = GetParam();
   const std::string in = testing::DataPath(file);
   SKINNING_REQUIRE_DATA(in);
-  SKINNING_REQUIRE_GLTFPACK();
-  const std::filesystem::path dir = testing::MakeTempDir("gltf_quantized_" + testing::DataFileTestName(in) + flags);
+  const bool draco = packer == "draco";
+  const std::string flags = draco ? "" : packer.substr(std::string("gltfpack").size());
+  const bool meshopt = !draco && !flags.empty();
+  if (draco) {
+    SKINNING_REQUIRE_DRACO_TOOL();
+  } else {
+    SKINNING_REQUIRE_GLTFPACK();
+  }
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_packed_" + testing::DataFileTestName(in));
   const std::string packed = (dir / "packed.glb").string();
   const std::string command =
-      "gltfpack " + flags + " -i '" + in + "' -o '" + packed + "' > '" + (dir / "log").string() + "' 2>&1";
+      (draco ? "node '" + std::string(SKINNING_SOURCE_DIR) + "/tests/tools/draco_compress.mjs' '" + in + "' '" + packed + "'"
+             : "gltfpack " + flags + " -i '" + in + "' -o '" + packed + "'") +
+      " > '" + (dir / "log").string() + "' 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  const bool compressed = !flags.empty();
 
-  // gltfpack did quantize (and compress): the extensions are required and POSITION is stored as
-  // integers. Read from the file's JSON chunk (tinygltf alone refuses a compressed file whose
-  // fallback buffer is larger than its BIN chunk).
+  // The packer did its work: the extensions are required, and POSITION is stored as integers
+  // (gltfpack) or only in the Draco stream. Read from the file's JSON chunk (tinygltf alone
+  // refuses a meshopt file whose fallback buffer is larger than its BIN chunk).
   {
     std::ifstream f(packed, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -114,15 +136,22 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
     std::memcpy(&json_length, bytes.data() + 12, 4);
     const nlohmann::json doc = nlohmann::json::parse(bytes.substr(20, json_length));
     const auto required = doc.value("extensionsRequired", std::vector<std::string>());
-    ASSERT_THAT(required, ::testing::Contains("KHR_mesh_quantization"));
-    if (compressed) {
+    const nlohmann::json& primitive = doc.at("meshes").at(0).at("primitives").at(0);
+    const nlohmann::json& position = doc.at("accessors").at(primitive.at("attributes").at("POSITION").get<int>());
+    if (draco) {
+      ASSERT_THAT(required, ::testing::Contains("KHR_draco_mesh_compression"));
+      EXPECT_TRUE(primitive.at("extensions").contains("KHR_draco_mesh_compression"));
+      EXPECT_FALSE(position.contains("bufferView")) << "POSITION only in the Draco stream";
+    } else {
+      ASSERT_THAT(required, ::testing::Contains("KHR_mesh_quantization"));
+      EXPECT_NE(position.at("componentType"), TINYGLTF_COMPONENT_TYPE_FLOAT);
+    }
+    if (meshopt) {
       ASSERT_THAT(required, ::testing::Contains("EXT_meshopt_compression"));
       int views = 0;
       for (const auto& view : doc.at("bufferViews")) views += view.contains("extensions");
       EXPECT_GT(views, 0);
     }
-    const int position = doc.at("meshes").at(0).at("primitives").at(0).at("attributes").at("POSITION");
-    EXPECT_NE(doc.at("accessors").at(position).at("componentType"), TINYGLTF_COMPONENT_TYPE_FLOAT);
   }
 
   absl::StatusOr<GltfCharacter> original = ReadGltf(in);
@@ -130,8 +159,9 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
   ASSERT_TRUE(original.ok()) << original.status();
   ASSERT_TRUE(quantized.ok()) << quantized.status().message();
   ASSERT_FALSE(original->animations.empty());
-  // gltfpack merges vertices that are identical in every attribute and reorders them.
-  EXPECT_LE(quantized->mesh.V.rows(), original->mesh.V.rows());
+  // The packers reorder vertices; gltfpack merges those identical in every attribute, Draco's
+  // edgebreaker splits some along attribute seams.
+  EXPECT_LE(quantized->mesh.V.rows(), draco ? original->mesh.V.rows() * 6 / 5 : original->mesh.V.rows());
   EXPECT_GE(quantized->mesh.V.rows(), original->mesh.V.rows() * 9 / 10);
 
   const Animation& animation = original->animations[0];
@@ -166,9 +196,9 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
       }
   }
   const double rms = std::sqrt(sum_sq / compared);
-  std::printf("%s packed by gltfpack %s(%lld of %lld vertices): rest pose %.2e, over %zu animation poses RMS %.2e "
+  std::printf("%s packed by %s (%lld of %lld vertices): rest pose %.2e, over %zu animation poses RMS %.2e "
               "and max %.2e of the diagonal\n",
-              file.c_str(), compressed ? (flags + " ").c_str() : "", static_cast<long long>(quantized->mesh.V.rows()),
+              file.c_str(), packer.c_str(), static_cast<long long>(quantized->mesh.V.rows()),
               static_cast<long long>(original->mesh.V.rows()), rest_worst / diag, times.size(), rms / diag,
               worst / diag);
   EXPECT_LT(rest_worst, 1e-4 * diag);
@@ -194,7 +224,7 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
   ASSERT_EQ(quantized->mesh.N.rows(), quantized->mesh.V.rows());
   double worst_degrees = 0;
   for (Eigen::Index i = 0; i < got[0].rows(); ++i) {
-    EXPECT_NEAR(quantized->mesh.N.row(i).norm(), 1.0, 1e-9) << "normals are renormalized";
+    EXPECT_NEAR(quantized->mesh.N.row(i).norm(), 1.0, 1e-6) << "normals are renormalized (Draco's in float)";
     double best = 180;
     for (Eigen::Index j = 0; j < want[0].rows(); ++j) {
       if ((got[0].row(i) - want[0].row(j)).norm() > 1e-4 * diag) continue;
@@ -208,7 +238,7 @@ TEST_P(GltfQuantizedTest, GltfpackOutputPosesLikeTheOriginal) {
   EXPECT_LT(worst_degrees, 2.0);
 
   // The same file without the extension declared is refused, naming the attribute's type.
-  if (compressed) return;
+  if (packer != "gltfpack") return;
   tinygltf::Model model;
   tinygltf::TinyGLTF io;
   std::string err, warn;
@@ -316,6 +346,31 @@ TEST(GltfMeshoptTest, PackedSeedReadsAsItsSource) {
   }
 }
 
+// The Draco seed: a hand-made two-bone quad, compressed by tests/tools/draco_compress.mjs, reads
+// as its source and poses alike by its own animation.
+TEST(GltfDracoTest, PackedSeedReadsAsItsSource) {
+  const std::string seeds = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/";
+  absl::StatusOr<GltfCharacter> plain = ReadGltf(seeds + "quad.gltf");
+  absl::StatusOr<GltfCharacter> packed = ReadGltf(seeds + "quad_draco.glb");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  ASSERT_EQ(plain->mesh.V.rows(), 4);
+  ASSERT_EQ(packed->mesh.V.rows(), 4);
+  ASSERT_EQ(packed->mesh.F.rows(), 2);
+  ASSERT_FALSE(packed->animations.empty());
+  const std::vector<double> times = {0.0, 0.5, 1.0};
+  const std::vector<RowMatrixX3d> want = PosedByName(*plain, *plain, times);
+  const std::vector<RowMatrixX3d> got = PosedByName(*packed, *packed, times);
+  const std::vector<Eigen::Index> match = Nearest(got[0], want[0]);
+  std::vector<bool> hit(4, false);
+  for (Eigen::Index i = 0; i < 4; ++i) {
+    hit[match[i]] = true;
+    for (size_t f = 0; f < want.size(); ++f)
+      EXPECT_LT((got[f].row(i) - want[f].row(match[i])).norm(), 1e-3) << "vertex " << i << " pose " << f;
+  }
+  EXPECT_EQ(std::count(hit.begin(), hit.end(), true), 4) << "every corner is one of the packed vertices";
+}
+
 // A .glb's JSON chunk and the bytes after it.
 struct Glb {
   nlohmann::json json;
@@ -344,6 +399,26 @@ void WriteGlb(const Glb& glb, const std::string& path) {
   f << json << glb.rest;
 }
 
+// One change of a .glb each, written to `path`: the reader refuses each with INVALID_ARGUMENT
+// whose message holds `message`.
+struct Case {
+  std::string name;
+  std::function<void(Glb*)> change;
+  std::string message;
+};
+
+void ExpectEachRefused(const Glb& original, const std::vector<Case>& cases, const std::string& path) {
+  for (const Case& c : cases) {
+    Glb g = original;
+    c.change(&g);
+    WriteGlb(g, path);
+    absl::StatusOr<GltfCharacter> r = ReadGltf(path);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message)) << c.name;
+  }
+}
+
 // Malformed EXT_meshopt_compression data (a gltfpack -c file changed in one place) is
 // INVALID_ARGUMENT naming the buffer view and what is wrong; never a crash, never a huge
 // allocation from a small file.
@@ -365,11 +440,6 @@ TEST(GltfMeshoptTest, RejectsMalformedCompressedViews) {
   }
   ASSERT_GE(attributes, 0);
   const std::string where = absl::StrFormat("bufferViews[%d].extensions.EXT_meshopt_compression", attributes);
-  struct Case {
-    std::string name;
-    std::function<void(Glb*)> change;
-    std::string message;
-  };
   auto ext = [attributes](Glb* g) -> nlohmann::json& {
     return g->json["bufferViews"][attributes]["extensions"]["EXT_meshopt_compression"];
   };
@@ -391,15 +461,48 @@ TEST(GltfMeshoptTest, RejectsMalformedCompressedViews) {
        [&](Glb* g) { g->json["bufferViews"][attributes].erase("extensions"); },
        absl::StrFormat("bufferViews[%d] is not compressed but points into buffers[", attributes)},
   };
-  for (const Case& c : cases) {
-    Glb g = original;
-    c.change(&g);
-    WriteGlb(g, changed);
-    absl::StatusOr<GltfCharacter> r = ReadGltf(changed);
-    ASSERT_FALSE(r.ok()) << c.name;
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.name;
-    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message)) << c.name;
-  }
+  ExpectEachRefused(original, cases, changed);
+  std::filesystem::remove_all(dir);
+}
+
+// Malformed KHR_draco_mesh_compression data (a glTF-Transform Draco file changed in one place) is
+// INVALID_ARGUMENT naming the primitive and what is wrong.
+TEST(GltfDracoTest, RejectsMalformedDracoPrimitives) {
+  const std::string in = testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(in);
+  SKINNING_REQUIRE_DRACO_TOOL();
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_draco_malformed");
+  const std::string packed = (dir / "packed.glb").string(), changed = (dir / "changed.glb").string();
+  ASSERT_EQ(std::system(("node '" + std::string(SKINNING_SOURCE_DIR) + "/tests/tools/draco_compress.mjs' '" + in +
+                         "' '" + packed + "' > /dev/null 2>&1")
+                            .c_str()),
+            0);
+  ASSERT_TRUE(ReadGltf(packed).ok()) << ReadGltf(packed).status();
+  const Glb original = ReadGlb(packed);
+  const std::string where = "meshes[0].primitives[0].extensions.KHR_draco_mesh_compression";
+  auto ext = [](Glb* g) -> nlohmann::json& {
+    return g->json["meshes"][0]["primitives"][0]["extensions"]["KHR_draco_mesh_compression"];
+  };
+  auto position = [&](Glb* g) -> nlohmann::json& {
+    return g->json["accessors"][g->json["meshes"][0]["primitives"][0]["attributes"]["POSITION"].get<int>()];
+  };
+  const std::vector<Case> cases = {
+      {"corrupt stream",
+       [&](Glb* g) {
+         // The stream starts with "DRACO"; without it nothing decodes.
+         const nlohmann::json& view = g->json["bufferViews"][ext(g)["bufferView"].get<int>()];
+         g->rest[8 + view.value("byteOffset", size_t{0})] = 'X';  // past the BIN chunk header
+       },
+       where + ": the Draco data does not decode"},
+      {"unknown attribute id", [&](Glb* g) { ext(g)["attributes"]["POSITION"] = 77; },
+       where + ".attributes.POSITION: the Draco mesh has no attribute with id 77"},
+      {"count", [&](Glb* g) { position(g)["count"] = 161; },
+       where + ".attributes.POSITION: accessors["},
+      {"attribute the primitive lacks", [&](Glb* g) { ext(g)["attributes"]["TEXCOORD_3"] = 0; },
+       where + ".attributes.TEXCOORD_3: the primitive has no such attribute accessor"},
+      {"ratio", [&](Glb* g) { position(g)["count"] = 100000000; }, "more than 256 times as many"},
+  };
+  ExpectEachRefused(original, cases, changed);
   std::filesystem::remove_all(dir);
 }
 
@@ -407,11 +510,12 @@ INSTANTIATE_TEST_SUITE_P(SampleCharacters, GltfQuantizedTest,
                          ::testing::Combine(::testing::Values("gltf/CesiumMan/CesiumMan.glb",
                                                               "gltf/RiggedFigure/RiggedFigure.glb",
                                                               "gltf/RiggedSimple/RiggedSimple.glb"),
-                                            ::testing::Values("", "-c", "-cc")),
+                                            ::testing::Values("gltfpack", "gltfpack -cc", "gltfpack -c", "draco")),
                          [](const auto& info) {
-                           const std::string& flags = std::get<1>(info.param);
-                           return testing::DataFileTestName(std::get<0>(info.param)) +
-                                  (flags.empty() ? "" : "_" + flags.substr(1));
+                           std::string packer = std::get<1>(info.param);
+                           std::replace(packer.begin(), packer.end(), ' ', '_');
+                           std::replace(packer.begin(), packer.end(), '-', '_');
+                           return testing::DataFileTestName(std::get<0>(info.param)) + "_" + packer;
                          });
 
 }  // namespace

@@ -1,0 +1,207 @@
+#include "core/io/gltf_draco.h"
+
+#include <draco/compression/decode.h>
+#include <draco/core/decoder_buffer.h>
+#include <draco/mesh/mesh.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/io/gltf_accessors.h"
+
+namespace skinning::gltf_internal {
+namespace {
+
+constexpr char kExtension[] = "KHR_draco_mesh_compression";
+constexpr double kMaxRatio = 256;         // decoded bytes per compressed byte, at most
+constexpr double kSlackBytes = 1 << 20;   // on top, for tiny meshes
+
+// Components of a vertex attribute's type (SCALAR to VEC4); 0 for a matrix or unknown type.
+int VertexComponents(int type) {
+  const int n = NumComponents(type);
+  return n <= 4 ? n : 0;
+}
+
+// Appends one attribute's values for every point, converted to OutT, to `out`.
+template <typename OutT>
+bool AppendValues(const draco::PointAttribute& attribute, uint32_t points, int components,
+                  std::vector<unsigned char>* out) {
+  std::vector<OutT> value(components);
+  for (uint32_t p = 0; p < points; ++p) {
+    if (!attribute.ConvertValue<OutT>(attribute.mapped_index(draco::PointIndex(p)),
+                                      static_cast<int8_t>(components), value.data()))
+      return false;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(value.data());
+    out->insert(out->end(), bytes, bytes + components * sizeof(OutT));
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
+  int output = -1;  // the buffer the decoded data goes to, made on first use
+  std::map<int, std::string> decoded_accessors;  // accessor → the primitive that filled it
+  for (size_t m = 0; m < model->meshes.size(); ++m) {
+    for (size_t p = 0; p < model->meshes[m].primitives.size(); ++p) {
+      tinygltf::Primitive& prim = model->meshes[m].primitives[p];
+      auto ext_it = prim.extensions.find(kExtension);
+      if (ext_it == prim.extensions.end()) continue;
+      const std::string where = absl::StrFormat("meshes[%d].primitives[%d].extensions.%s", m, p, kExtension);
+      const tinygltf::Value& ext = ext_it->second;
+      if (!ext.IsObject() || !ext.Has("bufferView") || !ext.Get("bufferView").IsInt() || !ext.Has("attributes") ||
+          !ext.Get("attributes").IsObject())
+        return Invalid(where + ": needs an integer bufferView and an attributes object");
+      const int view = ext.Get("bufferView").GetNumberAsInt();
+      if (view < 0 || static_cast<size_t>(view) >= model->bufferViews.size())
+        return Invalid(absl::StrFormat("%s.bufferView: %d is out of range (%d bufferViews)", where, view,
+                                       model->bufferViews.size()));
+      const tinygltf::BufferView& bv = model->bufferViews[view];
+      if (bv.buffer < 0 || static_cast<size_t>(bv.buffer) >= model->buffers.size() ||
+          bv.byteOffset > model->buffers[bv.buffer].data.size() ||
+          bv.byteLength > model->buffers[bv.buffer].data.size() - bv.byteOffset)
+        return Invalid(absl::StrFormat("%s.bufferView: bufferViews[%d] lies outside its buffer", where, view));
+      if (prim.indices < 0 || static_cast<size_t>(prim.indices) >= model->accessors.size())
+        return Invalid(where + ": the primitive needs an indices accessor (Draco stores faces)");
+
+      // The accessors the extension fills, checked against the compressed size before decoding.
+      struct Target {
+        std::string name;
+        int accessor;
+        uint32_t unique_id;
+      };
+      std::vector<Target> targets;
+      double declared_bytes = static_cast<double>(model->accessors[prim.indices].count) * 4;
+      const tinygltf::Value& attributes = ext.Get("attributes");
+      for (const std::string& name : attributes.Keys()) {
+        const tinygltf::Value& id = attributes.Get(name);
+        if (!id.IsInt() || id.GetNumberAsInt() < 0)
+          return Invalid(absl::StrFormat("%s.attributes.%s: not a non-negative integer", where, name));
+        auto it = prim.attributes.find(name);
+        if (it == prim.attributes.end() || it->second < 0 || static_cast<size_t>(it->second) >= model->accessors.size())
+          return Invalid(absl::StrFormat("%s.attributes.%s: the primitive has no such attribute accessor", where, name));
+        const tinygltf::Accessor& a = model->accessors[it->second];
+        if (VertexComponents(a.type) == 0 || ComponentSize(a.componentType) == 0)
+          return Invalid(absl::StrFormat("%s.attributes.%s: accessors[%d] has an unsupported type", where, name,
+                                         it->second));
+        declared_bytes += static_cast<double>(a.count) * VertexComponents(a.type) * ComponentSize(a.componentType);
+        targets.push_back({name, it->second, static_cast<uint32_t>(id.GetNumberAsInt())});
+      }
+      if (declared_bytes > kMaxRatio * static_cast<double>(bv.byteLength) + kSlackBytes)
+        return Invalid(absl::StrFormat("%s: %d compressed bytes would decode to %.0f, more than %.0f times as many",
+                                       where, bv.byteLength, declared_bytes, kMaxRatio));
+
+      draco::DecoderBuffer buffer;
+      buffer.Init(reinterpret_cast<const char*>(model->buffers[bv.buffer].data.data() + bv.byteOffset), bv.byteLength);
+      draco::Decoder decoder;
+      auto decoded = decoder.DecodeMeshFromBuffer(&buffer);
+      if (!decoded.ok() || decoded.value() == nullptr)
+        return Invalid(absl::StrFormat("%s: the Draco data does not decode (%s)", where,
+                                       decoded.ok() ? "no mesh" : decoded.status().error_msg_string()));
+      const std::unique_ptr<draco::Mesh> mesh = std::move(decoded).value();
+      const uint32_t points = mesh->num_points(), faces = mesh->num_faces();
+
+      if (output < 0) {
+        model->buffers.emplace_back();
+        output = static_cast<int>(model->buffers.size()) - 1;
+      }
+      auto add_view = [&](const std::vector<unsigned char>& bytes) {
+        std::vector<unsigned char>& data = model->buffers[output].data;
+        while (data.size() % 4 != 0) data.push_back(0);
+        tinygltf::BufferView v;
+        v.buffer = output;
+        v.byteOffset = data.size();
+        v.byteLength = bytes.size();
+        data.insert(data.end(), bytes.begin(), bytes.end());
+        model->bufferViews.push_back(v);
+        return static_cast<int>(model->bufferViews.size()) - 1;
+      };
+      auto claim = [&](int accessor) -> absl::Status {
+        auto [it, fresh] = decoded_accessors.emplace(accessor, where);
+        if (!fresh)
+          return Invalid(absl::StrFormat("%s: accessors[%d] is also filled by %s", where, accessor, it->second));
+        return absl::OkStatus();
+      };
+
+      // Faces → the indices accessor, as UNSIGNED_INT.
+      tinygltf::Accessor& indices = model->accessors[prim.indices];
+      if (indices.count != static_cast<size_t>(faces) * 3)
+        return Invalid(absl::StrFormat("%s: accessors[%d] (indices) has count %d but the Draco mesh has %d faces",
+                                       where, prim.indices, indices.count, faces));
+      if (absl::Status s = claim(prim.indices); !s.ok()) return s;
+      std::vector<unsigned char> index_bytes(static_cast<size_t>(faces) * 3 * 4);
+      for (uint32_t f = 0; f < faces; ++f)
+        for (int c = 0; c < 3; ++c) {
+          const uint32_t v = mesh->face(draco::FaceIndex(f))[c].value();
+          std::memcpy(index_bytes.data() + (static_cast<size_t>(f) * 3 + c) * 4, &v, 4);
+        }
+      indices.bufferView = add_view(index_bytes);
+      indices.byteOffset = 0;
+      indices.componentType = TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT;
+      indices.sparse.isSparse = false;
+
+      for (const Target& t : targets) {
+        tinygltf::Accessor& a = model->accessors[t.accessor];
+        const draco::PointAttribute* attribute = mesh->GetAttributeByUniqueId(t.unique_id);
+        if (attribute == nullptr)
+          return Invalid(absl::StrFormat("%s.attributes.%s: the Draco mesh has no attribute with id %d", where, t.name,
+                                         t.unique_id));
+        const int components = VertexComponents(a.type);
+        if (a.count != points || attribute->num_components() != components)
+          return Invalid(absl::StrFormat(
+              "%s.attributes.%s: accessors[%d] has %d elements of %d components but the Draco mesh has %d points of %d",
+              where, t.name, t.accessor, a.count, components, points, attribute->num_components()));
+        if (absl::Status s = claim(t.accessor); !s.ok()) return s;
+        std::vector<unsigned char> bytes;
+        bool ok = false;
+        switch (a.componentType) {
+          case TINYGLTF_COMPONENT_TYPE_FLOAT:
+            ok = AppendValues<float>(*attribute, points, components, &bytes);
+            break;
+          case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE:
+            ok = AppendValues<uint8_t>(*attribute, points, components, &bytes);
+            break;
+          case TINYGLTF_COMPONENT_TYPE_BYTE:
+            ok = AppendValues<int8_t>(*attribute, points, components, &bytes);
+            break;
+          case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT:
+            ok = AppendValues<uint16_t>(*attribute, points, components, &bytes);
+            break;
+          case TINYGLTF_COMPONENT_TYPE_SHORT:
+            ok = AppendValues<int16_t>(*attribute, points, components, &bytes);
+            break;
+          case TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT:
+            ok = AppendValues<uint32_t>(*attribute, points, components, &bytes);
+            break;
+        }
+        if (!ok)
+          return Invalid(absl::StrFormat("%s.attributes.%s: its values do not convert to the accessor's type", where,
+                                         t.name));
+        // Draco stores normals octahedrally quantized: decoded, they are unit length only to
+        // within that precision. The spec wants unit normals.
+        if (t.name == "NORMAL" && a.componentType == TINYGLTF_COMPONENT_TYPE_FLOAT && components == 3) {
+          for (size_t i = 0; i + 12 <= bytes.size(); i += 12) {
+            float n[3];
+            std::memcpy(n, bytes.data() + i, 12);
+            const float length = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+            if (length > 0)
+              for (float& c : n) c /= length;
+            std::memcpy(bytes.data() + i, n, 12);
+          }
+        }
+        a.bufferView = add_view(bytes);
+        a.byteOffset = 0;
+        a.sparse.isSparse = false;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace skinning::gltf_internal
