@@ -75,6 +75,22 @@ int NumComponents(int type) {
   }
 }
 
+absl::Status CheckBufferView(const tinygltf::Model& model, int view) {
+  const tinygltf::BufferView& bv = model.bufferViews[view];
+  if (bv.buffer < 0 || static_cast<size_t>(bv.buffer) >= model.buffers.size())
+    return Invalid(absl::StrFormat("bufferViews[%d]: buffer %d is out of range (%d buffers)", view,
+                                   bv.buffer, model.buffers.size()));
+  const size_t size = model.buffers[bv.buffer].data.size();
+  if (bv.byteOffset > size || bv.byteLength > size - bv.byteOffset)
+    return Invalid(absl::StrFormat("bufferViews[%d]: %d bytes at offset %d but buffers[%d] has %d",
+                                   view, bv.byteLength, bv.byteOffset, bv.buffer, size));
+  if (bv.byteStride != 0 && (bv.byteStride < 4 || bv.byteStride > 252 || bv.byteStride % 4 != 0))
+    return Invalid(
+        absl::StrFormat("bufferViews[%d]: byteStride %d is invalid (a multiple of 4 in [4, 252])",
+                        view, bv.byteStride));
+  return absl::OkStatus();
+}
+
 namespace {
 
 const char* TypeName(int type) {
@@ -159,21 +175,6 @@ size_t ElementSize(int component_type, int type) {
   return csize * NumComponents(type);
 }
 
-absl::Status CheckBufferView(const tinygltf::Model& model, int view) {
-  const tinygltf::BufferView& bv = model.bufferViews[view];
-  if (bv.buffer < 0 || static_cast<size_t>(bv.buffer) >= model.buffers.size())
-    return Invalid(absl::StrFormat("bufferViews[%d]: buffer %d is out of range (%d buffers)", view,
-                                   bv.buffer, model.buffers.size()));
-  const size_t size = model.buffers[bv.buffer].data.size();
-  if (bv.byteOffset > size || bv.byteLength > size - bv.byteOffset)
-    return Invalid(absl::StrFormat("bufferViews[%d]: %d bytes at offset %d but buffers[%d] has %d",
-                                   view, bv.byteLength, bv.byteOffset, bv.buffer, size));
-  if (bv.byteStride != 0 && (bv.byteStride < 4 || bv.byteStride > 252 || bv.byteStride % 4 != 0))
-    return Invalid(
-        absl::StrFormat("bufferViews[%d]: byteStride %d is invalid (a multiple of 4 in [4, 252])",
-                        view, bv.byteStride));
-  return absl::OkStatus();
-}
 
 // Where a (non-sparse) accessor's elements live: null `base` for an accessor without a buffer
 // view (all zeros).

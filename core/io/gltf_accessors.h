@@ -21,6 +21,9 @@ absl::Status Invalid(const std::string& message);
 int ComponentSize(int component_type);
 // Components of an accessor type (SCALAR 1 … MAT4 16); 0 for an unknown type.
 int NumComponents(int type);
+// bufferViews[view] (in range) against its buffer: the buffer exists and holds the view's bytes,
+// and a byteStride is a multiple of 4 in [4, 252].
+absl::Status CheckBufferView(const tinygltf::Model& model, int view);
 
 // Which component types an accessor may use in a given role.
 enum class Components {

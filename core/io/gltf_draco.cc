@@ -18,7 +18,6 @@
 namespace skinning::gltf_internal {
 namespace {
 
-constexpr char kExtension[] = "KHR_draco_mesh_compression";
 constexpr double kMaxRatio = 256;         // decoded bytes per compressed byte, at most
 constexpr double kSlackBytes = 1 << 20;   // on top, for tiny meshes
 
@@ -51,9 +50,9 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
   for (size_t m = 0; m < model->meshes.size(); ++m) {
     for (size_t p = 0; p < model->meshes[m].primitives.size(); ++p) {
       tinygltf::Primitive& prim = model->meshes[m].primitives[p];
-      auto ext_it = prim.extensions.find(kExtension);
+      auto ext_it = prim.extensions.find(kDracoExtension);
       if (ext_it == prim.extensions.end()) continue;
-      const std::string where = absl::StrFormat("meshes[%d].primitives[%d].extensions.%s", m, p, kExtension);
+      const std::string where = absl::StrFormat("meshes[%d].primitives[%d].extensions.%s", m, p, kDracoExtension);
       const tinygltf::Value& ext = ext_it->second;
       if (!ext.IsObject() || !ext.Has("bufferView") || !ext.Get("bufferView").IsInt() || !ext.Has("attributes") ||
           !ext.Get("attributes").IsObject())
@@ -62,11 +61,9 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
       if (view < 0 || static_cast<size_t>(view) >= model->bufferViews.size())
         return Invalid(absl::StrFormat("%s.bufferView: %d is out of range (%d bufferViews)", where, view,
                                        model->bufferViews.size()));
+      if (absl::Status s = CheckBufferView(*model, view); !s.ok())
+        return Invalid(absl::StrFormat("%s.bufferView: %s", where, s.message()));
       const tinygltf::BufferView& bv = model->bufferViews[view];
-      if (bv.buffer < 0 || static_cast<size_t>(bv.buffer) >= model->buffers.size() ||
-          bv.byteOffset > model->buffers[bv.buffer].data.size() ||
-          bv.byteLength > model->buffers[bv.buffer].data.size() - bv.byteOffset)
-        return Invalid(absl::StrFormat("%s.bufferView: bufferViews[%d] lies outside its buffer", where, view));
       if (prim.indices < 0 || static_cast<size_t>(prim.indices) >= model->accessors.size())
         return Invalid(where + ": the primitive needs an indices accessor (Draco stores faces)");
 

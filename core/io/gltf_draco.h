@@ -9,6 +9,8 @@
 
 namespace skinning::gltf_internal {
 
+inline constexpr char kDracoExtension[] = "KHR_draco_mesh_compression";
+
 // For every primitive with KHR_draco_mesh_compression: decodes its buffer view with Debian's
 // libdraco and points the accessors the extension names (and the primitive's indices) at the
 // decoded data, in a buffer appended to the model, written in each accessor's own component

@@ -10,17 +10,17 @@
 
 #include "absl/strings/str_format.h"
 #include "core/io/gltf_accessors.h"
+#include "core/util/status_macros.h"
 
 namespace skinning::gltf_internal {
 namespace {
 
-constexpr char kExtension[] = "EXT_meshopt_compression";
 constexpr double kMaxRatio = 128;       // decoded bytes per compressed byte, at most
 constexpr double kSlackBytes = 1 << 16;  // on top, for tiny views
 
 // The extension's object on `extensions`, or null.
 const tinygltf::Value* ExtensionOf(const tinygltf::ExtensionMap& extensions) {
-  auto it = extensions.find(kExtension);
+  auto it = extensions.find(kMeshoptExtension);
   return it == extensions.end() ? nullptr : &it->second;
 }
 
@@ -81,12 +81,12 @@ absl::Status DecodeMeshoptViews(tinygltf::Model* model) {
   for (size_t i = 0; i < model->bufferViews.size(); ++i) {
     const tinygltf::BufferView& bv = model->bufferViews[i];
     const tinygltf::Value* ext = ExtensionOf(bv.extensions);
-    const std::string where = absl::StrFormat("bufferViews[%d].extensions.%s", i, kExtension);
+    const std::string where = absl::StrFormat("bufferViews[%d].extensions.%s", i, kMeshoptExtension);
     if (ext == nullptr) {
       if (bv.buffer >= 0 && static_cast<size_t>(bv.buffer) < fallback.size() && fallback[bv.buffer])
         return Invalid(absl::StrFormat(
             "bufferViews[%d] is not compressed but points into buffers[%d], a %s fallback buffer without data", i,
-            bv.buffer, kExtension));
+            bv.buffer, kMeshoptExtension));
       continue;
     }
     if (!ext->IsObject()) return Invalid(where + ": not an object");
@@ -152,15 +152,13 @@ absl::Status DecodeMeshoptViews(tinygltf::Model* model) {
       if (bv.buffer == static_cast<int>(b)) declared = std::max(declared, static_cast<double>(bv.byteOffset + bv.byteLength));
     if (declared > decoded_bytes_in_fallbacks + kSlackBytes * (1 + jobs.size()))
       return Invalid(absl::StrFormat("buffers[%d]: a %s fallback buffer of %.0f bytes, more than its views decode to",
-                                     b, kExtension, declared));
+                                     b, kMeshoptExtension, declared));
     buffer.data.assign(static_cast<size_t>(declared), 0);
   }
   for (const Job& job : jobs) {
+    RETURN_IF_ERROR(CheckBufferView(*model, static_cast<int>(job.view)));
     const tinygltf::BufferView& bv = model->bufferViews[job.view];
     std::vector<unsigned char>& target = model->buffers[bv.buffer].data;
-    if (bv.byteOffset > target.size() || bv.byteLength > target.size() - bv.byteOffset)
-      return Invalid(absl::StrFormat("bufferViews[%d]: %d bytes at offset %d but buffers[%d] has %d", job.view,
-                                     bv.byteLength, bv.byteOffset, bv.buffer, target.size()));
     std::vector<unsigned char> out(job.count * job.stride);
     int rc = 0;
     if (job.mode == "ATTRIBUTES") {
@@ -173,7 +171,7 @@ absl::Status DecodeMeshoptViews(tinygltf::Model* model) {
     if (rc != 0)
       return Invalid(absl::StrFormat("bufferViews[%d].extensions.%s: the compressed data does not decode (meshopt "
                                      "error %d)",
-                                     job.view, kExtension, rc));
+                                     job.view, kMeshoptExtension, rc));
     if (job.filter == "OCTAHEDRAL") meshopt_decodeFilterOct(out.data(), job.count, job.stride);
     if (job.filter == "QUATERNION") meshopt_decodeFilterQuat(out.data(), job.count, job.stride);
     if (job.filter == "EXPONENTIAL") meshopt_decodeFilterExp(out.data(), job.count, job.stride);

@@ -10,6 +10,8 @@
 
 namespace skinning::gltf_internal {
 
+inline constexpr char kMeshoptExtension[] = "EXT_meshopt_compression";
+
 // Decodes every buffer view that carries EXT_meshopt_compression into its own place (its buffer,
 // byteOffset): a fallback buffer (no data of its own) is first allocated with zeros. Modes
 // ATTRIBUTES, TRIANGLES and INDICES; filters NONE, OCTAHEDRAL, QUATERNION and EXPONENTIAL.

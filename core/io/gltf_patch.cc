@@ -7,20 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/io/gltf_draco.h"
+#include "core/io/gltf_meshopt.h"
+
 namespace skinning::gltf_internal {
-namespace {
 
-constexpr char kMeshopt[] = "EXT_meshopt_compression";
-constexpr char kDraco[] = "KHR_draco_mesh_compression";
-
-}  // namespace
-
-absl::StatusOr<std::optional<std::vector<unsigned char>>> PatchForParser(
-    const std::vector<unsigned char>& bytes, bool binary) {
-  auto mentions = [&](const std::string& needle) {
-    return std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end()) != bytes.end();
-  };
-  if (!mentions(kMeshopt) && !mentions(kDraco)) return std::nullopt;
+std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsigned char>& bytes, bool binary) {
   auto u32 = [&](size_t offset) {
     uint32_t v;
     std::memcpy(&v, bytes.data() + offset, 4);
@@ -29,6 +21,12 @@ absl::StatusOr<std::optional<std::vector<unsigned char>>> PatchForParser(
   // The JSON text: a .glb's first chunk (its header checked by the caller), or the whole file.
   const size_t json_begin = binary ? 20 : 0;
   const size_t json_end = binary ? 20 + static_cast<size_t>(u32(12)) : bytes.size();
+  // Only a file that names one of the extensions is parsed here (a second time).
+  auto mentions = [&](const std::string& needle) {
+    return std::search(bytes.begin() + json_begin, bytes.begin() + json_end, needle.begin(), needle.end()) !=
+           bytes.begin() + json_end;
+  };
+  if (!mentions(kMeshoptExtension) && !mentions(kDracoExtension)) return std::nullopt;
   nlohmann::json doc = nlohmann::json::parse(bytes.begin() + json_begin, bytes.begin() + json_end, nullptr,
                                              /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return std::nullopt;  // the parser names what is wrong
@@ -44,7 +42,7 @@ absl::StatusOr<std::optional<std::vector<unsigned char>>> PatchForParser(
   // Meshopt fallback buffers: one zero byte each.
   if (auto buffers = doc.find("buffers"); buffers != doc.end() && buffers->is_array()) {
     for (nlohmann::json& buffer : *buffers) {
-      const nlohmann::json* ext = extension(buffer, kMeshopt);
+      const nlohmann::json* ext = extension(buffer, kMeshoptExtension);
       if (ext == nullptr) continue;
       const auto fallback = ext->find("fallback");
       if (fallback == ext->end() || !fallback->is_boolean() || !fallback->get<bool>()) continue;
@@ -61,7 +59,7 @@ absl::StatusOr<std::optional<std::vector<unsigned char>>> PatchForParser(
     for (nlohmann::json& mesh : *meshes) {
       if (!mesh.is_object() || !mesh.contains("primitives") || !mesh["primitives"].is_array()) continue;
       for (nlohmann::json& primitive : mesh["primitives"]) {
-        const nlohmann::json* ext = extension(primitive, kDraco);
+        const nlohmann::json* ext = extension(primitive, kDracoExtension);
         if (ext == nullptr || !ext->contains("bufferView") || !(*ext)["bufferView"].is_number_integer()) continue;
         if (!primitive.contains("indices") || !primitive["indices"].is_number_integer()) continue;
         const int64_t index = primitive["indices"].get<int64_t>();

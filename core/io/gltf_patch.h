@@ -6,8 +6,6 @@
 #include <optional>
 #include <vector>
 
-#include "absl/status/statusor.h"
-
 namespace skinning::gltf_internal {
 
 // `bytes` (a .glb when `binary`, its header checked, else .gltf text) with
@@ -18,8 +16,7 @@ namespace skinning::gltf_internal {
 //    data is in the Draco stream), given the stream's view: tinygltf wants one on every indices
 //    accessor; DecodeDracoPrimitives replaces it.
 // nullopt when nothing needs rewriting (or the JSON does not parse: the parser then says why).
-absl::StatusOr<std::optional<std::vector<unsigned char>>> PatchForParser(const std::vector<unsigned char>& bytes,
-                                                                         bool binary);
+std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsigned char>& bytes, bool binary);
 
 }  // namespace skinning::gltf_internal
 

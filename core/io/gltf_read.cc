@@ -114,9 +114,6 @@ tinygltf::FsCallbacks NoFileCallbacks(NoFiles* no_files) {
   return fs;
 }
 
-absl::StatusOr<tinygltf::Model> LoadModelFromBytesAsIs(const std::vector<unsigned char>& bytes, const std::string& label,
-                                                       const std::optional<std::string>& base_dir, bool binary);
-
 // Parses a .glb or .gltf held in memory; `label` prefixes every message. `base_dir` is where
 // external buffers are looked up, or nullopt for bytes from a request (external URIs refused).
 absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned char>& bytes, const std::string& label,
@@ -129,15 +126,9 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned ch
     if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
       return Invalid(absl::StrFormat("%s: %s", label, s.message()));
   }
-  ASSIGN_OR_RETURN(const std::optional<std::vector<unsigned char>> patched,
-                   gltf_internal::PatchForParser(bytes, binary));
-  if (patched) return LoadModelFromBytesAsIs(*patched, label, base_dir, binary);
-  return LoadModelFromBytesAsIs(bytes, label, base_dir, binary);
-}
-
-// LoadModelFromBytes after PatchForParser's rewrite.
-absl::StatusOr<tinygltf::Model> LoadModelFromBytesAsIs(const std::vector<unsigned char>& bytes, const std::string& label,
-                                                       const std::optional<std::string>& base_dir, bool binary) {
+  // What tinygltf refuses in compressed files, rewritten first (the rest reads `input`).
+  const std::optional<std::vector<unsigned char>> patched = gltf_internal::PatchForParser(bytes, binary);
+  const std::vector<unsigned char>& input = patched ? *patched : bytes;
   tinygltf::Model model;
   tinygltf::TinyGLTF loader;
   loader.SetImageLoader(&SkipImage, nullptr);
@@ -147,11 +138,11 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytesAsIs(const std::vector<unsigne
   std::string err, warn;
   bool ok = false;
   try {
-    const auto size = static_cast<unsigned int>(bytes.size());
+    const auto size = static_cast<unsigned int>(input.size());
     if (binary) {
-      ok = loader.LoadBinaryFromMemory(&model, &err, &warn, bytes.data(), size, dir);
+      ok = loader.LoadBinaryFromMemory(&model, &err, &warn, input.data(), size, dir);
     } else {
-      ok = loader.LoadASCIIFromString(&model, &err, &warn, reinterpret_cast<const char*>(bytes.data()), size, dir);
+      ok = loader.LoadASCIIFromString(&model, &err, &warn, reinterpret_cast<const char*>(input.data()), size, dir);
     }
   } catch (const std::exception& e) {
     return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", label, e.what()));
@@ -271,10 +262,8 @@ absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int inde
 // KHR_mesh_quantization: positions, normals and morph target deltas may be stored as (normalized)
 // integers; the file's transforms (for a skinned mesh, its inverse bind matrices) dequantize.
 constexpr char kMeshQuantization[] = "KHR_mesh_quantization";
-// EXT_meshopt_compression: buffer views compressed by meshoptimizer (DecodeMeshoptViews).
-constexpr char kMeshoptCompression[] = "EXT_meshopt_compression";
-// KHR_draco_mesh_compression: a primitive's geometry as one Draco mesh (DecodeDracoPrimitives).
-constexpr char kDracoCompression[] = "KHR_draco_mesh_compression";
+using gltf_internal::kDracoExtension;
+using gltf_internal::kMeshoptExtension;
 
 bool UsesMeshQuantization(const tinygltf::Model& model) {
   return std::find(model.extensionsUsed.begin(), model.extensionsUsed.end(), kMeshQuantization) !=
@@ -286,13 +275,13 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
-    if (e != kMeshQuantization && e != kMeshoptCompression && e != kDracoCompression) unsupported.push_back(e);
+    if (e != kMeshQuantization && e != kMeshoptExtension && e != kDracoExtension) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
         "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s)",
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
-        unsupported.size() == 1 ? "is" : "are", kMeshQuantization, kMeshoptCompression, kDracoCompression));
+        unsupported.size() == 1 ? "is" : "are", kMeshQuantization, kMeshoptExtension, kDracoExtension));
   }
   if (model.scenes.size() > 1) {
     return Invalid(absl::StrFormat(
