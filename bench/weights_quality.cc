@@ -113,8 +113,7 @@ bool LoadGltf(const std::string& name, Character* c) {
   // The animation at 30 frames per second, then the bends.
   for (const Animation& anim : g->animations) {
     const int frames = std::max(2, static_cast<int>(std::ceil((anim.end - anim.start) * 30)) + 1);
-    for (int f = 0; f < frames; ++f)
-    {
+    for (int f = 0; f < frames; ++f) {
       c->poses.push_back(Pose{SampleAnimation(c->skeleton, anim, anim.start + (anim.end - anim.start) * f / (frames - 1))});
       c->bent.push_back(-1);
     }

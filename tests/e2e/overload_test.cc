@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,24 @@ using ::skinning::testing::ThreadCount;
 using ::testing::HasSubstr;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Calls `call` until it answers OK or 10 s pass, waiting 20 ms after each RESOURCE_EXHAUSTED (a
+// limit the server frees a moment after the room is made); any other error fails the test and
+// ends the wait. Returns the last answer.
+absl::Status RetryWhileExhausted(const std::function<absl::Status()>& call) {
+  absl::Status last;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    last = call();
+    if (last.ok()) break;
+    if (!absl::IsResourceExhausted(last)) {
+      ADD_FAILURE() << last;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < until);
+  return last;
+}
 
 ClientOptions Options(const ServerProcess& server, std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
   ClientOptions o;
@@ -130,17 +149,14 @@ TEST(Overload, ThousandIdleSessionsHoldNoThreadEachAndTheSessionLimitRefusesTheN
   // Closing one makes room (the server counts it out once the stream has ended on its side).
   ASSERT_TRUE(sessions.back()->Close().ok());
   sessions.pop_back();
-  absl::Status last;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
+  const absl::Status last = RetryWhileExhausted([&]() -> absl::Status {
     auto again = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
-    ASSERT_TRUE(again.ok()) << again.status();
-    auto frame = (*again)->Step(BentPose(rig, 20));
-    last = frame.status();
-    if (last.ok()) break;
-    ASSERT_TRUE(absl::IsResourceExhausted(last)) << last;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  } while (std::chrono::steady_clock::now() < until);
+    if (!again.ok()) {
+      ADD_FAILURE() << "starting the session: " << again.status();
+      return again.status();
+    }
+    return (*again)->Step(BentPose(rig, 20)).status();
+  });
   EXPECT_TRUE(last.ok()) << "no room after closing a session: " << last;
   for (auto& s : sessions) ASSERT_TRUE(s->Close().ok());
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
@@ -275,15 +291,7 @@ TEST(Overload, WatchesFillingTheThreadPoolGetTheNextSyncCallRefused) {
     }
     EXPECT_EQ(w->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
-  absl::Status last;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  do {
-    auto again = client.GetBake(bake);
-    last = again.status();
-    if (last.ok()) break;
-    ASSERT_TRUE(absl::IsResourceExhausted(last)) << last;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  } while (std::chrono::steady_clock::now() < until);
+  const absl::Status last = RetryWhileExhausted([&] { return client.GetBake(bake).status(); });
   EXPECT_TRUE(last.ok()) << "still refused after the watches ended: " << last;
   ASSERT_TRUE(client.CancelBake(bake).ok());
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
