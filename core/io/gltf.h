@@ -3,6 +3,7 @@
 #ifndef SKINNING_CORE_IO_GLTF_H_
 #define SKINNING_CORE_IO_GLTF_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ struct GltfCharacter {
   std::vector<Animation> animations;
 };
 
+// Sizes ReadGltfBytes refuses before anything is decoded or read (RESOURCE_EXHAUSTED naming the
+// count and the limit), from the counts the file's accessors declare; 0 = no limit. A mesh
+// instanced by n nodes counts n times, as it is read. The server passes its rig limits, so that a
+// small file declaring (or decompressing to) a huge mesh is refused before it is allocated.
+struct GltfSizeLimits {
+  int64_t max_vertices = 0;       // POSITION elements
+  int64_t max_triangles = 0;      // indices / 3, or POSITION elements / 3 without indices
+  int64_t max_morph_targets = 0;  // morph targets
+};
+
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all
 // skins and every mesh node that has one; images are not decoded. What is not supported yet is
 // INVALID_ARGUMENT naming it, never dropped: required extensions other than
@@ -73,7 +84,8 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path);
 // URIs). Nothing is read from the filesystem: a file that refers to an external buffer is
 // INVALID_ARGUMENT naming it. `label` prefixes every message ("gltf: accessors[3] ..."); a
 // character whose file names no mesh is called "character".
-absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label);
+absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label,
+                                            const GltfSizeLimits& limits = {});
 
 // Writes a skinned glTF: mesh (positions, normals when present, indices), a node per joint with
 // its rest transform, a skin with inverse bind matrices, JOINTS_0/WEIGHTS_0 (and _1 when k > 4)

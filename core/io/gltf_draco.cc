@@ -42,7 +42,107 @@ bool AppendValues(const draco::PointAttribute& attribute, uint32_t points, int c
   return true;
 }
 
+// Reads a Draco stream's fields in order; each call fails once the bytes run out.
+class StreamReader {
+ public:
+  StreamReader(const unsigned char* data, size_t size) : data_(data), size_(size) {}
+  size_t remaining() const { return size_ - at_; }
+  bool U8(uint32_t* v) {
+    if (at_ >= size_) return false;
+    *v = data_[at_++];
+    return true;
+  }
+  bool U16(uint32_t* v) {  // little-endian
+    uint32_t lo, hi;
+    if (!U8(&lo) || !U8(&hi)) return false;
+    *v = lo | (hi << 8);
+    return true;
+  }
+  // varUI32: 7 bits per byte, least significant first, the high bit set on all but the last.
+  bool Var32(uint32_t* v) {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      uint32_t byte;
+      if (!U8(&byte)) return false;
+      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        if (value > UINT32_MAX) return false;
+        *v = static_cast<uint32_t>(value);
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Skip(uint64_t n) {
+    if (n > remaining()) return false;
+    at_ += n;
+    return true;
+  }
+
+ private:
+  const unsigned char* data_;
+  size_t size_;
+  size_t at_ = 0;
+};
+
+// Skips one metadata element: its entries (name: UI8 length and bytes; value: varUI32 length
+// and bytes), then its sub-elements, each a name and an element, depth first. The value length is
+// a varUI32 as libdraco reads it (the bitstream spec's table says UI8; the two agree below 128).
+bool SkipDracoMetadataElement(StreamReader* r) {
+  uint64_t left = 1;  // elements still to skip; all but the first start with their name
+  for (bool first = true; left > 0; first = false) {
+    --left;
+    uint32_t length;
+    if (!first && (!r->U8(&length) || !r->Skip(length))) return false;
+    uint32_t entries, subs;
+    if (!r->Var32(&entries)) return false;
+    for (uint32_t e = 0; e < entries; ++e) {
+      uint32_t value_length;
+      if (!r->U8(&length) || !r->Skip(length) || !r->Var32(&value_length) || value_length == 0 ||
+          !r->Skip(value_length))
+        return false;
+    }
+    if (!r->Var32(&subs) || subs > r->remaining()) return false;
+    left += subs;
+  }
+  return true;
+}
+
+// The metadata section: the attributes' elements (each after the attribute's unique id), then
+// the file's.
+bool SkipDracoMetadata(StreamReader* r) {
+  uint32_t attributes, id;
+  if (!r->Var32(&attributes)) return false;
+  for (uint32_t a = 0; a < attributes; ++a)
+    if (!r->Var32(&id) || !SkipDracoMetadataElement(r)) return false;
+  return SkipDracoMetadataElement(r);
+}
+
 }  // namespace
+
+absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* data, size_t size) {
+  StreamReader r(data, size);
+  if (size < 5 || std::memcmp(data, "DRACO", 5) != 0) return Invalid("it does not start with \"DRACO\"");
+  r.Skip(5);
+  uint32_t major, minor, encoder_type, method, flags;
+  if (!r.U8(&major) || !r.U8(&minor) || !r.U8(&encoder_type) || !r.U8(&method) || !r.U16(&flags))
+    return Invalid("its header is truncated");
+  if (major != 2 || minor != 2)
+    return Invalid(absl::StrFormat("it is Draco bitstream %d.%d; %s is written against 2.2", major, minor,
+                                   kDracoExtension));
+  if (encoder_type != 1) return Invalid(absl::StrFormat("it is not a triangle mesh (encoder type %d)", encoder_type));
+  if (method > 1) return Invalid(absl::StrFormat("encoding method %d is neither sequential (0) nor edgebreaker (1)",
+                                                 method));
+  constexpr uint32_t kMetadataFlag = 0x8000;
+  if ((flags & kMetadataFlag) != 0 && !SkipDracoMetadata(&r)) return Invalid("its metadata is malformed");
+  DracoStreamCounts counts;
+  counts.edgebreaker = method == 1;
+  uint32_t traversal;
+  const bool ok = counts.edgebreaker ? r.U8(&traversal) && r.Var32(&counts.vertices) && r.Var32(&counts.faces)
+                                     : r.Var32(&counts.faces) && r.Var32(&counts.vertices);
+  if (!ok) return Invalid("its connectivity header is truncated");
+  return counts;
+}
 
 absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
   int output = -1;  // the buffer the decoded data goes to, made on first use
@@ -94,8 +194,26 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
         return Invalid(absl::StrFormat("%s: %d compressed bytes would decode to %.0f, more than %.0f times as many",
                                        where, bv.byteLength, declared_bytes, kMaxRatio));
 
+      // Draco allocates for the counts in its stream's header before reading anything else, so
+      // they are compared with the accessors' (bounded above) first.
+      const unsigned char* stream = model->buffers[bv.buffer].data.data() + bv.byteOffset;
+      absl::StatusOr<DracoStreamCounts> counts = ReadDracoStreamCounts(stream, bv.byteLength);
+      if (!counts.ok())
+        return Invalid(absl::StrFormat("%s: the Draco data does not decode (%s)", where, counts.status().message()));
+      const size_t index_count = model->accessors[prim.indices].count;
+      if (index_count != static_cast<size_t>(counts->faces) * 3)
+        return Invalid(absl::StrFormat("%s: the Draco stream declares %d faces but accessors[%d] (indices) has count %d",
+                                       where, counts->faces, prim.indices, index_count));
+      // Every point is one of the accessors' elements (sequential: exactly; edgebreaker: each
+      // connectivity vertex is at least one point).
+      for (const Target& t : targets)
+        if (counts->vertices > model->accessors[t.accessor].count)
+          return Invalid(absl::StrFormat("%s: the Draco stream declares %d %s but accessors[%d] (%s) has count %d", where,
+                                         counts->vertices, counts->edgebreaker ? "vertices" : "points", t.accessor,
+                                         t.name, model->accessors[t.accessor].count));
+
       draco::DecoderBuffer buffer;
-      buffer.Init(reinterpret_cast<const char*>(model->buffers[bv.buffer].data.data() + bv.byteOffset), bv.byteLength);
+      buffer.Init(reinterpret_cast<const char*>(stream), bv.byteLength);
       draco::Decoder decoder;
       auto decoded = decoder.DecodeMeshFromBuffer(&buffer);
       if (!decoded.ok() || decoded.value() == nullptr)

@@ -5,11 +5,27 @@
 
 #include <tiny_gltf.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace skinning::gltf_internal {
 
 inline constexpr char kDracoExtension[] = "KHR_draco_mesh_compression";
+
+// What a Draco mesh stream declares in its header (bitstream 2.2, the version
+// KHR_draco_mesh_compression is written against), read before anything is decoded.
+struct DracoStreamCounts {
+  bool edgebreaker = false;  // else sequential
+  uint32_t faces = 0;
+  uint32_t vertices = 0;  // edgebreaker: the connectivity's vertices; sequential: the points
+};
+// INVALID_ARGUMENT saying why (without naming the primitive) for data that does not start with
+// "DRACO", a bitstream other than 2.2, a point cloud, an unknown encoding method, or a header or
+// metadata section cut short.
+absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* data, size_t size);
 
 // For every primitive with KHR_draco_mesh_compression: decodes its buffer view with Debian's
 // libdraco and points the accessors the extension names (and the primitive's indices) at the
@@ -18,9 +34,9 @@ inline constexpr char kDracoExtension[] = "KHR_draco_mesh_compression";
 // the attributes, three per face for the indices. INVALID_ARGUMENT naming the primitive for a
 // malformed extension, data that does not decode, counts or component counts that disagree, an
 // attribute the primitive does not have, or a decoded size more than 256 times the compressed
-// one (checked on the accessors' counts before decoding; Draco allocates for the counts in its
-// own stream, which are compared with the accessors' afterwards). Nothing to do without the
-// extension.
+// one. Both are checked before decoding: the accessors' counts against the compressed size, then
+// the counts the stream's header declares (ReadDracoStreamCounts, which Draco allocates for)
+// against the accessors'. Nothing to do without the extension.
 absl::Status DecodeDracoPrimitives(tinygltf::Model* model);
 
 }  // namespace skinning::gltf_internal

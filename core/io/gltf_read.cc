@@ -980,16 +980,45 @@ std::vector<MeshPart> GltfCharacter::MeshParts() const {
 
 namespace {
 
+// The mesh size the file's accessors declare for every node with a mesh, against `limits`.
+absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimits& limits) {
+  int64_t vertices = 0, triangles = 0, targets = 0;
+  auto count = [&](int accessor) -> int64_t {
+    return accessor >= 0 && static_cast<size_t>(accessor) < model.accessors.size()
+               ? static_cast<int64_t>(model.accessors[accessor].count)
+               : 0;
+  };
+  for (const tinygltf::Node& node : model.nodes) {
+    if (node.mesh < 0 || static_cast<size_t>(node.mesh) >= model.meshes.size()) continue;
+    for (const tinygltf::Primitive& p : model.meshes[node.mesh].primitives) {
+      auto position = p.attributes.find("POSITION");
+      const int64_t n = position == p.attributes.end() ? 0 : count(position->second);
+      vertices += n;
+      triangles += (p.indices >= 0 ? count(p.indices) : n) / 3;
+      targets += static_cast<int64_t>(p.targets.size());
+    }
+  }
+  auto check = [](int64_t value, int64_t limit, const char* what) -> absl::Status {
+    if (limit <= 0 || value <= limit) return absl::OkStatus();
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("the meshes declare %d %s, more than the limit of %d", value, what, limit));
+  };
+  RETURN_IF_ERROR(check(vertices, limits.max_vertices, "vertices (POSITION elements over every mesh node)"));
+  RETURN_IF_ERROR(check(triangles, limits.max_triangles, "triangles (over every mesh node)"));
+  return check(targets, limits.max_morph_targets, "morph targets (over every mesh node and primitive)");
+}
+
 // The character of a parsed model; `label` prefixes every message, `stem` names a character
 // whose file names none.
 absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::string& label,
-                                            const std::string& stem) {
+                                            const std::string& stem, const GltfSizeLimits& limits = {}) {
   auto fail = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   };
   GltfCharacter character;
   const NodeTree tree(model);
   if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
+  if (absl::Status s = CheckDeclaredSize(model, limits); !s.ok()) return fail(s);
   if (absl::Status s = gltf_internal::DecodeMeshoptViews(&model); !s.ok()) return fail(s);
   if (absl::Status s = gltf_internal::DecodeDracoPrimitives(&model); !s.ok()) return fail(s);
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
@@ -1011,10 +1040,11 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
   return ReadCharacter(std::move(model), path, std::filesystem::path(path).stem().string());
 }
 
-absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label) {
+absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label,
+                                            const GltfSizeLimits& limits) {
   const std::vector<unsigned char> data(bytes.begin(), bytes.end());
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModelFromBytes(data, label, std::nullopt));
-  return ReadCharacter(std::move(model), label, "character");
+  return ReadCharacter(std::move(model), label, "character", limits);
 }
 
 }  // namespace skinning

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "skinning/v1/bake_service.grpc.pb.h"
+#include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
@@ -425,6 +428,29 @@ TEST(Overload, RigOverMaxVerticesAndClipOverMaxFramesAreResourceExhausted) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("11 frames exceed the server limit of 10"));
   clip.mutable_poses()->RemoveLast();
   EXPECT_TRUE(client.PoseClip(clip).ok());
+}
+
+// A glTF upload is held to the same limits from the counts its accessors declare, before any of
+// it is decompressed or read: CesiumMan declares 3,273 vertices, RiggedSimple fits.
+TEST(Overload, GltfOverMaxVerticesIsRefusedFromItsDeclaredCounts) {
+  const std::string cesium = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
+  const std::string simple = testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(cesium);
+  SKINNING_REQUIRE_DATA(simple);
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  ServerProcess server(MakeTempDir("store"), {"--max_vertices=1000"});
+  Client client(Options(server));
+  auto big = client.CreateRigFromGltf(bytes(cesium));
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
+  EXPECT_THAT(std::string(big.status().message()),
+              HasSubstr("gltf: the meshes declare 3273 vertices (POSITION elements over every mesh node), more than "
+                        "the limit of 1000"));
+  auto fits = client.CreateRigFromGltf(bytes(simple));
+  EXPECT_TRUE(fits.ok()) << fits.status();
 }
 
 }  // namespace

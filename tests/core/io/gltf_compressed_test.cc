@@ -62,13 +62,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Runs `packer` on `in`, writing `out`: "gltfpack" with its flags after it, or "draco"
-// (tests/tools/draco_compress.mjs under node). Its output goes to `out`.log.
+// Runs `packer` on `in`, writing `out`: "gltfpack" with its flags after it, or "draco" with its
+// method after it, if any (tests/tools/draco_compress.mjs under node). Its output goes to
+// `out`.log.
 ::testing::AssertionResult Pack(const std::string& packer, const std::string& in, const std::string& out) {
+  const bool draco = packer.rfind("draco", 0) == 0;
   const std::string command =
-      (packer == "draco"
-           ? "node '" + std::string(SKINNING_SOURCE_DIR) + "/tests/tools/draco_compress.mjs' '" + in + "' '" + out + "'"
-           : packer + " -i '" + in + "' -o '" + out + "'") +
+      (draco ? "node '" + std::string(SKINNING_SOURCE_DIR) + "/tests/tools/draco_compress.mjs' '" + in + "' '" + out +
+                   "'" + packer.substr(5)
+             : packer + " -i '" + in + "' -o '" + out + "'") +
       " > '" + out + ".log' 2>&1";
   if (std::system(command.c_str()) != 0) return ::testing::AssertionFailure() << "failed: " << command;
   return ::testing::AssertionSuccess();
@@ -100,6 +102,51 @@ void WriteGlb(const Glb& glb, const std::string& path) {
   f.write(reinterpret_cast<const char*>(&json_length), 4);
   f.write("JSON", 4);
   f << json << glb.rest;
+}
+
+// The Draco stream of a file's meshes[0].primitives[0], and its replacement: appended to the end
+// of the BIN chunk (the only one after the JSON), the primitive's view pointed at it.
+nlohmann::json& DracoView(Glb* g) {
+  const int view = g->json["meshes"][0]["primitives"][0]["extensions"]["KHR_draco_mesh_compression"]["bufferView"];
+  return g->json["bufferViews"][view];
+}
+
+std::string DracoStream(Glb g) {
+  const nlohmann::json& view = DracoView(&g);
+  return g.rest.substr(8 + view.value("byteOffset", size_t{0}), view["byteLength"].get<size_t>());
+}
+
+void SetDracoStream(Glb* g, const std::string& stream) {
+  uint32_t length = 0;
+  std::memcpy(&length, g->rest.data(), 4);
+  std::string data = g->rest.substr(8, length);
+  while (data.size() % 4 != 0) data.push_back('\0');
+  DracoView(g)["byteOffset"] = data.size();
+  DracoView(g)["byteLength"] = stream.size();
+  data += stream;
+  while (data.size() % 4 != 0) data.push_back('\0');
+  length = static_cast<uint32_t>(data.size());
+  g->json["buffers"][0]["byteLength"] = length;
+  g->rest = std::string(reinterpret_cast<const char*>(&length), 4) + std::string("BIN\0", 4) + data;
+}
+
+// varUI32 of the Draco bitstream: 7 bits a byte, least significant first.
+std::string Varint(uint32_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+
+// An edgebreaker stream (without metadata) with the vertex and face counts of its connectivity
+// header replaced: they follow the 11-byte header and the traversal byte.
+std::string WithEdgebreakerCounts(const std::string& stream, uint32_t vertices, uint32_t faces) {
+  size_t at = 12;
+  for (int field = 0; field < 2; ++field) {
+    while ((static_cast<unsigned char>(stream[at]) & 0x80) != 0) ++at;
+    ++at;
+  }
+  return stream.substr(0, 12) + Varint(vertices) + Varint(faces) + stream.substr(at);
 }
 
 // Posed positions (world space) of a character: first in its rest pose (its joints' own rest
@@ -143,14 +190,14 @@ std::vector<Eigen::Index> Nearest(const RowMatrixX3d& A, const RowMatrixX3d& B) 
 // (sample character, packer): "gltfpack" quantizes, "gltfpack -c" and "gltfpack -cc" also
 // compress the buffer views with EXT_meshopt_compression ("-cc" harder, with filters), "draco"
 // compresses each primitive with KHR_draco_mesh_compression (glTF-Transform with Google's
-// draco3d encoder, tests/tools/draco_compress.mjs).
+// draco3d encoder, tests/tools/draco_compress.mjs; edgebreaker, or "draco sequential").
 class GltfQuantizedTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(GltfQuantizedTest, PackedCharacterPosesLikeTheOriginal) {
   const auto& [file, packer] = GetParam();
   const std::string in = testing::DataPath(file);
   SKINNING_REQUIRE_DATA(in);
-  const bool draco = packer == "draco";
+  const bool draco = packer.rfind("draco", 0) == 0;
   const bool meshopt = !draco && packer != "gltfpack";
   if (draco) {
     SKINNING_REQUIRE_DRACO_TOOL();
@@ -173,6 +220,9 @@ TEST_P(GltfQuantizedTest, PackedCharacterPosesLikeTheOriginal) {
       ASSERT_THAT(required, ::testing::Contains("KHR_draco_mesh_compression"));
       EXPECT_TRUE(primitive.at("extensions").contains("KHR_draco_mesh_compression"));
       EXPECT_FALSE(position.contains("bufferView")) << "POSITION only in the Draco stream";
+      const std::string stream = DracoStream(ReadGlb(packed));
+      ASSERT_GT(stream.size(), 8u);
+      EXPECT_EQ(stream[8], packer == "draco sequential" ? 0 : 1) << "the encoding method byte: sequential or edgebreaker";
     } else {
       ASSERT_THAT(required, ::testing::Contains("KHR_mesh_quantization"));
       EXPECT_NE(position.at("componentType"), TINYGLTF_COMPONENT_TYPE_FLOAT);
@@ -488,11 +538,93 @@ TEST(GltfDracoTest, RejectsMalformedDracoPrimitives) {
   std::filesystem::remove_all(dir);
 }
 
+// A Draco stream's header is checked before libdraco decodes it: it allocates for the counts
+// there, so a 2 kB file whose header claimed 100M faces used to take 2.4 GB before failing. Now
+// counts the accessors do not have, other bitstream versions, point clouds and streams cut short
+// are refused first. (The hand-made seed quad: edgebreaker, 4 vertices, 2 faces.)
+TEST(GltfDracoTest, RefusesStreamHeadersTheAccessorsDoNotMatch) {
+  const Glb seed = ReadGlb(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad_draco.glb");
+  const std::string stream = DracoStream(seed);
+  ASSERT_EQ(stream.substr(0, 5), "DRACO");
+  ASSERT_EQ(stream.substr(5, 4), std::string("\x02\x02\x01\x01", 4)) << "bitstream 2.2, mesh, edgebreaker";
+  ASSERT_EQ(stream.substr(11, 3), std::string("\x00\x04\x02", 3)) << "traversal 0, 4 vertices, 2 faces";
+  auto with_stream = [](std::string changed) { return [changed](Glb* g) { SetDracoStream(g, changed); }; };
+  auto byte = [&](size_t at, char value) {
+    std::string changed = stream;
+    changed[at] = value;
+    return changed;
+  };
+  std::string metadata_cut = byte(10, '\x80');  // the metadata flag, then nothing after the header
+  metadata_cut.resize(11);
+  const std::string where = "meshes[0].primitives[0].extensions.KHR_draco_mesh_compression: ";
+  const std::vector<Case> cases = {
+      {"faces", with_stream(WithEdgebreakerCounts(stream, 4, 100000000)),
+       where + "the Draco stream declares 100000000 faces but accessors[0] (indices) has count 6"},
+      {"vertices", with_stream(WithEdgebreakerCounts(stream, 5000000, 2)),
+       where + "the Draco stream declares 5000000 vertices but accessors[2] (JOINTS_0) has count 4"},
+      {"bitstream 2.1", with_stream(byte(6, '\x01')),
+       where + "the Draco data does not decode (it is Draco bitstream 2.1; KHR_draco_mesh_compression is written "
+               "against 2.2)"},
+      {"point cloud", with_stream(byte(7, '\x00')),
+       where + "the Draco data does not decode (it is not a triangle mesh (encoder type 0))"},
+      {"method", with_stream(byte(8, '\x07')),
+       where + "the Draco data does not decode (encoding method 7 is neither sequential (0) nor edgebreaker (1))"},
+      {"cut short", with_stream(stream.substr(0, 13)),
+       where + "the Draco data does not decode (its connectivity header is truncated)"},
+      {"metadata cut short", with_stream(metadata_cut),
+       where + "the Draco data does not decode (its metadata is malformed)"},
+  };
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_draco_header");
+  const std::string path = (dir / "changed.glb").string();
+  // The stream moved unchanged still reads: the rewriting itself is sound.
+  Glb moved = seed;
+  SetDracoStream(&moved, stream);
+  WriteGlb(moved, path);
+  ASSERT_TRUE(ReadGltf(path).ok()) << ReadGltf(path).status();
+  ExpectEachRefused(seed, cases, path);
+  std::filesystem::remove_all(dir);
+}
+
+// A metadata section (optional in a Draco stream; our encoders write none) is skipped as libdraco
+// reads it, so the counts after it are the ones libdraco sees: the seed quad with attribute and
+// file metadata — nested sub-elements, and a value of 200 bytes, whose length takes two bytes —
+// reads exactly as without.
+TEST(GltfDracoTest, ReadsStreamsWithMetadata) {
+  const std::string seed_path = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad_draco.glb";
+  const Glb seed = ReadGlb(seed_path);
+  const std::string stream = DracoStream(seed);
+  auto name = [](const std::string& n) { return std::string(1, static_cast<char>(n.size())) + n; };
+  auto entry = [&](const std::string& key, const std::string& value) {
+    return name(key) + Varint(static_cast<uint32_t>(value.size())) + value;
+  };
+  std::string metadata = Varint(1) + Varint(0);  // one attribute's metadata: unique id 0
+  metadata += Varint(1) + entry("name", "position") + Varint(1);  // one entry, one sub-element
+  metadata += name("sub") + Varint(0) + Varint(1);                // no entries, one sub-element
+  metadata += name("leaf") + Varint(1) + entry("k", "v") + Varint(0);
+  metadata += Varint(2) + entry("author", "test") + entry("blob", std::string(200, 'x')) + Varint(0);  // the file's
+  std::string with = stream.substr(0, 11) + metadata + stream.substr(11);
+  with[10] = static_cast<char>(static_cast<unsigned char>(with[10]) | 0x80);  // flags (UI16, little-endian): 0x8000
+  Glb changed = seed;
+  SetDracoStream(&changed, with);
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_draco_metadata");
+  const std::string path = (dir / "metadata.glb").string();
+  WriteGlb(changed, path);
+  absl::StatusOr<GltfCharacter> plain = ReadGltf(seed_path);
+  absl::StatusOr<GltfCharacter> read = ReadGltf(path);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->mesh.V, plain->mesh.V);
+  EXPECT_EQ(read->mesh.F, plain->mesh.F);
+  EXPECT_EQ(ToDense(read->weights, read->skeleton.size()), ToDense(plain->weights, plain->skeleton.size()));
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(SampleCharacters, GltfQuantizedTest,
                          ::testing::Combine(::testing::Values("gltf/CesiumMan/CesiumMan.glb",
                                                               "gltf/RiggedFigure/RiggedFigure.glb",
                                                               "gltf/RiggedSimple/RiggedSimple.glb"),
-                                            ::testing::Values("gltfpack", "gltfpack -cc", "gltfpack -c", "draco")),
+                                            ::testing::Values("gltfpack", "gltfpack -cc", "gltfpack -c", "draco",
+                                                              "draco sequential")),
                          [](const auto& info) {
                            std::string packer = std::get<1>(info.param);
                            std::replace(packer.begin(), packer.end(), ' ', '_');

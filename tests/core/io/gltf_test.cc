@@ -23,6 +23,7 @@
 #include "tests/support/base64.h"
 #include "tests/support/data.h"
 #include "tests/support/gltf_validator.h"
+#include "tests/support/morph_gltf.h"
 
 namespace skinning {
 namespace {
@@ -1052,6 +1053,56 @@ TEST(GltfReadTest, CountsSkinnedMeshNodes) {
   absl::StatusOr<GltfCharacter> one = ReadGltf(WriteHandMade(HandMade(), dir + "/one.gltf"));
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_EQ(one->parts.size(), 1u);
+}
+
+// ReadGltfBytes holds what the accessors declare to its limits before anything is decoded or
+// read (the server passes its rig limits): RESOURCE_EXHAUSTED naming the count and the limit.
+TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
+  const std::string path = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  const std::vector<unsigned char> file = ReadBytes(path);
+  auto read = [](const std::vector<unsigned char>& bytes, const GltfSizeLimits& limits) {
+    return ReadGltfBytes(absl::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "gltf", limits);
+  };
+  auto expect_refused = [&](const std::vector<unsigned char>& bytes, const GltfSizeLimits& limits,
+                            const std::string& message) {
+    absl::StatusOr<GltfCharacter> c = read(bytes, limits);
+    ASSERT_FALSE(c.ok()) << message;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(message));
+  };
+  // CesiumMan: 3,273 vertices and 4,672 triangles (ReadsCesiumManCounts), no morph targets.
+  expect_refused(file, {3272, 0, 0},
+                 "gltf: the meshes declare 3273 vertices (POSITION elements over every mesh node), more than the "
+                 "limit of 3272");
+  expect_refused(file, {0, 4671, 0}, "gltf: the meshes declare 4672 triangles (over every mesh node), more than "
+                                     "the limit of 4671");
+  absl::StatusOr<GltfCharacter> at_limits = read(file, {3273, 4672, 1});
+  ASSERT_TRUE(at_limits.ok()) << at_limits.status();
+  EXPECT_EQ(at_limits->mesh.V.rows(), 3273);
+  EXPECT_EQ(at_limits->mesh.F.rows(), 4672);
+
+  // A mesh instanced by two nodes counts twice, as it is read (3 vertices and 1 triangle each).
+  const std::string dir = TempDir();
+  HandMade h;
+  h.extra_nodes = R"({"mesh":0,"skin":0})";
+  const std::vector<unsigned char> two = ReadBytes(WriteHandMade(h, dir + "/two.gltf"));
+  expect_refused(two, {5, 0, 0}, "declare 6 vertices");
+  expect_refused(two, {0, 1, 0}, "declare 2 triangles");
+  absl::StatusOr<GltfCharacter> both = read(two, {6, 2, 0});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->mesh.V.rows(), 6);
+
+  // CesiumMan with two morph targets on its one mesh.
+  const std::string morphed = dir + "/morphed.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(path, morphed).ok());
+  const std::vector<unsigned char> with_targets = ReadBytes(morphed);
+  expect_refused(with_targets, {0, 0, 1},
+                 "gltf: the meshes declare 2 morph targets (over every mesh node and primitive), more than the limit "
+                 "of 1");
+  absl::StatusOr<GltfCharacter> targets = read(with_targets, {0, 0, 2});
+  ASSERT_TRUE(targets.ok()) << targets.status();
+  EXPECT_EQ(targets->morph_targets.size(), 2u);
 }
 
 TEST(GltfRobustnessTest, RejectsIndexOrJointOutOfRange) {
