@@ -71,7 +71,8 @@ struct GltfSizeLimits {
 // up to it (those below a joint are props: weighted 1 to it, they move rigidly with it), and
 // skins that bind a shared joint differently other than by one transform for the whole skin.
 // KHR_mesh_quantization is read (integer positions, normals and morph deltas, where the file
-// declares it; normals renormalized), EXT_meshopt_compression (the views decoded first) and
+// declares it; normals renormalized; the mesh moved out of the integer grid into the rest pose's
+// world space when every skin joint's rest skinning transform is one similarity), EXT_meshopt_compression (the views decoded first) and
 // KHR_draco_mesh_compression (each primitive's Draco mesh decoded first).
 // Sparse accessors (morph targets often use them) are read as the spec says: the base view, or
 // zeros without one, with the listed elements replaced. Morph targets are read (morph_targets),

@@ -980,6 +980,50 @@ std::vector<MeshPart> GltfCharacter::MeshParts() const {
 
 namespace {
 
+// KHR_mesh_quantization leaves a skinned mesh in its integer grid: gltfpack folds the
+// dequantization into the inverse bind matrices, so the rig's bind space (its stored vertices,
+// GetRig's mesh, the bakes' grid) would be that grid. When every skin joint's skinning transform
+// in the rest pose is one similarity M (the mesh bound in its rest pose, as exporters bind), the
+// bind space becomes the rest pose's world space: V ← M·V, normals and morph deltas rotated
+// (position deltas scaled too), the skin joints' inverse binds ← IB·M⁻¹; the appended ancestors'
+// (inverse rest world) already map world space. Posing is unchanged: T_j·v = (T_j·M⁻¹)·(M·v).
+// Otherwise (bound away from the rest pose, or M not a similarity) the grid stays.
+void BindQuantizedMeshInRestSpace(GltfCharacter* c) {
+  if (c->mesh.V.rows() == 0 || c->num_skin_joints == 0) return;
+  absl::StatusOr<std::vector<int>> order = TopologicalOrder(c->skeleton);
+  if (!order.ok()) return;
+  absl::StatusOr<std::vector<Eigen::Affine3d>> T = SkinningTransforms(c->skeleton, *order, RestPose(c->skeleton));
+  if (!T.ok()) return;
+  const Eigen::Affine3d M = (*T)[0];
+  // Every skin joint carries the mesh's bounding box to the same place, within 1e-5 of its diagonal.
+  const Eigen::Vector3d lo = c->mesh.V.colwise().minCoeff(), hi = c->mesh.V.colwise().maxCoeff();
+  std::vector<Eigen::Vector3d> corners;
+  for (int i = 0; i < 8; ++i)
+    corners.emplace_back((i & 1) ? hi.x() : lo.x(), (i & 2) ? hi.y() : lo.y(), (i & 4) ? hi.z() : lo.z());
+  const double diagonal = (M * hi - M * lo).norm();
+  if (!(diagonal > 0)) return;
+  for (int j = 1; j < c->num_skin_joints; ++j)
+    for (const Eigen::Vector3d& x : corners)
+      if (((*T)[j] * x - M * x).norm() > 1e-5 * diagonal) return;
+  // M's linear part is s·R, R a rotation.
+  const Eigen::Matrix3d A = M.linear();
+  const double det = A.determinant();
+  if (!(det > 0)) return;
+  const double scale = std::cbrt(det);
+  const Eigen::Matrix3d R = A / scale;
+  if (!(R.transpose() * R).isApprox(Eigen::Matrix3d::Identity(), 1e-5)) return;
+  if ((M.matrix() - Eigen::Matrix4d::Identity()).norm() <= 1e-12) return;  // already world space
+
+  c->mesh.V = (c->mesh.V * A.transpose()).rowwise() + M.translation().transpose();
+  if (c->mesh.N.rows() > 0) c->mesh.N = c->mesh.N * R.transpose();
+  for (MorphTarget& t : c->morph_targets) {
+    t.dV = t.dV * A.transpose();
+    if (t.dN.rows() > 0) t.dN = t.dN * R.transpose();
+  }
+  const Eigen::Affine3d inverse = M.inverse();
+  for (int j = 0; j < c->num_skin_joints; ++j) c->skeleton.joints[j].inverse_bind = c->skeleton.joints[j].inverse_bind * inverse;
+}
+
 // The mesh size the file's accessors declare for every node with a mesh, against `limits`.
 absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimits& limits) {
   int64_t vertices = 0, triangles = 0, targets = 0;
@@ -1028,6 +1072,7 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
     return fail(s);
   if (absl::Status s = ReadMesh(model, tree, skins, joint_of_node, &character); !s.ok())
     return fail(s);
+  if (UsesMeshQuantization(model)) BindQuantizedMeshInRestSpace(&character);
   if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
   if (character.name.empty()) character.name = stem;
   return character;
