@@ -475,6 +475,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
   const int m = en.num_elements();
   const int npe = static_cast<int>(en.elements.cols());
   const int threads = std::min(ResolveThreads(options.threads), 16);
+  const SingleThreadedBlas single_threaded_blas(threads > 1);  // the local steps run on `threads`
   std::vector<RowMatrixX3d> b_parts(threads);
   std::vector<double> e_parts(threads);
   // Local step at X: the rotations' contributions to b and E(X) (exact rotations).

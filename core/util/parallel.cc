@@ -145,4 +145,34 @@ bool RunUnlessStopped(std::function<void()> work, const std::function<bool()>& s
   return true;
 }
 
+namespace {
+std::mutex& BlasMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+int blas_users = 0;     // guarded by BlasMutex()
+int blas_previous = 1;  // the thread count before the first user, guarded by BlasMutex()
+}  // namespace
+
+SingleThreadedBlas::SingleThreadedBlas(bool active) {
+  if (!active) return;
+  using SetFn = void (*)(int);
+  using GetFn = int (*)();
+  const auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  const auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (set == nullptr || get == nullptr) return;
+  set_ = set;
+  std::lock_guard<std::mutex> lock(BlasMutex());
+  if (blas_users++ == 0) {
+    blas_previous = get();
+    set_(1);
+  }
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  if (set_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(BlasMutex());
+  if (--blas_users == 0) set_(blas_previous);
+}
+
 }  // namespace skinning

@@ -26,6 +26,28 @@ bool ParallelFor(int n, int max_threads, const Progress& progress, const std::fu
 // (no link dependency); nothing if libgomp is not loaded.
 void DisableOpenMpOnThisThread();
 
+// While one is alive (constructed with active = true), OpenBLAS runs on one thread; the last
+// one to go restores the thread count found (reference-counted across concurrent bakes and
+// solves). For solvers that run their own loops on several threads between sparse solves: a
+// multithreaded OpenBLAS there oversubscribes the cores, and its idle threads spin (sched_yield)
+// through the solver's own parallel loops. Measured on 2 cores: BBW's handles 3–4× slower with it;
+// the elastic solve's local step (bench/emw_bench, 40k nodes) 31 ms instead of 17. Found with
+// dlsym, so there is no link dependency on OpenBLAS; with another BLAS it does nothing.
+// (CHOLMOD's own OpenMP loops are turned off per worker thread instead, DisableOpenMpOnThisThread:
+// they use a thread count fixed when SuiteSparse is built, 4 in Debian's, which OMP_NUM_THREADS
+// does not bound; inside several BBW solver threads on 2 cores half the time went to futex
+// waits, libigl hand on its tet mesh 10.4 s with, 5.1 s without.)
+class SingleThreadedBlas {
+ public:
+  explicit SingleThreadedBlas(bool active);
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  void (*set_)(int) = nullptr;  // openblas_set_num_threads while this one counts
+};
+
 // For a step that cannot check for cancellation itself (a sparse factorization: seconds at a
 // fine resolution): runs `work` on a helper thread and waits for it, calling `stop` every 20 ms.
 // Returns true when `work` finished; false as soon as stop() is true, leaving `work` to finish

@@ -22,7 +22,6 @@
 //   * Handles are distributed over threads, each with its own cholmod_common and factor.
 #include "core/weights/bbw.h"
 
-#include <dlfcn.h>
 
 #include <Eigen/CholmodSupport>
 #include <Eigen/SparseCore>
@@ -358,57 +357,6 @@ std::function<bool()> StopFor(const SpMat& lower, const std::function<bool()>& s
   constexpr int64_t kNonZeros = 200000;  // ≈ 10k free nodes of the 3D bi-Laplacian
   return lower.nonZeros() >= kNonZeros ? stop : nullptr;
 }
-
-// While handles run on several threads, a multithreaded OpenBLAS inside every factorization
-// oversubscribes the cores (measured 3–4× slower on 2 cores). This pins OpenBLAS to one thread
-// while any such solve runs (reference-counted across concurrent bakes) and restores it after.
-// Found with dlsym, so there is no link dependency on OpenBLAS; with another BLAS it does
-// nothing. (CHOLMOD's own OpenMP loops are turned off per worker thread instead, see
-// DisableOpenMpOnThisThread in core/util/parallel.h: CHOLMOD's OpenMP loops use a thread count
-// fixed when SuiteSparse is built, 4 in Debian's, which OMP_NUM_THREADS does not bound; inside
-// several solver threads on 2 cores half the time went to futex waits, libigl hand on its tet
-// mesh 10.4 s with, 5.1 s without.)
-class SingleThreadedBlas {
- public:
-  explicit SingleThreadedBlas(bool active) {
-    if (!active) return;
-    using GetFn = int (*)();
-    set_ = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-    auto get = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-    if (set_ == nullptr || get == nullptr) {
-      set_ = nullptr;
-      return;
-    }
-    std::lock_guard<std::mutex> lock(Mutex());
-    if (Users()++ == 0) {
-      Previous() = get();
-      set_(1);
-    }
-  }
-  ~SingleThreadedBlas() {
-    if (set_ == nullptr) return;
-    std::lock_guard<std::mutex> lock(Mutex());
-    if (--Users() == 0) set_(Previous());
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  using SetFn = void (*)(int);
-  static std::mutex& Mutex() {
-    static std::mutex mutex;
-    return mutex;
-  }
-  static int& Users() {
-    static int users = 0;
-    return users;
-  }
-  static int& Previous() {
-    static int previous = 1;
-    return previous;
-  }
-  SetFn set_ = nullptr;
-};
 
 enum Bound : uint8_t { kFree = 0, kLower = 1, kUpper = 2 };
 

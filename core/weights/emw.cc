@@ -253,6 +253,7 @@ absl::StatusOr<Eigen::VectorXd> SolveEmw(const ElasticEnergy& energy, const Join
   }
   std::vector<Eigen::Quaterniond> rot(static_cast<size_t>(m) * k, Eigen::Quaterniond::Identity());
   const int threads = std::min(ResolveThreads(options.threads), 16);
+  const SingleThreadedBlas single_threaded_blas(threads > 1);  // the local steps run on `threads`
   std::vector<Eigen::VectorXd> c_parts(threads);
   std::vector<double> k_parts(threads);
   // Computes the rotations for w (exact on the first call, warm-started ascent after), then c
