@@ -32,7 +32,7 @@ for t in "${TARGETS[@]}"; do
   corpus=build-fuzz/corpus/$t
   mkdir -p "$corpus"
   case $t in
-    gltf_fuzz) seeds=("$DATA/gltf") ;;
+    gltf_fuzz) seeds=(tests/fuzz/seeds/gltf "$DATA/gltf") ;;
     create_rig_fuzz) seeds=(build-fuzz/tests/fuzz/seeds/create_rig) ;;
     rpc_fuzz) seeds=(build-fuzz/tests/fuzz/seeds/rpc) ;;
     pose_json_fuzz) seeds=(tests/fuzz/seeds/pose_json) ;;
@@ -46,7 +46,7 @@ for t in "${TARGETS[@]}"; do
   log=build-fuzz/$t.log
   if ./build-fuzz/tests/fuzz/$t "$corpus" -runs="$RUNS" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 \
        -max_len="$max_len" \
-       -rss_limit_mb=4096 -artifact_prefix=build-fuzz/artifacts/"$t"- -print_final_stats=1 >"$log" 2>&1; then
+       -rss_limit_mb=2048 -artifact_prefix=build-fuzz/artifacts/"$t"- -print_final_stats=1 >"$log" 2>&1; then
     result=ok
   else
     result="FAILED (see $log)"

@@ -37,6 +37,7 @@ using gltf_internal::CheckAllAccessors;
 using gltf_internal::Components;
 using gltf_internal::Decoded;
 using gltf_internal::Invalid;
+using gltf_internal::NumComponents;
 using gltf_internal::ReadAccessor;
 
 // One skin's view of the rig: rig joint of each of its joints, and the transform D_s its mesh
@@ -1042,14 +1043,28 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
       targets += static_cast<int64_t>(p.targets.size());
     }
   }
-  auto check = [](int64_t value, int64_t limit, const char* what) -> absl::Status {
+  int64_t animation_values = 0;
+  for (const tinygltf::Animation& animation : model.animations) {
+    for (const tinygltf::AnimationChannel& channel : animation.channels) {
+      if (channel.sampler < 0 || static_cast<size_t>(channel.sampler) >= animation.samplers.size()) continue;
+      const tinygltf::AnimationSampler& sampler = animation.samplers[channel.sampler];
+      const int64_t outputs = count(sampler.output);
+      if (outputs > 0) animation_values += outputs * NumComponents(model.accessors[sampler.output].type);
+      animation_values += count(sampler.input);
+    }
+  }
+  // "the <what> declare <value> <noun>, more than the limit of <limit>"
+  auto check = [](int64_t value, int64_t limit, const char* what, const char* noun) -> absl::Status {
     if (limit <= 0 || value <= limit) return absl::OkStatus();
     return absl::ResourceExhaustedError(
-        absl::StrFormat("the meshes declare %d %s, more than the limit of %d", value, what, limit));
+        absl::StrFormat("the %s declare %d %s, more than the limit of %d", what, value, noun, limit));
   };
-  RETURN_IF_ERROR(check(vertices, limits.max_vertices, "vertices (POSITION elements over every mesh node)"));
-  RETURN_IF_ERROR(check(triangles, limits.max_triangles, "triangles (over every mesh node)"));
-  return check(targets, limits.max_morph_targets, "morph targets (over every mesh node and primitive)");
+  RETURN_IF_ERROR(check(vertices, limits.max_vertices, "meshes", "vertices (POSITION elements over every mesh node)"));
+  RETURN_IF_ERROR(check(triangles, limits.max_triangles, "meshes", "triangles (over every mesh node)"));
+  RETURN_IF_ERROR(
+      check(targets, limits.max_morph_targets, "meshes", "morph targets (over every mesh node and primitive)"));
+  return check(animation_values, limits.max_animation_values, "animations",
+               "key times and values (over every channel)");
 }
 
 // The character of a parsed model; `label` prefixes every message, `stem` names a character

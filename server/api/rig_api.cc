@@ -44,10 +44,8 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
   RETURN_IF_ERROR(ctx.StillWanted());
   v1::Rig from_file;
   if (req.has_gltf()) {
-    // The rig limits apply to what the file declares, before it is decompressed or read.
-    const RigLimits& limits = rigs_->limits();
-    ASSIGN_OR_RETURN(GltfCharacter character,
-                     ReadGltfBytes(req.gltf(), "gltf", {limits.max_vertices, limits.max_triangles, limits.max_joints}));
+    // The limits apply to what the file declares, before it is decompressed or read.
+    ASSIGN_OR_RETURN(GltfCharacter character, ReadGltfBytes(req.gltf(), "gltf", UploadLimits(rigs_->limits())));
     GltfImport imported = ImportGltf(std::move(character));
     if (!req.display_name().empty()) imported.rig.name = req.display_name();
     for (v1::AnimationClip& clip : SampleClips(imported.animations, imported.rig, kClipFramesPerSecond, max_clip_frames_))

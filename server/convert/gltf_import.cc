@@ -14,6 +14,11 @@ const char* Plural(size_t n) { return n == 1 ? "" : "s"; }
 
 }  // namespace
 
+GltfSizeLimits UploadLimits(const RigLimits& limits) {
+  constexpr int64_t kMaxAnimationValues = int64_t{1} << 26;
+  return GltfSizeLimits{limits.max_vertices, limits.max_triangles, limits.max_joints, kMaxAnimationValues};
+}
+
 GltfImport ImportGltf(GltfCharacter g) {
   GltfImport out;
   out.rig.name = g.name;

@@ -9,6 +9,7 @@
 
 #include "core/io/gltf.h"
 #include "core/rig/animation.h"
+#include "server/convert/convert.h"
 #include "server/convert/rig.h"
 #include "skinning/v1/rig_service.pb.h"
 
@@ -22,6 +23,12 @@ struct GltfImport {
 };
 
 GltfImport ImportGltf(GltfCharacter character);
+
+// What CreateRig holds an uploaded file to before reading it (ReadGltfBytes): the rig limits
+// (vertices, triangles, morph targets up to the joint limit) and at most 2^26 animation key
+// times and values (512 MiB as the reader's doubles; a long motion capture of 100 joints, 10
+// minutes at 30 frames/s, reads about 27M).
+GltfSizeLimits UploadLimits(const RigLimits& limits);
 
 // Each animation sampled at `frames_per_second` from its start to its end (both included; at
 // most `max_frames` frames, the rate lowered to fit): every joint's local transform, and the

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -1072,12 +1073,12 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(message));
   };
   // CesiumMan: 3,273 vertices and 4,672 triangles (ReadsCesiumManCounts), no morph targets.
-  expect_refused(file, {3272, 0, 0},
+  expect_refused(file, {3272, 0, 0, 0},
                  "gltf: the meshes declare 3273 vertices (POSITION elements over every mesh node), more than the "
                  "limit of 3272");
-  expect_refused(file, {0, 4671, 0}, "gltf: the meshes declare 4672 triangles (over every mesh node), more than "
+  expect_refused(file, {0, 4671, 0, 0}, "gltf: the meshes declare 4672 triangles (over every mesh node), more than "
                                      "the limit of 4671");
-  absl::StatusOr<GltfCharacter> at_limits = read(file, {3273, 4672, 1});
+  absl::StatusOr<GltfCharacter> at_limits = read(file, {3273, 4672, 1, 0});
   ASSERT_TRUE(at_limits.ok()) << at_limits.status();
   EXPECT_EQ(at_limits->mesh.V.rows(), 3273);
   EXPECT_EQ(at_limits->mesh.F.rows(), 4672);
@@ -1087,20 +1088,46 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
   HandMade h;
   h.extra_nodes = R"({"mesh":0,"skin":0})";
   const std::vector<unsigned char> two = ReadBytes(WriteHandMade(h, dir + "/two.gltf"));
-  expect_refused(two, {5, 0, 0}, "declare 6 vertices");
-  expect_refused(two, {0, 1, 0}, "declare 2 triangles");
-  absl::StatusOr<GltfCharacter> both = read(two, {6, 2, 0});
+  expect_refused(two, {5, 0, 0, 0}, "declare 6 vertices");
+  expect_refused(two, {0, 1, 0, 0}, "declare 2 triangles");
+  absl::StatusOr<GltfCharacter> both = read(two, {6, 2, 0, 0});
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_EQ(both->mesh.V.rows(), 6);
+
+  // Animations: every channel's key times and values, counted independently from tinygltf's
+  // parse of the file; three more animations sharing the first one's accessors count 4×.
+  tinygltf::Model model;
+  tinygltf::TinyGLTF loader;
+  std::string err, warn;
+  ASSERT_TRUE(loader.LoadBinaryFromMemory(&model, &err, &warn, file.data(), static_cast<unsigned>(file.size()))) << err;
+  int64_t values = 0;
+  for (const tinygltf::AnimationChannel& ch : model.animations[0].channels) {
+    const tinygltf::AnimationSampler& sampler = model.animations[0].samplers[ch.sampler];
+    const tinygltf::Accessor& output = model.accessors[sampler.output];
+    values += model.accessors[sampler.input].count + output.count * (output.type == TINYGLTF_TYPE_VEC4 ? 4 : 3);
+  }
+  ASSERT_EQ(model.animations.size(), 1u);
+  expect_refused(file, {0, 0, 0, values - 1},
+                 absl::StrFormat("gltf: the animations declare %d key times and values (over every channel), more "
+                                 "than the limit of %d",
+                                 values, values - 1));
+  EXPECT_TRUE(read(file, {0, 0, 0, values}).ok());
+  for (int copy = 0; copy < 3; ++copy) model.animations.push_back(model.animations[0]);
+  std::ostringstream shared;
+  ASSERT_TRUE(loader.WriteGltfSceneToStream(&model, shared, false, true));
+  const std::string shared_bytes = shared.str();
+  const std::vector<unsigned char> four(shared_bytes.begin(), shared_bytes.end());
+  expect_refused(four, {0, 0, 0, 4 * values - 1}, absl::StrFormat("declare %d key times and values", 4 * values));
+  EXPECT_TRUE(read(four, {0, 0, 0, 4 * values}).ok());
 
   // CesiumMan with two morph targets on its one mesh.
   const std::string morphed = dir + "/morphed.glb";
   ASSERT_TRUE(testing::WriteWithMorphTargets(path, morphed).ok());
   const std::vector<unsigned char> with_targets = ReadBytes(morphed);
-  expect_refused(with_targets, {0, 0, 1},
+  expect_refused(with_targets, {0, 0, 1, 0},
                  "gltf: the meshes declare 2 morph targets (over every mesh node and primitive), more than the limit "
                  "of 1");
-  absl::StatusOr<GltfCharacter> targets = read(with_targets, {0, 0, 2});
+  absl::StatusOr<GltfCharacter> targets = read(with_targets, {0, 0, 2, 0});
   ASSERT_TRUE(targets.ok()) << targets.status();
   EXPECT_EQ(targets->morph_targets.size(), 2u);
 }
