@@ -65,6 +65,9 @@ struct GltfSizeLimits {
   // input count plus output count × components). Channels may share one large accessor, so
   // without a bound a small file could make the reader decode it once per channel.
   int64_t max_animation_values = 0;
+  // Bytes that compressed data (EXT_meshopt_compression views, KHR_draco_mesh_compression
+  // primitives) may decode to, in all.
+  int64_t max_decompressed_bytes = 0;
 };
 
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all

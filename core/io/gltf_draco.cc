@@ -144,9 +144,10 @@ absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* dat
   return counts;
 }
 
-absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
+absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes) {
   int output = -1;  // the buffer the decoded data goes to, made on first use
   std::map<int, std::string> decoded_accessors;  // accessor → the primitive that filled it
+  double total_declared = 0;  // over the primitives so far (they may share one Draco view)
   for (size_t m = 0; m < model->meshes.size(); ++m) {
     for (size_t p = 0; p < model->meshes[m].primitives.size(); ++p) {
       tinygltf::Primitive& prim = model->meshes[m].primitives[p];
@@ -193,6 +194,11 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model) {
       if (declared_bytes > kMaxRatio * static_cast<double>(bv.byteLength) + kSlackBytes)
         return Invalid(absl::StrFormat("%s: %d compressed bytes would decode to %.0f, more than %.0f times as many",
                                        where, bv.byteLength, declared_bytes, kMaxRatio));
+      total_declared += declared_bytes;
+      if (max_bytes > 0 && total_declared > max_bytes)
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "%s: the Draco primitives would decode to %.0f bytes so far, more than the limit of %.0f", where,
+            total_declared, max_bytes));
 
       // Draco allocates for the counts in its stream's header before reading anything else, so
       // they are compared with the accessors' (bounded above) first.

@@ -36,8 +36,9 @@ absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* dat
 // attribute the primitive does not have, or a decoded size more than 256 times the compressed
 // one. Both are checked before decoding: the accessors' counts against the compressed size, then
 // the counts the stream's header declares (ReadDracoStreamCounts, which Draco allocates for)
-// against the accessors'. Nothing to do without the extension.
-absl::Status DecodeDracoPrimitives(tinygltf::Model* model);
+// against the accessors'. RESOURCE_EXHAUSTED when the primitives' accessors together declare more
+// than `max_bytes` (0 = no limit). Nothing to do without the extension.
+absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes = 0);
 
 }  // namespace skinning::gltf_internal
 

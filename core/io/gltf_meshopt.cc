@@ -55,7 +55,7 @@ absl::Status StringField(const tinygltf::Value& ext, const std::string& where, c
 
 }  // namespace
 
-absl::Status DecodeMeshoptViews(tinygltf::Model* model) {
+absl::Status DecodeMeshoptViews(tinygltf::Model* model, double max_bytes, double* decoded_bytes) {
   std::vector<bool> fallback(model->buffers.size(), false);
   bool any = false;
   for (size_t b = 0; b < model->buffers.size(); ++b) {
@@ -142,6 +142,21 @@ absl::Status DecodeMeshoptViews(tinygltf::Model* model) {
     if (fallback[bv.buffer]) decoded_bytes_in_fallbacks += decoded;
     jobs.push_back(job);
   }
+  // Views may share one compressed source, so the ratio of each does not bound them all: together
+  // they decode to at most kMaxRatio times the bytes of the file's buffers, and to `max_bytes`.
+  double total_decoded = 0, payload = 0;
+  for (const Job& job : jobs) total_decoded += static_cast<double>(job.count) * static_cast<double>(job.stride);
+  for (size_t b = 0; b < model->buffers.size(); ++b)
+    if (!fallback[b]) payload += static_cast<double>(model->buffers[b].data.size());
+  if (total_decoded > kMaxRatio * payload + kSlackBytes)
+    return Invalid(absl::StrFormat("the %s views would decode to %.0f bytes in all, more than %.0f times the %.0f bytes "
+                                   "of the file's buffers",
+                                   kMeshoptExtension, total_decoded, kMaxRatio, payload));
+  if (max_bytes > 0 && total_decoded > max_bytes)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the %s views would decode to %.0f bytes in all, more than the limit of %.0f", kMeshoptExtension,
+        total_decoded, max_bytes));
+  if (decoded_bytes != nullptr) *decoded_bytes = total_decoded;
   // A fallback buffer gets its declared size, as zeros, to decode into; its size is bounded by
   // the views decoded into it (each bounded by its compressed bytes above).
   for (size_t b = 0; b < model->buffers.size(); ++b) {

@@ -18,9 +18,11 @@ inline constexpr char kMeshoptExtension[] = "EXT_meshopt_compression";
 // INVALID_ARGUMENT naming the view for a field out of range, data that does not decode, a
 // decoded size more than 128 times its compressed size (meshoptimizer's codecs reach about 64 at
 // best; beyond that a small file would claim a huge allocation), or a view without the
-// extension that points into a fallback buffer (it has no data). Nothing to do without the
-// extension.
-absl::Status DecodeMeshoptViews(tinygltf::Model* model);
+// extension that points into a fallback buffer (it has no data); also when all the views together
+// would decode to more than 128 times the file's buffers (views may share one compressed source).
+// RESOURCE_EXHAUSTED when they would decode to more than `max_bytes` in all (0 = no limit).
+// `decoded_bytes`, when given, gets what they decode to. Nothing to do without the extension.
+absl::Status DecodeMeshoptViews(tinygltf::Model* model, double max_bytes = 0, double* decoded_bytes = nullptr);
 
 }  // namespace skinning::gltf_internal
 

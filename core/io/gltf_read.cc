@@ -1025,7 +1025,7 @@ void BindQuantizedMeshInRestSpace(GltfCharacter* c) {
   for (int j = 0; j < c->num_skin_joints; ++j) c->skeleton.joints[j].inverse_bind = c->skeleton.joints[j].inverse_bind * inverse;
 }
 
-// The mesh size the file's accessors declare for every node with a mesh, against `limits`.
+// The sizes the file's accessors declare (meshes, animations), against `limits`.
 absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimits& limits) {
   int64_t vertices = 0, triangles = 0, targets = 0;
   auto count = [&](int accessor) -> int64_t {
@@ -1033,14 +1033,19 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
                ? static_cast<int64_t>(model.accessors[accessor].count)
                : 0;
   };
-  for (const tinygltf::Node& node : model.nodes) {
-    if (node.mesh < 0 || static_cast<size_t>(node.mesh) >= model.meshes.size()) continue;
-    for (const tinygltf::Primitive& p : model.meshes[node.mesh].primitives) {
+  // Each mesh as often as nodes instance it (as it is read), and once when none does (its
+  // compressed data is decoded all the same).
+  std::vector<int64_t> instances(model.meshes.size(), 0);
+  for (const tinygltf::Node& node : model.nodes)
+    if (node.mesh >= 0 && static_cast<size_t>(node.mesh) < model.meshes.size()) ++instances[node.mesh];
+  for (size_t m = 0; m < model.meshes.size(); ++m) {
+    const int64_t times = std::max<int64_t>(1, instances[m]);
+    for (const tinygltf::Primitive& p : model.meshes[m].primitives) {
       auto position = p.attributes.find("POSITION");
       const int64_t n = position == p.attributes.end() ? 0 : count(position->second);
-      vertices += n;
-      triangles += (p.indices >= 0 ? count(p.indices) : n) / 3;
-      targets += static_cast<int64_t>(p.targets.size());
+      vertices += times * n;
+      triangles += times * ((p.indices >= 0 ? count(p.indices) : n) / 3);
+      targets += times * static_cast<int64_t>(p.targets.size());
     }
   }
   int64_t animation_values = 0;
@@ -1078,8 +1083,14 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
   const NodeTree tree(model);
   if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
   if (absl::Status s = CheckDeclaredSize(model, limits); !s.ok()) return fail(s);
-  if (absl::Status s = gltf_internal::DecodeMeshoptViews(&model); !s.ok()) return fail(s);
-  if (absl::Status s = gltf_internal::DecodeDracoPrimitives(&model); !s.ok()) return fail(s);
+  const double decompress_limit = static_cast<double>(limits.max_decompressed_bytes);
+  double meshopt_bytes = 0;
+  if (absl::Status s = gltf_internal::DecodeMeshoptViews(&model, decompress_limit, &meshopt_bytes); !s.ok())
+    return fail(s);
+  if (absl::Status s = gltf_internal::DecodeDracoPrimitives(
+          &model, decompress_limit > 0 ? std::max(1.0, decompress_limit - meshopt_bytes) : 0.0);
+      !s.ok())
+    return fail(s);
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   std::vector<SkinMap> skins;

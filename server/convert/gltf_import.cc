@@ -16,7 +16,9 @@ const char* Plural(size_t n) { return n == 1 ? "" : "s"; }
 
 GltfSizeLimits UploadLimits(const RigLimits& limits) {
   constexpr int64_t kMaxAnimationValues = int64_t{1} << 26;
-  return GltfSizeLimits{limits.max_vertices, limits.max_triangles, limits.max_joints, kMaxAnimationValues};
+  constexpr int64_t kMaxDecompressedBytes = int64_t{1} << 30;
+  return GltfSizeLimits{limits.max_vertices, limits.max_triangles, limits.max_joints, kMaxAnimationValues,
+                        kMaxDecompressedBytes};
 }
 
 GltfImport ImportGltf(GltfCharacter g) {

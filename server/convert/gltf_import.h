@@ -27,7 +27,9 @@ GltfImport ImportGltf(GltfCharacter character);
 // What CreateRig holds an uploaded file to before reading it (ReadGltfBytes): the rig limits
 // (vertices, triangles, morph targets up to the joint limit) and at most 2^26 animation key
 // times and values (512 MiB as the reader's doubles; a long motion capture of 100 joints, 10
-// minutes at 30 frames/s, reads about 27M).
+// minutes at 30 frames/s, reads about 27M) and 1 GiB decompressed from meshopt views and Draco
+// primitives (a character at the vertex and triangle limits, float attributes and 2^26 float
+// animation values, is about 0.4 GiB).
 GltfSizeLimits UploadLimits(const RigLimits& limits);
 
 // Each animation sampled at `frames_per_second` from its start to its end (both included; at

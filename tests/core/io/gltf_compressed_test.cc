@@ -635,6 +635,103 @@ TEST(GltfDracoTest, ReadsStreamsWithMetadata) {
   std::filesystem::remove_all(dir);
 }
 
+// The bytes of a file as a string_view for ReadGltfBytes.
+absl::StatusOr<GltfCharacter> ReadBytes(const std::string& bytes, const GltfSizeLimits& limits) {
+  return ReadGltfBytes(bytes, "gltf", limits);
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// What compressed data decodes to is held to GltfSizeLimits::max_decompressed_bytes in all
+// (RESOURCE_EXHAUSTED), counted from the file's JSON before decoding: meshopt views by count ×
+// byteStride, Draco primitives by their accessors' sizes. And meshopt views sharing one
+// compressed source (each within 128× of it) are refused together beyond 128× the file's
+// buffers, whatever the limit: 2,000 copies of one view of a packed RiggedSimple.
+TEST(GltfMeshoptTest, DecompressedBytesAreBoundedInAll) {
+  const std::string in = testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(in);
+  SKINNING_REQUIRE_GLTFPACK();
+  SKINNING_REQUIRE_DRACO_TOOL();
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_decompressed_bytes");
+  const std::string meshopt = (dir / "meshopt.glb").string(), draco = (dir / "draco.glb").string();
+  ASSERT_TRUE(Pack("gltfpack -c", in, meshopt));
+  ASSERT_TRUE(Pack("draco", in, draco));
+  auto expect_exhausted = [](const std::string& bytes, int64_t limit, const std::string& message) {
+    absl::StatusOr<GltfCharacter> r = ReadBytes(bytes, {0, 0, 0, 0, limit});
+    ASSERT_FALSE(r.ok()) << message;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(message));
+  };
+
+  // meshopt: the views' count × byteStride, summed from the JSON.
+  const Glb packed = ReadGlb(meshopt);
+  int64_t views_bytes = 0;
+  int first = -1;
+  for (size_t v = 0; v < packed.json["bufferViews"].size(); ++v) {
+    const nlohmann::json& view = packed.json["bufferViews"][v];
+    if (!view.contains("extensions")) continue;
+    const nlohmann::json& ext = view["extensions"]["EXT_meshopt_compression"];
+    views_bytes += ext["count"].get<int64_t>() * ext["byteStride"].get<int64_t>();
+    if (first < 0 && ext["mode"] == "ATTRIBUTES") first = static_cast<int>(v);
+  }
+  ASSERT_GT(views_bytes, 0);
+  ASSERT_GE(first, 0);
+  const std::string meshopt_bytes = FileBytes(meshopt);
+  expect_exhausted(meshopt_bytes, views_bytes - 1,
+                   absl::StrFormat("gltf: the EXT_meshopt_compression views would decode to %d bytes in all, more "
+                                   "than the limit of %d",
+                                   views_bytes, views_bytes - 1));
+  EXPECT_TRUE(ReadBytes(meshopt_bytes, {0, 0, 0, 0, views_bytes}).ok());
+
+  // Draco: the primitive's indices as 4-byte integers plus its attribute accessors.
+  const Glb compressed = ReadGlb(draco);
+  const nlohmann::json& primitive = compressed.json["meshes"][0]["primitives"][0];
+  auto accessor_bytes = [&](int index) {
+    const nlohmann::json& a = compressed.json["accessors"][index];
+    const std::map<std::string, int64_t> components = {{"SCALAR", 1}, {"VEC2", 2}, {"VEC3", 3}, {"VEC4", 4}};
+    const std::map<int, int64_t> sizes = {{5120, 1}, {5121, 1}, {5122, 2}, {5123, 2}, {5125, 4}, {5126, 4}};
+    return a["count"].get<int64_t>() * components.at(a["type"].get<std::string>()) *
+           sizes.at(a["componentType"].get<int>());
+  };
+  int64_t draco_bytes = compressed.json["accessors"][primitive["indices"].get<int>()]["count"].get<int64_t>() * 4;
+  for (const auto& [name, id] : primitive["extensions"]["KHR_draco_mesh_compression"]["attributes"].items())
+    draco_bytes += accessor_bytes(primitive["attributes"][name].get<int>());
+  ASSERT_EQ(compressed.json["meshes"].size(), 1u);
+  ASSERT_EQ(compressed.json["meshes"][0]["primitives"].size(), 1u);
+  const std::string draco_file = FileBytes(draco);
+  expect_exhausted(draco_file, draco_bytes - 1,
+                   absl::StrFormat("the Draco primitives would decode to %d bytes so far, more than the limit of %d",
+                                   draco_bytes, draco_bytes - 1));
+  EXPECT_TRUE(ReadBytes(draco_file, {0, 0, 0, 0, draco_bytes}).ok());
+
+  // 2,000 more views decoding the first one's compressed bytes, each into its own place in the
+  // fallback buffer (each alone within the per-view ratio).
+  Glb aliased = packed;
+  nlohmann::json& views = aliased.json["bufferViews"];
+  const nlohmann::json view = views[first];
+  const int fallback = view["buffer"].get<int>();
+  int64_t end = aliased.json["buffers"][fallback]["byteLength"].get<int64_t>();
+  for (int copy = 0; copy < 2000; ++copy) {
+    nlohmann::json extra = view;
+    extra["byteOffset"] = end;
+    end += view["byteLength"].get<int64_t>();
+    views.push_back(extra);
+  }
+  aliased.json["buffers"][fallback]["byteLength"] = end;
+  const std::string aliased_path = (dir / "aliased.glb").string();
+  WriteGlb(aliased, aliased_path);
+  absl::StatusOr<GltfCharacter> refused = ReadGltf(aliased_path);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("the EXT_meshopt_compression views would decode to"));
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("more than 128 times the"));
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(SampleCharacters, GltfQuantizedTest,
                          ::testing::Combine(::testing::Values("gltf/CesiumMan/CesiumMan.glb",
                                                               "gltf/RiggedFigure/RiggedFigure.glb",

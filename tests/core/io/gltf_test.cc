@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -1119,6 +1121,19 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
   const std::vector<unsigned char> four(shared_bytes.begin(), shared_bytes.end());
   expect_refused(four, {0, 0, 0, 4 * values - 1}, absl::StrFormat("declare %d key times and values", 4 * values));
   EXPECT_TRUE(read(four, {0, 0, 0, 4 * values}).ok());
+
+  // A mesh no node uses is counted once (its compressed data would be decoded all the same): the
+  // hand-made quad (4 vertices, 2 triangles) with an unused copy of its mesh declares 8 and 4.
+  std::ifstream quad_in(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf");
+  nlohmann::json quad = nlohmann::json::parse(quad_in);
+  quad["meshes"].push_back(quad["meshes"][0]);
+  const std::string quad_text = quad.dump();
+  const std::vector<unsigned char> unused_copy(quad_text.begin(), quad_text.end());
+  expect_refused(unused_copy, {7, 0, 0, 0}, "declare 8 vertices");
+  expect_refused(unused_copy, {0, 3, 0, 0}, "declare 4 triangles");
+  absl::StatusOr<GltfCharacter> quad_read = read(unused_copy, {8, 4, 0, 0});
+  ASSERT_TRUE(quad_read.ok()) << quad_read.status();
+  EXPECT_EQ(quad_read->mesh.V.rows(), 4) << "the unused mesh is not read";
 
   // CesiumMan with two morph targets on its one mesh.
   const std::string morphed = dir + "/morphed.glb";
