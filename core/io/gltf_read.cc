@@ -1027,42 +1027,43 @@ void BindQuantizedMeshInRestSpace(GltfCharacter* c) {
 
 // The sizes the file's accessors declare (meshes, animations), against `limits`.
 absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimits& limits) {
-  int64_t vertices = 0, triangles = 0, targets = 0;
-  auto count = [&](int accessor) -> int64_t {
+  // In doubles: the counts come from the file and their sums must not wrap around.
+  double vertices = 0, triangles = 0, targets = 0;
+  auto count = [&](int accessor) -> double {
     return accessor >= 0 && static_cast<size_t>(accessor) < model.accessors.size()
-               ? static_cast<int64_t>(model.accessors[accessor].count)
-               : 0;
+               ? static_cast<double>(model.accessors[accessor].count)
+               : 0.0;
   };
   // Each mesh as often as nodes instance it (as it is read), and once when none does (its
   // compressed data is decoded all the same).
-  std::vector<int64_t> instances(model.meshes.size(), 0);
+  std::vector<double> instances(model.meshes.size(), 0);
   for (const tinygltf::Node& node : model.nodes)
     if (node.mesh >= 0 && static_cast<size_t>(node.mesh) < model.meshes.size()) ++instances[node.mesh];
   for (size_t m = 0; m < model.meshes.size(); ++m) {
-    const int64_t times = std::max<int64_t>(1, instances[m]);
+    const double times = std::max(1.0, instances[m]);
     for (const tinygltf::Primitive& p : model.meshes[m].primitives) {
       auto position = p.attributes.find("POSITION");
-      const int64_t n = position == p.attributes.end() ? 0 : count(position->second);
+      const double n = position == p.attributes.end() ? 0.0 : count(position->second);
       vertices += times * n;
-      triangles += times * ((p.indices >= 0 ? count(p.indices) : n) / 3);
-      targets += times * static_cast<int64_t>(p.targets.size());
+      triangles += times * std::floor((p.indices >= 0 ? count(p.indices) : n) / 3);
+      targets += times * static_cast<double>(p.targets.size());
     }
   }
-  int64_t animation_values = 0;
+  double animation_values = 0;
   for (const tinygltf::Animation& animation : model.animations) {
     for (const tinygltf::AnimationChannel& channel : animation.channels) {
       if (channel.sampler < 0 || static_cast<size_t>(channel.sampler) >= animation.samplers.size()) continue;
       const tinygltf::AnimationSampler& sampler = animation.samplers[channel.sampler];
-      const int64_t outputs = count(sampler.output);
+      const double outputs = count(sampler.output);
       if (outputs > 0) animation_values += outputs * NumComponents(model.accessors[sampler.output].type);
       animation_values += count(sampler.input);
     }
   }
   // "the <what> declare <value> <noun>, more than the limit of <limit>"
-  auto check = [](int64_t value, int64_t limit, const char* what, const char* noun) -> absl::Status {
-    if (limit <= 0 || value <= limit) return absl::OkStatus();
+  auto check = [](double value, int64_t limit, const char* what, const char* noun) -> absl::Status {
+    if (limit <= 0 || value <= static_cast<double>(limit)) return absl::OkStatus();
     return absl::ResourceExhaustedError(
-        absl::StrFormat("the %s declare %d %s, more than the limit of %d", what, value, noun, limit));
+        absl::StrFormat("the %s declare %.0f %s, more than the limit of %d", what, value, noun, limit));
   };
   RETURN_IF_ERROR(check(vertices, limits.max_vertices, "meshes", "vertices (POSITION elements over every mesh node)"));
   RETURN_IF_ERROR(check(triangles, limits.max_triangles, "meshes", "triangles (over every mesh node)"));
