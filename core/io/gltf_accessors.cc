@@ -294,7 +294,7 @@ absl::Status CheckAllAccessors(const tinygltf::Model& model) {
 }
 
 absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, int type,
-                                     Components allowed, const std::string& use) {
+                                     Components allowed, const std::string& use, size_t max_elements) {
   if (index < 0 || static_cast<size_t>(index) >= model.accessors.size())
     return Invalid(absl::StrFormat("%s: accessor %d is out of range (%d accessors)", use, index,
                                    model.accessors.size()));
@@ -313,7 +313,7 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
   const size_t stride = layout.stride;
 
   Decoded out;
-  out.count = a.count;
+  out.count = std::min(a.count, max_elements);
   out.components = ncomp;
   // Decodes the element at `element` into out.data's element i.
   auto decode = [&](const unsigned char* element, size_t i, const char* where) -> absl::Status {
@@ -369,13 +369,13 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
   };
   if (layout.base == nullptr) {
     // No buffer view: the spec says every element is zero (before any sparse substitution).
-    if (a.count > kMaxZeroAccessorNumbers / ncomp)
+    if (out.count > kMaxZeroAccessorNumbers / ncomp)
       return Invalid(
           absl::StrFormat("%s: count %d is too large for an accessor without data", name, a.count));
-    out.data.assign(a.count * ncomp, 0.0);
+    out.data.assign(out.count * ncomp, 0.0);
   } else {
-    out.data.resize(a.count * ncomp);
-    for (size_t i = 0; i < a.count; ++i) RETURN_IF_ERROR(decode(layout.base + i * stride, i, ""));
+    out.data.resize(out.count * ncomp);
+    for (size_t i = 0; i < out.count; ++i) RETURN_IF_ERROR(decode(layout.base + i * stride, i, ""));
   }
   if (!a.sparse.isSparse) return out;
   // Sparse: `count` elements replaced, at strictly increasing indices below the accessor's count.
@@ -405,6 +405,7 @@ absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, in
       return Invalid(absl::StrFormat("%s: sparse indices must strictly increase; entry %d is %d after %d", name, k,
                                      target, previous));
     previous = target;
+    if (target >= out.count) break;  // the rest lie past the elements read (indices increase)
     RETURN_IF_ERROR(decode(sparse.values + k * value_size, target, "sparse value for "));
   }
   return out;

@@ -6,6 +6,7 @@
 #include <tiny_gltf.h>
 
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -54,9 +55,12 @@ absl::Status CheckAllAccessors(const tinygltf::Model& model);
 // Validates accessors[index] for the given role (`type`, `allowed` component types) against its
 // buffer view and buffer, then decodes it; a sparse accessor's listed elements replace those of
 // its base (zeros without a buffer view), at indices that must strictly increase and stay below
-// its count. `use` says where the accessor is referenced from.
+// its count. `use` says where the accessor is referenced from. Only the first `max_elements`
+// elements are decoded (Decoded::count is then the smaller count): an inverse-bind accessor may
+// hold more matrices than its skin has joints, and several skins may share one.
 absl::StatusOr<Decoded> ReadAccessor(const tinygltf::Model& model, int index, int type,
-                                     Components allowed, const std::string& use);
+                                     Components allowed, const std::string& use,
+                                     size_t max_elements = std::numeric_limits<size_t>::max());
 
 }  // namespace skinning::gltf_internal
 

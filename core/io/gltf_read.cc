@@ -425,8 +425,8 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
     std::vector<Eigen::Affine3d> ibm(count, Eigen::Affine3d::Identity());
     if (skin.inverseBindMatrices >= 0) {
       const std::string what = absl::StrFormat("skins[%d].inverseBindMatrices", s);
-      ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, skin.inverseBindMatrices,
-                                               TINYGLTF_TYPE_MAT4, Components::kFloat, what));
+      ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, skin.inverseBindMatrices, TINYGLTF_TYPE_MAT4,
+                                               Components::kFloat, what, static_cast<size_t>(count)));
       if (d.count < static_cast<size_t>(count))
         return Invalid(absl::StrFormat("accessors[%d] (%s): %d matrices for %d joints",
                                        skin.inverseBindMatrices, what, d.count, count));

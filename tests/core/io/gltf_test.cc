@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1145,6 +1146,80 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
   absl::StatusOr<GltfCharacter> targets = read(with_targets, {0, 0, 2, 0});
   ASSERT_TRUE(targets.ok()) << targets.status();
   EXPECT_EQ(targets->morph_targets.size(), 2u);
+}
+
+// An inverse-bind accessor may hold more matrices than its skin has joints (the spec allows it,
+// and skins may share one): the skin's first ones are read, the rest not even decoded, and a
+// sparse entry past them is not looked at. The hand-made quad's two matrices, then 998 others.
+TEST(GltfReadTest, ReadsOnlyTheSkinsInverseBindMatrices) {
+  std::ifstream quad_in(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf");
+  const nlohmann::json quad = nlohmann::json::parse(quad_in);
+  auto read = [](const nlohmann::json& j) {
+    const std::string text = j.dump();
+    return ReadGltfBytes(text, "gltf");
+  };
+  absl::StatusOr<GltfCharacter> original = read(quad);
+  ASSERT_TRUE(original.ok()) << original.status();
+  constexpr int kMatrices = 1000;
+  std::vector<float> matrices(kMatrices * 16, 0.0f);
+  for (int m = 0; m < kMatrices; ++m) {
+    const Eigen::Matrix4d M =
+        m < 2 ? original->skeleton.joints[m].inverse_bind.matrix() : Eigen::Matrix4d(Eigen::Matrix4d::Identity() * 2);
+    for (int c = 0; c < 4; ++c)
+      for (int r = 0; r < 4; ++r) matrices[m * 16 + c * 4 + r] = static_cast<float>(M(r, c));  // column-major
+  }
+  auto with_matrices = [&](const std::vector<float>& values, const nlohmann::json& sparse) {
+    nlohmann::json j = quad;
+    const std::string bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    j["buffers"].push_back({{"byteLength", bytes.size()},
+                            {"uri", "data:application/octet-stream;base64," + testing::Base64(bytes)}});
+    j["bufferViews"].push_back({{"buffer", j["buffers"].size() - 1}, {"byteLength", bytes.size()}});
+    nlohmann::json accessor = {{"bufferView", j["bufferViews"].size() - 1},
+                               {"componentType", 5126},
+                               {"count", kMatrices},
+                               {"type", "MAT4"}};
+    if (!sparse.is_null()) accessor["sparse"] = sparse;
+    j["accessors"].push_back(accessor);
+    j["skins"][0]["inverseBindMatrices"] = j["accessors"].size() - 1;
+    return j;
+  };
+  auto expect_same_binds = [&](const absl::StatusOr<GltfCharacter>& c) {
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (int j = 0; j < 2; ++j)
+      EXPECT_TRUE(c->skeleton.joints[j].inverse_bind.isApprox(original->skeleton.joints[j].inverse_bind, 1e-7)) << j;
+  };
+  expect_same_binds(read(with_matrices(matrices, nullptr)));
+
+  // Sparse: matrix 0 zeroed in the base and restored by entry 0; entry 1 (index 999, beyond the
+  // skin's two) holds a non-finite value, which reading it would refuse.
+  std::vector<float> base = matrices;
+  std::fill(base.begin(), base.begin() + 16, 0.0f);
+  std::vector<float> values(matrices.begin(), matrices.begin() + 16);
+  values.resize(32, std::numeric_limits<float>::quiet_NaN());
+  const uint32_t indices[2] = {0, kMatrices - 1};
+  nlohmann::json j = with_matrices(base, nullptr);
+  const std::string sparse_bytes = std::string(reinterpret_cast<const char*>(indices), sizeof indices) +
+                                   std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  j["buffers"].push_back({{"byteLength", sparse_bytes.size()},
+                          {"uri", "data:application/octet-stream;base64," + testing::Base64(sparse_bytes)}});
+  const int b = static_cast<int>(j["buffers"].size()) - 1;
+  j["bufferViews"].push_back({{"buffer", b}, {"byteLength", sizeof indices}});
+  j["bufferViews"].push_back({{"buffer", b}, {"byteOffset", sizeof indices}, {"byteLength", values.size() * 4}});
+  const int views = static_cast<int>(j["bufferViews"].size());
+  j["accessors"].back()["sparse"] = {{"count", 2},
+                                     {"indices", {{"bufferView", views - 2}, {"componentType", 5125}}},
+                                     {"values", {{"bufferView", views - 1}}}};
+  expect_same_binds(read(j));
+  // The same sparse accessor read whole, by a skin of 1,000 joints (998 more nodes below the
+  // tip), is refused for the NaN: the entry is real.
+  for (int m = 2; m < kMatrices; ++m) {
+    j["nodes"][1]["children"].push_back(j["nodes"].size());
+    j["skins"][0]["joints"].push_back(j["nodes"].size());
+    j["nodes"].push_back({{"name", absl::StrFormat("extra%d", m)}});
+  }
+  absl::StatusOr<GltfCharacter> whole = read(j);
+  ASSERT_FALSE(whole.ok());
+  EXPECT_THAT(std::string(whole.status().message()), HasSubstr("is not finite"));
 }
 
 TEST(GltfRobustnessTest, RejectsIndexOrJointOutOfRange) {
