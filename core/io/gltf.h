@@ -61,6 +61,9 @@ struct GltfSizeLimits {
   int64_t max_vertices = 0;       // POSITION elements
   int64_t max_triangles = 0;      // indices / 3, or POSITION elements / 3 without indices
   int64_t max_morph_targets = 0;  // morph targets
+  // Morph target vertices: each target's count times its primitive's vertices (targets may share
+  // one large accessor, each read in full).
+  int64_t max_morph_deltas = 0;
   // Numbers the animation channels read: each channel's key times and values (its sampler's
   // input count plus output count × components). Channels may share one large accessor, so
   // without a bound a small file could make the reader decode it once per channel.

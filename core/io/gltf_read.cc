@@ -1028,7 +1028,7 @@ void BindQuantizedMeshInRestSpace(GltfCharacter* c) {
 // The sizes the file's accessors declare (meshes, animations), against `limits`.
 absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimits& limits) {
   // In doubles: the counts come from the file and their sums must not wrap around.
-  double vertices = 0, triangles = 0, targets = 0;
+  double vertices = 0, triangles = 0, targets = 0, deltas = 0;
   auto count = [&](int accessor) -> double {
     return accessor >= 0 && static_cast<size_t>(accessor) < model.accessors.size()
                ? static_cast<double>(model.accessors[accessor].count)
@@ -1047,6 +1047,7 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
       vertices += times * n;
       triangles += times * std::floor((p.indices >= 0 ? count(p.indices) : n) / 3);
       targets += times * static_cast<double>(p.targets.size());
+      deltas += times * static_cast<double>(p.targets.size()) * n;
     }
   }
   double animation_values = 0;
@@ -1069,6 +1070,8 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
   RETURN_IF_ERROR(check(triangles, limits.max_triangles, "meshes", "triangles (over every mesh node)"));
   RETURN_IF_ERROR(
       check(targets, limits.max_morph_targets, "meshes", "morph targets (over every mesh node and primitive)"));
+  RETURN_IF_ERROR(check(deltas, limits.max_morph_deltas, "meshes",
+                        "morph target vertices (each target's vertices, over every mesh node and primitive)"));
   return check(animation_values, limits.max_animation_values, "animations",
                "key times and values (over every channel)");
 }

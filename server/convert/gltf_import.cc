@@ -15,10 +15,14 @@ const char* Plural(size_t n) { return n == 1 ? "" : "s"; }
 }  // namespace
 
 GltfSizeLimits UploadLimits(const RigLimits& limits) {
-  constexpr int64_t kMaxAnimationValues = int64_t{1} << 26;
-  constexpr int64_t kMaxDecompressedBytes = int64_t{1} << 30;
-  return GltfSizeLimits{limits.max_vertices, limits.max_triangles, limits.max_joints, kMaxAnimationValues,
-                        kMaxDecompressedBytes};
+  GltfSizeLimits out;
+  out.max_vertices = limits.max_vertices;
+  out.max_triangles = limits.max_triangles;
+  out.max_morph_targets = limits.max_joints;
+  out.max_morph_deltas = int64_t{1} << 25;
+  out.max_animation_values = int64_t{1} << 26;
+  out.max_decompressed_bytes = int64_t{1} << 30;
+  return out;
 }
 
 GltfImport ImportGltf(GltfCharacter g) {

@@ -25,7 +25,9 @@ struct GltfImport {
 GltfImport ImportGltf(GltfCharacter character);
 
 // What CreateRig holds an uploaded file to before reading it (ReadGltfBytes): the rig limits
-// (vertices, triangles, morph targets up to the joint limit) and at most 2^26 animation key
+// (vertices, triangles, morph targets up to the joint limit), 2^25 morph target vertices (a
+// face rig of 100k vertices and 300 shapes; 0.8 GiB of position deltas as the reader's
+// doubles, as much again with normal deltas), at most 2^26 animation key
 // times and values (512 MiB as the reader's doubles; a long motion capture of 100 joints, 10
 // minutes at 30 frames/s, reads about 27M) and 1 GiB decompressed from meshopt views and Draco
 // primitives (a character at the vertex and triangle limits, float attributes and 2^26 float

@@ -640,6 +640,13 @@ absl::StatusOr<GltfCharacter> ReadBytes(const std::string& bytes, const GltfSize
   return ReadGltfBytes(bytes, "gltf", limits);
 }
 
+// No limit but this many decompressed bytes.
+GltfSizeLimits Decompressing(int64_t bytes) {
+  GltfSizeLimits limits;
+  limits.max_decompressed_bytes = bytes;
+  return limits;
+}
+
 std::string FileBytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -660,7 +667,7 @@ TEST(GltfMeshoptTest, DecompressedBytesAreBoundedInAll) {
   ASSERT_TRUE(Pack("gltfpack -c", in, meshopt));
   ASSERT_TRUE(Pack("draco", in, draco));
   auto expect_exhausted = [](const std::string& bytes, int64_t limit, const std::string& message) {
-    absl::StatusOr<GltfCharacter> r = ReadBytes(bytes, {0, 0, 0, 0, limit});
+    absl::StatusOr<GltfCharacter> r = ReadBytes(bytes, Decompressing(limit));
     ASSERT_FALSE(r.ok()) << message;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(message));
@@ -684,7 +691,7 @@ TEST(GltfMeshoptTest, DecompressedBytesAreBoundedInAll) {
                    absl::StrFormat("gltf: the EXT_meshopt_compression views would decode to %d bytes in all, more "
                                    "than the limit of %d",
                                    views_bytes, views_bytes - 1));
-  EXPECT_TRUE(ReadBytes(meshopt_bytes, {0, 0, 0, 0, views_bytes}).ok());
+  EXPECT_TRUE(ReadBytes(meshopt_bytes, Decompressing(views_bytes)).ok());
 
   // Draco: the primitive's indices as 4-byte integers plus its attribute accessors.
   const Glb compressed = ReadGlb(draco);
@@ -705,7 +712,7 @@ TEST(GltfMeshoptTest, DecompressedBytesAreBoundedInAll) {
   expect_exhausted(draco_file, draco_bytes - 1,
                    absl::StrFormat("the Draco primitives would decode to %d bytes so far, more than the limit of %d",
                                    draco_bytes, draco_bytes - 1));
-  EXPECT_TRUE(ReadBytes(draco_file, {0, 0, 0, 0, draco_bytes}).ok());
+  EXPECT_TRUE(ReadBytes(draco_file, Decompressing(draco_bytes)).ok());
 
   // 2,000 more views decoding the first one's compressed bytes, each into its own place in the
   // fallback buffer (each alone within the per-view ratio).

@@ -1059,6 +1059,14 @@ TEST(GltfReadTest, CountsSkinnedMeshNodes) {
   EXPECT_EQ(one->parts.size(), 1u);
 }
 
+// Size limits with the given fields set (the others 0: no limit).
+using L = GltfSizeLimits;
+GltfSizeLimits Limits(std::initializer_list<std::pair<int64_t GltfSizeLimits::*, int64_t>> fields) {
+  GltfSizeLimits limits;
+  for (const auto& [field, value] : fields) limits.*field = value;
+  return limits;
+}
+
 // ReadGltfBytes holds what the accessors declare to its limits before anything is decoded or
 // read (the server passes its rig limits): RESOURCE_EXHAUSTED naming the count and the limit.
 TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
@@ -1076,12 +1084,13 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(message));
   };
   // CesiumMan: 3,273 vertices and 4,672 triangles (ReadsCesiumManCounts), no morph targets.
-  expect_refused(file, {3272, 0, 0, 0},
+  expect_refused(file, Limits({{&L::max_vertices, 3272}}),
                  "gltf: the meshes declare 3273 vertices (POSITION elements over every mesh node), more than the "
                  "limit of 3272");
-  expect_refused(file, {0, 4671, 0, 0}, "gltf: the meshes declare 4672 triangles (over every mesh node), more than "
-                                     "the limit of 4671");
-  absl::StatusOr<GltfCharacter> at_limits = read(file, {3273, 4672, 1, 0});
+  expect_refused(file, Limits({{&L::max_triangles, 4671}}),
+                 "gltf: the meshes declare 4672 triangles (over every mesh node), more than the limit of 4671");
+  absl::StatusOr<GltfCharacter> at_limits =
+      read(file, Limits({{&L::max_vertices, 3273}, {&L::max_triangles, 4672}, {&L::max_morph_targets, 1}}));
   ASSERT_TRUE(at_limits.ok()) << at_limits.status();
   EXPECT_EQ(at_limits->mesh.V.rows(), 3273);
   EXPECT_EQ(at_limits->mesh.F.rows(), 4672);
@@ -1091,9 +1100,9 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
   HandMade h;
   h.extra_nodes = R"({"mesh":0,"skin":0})";
   const std::vector<unsigned char> two = ReadBytes(WriteHandMade(h, dir + "/two.gltf"));
-  expect_refused(two, {5, 0, 0, 0}, "declare 6 vertices");
-  expect_refused(two, {0, 1, 0, 0}, "declare 2 triangles");
-  absl::StatusOr<GltfCharacter> both = read(two, {6, 2, 0, 0});
+  expect_refused(two, Limits({{&L::max_vertices, 5}}), "declare 6 vertices");
+  expect_refused(two, Limits({{&L::max_triangles, 1}}), "declare 2 triangles");
+  absl::StatusOr<GltfCharacter> both = read(two, Limits({{&L::max_vertices, 6}, {&L::max_triangles, 2}}));
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_EQ(both->mesh.V.rows(), 6);
 
@@ -1110,18 +1119,19 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
     values += model.accessors[sampler.input].count + output.count * (output.type == TINYGLTF_TYPE_VEC4 ? 4 : 3);
   }
   ASSERT_EQ(model.animations.size(), 1u);
-  expect_refused(file, {0, 0, 0, values - 1},
+  expect_refused(file, Limits({{&L::max_animation_values, values - 1}}),
                  absl::StrFormat("gltf: the animations declare %d key times and values (over every channel), more "
                                  "than the limit of %d",
                                  values, values - 1));
-  EXPECT_TRUE(read(file, {0, 0, 0, values}).ok());
+  EXPECT_TRUE(read(file, Limits({{&L::max_animation_values, values}})).ok());
   for (int copy = 0; copy < 3; ++copy) model.animations.push_back(model.animations[0]);
   std::ostringstream shared;
   ASSERT_TRUE(loader.WriteGltfSceneToStream(&model, shared, false, true));
   const std::string shared_bytes = shared.str();
   const std::vector<unsigned char> four(shared_bytes.begin(), shared_bytes.end());
-  expect_refused(four, {0, 0, 0, 4 * values - 1}, absl::StrFormat("declare %d key times and values", 4 * values));
-  EXPECT_TRUE(read(four, {0, 0, 0, 4 * values}).ok());
+  expect_refused(four, Limits({{&L::max_animation_values, 4 * values - 1}}),
+                 absl::StrFormat("declare %d key times and values", 4 * values));
+  EXPECT_TRUE(read(four, Limits({{&L::max_animation_values, 4 * values}})).ok());
 
   // A mesh no node uses is counted once (its compressed data would be decoded all the same): the
   // hand-made quad (4 vertices, 2 triangles) with an unused copy of its mesh declares 8 and 4.
@@ -1130,9 +1140,10 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
   quad["meshes"].push_back(quad["meshes"][0]);
   const std::string quad_text = quad.dump();
   const std::vector<unsigned char> unused_copy(quad_text.begin(), quad_text.end());
-  expect_refused(unused_copy, {7, 0, 0, 0}, "declare 8 vertices");
-  expect_refused(unused_copy, {0, 3, 0, 0}, "declare 4 triangles");
-  absl::StatusOr<GltfCharacter> quad_read = read(unused_copy, {8, 4, 0, 0});
+  expect_refused(unused_copy, Limits({{&L::max_vertices, 7}}), "declare 8 vertices");
+  expect_refused(unused_copy, Limits({{&L::max_triangles, 3}}), "declare 4 triangles");
+  absl::StatusOr<GltfCharacter> quad_read =
+      read(unused_copy, Limits({{&L::max_vertices, 8}, {&L::max_triangles, 4}}));
   ASSERT_TRUE(quad_read.ok()) << quad_read.status();
   EXPECT_EQ(quad_read->mesh.V.rows(), 4) << "the unused mesh is not read";
 
@@ -1140,10 +1151,15 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
   const std::string morphed = dir + "/morphed.glb";
   ASSERT_TRUE(testing::WriteWithMorphTargets(path, morphed).ok());
   const std::vector<unsigned char> with_targets = ReadBytes(morphed);
-  expect_refused(with_targets, {0, 0, 1, 0},
+  expect_refused(with_targets, Limits({{&L::max_morph_targets, 1}}),
                  "gltf: the meshes declare 2 morph targets (over every mesh node and primitive), more than the limit "
                  "of 1");
-  absl::StatusOr<GltfCharacter> targets = read(with_targets, {0, 0, 2, 0});
+  // Their deltas: 2 targets of 3,273 vertices.
+  expect_refused(with_targets, Limits({{&L::max_morph_deltas, 6545}}),
+                 "gltf: the meshes declare 6546 morph target vertices (each target's vertices, over every mesh node "
+                 "and primitive), more than the limit of 6545");
+  absl::StatusOr<GltfCharacter> targets =
+      read(with_targets, Limits({{&L::max_morph_targets, 2}, {&L::max_morph_deltas, 6546}}));
   ASSERT_TRUE(targets.ok()) << targets.status();
   EXPECT_EQ(targets->morph_targets.size(), 2u);
 }
