@@ -195,7 +195,7 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes) {
         return Invalid(absl::StrFormat("%s: %d compressed bytes would decode to %.0f, more than %.0f times as many",
                                        where, bv.byteLength, declared_bytes, kMaxRatio));
       total_declared += declared_bytes;
-      if (max_bytes > 0 && total_declared > max_bytes)
+      if (total_declared > max_bytes)
         return absl::ResourceExhaustedError(absl::StrFormat(
             "%s: the Draco primitives would decode to %.0f bytes so far, more than the limit of %.0f", where,
             total_declared, max_bytes));

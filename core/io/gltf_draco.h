@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,8 +38,8 @@ absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* dat
 // one. Both are checked before decoding: the accessors' counts against the compressed size, then
 // the counts the stream's header declares (ReadDracoStreamCounts, which Draco allocates for)
 // against the accessors'. RESOURCE_EXHAUSTED when the primitives' accessors together declare more
-// than `max_bytes` (0 = no limit). Nothing to do without the extension.
-absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes = 0);
+// than `max_bytes`. Nothing to do without the extension.
+absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes = std::numeric_limits<double>::infinity());
 
 }  // namespace skinning::gltf_internal
 

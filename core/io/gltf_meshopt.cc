@@ -77,7 +77,7 @@ absl::Status DecodeMeshoptViews(tinygltf::Model* model, double max_bytes, double
     std::string mode, filter;
   };
   std::vector<Job> jobs;
-  double decoded_bytes_in_fallbacks = 0;
+  double decoded_bytes_in_fallbacks = 0, total_decoded = 0;
   for (size_t i = 0; i < model->bufferViews.size(); ++i) {
     const tinygltf::BufferView& bv = model->bufferViews[i];
     const tinygltf::Value* ext = ExtensionOf(bv.extensions);
@@ -140,19 +140,19 @@ absl::Status DecodeMeshoptViews(tinygltf::Model* model, double max_bytes, double
       return Invalid(absl::StrFormat("%s: %d elements of %d bytes do not fit in the view's %d bytes", where, job.count,
                                      job.stride, bv.byteLength));
     if (fallback[bv.buffer]) decoded_bytes_in_fallbacks += decoded;
+    total_decoded += decoded;
     jobs.push_back(job);
   }
   // Views may share one compressed source, so the ratio of each does not bound them all: together
   // they decode to at most kMaxRatio times the bytes of the file's buffers, and to `max_bytes`.
-  double total_decoded = 0, payload = 0;
-  for (const Job& job : jobs) total_decoded += static_cast<double>(job.count) * static_cast<double>(job.stride);
+  double payload = 0;
   for (size_t b = 0; b < model->buffers.size(); ++b)
     if (!fallback[b]) payload += static_cast<double>(model->buffers[b].data.size());
   if (total_decoded > kMaxRatio * payload + kSlackBytes)
     return Invalid(absl::StrFormat("the %s views would decode to %.0f bytes in all, more than %.0f times the %.0f bytes "
                                    "of the file's buffers",
                                    kMeshoptExtension, total_decoded, kMaxRatio, payload));
-  if (max_bytes > 0 && total_decoded > max_bytes)
+  if (total_decoded > max_bytes)
     return absl::ResourceExhaustedError(absl::StrFormat(
         "the %s views would decode to %.0f bytes in all, more than the limit of %.0f", kMeshoptExtension,
         total_decoded, max_bytes));

@@ -6,6 +6,8 @@
 
 #include <tiny_gltf.h>
 
+#include <limits>
+
 #include "absl/status/status.h"
 
 namespace skinning::gltf_internal {
@@ -20,9 +22,11 @@ inline constexpr char kMeshoptExtension[] = "EXT_meshopt_compression";
 // best; beyond that a small file would claim a huge allocation), or a view without the
 // extension that points into a fallback buffer (it has no data); also when all the views together
 // would decode to more than 128 times the file's buffers (views may share one compressed source).
-// RESOURCE_EXHAUSTED when they would decode to more than `max_bytes` in all (0 = no limit).
+// RESOURCE_EXHAUSTED when they would decode to more than `max_bytes` in all.
 // `decoded_bytes`, when given, gets what they decode to. Nothing to do without the extension.
-absl::Status DecodeMeshoptViews(tinygltf::Model* model, double max_bytes = 0, double* decoded_bytes = nullptr);
+absl::Status DecodeMeshoptViews(tinygltf::Model* model,
+                                double max_bytes = std::numeric_limits<double>::infinity(),
+                                double* decoded_bytes = nullptr);
 
 }  // namespace skinning::gltf_internal
 

@@ -1087,13 +1087,14 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
   const NodeTree tree(model);
   if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
   if (absl::Status s = CheckDeclaredSize(model, limits); !s.ok()) return fail(s);
-  const double decompress_limit = static_cast<double>(limits.max_decompressed_bytes);
+  // One budget for both codecs: Draco gets what the meshopt views leave.
+  const double decompress_limit = limits.max_decompressed_bytes > 0
+                                      ? static_cast<double>(limits.max_decompressed_bytes)
+                                      : std::numeric_limits<double>::infinity();
   double meshopt_bytes = 0;
   if (absl::Status s = gltf_internal::DecodeMeshoptViews(&model, decompress_limit, &meshopt_bytes); !s.ok())
     return fail(s);
-  if (absl::Status s = gltf_internal::DecodeDracoPrimitives(
-          &model, decompress_limit > 0 ? std::max(1.0, decompress_limit - meshopt_bytes) : 0.0);
-      !s.ok())
+  if (absl::Status s = gltf_internal::DecodeDracoPrimitives(&model, decompress_limit - meshopt_bytes); !s.ok())
     return fail(s);
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
