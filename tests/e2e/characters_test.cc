@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +31,7 @@ namespace {
 
 namespace ref = ::skinning::testing::gltf_reference;
 using ::skinning::testing::DataPath;
+using ::skinning::testing::FileBytes;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
 
@@ -141,19 +141,15 @@ TEST_P(GltfCharacterTest, LbsMatchesTheGltfSpecificationSkinning) {
   EXPECT_GT(max_moved, 1e-3) << "the animation should move the mesh at some tested time";
 }
 
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // A .gltf with every external buffer embedded as a data: URI (an exporter's "embedded" option).
 std::string EmbedBuffers(const std::string& path) {
-  nlohmann::json doc = nlohmann::json::parse(ReadBytes(path));
+  nlohmann::json doc = nlohmann::json::parse(FileBytes(path));
   const std::string dir = path.substr(0, path.rfind('/') + 1);
   for (auto& buffer : doc["buffers"])
     if (buffer.contains("uri") && buffer["uri"].get<std::string>().rfind("data:", 0) != 0)
       buffer["uri"] = "data:application/octet-stream;base64," +
-                      ::skinning::testing::Base64(ReadBytes(dir + buffer["uri"].get<std::string>()));
+                      ::skinning::testing::Base64(FileBytes(dir + buffer["uri"].get<std::string>()));
   return doc.dump();
 }
 
@@ -162,7 +158,7 @@ std::string EmbedBuffers(const std::string& path) {
 // skinctl would sample.
 TEST_P(GltfCharacterTest, RegistersFromTheFileBytesAsSkinctlDoes) {
   const bool binary = path_.size() > 4 && path_.substr(path_.size() - 4) == ".glb";
-  const std::string bytes = binary ? ReadBytes(path_) : EmbedBuffers(path_);
+  const std::string bytes = binary ? FileBytes(path_) : EmbedBuffers(path_);
   auto from_bytes = client_->CreateRigFromGltf(bytes, "from bytes");
   ASSERT_TRUE(from_bytes.ok()) << from_bytes.status();
   GltfImport local = ImportGltf(character_);
@@ -184,7 +180,7 @@ TEST_P(GltfCharacterTest, RegistersFromTheFileBytesAsSkinctlDoes) {
     }
   }
   if (!binary) {
-    auto external = client_->CreateRigFromGltf(ReadBytes(path_));
+    auto external = client_->CreateRigFromGltf(FileBytes(path_));
     ASSERT_EQ(external.status().code(), absl::StatusCode::kInvalidArgument) << external.status();
     EXPECT_THAT(std::string(external.status().message()), ::testing::HasSubstr("refers to the external file"));
   }

@@ -37,6 +37,7 @@ namespace {
 using ::skinning::testing::ConnectStream;
 using ::skinning::testing::ConnectUnary;
 using ::skinning::testing::DataPath;
+using ::skinning::testing::FileBytes;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
@@ -48,10 +49,6 @@ constexpr char kPoseService[] = "/skinning.v1.PoseService/";
 constexpr char kBakeService[] = "/skinning.v1.BakeService/";
 constexpr char kFastService[] = "/skinning.v1.FastService/";
 
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string Bytes(const google::protobuf::Message& m) {
   std::string out;
@@ -120,7 +117,7 @@ class HttpTest : public ::testing::Test {
       ADD_FAILURE() << "missing " << path;
       return {};
     }
-    auto r = client_->CreateRigFromGltf(ReadBytes(path));
+    auto r = client_->CreateRigFromGltf(FileBytes(path));
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : v1::CreateRigResponse();
   }
@@ -138,7 +135,7 @@ TEST_F(HttpTest, RegisterPoseAndClipAnswerTheGrpcFloatsBitForBit) {
   const v1::CreateRigResponse grpc = RegisterSample();
   ASSERT_GT(grpc.animations_size(), 0);
   v1::CreateRigRequest create;
-  create.set_gltf(ReadBytes(DataPath("gltf/RiggedSimple/RiggedSimple.glb")));
+  create.set_gltf(FileBytes(DataPath("gltf/RiggedSimple/RiggedSimple.glb")));
   for (bool json : {true, false}) {
     SCOPED_TRACE(json ? "JSON" : "binary");
     v1::CreateRigResponse http;

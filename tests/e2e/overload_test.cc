@@ -5,8 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -437,19 +435,15 @@ TEST(Overload, GltfOverMaxVerticesIsRefusedFromItsDeclaredCounts) {
   const std::string simple = testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
   SKINNING_REQUIRE_DATA(cesium);
   SKINNING_REQUIRE_DATA(simple);
-  auto bytes = [](const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  };
   ServerProcess server(MakeTempDir("store"), {"--max_vertices=1000"});
   Client client(Options(server));
-  auto big = client.CreateRigFromGltf(bytes(cesium));
+  auto big = client.CreateRigFromGltf(testing::FileBytes(cesium));
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted) << big.status();
   EXPECT_THAT(std::string(big.status().message()),
               HasSubstr("gltf: the meshes declare 3273 vertices (POSITION elements over every mesh node), more than "
                         "the limit of 1000"));
-  auto fits = client.CreateRigFromGltf(bytes(simple));
+  auto fits = client.CreateRigFromGltf(testing::FileBytes(simple));
   EXPECT_TRUE(fits.ok()) << fits.status();
 }
 

@@ -271,8 +271,7 @@ TEST(SkinctlEndToEnd, RejectsTruncatedAndCorruptGltfFiles) {
   const std::string source = ::skinning::testing::DataPath("gltf/RiggedSimple/RiggedSimple.glb");
   SKINNING_REQUIRE_DATA(source);
   ServerProcess server(MakeTempDir("store"));
-  std::ifstream in(source, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = ::skinning::testing::FileBytes(source);
   const std::string dir = MakeTempDir("gltf");
   const std::string truncated = dir + "/truncated.glb", corrupt = dir + "/corrupt.glb";
   std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -21,6 +23,11 @@ inline std::string DataPath(const std::string& relative) { return DataDir() + "/
 inline std::string DataFileTestName(const std::string& path) {
   const std::string name = path.substr(path.rfind('/') + 1);
   return name.substr(0, name.find('.'));
+}
+// A file's whole contents, as bytes ("" when it cannot be read).
+inline std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 inline bool InCi() {
   const char* ci = std::getenv("CI");

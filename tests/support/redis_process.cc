@@ -1,5 +1,6 @@
 #include "tests/support/redis_process.h"
 
+#include "tests/support/data.h"
 #include "tests/support/server_process.h"
 
 #include <fcntl.h>
@@ -14,8 +15,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -39,13 +38,6 @@ std::string FindRedisServer() {
   return "";
 }
 
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int DecodeStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -116,7 +108,7 @@ bool RedisProcess::Launch(int port, std::string* log) {
   while (std::chrono::steady_clock::now() < until) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {  // exited: most likely the port was taken
-      *log = ReadFile(log_path);
+      *log = FileBytes(log_path);
       return false;
     }
     if (AnswersPing(port, pid)) {
@@ -128,7 +120,7 @@ bool RedisProcess::Launch(int port, std::string* log) {
   }
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
-  *log = ReadFile(log_path);
+  *log = FileBytes(log_path);
   return false;
 }
 

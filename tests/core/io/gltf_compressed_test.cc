@@ -16,7 +16,6 @@
 #include <functional>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
@@ -83,8 +82,7 @@ struct Glb {
 };
 
 Glb ReadGlb(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string bytes = testing::FileBytes(path);
   uint32_t json_length = 0;
   std::memcpy(&json_length, bytes.data() + 12, 4);
   return Glb{nlohmann::json::parse(bytes.substr(20, json_length)), bytes.substr(20 + json_length)};
@@ -647,11 +645,6 @@ GltfSizeLimits Decompressing(int64_t bytes) {
   return limits;
 }
 
-std::string FileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
 // What compressed data decodes to is held to GltfSizeLimits::max_decompressed_bytes in all
 // (RESOURCE_EXHAUSTED), counted from the file's JSON before decoding: meshopt views by count ×
 // byteStride, Draco primitives by their accessors' sizes. And meshopt views sharing one
@@ -686,7 +679,7 @@ TEST(GltfMeshoptTest, DecompressedBytesAreBoundedInAll) {
   }
   ASSERT_GT(views_bytes, 0);
   ASSERT_GE(first, 0);
-  const std::string meshopt_bytes = FileBytes(meshopt);
+  const std::string meshopt_bytes = testing::FileBytes(meshopt);
   expect_exhausted(meshopt_bytes, views_bytes - 1,
                    absl::StrFormat("gltf: the EXT_meshopt_compression views would decode to %d bytes in all, more "
                                    "than the limit of %d",
@@ -708,7 +701,7 @@ TEST(GltfMeshoptTest, DecompressedBytesAreBoundedInAll) {
     draco_bytes += accessor_bytes(primitive["attributes"][name].get<int>());
   ASSERT_EQ(compressed.json["meshes"].size(), 1u);
   ASSERT_EQ(compressed.json["meshes"][0]["primitives"].size(), 1u);
-  const std::string draco_file = FileBytes(draco);
+  const std::string draco_file = testing::FileBytes(draco);
   expect_exhausted(draco_file, draco_bytes - 1,
                    absl::StrFormat("the Draco primitives would decode to %d bytes so far, more than the limit of %d",
                                    draco_bytes, draco_bytes - 1));

@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
+#include "tests/support/data.h"
 #include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/multi_skin_gltf.h"
@@ -121,8 +120,7 @@ TEST(GltfMultiSkin, OutputKeepsEveryNodeApart) {
   EXPECT_TRUE(back->mesh.V.isApprox(c->mesh.V, 1e-6));
   EXPECT_EQ(back->mesh.F, c->mesh.F);
 
-  std::ifstream in(obj);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = testing::FileBytes(obj);
   for (const MeshPart& part : parts) EXPECT_THAT(text, HasSubstr("\no " + part.name + "\n"));
   absl::StatusOr<Mesh> read_obj = ReadObj(obj);
   ASSERT_TRUE(read_obj.ok()) << read_obj.status();

@@ -53,9 +53,8 @@ std::string TempDir() {
 }
 
 std::vector<unsigned char> ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<unsigned char>((std::istreambuf_iterator<char>(in)),
-                                    std::istreambuf_iterator<char>());
+  const std::string bytes = testing::FileBytes(path);
+  return std::vector<unsigned char>(bytes.begin(), bytes.end());
 }
 
 void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes) {
