@@ -1,6 +1,7 @@
 #include "core/io/gltf_draco.h"
 
-#include <draco/compression/decode.h>
+#include <draco/compression/mesh/mesh_edgebreaker_decoder.h>
+#include <draco/compression/mesh/mesh_sequential_decoder.h>
 #include <draco/core/decoder_buffer.h>
 #include <draco/mesh/mesh.h>
 
@@ -20,6 +21,8 @@ namespace {
 
 constexpr double kMaxRatio = 256;         // decoded bytes per compressed byte, at most
 constexpr double kSlackBytes = 1 << 20;   // on top, for tiny meshes
+// What a stream's attributes may take while they decode, per byte of the accessors they fill.
+constexpr double kMaxAttributeRatio = 8;
 
 // Components of a vertex attribute's type (SCALAR to VEC4); 0 for a matrix or unknown type.
 int VertexComponents(int type) {
@@ -118,6 +121,65 @@ bool SkipDracoMetadata(StreamReader* r) {
   return SkipDracoMetadataElement(r);
 }
 
+// libdraco's mesh decoder (Base: edgebreaker or sequential) with one check before any attribute
+// value is decoded. By then the connectivity is decoded (the points are known) and so are the
+// attributes' descriptors, but libdraco has not yet allocated for their values: for each
+// attribute, points × its byte stride (up to 255 components of 8 bytes), and while it decodes
+// an integer or quantized attribute, 4 bytes per component and point more. The sum of those is
+// held to `max_bytes`; over it the decode fails and refused() says so.
+template <typename Base>
+class BoundedDracoDecoder : public Base {
+ public:
+  explicit BoundedDracoDecoder(double max_bytes) : max_bytes_(max_bytes) {}
+  bool refused() const { return refused_; }
+  double attribute_bytes() const { return attribute_bytes_; }  // the sum, once the check ran
+
+ protected:
+  bool DecodeAllAttributes() override {
+    const draco::PointCloud* pc = this->point_cloud();
+    attribute_bytes_ = 0;
+    for (int i = 0; i < pc->num_attributes(); ++i) {
+      const draco::PointAttribute* a = pc->attribute(i);
+      attribute_bytes_ += static_cast<double>(pc->num_points()) * (a->byte_stride() + 4.0 * a->num_components());
+    }
+    if (attribute_bytes_ > max_bytes_) {
+      refused_ = true;
+      return false;
+    }
+    return Base::DecodeAllAttributes();
+  }
+
+ private:
+  double max_bytes_;
+  double attribute_bytes_ = 0;
+  bool refused_ = false;
+};
+
+// Decodes `stream` (its header read as `counts`) into `mesh`; an attribute payload over
+// `max_attribute_bytes` (BoundedDracoDecoder) is RESOURCE_EXHAUSTED naming it.
+absl::Status DecodeDracoMesh(const unsigned char* stream, size_t size, const DracoStreamCounts& counts,
+                             double max_attribute_bytes, draco::Mesh* mesh) {
+  draco::DecoderBuffer buffer;
+  buffer.Init(reinterpret_cast<const char*>(stream), size);
+  const draco::DecoderOptions options;
+  auto decode = [&](auto& decoder) -> absl::Status {
+    const draco::Status status = decoder.Decode(options, &buffer, mesh);
+    if (decoder.refused())
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the Draco stream's attributes would take %.0f bytes to decode (%d points), more than the %.0f allowed "
+          "(%g times the bytes of the accessors they fill, and 1 MiB)",
+          decoder.attribute_bytes(), mesh->num_points(), max_attribute_bytes, kMaxAttributeRatio));
+    if (!status.ok()) return Invalid(status.error_msg_string());
+    return absl::OkStatus();
+  };
+  if (counts.edgebreaker) {
+    BoundedDracoDecoder<draco::MeshEdgebreakerDecoder> decoder(max_attribute_bytes);
+    return decode(decoder);
+  }
+  BoundedDracoDecoder<draco::MeshSequentialDecoder> decoder(max_attribute_bytes);
+  return decode(decoder);
+}
+
 }  // namespace
 
 absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* data, size_t size) {
@@ -138,7 +200,8 @@ absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* dat
   DracoStreamCounts counts;
   counts.edgebreaker = method == 1;
   uint32_t traversal;
-  const bool ok = counts.edgebreaker ? r.U8(&traversal) && r.Var32(&counts.vertices) && r.Var32(&counts.faces)
+  const bool ok = counts.edgebreaker ? r.U8(&traversal) && r.Var32(&counts.vertices) && r.Var32(&counts.faces) &&
+                                           r.U8(&counts.attribute_seams)
                                      : r.Var32(&counts.faces) && r.Var32(&counts.vertices);
   if (!ok) return Invalid("its connectivity header is truncated");
   return counts;
@@ -175,7 +238,7 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes) {
         uint32_t unique_id;
       };
       std::vector<Target> targets;
-      double declared_bytes = static_cast<double>(model->accessors[prim.indices].count) * 4;
+      double attribute_bytes = 0;  // of the accessors the extension fills
       const tinygltf::Value& attributes = ext.Get("attributes");
       for (const std::string& name : attributes.Keys()) {
         const tinygltf::Value& id = attributes.Get(name);
@@ -188,9 +251,10 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes) {
         if (VertexComponents(a.type) == 0 || ComponentSize(a.componentType) == 0)
           return Invalid(absl::StrFormat("%s.attributes.%s: accessors[%d] has an unsupported type", where, name,
                                          it->second));
-        declared_bytes += static_cast<double>(a.count) * VertexComponents(a.type) * ComponentSize(a.componentType);
+        attribute_bytes += static_cast<double>(a.count) * VertexComponents(a.type) * ComponentSize(a.componentType);
         targets.push_back({name, it->second, static_cast<uint32_t>(id.GetNumberAsInt())});
       }
+      const double declared_bytes = static_cast<double>(model->accessors[prim.indices].count) * 4 + attribute_bytes;
       if (declared_bytes > kMaxRatio * static_cast<double>(bv.byteLength) + kSlackBytes)
         return Invalid(absl::StrFormat("%s: %d compressed bytes would decode to %.0f, more than %.0f times as many",
                                        where, bv.byteLength, declared_bytes, kMaxRatio));
@@ -218,14 +282,21 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes) {
                                          counts->vertices, counts->edgebreaker ? "vertices" : "points", t.accessor,
                                          t.name, model->accessors[t.accessor].count));
 
-      draco::DecoderBuffer buffer;
-      buffer.Init(reinterpret_cast<const char*>(stream), bv.byteLength);
-      draco::Decoder decoder;
-      auto decoded = decoder.DecodeMeshFromBuffer(&buffer);
-      if (!decoded.ok() || decoded.value() == nullptr)
-        return Invalid(absl::StrFormat("%s: the Draco data does not decode (%s)", where,
-                                       decoded.ok() ? "no mesh" : decoded.status().error_msg_string()));
-      const std::unique_ptr<draco::Mesh> mesh = std::move(decoded).value();
+      // An edgebreaker stream has one seam table per attribute but the position, and libdraco
+      // allocates for each one per corner: more tables than the extension has attributes would be
+      // for attributes the file does not use.
+      if (counts->edgebreaker && counts->attribute_seams > targets.size())
+        return Invalid(absl::StrFormat("%s: the Draco stream declares %d attribute seam tables but the extension names "
+                                       "%d attributes",
+                                       where, counts->attribute_seams, targets.size()));
+
+      const auto mesh = std::make_unique<draco::Mesh>();
+      if (absl::Status s = DecodeDracoMesh(stream, bv.byteLength, *counts,
+                                           kMaxAttributeRatio * attribute_bytes + kSlackBytes, mesh.get());
+          !s.ok())
+        return absl::Status(s.code(), s.code() == absl::StatusCode::kResourceExhausted
+                                          ? absl::StrFormat("%s: %s", where, s.message())
+                                          : absl::StrFormat("%s: the Draco data does not decode (%s)", where, s.message()));
       const uint32_t points = mesh->num_points(), faces = mesh->num_faces();
 
       if (output < 0) {

@@ -22,6 +22,7 @@ struct DracoStreamCounts {
   bool edgebreaker = false;  // else sequential
   uint32_t faces = 0;
   uint32_t vertices = 0;  // edgebreaker: the connectivity's vertices; sequential: the points
+  uint32_t attribute_seams = 0;  // edgebreaker: seam tables, one per attribute but the position
 };
 // INVALID_ARGUMENT saying why (without naming the primitive) for data that does not start with
 // "DRACO", a bitstream other than 2.2, a point cloud, an unknown encoding method, or a header or
@@ -37,8 +38,11 @@ absl::StatusOr<DracoStreamCounts> ReadDracoStreamCounts(const unsigned char* dat
 // attribute the primitive does not have, or a decoded size more than 256 times the compressed
 // one. Both are checked before decoding: the accessors' counts against the compressed size, then
 // the counts the stream's header declares (ReadDracoStreamCounts, which Draco allocates for)
-// against the accessors'. RESOURCE_EXHAUSTED when the primitives' accessors together declare more
-// than `max_bytes`. Nothing to do without the extension.
+// against the accessors' (and an edgebreaker stream's seam tables against the extension's
+// attributes). RESOURCE_EXHAUSTED when the primitives' accessors together declare more than
+// `max_bytes`, and when a stream's attributes would take more than 8 times the bytes of the
+// accessors they fill (plus 1 MiB) to decode, checked once its connectivity is decoded and
+// before libdraco allocates for any attribute's values. Nothing to do without the extension.
 absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes = std::numeric_limits<double>::infinity());
 
 }  // namespace skinning::gltf_internal

@@ -555,13 +555,16 @@ TEST(GltfDracoTest, RejectsMalformedDracoPrimitives) {
 // A Draco stream's header is checked before libdraco decodes it: it allocates for the counts
 // there, so a 2 kB file whose header claimed 100M faces used to take 2.4 GB before failing. Now
 // counts the accessors do not have, other bitstream versions, point clouds and streams cut short
-// are refused first. (The hand-made seed quad: edgebreaker, 4 vertices, 2 faces.)
+// are refused first, and so are more attribute seam tables (libdraco allocates for each per
+// corner) than the extension has attributes. (The hand-made seed quad: edgebreaker, 4 vertices,
+// 2 faces.)
 TEST(GltfDracoTest, RefusesStreamHeadersTheAccessorsDoNotMatch) {
   const Glb seed = ReadGlb(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad_draco.glb");
   const std::string stream = DracoStream(seed);
   ASSERT_EQ(stream.substr(0, 5), "DRACO");
   ASSERT_EQ(stream.substr(5, 4), std::string("\x02\x02\x01\x01", 4)) << "bitstream 2.2, mesh, edgebreaker";
-  ASSERT_EQ(stream.substr(11, 3), std::string("\x00\x04\x02", 3)) << "traversal 0, 4 vertices, 2 faces";
+  ASSERT_EQ(stream.substr(11, 4), std::string("\x00\x04\x02\x02", 4))
+      << "traversal 0, 4 vertices, 2 faces, 2 attribute seam tables (JOINTS_0 and WEIGHTS_0)";
   auto with_stream = [](std::string changed) { return [changed](Glb* g) { SetDracoStream(g, changed); }; };
   auto byte = [&](size_t at, char value) {
     std::string changed = stream;
@@ -583,6 +586,8 @@ TEST(GltfDracoTest, RefusesStreamHeadersTheAccessorsDoNotMatch) {
        where + "the Draco data does not decode (it is not a triangle mesh (encoder type 0))"},
       {"method", with_stream(byte(8, '\x07')),
        where + "the Draco data does not decode (encoding method 7 is neither sequential (0) nor edgebreaker (1))"},
+      {"seam tables", with_stream(byte(14, '\x04')),
+       where + "the Draco stream declares 4 attribute seam tables but the extension names 3 attributes"},
       {"cut short", with_stream(stream.substr(0, 13)),
        where + "the Draco data does not decode (its connectivity header is truncated)"},
       {"metadata cut short", with_stream(metadata_cut),
@@ -630,6 +635,110 @@ TEST(GltfDracoTest, ReadsStreamsWithMetadata) {
   EXPECT_EQ(read->mesh.V, plain->mesh.V);
   EXPECT_EQ(read->mesh.F, plain->mesh.F);
   EXPECT_EQ(ToDense(read->weights, read->skeleton.size()), ToDense(plain->weights, plain->skeleton.size()));
+  std::filesystem::remove_all(dir);
+}
+
+// A sequential Draco stream (bitstream 2.2, no metadata) written by hand: `faces` faces and
+// `points` points, `indices` (3 per face) stored plainly (connectivity method 1: two bytes each,
+// for 256 to 65,535 points), then one attributes decoder with the seed quad's three attributes
+// stored raw (generic decoders), unique ids 0, 1, 2 as its extension names them: POSITION as
+// `position_components` of Draco data type `position_type` (9 FLOAT32, 10 FLOAT64), JOINTS_0 as
+// UINT16 × 4 (type 4), WEIGHTS_0 as FLOAT32 × 4 (type 9). `values` follow: every point's value
+// of each attribute in turn.
+std::string SequentialDracoStream(uint32_t faces, uint32_t points, const std::vector<uint16_t>& indices,
+                                  int position_type, int position_components, const std::string& values) {
+  std::string s = std::string("DRACO\x02\x02\x01\x00\x00\x00", 11);  // 2.2, mesh, sequential, no flags
+  s += Varint(faces) + Varint(points) + '\x01';
+  EXPECT_TRUE(points >= 256 && points < 65536 && indices.size() == 3 * faces);
+  for (uint16_t i : indices) s += std::string(reinterpret_cast<const char*>(&i), 2);  // little-endian
+  s += '\x01';                                                                         // one attributes decoder
+  s += Varint(3);
+  auto descriptor = [](int type, int data_type, int components, uint32_t id) {
+    return std::string{static_cast<char>(type), static_cast<char>(data_type), static_cast<char>(components), '\0'} +
+           Varint(id);
+  };
+  s += descriptor(0, position_type, position_components, 0) + descriptor(4, 4, 4, 1) + descriptor(4, 9, 4, 2);
+  s += std::string(3, '\0');  // generic (raw) decoders
+  return s + values;
+}
+
+// A sequential stream's attributes are held to 8 times the bytes of the accessors they fill (and
+// 1 MiB) before libdraco allocates for their values: points × (byte stride + 4 per component, the
+// integer form an integer or quantized attribute decodes through). Before, a 2 MB file whose
+// POSITION declared 255 FLOAT64 components on 2M points took 4 GB. The hand-built stream is
+// first shown to be one libdraco reads: with 256 points (the quad's 4 and 252 copies of its first
+// one) it reads as the seed. Then 50,000 points with POSITION of 21 FLOAT64 components stay under
+// the bound (and fail later: no values follow), 22 and 255 are refused naming the bytes.
+TEST(GltfDracoTest, RefusesStreamAttributesTooLargeForTheirAccessors) {
+  const std::string seed_path = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad_draco.glb";
+  const Glb seed = ReadGlb(seed_path);
+  absl::StatusOr<GltfCharacter> plain = ReadGltf(seed_path);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_EQ(plain->mesh.V.rows(), 4);
+  ASSERT_EQ(plain->skeleton.size(), 2);
+  const Eigen::MatrixXd W = ToDense(plain->weights, plain->skeleton.size());
+  auto accessor = [](Glb* g, const std::string& attribute) -> nlohmann::json& {
+    const nlohmann::json& prim = g->json["meshes"][0]["primitives"][0];
+    return g->json["accessors"][attribute.empty() ? prim["indices"].get<int>() : prim["attributes"][attribute].get<int>()];
+  };
+  auto stream_file = [&](uint32_t points, const std::string& stream, const std::string& path) {
+    Glb g = seed;
+    SetDracoStream(&g, stream);
+    const uint32_t faces = (points + 2) / 3;
+    accessor(&g, "")["count"] = 3 * faces;
+    for (const char* name : {"POSITION", "JOINTS_0", "WEIGHTS_0"}) accessor(&g, name)["count"] = points;
+    WriteGlb(g, path);
+  };
+  auto indices_for = [&](uint32_t points) {
+    const uint32_t faces = (points + 2) / 3;  // libdraco wants at most 3 points per face
+    std::vector<uint16_t> idx(3 * faces, 0);
+    for (int f = 0; f < 2; ++f)
+      for (int c = 0; c < 3; ++c) idx[3 * f + c] = static_cast<uint16_t>(plain->mesh.F(f, c));
+    return idx;
+  };
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_draco_attribute_bytes");
+  const std::string path = (dir / "stream.glb").string();
+
+  // The seed's own values, the first point repeated: read back as the seed.
+  const uint32_t n = 256;
+  std::string values;
+  auto append = [&](const auto& v) { values.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  auto vertex = [](uint32_t p) { return p < 4 ? static_cast<int>(p) : 0; };
+  for (uint32_t p = 0; p < n; ++p)
+    for (int c = 0; c < 3; ++c) append(static_cast<float>(plain->mesh.V(vertex(p), c)));
+  for (uint32_t p = 0; p < n; ++p)
+    for (uint16_t j : {0, 1, 0, 0}) append(j);
+  for (uint32_t p = 0; p < n; ++p)
+    for (int c = 0; c < 4; ++c) append(static_cast<float>(c < 2 ? W(vertex(p), c) : 0.0));
+  stream_file(n, SequentialDracoStream((n + 2) / 3, n, indices_for(n), 9, 3, values), path);
+  absl::StatusOr<GltfCharacter> read = ReadGltf(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->mesh.V.rows(), n);
+  EXPECT_EQ(read->mesh.V.topRows(4), plain->mesh.V);
+  EXPECT_EQ(read->mesh.F.topRows(2), plain->mesh.F);
+  EXPECT_LE((ToDense(read->weights, 2).topRows(4) - W).cwiseAbs().maxCoeff(), 1e-7);
+
+  // 50,000 points: the bound is 8 × 50,000 × (12 + 8 + 16) accessor bytes + 1 MiB.
+  const uint32_t points = 50000;
+  const double limit = 8.0 * points * (12 + 8 + 16) + (1 << 20);
+  for (int components : {21, 22, 255}) {
+    SCOPED_TRACE(components);
+    stream_file(points, SequentialDracoStream((points + 2) / 3, points, indices_for(points), 10, components, ""), path);
+    const double bytes = static_cast<double>(points) * ((8 + 4) * components + (2 + 4) * 4 + (4 + 4) * 4);
+    absl::StatusOr<GltfCharacter> r = ReadGltf(path);
+    ASSERT_FALSE(r.ok());
+    if (bytes <= limit) {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+      EXPECT_THAT(std::string(r.status().message()), HasSubstr("the Draco data does not decode"));
+    } else {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+      EXPECT_THAT(std::string(r.status().message()),
+                  HasSubstr(absl::StrFormat("the Draco stream's attributes would take %.0f bytes to decode (50000 "
+                                            "points), more than the %.0f allowed",
+                                            bytes, limit)));
+    }
+  }
+  EXPECT_LE(static_cast<double>(points) * ((8 + 4) * 21 + 56), limit) << "21 components must fall under the bound";
   std::filesystem::remove_all(dir);
 }
 
