@@ -71,6 +71,10 @@ struct GltfSizeLimits {
   // Bytes that compressed data (EXT_meshopt_compression views, KHR_draco_mesh_compression
   // primitives) may decode to, in all.
   int64_t max_decompressed_bytes = 0;
+  // Values in the file's JSON (the top one, array elements and object members' values), counted
+  // before it is parsed: each one costs 200 to 400 bytes parsed. Whatever the limits, the
+  // JSON may not nest arrays and objects deeper than 64 levels (INVALID_ARGUMENT).
+  int64_t max_json_values = 0;
 };
 
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all

@@ -115,10 +115,94 @@ tinygltf::FsCallbacks NoFileCallbacks(NoFiles* no_files) {
   return fs;
 }
 
+// Deepest nesting of arrays and objects a glTF's JSON may have. Parsing it and copying it into
+// tinygltf's values recurse once per level, so without a bound a 200 kB file of nested brackets
+// overflowed the stack; real files stay under 10.
+constexpr int kMaxJsonDepth = 64;
+
+// The JSON values of a glTF's JSON text (the top one, every array element and every object
+// member's value) and its deepest nesting, counted in one pass without parsing: strings are
+// skipped with their escapes, and each container adds its first element on the first character
+// after its opening bracket that is not white space or its closing bracket, then one more per
+// comma. Stops counting once deeper than kMaxJsonDepth. Malformed text is left to the parser.
+struct JsonShape {
+  int64_t values = 0;
+  int depth = 0;
+};
+JsonShape ScanJson(const unsigned char* text, size_t size) {
+  JsonShape shape;
+  int depth = 0;
+  bool in_string = false, opened = false, any = false;
+  for (size_t i = 0; i < size; ++i) {
+    const unsigned char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    if (!any) {
+      any = true;
+      shape.values = 1;
+    }
+    if (opened) {
+      opened = false;
+      if (c != ']' && c != '}') ++shape.values;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '[':
+      case '{':
+        opened = true;
+        shape.depth = std::max(shape.depth, ++depth);
+        if (depth > kMaxJsonDepth) return shape;
+        break;
+      case ']':
+      case '}':
+        --depth;
+        break;
+      case ',':
+        ++shape.values;
+        break;
+      default:
+        break;
+    }
+  }
+  return shape;
+}
+
+// The JSON of a .glb (its first chunk; the header is checked) or a .gltf (all of it) held to
+// kMaxJsonDepth (INVALID_ARGUMENT) and to `max_values` values when it is not 0
+// (RESOURCE_EXHAUSTED): each value costs 200 to 400 bytes once parsed (tinygltf keeps `extras`
+// and unknown extensions as trees of its own values), so 25M of them in a 50 MB upload took
+// 4.8 GB.
+absl::Status CheckJsonShape(const std::vector<unsigned char>& bytes, bool binary, int64_t max_values) {
+  size_t begin = 0, size = bytes.size();
+  if (binary) {
+    uint32_t json_length;
+    std::memcpy(&json_length, bytes.data() + 12, 4);
+    begin = 20;
+    size = json_length;
+  }
+  const JsonShape shape = ScanJson(bytes.data() + begin, size);
+  if (shape.depth > kMaxJsonDepth)
+    return Invalid(absl::StrFormat("its JSON nests arrays and objects deeper than %d levels", kMaxJsonDepth));
+  if (max_values > 0 && shape.values > max_values)
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("its JSON has %d values, more than the limit of %d", shape.values, max_values));
+  return absl::OkStatus();
+}
+
 // Parses a .glb or .gltf held in memory; `label` prefixes every message. `base_dir` is where
 // external buffers are looked up, or nullopt for bytes from a request (external URIs refused).
 absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned char>& bytes, const std::string& label,
-                                                   const std::optional<std::string>& base_dir) {
+                                                   const std::optional<std::string>& base_dir,
+                                                   int64_t max_json_values = 0) {
   if (bytes.empty()) return Invalid(absl::StrFormat("%s: the file is empty", label));
   if (bytes.size() > std::numeric_limits<unsigned int>::max())
     return Invalid(absl::StrFormat("%s: files of 4 GiB or more are not supported", label));
@@ -127,6 +211,8 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned ch
     if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
       return Invalid(absl::StrFormat("%s: %s", label, s.message()));
   }
+  if (absl::Status s = CheckJsonShape(bytes, binary, max_json_values); !s.ok())
+    return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   // What tinygltf refuses in compressed files, rewritten first (the rest reads `input`).
   const std::optional<std::vector<unsigned char>> patched = gltf_internal::PatchForParser(bytes, binary);
   const std::vector<unsigned char>& input = patched ? *patched : bytes;
@@ -1119,7 +1205,7 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
 absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label,
                                             const GltfSizeLimits& limits) {
   const std::vector<unsigned char> data(bytes.begin(), bytes.end());
-  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModelFromBytes(data, label, std::nullopt));
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModelFromBytes(data, label, std::nullopt, limits.max_json_values));
   return ReadCharacter(std::move(model), label, "character", limits);
 }
 

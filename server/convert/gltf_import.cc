@@ -22,6 +22,7 @@ GltfSizeLimits UploadLimits(const RigLimits& limits) {
   out.max_morph_deltas = int64_t{1} << 25;
   out.max_animation_values = int64_t{1} << 26;
   out.max_decompressed_bytes = int64_t{1} << 30;
+  out.max_json_values = int64_t{1} << 20;
   return out;
 }
 

@@ -447,5 +447,23 @@ TEST(Overload, GltfOverMaxVerticesIsRefusedFromItsDeclaredCounts) {
   EXPECT_TRUE(fits.ok()) << fits.status();
 }
 
+// An upload whose JSON nests 100,000 arrays (a 200 kB .gltf) is INVALID_ARGUMENT before it is
+// parsed: parsing recursed once per level, overflowed the stack and took the server down. The
+// same server then still takes the file without them.
+TEST(Overload, GltfNestedTooDeepIsRefusedAndTheServerStaysUp) {
+  const std::string quad = testing::FileBytes(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf");
+  const size_t end = quad.find_last_of('}');
+  ASSERT_NE(end, std::string::npos);
+  const std::string deep = quad.substr(0, end) + ",\"extras\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  ServerProcess server(MakeTempDir("store"), {});
+  Client client(Options(server));
+  auto refused = client.CreateRigFromGltf(deep);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("its JSON nests arrays and objects deeper than 64 levels"));
+  auto fits = client.CreateRigFromGltf(quad);
+  EXPECT_TRUE(fits.ok()) << fits.status();
+}
+
 }  // namespace
 }  // namespace skinning

@@ -1307,5 +1307,77 @@ TEST(GltfRobustnessTest, RejectsMissingAndNonGltfFiles) {
   EXPECT_FALSE(ReadGltf(dir + "/junk.glb").ok());
 }
 
+// The JSON values of a parsed document, counted independently of the reader's text scan: the
+// top one, every array element and every object member's value.
+int64_t JsonValues(const nlohmann::json& j) {
+  int64_t n = 1;
+  if (j.is_structured())
+    for (const nlohmann::json& child : j) n += JsonValues(child);
+  return n;
+}
+
+// A glTF's JSON is checked before it is parsed: nesting deeper than 64 levels is INVALID_ARGUMENT
+// whatever the limits (parsing recursed once per level: a 200 kB file of nested brackets
+// overflowed the stack and took the server down), and more values than
+// GltfSizeLimits::max_json_values is RESOURCE_EXHAUSTED (each costs 200 to 400 bytes parsed: 25M
+// in a 50 MB upload took 4.8 GB). On the seed quad, as .gltf and as .glb, with `extras` on the
+// root: 63 nested arrays (64 levels) read, 64 and 100,000 do not; the values are counted as
+// nlohmann counts them, with strings holding brackets, commas, escaped quotes and backslashes.
+TEST(GltfRobustnessTest, BoundsTheJsonBeforeParsingIt) {
+  const std::string seed_path = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf";
+  const nlohmann::json seed = nlohmann::json::parse(testing::FileBytes(seed_path));
+  ASSERT_TRUE(ReadGltf(seed_path).ok());
+  // The JSON as a .gltf, or as a .glb: the JSON chunk (its buffer still a data: URI), padded.
+  auto as_file = [](const std::string& json, bool glb) {
+    if (!glb) return json;
+    std::string chunk = json;
+    while (chunk.size() % 4 != 0) chunk.push_back(' ');
+    const uint32_t header[5] = {0x46546C67u, 2, static_cast<uint32_t>(20 + chunk.size()),
+                                static_cast<uint32_t>(chunk.size()), 0x4E4F534Au};
+    return std::string(reinterpret_cast<const char*>(header), sizeof(header)) + chunk;
+  };
+  auto read = [](const std::string& bytes, const GltfSizeLimits& limits = {}) {
+    return ReadGltfBytes(bytes, "gltf", limits);
+  };
+  for (bool glb : {false, true}) {
+    SCOPED_TRACE(glb ? "glb" : "gltf");
+    const std::string plain = seed.dump();
+    ASSERT_TRUE(read(as_file(plain, glb)).ok()) << read(as_file(plain, glb)).status();
+    // Depth: the root object is level 1, its extras' n nested arrays levels 2 to n + 1.
+    auto nested = [&](int n) {
+      return as_file(plain.substr(0, plain.size() - 1) + ",\"extras\":" + std::string(n, '[') + std::string(n, ']') + "}",
+                     glb);
+    };
+    EXPECT_TRUE(read(nested(63)).ok()) << read(nested(63)).status();
+    for (int n : {64, 100000}) {
+      absl::StatusOr<GltfCharacter> r = read(nested(n));
+      ASSERT_FALSE(r.ok()) << n;
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << n;
+      EXPECT_EQ(r.status().message(), "gltf: its JSON nests arrays and objects deeper than 64 levels") << n;
+    }
+    // Values: extras of k elements, strings that look like structure among them.
+    auto with_extras = [&](int k) {
+      nlohmann::json j = seed;
+      nlohmann::json extras = nlohmann::json::array();
+      const std::vector<nlohmann::json> kinds = {0, "a,[{\"b\\", nlohmann::json::object(), "}],", {1, 2}};
+      for (int i = 0; i < k; ++i) extras.push_back(kinds[i % kinds.size()]);
+      j["extras"] = extras;
+      return j;
+    };
+    const int64_t limit = JsonValues(with_extras(500));
+    const nlohmann::json at = with_extras(500), over = with_extras(501);
+    ASSERT_EQ(JsonValues(over), limit + 1);  // the 501st element is a number
+    EXPECT_TRUE(read(as_file(at.dump(), glb), Limits({{&L::max_json_values, limit}})).ok());
+    absl::StatusOr<GltfCharacter> r = read(as_file(over.dump(), glb), Limits({{&L::max_json_values, limit}}));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(r.status().message(), absl::StrFormat("gltf: its JSON has %d values, more than the limit of %d",
+                                                    JsonValues(over), limit));
+    // Pretty-printed (white space everywhere) counts the same.
+    EXPECT_TRUE(read(as_file(at.dump(2), glb), Limits({{&L::max_json_values, limit}})).ok());
+    EXPECT_FALSE(read(as_file(over.dump(2), glb), Limits({{&L::max_json_values, limit}})).ok());
+  }
+}
+
 }  // namespace
 }  // namespace skinning
