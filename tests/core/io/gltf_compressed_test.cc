@@ -669,6 +669,8 @@ std::string SequentialDracoStream(uint32_t faces, uint32_t points, const std::ve
 // first shown to be one libdraco reads: with 256 points (the quad's 4 and 252 copies of its first
 // one) it reads as the seed. Then 50,000 points with POSITION of 21 FLOAT64 components stay under
 // the bound (and fail later: no values follow), 22 and 255 are refused naming the bytes.
+// (tests/fuzz/seeds/gltf/quad_draco_sequential.glb, gltf_fuzz's sequential seed, is the seed
+// quad with a stream of this form, its 4 points raw.)
 TEST(GltfDracoTest, RefusesStreamAttributesTooLargeForTheirAccessors) {
   const std::string seed_path = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad_draco.glb";
   const Glb seed = ReadGlb(seed_path);
@@ -717,6 +719,14 @@ TEST(GltfDracoTest, RefusesStreamAttributesTooLargeForTheirAccessors) {
   EXPECT_EQ(read->mesh.V.topRows(4), plain->mesh.V);
   EXPECT_EQ(read->mesh.F.topRows(2), plain->mesh.F);
   EXPECT_LE((ToDense(read->weights, 2).topRows(4) - W).cwiseAbs().maxCoeff(), 1e-7);
+  // gltf_fuzz's sequential seed is such a stream too: the quad's 4 points, raw.
+  const std::string sequential_seed =
+      std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad_draco_sequential.glb";
+  EXPECT_EQ(DracoStream(ReadGlb(sequential_seed)).substr(0, 9), std::string("DRACO\x02\x02\x01\x00", 9));
+  absl::StatusOr<GltfCharacter> seeded = ReadGltf(sequential_seed);
+  ASSERT_TRUE(seeded.ok()) << seeded.status();
+  EXPECT_EQ(seeded->mesh.V.rows(), 4);
+  EXPECT_EQ(seeded->mesh.F.rows(), 2);
 
   // 50,000 points: the bound is 8 × 50,000 × (12 + 8 + 16) accessor bytes + 1 MiB.
   const uint32_t points = 50000;
