@@ -156,7 +156,8 @@ class BoundedDracoDecoder : public Base {
 };
 
 // Decodes `stream` (its header read as `counts`) into `mesh`; an attribute payload over
-// `max_attribute_bytes` (BoundedDracoDecoder) is RESOURCE_EXHAUSTED naming it.
+// `max_attribute_bytes` (BoundedDracoDecoder) is RESOURCE_EXHAUSTED naming it, data that does
+// not decode INVALID_ARGUMENT.
 absl::Status DecodeDracoMesh(const unsigned char* stream, size_t size, const DracoStreamCounts& counts,
                              double max_attribute_bytes, draco::Mesh* mesh) {
   draco::DecoderBuffer buffer;
@@ -169,7 +170,7 @@ absl::Status DecodeDracoMesh(const unsigned char* stream, size_t size, const Dra
           "the Draco stream's attributes would take %.0f bytes to decode (%d points), more than the %.0f allowed "
           "(%g times the bytes of the accessors they fill, and 1 MiB)",
           decoder.attribute_bytes(), mesh->num_points(), max_attribute_bytes, kMaxAttributeRatio));
-    if (!status.ok()) return Invalid(status.error_msg_string());
+    if (!status.ok()) return Invalid(absl::StrFormat("the Draco data does not decode (%s)", status.error_msg_string()));
     return absl::OkStatus();
   };
   if (counts.edgebreaker) {
@@ -294,9 +295,7 @@ absl::Status DecodeDracoPrimitives(tinygltf::Model* model, double max_bytes) {
       if (absl::Status s = DecodeDracoMesh(stream, bv.byteLength, *counts,
                                            kMaxAttributeRatio * attribute_bytes + kSlackBytes, mesh.get());
           !s.ok())
-        return absl::Status(s.code(), s.code() == absl::StatusCode::kResourceExhausted
-                                          ? absl::StrFormat("%s: %s", where, s.message())
-                                          : absl::StrFormat("%s: the Draco data does not decode (%s)", where, s.message()));
+        return absl::Status(s.code(), absl::StrFormat("%s: %s", where, s.message()));
       const uint32_t points = mesh->num_points(), faces = mesh->num_faces();
 
       if (output < 0) {

@@ -12,15 +12,20 @@
 
 namespace skinning::gltf_internal {
 
+JsonText FindJsonText(const std::vector<unsigned char>& bytes, bool binary) {
+  if (!binary) return {0, bytes.size()};
+  uint32_t length;
+  std::memcpy(&length, bytes.data() + 12, 4);
+  return {20, 20 + static_cast<size_t>(length)};
+}
+
 std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsigned char>& bytes, bool binary) {
   auto u32 = [&](size_t offset) {
     uint32_t v;
     std::memcpy(&v, bytes.data() + offset, 4);
     return v;
   };
-  // The JSON text: a .glb's first chunk (its header checked by the caller), or the whole file.
-  const size_t json_begin = binary ? 20 : 0;
-  const size_t json_end = binary ? 20 + static_cast<size_t>(u32(12)) : bytes.size();
+  const auto [json_begin, json_end] = FindJsonText(bytes, binary);
   // Only a file that names one of the extensions is parsed here (a second time).
   auto mentions = [&](const std::string& needle) {
     return std::search(bytes.begin() + json_begin, bytes.begin() + json_end, needle.begin(), needle.end()) !=

@@ -3,10 +3,19 @@
 #ifndef SKINNING_CORE_IO_GLTF_PATCH_H_
 #define SKINNING_CORE_IO_GLTF_PATCH_H_
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
 namespace skinning::gltf_internal {
+
+// Where a file's JSON text is in `bytes`: a .glb's first chunk (when `binary`; its header checked
+// by the caller), or the whole .gltf. Offsets [begin, end).
+struct JsonText {
+  size_t begin = 0;
+  size_t end = 0;
+};
+JsonText FindJsonText(const std::vector<unsigned char>& bytes, bool binary);
 
 // `bytes` (a .glb when `binary`, its header checked, else .gltf text) with
 //  - EXT_meshopt_compression fallback buffers (declared to hold the decoded data, with no data of

@@ -182,14 +182,8 @@ JsonShape ScanJson(const unsigned char* text, size_t size) {
 // and unknown extensions as trees of its own values), so 25M of them in a 50 MB upload took
 // 4.8 GB.
 absl::Status CheckJsonShape(const std::vector<unsigned char>& bytes, bool binary, int64_t max_values) {
-  size_t begin = 0, size = bytes.size();
-  if (binary) {
-    uint32_t json_length;
-    std::memcpy(&json_length, bytes.data() + 12, 4);
-    begin = 20;
-    size = json_length;
-  }
-  const JsonShape shape = ScanJson(bytes.data() + begin, size);
+  const gltf_internal::JsonText json = gltf_internal::FindJsonText(bytes, binary);
+  const JsonShape shape = ScanJson(bytes.data() + json.begin, json.end - json.begin);
   if (shape.depth > kMaxJsonDepth)
     return Invalid(absl::StrFormat("its JSON nests arrays and objects deeper than %d levels", kMaxJsonDepth));
   if (max_values > 0 && shape.values > max_values)
