@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "core/io/gltf_accessors.h"
 #include "core/io/gltf_draco.h"
+#include "core/io/gltf_json_scan.h"
 #include "core/io/gltf_meshopt.h"
 #include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
@@ -194,9 +195,9 @@ absl::Status CheckJsonShape(const std::vector<unsigned char>& bytes, bool binary
 
 // Parses a .glb or .gltf held in memory; `label` prefixes every message. `base_dir` is where
 // external buffers are looked up, or nullopt for bytes from a request (external URIs refused).
-absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned char>& bytes, const std::string& label,
+absl::StatusOr<tinygltf::Model> LoadModelFromBytes(std::vector<unsigned char> bytes, const std::string& label,
                                                    const std::optional<std::string>& base_dir,
-                                                   int64_t max_json_values = 0) {
+                                                   const GltfSizeLimits& limits = {}) {
   if (bytes.empty()) return Invalid(absl::StrFormat("%s: the file is empty", label));
   if (bytes.size() > std::numeric_limits<unsigned int>::max())
     return Invalid(absl::StrFormat("%s: files of 4 GiB or more are not supported", label));
@@ -205,9 +206,20 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(const std::vector<unsigned ch
     if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
       return Invalid(absl::StrFormat("%s: %s", label, s.message()));
   }
-  if (absl::Status s = CheckJsonShape(bytes, binary, max_json_values); !s.ok())
+  if (absl::Status s = CheckJsonShape(bytes, binary, limits.max_json_values); !s.ok())
     return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
-  // What tinygltf refuses in compressed files, rewritten first (the rest reads `input`).
+  const gltf_internal::JsonText json = gltf_internal::FindJsonText(bytes, binary);
+  const gltf_internal::GltfJsonLayout layout = gltf_internal::ScanGltfJson(bytes.data() + json.begin, json.end - json.begin);
+  if (limits.max_struct_bytes > 0 && layout.struct_bytes > limits.max_struct_bytes) {
+    const int64_t* most = std::max_element(std::begin(layout.counts), std::end(layout.counts));
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: its JSON's objects (%d %s, and others) would take %d bytes parsed, more than the limit of %d", label, *most,
+        gltf_internal::GltfObjectName(static_cast<gltf_internal::GltfObject>(most - std::begin(layout.counts))),
+        layout.struct_bytes, limits.max_struct_bytes));
+  }
+  // What the reader never uses (materials, images, extras, other extensions), blanked in place.
+  gltf_internal::BlankUnread(layout.unread, json.begin, &bytes);
+  // What tinygltf refuses in compressed files, rewritten next (the parser reads `input`).
   const std::optional<std::vector<unsigned char>> patched = gltf_internal::PatchForParser(bytes, binary);
   const std::vector<unsigned char>& input = patched ? *patched : bytes;
   tinygltf::Model model;
@@ -249,7 +261,7 @@ absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path) {
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                    std::istreambuf_iterator<char>());
   if (in.bad()) return absl::DataLossError(absl::StrFormat("error reading \"%s\"", path));
-  return LoadModelFromBytes(bytes, path, std::filesystem::path(path).parent_path().string());
+  return LoadModelFromBytes(std::move(bytes), path, std::filesystem::path(path).parent_path().string());
 }
 
 // A node's `matrix` (column-major, 16 finite numbers).
@@ -1198,8 +1210,8 @@ absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
 
 absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label,
                                             const GltfSizeLimits& limits) {
-  const std::vector<unsigned char> data(bytes.begin(), bytes.end());
-  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModelFromBytes(data, label, std::nullopt, limits.max_json_values));
+  ASSIGN_OR_RETURN(tinygltf::Model model,
+                   LoadModelFromBytes(std::vector<unsigned char>(bytes.begin(), bytes.end()), label, std::nullopt, limits));
   return ReadCharacter(std::move(model), label, "character", limits);
 }
 

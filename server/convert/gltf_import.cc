@@ -23,6 +23,7 @@ GltfSizeLimits UploadLimits(const RigLimits& limits) {
   out.max_animation_values = int64_t{1} << 26;
   out.max_decompressed_bytes = int64_t{1} << 30;
   out.max_json_values = int64_t{1} << 20;
+  out.max_struct_bytes = int64_t{64} << 20;
   return out;
 }
 

@@ -465,5 +465,39 @@ TEST(Overload, GltfNestedTooDeepIsRefusedAndTheServerStaysUp) {
   EXPECT_TRUE(fits.ok()) << fits.status();
 }
 
+// What an upload's reader never uses is not parsed (300,000 empty materials: 700 MB parsed
+// before; an image that is not base64 beside them), and the structs its objects would take are held to 64 MiB (200,000 empty nodes,
+// 91 MB of them, are RESOURCE_EXHAUSTED): the first upload stores the same content-addressed rig
+// as the plain quad, the second is refused naming the limit, and the server goes on.
+TEST(Overload, GltfUnusedPartsAreNotParsedAndObjectsAreBounded) {
+  const std::string quad = testing::FileBytes(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf");
+  const size_t end = quad.find_last_of('}');
+  ASSERT_NE(end, std::string::npos);
+  auto with = [&](const std::string& member, int n, const std::string& more = "") {
+    std::string items;
+    items.reserve(3 * n);
+    for (int i = 0; i < n; ++i) items += i == 0 ? "{}" : ",{}";
+    return quad.substr(0, end) + ",\"" + member + "\":[" + items + "]" + more + "}";
+  };
+  ServerProcess server(MakeTempDir("store"), {});
+  Client client(Options(server));
+  auto plain = client.CreateRigFromGltf(quad);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  // With an image that is not base64, which the parser refuses when it reads images.
+  auto materials =
+      client.CreateRigFromGltf(with("materials", 300000, ",\"images\":[{\"uri\":\"data:image/png;base64,%%\"}]"));
+  ASSERT_TRUE(materials.ok()) << materials.status();
+  EXPECT_EQ(materials->rig().name(), plain->rig().name());
+  EXPECT_FALSE(materials->created()) << "the same rig as the plain quad";
+  // A second `nodes` member: counted with the quad's own 3 (the parser reads both).
+  auto nodes = client.CreateRigFromGltf(with("nodes", 200000));
+  ASSERT_FALSE(nodes.ok());
+  EXPECT_EQ(nodes.status().code(), absl::StatusCode::kResourceExhausted) << nodes.status();
+  EXPECT_THAT(std::string(nodes.status().message()), HasSubstr("(200003 nodes, and others)"));
+  EXPECT_THAT(std::string(nodes.status().message()), HasSubstr("more than the limit of 67108864"));
+  auto again = client.CreateRigFromGltf(quad);
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
 }  // namespace
 }  // namespace skinning

@@ -1,0 +1,59 @@
+// What a glTF's JSON would cost tinygltf, and the parts of it the reader never uses, found in one
+// pass over the text before it is parsed. Internal to core/io (gltf_read.cc).
+#ifndef SKINNING_CORE_IO_GLTF_JSON_SCAN_H_
+#define SKINNING_CORE_IO_GLTF_JSON_SCAN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace skinning::gltf_internal {
+
+// The objects of a glTF that tinygltf parses into a struct of its own each.
+enum class GltfObject {
+  kNode, kAccessor, kMesh, kPrimitive, kMorphTarget, kSkin, kAnimation, kChannel, kSampler, kBuffer,
+  kBufferView, kScene,
+  kAttribute,  // a member of a primitive's `attributes` or of a morph target: a map entry each
+  kCount
+};
+
+// A value the reader never uses, as offsets into the JSON text: [begin, end) an array or object
+// that BlankUnread replaces by an empty one of the same kind, or, when keep_end > keep_begin, by
+// an object holding only the member at [keep_begin, keep_end).
+struct UnreadValue {
+  size_t begin = 0, end = 0;
+  size_t keep_begin = 0, keep_end = 0;
+};
+
+struct GltfJsonLayout {
+  // Per GltfObject: how many the JSON holds (elements of its arrays: `nodes`, ...,
+  // `meshes[].primitives`, `meshes[].primitives[].targets`, `animations[].channels`, ...).
+  int64_t counts[static_cast<int>(GltfObject::kCount)] = {};
+  // Σ counts × the size of tinygltf's struct for each: what parsing allocates for them at least
+  // (1M empty nodes in a 3 MB file took 600 MB).
+  int64_t struct_bytes = 0;
+  // The values the reader never uses, in the order BlankUnread takes them:
+  //  - the top-level `materials`, `textures`, `images`, `samplers` and `cameras` (1M empty
+  //    materials took 2.4 GB parsed; embedded images were decoded from base64);
+  //  - every `extras`, except a mesh's `targetNames` (which names its morph targets; its other
+  //    members are dropped);
+  //  - every extension other than KHR_draco_mesh_compression and EXT_meshopt_compression.
+  std::vector<UnreadValue> unread;
+};
+
+// The name of `o` in messages, plural ("nodes", "mesh primitives", ...).
+const char* GltfObjectName(GltfObject o);
+
+// One pass over JSON text whose nesting was checked (≤ 64 levels) by the caller; strings are
+// skipped with their escapes. Malformed text gives some layout and is left to the parser.
+GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size);
+
+// Blanks every value of `unread` (offsets relative to `offset` bytes into `bytes`: a .glb's JSON
+// chunk starts after its headers) in place, padded with spaces to the same length, so a .glb's
+// chunk lengths and the offsets into its binary chunk are unchanged.
+void BlankUnread(const std::vector<UnreadValue>& unread, size_t offset, std::vector<unsigned char>* bytes);
+
+}  // namespace skinning::gltf_internal
+
+#endif  // SKINNING_CORE_IO_GLTF_JSON_SCAN_H_
