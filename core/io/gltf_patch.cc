@@ -25,7 +25,9 @@ std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsig
     std::memcpy(&v, bytes.data() + offset, 4);
     return v;
   };
-  const auto [json_begin, json_end] = FindJsonText(bytes, binary);
+  // Not a structured binding: clang (the fuzz build) refuses to capture one in a lambda in C++17.
+  const JsonText text = FindJsonText(bytes, binary);
+  const size_t json_begin = text.begin, json_end = text.end;
   // Only a file that names one of the extensions is parsed here (a second time).
   auto mentions = [&](const std::string& needle) {
     return std::search(bytes.begin() + json_begin, bytes.begin() + json_end, needle.begin(), needle.end()) !=
