@@ -465,10 +465,11 @@ TEST(Overload, GltfNestedTooDeepIsRefusedAndTheServerStaysUp) {
   EXPECT_TRUE(fits.ok()) << fits.status();
 }
 
-// What an upload's reader never uses is not parsed (300,000 empty materials: 700 MB parsed
-// before; an image that is not base64 beside them), and the structs its objects would take are held to 64 MiB (200,000 empty nodes,
-// 91 MB of them, are RESOURCE_EXHAUSTED): the first upload stores the same content-addressed rig
-// as the plain quad, the second is refused naming the limit, and the server goes on.
+// What an upload's reader never uses is not parsed (here 300,000 empty materials, beside an image
+// that is not base64; 1M empty materials took 2.4 GB parsed before), and the structs its objects
+// would take are held to 64 MiB (200,000 more empty nodes, 91 MB of structs, are
+// RESOURCE_EXHAUSTED): the first upload stores the same content-addressed rig as the plain quad,
+// the second is refused naming the limit, and the server goes on.
 TEST(Overload, GltfUnusedPartsAreNotParsedAndObjectsAreBounded) {
   const std::string quad = testing::FileBytes(std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf");
   const size_t end = quad.find_last_of('}');
