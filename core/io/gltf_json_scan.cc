@@ -102,6 +102,8 @@ Child ChildOf(const Frame& parent) {
   return {};
 }
 
+bool IsSpace(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 // The index just past the string that opens at `i`, or `size` when it is not closed.
 size_t SkipString(const unsigned char* text, size_t size, size_t i) {
   for (++i; i < size; ++i) {
@@ -131,8 +133,6 @@ size_t SkipContainer(const unsigned char* text, size_t size, size_t i) {
   return kUnclosed;
 }
 
-bool IsSpace(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 // A member of a mesh's extras ends at `end`: the targetNames member is kept (the last one, as
 // the parser would take it).
 void ValueEnds(Frame* extras, size_t end) {
@@ -144,10 +144,56 @@ void ValueEnds(Frame* extras, size_t end) {
 
 }  // namespace
 
+JsonShape ScanJson(const unsigned char* text, size_t size) {
+  JsonShape shape;
+  int depth = 0;
+  bool opened = false;
+  size_t i = 0;
+  while (i < size) {
+    const unsigned char c = text[i];
+    if (IsSpace(c)) {
+      ++i;
+      continue;
+    }
+    if (shape.values == 0) shape.values = 1;  // the top value
+    if (opened) {
+      opened = false;
+      if (c != ']' && c != '}') ++shape.values;
+    }
+    switch (c) {
+      case '"':
+        i = SkipString(text, size, i);
+        continue;
+      case '[':
+      case '{':
+        opened = true;
+        shape.depth = std::max(shape.depth, ++depth);
+        if (depth > kMaxJsonDepth) return shape;
+        break;
+      case ']':
+      case '}':
+        --depth;
+        break;
+      case ',':
+        ++shape.values;
+        break;
+      default:
+        break;
+    }
+    ++i;
+  }
+  return shape;
+}
+
 const char* GltfObjectName(GltfObject o) { return kObjectName[static_cast<int>(o)]; }
 
 GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
   GltfJsonLayout layout;
+  auto add = [&layout](GltfObject kind) {
+    const int k = static_cast<int>(kind);
+    ++layout.counts[k];
+    layout.struct_bytes += kStructSize[k];
+  };
   std::vector<Frame> stack;
   bool top_seen = false;
   size_t i = 0;
@@ -159,9 +205,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         Frame& f = stack.back();
         f.member_begin = i;
         if (f.role == Role::kAttributes || (f.role == Role::kItem && f.kind == GltfObject::kMorphTarget)) {
-          const int k = static_cast<int>(GltfObject::kAttribute);
-          ++layout.counts[k];
-          layout.struct_bytes += kStructSize[k];
+          add(GltfObject::kAttribute);
         }
         const size_t length = end - i >= 2 ? end - i - 2 : 0;
         // Every key the roles look at is short; a long one is kept as "" (no role).
@@ -205,11 +249,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         i = end;
         continue;
       }
-      if (child.role == Role::kItem) {
-        const int k = static_cast<int>(child.kind);
-        ++layout.counts[k];
-        layout.struct_bytes += kStructSize[k];
-      }
+      if (child.role == Role::kItem) add(child.kind);
       Frame f;
       f.object = c == '{';
       f.role = child.role;

@@ -10,6 +10,22 @@
 
 namespace skinning::gltf_internal {
 
+// Deepest nesting of arrays and objects a glTF's JSON may have. Parsing it and copying it into
+// tinygltf's values recurse once per level, so without a bound a 200 kB file of nested brackets
+// overflowed the stack; real files stay under 10.
+inline constexpr int kMaxJsonDepth = 64;
+
+// The JSON values of a glTF's JSON text (the top one, every array element and every object
+// member's value) and its deepest nesting, counted in one pass without parsing: strings are
+// skipped with their escapes, and each container adds its first element on the first character
+// after its opening bracket that is not white space or its closing bracket, then one more per
+// comma. Stops counting once deeper than kMaxJsonDepth. Malformed text is left to the parser.
+struct JsonShape {
+  int64_t values = 0;
+  int depth = 0;
+};
+JsonShape ScanJson(const unsigned char* text, size_t size);
+
 // The objects of a glTF that tinygltf parses into a struct of its own each.
 enum class GltfObject {
   kNode, kAccessor, kMesh, kPrimitive, kMorphTarget, kSkin, kAnimation, kChannel, kSampler, kBuffer,
@@ -45,7 +61,7 @@ struct GltfJsonLayout {
 // The name of `o` in messages, plural ("nodes", "mesh primitives", ...).
 const char* GltfObjectName(GltfObject o);
 
-// One pass over JSON text whose nesting was checked (≤ 64 levels) by the caller; strings are
+// One pass over JSON text whose nesting was checked (ScanJson: ≤ kMaxJsonDepth) by the caller; strings are
 // skipped with their escapes. Malformed text gives some layout and is left to the parser.
 GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size);
 

@@ -116,77 +116,16 @@ tinygltf::FsCallbacks NoFileCallbacks(NoFiles* no_files) {
   return fs;
 }
 
-// Deepest nesting of arrays and objects a glTF's JSON may have. Parsing it and copying it into
-// tinygltf's values recurse once per level, so without a bound a 200 kB file of nested brackets
-// overflowed the stack; real files stay under 10.
-constexpr int kMaxJsonDepth = 64;
-
-// The JSON values of a glTF's JSON text (the top one, every array element and every object
-// member's value) and its deepest nesting, counted in one pass without parsing: strings are
-// skipped with their escapes, and each container adds its first element on the first character
-// after its opening bracket that is not white space or its closing bracket, then one more per
-// comma. Stops counting once deeper than kMaxJsonDepth. Malformed text is left to the parser.
-struct JsonShape {
-  int64_t values = 0;
-  int depth = 0;
-};
-JsonShape ScanJson(const unsigned char* text, size_t size) {
-  JsonShape shape;
-  int depth = 0;
-  bool in_string = false, opened = false, any = false;
-  for (size_t i = 0; i < size; ++i) {
-    const unsigned char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
-    if (!any) {
-      any = true;
-      shape.values = 1;
-    }
-    if (opened) {
-      opened = false;
-      if (c != ']' && c != '}') ++shape.values;
-    }
-    switch (c) {
-      case '"':
-        in_string = true;
-        break;
-      case '[':
-      case '{':
-        opened = true;
-        shape.depth = std::max(shape.depth, ++depth);
-        if (depth > kMaxJsonDepth) return shape;
-        break;
-      case ']':
-      case '}':
-        --depth;
-        break;
-      case ',':
-        ++shape.values;
-        break;
-      default:
-        break;
-    }
-  }
-  return shape;
-}
-
 // The JSON of a .glb (its first chunk; the header is checked) or a .gltf (all of it) held to
-// kMaxJsonDepth (INVALID_ARGUMENT) and to `max_values` values when it is not 0
+// gltf_internal::kMaxJsonDepth (INVALID_ARGUMENT) and to `max_values` values when it is not 0
 // (RESOURCE_EXHAUSTED): each value costs 200 to 400 bytes once parsed (tinygltf keeps `extras`
 // and unknown extensions as trees of its own values), so 25M of them in a 50 MB upload took
 // 4.8 GB.
-absl::Status CheckJsonShape(const std::vector<unsigned char>& bytes, bool binary, int64_t max_values) {
-  const gltf_internal::JsonText json = gltf_internal::FindJsonText(bytes, binary);
-  const JsonShape shape = ScanJson(bytes.data() + json.begin, json.end - json.begin);
-  if (shape.depth > kMaxJsonDepth)
-    return Invalid(absl::StrFormat("its JSON nests arrays and objects deeper than %d levels", kMaxJsonDepth));
+absl::Status CheckJsonShape(const std::vector<unsigned char>& bytes, const gltf_internal::JsonText& json,
+                            int64_t max_values) {
+  const gltf_internal::JsonShape shape = gltf_internal::ScanJson(bytes.data() + json.begin, json.end - json.begin);
+  if (shape.depth > gltf_internal::kMaxJsonDepth)
+    return Invalid(absl::StrFormat("its JSON nests arrays and objects deeper than %d levels", gltf_internal::kMaxJsonDepth));
   if (max_values > 0 && shape.values > max_values)
     return absl::ResourceExhaustedError(
         absl::StrFormat("its JSON has %d values, more than the limit of %d", shape.values, max_values));
@@ -206,9 +145,9 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(std::vector<unsigned char> by
     if (absl::Status s = CheckGlbHeader(bytes); !s.ok())
       return Invalid(absl::StrFormat("%s: %s", label, s.message()));
   }
-  if (absl::Status s = CheckJsonShape(bytes, binary, limits.max_json_values); !s.ok())
-    return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   const gltf_internal::JsonText json = gltf_internal::FindJsonText(bytes, binary);
+  if (absl::Status s = CheckJsonShape(bytes, json, limits.max_json_values); !s.ok())
+    return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   const gltf_internal::GltfJsonLayout layout = gltf_internal::ScanGltfJson(bytes.data() + json.begin, json.end - json.begin);
   if (limits.max_struct_bytes > 0 && layout.struct_bytes > limits.max_struct_bytes) {
     const int64_t* most = std::max_element(std::begin(layout.counts), std::end(layout.counts));

@@ -31,6 +31,7 @@
 #include "core/rig/skeleton.h"
 #include "core/skinning/lbs.h"
 #include "tests/support/data.h"
+#include "tests/support/glb.h"
 #include "tests/support/morph_gltf.h"
 #include "tests/support/server_process.h"
 
@@ -82,24 +83,13 @@ struct Glb {
 };
 
 Glb ReadGlb(const std::string& path) {
-  const std::string bytes = testing::FileBytes(path);
-  uint32_t json_length = 0;
-  std::memcpy(&json_length, bytes.data() + 12, 4);
-  return Glb{nlohmann::json::parse(bytes.substr(20, json_length)), bytes.substr(20 + json_length)};
+  const testing::GlbChunks chunks = testing::SplitGlb(testing::FileBytes(path));
+  return Glb{nlohmann::json::parse(chunks.json), chunks.rest};
 }
 
 void WriteGlb(const Glb& glb, const std::string& path) {
-  std::string json = glb.json.dump();
-  while (json.size() % 4 != 0) json.push_back(' ');
-  const uint32_t total = static_cast<uint32_t>(20 + json.size() + glb.rest.size()), version = 2,
-                 json_length = static_cast<uint32_t>(json.size());
   std::ofstream f(path, std::ios::binary);
-  f.write("glTF", 4);
-  f.write(reinterpret_cast<const char*>(&version), 4);
-  f.write(reinterpret_cast<const char*>(&total), 4);
-  f.write(reinterpret_cast<const char*>(&json_length), 4);
-  f.write("JSON", 4);
-  f << json << glb.rest;
+  f << testing::JoinGlb(glb.json.dump(), glb.rest);
 }
 
 // The Draco stream of a file's meshes[0].primitives[0], and its replacement: appended to the end

@@ -27,6 +27,7 @@
 #include "core/rig/pose.h"
 #include "tests/support/base64.h"
 #include "tests/support/data.h"
+#include "tests/support/glb.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/morph_gltf.h"
 
@@ -1329,14 +1330,7 @@ TEST(GltfRobustnessTest, BoundsTheJsonBeforeParsingIt) {
   const nlohmann::json seed = nlohmann::json::parse(testing::FileBytes(seed_path));
   ASSERT_TRUE(ReadGltf(seed_path).ok());
   // The JSON as a .gltf, or as a .glb: the JSON chunk (its buffer still a data: URI), padded.
-  auto as_file = [](const std::string& json, bool glb) {
-    if (!glb) return json;
-    std::string chunk = json;
-    while (chunk.size() % 4 != 0) chunk.push_back(' ');
-    const uint32_t header[5] = {0x46546C67u, 2, static_cast<uint32_t>(20 + chunk.size()),
-                                static_cast<uint32_t>(chunk.size()), 0x4E4F534Au};
-    return std::string(reinterpret_cast<const char*>(header), sizeof(header)) + chunk;
-  };
+  auto as_file = [](const std::string& json, bool glb) { return glb ? testing::JoinGlb(json) : json; };
   auto read = [](const std::string& bytes, const GltfSizeLimits& limits = {}) {
     return ReadGltfBytes(bytes, "gltf", limits);
   };
@@ -1378,18 +1372,6 @@ TEST(GltfRobustnessTest, BoundsTheJsonBeforeParsingIt) {
     EXPECT_TRUE(read(as_file(at.dump(2), glb), Limits({{&L::max_json_values, limit}})).ok());
     EXPECT_FALSE(read(as_file(over.dump(2), glb), Limits({{&L::max_json_values, limit}})).ok());
   }
-}
-
-// A .glb's bytes with its JSON chunk replaced by `json` (padded with spaces), its other chunks kept.
-std::string WithGlbJson(const std::string& glb, const std::string& json) {
-  uint32_t json_length = 0;
-  std::memcpy(&json_length, glb.data() + 12, 4);
-  std::string chunk = json;
-  while (chunk.size() % 4 != 0) chunk.push_back(' ');
-  const std::string rest = glb.substr(20 + json_length);
-  const uint32_t header[5] = {0x46546C67u, 2, static_cast<uint32_t>(20 + chunk.size() + rest.size()),
-                              static_cast<uint32_t>(chunk.size()), 0x4E4F534Au};
-  return std::string(reinterpret_cast<const char*>(header), sizeof(header)) + chunk + rest;
 }
 
 // Before parsing, the reader blanks what it never reads (materials, textures, images, samplers,
@@ -1508,11 +1490,10 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
   const std::string draco = testing::FileBytes(draco_path);
   absl::StatusOr<GltfCharacter> draco_expected = ReadGltf(draco_path);
   ASSERT_TRUE(draco_expected.ok()) << draco_expected.status();
-  uint32_t json_length = 0;
-  std::memcpy(&json_length, draco.data() + 12, 4);
-  const nlohmann::json draco_json = nlohmann::json::parse(draco.substr(20, json_length));
+  const testing::GlbChunks draco_chunks = testing::SplitGlb(draco);
   nlohmann::json draco_blanked;
-  const std::string glb = WithGlbJson(draco, add_unread(draco_json, &draco_blanked).dump());
+  const std::string glb =
+      testing::JoinGlb(add_unread(nlohmann::json::parse(draco_chunks.json), &draco_blanked).dump(), draco_chunks.rest);
   absl::StatusOr<GltfCharacter> read = ReadGltfBytes(glb, "glb");
   ASSERT_TRUE(read.ok()) << read.status();
   ExpectSameCharacter(*read, *draco_expected);
@@ -1522,9 +1503,8 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
   SKINNING_REQUIRE_DATA(cesium);
   const std::string morphed = TempDir() + "/morphed_unread.glb";
   ASSERT_TRUE(testing::WriteWithMorphTargets(cesium, morphed).ok());
-  const std::string morphed_bytes = testing::FileBytes(morphed);
-  std::memcpy(&json_length, morphed_bytes.data() + 12, 4);
-  nlohmann::json morphed_json = nlohmann::json::parse(morphed_bytes.substr(20, json_length));
+  const testing::GlbChunks morphed_chunks = testing::SplitGlb(testing::FileBytes(morphed));
+  const nlohmann::json morphed_json = nlohmann::json::parse(morphed_chunks.json);
   const nlohmann::json names = morphed_json["meshes"][0]["extras"]["targetNames"];
   ASSERT_EQ(names, nlohmann::json({"bulge", "lean"}));
   for (int indent : {-1, 2}) {
@@ -1537,7 +1517,7 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
     for (const char* top : {"materials", "images", "textures", "samplers", "cameras"})
       if (expected_json.contains(top)) expected_json[top] = nlohmann::json::array();
     EXPECT_TRUE(blank(text) == expected_json);
-    absl::StatusOr<GltfCharacter> c = ReadGltfBytes(WithGlbJson(morphed_bytes, text), "glb");
+    absl::StatusOr<GltfCharacter> c = ReadGltfBytes(testing::JoinGlb(text, morphed_chunks.rest), "glb");
     ASSERT_TRUE(c.ok()) << c.status();
     ASSERT_EQ(c->morph_targets.size(), 2u);
     EXPECT_EQ(c->morph_targets[0].name, "bulge");
