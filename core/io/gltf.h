@@ -83,9 +83,9 @@ struct GltfSizeLimits {
 };
 
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all
-// skins and every mesh node that has one; what it never uses (materials, textures, images,
-// samplers, cameras, extras but a mesh's targetNames, other extensions) is blanked before the
-// JSON is parsed (gltf_json_scan.h). What is not supported yet is
+// skins and every mesh node that has one; what it never uses (members the parser does not look
+// up, materials, textures, images, samplers and cameras among them; extras but a mesh's
+// targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What is not supported yet is
 // INVALID_ARGUMENT naming it, never dropped: required extensions other than
 // KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, more than one
 // scene, triangle meshes without a skin that hang below no skin joint or are animated

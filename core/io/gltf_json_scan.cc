@@ -32,16 +32,25 @@ constexpr const char* kObjectName[kObjects] = {
 
 // What a JSON value is to the reader, decided by where it is.
 enum class Role {
-  kRoot,        // the top object
-  kArray,       // an array of GltfObject `kind`
-  kItem,        // one GltfObject `kind`
-  kExtensions,  // an `extensions` object
-  kAttributes,  // a primitive's `attributes`
-  kMeshExtras,  // a mesh's `extras`: only `targetNames` is kept
-  kOther,       // anything else that is read (or may be)
-  kUnread,      // blanked
-  kDropped,     // a member of a mesh's `extras` other than `targetNames`: dropped with it
+  kRoot,            // the top object
+  kArray,           // an array of GltfObject `kind`
+  kItem,            // one GltfObject `kind`
+  kExtensions,      // an `extensions` object
+  kAttributes,      // a primitive's `attributes` (each member a map entry of tinygltf's)
+  kMeshExtras,      // a mesh's `extras`: only `targetNames` is kept
+  kAsset,           // the top `asset`
+  kSparse,          // an accessor's `sparse`
+  kSparseIndices,   // its `indices`
+  kSparseValues,    // its `values`
+  kChannelTarget,   // an animation channel's `target`
+  kDraco,           // a primitive's KHR_draco_mesh_compression
+  kMeshopt,         // a buffer view's or buffer's EXT_meshopt_compression
+  kExtensionsUsed,  // the top `extensionsUsed`
+  kMap,             // an object whose every member is read (Draco's `attributes`)
+  kOther,           // anything else; only its `extras` goes
 };
+
+constexpr size_t kNone = ~size_t{0};
 
 struct Frame {
   bool object = false;
@@ -49,11 +58,8 @@ struct Frame {
   GltfObject kind = GltfObject::kCount;
   std::string key;        // the member being read (objects); longer keys are left empty
   bool expect_key = false;
-  size_t begin = 0;       // where the value opens
-  // kMeshExtras: where the member being read starts (its key), the targetNames member, and
-  // whether there is any other.
-  size_t member_begin = 0, keep_begin = 0, keep_end = 0;
-  bool others = false;
+  bool kept = false;      // a member (element) of this container was kept
+  size_t comma = kNone;   // the comma after the last member (element), until the next one starts
 };
 
 struct Child {
@@ -61,48 +67,143 @@ struct Child {
   GltfObject kind = GltfObject::kCount;
 };
 
-// The arrays of the top object that hold GltfObjects, and the members the reader never uses.
-Child TopMember(std::string_view key) {
-  static constexpr std::pair<std::string_view, GltfObject> kArrays[] = {
-      {"nodes", GltfObject::kNode},     {"accessors", GltfObject::kAccessor},   {"meshes", GltfObject::kMesh},
-      {"skins", GltfObject::kSkin},     {"animations", GltfObject::kAnimation}, {"buffers", GltfObject::kBuffer},
-      {"bufferViews", GltfObject::kBufferView}, {"scenes", GltfObject::kScene}};
-  for (const auto& [name, kind] : kArrays)
-    if (key == name) return {Role::kArray, kind};
-  for (std::string_view unread : {"materials", "textures", "images", "samplers", "cameras", "extras"})
-    if (key == unread) return {Role::kUnread};
-  if (key == "extensions") return {Role::kExtensions};
-  return {};
+using Keys = std::initializer_list<std::string_view>;
+
+bool OneOf(std::string_view key, Keys keys) { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
+
+// Whether the reader (tinygltf's parser, then ours) reads the member `key` of an object in
+// `parent`'s role: the members the Parse* functions of tinygltf 2.7 (Debian 12's libtinygltf-dev)
+// look up, and the members of the two extensions the reader decodes. Any other member is removed
+// before parsing.
+bool Reads(const Frame& parent, std::string_view key) {
+  switch (parent.role) {
+    case Role::kRoot:
+      return OneOf(key, {"asset", "scene", "scenes", "nodes", "meshes", "accessors", "bufferViews", "buffers", "skins",
+                         "animations", "extensions", "extensionsUsed", "extensionsRequired"});
+    case Role::kExtensions:
+      return key == kDracoExtension || key == kMeshoptExtension;
+    case Role::kMeshExtras:
+      return key == "targetNames";
+    case Role::kAsset:
+      return OneOf(key, {"version", "generator", "minVersion", "copyright", "extensions"});
+    case Role::kSparse:
+      return OneOf(key, {"count", "indices", "values", "extensions"});
+    case Role::kSparseIndices:
+      return OneOf(key, {"bufferView", "byteOffset", "componentType", "extensions"});
+    case Role::kSparseValues:
+      return OneOf(key, {"bufferView", "byteOffset", "extensions"});
+    case Role::kChannelTarget:
+      return OneOf(key, {"node", "path", "extensions"});
+    case Role::kDraco:
+      return OneOf(key, {"bufferView", "attributes"});
+    case Role::kMeshopt:
+      return OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "count", "mode", "filter", "fallback"});
+    case Role::kAttributes:
+    case Role::kMap:
+      return true;
+    case Role::kItem:
+      switch (parent.kind) {
+        case GltfObject::kNode:
+          return OneOf(key, {"camera", "children", "skin", "matrix", "mesh", "rotation", "scale", "translation",
+                             "weights", "name", "extensions"});
+        case GltfObject::kAccessor:
+          return OneOf(key, {"bufferView", "byteOffset", "componentType", "normalized", "count", "type", "max", "min",
+                             "sparse", "name", "extensions"});
+        case GltfObject::kMesh:
+          return OneOf(key, {"primitives", "weights", "name", "extensions", "extras"});
+        case GltfObject::kPrimitive:
+          return OneOf(key, {"attributes", "indices", "material", "mode", "targets", "extensions"});
+        case GltfObject::kMorphTarget:
+          return true;  // attribute names
+        case GltfObject::kSkin:
+          return OneOf(key, {"inverseBindMatrices", "skeleton", "joints", "name", "extensions"});
+        case GltfObject::kAnimation:
+          return OneOf(key, {"channels", "samplers", "name", "extensions"});
+        case GltfObject::kChannel:
+          return OneOf(key, {"sampler", "target", "extensions"});
+        case GltfObject::kSampler:
+          return OneOf(key, {"input", "interpolation", "output", "extensions"});
+        case GltfObject::kBuffer:
+          return OneOf(key, {"uri", "byteLength", "name", "extensions"});
+        case GltfObject::kBufferView:
+          return OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "target", "name", "extensions"});
+        case GltfObject::kScene:
+          return OneOf(key, {"nodes", "name", "extensions"});
+        default:
+          return key != "extras";
+      }
+    default:
+      return key != "extras";
+  }
 }
 
 // The role of the value that starts now inside `parent` (at parent.key when it is an object).
 Child ChildOf(const Frame& parent) {
   if (!parent.object) return parent.role == Role::kArray ? Child{Role::kItem, parent.kind} : Child{};
   const std::string& key = parent.key;
+  if (key == "extensions" && parent.role != Role::kExtensions && parent.role != Role::kAttributes &&
+      parent.role != Role::kMap && !(parent.role == Role::kItem && parent.kind == GltfObject::kMorphTarget)) {
+    return {Role::kExtensions};
+  }
   switch (parent.role) {
-    case Role::kRoot:
-      return TopMember(key);
+    case Role::kRoot: {
+      static constexpr std::pair<std::string_view, GltfObject> kArrays[] = {
+          {"nodes", GltfObject::kNode},     {"accessors", GltfObject::kAccessor},   {"meshes", GltfObject::kMesh},
+          {"skins", GltfObject::kSkin},     {"animations", GltfObject::kAnimation}, {"buffers", GltfObject::kBuffer},
+          {"bufferViews", GltfObject::kBufferView}, {"scenes", GltfObject::kScene}};
+      for (const auto& [name, kind] : kArrays)
+        if (key == name) return {Role::kArray, kind};
+      if (key == "asset") return {Role::kAsset};
+      if (key == "extensionsUsed") return {Role::kExtensionsUsed};
+      break;
+    }
     case Role::kExtensions:
-      return key == kDracoExtension || key == kMeshoptExtension ? Child{} : Child{Role::kUnread};
-    case Role::kMeshExtras:
-      return key == "targetNames" ? Child{} : Child{Role::kDropped};
+      if (key == kDracoExtension) return {Role::kDraco};
+      if (key == kMeshoptExtension) return {Role::kMeshopt};
+      break;
+    case Role::kDraco:
+      if (key == "attributes") return {Role::kMap};
+      break;
+    case Role::kSparse:
+      if (key == "indices") return {Role::kSparseIndices};
+      if (key == "values") return {Role::kSparseValues};
+      break;
     case Role::kItem:
-      if (key == "extras") return parent.kind == GltfObject::kMesh ? Child{Role::kMeshExtras} : Child{Role::kUnread};
-      if (parent.kind == GltfObject::kMesh && key == "primitives") return {Role::kArray, GltfObject::kPrimitive};
-      if (parent.kind == GltfObject::kPrimitive && key == "attributes") return {Role::kAttributes};
-      if (parent.kind == GltfObject::kPrimitive && key == "targets") return {Role::kArray, GltfObject::kMorphTarget};
-      if (parent.kind == GltfObject::kAnimation && key == "channels") return {Role::kArray, GltfObject::kChannel};
-      if (parent.kind == GltfObject::kAnimation && key == "samplers") return {Role::kArray, GltfObject::kSampler};
+      switch (parent.kind) {
+        case GltfObject::kMesh:
+          if (key == "extras") return {Role::kMeshExtras};
+          if (key == "primitives") return {Role::kArray, GltfObject::kPrimitive};
+          break;
+        case GltfObject::kPrimitive:
+          if (key == "attributes") return {Role::kAttributes};
+          if (key == "targets") return {Role::kArray, GltfObject::kMorphTarget};
+          break;
+        case GltfObject::kAnimation:
+          if (key == "channels") return {Role::kArray, GltfObject::kChannel};
+          if (key == "samplers") return {Role::kArray, GltfObject::kSampler};
+          break;
+        case GltfObject::kAccessor:
+          if (key == "sparse") return {Role::kSparse};
+          break;
+        case GltfObject::kChannel:
+          if (key == "target") return {Role::kChannelTarget};
+          break;
+        default:
+          break;
+      }
       break;
     default:
-      if (key == "extras") return {Role::kUnread};
       break;
   }
-  if (key == "extensions") return {Role::kExtensions};
   return {};
 }
 
 bool IsSpace(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t SkipSpace(const unsigned char* text, size_t size, size_t i) {
+  while (i < size && IsSpace(text[i])) ++i;
+  return i;
+}
 
 // The index just past the string that opens at `i`, or `size` when it is not closed.
 size_t SkipString(const unsigned char* text, size_t size, size_t i) {
@@ -116,8 +217,79 @@ size_t SkipString(const unsigned char* text, size_t size, size_t i) {
   return size;
 }
 
-// The index just past the array or object that opens at `i`, or kUnclosed.
-constexpr size_t kUnclosed = ~size_t{0};
+// Whether the string text[begin, end) (quotes included) is one the parser accepts: UTF-8, no
+// control characters, valid escapes (\u surrogates paired). A member whose key is not is left to
+// the parser, so that a corrupted key is refused as before rather than removed as unknown.
+bool ValidString(const unsigned char* text, size_t begin, size_t end) {
+  if (end - begin < 2 || text[begin] != '"' || text[end - 1] != '"') return false;
+  auto hex4 = [&](size_t i, unsigned* value) {
+    if (i + 4 > end - 1) return false;
+    *value = 0;
+    for (size_t k = i; k < i + 4; ++k) {
+      const unsigned char c = text[k];
+      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                   : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (digit < 0) return false;
+      *value = *value * 16 + static_cast<unsigned>(digit);
+    }
+    return true;
+  };
+  for (size_t i = begin + 1; i < end - 1;) {
+    const unsigned char c = text[i];
+    if (c < 0x20) return false;
+    if (c == '\\') {
+      if (i + 1 >= end - 1) return false;
+      const unsigned char e = text[i + 1];
+      if (e == 'u') {
+        unsigned u = 0;
+        if (!hex4(i + 2, &u)) return false;
+        i += 6;
+        if (u >= 0xDC00 && u <= 0xDFFF) return false;  // a low surrogate first
+        if (u >= 0xD800 && u <= 0xDBFF) {              // a high one: its low one follows
+          unsigned low = 0;
+          if (i + 1 >= end - 1 || text[i] != '\\' || text[i + 1] != 'u' || !hex4(i + 2, &low) || low < 0xDC00 ||
+              low > 0xDFFF) {
+            return false;
+          }
+          i += 6;
+        }
+        continue;
+      }
+      if (std::strchr("\"\\/bfnrt", e) == nullptr || e == 0) return false;
+      i += 2;
+      continue;
+    }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // UTF-8: the lead byte's length, no overlong forms, no surrogates, at most U+10FFFF.
+    int n = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    if (i + static_cast<size_t>(n) >= end - 1) return false;  // cut short by the closing quote
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char t = text[i + k];
+      if (k == 1 ? (t < lo || t > hi) : (t < 0x80 || t > 0xBF)) return false;
+    }
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
+}
+
+// The index just past the array or object that opens at `i`, or kNone when it is not closed.
 size_t SkipContainer(const unsigned char* text, size_t size, size_t i) {
   int depth = 0;
   while (i < size) {
@@ -130,16 +302,44 @@ size_t SkipContainer(const unsigned char* text, size_t size, size_t i) {
     if ((c == ']' || c == '}') && --depth == 0) return i + 1;
     ++i;
   }
-  return kUnclosed;
+  return kNone;
 }
 
-// A member of a mesh's extras ends at `end`: the targetNames member is kept (the last one, as
-// the parser would take it).
-void ValueEnds(Frame* extras, size_t end) {
-  if (extras->key == "targetNames") {
-    extras->keep_begin = extras->member_begin;
-    extras->keep_end = end;
+// The index just past the value that starts at `i` (white space skipped first), or kNone when
+// there is none or it is not closed.
+size_t ValueEnd(const unsigned char* text, size_t size, size_t i) {
+  i = SkipSpace(text, size, i);
+  if (i >= size) return kNone;
+  const unsigned char c = text[i];
+  if (c == '"') {
+    const size_t end = SkipString(text, size, i);
+    return end <= size && text[end - 1] == '"' && end - i >= 2 ? end : kNone;
   }
+  if (c == '[' || c == '{') return SkipContainer(text, size, i);
+  size_t end = i;
+  while (end < size && !IsSpace(text[end]) && text[end] != ',' && text[end] != '}' && text[end] != ']' &&
+         text[end] != ':' && text[end] != '"' && text[end] != '[' && text[end] != '{') {
+    ++end;
+  }
+  return end > i ? end : kNone;
+}
+
+// The text to remove for the member or element of `f` at [begin, end), with its comma: from the
+// comma before it when a kept one precedes it (f.comma, seen since the last one ended), else to
+// just past the comma after it, or just itself when it is the container's last. False when there
+// is no such comma: the text is malformed and is left to the parser as it is.
+bool RemovalSpan(const unsigned char* text, size_t size, const Frame& f, size_t begin, size_t end, Unread* span) {
+  if (f.kept) {
+    *span = {f.comma, end};
+    return f.comma != kNone;
+  }
+  const size_t k = SkipSpace(text, size, end);
+  if (k < size && text[k] == ',') {
+    *span = {begin, k + 1};
+    return true;
+  }
+  *span = {begin, end};
+  return k < size && text[k] == (f.object ? '}' : ']');
 }
 
 }  // namespace
@@ -194,45 +394,76 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
     ++layout.counts[k];
     layout.struct_bytes += kStructSize[k];
   };
+  // Removes [begin, end) from container f with its comma, and returns where the scan goes on
+  // (past the comma after it, when that went too); kNone for malformed text. A span that follows
+  // the last one with only white space between is merged into it (1M unknown members make one).
+  auto remove = [&](Frame& f, size_t begin, size_t end) {
+    Unread span;
+    if (!RemovalSpan(text, size, f, begin, end, &span)) return kNone;
+    f.comma = kNone;
+    std::vector<Unread>& unread = layout.unread;
+    if (!unread.empty() && SkipSpace(text, span.begin, unread.back().end) == span.begin) {
+      unread.back().end = span.end;
+    } else {
+      unread.push_back(span);
+    }
+    return span.end;
+  };
   std::vector<Frame> stack;
   bool top_seen = false;
   size_t i = 0;
   while (i < size) {
     const unsigned char c = text[i];
     if (c == '"') {
-      const size_t end = SkipString(text, size, i);
+      size_t end = SkipString(text, size, i);
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
         Frame& f = stack.back();
-        f.member_begin = i;
+        f.expect_key = false;
         if (f.role == Role::kAttributes || (f.role == Role::kItem && f.kind == GltfObject::kMorphTarget)) {
           add(GltfObject::kAttribute);
         }
         const size_t length = end - i >= 2 ? end - i - 2 : 0;
-        // Every key the roles look at is short; a long one is kept as "" (no role).
+        // Every key the roles look at is short; a long one is kept as "" (no role, not read).
         if (length <= 64) {
           f.key.assign(reinterpret_cast<const char*>(text) + i + 1, length);
         } else {
           f.key.clear();
         }
-        f.expect_key = false;
-        if (f.role == Role::kMeshExtras) f.others = f.others || f.key != "targetNames";
-      } else if (!stack.empty() && stack.back().role == Role::kMeshExtras) {
-        ValueEnds(&stack.back(), end);
+        if (!Reads(f, length <= 64 ? std::string_view(f.key) : std::string_view("\x01")) && ValidString(text, i, end)) {
+          // The whole member goes: its key, its value and a comma.
+          const size_t colon = SkipSpace(text, size, end);
+          const size_t value_end = colon < size && text[colon] == ':' ? ValueEnd(text, size, colon + 1) : kNone;
+          const size_t next = value_end == kNone ? kNone : remove(f, i, value_end);
+          if (next == kNone) break;  // malformed: left to the parser
+          f.expect_key = text[next - 1] == ',';  // the comma after it went with it
+          i = next;
+          continue;
+        }
+        f.kept = true;
+        f.comma = kNone;
+      } else if (!stack.empty() && stack.back().role == Role::kExtensionsUsed) {
+        Frame& f = stack.back();
+        const std::string_view name(reinterpret_cast<const char*>(text) + i + 1, end - i >= 2 ? end - i - 2 : 0);
+        if (name != kMeshQuantizationExtension && name != kDracoExtension && name != kMeshoptExtension &&
+            ValidString(text, i, end)) {
+          const size_t next = remove(f, i, end);
+          if (next == kNone) break;
+          i = next;
+          continue;
+        }
+        f.kept = true;
+        f.comma = kNone;
       }
       i = end;
       continue;
     }
     if (c == ',') {
-      if (!stack.empty() && stack.back().object) stack.back().expect_key = true;
-    } else if (c == ']' || c == '}') {
       if (!stack.empty()) {
-        const Frame f = std::move(stack.back());
-        stack.pop_back();
-        if (f.role == Role::kMeshExtras && f.object && f.others) {
-          layout.unread.push_back({f.begin, i + 1, f.keep_begin, f.keep_end});
-        }
-        if (!stack.empty() && stack.back().role == Role::kMeshExtras) ValueEnds(&stack.back(), i + 1);
+        stack.back().comma = i;
+        if (stack.back().object) stack.back().expect_key = true;
       }
+    } else if (c == ']' || c == '}') {
+      if (!stack.empty()) stack.pop_back();
     } else if (c == '[' || c == '{') {
       Child child{Role::kOther};
       if (stack.empty()) {
@@ -240,14 +471,10 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         top_seen = true;
       } else {
         child = ChildOf(stack.back());
-      }
-      if (child.role == Role::kUnread || child.role == Role::kDropped) {
-        const size_t end = SkipContainer(text, size, i);
-        // Only a closed value: blanking part of malformed text could make it parse.
-        if (end == kUnclosed) break;
-        if (child.role == Role::kUnread) layout.unread.push_back({i, end});
-        i = end;
-        continue;
+        if (!stack.back().object) {
+          stack.back().kept = true;
+          stack.back().comma = kNone;
+        }
       }
       if (child.role == Role::kItem) add(child.kind);
       Frame f;
@@ -255,34 +482,19 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
       f.role = child.role;
       f.kind = child.kind;
       f.expect_key = f.object;
-      f.begin = i;
       stack.push_back(std::move(f));
-    } else if (!stack.empty() && stack.back().role == Role::kMeshExtras && !IsSpace(c) && c != ':') {
-      // A number or literal: it ends at the next delimiter.
-      size_t end = i;
-      while (end < size && !IsSpace(text[end]) && text[end] != ',' && text[end] != '}' && text[end] != ']') ++end;
-      ValueEnds(&stack.back(), end);
-      i = end;
-      continue;
+    } else if (!stack.empty() && !stack.back().object && !IsSpace(c)) {
+      stack.back().kept = true;  // a number or literal element
+      stack.back().comma = kNone;
     }
     ++i;
   }
   return layout;
 }
 
-void BlankUnread(const std::vector<UnreadValue>& unread, size_t offset, std::vector<unsigned char>* bytes) {
+void BlankUnread(const std::vector<Unread>& unread, size_t offset, std::vector<unsigned char>* bytes) {
   unsigned char* p = bytes->data() + offset;
-  for (const UnreadValue& u : unread) {
-    const bool array = p[u.begin] == '[';
-    size_t at = u.begin + 1;
-    if (u.keep_end > u.keep_begin) {
-      const size_t n = u.keep_end - u.keep_begin;
-      std::memmove(p + at, p + u.keep_begin, n);
-      at += n;
-    }
-    std::memset(p + at, ' ', u.end - 1 - at);
-    p[u.end - 1] = array ? ']' : '}';
-  }
+  for (const Unread& u : unread) std::memset(p + u.begin, ' ', u.end - u.begin);
 }
 
 }  // namespace skinning::gltf_internal

@@ -34,12 +34,15 @@ enum class GltfObject {
   kCount
 };
 
-// A value the reader never uses, as offsets into the JSON text: [begin, end) an array or object
-// that BlankUnread replaces by an empty one of the same kind, or, when keep_end > keep_begin, by
-// an object holding only the member at [keep_begin, keep_end).
-struct UnreadValue {
+// The extension KHR_mesh_quantization, which the reader supports (listed in `extensionsUsed`).
+inline constexpr char kMeshQuantizationExtension[] = "KHR_mesh_quantization";
+
+// Text to remove, [begin, end) as offsets into the JSON text: members of an object (each from its
+// key through its value) or elements of an array that the reader never uses, with the comma that
+// goes with each (the one before it when a kept one precedes it, else the one after it) and the
+// white space between them.
+struct Unread {
   size_t begin = 0, end = 0;
-  size_t keep_begin = 0, keep_end = 0;
 };
 
 struct GltfJsonLayout {
@@ -49,13 +52,18 @@ struct GltfJsonLayout {
   // Σ counts × the size of tinygltf's struct for each: what parsing allocates for them at least
   // (1M empty nodes in a 3 MB file took 600 MB).
   int64_t struct_bytes = 0;
-  // The values the reader never uses, in the order BlankUnread takes them:
-  //  - the top-level `materials`, `textures`, `images`, `samplers` and `cameras` (1M empty
-  //    materials took 2.4 GB parsed; embedded images were decoded from base64);
-  //  - every `extras`, except a mesh's `targetNames` (which names its morph targets; its other
-  //    members are dropped);
-  //  - every extension other than KHR_draco_mesh_compression and EXT_meshopt_compression.
-  std::vector<UnreadValue> unread;
+  // What the reader never uses, in text order (none inside another, adjacent ones merged):
+  //  - every member that tinygltf's parser does not look up in the object it sits in (the
+  //    top-level `materials`, `textures`, `images`, `samplers` and `cameras` among them: 1M empty
+  //    materials took 2.4 GB parsed, and embedded images were decoded from base64; unknown members
+  //    of a node or the root, 1M of them, took 165 MB);
+  //  - every `extras`, but a mesh's `targetNames` (which names its morph targets);
+  //  - every extension other than KHR_draco_mesh_compression and EXT_meshopt_compression, and
+  //    their members that the reader does not decode;
+  //  - every `extensionsUsed` entry other than those two and KHR_mesh_quantization.
+  // Objects whose members are all read: a primitive's `attributes`, a morph target, Draco's
+  // `attributes`; anywhere else (not a glTF object), only `extras` goes.
+  std::vector<Unread> unread;
 };
 
 // The name of `o` in messages, plural ("nodes", "mesh primitives", ...).
@@ -65,10 +73,10 @@ const char* GltfObjectName(GltfObject o);
 // skipped with their escapes. Malformed text gives some layout and is left to the parser.
 GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size);
 
-// Blanks every value of `unread` (offsets relative to `offset` bytes into `bytes`: a .glb's JSON
-// chunk starts after its headers) in place, padded with spaces to the same length, so a .glb's
-// chunk lengths and the offsets into its binary chunk are unchanged.
-void BlankUnread(const std::vector<UnreadValue>& unread, size_t offset, std::vector<unsigned char>* bytes);
+// Removes the text of `unread` (offsets relative to `offset` bytes into `bytes`: a .glb's JSON chunk
+// starts after its headers) by overwriting it with spaces in place, so the text keeps its length:
+// a .glb's chunk lengths and the offsets into its binary chunk are unchanged.
+void BlankUnread(const std::vector<Unread>& unread, size_t offset, std::vector<unsigned char>* bytes);
 
 }  // namespace skinning::gltf_internal
 

@@ -156,7 +156,8 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(std::vector<unsigned char> by
         gltf_internal::GltfObjectName(static_cast<gltf_internal::GltfObject>(most - std::begin(layout.counts))),
         layout.struct_bytes, limits.max_struct_bytes));
   }
-  // What the reader never uses (materials, images, extras, other extensions), blanked in place.
+  // What the reader never uses (members tinygltf does not look up, extras, other extensions),
+  // overwritten with spaces in place.
   gltf_internal::BlankUnread(layout.unread, json.begin, &bytes);
   // What tinygltf refuses in compressed files, rewritten next (the parser reads `input`).
   const std::optional<std::vector<unsigned char>> patched = gltf_internal::PatchForParser(bytes, binary);
@@ -293,12 +294,12 @@ absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int inde
 
 // KHR_mesh_quantization: positions, normals and morph target deltas may be stored as (normalized)
 // integers; the file's transforms (for a skinned mesh, its inverse bind matrices) dequantize.
-constexpr char kMeshQuantization[] = "KHR_mesh_quantization";
 using gltf_internal::kDracoExtension;
 using gltf_internal::kMeshoptExtension;
+using gltf_internal::kMeshQuantizationExtension;
 
 bool UsesMeshQuantization(const tinygltf::Model& model) {
-  return std::find(model.extensionsUsed.begin(), model.extensionsUsed.end(), kMeshQuantization) !=
+  return std::find(model.extensionsUsed.begin(), model.extensionsUsed.end(), kMeshQuantizationExtension) !=
          model.extensionsUsed.end();
 }
 
@@ -307,13 +308,13 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
-    if (e != kMeshQuantization && e != kMeshoptExtension && e != kDracoExtension) unsupported.push_back(e);
+    if (e != kMeshQuantizationExtension && e != kMeshoptExtension && e != kDracoExtension) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
         "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s)",
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
-        unsupported.size() == 1 ? "is" : "are", kMeshQuantization, kMeshoptExtension, kDracoExtension));
+        unsupported.size() == 1 ? "is" : "are", kMeshQuantizationExtension, kMeshoptExtension, kDracoExtension));
   }
   if (model.scenes.size() > 1) {
     return Invalid(absl::StrFormat(

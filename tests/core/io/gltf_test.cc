@@ -13,6 +13,7 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/io/gltf_json_scan.h"
+#include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
 #include "tests/support/base64.h"
 #include "tests/support/data.h"
@@ -1374,15 +1376,144 @@ TEST(GltfRobustnessTest, BoundsTheJsonBeforeParsingIt) {
   }
 }
 
-// Before parsing, the reader blanks what it never reads (materials, textures, images, samplers,
-// cameras, extras but a mesh's targetNames, extensions other than Draco and meshopt: 1M empty
-// materials in a 3 MB file took 2.4 GB parsed) and counts the objects the parser makes a struct
-// for (GltfSizeLimits::max_struct_bytes: 1M empty nodes took 600 MB). Checked on the seed quad
-// with all of those added, each holding text that looks like structure, and an image whose data:
-// URI is not base64, which tinygltf itself refuses: blanked, the text parses (nlohmann) to the
-// file with those values emptied, compact and pretty-printed; it reads as the seed does, as
-// .gltf, and as the Draco seed .glb with its binary chunk; the object counts are nlohmann's; a
-// mesh's extras keep their targetNames among other members (CesiumMan with two morph targets).
+// What the reader removes before parsing is nothing tinygltf's parser reads: on the sample
+// characters of the data set and the fuzz seeds (sparse accessors, Draco and meshopt files), the
+// model tinygltf parses from the text as it is equals the one it parses after the removal, once
+// the parts the reader is known to drop (materials, textures, images, samplers, cameras, extras
+// but a mesh's targetNames, extensions other than Draco and meshopt) are cleared from the first.
+TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
+  const std::string seeds = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/";
+  std::vector<std::string> files = {seeds + "quad.gltf", seeds + "sparse_triangle.gltf", seeds + "quad_draco.glb",
+                                    seeds + "quad_draco_sequential.glb", seeds + "triangle_meshopt.glb"};
+  for (const char* sample : {"CesiumMan/CesiumMan.glb", "RiggedFigure/RiggedFigure.glb",
+                             "RiggedFigure/RiggedFigure.gltf", "RiggedSimple/RiggedSimple.glb",
+                             "RiggedSimple/RiggedSimple.gltf", "SimpleSkin/SimpleSkin.gltf"}) {
+    const std::string path = DataPath(std::string("gltf/") + sample);
+    SKINNING_REQUIRE_DATA(path);
+    files.push_back(path);
+  }
+  auto keep_extensions = [](tinygltf::ExtensionMap* extensions) {
+    for (auto it = extensions->begin(); it != extensions->end();) {
+      it = it->first == "KHR_draco_mesh_compression" || it->first == "EXT_meshopt_compression" ? std::next(it)
+                                                                                                 : extensions->erase(it);
+    }
+  };
+  auto clean = [&](auto* object) {
+    object->extras = tinygltf::Value();
+    keep_extensions(&object->extensions);
+  };
+  auto known_parts = [&](tinygltf::Model* m) {
+    m->materials.clear(), m->textures.clear(), m->images.clear(), m->samplers.clear(), m->cameras.clear();
+    m->lights.clear();
+    clean(m);
+    clean(&m->asset);
+    std::vector<std::string> used;
+    for (const std::string& e : m->extensionsUsed)
+      if (e == "KHR_mesh_quantization" || e == "KHR_draco_mesh_compression" || e == "EXT_meshopt_compression")
+        used.push_back(e);
+    m->extensionsUsed = used;
+    for (auto& o : m->nodes) clean(&o);
+    for (auto& o : m->accessors) clean(&o);
+    for (auto& o : m->bufferViews) clean(&o);
+    for (auto& o : m->buffers) clean(&o);
+    for (auto& o : m->skins) clean(&o);
+    for (auto& o : m->scenes) clean(&o);
+    for (auto& mesh : m->meshes) {
+      const tinygltf::Value names = mesh.extras.Has("targetNames") ? mesh.extras.Get("targetNames") : tinygltf::Value();
+      clean(&mesh);
+      if (names.Type() != tinygltf::NULL_TYPE) mesh.extras = tinygltf::Value(tinygltf::Value::Object{{"targetNames", names}});
+      for (auto& o : mesh.primitives) clean(&o);
+    }
+    for (auto& animation : m->animations) {
+      clean(&animation);
+      for (auto& o : animation.channels) {
+        clean(&o);
+        keep_extensions(&o.target_extensions);
+      }
+      for (auto& o : animation.samplers) clean(&o);
+    }
+  };
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    const std::string bytes = testing::FileBytes(file);
+    const bool binary = bytes.compare(0, 4, "glTF") == 0;
+    std::string json = binary ? testing::SplitGlb(bytes).json : bytes;
+    const gltf_internal::GltfJsonLayout layout =
+        gltf_internal::ScanGltfJson(reinterpret_cast<const unsigned char*>(json.data()), json.size());
+    std::vector<unsigned char> text(json.begin(), json.end());
+    gltf_internal::BlankUnread(layout.unread, 0, &text);
+    const std::string removed(text.begin(), text.end());
+    const std::string base_dir = std::filesystem::path(file).parent_path().string();
+    // As the reader parses: after PatchForParser, which makes compressed files acceptable to it.
+    auto parse = [&](const std::string& j, tinygltf::Model* model) {
+      const std::string file_bytes = binary ? testing::JoinGlb(j, testing::SplitGlb(bytes).rest) : j;
+      std::vector<unsigned char> input(file_bytes.begin(), file_bytes.end());
+      if (std::optional<std::vector<unsigned char>> patched = gltf_internal::PatchForParser(input, binary)) {
+        input = std::move(*patched);
+      }
+      tinygltf::TinyGLTF loader;
+      std::string err, warn;
+      const bool ok =
+          binary ? loader.LoadBinaryFromMemory(model, &err, &warn, input.data(), static_cast<unsigned>(input.size()),
+                                               base_dir)
+                 : loader.LoadASCIIFromString(model, &err, &warn, reinterpret_cast<const char*>(input.data()),
+                                              static_cast<unsigned>(input.size()), base_dir);
+      EXPECT_TRUE(ok) << err;
+      return ok;
+    };
+    tinygltf::Model original, after;
+    ASSERT_TRUE(parse(json, &original));
+    ASSERT_TRUE(parse(removed, &after));
+    const bool had_unread = !original.materials.empty() || !original.images.empty();
+    EXPECT_EQ(!layout.unread.empty(), had_unread || removed != json);
+    known_parts(&original);
+    EXPECT_TRUE(original == after);
+    // The same on the JSON, so that a member left at its default value counts too: the text
+    // after the removal is the file without those parts (the samples hold nothing else unread).
+    nlohmann::json expected = nlohmann::json::parse(json);
+    std::function<void(nlohmann::json*)> drop = [&](nlohmann::json* v) {
+      if (v->is_array()) {
+        for (nlohmann::json& e : *v) drop(&e);
+      } else if (v->is_object()) {
+        v->erase("extras");
+        if (v->contains("extensions")) {
+          nlohmann::json kept = nlohmann::json::object();
+          for (const char* e : {"KHR_draco_mesh_compression", "EXT_meshopt_compression"})
+            if ((*v)["extensions"].contains(e)) kept[e] = (*v)["extensions"][e];
+          (*v)["extensions"] = kept;
+        }
+        for (auto& [key, member] : v->items()) drop(&member);
+      }
+    };
+    for (const char* top : {"materials", "textures", "images", "samplers", "cameras"}) expected.erase(top);
+    const nlohmann::json meshes = expected.value("meshes", nlohmann::json::array());
+    drop(&expected);
+    for (size_t k = 0; k < meshes.size(); ++k) {  // a mesh's extras keep their targetNames
+      if (meshes[k].contains("extras")) {
+        expected["meshes"][k]["extras"] = nlohmann::json::object();
+        if (meshes[k]["extras"].contains("targetNames"))
+          expected["meshes"][k]["extras"]["targetNames"] = meshes[k]["extras"]["targetNames"];
+      }
+    }
+    EXPECT_EQ(nlohmann::json::parse(removed), expected);
+    EXPECT_EQ(original.nodes.size(), after.nodes.size());
+    EXPECT_EQ(original.accessors.size(), after.accessors.size());
+  }
+}
+
+// Before parsing, the reader removes what it never reads: every member tinygltf's parser does not
+// look up (the top-level materials, textures, images, samplers and cameras among them: 1M empty
+// materials in a 3 MB file took 2.4 GB parsed; 1M unknown members of one node 163 MB), extras but
+// a mesh's targetNames, extensions other than Draco and meshopt, and their entries in
+// extensionsUsed; and it counts the objects the parser makes a struct for
+// (GltfSizeLimits::max_struct_bytes: 1M empty nodes took 600 MB). Checked on the seed quad with all
+// of those added, unknown members first, in the middle and last of every kind of object, each
+// holding text that looks like structure, and an image whose data: URI is not base64, which
+// tinygltf itself refuses: after the removal the text parses (nlohmann) to the file without them,
+// compact and pretty-printed; it reads as the seed does, as .gltf, and as the Draco seed .glb with
+// its binary chunk; the object counts are nlohmann's; a mesh's extras keep their targetNames among
+// other members (CesiumMan with two morph targets); an unknown key that is not valid JSON text is
+// left for the parser to refuse.
 TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
   using gltf_internal::GltfObject;
   const std::string seed_path = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/quad.gltf";
@@ -1390,41 +1521,57 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
   const nlohmann::json seed = nlohmann::json::parse(testing::FileBytes(seed_path));
   absl::StatusOr<GltfCharacter> expected = ReadGltf(seed_path);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  // Adds what is never read to a glTF's JSON; `blanked` gets the JSON as the reader parses it.
+  // Adds what is never read to a glTF's JSON; `removed` gets the JSON as the reader parses it.
   const nlohmann::json tricky = {{"s", "}]\",{[\\"}, {"a", {1, "]", nlohmann::json::object()}}};
-  auto add_unread = [&](nlohmann::json j, nlohmann::json* blanked) {
+  // Unknown members first, in the middle and last (nlohmann writes keys sorted), one with a key
+  // of non-ASCII UTF-8 and one with an escape in its key.
+  auto add_unknown = [&](nlohmann::json* object) {
+    for (const char* key : {"aaa_unknown", "mmm_unknown", "zzz_unknown", "\u00fcnknown", "x\"y"})
+      (*object)[key] = tricky;
+  };
+  auto add_unread = [&](nlohmann::json j, nlohmann::json* removed) {
+    *removed = j;
     j["materials"] = {{{"name", "m}]"}, {"pbrMetallicRoughness", {{"baseColorFactor", {1, 0, 0, 1}}}}}};
     j["meshes"][0]["primitives"][0]["material"] = 0;
+    (*removed)["meshes"][0]["primitives"][0]["material"] = 0;
     j["images"] = {{{"uri", "data:image/png;base64,%%not base64%%"}}};
     j["textures"] = {{{"source", 0}, {"sampler", 0}}};
     j["samplers"] = {nlohmann::json::object()};
     j["cameras"] = {{{"type", "perspective"}, {"perspective", {{"yfov", 1.0}, {"znear", 0.1}}}}};
-    j["extensionsUsed"] = {"KHR_lights_punctual", "VENDOR_node"};
+    j["extensionsUsed"] = {"KHR_lights_punctual", "KHR_mesh_quantization", "VENDOR_node"};
+    (*removed)["extensionsUsed"] = {"KHR_mesh_quantization"};
     j["extensions"]["KHR_lights_punctual"] = {{"lights", {{{"type", "point"}}}}};
+    (*removed)["extensions"] = nlohmann::json::object();
     j["nodes"][1]["extras"] = tricky;
     j["nodes"][1]["extensions"]["VENDOR_node"] = tricky;
+    (*removed)["nodes"][1]["extensions"] = nlohmann::json::object();
     j["animations"][0]["channels"][0]["extras"] = {1, 2, 3};
     j["meshes"][0]["extras"] = {{"kept", tricky}};
-    *blanked = j;
-    for (const char* top : {"materials", "images", "textures", "samplers", "cameras"}) (*blanked)[top] = nlohmann::json::array();
-    (*blanked)["extensions"]["KHR_lights_punctual"] = nlohmann::json::object();
-    (*blanked)["nodes"][1]["extras"] = nlohmann::json::object();
-    (*blanked)["nodes"][1]["extensions"]["VENDOR_node"] = nlohmann::json::object();
-    (*blanked)["animations"][0]["channels"][0]["extras"] = nlohmann::json::array();
-    (*blanked)["meshes"][0]["extras"] = nlohmann::json::object();
+    (*removed)["meshes"][0]["extras"] = nlohmann::json::object();
+    add_unknown(&j);
+    add_unknown(&j["asset"]);
+    for (const char* array : {"nodes", "accessors", "meshes", "skins", "animations", "buffers", "bufferViews", "scenes"})
+      for (nlohmann::json& object : j[array]) add_unknown(&object);
+    for (nlohmann::json& mesh : j["meshes"])
+      for (nlohmann::json& primitive : mesh["primitives"]) add_unknown(&primitive);
+    for (nlohmann::json& animation : j["animations"]) {
+      for (const char* array : {"channels", "samplers"})
+        for (nlohmann::json& object : animation[array]) add_unknown(&object);
+      for (nlohmann::json& channel : animation["channels"]) add_unknown(&channel["target"]);
+    }
     return j;
   };
   auto layout_of = [](const std::string& text) {
     return gltf_internal::ScanGltfJson(reinterpret_cast<const unsigned char*>(text.data()), text.size());
   };
-  auto blank = [&](const std::string& text) {
+  auto remove = [&](const std::string& text) {
     std::vector<unsigned char> bytes(text.begin(), text.end());
     gltf_internal::BlankUnread(layout_of(text).unread, 0, &bytes);
     EXPECT_EQ(bytes.size(), text.size());
     return nlohmann::json::parse(bytes.begin(), bytes.end());
   };
-  nlohmann::json blanked;
-  const nlohmann::json full = add_unread(seed, &blanked);
+  nlohmann::json removed;
+  const nlohmann::json full = add_unread(seed, &removed);
   for (int indent : {-1, 2}) {
     SCOPED_TRACE(indent);
     const std::string text = full.dump(indent);
@@ -1436,7 +1583,7 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
       EXPECT_FALSE(loader.LoadASCIIFromString(&model, &err, &warn, text.data(), static_cast<unsigned>(text.size()), ""));
     }
     const gltf_internal::GltfJsonLayout layout = layout_of(text);
-    EXPECT_EQ(blank(text), blanked);
+    EXPECT_EQ(remove(text), removed);
     absl::StatusOr<GltfCharacter> read = ReadGltfBytes(text, "gltf");
     ASSERT_TRUE(read.ok()) << read.status();
     ExpectSameCharacter(*read, *expected);
@@ -1485,15 +1632,25 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
                               "the limit of %d",
                               full["nodes"].size() + 1000, over_bytes, bytes));
     EXPECT_TRUE(ReadGltfBytes(more.dump(indent), "gltf", Limits({{&L::max_struct_bytes, over_bytes}})).ok());
+    // An unknown key that is not valid JSON text (a byte of a corrupted file, a lone surrogate)
+    // stays for the parser, which refuses it, as it did before anything was removed.
+    for (const std::string& bad : {std::string("\"\xEEx\""), std::string("\"\\ud800x\"")}) {
+      std::string corrupt = text;
+      const size_t at = corrupt.find("\"zzz_unknown\"");
+      ASSERT_NE(at, std::string::npos);
+      corrupt.replace(at, std::strlen("\"zzz_unknown\""), bad);
+      EXPECT_FALSE(ReadGltfBytes(corrupt, "gltf").ok()) << bad;
+      EXPECT_TRUE(ReadGltfBytes(corrupt.replace(corrupt.find(bad), bad.size(), "\"ok\""), "gltf").ok()) << bad;
+    }
   }
-  // A .glb with a binary chunk: the Draco seed, its extension kept, the rest blanked in place.
+  // A .glb with a binary chunk: the Draco seed, its extension kept, the rest removed in place.
   const std::string draco = testing::FileBytes(draco_path);
   absl::StatusOr<GltfCharacter> draco_expected = ReadGltf(draco_path);
   ASSERT_TRUE(draco_expected.ok()) << draco_expected.status();
   const testing::GlbChunks draco_chunks = testing::SplitGlb(draco);
-  nlohmann::json draco_blanked;
+  nlohmann::json draco_removed;
   const std::string glb =
-      testing::JoinGlb(add_unread(nlohmann::json::parse(draco_chunks.json), &draco_blanked).dump(), draco_chunks.rest);
+      testing::JoinGlb(add_unread(nlohmann::json::parse(draco_chunks.json), &draco_removed).dump(), draco_chunks.rest);
   absl::StatusOr<GltfCharacter> read = ReadGltfBytes(glb, "glb");
   ASSERT_TRUE(read.ok()) << read.status();
   ExpectSameCharacter(*read, *draco_expected);
@@ -1514,9 +1671,8 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
     const std::string text = j.dump(indent);
     nlohmann::json expected_json = j;
     expected_json["meshes"][0]["extras"] = {{"targetNames", names}};
-    for (const char* top : {"materials", "images", "textures", "samplers", "cameras"})
-      if (expected_json.contains(top)) expected_json[top] = nlohmann::json::array();
-    EXPECT_TRUE(blank(text) == expected_json);
+    for (const char* top : {"materials", "images", "textures", "samplers", "cameras"}) expected_json.erase(top);
+    EXPECT_TRUE(remove(text) == expected_json);
     absl::StatusOr<GltfCharacter> c = ReadGltfBytes(testing::JoinGlb(text, morphed_chunks.rest), "glb");
     ASSERT_TRUE(c.ok()) << c.status();
     ASSERT_EQ(c->morph_targets.size(), 2u);
