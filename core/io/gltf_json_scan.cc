@@ -137,64 +137,53 @@ bool Reads(const Frame& parent, std::string_view key) {
   }
 }
 
+// The containers whose role follows from their parent's role (and kind, for a kItem) and key.
+struct RoleEdge {
+  Role parent;
+  GltfObject parent_kind;  // for a kItem parent; else kCount
+  std::string_view key;
+  Child child;
+};
+constexpr GltfObject kAny = GltfObject::kCount;
+constexpr RoleEdge kRoleEdges[] = {
+    {Role::kRoot, kAny, "nodes", {Role::kArray, GltfObject::kNode}},
+    {Role::kRoot, kAny, "accessors", {Role::kArray, GltfObject::kAccessor}},
+    {Role::kRoot, kAny, "meshes", {Role::kArray, GltfObject::kMesh}},
+    {Role::kRoot, kAny, "skins", {Role::kArray, GltfObject::kSkin}},
+    {Role::kRoot, kAny, "animations", {Role::kArray, GltfObject::kAnimation}},
+    {Role::kRoot, kAny, "buffers", {Role::kArray, GltfObject::kBuffer}},
+    {Role::kRoot, kAny, "bufferViews", {Role::kArray, GltfObject::kBufferView}},
+    {Role::kRoot, kAny, "scenes", {Role::kArray, GltfObject::kScene}},
+    {Role::kRoot, kAny, "asset", {Role::kAsset}},
+    {Role::kRoot, kAny, "extensionsUsed", {Role::kExtensionsUsed}},
+    {Role::kExtensions, kAny, kDracoExtension, {Role::kDraco}},
+    {Role::kExtensions, kAny, kMeshoptExtension, {Role::kMeshopt}},
+    {Role::kDraco, kAny, "attributes", {Role::kMap}},
+    {Role::kSparse, kAny, "indices", {Role::kSparseIndices}},
+    {Role::kSparse, kAny, "values", {Role::kSparseValues}},
+    {Role::kItem, GltfObject::kMesh, "extras", {Role::kMeshExtras}},
+    {Role::kItem, GltfObject::kMesh, "primitives", {Role::kArray, GltfObject::kPrimitive}},
+    {Role::kItem, GltfObject::kPrimitive, "attributes", {Role::kAttributes}},
+    {Role::kItem, GltfObject::kPrimitive, "targets", {Role::kArray, GltfObject::kMorphTarget}},
+    {Role::kItem, GltfObject::kAnimation, "channels", {Role::kArray, GltfObject::kChannel}},
+    {Role::kItem, GltfObject::kAnimation, "samplers", {Role::kArray, GltfObject::kSampler}},
+    {Role::kItem, GltfObject::kAccessor, "sparse", {Role::kSparse}},
+    {Role::kItem, GltfObject::kChannel, "target", {Role::kChannelTarget}},
+};
+
 // The role of the value that starts now inside `parent` (at parent.key when it is an object).
 Child ChildOf(const Frame& parent) {
   if (!parent.object) return parent.role == Role::kArray ? Child{Role::kItem, parent.kind} : Child{};
   const std::string& key = parent.key;
-  if (key == "extensions" && parent.role != Role::kExtensions && parent.role != Role::kAttributes &&
-      parent.role != Role::kMap && !(parent.role == Role::kItem && parent.kind == GltfObject::kMorphTarget)) {
-    return {Role::kExtensions};
-  }
-  switch (parent.role) {
-    case Role::kRoot: {
-      static constexpr std::pair<std::string_view, GltfObject> kArrays[] = {
-          {"nodes", GltfObject::kNode},     {"accessors", GltfObject::kAccessor},   {"meshes", GltfObject::kMesh},
-          {"skins", GltfObject::kSkin},     {"animations", GltfObject::kAnimation}, {"buffers", GltfObject::kBuffer},
-          {"bufferViews", GltfObject::kBufferView}, {"scenes", GltfObject::kScene}};
-      for (const auto& [name, kind] : kArrays)
-        if (key == name) return {Role::kArray, kind};
-      if (key == "asset") return {Role::kAsset};
-      if (key == "extensionsUsed") return {Role::kExtensionsUsed};
-      break;
+  for (const RoleEdge& e : kRoleEdges) {
+    if (e.parent == parent.role && (e.parent != Role::kItem || e.parent_kind == parent.kind) && e.key == key) {
+      return e.child;
     }
-    case Role::kExtensions:
-      if (key == kDracoExtension) return {Role::kDraco};
-      if (key == kMeshoptExtension) return {Role::kMeshopt};
-      break;
-    case Role::kDraco:
-      if (key == "attributes") return {Role::kMap};
-      break;
-    case Role::kSparse:
-      if (key == "indices") return {Role::kSparseIndices};
-      if (key == "values") return {Role::kSparseValues};
-      break;
-    case Role::kItem:
-      switch (parent.kind) {
-        case GltfObject::kMesh:
-          if (key == "extras") return {Role::kMeshExtras};
-          if (key == "primitives") return {Role::kArray, GltfObject::kPrimitive};
-          break;
-        case GltfObject::kPrimitive:
-          if (key == "attributes") return {Role::kAttributes};
-          if (key == "targets") return {Role::kArray, GltfObject::kMorphTarget};
-          break;
-        case GltfObject::kAnimation:
-          if (key == "channels") return {Role::kArray, GltfObject::kChannel};
-          if (key == "samplers") return {Role::kArray, GltfObject::kSampler};
-          break;
-        case GltfObject::kAccessor:
-          if (key == "sparse") return {Role::kSparse};
-          break;
-        case GltfObject::kChannel:
-          if (key == "target") return {Role::kChannelTarget};
-          break;
-        default:
-          break;
-      }
-      break;
-    default:
-      break;
   }
+  // Maps (attribute names) hold no extensions of their own.
+  const bool map = parent.role == Role::kAttributes || parent.role == Role::kMap ||
+                   (parent.role == Role::kItem && parent.kind == GltfObject::kMorphTarget);
+  if (key == "extensions" && parent.role != Role::kExtensions && !map) return {Role::kExtensions};
   return {};
 }
 
