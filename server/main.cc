@@ -32,6 +32,11 @@ ABSL_FLAG(int, psd_cache_mb, 512, "memory for PSD models kept in memory in MiB (
 ABSL_FLAG(int, max_vertices, 2000000, "largest rig accepted, in vertices");
 ABSL_FLAG(int, max_joints, 1024, "largest skeleton accepted, in joints");
 ABSL_FLAG(int, max_clip_frames, 10000, "most frames in one PoseClip call");
+ABSL_FLAG(int, max_gltf_reads, 2,
+          "glTF uploads (CreateRig from a file) read at once; each may take hundreds of MB while it is read "
+          "(0 = no limit)");
+ABSL_FLAG(int, gltf_read_queue, 8,
+          "glTF uploads that may wait for a turn to be read; beyond them an upload gets RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several threads)");
 ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
 ABSL_FLAG(std::string, role, "all",
@@ -100,6 +105,8 @@ int main(int argc, char** argv) {
   options.limits.max_triangles = 2 * absl::GetFlag(FLAGS_max_vertices);
   options.limits.max_joints = absl::GetFlag(FLAGS_max_joints);
   options.max_clip_frames = absl::GetFlag(FLAGS_max_clip_frames);
+  options.max_gltf_reads = absl::GetFlag(FLAGS_max_gltf_reads);
+  options.gltf_read_queue = absl::GetFlag(FLAGS_gltf_read_queue);
   options.bakes.workers = absl::GetFlag(FLAGS_bake_workers);
   options.bakes.max_queue = absl::GetFlag(FLAGS_bake_queue);
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 #include "server/grpc/tls.h"
 #include "server/store/instrumented_blob_store.h"
@@ -105,7 +106,13 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->bakes_ = std::make_unique<Bakes>(s->rigs_.get(), s->bake_store_.get(), s->bake_queue_.get(), &recipes);
   s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
   // The services' logic, then their gRPC adapters.
-  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes), options.max_clip_frames);
+  if (options.max_gltf_reads < 0 || options.gltf_read_queue < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("max_gltf_reads = %d and gltf_read_queue = %d must not be negative",
+                                                      options.max_gltf_reads, options.gltf_read_queue));
+  if (options.max_gltf_reads > 0)
+    s->uploads_ = std::make_unique<UploadGate>(options.max_gltf_reads, options.gltf_read_queue);
+  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes),
+                                         options.max_clip_frames, s->uploads_.get());
   s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames);
   s->bake_api_ = std::make_unique<BakeApi>(s->bakes_.get());
   s->fast_api_ = std::make_unique<FastApi>(s->bakes_.get());

@@ -60,6 +60,10 @@ struct ServerOptions {
   size_t psd_cache_bytes = size_t{512} << 20;   // PSD models built from examples, kept in memory
   RigLimits limits;
   int max_clip_frames = 10000;
+  // glTF uploads (CreateRig from a file) read at once, and how many more may wait for a turn
+  // (UploadGate); max_gltf_reads 0 = no bound.
+  int max_gltf_reads = 2;
+  int gltf_read_queue = 8;
   LocalBakeQueueOptions bakes;
   // Who bakes: "all" (this process serves calls and bakes), "api" (it serves calls and queues
   // bakes for workers) or "worker" (it bakes what any replica queued; it answers calls too, but
@@ -135,6 +139,7 @@ class SkinningServer {
   RedisBakeQueue* redis_queue_ = nullptr;   // bake_queue_ when it is the Redis one
   std::unique_ptr<Bakes> bakes_;
   std::unique_ptr<Poser> poser_;
+  std::unique_ptr<UploadGate> uploads_;
   std::unique_ptr<RigApi> rig_api_;
   std::unique_ptr<PoseApi> pose_api_;
   std::unique_ptr<BakeApi> bake_api_;

@@ -1,6 +1,7 @@
 #include "server/api/rig_api.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -43,6 +44,11 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
     return absl::InvalidArgumentError("rig or gltf is required");
   RETURN_IF_ERROR(ctx.StillWanted());
   v1::Rig from_file;
+  std::optional<UploadGate::Turn> turn;  // held until the rig from the file is stored
+  if (req.has_gltf() && uploads_ != nullptr) {
+    ASSIGN_OR_RETURN(UploadGate::Turn t, uploads_->Enter(ctx));
+    turn.emplace(std::move(t));
+  }
   if (req.has_gltf()) {
     // The limits apply to what the file declares, before it is decompressed or read.
     ASSIGN_OR_RETURN(GltfCharacter character, ReadGltfBytes(req.gltf(), "gltf", UploadLimits(rigs_->limits())));

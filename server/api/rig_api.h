@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "google/protobuf/empty.pb.h"
 #include "server/api/call_context.h"
+#include "server/api/upload_gate.h"
 #include "server/store/example_store.h"
 #include "server/store/rig_store.h"
 #include "skinning/v1/rig_service.pb.h"
@@ -22,11 +23,18 @@ class RigApi {
   // `examples` may be null (the example methods are then UNIMPLEMENTED); DeleteRig removes the
   // rig's examples with it. `max_response_bytes`: the server's message limit, which
   // ListExamples pages stay below. `max_clip_frames`: most frames of the animations CreateRig
-  // samples from a glTF file (each clip at 30 frames per second, or fewer to fit).
-  RigApi(RigStore* rigs, ExampleStore* examples, size_t max_response_bytes, int max_clip_frames)
-      : rigs_(rigs), examples_(examples), max_response_bytes_(max_response_bytes), max_clip_frames_(max_clip_frames) {}
+  // samples from a glTF file (each clip at 30 frames per second, or fewer to fit). `uploads`
+  // (may be null: no bound) admits the glTF uploads CreateRig reads at once.
+  RigApi(RigStore* rigs, ExampleStore* examples, size_t max_response_bytes, int max_clip_frames,
+         UploadGate* uploads = nullptr)
+      : rigs_(rigs),
+        examples_(examples),
+        max_response_bytes_(max_response_bytes),
+        max_clip_frames_(max_clip_frames),
+        uploads_(uploads) {}
 
-  // From the rig, or from a glTF file's bytes (read by ReadGltfBytes; its animations sampled).
+  // From the rig, or from a glTF file's bytes (read by ReadGltfBytes; its animations sampled),
+  // read and registered during a turn of `uploads` (UploadGate::Enter's errors).
   absl::Status CreateRig(const CallContext& ctx, const v1::CreateRigRequest& req, v1::CreateRigResponse* resp);
   absl::Status GetRig(const CallContext& ctx, const v1::GetRigRequest& req, v1::Rig* resp);
   absl::Status ListRigs(const CallContext& ctx, const v1::ListRigsRequest& req, v1::ListRigsResponse* resp);
@@ -50,6 +58,7 @@ class RigApi {
   ExampleStore* examples_;
   size_t max_response_bytes_;
   int max_clip_frames_;
+  UploadGate* uploads_;
 };
 
 }  // namespace skinning
