@@ -158,6 +158,12 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     PsdModels* psd = s->psd_models_.get();
     s->metrics_->AddCache("skinning_psd_model_cache", "PSD model cache", [psd] { return psd->cache_stats(); });
     if (RedisBakeQueue* queue = s->redis_queue_) s->metrics_->AddBakeQueue([queue] { return QueueStats(*queue); });
+    if (const UploadGate* uploads = s->uploads_.get()) {
+      s->metrics_->AddUploads([uploads] {
+        const UploadGate::Counts c = uploads->counts();
+        return std::make_pair(c.reading, c.waiting);
+      });
+    }
     HttpServerOptions metrics_http;
     metrics_http.address = options.metrics_address;
     metrics_http.io_threads = 1;

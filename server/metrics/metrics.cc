@@ -328,6 +328,14 @@ std::string Metrics::Render() const {
     families.push_back(Family("skinning_bake_queue_acknowledged_total", "Bake jobs this process's workers ended.",
                               MetricType::Counter, static_cast<double>(q.acknowledged)));
   }
+  if (uploads_) {
+    const auto [reading, waiting] = uploads_();
+    families.push_back(Family("skinning_gltf_uploads_reading", "glTF uploads being read (--max_gltf_reads).",
+                              prometheus::MetricType::Gauge, static_cast<double>(reading)));
+    families.push_back(Family("skinning_gltf_uploads_waiting",
+                              "glTF uploads waiting for a turn to be read (--gltf_read_queue).",
+                              prometheus::MetricType::Gauge, static_cast<double>(waiting)));
+  }
   for (const auto& cache : caches_) {
     std::vector<prometheus::MetricFamily> more = cache->Collect();
     families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));

@@ -19,6 +19,8 @@
 //   skinning_rig_cache_{hits,misses,evictions}_total, skinning_rig_cache_{bytes,entries}
 //   skinning_bake_cache_{hits,misses,evictions}_total, skinning_bake_cache_{bytes,entries}
 //     read from the caches when scraped.
+//   skinning_gltf_uploads_reading, skinning_gltf_uploads_waiting   gauges: glTF uploads being
+//     read, and waiting for a turn (--max_gltf_reads, --gltf_read_queue), read when scraped
 #ifndef SKINNING_SERVER_METRICS_METRICS_H_
 #define SKINNING_SERVER_METRICS_METRICS_H_
 
@@ -36,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -94,6 +97,9 @@ class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserv
   // skinning_bake_queue_pending (gauges, every replica's jobs), skinning_bake_queue_reclaimed_total
   // and skinning_bake_queue_acknowledged_total (counters, this process's workers).
   void AddBakeQueue(std::function<BakeQueueStats()> read) { bake_queue_ = std::move(read); }
+  // The glTF uploads being read and waiting (UploadGate), read at scrape time:
+  // skinning_gltf_uploads_reading and skinning_gltf_uploads_waiting (gauges).
+  void AddUploads(std::function<std::pair<int, int>()> read) { uploads_ = std::move(read); }
 
   // A gRPC server interceptor factory recording the grpc_server_* families. This object must
   // outlive the server it is given to.
@@ -158,6 +164,7 @@ class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserv
   prometheus::Family<prometheus::Counter>* store_errors_;
   std::vector<std::shared_ptr<CacheStatsCollectable>> caches_;
   std::function<BakeQueueStats()> bake_queue_;
+  std::function<std::pair<int, int>()> uploads_;
 
   std::mutex methods_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<MethodSeries>> methods_;  // by full method

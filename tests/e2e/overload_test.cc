@@ -2,6 +2,7 @@
 // answers RESOURCE_EXHAUSTED, the rig cache keeps the server's memory bounded over many rigs, a call's
 // deadline stops its work, and size limits refuse what is too big.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -512,13 +513,26 @@ TEST(Overload, GltfUnusedPartsAreNotParsedAndObjectsAreBounded) {
 }
 
 // glTF uploads are read a few at a time (--max_gltf_reads; reading a 44 MB .glb of 1M vertices
-// peaked at 323 MB), with a bounded wait (--gltf_read_queue): with one reader and no queue, six
-// uploads of a 250,000-vertex grid sent at once overlap, so some are refused with
-// RESOURCE_EXHAUSTED naming the flags while the others store the rig; then one more is taken.
+// peaked at 450 MB in the server), with a bounded wait (--gltf_read_queue): with one reader and
+// no queue, six uploads of a 250,000-vertex grid sent at once overlap, so some are refused with
+// RESOURCE_EXHAUSTED naming the flags while the others store the rig; the metrics, scraped every
+// 10 ms meanwhile, never show more than one upload being read, nor one waiting; then one more
+// upload is taken.
 TEST(Overload, GltfUploadsAreReadAFewAtATime) {
   const std::string grid = testing::GridGlb(500);
-  ServerProcess server(MakeTempDir("store"), {"--max_gltf_reads=1", "--gltf_read_queue=0"});
+  ServerProcess server(MakeTempDir("store"),
+                       {"--max_gltf_reads=1", "--gltf_read_queue=0", "--metrics_address=127.0.0.1:0"});
+  ASSERT_EQ(Scrape(server, "skinning_gltf_uploads_reading"), 0.0);
   std::vector<absl::StatusOr<v1::CreateRigResponse>> results(6, absl::UnknownError("not run"));
+  std::atomic<bool> sent{false};
+  double most_reading = 0, most_waiting = 0;
+  std::thread watcher([&] {
+    while (!sent) {
+      most_reading = std::max(most_reading, Scrape(server, "skinning_gltf_uploads_reading").value_or(-1));
+      most_waiting = std::max(most_waiting, Scrape(server, "skinning_gltf_uploads_waiting").value_or(-1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
   {
     std::vector<std::thread> senders;
     for (size_t k = 0; k < results.size(); ++k) {
@@ -529,6 +543,11 @@ TEST(Overload, GltfUploadsAreReadAFewAtATime) {
     }
     for (std::thread& t : senders) t.join();
   }
+  sent = true;
+  watcher.join();
+  EXPECT_EQ(most_reading, 1.0) << "at most one upload read at once, and one seen";
+  EXPECT_EQ(most_waiting, 0.0);
+  EXPECT_EQ(Scrape(server, "skinning_gltf_uploads_reading"), 0.0);
   int stored = 0, refused = 0;
   std::string rig;
   for (const auto& r : results) {
