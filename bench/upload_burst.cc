@@ -9,7 +9,6 @@
 // uploads), so all are stored; --queue=0 refuses what finds every reader busy.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "bench/spawned_server.h"
 #include "client/client.h"
 #include "tests/support/grid_glb.h"
+#include "tests/support/server_process.h"
 
 ABSL_FLAG(int, side, 1000, "the grid has side × side vertices");
 ABSL_FLAG(int, uploads, 8, "uploads sent at once");
@@ -30,15 +30,6 @@ ABSL_FLAG(int, queue, -1, "--gltf_read_queue (-1 = as many as the uploads)");
 
 namespace skinning {
 namespace {
-
-// The peak resident set of process `pid` in kB (VmHWM), or -1.
-long PeakKb(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  return -1;
-}
 
 int RunBursts() {
   const int uploads = absl::GetFlag(FLAGS_uploads);
@@ -86,7 +77,7 @@ int RunBursts() {
       }
     }
     std::printf("%-16s %14.0f %10.2f %8d %8d\n", reads == 0 ? "0 (no limit)" : r.c_str(),
-                PeakKb(server.pid()) / 1024.0, wall, stored, refused);
+                testing::PeakResidentBytes(server.pid()) / 1048576.0, wall, stored, refused);
     std::fflush(stdout);
   }
   return failed > 0 ? 1 : 0;

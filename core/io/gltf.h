@@ -85,8 +85,8 @@ struct GltfSizeLimits {
 // Reads .gltf (with external or data-URI buffers) or .glb, decided by the file's magic. Uses all
 // skins and every mesh node that has one; what it never uses (members the parser does not look
 // up, materials, textures, images, samplers and cameras among them; extras but a mesh's
-// targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What is not supported yet is
-// INVALID_ARGUMENT naming it, never dropped: required extensions other than
+// targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What
+// is not supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions other than
 // KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, more than one
 // scene, triangle meshes without a skin that hang below no skin joint or are animated
 // up to it (those below a joint are props: weighted 1 to it, they move rigidly with it), and

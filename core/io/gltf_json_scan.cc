@@ -60,6 +60,12 @@ struct Frame {
   bool expect_key = false;
   bool kept = false;      // a member (element) of this container was kept
   size_t comma = kNone;   // the comma after the last member (element), until the next one starts
+
+  // A member (element) is kept: a later one removed takes the comma before it.
+  void Keep() {
+    kept = true;
+    comma = kNone;
+  }
 };
 
 struct Child {
@@ -71,11 +77,19 @@ using Keys = std::initializer_list<std::string_view>;
 
 bool OneOf(std::string_view key, Keys keys) { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
 
+// Objects whose members are names (of attributes), every one read: a primitive's `attributes`, a
+// morph target, Draco's `attributes`.
+bool IsMap(const Frame& f) {
+  return f.role == Role::kAttributes || f.role == Role::kMap ||
+         (f.role == Role::kItem && f.kind == GltfObject::kMorphTarget);
+}
+
 // Whether the reader (tinygltf's parser, then ours) reads the member `key` of an object in
 // `parent`'s role: the members the Parse* functions of tinygltf 2.7 (Debian 12's libtinygltf-dev)
 // look up, and the members of the two extensions the reader decodes. Any other member is removed
 // before parsing.
 bool Reads(const Frame& parent, std::string_view key) {
+  if (IsMap(parent)) return true;
   switch (parent.role) {
     case Role::kRoot:
       return OneOf(key, {"asset", "scene", "scenes", "nodes", "meshes", "accessors", "bufferViews", "buffers", "skins",
@@ -98,9 +112,6 @@ bool Reads(const Frame& parent, std::string_view key) {
       return OneOf(key, {"bufferView", "attributes"});
     case Role::kMeshopt:
       return OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "count", "mode", "filter", "fallback"});
-    case Role::kAttributes:
-    case Role::kMap:
-      return true;
     case Role::kItem:
       switch (parent.kind) {
         case GltfObject::kNode:
@@ -113,8 +124,6 @@ bool Reads(const Frame& parent, std::string_view key) {
           return OneOf(key, {"primitives", "weights", "name", "extensions", "extras"});
         case GltfObject::kPrimitive:
           return OneOf(key, {"attributes", "indices", "material", "mode", "targets", "extensions"});
-        case GltfObject::kMorphTarget:
-          return true;  // attribute names
         case GltfObject::kSkin:
           return OneOf(key, {"inverseBindMatrices", "skeleton", "joints", "name", "extensions"});
         case GltfObject::kAnimation:
@@ -181,9 +190,7 @@ Child ChildOf(const Frame& parent) {
     }
   }
   // Maps (attribute names) hold no extensions of their own.
-  const bool map = parent.role == Role::kAttributes || parent.role == Role::kMap ||
-                   (parent.role == Role::kItem && parent.kind == GltfObject::kMorphTarget);
-  if (key == "extensions" && parent.role != Role::kExtensions && !map) return {Role::kExtensions};
+  if (key == "extensions" && parent.role != Role::kExtensions && !IsMap(parent)) return {Role::kExtensions};
   return {};
 }
 
@@ -333,6 +340,10 @@ bool RemovalSpan(const unsigned char* text, size_t size, const Frame& f, size_t 
 
 }  // namespace
 
+bool SupportedExtension(std::string_view name) {
+  return name == kMeshQuantizationExtension || name == kMeshoptExtension || name == kDracoExtension;
+}
+
 JsonShape ScanJson(const unsigned char* text, size_t size) {
   JsonShape shape;
   int depth = 0;
@@ -404,7 +415,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
   while (i < size) {
     const unsigned char c = text[i];
     if (c == '"') {
-      size_t end = SkipString(text, size, i);
+      const size_t end = SkipString(text, size, i);
       if (!stack.empty() && stack.back().object && stack.back().expect_key) {
         Frame& f = stack.back();
         f.expect_key = false;
@@ -412,13 +423,14 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
           add(GltfObject::kAttribute);
         }
         const size_t length = end - i >= 2 ? end - i - 2 : 0;
-        // Every key the roles look at is short; a long one is kept as "" (no role, not read).
+        // Every key the roles look at is short; a long one is kept as "", which no role reads but
+        // a map's and kOther's.
         if (length <= 64) {
           f.key.assign(reinterpret_cast<const char*>(text) + i + 1, length);
         } else {
           f.key.clear();
         }
-        if (!Reads(f, length <= 64 ? std::string_view(f.key) : std::string_view("\x01")) && ValidString(text, i, end)) {
+        if (!Reads(f, f.key) && ValidString(text, i, end)) {
           // The whole member goes: its key, its value and a comma.
           const size_t colon = SkipSpace(text, size, end);
           const size_t value_end = colon < size && text[colon] == ':' ? ValueEnd(text, size, colon + 1) : kNone;
@@ -428,20 +440,17 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
           i = next;
           continue;
         }
-        f.kept = true;
-        f.comma = kNone;
+        f.Keep();
       } else if (!stack.empty() && stack.back().role == Role::kExtensionsUsed) {
         Frame& f = stack.back();
         const std::string_view name(reinterpret_cast<const char*>(text) + i + 1, end - i >= 2 ? end - i - 2 : 0);
-        if (name != kMeshQuantizationExtension && name != kDracoExtension && name != kMeshoptExtension &&
-            ValidString(text, i, end)) {
+        if (!SupportedExtension(name) && ValidString(text, i, end)) {
           const size_t next = remove(f, i, end);
           if (next == kNone) break;
           i = next;
           continue;
         }
-        f.kept = true;
-        f.comma = kNone;
+        f.Keep();
       }
       i = end;
       continue;
@@ -460,10 +469,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         top_seen = true;
       } else {
         child = ChildOf(stack.back());
-        if (!stack.back().object) {
-          stack.back().kept = true;
-          stack.back().comma = kNone;
-        }
+        if (!stack.back().object) stack.back().Keep();
       }
       if (child.role == Role::kItem) add(child.kind);
       Frame f;
@@ -473,8 +479,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
       f.expect_key = f.object;
       stack.push_back(std::move(f));
     } else if (!stack.empty() && !stack.back().object && !IsSpace(c)) {
-      stack.back().kept = true;  // a number or literal element
-      stack.back().comma = kNone;
+      stack.back().Keep();  // a number or literal element
     }
     ++i;
   }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace skinning::gltf_internal {
@@ -36,6 +37,10 @@ enum class GltfObject {
 
 // The extension KHR_mesh_quantization, which the reader supports (listed in `extensionsUsed`).
 inline constexpr char kMeshQuantizationExtension[] = "KHR_mesh_quantization";
+
+// Whether the reader supports extension `name`: KHR_mesh_quantization, EXT_meshopt_compression or
+// KHR_draco_mesh_compression (required ones are refused otherwise; other used ones are removed).
+bool SupportedExtension(std::string_view name);
 
 // Text to remove, [begin, end) as offsets into the JSON text: members of an object (each from its
 // key through its value) or elements of an array that the reader never uses, with the comma that

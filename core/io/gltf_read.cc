@@ -125,7 +125,8 @@ absl::Status CheckJsonShape(const std::vector<unsigned char>& bytes, const gltf_
                             int64_t max_values) {
   const gltf_internal::JsonShape shape = gltf_internal::ScanJson(bytes.data() + json.begin, json.end - json.begin);
   if (shape.depth > gltf_internal::kMaxJsonDepth)
-    return Invalid(absl::StrFormat("its JSON nests arrays and objects deeper than %d levels", gltf_internal::kMaxJsonDepth));
+    return Invalid(
+        absl::StrFormat("its JSON nests arrays and objects deeper than %d levels", gltf_internal::kMaxJsonDepth));
   if (max_values > 0 && shape.values > max_values)
     return absl::ResourceExhaustedError(
         absl::StrFormat("its JSON has %d values, more than the limit of %d", shape.values, max_values));
@@ -308,7 +309,7 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
-    if (e != kMeshQuantizationExtension && e != kMeshoptExtension && e != kDracoExtension) unsupported.push_back(e);
+    if (!gltf_internal::SupportedExtension(e)) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
         "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s)",

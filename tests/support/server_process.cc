@@ -202,6 +202,11 @@ int64_t ResidentBytes(pid_t pid) {
   return kib < 0 ? -1 : kib * 1024;
 }
 
+int64_t PeakResidentBytes(pid_t pid) {
+  const int64_t kib = StatusField(pid, "VmHWM: %lld kB");
+  return kib < 0 ? -1 : kib * 1024;
+}
+
 int ThreadCount(pid_t pid) { return static_cast<int>(StatusField(pid, "Threads: %lld")); }
 
 CommandResult RunCommand(const std::vector<std::string>& command) {
