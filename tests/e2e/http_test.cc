@@ -28,6 +28,7 @@
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
+#include "tests/support/proto_bytes.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_files.h"
 
@@ -37,6 +38,7 @@ namespace {
 using ::skinning::testing::ConnectStream;
 using ::skinning::testing::ConnectUnary;
 using ::skinning::testing::DataPath;
+using ::skinning::testing::DeterministicBytes;
 using ::skinning::testing::FileBytes;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
@@ -50,15 +52,6 @@ constexpr char kBakeService[] = "/skinning.v1.BakeService/";
 constexpr char kFastService[] = "/skinning.v1.FastService/";
 
 
-std::string Bytes(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::io::StringOutputStream stream(&out);
-  google::protobuf::io::CodedOutputStream coded(&stream);
-  coded.SetSerializationDeterministic(true);
-  m.SerializeToCodedStream(&coded);
-  coded.Trim();
-  return out;
-}
 
 // Sends raw bytes on a new connection and returns what the server sends until it closes the
 // connection or `timeout_s` passes (*closed says which).
@@ -143,7 +136,8 @@ TEST_F(HttpTest, RegisterPoseAndClipAnswerTheGrpcFloatsBitForBit) {
     EXPECT_EQ(http.rig().name(), grpc.rig().name());
     EXPECT_FALSE(http.created());
     ASSERT_EQ(http.animations_size(), grpc.animations_size());
-    for (int a = 0; a < http.animations_size(); ++a) EXPECT_EQ(Bytes(http.animations(a)), Bytes(grpc.animations(a)));
+    for (int a = 0; a < http.animations_size(); ++a)
+      EXPECT_EQ(DeterministicBytes(http.animations(a)), DeterministicBytes(grpc.animations(a)));
   }
 
   const v1::AnimationClip& clip = grpc.animations(0);
@@ -167,11 +161,11 @@ TEST_F(HttpTest, RegisterPoseAndClipAnswerTheGrpcFloatsBitForBit) {
     v1::PoseResponse got;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kPoseService) + "Pose", pose, &got, json).ok());
     EXPECT_GT(got.frame().vertices_size(), 0);
-    EXPECT_EQ(Bytes(got.frame()), Bytes(*want));
+    EXPECT_EQ(DeterministicBytes(got.frame()), DeterministicBytes(*want));
     v1::PoseClipResponse got_clip;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kPoseService) + "PoseClip", clip_req, &got_clip, json).ok());
     EXPECT_EQ(got_clip.frames_size(), clip.poses_size());
-    EXPECT_EQ(Bytes(got_clip), Bytes(*want_clip));
+    EXPECT_EQ(DeterministicBytes(got_clip), DeterministicBytes(*want_clip));
   }
 }
 
@@ -219,7 +213,7 @@ TEST_F(HttpTest, BakeWatchWeightsAndFastSolveAnswerTheGrpcFloatsBitForBit) {
   for (bool json : {true, false}) {
     v1::GetWeightsResponse got;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kBakeService) + "GetWeights", get, &got, json).ok());
-    EXPECT_EQ(Bytes(got), Bytes(*weights)) << (json ? "JSON" : "binary");
+    EXPECT_EQ(DeterministicBytes(got), DeterministicBytes(*weights)) << (json ? "JSON" : "binary");
   }
 
   // FAST: a model baked through gRPC, solved through both doors.
@@ -247,7 +241,7 @@ TEST_F(HttpTest, BakeWatchWeightsAndFastSolveAnswerTheGrpcFloatsBitForBit) {
   for (bool json : {true, false}) {
     v1::SolveResponse got;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kFastService) + "Solve", solve, &got, json).ok());
-    EXPECT_EQ(Bytes(got.solution()), Bytes(*want)) << (json ? "JSON" : "binary");
+    EXPECT_EQ(DeterministicBytes(got.solution()), DeterministicBytes(*want)) << (json ? "JSON" : "binary");
   }
 }
 
@@ -284,7 +278,7 @@ TEST_F(HttpTest, WebSocketPoseSessionAnswersThousandFramesInOrder) {
         same.mutable_outputs()->set_vertices(true);
         auto want = client_->Pose(same);
         ASSERT_TRUE(want.ok()) << want.status();
-        EXPECT_EQ(Bytes(resp.frame()), Bytes(*want)) << "frame " << received;
+        EXPECT_EQ(DeterministicBytes(resp.frame()), DeterministicBytes(*want)) << "frame " << received;
       }
       ++received;
     }
