@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -111,12 +112,43 @@ void AppendG(const Decimal& d, int precision, std::string* out) {
   }
 }
 
+// Powers of ten a double holds exactly.
+constexpr double kExactPowersOfTen[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+// "%.9g"'s digits of a float by one double operation instead of to_chars' exact arithmetic, for
+// the common case. d holds the float's shortest digits, more than six of them, and gets the
+// nine. Their exponent is "%.9g"'s: a float whose nine digits carry into the next power of ten
+// lies within 5e-10 of it, so its shortest form is that power, one digit. |v| × 10^p with an
+// exact power is one rounding, within 2^-24 of the exact product below 10^9, so its rounding to
+// an integer is exact unless the product lies within 1e-6 of a half; then, for scales beyond
+// 10^±22, and if the digits are not nine after all, this returns false and to_chars does it.
+bool NineDigits(float v, Decimal* d) {
+  const int p = 8 - d->exponent;
+  if (p < -22 || p > 22) return false;
+  const double a = std::fabs(static_cast<double>(v));
+  const double y = p >= 0 ? a * kExactPowersOfTen[p] : a / kExactPowersOfTen[-p];
+  const double whole = std::floor(y);
+  const double fraction = y - whole;
+  if (std::fabs(fraction - 0.5) < 1e-6) return false;
+  int64_t q = static_cast<int64_t>(whole) + (fraction > 0.5 ? 1 : 0);
+  if (q < 100000000 || q >= 1000000000) return false;
+  d->count = 9;
+  for (int i = 8; i >= 0; --i, q /= 10) d->digits[i] = static_cast<char>('0' + q % 10);
+  while (d->count > 1 && d->digits[d->count - 1] == '0') --d->count;
+  return true;
+}
+
 template <typename T>
 void AppendShortOrLong(T v, int short_precision, int long_precision, std::string* out) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   Decimal d = ParseScientific(buf, r.ptr);
   if (d.count <= short_precision) return AppendG(d, short_precision, out);
+  if constexpr (std::is_same_v<T, float>) {
+    if (NineDigits(v, &d)) return AppendG(d, long_precision, out);
+  }
   r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(v), std::chars_format::scientific,
                     long_precision - 1);
   AppendG(ParseScientific(buf, r.ptr), long_precision, out);

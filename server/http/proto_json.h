@@ -3,7 +3,7 @@
 // Protobuf's JSON utilities convert through the binary form and google.protobuf.Type messages:
 // about 70 µs to parse a 20-joint Pose request and 80 µs to print its 240-float answer, most of
 // the server's CPU on a JSON call. These two functions walk the message by reflection instead
-// (12 µs and 26 µs, bench/json_bench) and cover the plain subset of the mapping that our clients
+// (12 µs and 20 µs, bench/json_bench) and cover the plain subset of the mapping that our clients
 // send and our answers hold. Anything outside it makes them return false, and the caller uses
 // protobuf's converter, so every text is still answered exactly as protobuf answers it (its errors
 // included):

@@ -359,6 +359,22 @@ TEST(ProtoJsonTest, PrintsEveryFloatAndDoubleAsProtobufDoes) {
     ++printed;
   }
   EXPECT_EQ(printed, 100000);
+
+  // Where the nine digits carry into the next power of ten, where the shortest form rounds up to
+  // one, and exact ties at the ninth digit (1234567.125 = 9876537 / 8, 1234567.375 = 9876539 / 8).
+  std::vector<float> edges = {1234567.125f, -1234567.375f, 8388607.5f, 0.1f, 1.0f / 3};
+  for (int k = -40; k <= 38; ++k) {
+    float f = static_cast<float>(std::pow(10.0, k));
+    for (int i = 0; i < 3; ++i) f = std::nextafter(f, 0.0f);
+    for (int i = 0; i < 7; ++i, f = std::nextafter(f, FLT_MAX)) edges.push_back(f);
+  }
+  for (const float f : edges) {
+    pose.set_bone_stretch(0, f);
+    std::string fast;
+    ASSERT_TRUE(proto_json::Print(pose, &fast));
+    EXPECT_EQ(fast, ProtobufPrint(pose).value())
+        << "float bits " << std::hex << absl::bit_cast<uint32_t>(f);
+  }
 }
 
 TEST(ProtoJsonTest, ParsesWhatProtobufParsesToTheSameMessage) {
