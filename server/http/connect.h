@@ -1,8 +1,8 @@
 // The Connect protocol (connectrpc.com/docs/protocol) over the transport-neutral service
 // handlers of server/api, the same ones the gRPC door calls: every unary method and the
 // server-streaming WatchBake as `POST /skinning.v1.<Service>/<Method>`, JSON (protobuf's
-// canonical mapping: server/http/proto_json.h, else protobuf's JSON utilities) or binary protobuf; and the two
-// bidirectional sessions as WebSockets. Calls are admitted by the same CallGate (bearer token,
+// canonical mapping: server/http/proto_json.h, else protobuf's JSON utilities) or binary
+// protobuf; and the two bidirectional sessions as WebSockets. Calls are admitted by the same CallGate (bearer token,
 // tenant, draining) and counted in the same grpc_server_* metrics as gRPC calls.
 #ifndef SKINNING_SERVER_HTTP_CONNECT_H_
 #define SKINNING_SERVER_HTTP_CONNECT_H_

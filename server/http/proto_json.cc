@@ -66,6 +66,10 @@ struct Decimal {
   int exponent = 0;
   int count = 0;
   char digits[40];
+
+  void TrimZeros() {
+    while (count > 1 && digits[count - 1] == '0') --count;
+  }
 };
 
 Decimal ParseScientific(const char* begin, const char* end) {
@@ -80,7 +84,7 @@ Decimal ParseScientific(const char* begin, const char* end) {
   ++p;  // 'e'
   if (*p == '+') ++p;
   std::from_chars(p, end, d.exponent);
-  while (d.count > 1 && d.digits[d.count - 1] == '0') --d.count;
+  d.TrimZeros();
   return d;
 }
 
@@ -136,7 +140,7 @@ bool NineDigits(float v, Decimal* d) {
   if (q < 100000000 || q >= 1000000000) return false;
   d->count = 9;
   for (int i = 8; i >= 0; --i, q /= 10) d->digits[i] = static_cast<char>('0' + q % 10);
-  while (d->count > 1 && d->digits[d->count - 1] == '0') --d->count;
+  d->TrimZeros();
   return true;
 }
 
@@ -398,19 +402,38 @@ class Parser {
     return nullptr;
   }
 
+  // `open`, items separated by commas, `close`; item() reads one.
+  template <typename Item>
+  bool Sequence(char open, char close, Item item) {
+    if (!Eat(open)) return false;
+    Space();
+    if (Eat(close)) return true;
+    for (;;) {
+      if (!item()) return false;
+      Space();
+      if (Eat(close)) return true;
+      if (!Eat(',')) return false;
+      Space();
+    }
+  }
+
+  // A member's key and its colon.
+  bool Key(absl::string_view* key) {
+    if (!PlainString(key)) return false;
+    Space();
+    if (!Eat(':')) return false;
+    Space();
+    return true;
+  }
+
   bool Object(Message* m, int depth) {
     const Descriptor* d = m->GetDescriptor();
-    if (depth > kMaxDepth || IsWellKnown(d->file()) || !Eat('{')) return false;
+    if (depth > kMaxDepth || IsWellKnown(d->file())) return false;
     const Reflection* r = m->GetReflection();
     absl::InlinedVector<int, 8> seen;
-    Space();
-    if (Eat('}')) return true;
-    for (;;) {
+    return Sequence('{', '}', [&] {
       absl::string_view key;
-      if (!PlainString(&key)) return false;
-      Space();
-      if (!Eat(':')) return false;
-      Space();
+      if (!Key(&key)) return false;
       const FieldDescriptor* f = FindField(d, key);
       if (f == nullptr) return false;
       for (const int number : seen)
@@ -419,54 +442,32 @@ class Parser {
       if (const auto* oneof = f->real_containing_oneof();
           oneof != nullptr && r->HasOneof(*m, oneof))
         return false;
-      if (!Field(m, f, depth)) return false;
-      Space();
-      if (Eat('}')) return true;
-      if (!Eat(',')) return false;
-      Space();
-    }
+      return Field(m, f, depth);
+    });
   }
 
   bool Field(Message* m, const FieldDescriptor* f, int depth) {
     if (f->is_map()) return Map(m, f, depth);
     if (!f->is_repeated()) return Value(m, f, false, depth);
-    if (!Eat('[')) return false;
-    Space();
-    if (Eat(']')) return true;
-    for (;;) {
-      if (!Value(m, f, true, depth)) return false;
-      Space();
-      if (Eat(']')) return true;
-      if (!Eat(',')) return false;
-      Space();
-    }
+    return Sequence('[', ']', [&] { return Value(m, f, true, depth); });
   }
 
   // A map with string keys, each once (a few dozen at most; more are left to protobuf).
   bool Map(Message* m, const FieldDescriptor* f, int depth) {
     const FieldDescriptor* key_field = f->message_type()->map_key();
     const FieldDescriptor* value_field = f->message_type()->map_value();
-    if (key_field->type() != FieldDescriptor::TYPE_STRING || !Eat('{')) return false;
+    if (key_field->type() != FieldDescriptor::TYPE_STRING) return false;
     absl::InlinedVector<absl::string_view, 8> keys;
-    Space();
-    if (Eat('}')) return true;
-    for (;;) {
+    return Sequence('{', '}', [&] {
       absl::string_view key;
-      if (!PlainString(&key) || keys.size() >= 64) return false;
+      if (keys.size() >= 64 || !Key(&key)) return false;
       for (const absl::string_view k : keys)
         if (k == key) return false;
       keys.push_back(key);
-      Space();
-      if (!Eat(':')) return false;
-      Space();
       Message* entry = m->GetReflection()->AddMessage(m, f);
       entry->GetReflection()->SetString(entry, key_field, std::string(key));
-      if (!Value(entry, value_field, false, depth + 1)) return false;
-      Space();
-      if (Eat('}')) return true;
-      if (!Eat(',')) return false;
-      Space();
-    }
+      return Value(entry, value_field, false, depth + 1);
+    });
   }
 
   bool Value(Message* m, const FieldDescriptor* f, bool rep, int depth) {
@@ -519,7 +520,7 @@ class Parser {
       }
       case FieldDescriptor::CPPTYPE_UINT32: {
         uint32_t v = 0;
-        if (Eat('-') || !Integer(&v)) return false;
+        if (!Integer(&v)) return false;  // from_chars takes no sign for unsigned types
         rep ? r->AddUInt32(m, f, v) : r->SetUInt32(m, f, v);
         return true;
       }
@@ -531,7 +532,7 @@ class Parser {
       }
       case FieldDescriptor::CPPTYPE_UINT64: {
         uint64_t v = 0;
-        if (Eat('-') || !Integer(&v)) return false;
+        if (!Integer(&v)) return false;  // from_chars takes no sign for unsigned types
         rep ? r->AddUInt64(m, f, v) : r->SetUInt64(m, f, v);
         return true;
       }

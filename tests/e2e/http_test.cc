@@ -51,8 +51,6 @@ constexpr char kPoseService[] = "/skinning.v1.PoseService/";
 constexpr char kBakeService[] = "/skinning.v1.BakeService/";
 constexpr char kFastService[] = "/skinning.v1.FastService/";
 
-
-
 // Sends raw bytes on a new connection and returns what the server sends until it closes the
 // connection or `timeout_s` passes (*closed says which).
 std::string RawExchange(int port, const std::string& bytes, double timeout_s, bool* closed) {

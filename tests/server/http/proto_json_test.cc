@@ -26,7 +26,7 @@
 #include "skinning/v1/fast_service.pb.h"
 #include "skinning/v1/pose_service.pb.h"
 #include "skinning/v1/rig_service.pb.h"
-#include "tests/support/proto_bytes.h"
+#include "tests/support/proto_json_oracle.h"
 
 namespace skinning {
 namespace {
@@ -267,27 +267,12 @@ std::optional<std::string> ProtobufPrint(const Message& m,
   return out;
 }
 
-// protobuf's parse, as the Connect door calls it (unknown names are errors).
-bool ProtobufParse(const std::string& json, Message* m) {
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  return google::protobuf::util::JsonStringToMessage(json, m, options).ok();
-}
-
-// The fast parse of json agrees with protobuf's: where it answers, protobuf answers the same.
-// Returns whether it answered.
+// The fast parse of json agrees with protobuf's (tests/support/proto_json_oracle.h). Returns
+// whether it answered.
 bool ParseAgrees(const Descriptor* d, const std::string& json) {
-  auto fast = New(d);
-  if (!proto_json::Parse(json, fast.get())) {
-    EXPECT_EQ(fast->ByteSizeLong(), 0u) << "a declined parse leaves the message cleared";
-    return false;
-  }
-  auto reference = New(d);
-  EXPECT_TRUE(ProtobufParse(json, reference.get()))
-      << d->full_name() << " fast path accepted what protobuf refuses: " << json;
-  EXPECT_EQ(testing::DeterministicBytes(*fast), testing::DeterministicBytes(*reference))
-      << d->full_name() << ": " << json;
-  return true;
+  const auto verdict = testing::CheckFastJson(*New(d), json);
+  EXPECT_EQ(verdict.disagreement, "") << d->full_name() << ": " << json;
+  return verdict.answered;
 }
 
 TEST(ProtoJsonTest, PrintsProtobufsBytesForEveryApiMessage) {
