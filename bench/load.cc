@@ -60,6 +60,7 @@
 #include "bench/bench_rigs.h"
 #include "bench/spawned_server.h"
 #include "client/client.h"
+#include "core/util/process_stats.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
 #include "skinning/internal/v1/load_baseline.grpc.pb.h"
@@ -586,19 +587,6 @@ void PrintRow(const RunResult& r) {
   std::fflush(stdout);
 }
 
-// The threads of process `pid` (Threads in /proc/<pid>/status); -1 when unknown.
-int ThreadsOf(pid_t pid) {
-  if (pid <= 0) return -1;
-  std::FILE* f = std::fopen(absl::StrCat("/proc/", pid, "/status").c_str(), "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  int threads = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr)
-    if (std::sscanf(line, "Threads: %d", &threads) == 1) break;
-  std::fclose(f);
-  return threads;
-}
-
 // pose_transforms at 1 and 16 clients without idle sessions, with --idle_sessions of them open
 // (each answered one frame, then left waiting), and without them again.
 int IdleSessionsSweep(const Fixture& fx, pid_t server_pid) {
@@ -607,7 +595,7 @@ int IdleSessionsSweep(const Fixture& fx, pid_t server_pid) {
   std::map<int, std::vector<RunResult>> without, with;
   for (int c : loads) without[c].push_back(Run(fx, Workload::kPoseTransforms, c, 0));
   for (const auto& [c, rows] : without) PrintRow(rows.back());
-  const int threads_before = ThreadsOf(server_pid);
+  const int threads_before = ThreadCount(server_pid);
   Client client(LoadClientOptions(fx.target));
   std::vector<std::unique_ptr<PoseSession>> sessions;
   v1::PoseOutputs outputs;
@@ -625,7 +613,7 @@ int IdleSessionsSweep(const Fixture& fx, pid_t server_pid) {
     sessions.push_back(*std::move(session));
   }
   const double open_seconds = std::chrono::duration<double>(Clock::now() - opened).count();
-  const int threads_open = ThreadsOf(server_pid);
+  const int threads_open = ThreadCount(server_pid);
   std::printf("%d idle pose sessions opened in %.2f s; server threads %d before, %d with them open%s\n", n,
               open_seconds, threads_before, threads_open, server_pid > 0 ? "" : " (-1: not a started server)");
   for (int c : loads) {

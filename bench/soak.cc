@@ -11,14 +11,12 @@
 // so each is computed and stored; watched to the end) and example edits (create, pose with PSD,
 // delete). The server runs with small caches (--cache_mb=64 --bake_cache_mb=16
 // --psd_cache_mb=32) so that they fill during the warm-up instead of through the whole run.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +29,7 @@
 #include "bench/spawned_server.h"
 #include "client/client.h"
 #include "core/rig/pose.h"
+#include "core/util/process_stats.h"
 #include "server/convert/convert.h"
 
 ABSL_FLAG(double, minutes, 10, "how long the load runs");
@@ -52,16 +51,9 @@ struct Sample {
 
 Sample Measure(pid_t pid) {
   Sample s;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_mb = std::stod(line.substr(6)) / 1024.0;
-    if (line.rfind("Threads:", 0) == 0) s.threads = std::stoi(line.substr(8));
-  }
-  if (DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++s.fds;
-    closedir(d);
-  }
+  s.rss_mb = static_cast<double>(ResidentBytes(pid)) / 1048576.0;
+  s.threads = ThreadCount(pid);
+  s.fds = OpenDescriptorCount(pid);
   return s;
 }
 

@@ -20,8 +20,8 @@
 #include "absl/strings/str_split.h"
 #include "bench/spawned_server.h"
 #include "client/client.h"
+#include "core/util/process_stats.h"
 #include "tests/support/grid_glb.h"
-#include "tests/support/server_process.h"
 
 ABSL_FLAG(int, side, 1000, "the grid has side × side vertices");
 ABSL_FLAG(int, uploads, 8, "uploads sent at once");
@@ -77,7 +77,7 @@ int RunBursts() {
       }
     }
     std::printf("%-16s %14.0f %10.2f %8d %8d\n", reads == 0 ? "0 (no limit)" : r.c_str(),
-                testing::PeakResidentBytes(server.pid()) / 1048576.0, wall, stored, refused);
+                PeakResidentBytes(server.pid()) / 1048576.0, wall, stored, refused);
     std::fflush(stdout);
   }
   return failed > 0 ? 1 : 0;

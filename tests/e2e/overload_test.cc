@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "core/util/process_stats.h"
 #include "server/convert/convert.h"
 #include "skinning/v1/bake_service.grpc.pb.h"
 #include "tests/support/data.h"
@@ -38,9 +39,7 @@ using ::skinning::testing::HttpGet;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTubeForBaking;
 using ::skinning::testing::MakeTwoBoneTube;
-using ::skinning::testing::ResidentBytes;
 using ::skinning::testing::ServerProcess;
-using ::skinning::testing::ThreadCount;
 using ::testing::HasSubstr;
 
 constexpr int64_t kMiB = int64_t{1} << 20;

@@ -178,37 +178,6 @@ ServerProcess::~ServerProcess() {
   if (stdout_fd_ >= 0) close(stdout_fd_);
 }
 
-namespace {
-// The number after `format`'s key on its line of /proc/<pid>/status; -1 when not there.
-int64_t StatusField(pid_t pid, const char* format) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  int64_t result = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    long long value = 0;
-    if (std::sscanf(line, format, &value) == 1) {
-      result = value;
-      break;
-    }
-  }
-  std::fclose(f);
-  return result;
-}
-}  // namespace
-
-int64_t ResidentBytes(pid_t pid) {
-  const int64_t kib = StatusField(pid, "VmRSS: %lld kB");
-  return kib < 0 ? -1 : kib * 1024;
-}
-
-int64_t PeakResidentBytes(pid_t pid) {
-  const int64_t kib = StatusField(pid, "VmHWM: %lld kB");
-  return kib < 0 ? -1 : kib * 1024;
-}
-
-int ThreadCount(pid_t pid) { return static_cast<int>(StatusField(pid, "Threads: %lld")); }
-
 CommandResult RunCommand(const std::vector<std::string>& command) {
   CommandResult result;
   int fds[2];

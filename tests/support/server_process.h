@@ -61,14 +61,6 @@ class ServerProcess {
   std::string output_;
 };
 
-// The resident memory of process `pid` in bytes (VmRSS in /proc/<pid>/status); -1 when it
-// cannot be read (no such process, no /proc).
-int64_t ResidentBytes(pid_t pid);
-// Its peak resident memory so far in bytes (VmHWM); -1 when it cannot be read.
-int64_t PeakResidentBytes(pid_t pid);
-// The threads of process `pid` (Threads in /proc/<pid>/status); -1 when it cannot be read.
-int ThreadCount(pid_t pid);
-
 // Runs a command, returns {exit status, stdout+stderr}.
 struct CommandResult {
   int exit_code = -1;

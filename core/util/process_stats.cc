@@ -1,0 +1,54 @@
+#include "core/util/process_stats.h"
+
+#include <dirent.h>
+
+#include <cstdio>
+#include <string>
+
+namespace skinning {
+namespace {
+
+// The number after `format`'s key on its line of /proc/<pid>/status; -1 when not there.
+int64_t StatusField(pid_t pid, const char* format) {
+  if (pid <= 0) return -1;
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t result = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    long long value = 0;
+    if (std::sscanf(line, format, &value) == 1) {
+      result = value;
+      break;
+    }
+  }
+  std::fclose(f);
+  return result;
+}
+
+}  // namespace
+
+int64_t ResidentBytes(pid_t pid) {
+  const int64_t kib = StatusField(pid, "VmRSS: %lld kB");
+  return kib < 0 ? -1 : kib * 1024;
+}
+
+int64_t PeakResidentBytes(pid_t pid) {
+  const int64_t kib = StatusField(pid, "VmHWM: %lld kB");
+  return kib < 0 ? -1 : kib * 1024;
+}
+
+int ThreadCount(pid_t pid) { return static_cast<int>(StatusField(pid, "Threads: %lld")); }
+
+int OpenDescriptorCount(pid_t pid) {
+  if (pid <= 0) return -1;
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (d == nullptr) return -1;
+  int count = 0;
+  while (const dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++count;
+  closedir(d);
+  return count;
+}
+
+}  // namespace skinning
