@@ -110,6 +110,8 @@ struct Fixture {
   std::string fast_bake;  // the FAST bake's name
   Rig rig;
   std::vector<v1::Pose> poses;                   // a bending animation, cycled through
+  // Its unary Pose requests, built once like the echo's request (transforms only; vertices).
+  std::vector<v1::PoseRequest> transform_requests, vertex_requests;
   std::vector<v1::SolveSessionRequest> fast_frames;  // the tip circling
   // The echo baseline's sizes: bytes of a transforms-only and of a vertices Pose request and
   // response of this rig (measured on one real call each).
@@ -143,11 +145,13 @@ absl::Status PrepareFixture(bool need_fast, Fixture* fx) {
     req.set_rig(fx->rig_name);
     *req.mutable_pose() = fx->poses.back();
     req.mutable_outputs()->set_transforms(true);
+    fx->transform_requests.push_back(req);
     std::string json;
     (void)google::protobuf::util::MessageToJsonString(req, &json);
     fx->json_transform_bodies.push_back(std::move(json));
     req.mutable_outputs()->set_transforms(false);
     req.mutable_outputs()->set_vertices(true);
+    fx->vertex_requests.push_back(req);
     fx->proto_vertex_bodies.push_back(req.SerializeAsString());
     v1::PoseSessionRequest frame;
     frame.set_sequence(c);
@@ -372,9 +376,7 @@ class Caller {
       echo_request_.set_response_bytes(
           static_cast<int32_t>(std::max<int64_t>(0, (vertices ? fx->vertices_response_bytes : fx->transforms_response_bytes) - 4)));
     }
-    request_.set_rig(fx->rig_name);  // the default deformer, LBS
-    if (workload == Workload::kPoseTransforms) request_.mutable_outputs()->set_transforms(true);
-    else request_.mutable_outputs()->set_vertices(true);
+    outputs_.set_vertices(true);  // what pose sessions return
   }
 
   // One call, answered.
@@ -383,8 +385,9 @@ class Caller {
     switch (workload_) {
       case Workload::kPoseTransforms:
       case Workload::kPoseVertices: {
-        *request_.mutable_pose() = fx_->poses[i];
-        ASSIGN_OR_RETURN(v1::PosedFrame frame, client_->Pose(request_));
+        ASSIGN_OR_RETURN(v1::PosedFrame frame,
+                         client_->Pose(workload_ == Workload::kPoseTransforms ? fx_->transform_requests[i]
+                                                                              : fx_->vertex_requests[i]));
         return Expect(workload_ == Workload::kPoseTransforms ? frame.transforms_size()
                                                              : frame.vertices_size(),
                       workload_ == Workload::kPoseTransforms ? 12 * fx_->rig.skeleton.size()
@@ -393,7 +396,7 @@ class Caller {
       case Workload::kSession: {
         if (!pose_session_) {
           ASSIGN_OR_RETURN(pose_session_, client_->StartPoseSession(fx_->rig_name, v1::DEFORMER_UNSPECIFIED,
-                                                                    request_.outputs()));
+                                                                    outputs_));
         }
         absl::StatusOr<v1::PosedFrame> frame = pose_session_->Step(fx_->poses[i]);
         if (!frame.ok()) {
@@ -465,7 +468,7 @@ class Caller {
   internal::v1::EchoRequest echo_request_;
   const Fixture* const fx_;
   int next_;
-  v1::PoseRequest request_;
+  v1::PoseOutputs outputs_;
   std::unique_ptr<PoseSession> pose_session_;
   std::unique_ptr<SolveSession> fast_session_;
   HttpCaller http_;

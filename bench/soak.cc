@@ -51,7 +51,8 @@ struct Sample {
 
 Sample Measure(pid_t pid) {
   Sample s;
-  s.rss_mb = static_cast<double>(ResidentBytes(pid)) / 1048576.0;
+  const int64_t rss = ResidentBytes(pid);
+  s.rss_mb = rss < 0 ? -1 : static_cast<double>(rss) / 1048576.0;
   s.threads = ThreadCount(pid);
   s.fds = OpenDescriptorCount(pid);
   return s;
