@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace skinning {
@@ -49,6 +50,26 @@ int OpenDescriptorCount(pid_t pid) {
     if (e->d_name[0] != '.') ++count;
   closedir(d);
   return count;
+}
+
+int64_t ProcessStartTicks(pid_t pid) {
+  if (pid <= 0) return -1;
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return -1;
+  char stat[1024];
+  const size_t n = std::fread(stat, 1, sizeof stat - 1, f);
+  std::fclose(f);
+  stat[n] = '\0';
+  // The command name (field 2) may hold spaces and parentheses: fields 3.. follow its last ')'.
+  const char* p = std::strrchr(stat, ')');
+  if (p == nullptr) return -1;
+  ++p;
+  for (int field = 3; field < 22; ++field) {  // skip to field 22
+    while (*p == ' ') ++p;
+    while (*p != ' ' && *p != '\0') ++p;
+  }
+  long long ticks = -1;
+  return std::sscanf(p, " %lld", &ticks) == 1 ? ticks : -1;
 }
 
 }  // namespace skinning

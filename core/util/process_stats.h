@@ -1,6 +1,7 @@
-// A process's resident memory, threads and open descriptors, read from /proc (Linux), for the
-// tests and benchmarks that watch a server they started (bench/load, bench/soak, the overload
-// and upload tests).
+// A process's resident memory, threads, open descriptors and start time, read from /proc
+// (Linux): for the tests and benchmarks that watch a server they started (bench/load, bench/soak,
+// bench/upload_burst, the overload test), and for the filesystem store, which names the writer
+// of a temporary file by pid and start time.
 #ifndef SKINNING_CORE_UTIL_PROCESS_STATS_H_
 #define SKINNING_CORE_UTIL_PROCESS_STATS_H_
 
@@ -19,6 +20,9 @@ int64_t PeakResidentBytes(pid_t pid);
 int ThreadCount(pid_t pid);
 // Its open file descriptors (the entries of /proc/<pid>/fd); -1 when they cannot be read.
 int OpenDescriptorCount(pid_t pid);
+// When it started, in clock ticks since boot (field 22 of /proc/<pid>/stat): with the pid, a
+// name no later process has. -1 when it cannot be read.
+int64_t ProcessStartTicks(pid_t pid);
 
 }  // namespace skinning
 

@@ -11,13 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "core/util/process_stats.h"
 #include "core/util/status_macros.h"
 #include "server/store/blob_store.h"
 
@@ -41,24 +41,10 @@ std::string HostName() {
   return host;
 }
 
-// When process `pid` started (field 22 of /proc/<pid>/stat, clock ticks since boot), or "" when
-// there is no such process (or no /proc).
-std::string ProcessStart(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t name_end = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (name_end == std::string::npos) return "";
-  std::istringstream fields(stat.substr(name_end + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && (fields >> field); ++i)
-    if (i == 22) return field;
-  return "";
-}
-
 // This process as temporary files name their writer: "<pid>-<start time>" (a pid alone could be
 // a new process's: a restarted container is pid 1 again).
 std::string WriterId() {
-  static const std::string id = absl::StrCat(::getpid(), "-", ProcessStart(::getpid()));
+  static const std::string id = absl::StrCat(::getpid(), "-", ProcessStartTicks(::getpid()));
   return id;
 }
 
@@ -79,9 +65,9 @@ bool WriterGone(const std::string& filename, const std::string& host) {
   for (size_t i = 0; i < writer.size(); ++i)
     if (i != dash && !(writer[i] >= '0' && writer[i] <= '9')) return false;
   const pid_t pid = static_cast<pid_t>(std::stol(writer.substr(0, dash)));
-  const std::string start = ProcessStart(pid);
-  if (start.empty()) return ::kill(pid, 0) != 0 && errno == ESRCH;  // no /proc: the pid alone
-  return start != writer.substr(dash + 1);
+  const int64_t start = ProcessStartTicks(pid);
+  if (start < 0) return ::kill(pid, 0) != 0 && errno == ESRCH;  // no /proc: the pid alone
+  return std::to_string(start) != writer.substr(dash + 1);
 }
 
 absl::Status CheckKey(const std::string& key) {

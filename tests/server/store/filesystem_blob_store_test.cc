@@ -5,12 +5,11 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "core/util/process_stats.h"
 #include "server/store/blob_store.h"
 #include "tests/support/server_process.h"
 
@@ -38,22 +37,12 @@ pid_t GonePid() {
   return pid;
 }
 
-// Field 22 of /proc/<pid>/stat: when the process started.
-std::string StartTime(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream fields(stat.substr(stat.rfind(')') + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) fields >> field;
-  return field;
-}
-
 TEST(FilesystemBlobStore, OpeningRemovesLeftoversOfGoneWritersOnly) {
   const fs::path root = testing::MakeTempDir("fs-store");
   const std::string host = Host();
   ASSERT_FALSE(host.empty());
-  const std::string parent_start = StartTime(getppid());
-  ASSERT_FALSE(parent_start.empty());
+  const int64_t parent_start = ProcessStartTicks(getppid());
+  ASSERT_GE(parent_start, 0);
   const fs::path gone = root / "rigs" / absl::StrCat("rig-a.pb.tmp.", host, ".", GonePid(), "-", parent_start, ".3");
   // A live pid that started at another time: an earlier process that had this pid (a restarted
   // container is pid 1 again).
