@@ -376,6 +376,11 @@ class Caller {
       echo_request_.set_response_bytes(
           static_cast<int32_t>(std::max<int64_t>(0, (vertices ? fx->vertices_response_bytes : fx->transforms_response_bytes) - 4)));
     }
+    if (workload == Workload::kPoseTransforms || workload == Workload::kPoseVertices) {
+      const bool transforms = workload == Workload::kPoseTransforms;
+      pose_requests_ = transforms ? &fx->transform_requests : &fx->vertex_requests;
+      pose_expected_ = transforms ? 12 * static_cast<int64_t>(fx->rig.skeleton.size()) : 3 * fx->rig.mesh.V.rows();
+    }
     outputs_.set_vertices(true);  // what pose sessions return
   }
 
@@ -385,13 +390,9 @@ class Caller {
     switch (workload_) {
       case Workload::kPoseTransforms:
       case Workload::kPoseVertices: {
-        ASSIGN_OR_RETURN(v1::PosedFrame frame,
-                         client_->Pose(workload_ == Workload::kPoseTransforms ? fx_->transform_requests[i]
-                                                                              : fx_->vertex_requests[i]));
-        return Expect(workload_ == Workload::kPoseTransforms ? frame.transforms_size()
-                                                             : frame.vertices_size(),
-                      workload_ == Workload::kPoseTransforms ? 12 * fx_->rig.skeleton.size()
-                                                             : 3 * fx_->rig.mesh.V.rows());
+        ASSIGN_OR_RETURN(v1::PosedFrame frame, client_->Pose((*pose_requests_)[i]));
+        return Expect(workload_ == Workload::kPoseTransforms ? frame.transforms_size() : frame.vertices_size(),
+                      pose_expected_);
       }
       case Workload::kSession: {
         if (!pose_session_) {
@@ -468,6 +469,9 @@ class Caller {
   internal::v1::EchoRequest echo_request_;
   const Fixture* const fx_;
   int next_;
+  // Unary Pose: the fixture's requests for this workload and the values each answer holds.
+  const std::vector<v1::PoseRequest>* pose_requests_ = nullptr;
+  int64_t pose_expected_ = 0;
   v1::PoseOutputs outputs_;
   std::unique_ptr<PoseSession> pose_session_;
   std::unique_ptr<SolveSession> fast_session_;
