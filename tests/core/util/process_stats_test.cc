@@ -1,7 +1,7 @@
 // The /proc readers against what this test does to its own process: a thread started is one
 // more thread, a file opened is one more descriptor, 64 MiB touched is at least 90 % of 64 MiB
-// more resident memory (and peak), a child's start time lies between two readings of the uptime around its fork; a process
-// that does not exist reads as -1.
+// more resident memory (and peak), a child's start time lies between two readings of the
+// uptime around its fork; a process that does not exist reads as -1.
 #include "core/util/process_stats.h"
 
 #include <fcntl.h>
