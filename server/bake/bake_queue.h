@@ -46,6 +46,8 @@ struct BakeTransition {
 };
 
 // Watches bake jobs (for metrics). Called with the queue's lock held: be quick, do not call back.
+// A job's end is told before any caller can see it (in Get or Watch), so that metrics read after
+// a caller saw a bake end count it.
 class BakeObserver {
  public:
   virtual ~BakeObserver() = default;

@@ -359,31 +359,34 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
   cv.notify_all();
   heartbeat.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  v1::BakeState to;
+  // The observer (the metrics) hears of the outcome before the job record shows it, so that a
+  // scrape made after a caller saw the bake end counts it.
+  const auto tell = [&](v1::BakeState to) {
+    if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_RUNNING, to, seconds});
+  };
   if (stored.ok()) {
-    to = v1::BAKE_STATE_SUCCEEDED;
-    end(to, {"stage", "done", "fraction", "1"});
+    tell(v1::BAKE_STATE_SUCCEEDED);
+    end(v1::BAKE_STATE_SUCCEEDED, {"stage", "done", "fraction", "1"});
   } else if ((absl::IsCancelled(stored.status()) || cancel) && !user_cancelled && stopping_) {
     // This process is shutting down: the job goes back to the queue; another worker claims it
     // once the lease runs out.
+    tell(v1::BAKE_STATE_CANCELLED);
     Persist({"HSET", key, "state", "1", "stage", "waiting for another worker (the last one shut down)"},
             "bake queue: hand back");
-    to = v1::BAKE_STATE_CANCELLED;
   } else if (absl::IsUnavailable(stored.status()) && !user_cancelled) {
     // Redis (the store) was away when the result was written: the job stays pending, goes back
     // to the queue, and is claimed again once its lease runs out.
+    tell(v1::BAKE_STATE_QUEUED);
     Persist({"HSET", key, "state", "1", "stage", "waiting to run again (the store was unavailable)"},
             "bake queue: hand back");
-    to = v1::BAKE_STATE_QUEUED;
   } else if (absl::IsCancelled(stored.status()) || user_cancelled) {
-    to = v1::BAKE_STATE_CANCELLED;
-    end(to, {"stage", "cancelled", "error", "cancelled with CancelBake"});
+    tell(v1::BAKE_STATE_CANCELLED);
+    end(v1::BAKE_STATE_CANCELLED, {"stage", "cancelled", "error", "cancelled with CancelBake"});
   } else {
-    to = v1::BAKE_STATE_FAILED;
-    end(to, {"stage", "failed", "error_code", std::to_string(static_cast<int>(stored.status().code())), "error",
-             std::string(stored.status().message())});
+    tell(v1::BAKE_STATE_FAILED);
+    const std::string code = std::to_string(static_cast<int>(stored.status().code()));
+    end(v1::BAKE_STATE_FAILED, {"stage", "failed", "error_code", code, "error", std::string(stored.status().message())});
   }
-  if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_RUNNING, to, seconds});
 }
 
 void RedisBakeQueue::Shutdown() {
