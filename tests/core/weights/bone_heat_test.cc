@@ -342,19 +342,31 @@ TEST(BoneHeatTest, ArmWeightsAreCloseToLibiglReference) {
   EXPECT_GT(same_argmax, W->rows() * 7 / 10);
 }
 
-TEST(BoneHeatTest, TenThousandVerticesAndTwentyBonesAreFast) {
+TEST(BoneHeatTest, TenThousandVerticesAndTwentyBonesGiveAPartitionOfUnity) {
   const Mesh tube = CappedTube(626, 16, 20.0, 0.4, 0.3);  // 10,018 vertices
   ASSERT_GE(tube.V.rows(), 10000);
   BoneHeatReport report;
   const absl::StatusOr<Eigen::MatrixXd> W = BoneHeatWeights(tube, ChainAlongX(20), {}, &report);
   ASSERT_TRUE(W.ok()) << W.status();
   ExpectPartitionOfUnity(*W);
+  // Along the middle half of bone j (x in [j + 1/4, j + 3/4]) j is the one nearest bone, and the
+  // heat it puts on the skin there outweighs what diffuses from its neighbours: j dominates.
+  int checked = 0;
+  for (int v = 0; v < 626 * 16; ++v) {
+    const double x = tube.V(v, 0), offset = x - std::floor(x);
+    if (offset < 0.25 || offset > 0.75) continue;
+    Eigen::Index dominant = 0;
+    W->row(v).maxCoeff(&dominant);
+    EXPECT_EQ(dominant, static_cast<Eigen::Index>(std::floor(x))) << "vertex " << v << " at x = " << x;
+    ++checked;
+  }
+  EXPECT_GT(checked, 4000);
   std::printf(
       "[ timing ] bone heat, %d vertices, 20 bones: %.3f s (visibility %.3f, factorize %.3f, "
       "solve %.3f)\n",
       static_cast<int>(tube.V.rows()), report.seconds, report.visibility_seconds,
       report.factorize_seconds, report.solve_seconds);
-  EXPECT_LT(report.visibility_seconds, 1.0);  // target 0.3 s; loose on a shared machine
+  // How fast is a benchmark's question (bench/bake_bench --methods=bone_heat), not this test's.
 }
 
 TEST(BoneHeatTest, ReportsStagesAndHonoursCancellation) {
