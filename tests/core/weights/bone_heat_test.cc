@@ -343,7 +343,8 @@ TEST(BoneHeatTest, ArmWeightsAreCloseToLibiglReference) {
 }
 
 TEST(BoneHeatTest, TenThousandVerticesAndTwentyBonesGiveAPartitionOfUnity) {
-  const Mesh tube = CappedTube(626, 16, 20.0, 0.4, 0.3);  // 10,018 vertices
+  constexpr int kRings = 626, kSegments = 16;
+  const Mesh tube = CappedTube(kRings, kSegments, 20.0, 0.4, 0.3);  // 10,018 vertices
   ASSERT_GE(tube.V.rows(), 10000);
   BoneHeatReport report;
   const absl::StatusOr<Eigen::MatrixXd> W = BoneHeatWeights(tube, ChainAlongX(20), {}, &report);
@@ -352,7 +353,7 @@ TEST(BoneHeatTest, TenThousandVerticesAndTwentyBonesGiveAPartitionOfUnity) {
   // Along the middle half of bone j (x in [j + 1/4, j + 3/4]) j is the one nearest bone, and the
   // heat it puts on the skin there outweighs what diffuses from its neighbours: j dominates.
   int checked = 0;
-  for (int v = 0; v < 626 * 16; ++v) {
+  for (int v = 0; v < kRings * kSegments; ++v) {  // the rings; the two apexes follow them
     const double x = tube.V(v, 0), offset = x - std::floor(x);
     if (offset < 0.25 || offset > 0.75) continue;
     Eigen::Index dominant = 0;
