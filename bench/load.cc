@@ -25,6 +25,7 @@
 //   ./build/bench/load --sweep --duration=5    # each pose row followed by its echo baseline
 //   ./build/bench/load --sweep --repeat=5      # five pose/echo pairs per row, order alternating,
 //                                              # then the median ratio of the pairs
+//   ./build/bench/load --idle_sessions=1000 --repeat=3   # three rounds with 1,000 idle sessions open
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -86,15 +87,16 @@ ABSL_FLAG(bool, sweep, false,
 ABSL_FLAG(int, repeat, 1,
           "with --sweep: run each pose/echo pair this many times, echo first in every second pair (so a drift "
           "of the machine does not favour one side), and close with the median, min and max of the pairs' "
-          "calls/s, p50 and p99 ratios");
+          "calls/s, p50 and p99 ratios; with --idle_sessions: open and close the sessions this many times, "
+          "runs without them between, and close with the median, min and max of the rounds' ratios");
 ABSL_FLAG(bool, http_sweep, false,
           "run every gRPC and HTTP pose workload at concurrency 1 and 16 (closed loop), gRPC and HTTP "
           "rows side by side in one table");
 
 ABSL_FLAG(int, idle_sessions, 0,
           "open this many idle pose sessions (each answered one frame) and run pose_transforms at 1 and 16 "
-          "clients without them, with them, and without them again; prints the server's threads (a started "
-          "server only) and the rate with them as a share of the rate without");
+          "clients without them, with them, and without them again (--repeat rounds); prints the server's "
+          "threads (a started server only) and the rate with them as a share of the rate without");
 
 namespace skinning {
 namespace {
@@ -594,53 +596,83 @@ void PrintRow(const RunResult& r) {
   std::fflush(stdout);
 }
 
+// One ratio over the repeats of a row: "label median [min, max]" times `scale` (100 for a percentage).
+void PrintSpread(std::vector<double> v, double scale, int digits, const char* label, const char* unit) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  std::printf("   %s %.*f%s [%.*f, %.*f]", label, digits, scale * median, unit, digits, scale * v.front(), digits,
+              scale * v.back());
+}
+
 // pose_transforms at 1 and 16 clients without idle sessions, with --idle_sessions of them open
-// (each answered one frame, then left waiting), and without them again.
+// (each answered one frame, then left waiting), and without them again; with --repeat=R the
+// sessions are opened and closed R times (R + 1 runs without them, R with), each run with them
+// compared with the mean of the runs without them just before and just after, so that a drift
+// of the machine over the rounds does not count as the sessions' cost.
 int IdleSessionsSweep(const Fixture& fx, pid_t server_pid) {
   const int n = absl::GetFlag(FLAGS_idle_sessions);
+  const int rounds = std::max(1, absl::GetFlag(FLAGS_repeat));
   const std::vector<int> loads = {1, 16};
   std::map<int, std::vector<RunResult>> without, with;
-  for (int c : loads) without[c].push_back(Run(fx, Workload::kPoseTransforms, c, 0));
-  for (const auto& [c, rows] : without) PrintRow(rows.back());
-  const int threads_before = ThreadCount(server_pid);
+  auto run_without = [&] {
+    for (int c : loads) {
+      without[c].push_back(Run(fx, Workload::kPoseTransforms, c, 0));
+      PrintRow(without[c].back());
+    }
+  };
+  run_without();
   Client client(LoadClientOptions(fx.target));
-  std::vector<std::unique_ptr<PoseSession>> sessions;
   v1::PoseOutputs outputs;
   outputs.set_transforms(true);
-  const auto opened = Clock::now();
-  for (int i = 0; i < n; ++i) {
-    absl::StatusOr<std::unique_ptr<PoseSession>> session =
-        client.StartPoseSession(fx.rig_name, v1::DEFORMER_UNSPECIFIED, outputs);
-    absl::Status s = session.status();
-    if (s.ok()) s = (*session)->Step(fx.poses[i % fx.poses.size()]).status();
-    if (!s.ok()) {
-      std::fprintf(stderr, "load: idle session %d: %s\n", i, s.ToString().c_str());
-      return 1;
+  for (int round = 0; round < rounds; ++round) {
+    const int threads_before = ThreadCount(server_pid);
+    std::vector<std::unique_ptr<PoseSession>> sessions;
+    const auto opened = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      absl::StatusOr<std::unique_ptr<PoseSession>> session =
+          client.StartPoseSession(fx.rig_name, v1::DEFORMER_UNSPECIFIED, outputs);
+      absl::Status s = session.status();
+      if (s.ok()) s = (*session)->Step(fx.poses[i % fx.poses.size()]).status();
+      if (!s.ok()) {
+        std::fprintf(stderr, "load: idle session %d: %s\n", i, s.ToString().c_str());
+        return 1;
+      }
+      sessions.push_back(*std::move(session));
     }
-    sessions.push_back(*std::move(session));
-  }
-  const double open_seconds = std::chrono::duration<double>(Clock::now() - opened).count();
-  const int threads_open = ThreadCount(server_pid);
-  std::printf("%d idle pose sessions opened in %.2f s; server threads %d before, %d with them open%s\n", n,
-              open_seconds, threads_before, threads_open, server_pid > 0 ? "" : " (-1: not a started server)");
-  for (int c : loads) {
-    RunResult r = Run(fx, Workload::kPoseTransforms, c, 0);
-    r.load = absl::StrCat(r.load, " +", n, " idle");
-    PrintRow(r);
-    with[c].push_back(r);
-  }
-  for (auto& s : sessions) (void)s->Close();
-  sessions.clear();
-  for (int c : loads) {
-    without[c].push_back(Run(fx, Workload::kPoseTransforms, c, 0));
-    PrintRow(without[c].back());
+    const double open_seconds = std::chrono::duration<double>(Clock::now() - opened).count();
+    const int threads_open = ThreadCount(server_pid);
+    std::printf("%d idle pose sessions opened in %.2f s; server threads %d before, %d with them open%s\n", n,
+                open_seconds, threads_before, threads_open, server_pid > 0 ? "" : " (-1: not a started server)");
+    for (int c : loads) {
+      RunResult r = Run(fx, Workload::kPoseTransforms, c, 0);
+      r.load = absl::StrCat(r.load, " +", n, " idle");
+      PrintRow(r);
+      with[c].push_back(r);
+    }
+    for (auto& s : sessions) (void)s->Close();
+    sessions.clear();
+    run_without();
   }
   for (int c : loads) {
-    const double base = (Rate(without[c][0]) + Rate(without[c][1])) / 2;
-    const double p99 = (without[c][0].p99 + without[c][1].p99) / 2;
-    std::printf("  %d clients with %d idle sessions: %.0f%% of the calls/s without them (mean of the runs before "
-                "and after), p99 %.2fx\n",
-                c, n, 100.0 * Rate(with[c][0]) / base, with[c][0].p99 / p99);
+    std::vector<double> rate, p99;
+    for (int round = 0; round < rounds; ++round) {
+      const RunResult &before = without[c][round], &after = without[c][round + 1], &open = with[c][round];
+      rate.push_back(Rate(open) / ((Rate(before) + Rate(after)) / 2));
+      p99.push_back(open.p99 / ((before.p99 + after.p99) / 2));
+    }
+    if (rounds == 1) {
+      std::printf("  %d clients with %d idle sessions: %.0f%% of the calls/s without them (mean of the runs before "
+                  "and after), p99 %.2fx\n",
+                  c, n, 100.0 * rate[0], p99[0]);
+    } else {
+      std::printf("  %d clients with %d idle sessions, against the mean of the runs before and after, over %d rounds "
+                  "(median [min, max]):",
+                  c, n, rounds);
+      PrintSpread(rate, 100, 0, "calls/s", "%");
+      PrintSpread(p99, 1, 2, "p99", "x");
+      std::printf("\n");
+    }
   }
   return 0;
 }
@@ -748,21 +780,13 @@ int Main() {
     }
   }
   if (repeat > 1) {
-    // One ratio over the pairs of a row: median, min and max, times `scale` (100 for a percentage).
-    auto print_spread = [](std::vector<double> v, double scale, int digits, const char* label, const char* unit) {
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-      std::printf("   %s %.*f%s [%.*f, %.*f]", label, digits, scale * median, unit, digits, scale * v.front(), digits,
-                  scale * v.back());
-    };
     std::printf("\npose against its echo baseline, over %d pairs per row (median [min, max]):\n", repeat);
     for (const auto& key : order) {
       const Ratios& q = ratios[key];
       std::printf("  %-16s %-10s", key.first.c_str(), key.second.c_str());
-      print_spread(q.rate, 100, 0, "calls/s", "%");
-      print_spread(q.p50, 1, 2, "p50", "x");
-      print_spread(q.p99, 1, 2, "p99", "x");
+      PrintSpread(q.rate, 100, 0, "calls/s", "%");
+      PrintSpread(q.p50, 1, 2, "p50", "x");
+      PrintSpread(q.p99, 1, 2, "p99", "x");
       std::printf("\n");
     }
   }
@@ -777,7 +801,7 @@ int main(int argc, char** argv) {
       "Load generator for the skinning service.\n"
       "Usage: load [--workload=pose_transforms|pose_vertices|session|fast|echo_transforms|...] "
       "[--concurrency=N | --rate=R] "
-      "[--duration=S] [--sweep [--repeat=N] | --http_sweep | --idle_sessions=N] [--target=host:port [--http_port=P]]");
+      "[--duration=S] [--sweep [--repeat=N] | --http_sweep | --idle_sessions=N [--repeat=N]] [--target=host:port [--http_port=P]]");
   absl::ParseCommandLine(argc, argv);
   signal(SIGPIPE, SIG_IGN);
   return skinning::Main();
