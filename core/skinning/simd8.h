@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/skinning/simd4.h"
+#include "core/skinning/sincos_poly.h"
 
 // Forced inline: see below.
 #define SKINNING_LANES_INLINE inline __attribute__((always_inline))
@@ -31,24 +32,8 @@ static SKINNING_LANES_INLINE F8 Load8(const float* p) {
   return r;
 }
 
-// sin and cos of x for |x| ≤ π (no range reduction): FastSinCos's half-angle polynomials.
-static SKINNING_LANES_INLINE void SinCos8Reduced(F8 x, F8* s, F8* c) {
-  const F8 h = 0.5f * x;
-  const F8 h2 = h * h;
-  const F8 h4 = h2 * h2;
-  const F8 h8 = h4 * h4;
-  // The same polynomials as FastSinCos, evaluated by Estrin's scheme (shorter dependency chains).
-  const F8 sp = (h2 * 8.3333333333333333e-03f - 1.6666666666666667e-01f) +
-                h4 * (h2 * 2.7557319223985893e-06f - 1.9841269841269841e-04f) +
-                h8 * -2.5052108385441720e-08f;
-  const F8 sh = h + h * h2 * sp;
-  const F8 cp = (h2 * 4.1666666666666667e-02f - 0.5f) +
-                h4 * (h2 * 2.4801587301587302e-05f - 1.3888888888888889e-03f) +
-                h8 * (h2 * 2.0876756987868099e-09f - 2.7557319223985891e-07f);
-  const F8 ch = 1.0f + h2 * cp;
-  *s = 2.0f * sh * ch;
-  *c = (ch - sh) * (ch + sh);
-}
+// sin and cos of x for |x| ≤ π (no range reduction): FastSinCos's polynomials (SinCosPi).
+static SKINNING_LANES_INLINE void SinCos8Reduced(F8 x, F8* s, F8* c) { SinCosPi(x, s, c); }
 
 // FastSinCos on 8 lanes (same reduction and polynomials).
 static SKINNING_LANES_INLINE void SinCos8(F8 x, F8* s, F8* c) {

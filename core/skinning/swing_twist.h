@@ -10,6 +10,7 @@
 
 #include "core/geometry/mesh.h"
 #include "core/rig/joint_frames.h"
+#include "core/skinning/sincos_poly.h"
 #include "core/skinning/weights.h"
 
 namespace skinning {
@@ -78,9 +79,8 @@ void SwingTwistFloat(const float* V, int n, const SwingTwistWeights& W,
                      const SwingTwistFrameFloat& frame, float* U);
 
 // sin and cos of x (radians, |x| < 100,000) in float, to ~2e-7 absolute near 0 (the reduction
-// costs float's precision of x beyond): reduction to
-// [−π, π], then Taylor polynomials of x/2 (|x/2| ≤ π/2) and the double-angle formulas. Shared by
-// the per-frame kernels (swing/twist, STBS).
+// costs float's precision of x beyond): reduction to [−π, π], then SinCosPi (sincos_poly.h).
+// Shared by the per-frame kernels (swing/twist, STBS).
 inline void FastSinCos(float x, float* s, float* c) {
   constexpr float kInvTwoPi = 0.15915494309189535f;
   constexpr float kTwoPiHi = 6.28125f;                   // exact in float
@@ -93,25 +93,7 @@ inline void FastSinCos(float x, float* s, float* c) {
   kf = kf <= 32767.0f ? kf : 32767.0f;
   const float k = static_cast<float>(static_cast<int>(kf) - 16384);
   x = (x - k * kTwoPiHi) - k * kTwoPiLo;
-  const float h = 0.5f * x;  // |h| ≤ π/2 (+ rounding)
-  const float h2 = h * h;
-  // sin h: h (1 − h²/3! + h⁴/5! − … − h¹⁰/11!)
-  float sp = -2.5052108385441720e-08f;
-  sp = sp * h2 + 2.7557319223985893e-06f;
-  sp = sp * h2 - 1.9841269841269841e-04f;
-  sp = sp * h2 + 8.3333333333333333e-03f;
-  sp = sp * h2 - 1.6666666666666667e-01f;
-  const float sh = h + h * h2 * sp;
-  // cos h: 1 − h²/2! + … + h¹²/12!
-  float cp = 2.0876756987868099e-09f;
-  cp = cp * h2 - 2.7557319223985891e-07f;
-  cp = cp * h2 + 2.4801587301587302e-05f;
-  cp = cp * h2 - 1.3888888888888889e-03f;
-  cp = cp * h2 + 4.1666666666666667e-02f;
-  cp = cp * h2 - 0.5f;
-  const float ch = 1.0f + h2 * cp;
-  *s = 2.0f * sh * ch;
-  *c = (ch - sh) * (ch + sh);
+  SinCosPi(x, s, c);
 }
 
 }  // namespace skinning

@@ -10,6 +10,7 @@
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
 #include "core/skinning/lbs.h"
+#include "core/skinning/simd8.h"
 #include "tests/support/fixtures.h"
 
 namespace skinning {
@@ -238,6 +239,41 @@ TEST(FastSinCos, MatchesStdSinCos) {
                       std::abs(c - std::cos(static_cast<double>(x)))});
   }
   EXPECT_LT(worst, 1e-6);
+}
+
+// The polynomials of the kernels (sincos_poly.h) on [−π, π], scalar and on 8 lanes (the lane path
+// of the swing/twist and STBS kernels), against the double sin and cos of the same float: worst
+// 5.2e-7 to 5.8e-7 (cos near ±π, where 1 − q² rounds near −1), so 8e-7 bounds float rounding
+// while a wrong coefficient (an error of 1e-5 or more) fails.
+TEST(SinCosPi, MatchesStdSinCosOnMinusPiToPi) {
+  constexpr int kSteps = 1 << 20;
+  double worst_scalar = 0, worst_lanes = 0;
+  for (int i = -kSteps; i <= kSteps; i += 8) {
+    float x[8], s[8], c[8];
+    for (int l = 0; l < 8; ++l) {
+      x[l] = static_cast<float>(std::min(i + l, kSteps) * (M_PI / kSteps));
+      SinCosPi(x[l], &s[l], &c[l]);
+      worst_scalar = std::max({worst_scalar, std::abs(s[l] - std::sin(static_cast<double>(x[l]))),
+                               std::abs(c[l] - std::cos(static_cast<double>(x[l])))});
+    }
+#ifdef SKINNING_VECTOR_EXT
+    simd8::F8 sv, cv;
+    simd8::SinCos8Reduced(simd8::Load8(x), &sv, &cv);
+    for (int l = 0; l < 8; ++l)
+      worst_lanes = std::max({worst_lanes, std::abs(sv[l] - std::sin(static_cast<double>(x[l]))),
+                              std::abs(cv[l] - std::cos(static_cast<double>(x[l])))});
+#endif
+  }
+  EXPECT_LT(worst_scalar, 8e-7);
+  EXPECT_LT(worst_lanes, 8e-7);
+  // Exact where it must be: the rest angle and the half turn.
+  float s, c;
+  SinCosPi(0.0f, &s, &c);
+  EXPECT_EQ(s, 0.0f);
+  EXPECT_EQ(c, 1.0f);
+  SinCosPi(static_cast<float>(M_PI), &s, &c);
+  EXPECT_NEAR(c, -1.0, 3e-7);
+  EXPECT_NEAR(s, 0.0, 3e-7);
 }
 
 }  // namespace
