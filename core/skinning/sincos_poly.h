@@ -1,5 +1,7 @@
 // Internal: sin and cos of one angle |x| ≤ π in float for the per-frame kernels, generic over a
-// float or an 8-lane vector (simd8.h) so that the scalar and the lane paths give the same values.
+// float or an 8-lane vector (simd8.h) so that the scalar and the lane paths share one set of
+// polynomials (their values may differ in the last bits: the lane path's AVX2 clone fuses
+// multiply-adds, the scalar default build does not).
 //
 // Half-angle form without the half angle's own sine and cosine: with q = √2 sin(x/2) and
 // p = √2 cos(x/2),  sin x = 2 sin(x/2) cos(x/2) = q p  and  cos x = 1 − 2 sin²(x/2) = 1 − q².
