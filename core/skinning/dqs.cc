@@ -1,5 +1,6 @@
 #include "core/skinning/dqs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "core/rig/dual_quaternion.h"
 #include "core/skinning/simd4.h"
+#include "core/skinning/simd8.h"
 
 namespace skinning {
 
@@ -146,7 +148,8 @@ void DqsVertex(const DqsTransforms& D, const int* joint, const double* weight, i
 //
 // Per vertex: pivot = largest weight, signed blend of k 8-float dual quaternions, one division,
 // apply. Rigid rigs and rigs with stretch are separate instantiations (kStretch), so the common
-// rigid case never touches the stretch phase. Two versions:
+// rigid case never touches the stretch phase. Three versions (DqsFloat8, below, takes blocks of
+// 8 vertices for k == 4 or 8 and DqsFloatVec the rest):
 //  * DqsFloatKernel: plain C++, any k (K > 0 fixes k at compile time); builds the 3x4 matrix.
 //  * DqsFloatVec (k == 4 or 8, GCC/Clang): generic 4-lane vectors (GCC vector extensions, no
 //    intrinsics). The four pivot dot products come out of one transpose-add, the signs are
@@ -317,17 +320,225 @@ SKINNING_HOT_CLONES void DqsFloatVec(const float* __restrict V, int n,
   }
 }
 
+// ---- 8-lane kernels (k == 4 or 8) -----------------------------------------------------------
+//
+// Lanes are 8 consecutive vertices, as in the swing/twist and STBS kernels (simd8.h): the slots'
+// weights and joints are transposed into lane vectors, and per slot each distinct joint among the
+// lanes is blended once, its dual quaternion broadcast and its weight masked to its lanes.
+// Neighbouring vertices mostly share their joints, so a slot costs about one such pass for 8
+// vertices, where DqsFloatVec loads, dots and blends one quaternion per vertex and slot in a
+// dependent chain. The pivot per lane (largest weight, first on ties, as DqsFloatVec) needs only
+// the weights; its real part comes from one pass over the lanes' pivot joints. Same arithmetic as
+// DqsFloatVec up to the order of the sums.
+
+using simd8::F8;
+using simd8::I8;
+
+// Adds joint j's signed, weighted dual quaternion to b (and its weighted stretch to S): w holds
+// the lanes' weights (0 in the lanes that do not use j), rp the lanes' pivot real parts.
+template <bool kStretch>
+SKINNING_LANES_INLINE void DqsBlendJoint8(const float* __restrict Q8, const float* __restrict S9,
+                                          int32_t j, const F8 rp[4], I8 w, F8 b[8], F8 S[9]) {
+  const float* __restrict q = Q8 + 8 * static_cast<std::ptrdiff_t>(j);
+  const F8 d = rp[0] * q[0] + rp[1] * q[1] + rp[2] * q[2] + rp[3] * q[3];
+  const I8 sign_bit = I8{} + INT32_MIN;
+  const F8 ws = reinterpret_cast<F8>(w ^ ((d < F8{}) & sign_bit));
+  for (int l = 0; l < 8; ++l) b[l] += ws * q[l];
+  if constexpr (kStretch) {
+    const float* __restrict t = S9 + 9 * static_cast<std::ptrdiff_t>(j);
+    for (int l = 0; l < 9; ++l) S[l] += reinterpret_cast<F8>(w) * t[l];
+  }
+}
+
+template <int K, bool kNormals, bool kStretch>
+SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
+                                   const int32_t* __restrict joints,
+                                   const float* __restrict weights, const float* __restrict Q8,
+                                   const float* __restrict S9, float* __restrict U,
+                                   const float* __restrict N, float* __restrict NU) {
+  static_assert(K == 4 || K == 8, "K is 4 or 8");
+  using simd8::AnyLane;
+  using simd8::FirstLane;
+  using simd8::LaneValue;
+  using simd8::Select;
+  const F8 zero = {};
+  for (int i0 = 0; i0 < n8; i0 += 8) {
+    const std::ptrdiff_t row = K * static_cast<std::ptrdiff_t>(i0);
+    F8 W[K];
+    I8 J[K];
+    if constexpr (K == 4) {
+      simd8::Transpose8x4(weights + row, W);
+      simd8::Transpose8x4(joints + row, J);
+    } else {
+      simd8::Transpose8x8(weights + row, W);
+      simd8::Transpose8x8(joints + row, J);
+    }
+    // A block whose vertices do not share their joints (more than two used slots with several
+    // joints among the lanes, as in a mesh whose vertex order ignores the skeleton) would take
+    // a pass per distinct joint and slot, slower than DqsFloatVec: it and the next blocks, up to
+    // kMixedRun vertices, take DqsFloatVec (a call per block would cost more than it saves).
+    int mixed = 0;
+    for (int c = 0; c < K; ++c) mixed += AnyLane(J[c] != J[c][0]) && AnyLane(W[c] != zero);
+    if (mixed > 2) {
+      constexpr int kMixedRun = 64;
+      const int run = std::min(kMixedRun, n8 - i0);
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0);
+      DqsFloatVec<K, kNormals, kStretch>(V + o, run, joints + row, weights + row, Q8, S9, U + o,
+                                         kNormals ? N + o : nullptr, kNormals ? NU + o : nullptr);
+      i0 += run - 8;
+      continue;
+    }
+    F8 best = W[0];
+    I8 pivot = J[0];
+    for (int c = 1; c < K; ++c) {
+      const I8 gt = W[c] > best;
+      best = Select(gt, W[c], best);
+      pivot = Select(gt, J[c], pivot);
+    }
+    // Where every lane holds the same joint (the usual case) it is blended in one pass; otherwise
+    // the loops visit each distinct joint j among the pending lanes once (`mine`: the lanes
+    // holding it), as the STBS kernel does.
+    F8 rp[4];
+    if (const int32_t j = pivot[0]; !AnyLane(pivot != j)) {
+      for (int l = 0; l < 4; ++l) rp[l] = zero + Q8[8 * static_cast<std::ptrdiff_t>(j) + l];
+    } else {
+      for (int l = 0; l < 4; ++l) rp[l] = zero;
+      for (I8 pending = I8{} - 1; AnyLane(pending);) {
+        const int32_t jl = LaneValue(pivot, FirstLane(pending));
+        const I8 mine = pending & (pivot == jl);
+        pending &= ~mine;
+        const float* __restrict q = Q8 + 8 * static_cast<std::ptrdiff_t>(jl);
+        for (int l = 0; l < 4; ++l) rp[l] = Select(mine, zero + q[l], rp[l]);
+      }
+    }
+    // Antipodality (w_c takes the sign of dot(real_c, real_pivot)) and the blend; the stretch
+    // with the unsigned weights.
+    F8 b[8], S[9];
+    for (int l = 0; l < 8; ++l) b[l] = zero;
+    if constexpr (kStretch)
+      for (int l = 0; l < 9; ++l) S[l] = zero;
+    for (int c = 0; c < K; ++c) {
+      const I8 used = W[c] != zero;
+      if (!AnyLane(used)) continue;
+      const I8 w = reinterpret_cast<I8>(W[c]);
+      if (const int32_t j = J[c][0]; !AnyLane(J[c] != j)) {
+        DqsBlendJoint8<kStretch>(Q8, S9, j, rp, w, b, S);
+        continue;
+      }
+      for (I8 pending = used; AnyLane(pending);) {
+        const int32_t j = LaneValue(J[c], FirstLane(pending));
+        const I8 mine = pending & (J[c] == j);
+        pending &= ~mine;
+        DqsBlendJoint8<kStretch>(Q8, S9, j, rp, w & mine, b, S);
+      }
+    }
+    F8 px, py, pz, nx, ny, nz;
+    simd8::Deinterleave8(V + 3 * row / K, &px, &py, &pz);
+    if constexpr (kNormals) simd8::Deinterleave8(N + 3 * row / K, &nx, &ny, &nz);
+    if constexpr (kStretch) {
+      // Phase one: p = S v, S = Σ w_c S_c / Σ w_c; normals by cof(S) (columns' cross products).
+      F8 weight_sum = zero;
+      for (int c = 0; c < K; ++c) weight_sum += W[c];
+      const F8 inv_sum = Select(weight_sum > zero, 1.f / weight_sum, zero);
+      for (int l = 0; l < 9; ++l) S[l] *= inv_sum;
+      const F8 sx = S[0] * px + S[1] * py + S[2] * pz;
+      const F8 sy = S[3] * px + S[4] * py + S[5] * pz;
+      const F8 sz = S[6] * px + S[7] * py + S[8] * pz;
+      px = sx;
+      py = sy;
+      pz = sz;
+      if constexpr (kNormals) {
+        const F8 cx = nx * (S[4] * S[8] - S[7] * S[5]) + ny * (S[5] * S[6] - S[8] * S[3]) +
+                      nz * (S[3] * S[7] - S[6] * S[4]);
+        const F8 cy = nx * (S[7] * S[2] - S[1] * S[8]) + ny * (S[8] * S[0] - S[2] * S[6]) +
+                      nz * (S[6] * S[1] - S[0] * S[7]);
+        const F8 cz = nx * (S[1] * S[5] - S[4] * S[2]) + ny * (S[2] * S[3] - S[5] * S[0]) +
+                      nz * (S[0] * S[4] - S[3] * S[1]);
+        nx = cx;
+        ny = cy;
+        nz = cz;
+      }
+    }
+    // Phase two: u = p + f (w a + v × a − ew v),  a = v × p + e,  f = 2 / |b0|².
+    const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
+    const F8 ex = b[4], ey = b[5], ez = b[6], ew = b[7];
+    const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
+    const F8 f = Select(n2 > zero, 2.f / n2, zero);
+    const F8 ax = vy * pz - vz * py + ex;
+    const F8 ay = vz * px - vx * pz + ey;
+    const F8 az = vx * py - vy * px + ez;
+    simd8::Interleave8(px + f * (qw * ax + (vy * az - vz * ay) - ew * vx),
+                       py + f * (qw * ay + (vz * ax - vx * az) - ew * vy),
+                       pz + f * (qw * az + (vx * ay - vy * ax) - ew * vz), U + 3 * row / K);
+    if constexpr (kNormals) {
+      // The rotation alone: n + f (w a + v × a),  a = v × n; then normalized.
+      const F8 bx = vy * nz - vz * ny;
+      const F8 by = vz * nx - vx * nz;
+      const F8 bz = vx * ny - vy * nx;
+      const F8 mx = nx + f * (qw * bx + (vy * bz - vz * by));
+      const F8 my = ny + f * (qw * by + (vz * bx - vx * bz));
+      const F8 mz = nz + f * (qw * bz + (vx * by - vy * bx));
+      float len2[8];
+      const F8 l2 = mx * mx + my * my + mz * mz;
+      std::memcpy(len2, &l2, sizeof(len2));
+      for (int l = 0; l < 8; ++l) len2[l] = len2[l] > 0.f ? 1.f / std::sqrt(len2[l]) : 0.f;
+      const F8 inv = simd8::Load8(len2);
+      simd8::Interleave8(mx * inv, my * inv, mz * inv, NU + 3 * row / K);
+    }
+  }
+}
+
 #endif  // SKINNING_VECTOR_EXT
+
+// Whether the vertices of blocks of 8 mostly share their joints, judged on up to 16 blocks spread
+// over the mesh: a block counts as mixed when more than two used slots hold several joints
+// (DqsFloat8's rule), and the lanes are used when at most a quarter of the sampled blocks are.
+bool BlocksShareJoints(const int32_t* joints, const float* weights, int k, int n8) {
+  const int blocks = n8 / 8;
+  if (blocks == 0) return false;
+  const int samples = std::min(blocks, 16);
+  int mixed_blocks = 0;
+  for (int s = 0; s < samples; ++s) {
+    const std::ptrdiff_t first = 8 * static_cast<std::ptrdiff_t>(
+        static_cast<int64_t>(s) * blocks / samples);
+    int mixed = 0;
+    for (int c = 0; c < k; ++c) {
+      bool several = false, used = false;
+      for (int l = 0; l < 8; ++l) {
+        const std::ptrdiff_t at = (first + l) * k + c;
+        several |= joints[at] != joints[first * k + c];
+        used |= weights[at] != 0.f;
+      }
+      mixed += several && used;
+    }
+    mixed_blocks += mixed > 2;
+  }
+  return 4 * mixed_blocks <= samples;
+}
 
 template <bool kNormals, bool kStretch>
 void DqsFloatDispatchK(const float* V, int n, const int32_t* joints, const float* weights, int k,
                        const float* Q8, const float* S9, float* U, const float* N, float* NU) {
 #ifdef SKINNING_VECTOR_EXT
-  if (k == 8) return DqsFloatVec<8, kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
+  // Blocks of 8 vertices on lanes where they share their joints, the rest (n mod 8) one by one.
+  const int n8 = (k == 4 || k == 8) && BlocksShareJoints(joints, weights, k, n - n % 8) ? n - n % 8 : 0;
+  const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(n8);
+  const float* N_rest = kNormals ? N + o : nullptr;
+  float* NU_rest = kNormals ? NU + o : nullptr;
+  if (k == 8) {
+    DqsFloat8<8, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
+    DqsFloatVec<8, kNormals, kStretch>(V + o, n - n8, joints + 8 * static_cast<std::ptrdiff_t>(n8),
+                                       weights + 8 * static_cast<std::ptrdiff_t>(n8), Q8, S9,
+                                       U + o, N_rest, NU_rest);
+    return;
+  }
 #endif
   if (k == 4) {
 #ifdef SKINNING_VECTOR_EXT
-    DqsFloatVec<4, kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
+    DqsFloat8<4, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
+    DqsFloatVec<4, kNormals, kStretch>(V + o, n - n8, joints + 4 * static_cast<std::ptrdiff_t>(n8),
+                                       weights + 4 * static_cast<std::ptrdiff_t>(n8), Q8, S9,
+                                       U + o, N_rest, NU_rest);
 #else
     DqsFloatKernel<4, kNormals, kStretch>(V, n, joints, weights, k, Q8, S9, U, N, NU);
 #endif

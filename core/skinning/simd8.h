@@ -1,6 +1,6 @@
-// Internal: 8-lane float vectors for the k = 4 per-frame kernels of the joint-based deformers
-// (swing_twist.cc, stbs.cc), written with GCC vector extensions like simd4.h — no intrinsics; the
-// kernels that use them get an AVX2+FMA clone through SKINNING_HOT_CLONES.
+// Internal: 8-lane float vectors for the per-frame kernels of the joint-based deformers and DQS
+// (swing_twist.cc, stbs.cc, dqs.cc), written with GCC vector extensions like simd4.h — no
+// intrinsics; the kernels that use them get an AVX2+FMA clone through SKINNING_HOT_CLONES.
 #ifndef SKINNING_CORE_SKINNING_SIMD8_H_
 #define SKINNING_CORE_SKINNING_SIMD8_H_
 
@@ -63,6 +63,33 @@ static SKINNING_LANES_INLINE void Transpose8x4(const T* __restrict p, V8 out[4])
   out[3] = __builtin_shufflevector(u01, u23, 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
+// 8 rows of 8 contiguous values (rows i0..i0+7 of an n×8 row-major array) as 8 slot vectors:
+// pairs of rows interleaved, then 4-row groups, then the 128-bit halves exchanged.
+template <typename V8, typename T>
+static SKINNING_LANES_INLINE void Transpose8x8(const T* __restrict p, V8 out[8]) {
+  V8 r[8];
+  for (int q = 0; q < 8; ++q) std::memcpy(&r[q], p + 8 * q, sizeof(V8));
+  V8 s[8];  // s[4h + c]: column c (rows 4h..4h+3) in the low half, column c + 4 in the high half
+  for (int h = 0; h < 2; ++h) {
+    const V8 lo01 = __builtin_shufflevector(r[4 * h], r[4 * h + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    const V8 hi01 = __builtin_shufflevector(r[4 * h], r[4 * h + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    const V8 lo23 = __builtin_shufflevector(r[4 * h + 2], r[4 * h + 3], 0, 8, 1, 9, 4, 12, 5, 13);
+    const V8 hi23 = __builtin_shufflevector(r[4 * h + 2], r[4 * h + 3], 2, 10, 3, 11, 6, 14, 7, 15);
+    s[4 * h] = __builtin_shufflevector(lo01, lo23, 0, 1, 8, 9, 4, 5, 12, 13);
+    s[4 * h + 1] = __builtin_shufflevector(lo01, lo23, 2, 3, 10, 11, 6, 7, 14, 15);
+    s[4 * h + 2] = __builtin_shufflevector(hi01, hi23, 0, 1, 8, 9, 4, 5, 12, 13);
+    s[4 * h + 3] = __builtin_shufflevector(hi01, hi23, 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int c = 0; c < 4; ++c) {
+    out[c] = __builtin_shufflevector(s[c], s[4 + c], 0, 1, 2, 3, 8, 9, 10, 11);
+    out[c + 4] = __builtin_shufflevector(s[c], s[4 + c], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// Lane-wise m ? a : b for a mask m of all-ones or zero lanes.
+static SKINNING_LANES_INLINE F8 Select(I8 m, F8 a, F8 b) { return m ? a : b; }
+static SKINNING_LANES_INLINE I8 Select(I8 m, I8 a, I8 b) { return m ? a : b; }
+
 // x, y, z of 8 interleaved points.
 static SKINNING_LANES_INLINE void Deinterleave8(const float* __restrict v, F8* x, F8* y, F8* z) {
   const F8 a = Load8(v), b = Load8(v + 8), c = Load8(v + 16);
@@ -87,6 +114,13 @@ static SKINNING_LANES_INLINE int FirstLane(I8 m) {
   for (int l = 0; l < 8; ++l)
     if (a[l] != 0) return l;
   return -1;
+}
+
+// Lane l of v.
+static SKINNING_LANES_INLINE int32_t LaneValue(I8 v, int l) {
+  int32_t a[8];
+  std::memcpy(a, &v, sizeof(a));
+  return a[l];
 }
 
 // Stores x, y, z of 8 points interleaved (24 floats).

@@ -1,5 +1,6 @@
 #include "core/skinning/stbs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,7 @@ enum : int {
   kKind = 0,     // 0: plain (U = T p), 1: stretched or twisted bone
   kThetaA = 1,   // θ_a
   kThetaB = 2,   // θ_b
+  kHalfInPi = 3, // 1 when |θ_a|, |θ_b| ≤ 2π: the half angle of every e in [0, 1] is in [−π, π]
   kT34 = 4,      // T, 3x4 row-major
   kA = 16,       // a
   kU = 19,       // unit bone axis u
@@ -67,7 +69,9 @@ enum : int {
   kP2a = 56,     // P2 a
   kD0 = 59,      // c0 − (u·a) L u
   kS9 = 62,      // T's symmetric stretch, row-major (identity when rigid)
-  kEnd = 71,
+  kQu = 71,      // bone joints: q_T ⊗ (u, 0) (xyzw)
+  kFullInPi = 75,  // 1 when |θ_a|, |θ_b| ≤ π: the angle of every e in [0, 1] is in [−π, π]
+  kEnd = 76,
 };
 static_assert(kEnd <= StbsFrameFloat::kStride);
 
@@ -100,10 +104,17 @@ inline void StbsLbsSlot(const float* __restrict P, const float* __restrict p, fl
     o[r] = P[kC0 + r] + e * P[kC1 + r] + uq * P[kLu + r] + cs * p1[r] + sn * p2[r];
 }
 
-// sin and cos of every lane: one float, or eight.
-inline void SinCosLanes(float x, float* s, float* c) { FastSinCos(x, s, c); }
+// sin and cos of every lane: one float, or eight. On lanes, `in_pi` (the joint's kHalfInPi or
+// kFullInPi) skips the reduction to [−π, π] (a third of the sine and cosine's operations).
+inline void SinCosLanes(float x, float, float* s, float* c) { FastSinCos(x, s, c); }
 #ifdef SKINNING_VECTOR_EXT
-SKINNING_LANES_INLINE void SinCosLanes(simd8::F8 x, simd8::F8* s, simd8::F8* c) { simd8::SinCos8(x, s, c); }
+SKINNING_LANES_INLINE void SinCosLanes(simd8::F8 x, float in_pi, simd8::F8* s, simd8::F8* c) {
+  if (in_pi != 0.f) {
+    simd8::SinCos8Reduced(x, s, c);
+  } else {
+    simd8::SinCos8(x, s, c);
+  }
+}
 #endif
 
 // Slot's dual quaternion for DQS (real xyzw, dual xyzw) at endpoint weights e, for one vertex
@@ -120,15 +131,14 @@ SKINNING_LANES_INLINE void StbsDq(const float* __restrict P, T e, T* __restrict 
     return;
   }
   T sh, ch;
-  SinCosLanes(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), &sh, &ch);
+  SinCosLanes(0.5f * (P[kThetaA] + e * (P[kThetaB] - P[kThetaA])), P[kHalfInPi], &sh, &ch);
   const T cs = (ch - sh) * (ch + sh), sn = 2.f * sh * ch;
-  // real = q_T ⊗ q_K, q_K = (sh u, ch).
-  const T kx = sh * P[kU], ky = sh * P[kU + 1], kz = sh * P[kU + 2], kw = ch;
-  const float qx = q[0], qy = q[1], qz = q[2], qw = q[3];
-  const T rx = qw * kx + qx * kw + qy * kz - qz * ky;
-  const T ry = qw * ky - qx * kz + qy * kw + qz * kx;
-  const T rz = qw * kz + qx * ky - qy * kx + qz * kw;
-  const T rw = qw * kw - qx * kx - qy * ky - qz * kz;
+  // real = q_T ⊗ q_K, q_K = (sh u, ch): linear in (sh, ch), ch q_T + sh (q_T ⊗ (u, 0)).
+  const float* __restrict qu = P + kQu;
+  const T rx = ch * q[0] + sh * qu[0];
+  const T ry = ch * q[1] + sh * qu[1];
+  const T rz = ch * q[2] + sh * qu[2];
+  const T rw = ch * q[3] + sh * qu[3];
   // Translation of T G: T(a + e s − K a) = d0 + e c1 − cos P1 a − sin P2 a.
   T t[3];
   for (int r = 0; r < 3; ++r)
@@ -249,7 +259,7 @@ SKINNING_LANES_INLINE void StbsLbsAccumulate8(const float* __restrict P, F8 px, 
     return;
   }
   F8 sn, cs;
-  SinCos8(P[kThetaA] + e * (P[kThetaB] - P[kThetaA]), &sn, &cs);
+  SinCosLanes(P[kThetaA] + e * (P[kThetaB] - P[kThetaA]), P[kFullInPi], &sn, &cs);
   const F8 qx = px - P[kA], qy = py - P[kA + 1], qz = pz - P[kA + 2];
   const F8 uq = qx * P[kU] + qy * P[kU + 1] + qz * P[kU + 2];
   const float* __restrict P1 = P + kP1;
@@ -265,8 +275,29 @@ SKINNING_LANES_INLINE void StbsLbsAccumulate8(const float* __restrict P, F8 px, 
   *az += w * o[2];
 }
 
-SKINNING_LANES_INLINE F8 Select(I8 m, F8 a, F8 b) {
-  return reinterpret_cast<F8>((reinterpret_cast<I8>(a) & m) | (reinterpret_cast<I8>(b) & ~m));
+// The dual quaternions (StbsDq) of one slot's joints on 8 lanes, 0 in the lanes whose weight is
+// 0; false (dq untouched) when no lane uses the slot. A slot whose lanes all hold one joint (the
+// usual case) is computed once; otherwise once per distinct joint, selected into its lanes.
+SKINNING_LANES_INLINE bool StbsSlotDq8(const float* __restrict params, I8 J, F8 W, F8 E,
+                                       F8 dq[8]) {
+  constexpr int kS = StbsFrameFloat::kStride;
+  const F8 zero = {};
+  I8 pending = W != zero;
+  if (!AnyLane(pending)) return false;
+  if (const int32_t j = J[0]; !AnyLane(J != j)) {
+    StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E, dq);
+    return true;
+  }
+  for (int l = 0; l < 8; ++l) dq[l] = zero;
+  while (AnyLane(pending)) {
+    const int32_t j = LaneValue(J, FirstLane(pending));
+    const I8 mine = pending & (J == j);
+    pending &= ~mine;
+    F8 d[8];
+    StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E, d);
+    for (int l = 0; l < 8; ++l) dq[l] = Select(mine, d[l], dq[l]);
+  }
+  return true;
 }
 
 template <bool kDqs>
@@ -304,27 +335,20 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
       }
       Interleave8(ax, ay, az, U + 3 * static_cast<std::ptrdiff_t>(i0));
     } else {
-      // Per slot, the dual quaternion of each lane's joint; then the pivot (largest weight, first
-      // on ties) per lane, antipodality against it, the blend, and the rigid motion (dqs.cc).
+      // Per slot, the dual quaternion of each lane's joint (StbsSlotDq8); then the pivot (largest
+      // weight, first on ties) per lane, antipodality against it, the blend, and the rigid
+      // motion (dqs.cc).
       F8 dq[4][8];
-#pragma GCC unroll 4
+      bool active[4];
       for (int c = 0; c < 4; ++c) {
-        for (int l = 0; l < 8; ++l) dq[c][l] = zero;
-        I8 pending = W[c] != zero;
-        while (AnyLane(pending)) {
-          int32_t jl[8];
-          std::memcpy(jl, &J[c], sizeof(jl));
-          const int32_t j = jl[FirstLane(pending)];
-          const I8 mine = pending & (J[c] == j);
-          pending &= ~mine;
-          F8 d[8];
-          StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E[c], d);
-          for (int l = 0; l < 8; ++l) dq[c][l] = Select(mine, d[l], dq[c][l]);
-        }
+        active[c] = StbsSlotDq8(params, J[c], W[c], E[c], dq[c]);
+        if (!active[c])
+          for (int l = 0; l < 8; ++l) dq[c][l] = zero;
       }
       F8 best = W[0];
       F8 rp[4] = {dq[0][0], dq[0][1], dq[0][2], dq[0][3]};
       for (int c = 1; c < 4; ++c) {
+        if (!active[c]) continue;  // an unused slot's weight is never the largest
         const I8 gt = W[c] > best;
         best = Select(gt, W[c], best);
         for (int l = 0; l < 4; ++l) rp[l] = Select(gt, dq[c][l], rp[l]);
@@ -333,6 +357,7 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
       for (int l = 0; l < 8; ++l) b[l] = zero;
       const I8 sign_bit = I8{} + INT32_MIN;
       for (int c = 0; c < 4; ++c) {
+        if (!active[c]) continue;
         const F8 d = dq[c][0] * rp[0] + dq[c][1] * rp[1] + dq[c][2] * rp[2] + dq[c][3] * rp[3];
         const F8 ws = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) ^ ((d < zero) & sign_bit));
         for (int l = 0; l < 8; ++l) b[l] += ws * dq[c][l];
@@ -497,6 +522,10 @@ StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
     P[kKind] = 1.f;
     P[kThetaA] = static_cast<float>(TwistA(st, j));
     P[kThetaB] = static_cast<float>(TwistB(st, j));
+    const float largest = std::max(std::abs(P[kThetaA]), std::abs(P[kThetaB]));
+    constexpr float kPi = 3.14159265358979f;
+    P[kHalfInPi] = largest <= 2.f * kPi ? 1.f : 0.f;
+    P[kFullInPi] = largest <= kPi ? 1.f : 0.f;
     const Eigen::Vector3d a = bones[j].a;
     const Eigen::Vector3d d = bones[j].b - a;
     const Eigen::Vector3d u = d.normalized();
@@ -517,6 +546,8 @@ StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
     PutRowMajor(Eigen::Vector3d(P1 * a), P + kP1a);
     PutRowMajor(Eigen::Vector3d(P2 * a), P + kP2a);
     PutRowMajor(Eigen::Vector3d(c0 - u.dot(a) * (L * u)), P + kD0);
+    const Eigen::Quaterniond qu = D.real[j] * Eigen::Quaterniond(0.0, u.x(), u.y(), u.z());
+    PutRowMajor(Eigen::Vector4d(qu.coeffs()), P + kQu);
   }
   return F;
 }

@@ -82,7 +82,7 @@ void StbsDqs(const RowMatrixX3d& V, const Eigen::MatrixXd& W, const Eigen::Matri
 // Sparse float path for the server. Per-frame parameters, computed once per frame; opaque to
 // callers (`params` holds kStride floats per joint, layout in stbs.cc).
 struct StbsFrameFloat {
-  static constexpr int kStride = 72;
+  static constexpr int kStride = 80;
   int num_joints = 0;
   std::vector<float> params;  // #J * kStride
   bool any_stretch = false;   // some T_i is not rigid (DQS takes the two-phase fallback)
@@ -94,7 +94,8 @@ StbsFrameFloat PrepareStbsFloat(const std::vector<StbsBone>& bones,
 // float32 kernel.
 //   V         n*3 floats, xyz interleaved;  U  n*3 out (may not alias V)
 //   W         n by k bone weights (rows sum to 1)
-//   endpoint  n by k endpoint weights aligned with W.joints (AlignEndpointWeights)
+//   endpoint  n by k endpoint weights aligned with W.joints (AlignEndpointWeights), in [0, 1]
+//             (outside it the twist angles' sines lose accuracy)
 //   dqs       false: Eq. 5 (LBS); true: Eq. 6 (DQS)
 void StbsFloat(const float* V, int n, const SparseWeights& W, const RowMatrixXf& endpoint,
                const StbsFrameFloat& frame, bool dqs, float* U);

@@ -142,6 +142,58 @@ TEST(DqsTest, FloatPathMatchesDoublePath) {
   }
 }
 
+// The 8-lane kernel blends a slot in one pass where the 8 vertices of a block share its joint and
+// joint by joint otherwise; the pivot (largest weight) may sit in any slot, and slots may be
+// unused; a block with more than two mixed slots goes to the per-vertex kernel. Blocks of each
+// kind, against the double path (block b, first row f = 8b): b % 4 = 0, every row is row f;
+// 1, row f's joints with the row's own weights rotated by its lane (the pivot's slot varies
+// across the lanes); 2, row f's joints, slots from 2 on unused; 3, row f with slots 0 and 1
+// swapped in odd lanes (two mixed slots); block 50 keeps its random rows (mixed). Joint 3's dual
+// quaternion is given as its antipode. n = 1003 leaves 3 vertices to the per-vertex kernel.
+TEST(DqsTest, FloatLaneBlocksOfSharedMixedAndUnusedSlotsMatchDoublePath) {
+  for (int k : {4, 8}) {
+    for (bool stretch : {false, true}) {
+      auto r = RandomRig(1003, 9, k, 40 + k);
+      SparseWeights& W = r.W;
+      const SparseWeights original = W;
+      for (int i = 0; i < 1000; ++i) {
+        const int block = i / 8, first = 8 * block, lane = i % 8;
+        if (block == 50) continue;
+        W.joints.row(i) = original.joints.row(first);
+        W.weights.row(i) = original.weights.row(first);
+        if (block % 4 == 1) {
+          for (int c = 0; c < k; ++c) W.weights(i, c) = original.weights(i, (c + lane) % k);
+        } else if (block % 4 == 2) {
+          float rest = 0.f;
+          for (int c = 2; c < k; ++c) {
+            rest += W.weights(i, c);
+            W.weights(i, c) = 0.f;
+          }
+          W.weights(i, 0) += rest;
+        } else if (block % 4 == 3 && lane % 2 == 1) {
+          std::swap(W.joints(i, 0), W.joints(i, 1));
+          std::swap(W.weights(i, 0), W.weights(i, 1));
+        }
+      }
+      std::vector<Eigen::Affine3d> T = RandomRigids(9, 50 + k);
+      if (stretch) T[4].scale(Eigen::Vector3d(1.5, 0.7, 1.2));
+      const RowMatrixX3d V = RoundToFloat(r.V), N = RoundToFloat(r.N);
+      RowMatrixX3d U, NU, NUf;
+      Dqs(V, W, T, &U, &N, &NU);
+      DqsTransformsFloat prepared = PrepareDqsFloat(T);
+      for (int l = 0; l < 8; ++l) prepared.q8[8 * 3 + l] = -prepared.q8[8 * 3 + l];  // same motion
+      const RowMatrixX3d Uf = DqsF(V, W, prepared, &N, &NUf);
+      for (int i = 0; i < W.rows(); ++i) {
+        ASSERT_LT((Uf.row(i) - U.row(i)).norm(), 1e-5)
+            << "k " << k << " stretch " << stretch << " vertex " << i << " block kind " << (i / 8) % 4;
+        ASSERT_LT((NUf.row(i) - NU.row(i)).norm(), 1e-5)
+            << "k " << k << " stretch " << stretch << " vertex " << i << " block kind " << (i / 8) % 4;
+      }
+      EXPECT_EQ(DqsF(V, W, prepared), Uf) << "positions only must not change positions";
+    }
+  }
+}
+
 TEST(DqsTest, NormalsStayUnitAndMatchRigidRotation) {
   const auto r = RandomRig(500, 6, 4, 9);
   const std::vector<Eigen::Affine3d> one = RandomRigids(1, 10);

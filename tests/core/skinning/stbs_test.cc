@@ -227,35 +227,41 @@ TEST(Stbs, FloatPathMatchesReference) {
   const Baked& b = GetBaked();
   const Eigen::Index n = b.rig.mesh.V.rows();
   const std::vector<float> V(b.rig.mesh.V.data(), b.rig.mesh.V.data() + 3 * n);
-  BoneStretchTwist st;
-  st.stretch = {1.6, 0.7};
-  st.twist_a = {0.4, -1.0};
-  st.twist_b = {2.5, 4.0};
-  for (int k : {4, 2, 1}) {  // k = 4: 8-lane kernels; others scalar
-    const SparseWeights W = TopK(b.W, k);
-    const Eigen::MatrixXd Wd = ToDense(W, 2);
-    const RowMatrixXf Ek = AlignEndpointWeights(W, b.E_bbw);
-    std::mt19937 gen(4);
-    for (bool with_scale : {false, true}) {
-      Pose pose = RandomPose(b.rig.skeleton, gen);
-      if (with_scale) pose.local[1].scale = Eigen::Vector3d(1.3, 0.8, 1.1);
-      auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, pose, b.bones, st);
-      ASSERT_TRUE(T.ok());
-      const StbsFrameFloat frame = PrepareStbsFloat(b.bones, *T, st);
-      EXPECT_EQ(frame.any_stretch, with_scale);
-      for (bool dqs : {false, true}) {
-        RowMatrixX3d ref;
-        if (dqs)
-          StbsDqs(b.rig.mesh.V, Wd, b.E_bbw, b.bones, *T, st, &ref);
-        else
-          StbsLbs(b.rig.mesh.V, Wd, b.E_bbw, b.bones, *T, st, &ref);
-        std::vector<float> U(3 * n);
-        StbsFloat(V.data(), static_cast<int>(n), W, Ek, frame, dqs, U.data());
-        const double scale = std::max(1.0, ref.cwiseAbs().maxCoeff());
-        double worst = 0;
-        for (Eigen::Index i = 0; i < n; ++i)
-          for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(U[3 * i + d] - ref(i, d)));
-        EXPECT_LT(worst / scale, 1e-5) << "k " << k << " dqs " << dqs << " scale " << with_scale;
+  // The lane kernels skip the sines' reduction to [−π, π] for a joint whose twists are within
+  // π (LBS: the angle) or 2π (DQS: the half angle). First set: joint 0 within π, joint 1 within
+  // 2π; second: joint 0 within 2π, joint 1 beyond.
+  for (const double twist_scale : {1.0, 2.5}) {
+    BoneStretchTwist st;
+    st.stretch = {1.6, 0.7};
+    st.twist_a = {0.4 * twist_scale, -1.0 * twist_scale};
+    st.twist_b = {2.5 * twist_scale, 4.0 * twist_scale};
+    for (int k : {4, 2, 1}) {  // k = 4: 8-lane kernels; others scalar
+      const SparseWeights W = TopK(b.W, k);
+      const Eigen::MatrixXd Wd = ToDense(W, 2);
+      const RowMatrixXf Ek = AlignEndpointWeights(W, b.E_bbw);
+      std::mt19937 gen(4);
+      for (bool with_scale : {false, true}) {
+        Pose pose = RandomPose(b.rig.skeleton, gen);
+        if (with_scale) pose.local[1].scale = Eigen::Vector3d(1.3, 0.8, 1.1);
+        auto T = StretchedSkinningTransforms(b.rig.skeleton, b.order, pose, b.bones, st);
+        ASSERT_TRUE(T.ok());
+        const StbsFrameFloat frame = PrepareStbsFloat(b.bones, *T, st);
+        EXPECT_EQ(frame.any_stretch, with_scale);
+        for (bool dqs : {false, true}) {
+          RowMatrixX3d ref;
+          if (dqs)
+            StbsDqs(b.rig.mesh.V, Wd, b.E_bbw, b.bones, *T, st, &ref);
+          else
+            StbsLbs(b.rig.mesh.V, Wd, b.E_bbw, b.bones, *T, st, &ref);
+          std::vector<float> U(3 * n);
+          StbsFloat(V.data(), static_cast<int>(n), W, Ek, frame, dqs, U.data());
+          const double scale = std::max(1.0, ref.cwiseAbs().maxCoeff());
+          double worst = 0;
+          for (Eigen::Index i = 0; i < n; ++i)
+            for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(U[3 * i + d] - ref(i, d)));
+          EXPECT_LT(worst / scale, 1e-5) << "k " << k << " dqs " << dqs << " scale " << with_scale
+                                         << " twist scale " << twist_scale;
+        }
       }
     }
   }
