@@ -459,19 +459,15 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
         nz = cz;
       }
     }
-    // Phase two: u = p + f (w a + v × a − ew v),  a = v × p + e,  f = 2 / |b0|².
-    const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
-    const F8 ex = b[4], ey = b[5], ez = b[6], ew = b[7];
-    const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
-    const F8 f = Select(n2 > zero, 2.f / n2, zero);
-    const F8 ax = vy * pz - vz * py + ex;
-    const F8 ay = vz * px - vx * pz + ey;
-    const F8 az = vx * py - vy * px + ez;
-    simd8::Interleave8(px + f * (qw * ax + (vy * az - vz * ay) - ew * vx),
-                       py + f * (qw * ay + (vz * ax - vx * az) - ew * vy),
-                       pz + f * (qw * az + (vx * ay - vy * ax) - ew * vz), U + 3 * row / K);
+    // Phase two: the blended rigid motion.
+    F8 ux, uy, uz;
+    simd8::BlendedDqApply8(b, px, py, pz, &ux, &uy, &uz);
+    simd8::Interleave8(ux, uy, uz, U + 3 * row / K);
     if constexpr (kNormals) {
-      // The rotation alone: n + f (w a + v × a),  a = v × n; then normalized.
+      // The rotation alone: n + f (w a + v × a),  a = v × n,  f = 2 / |b0|²; then normalized.
+      const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
+      const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
+      const F8 f = Select(n2 > zero, 2.f / n2, zero);
       const F8 bx = vy * nz - vz * ny;
       const F8 by = vz * nx - vx * nz;
       const F8 bz = vx * ny - vy * nx;

@@ -123,6 +123,24 @@ static SKINNING_LANES_INLINE int32_t LaneValue(I8 v, int l) {
   return a[l];
 }
 
+// The rigid motion of a blended (non-unit) dual quaternion b = (v, w) + ε (e, ew) on 8 points,
+// normalized by |b0| (Kavan et al. 2008; dqs.cc): u = p + f (w a + v × a − ew v), a = v × p + e,
+// f = 2 / |b0|² (0 for a zero real part: the identity).
+static SKINNING_LANES_INLINE void BlendedDqApply8(const F8 b[8], F8 px, F8 py, F8 pz, F8* ux,
+                                                  F8* uy, F8* uz) {
+  const F8 zero = {};
+  const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
+  const F8 ex = b[4], ey = b[5], ez = b[6], ew = b[7];
+  const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
+  const F8 f = Select(n2 > zero, 2.f / n2, zero);
+  const F8 ax = vy * pz - vz * py + ex;
+  const F8 ay = vz * px - vx * pz + ey;
+  const F8 az = vx * py - vy * px + ez;
+  *ux = px + f * (qw * ax + (vy * az - vz * ay) - ew * vx);
+  *uy = py + f * (qw * ay + (vz * ax - vx * az) - ew * vy);
+  *uz = pz + f * (qw * az + (vx * ay - vy * ax) - ew * vz);
+}
+
 // Stores x, y, z of 8 points interleaved (24 floats).
 static SKINNING_LANES_INLINE void Interleave8(F8 x, F8 y, F8 z, float* __restrict u) {
   const F8 t0 = __builtin_shufflevector(x, y, 0, 8, 0, 1, 9, 1, 2, 10);

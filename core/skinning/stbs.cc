@@ -362,16 +362,8 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
         const F8 ws = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) ^ ((d < zero) & sign_bit));
         for (int l = 0; l < 8; ++l) b[l] += ws * dq[c][l];
       }
-      const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
-      const F8 ex = b[4], ey = b[5], ez = b[6], ew = b[7];
-      const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
-      const F8 f = Select(n2 > zero, 2.f / n2, zero);
-      const F8 ax = vy * pz - vz * py + ex;
-      const F8 ay = vz * px - vx * pz + ey;
-      const F8 az = vx * py - vy * px + ez;
-      const F8 ux = px + f * (qw * ax + (vy * az - vz * ay) - ew * vx);
-      const F8 uy = py + f * (qw * ay + (vz * ax - vx * az) - ew * vy);
-      const F8 uz = pz + f * (qw * az + (vx * ay - vy * ax) - ew * vz);
+      F8 ux, uy, uz;
+      BlendedDqApply8(b, px, py, pz, &ux, &uy, &uz);
       Interleave8(ux, uy, uz, U + 3 * static_cast<std::ptrdiff_t>(i0));
     }
   }
