@@ -373,20 +373,49 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
       simd8::Transpose8x8(weights + row, W);
       simd8::Transpose8x8(joints + row, J);
     }
-    // A block whose vertices do not share their joints (more than two used slots with several
-    // joints among the lanes, as in a mesh whose vertex order ignores the skeleton) would take
-    // a pass per distinct joint and slot, slower than DqsFloatVec: it and the next blocks, up to
-    // kMixedRun vertices, take DqsFloatVec (a call per block would cost more than it saves).
-    int mixed = 0;
-    for (int c = 0; c < K; ++c) mixed += AnyLane(J[c] != J[c][0]) && AnyLane(W[c] != zero);
-    if (mixed > 2) {
-      constexpr int kMixedRun = 64;
-      const int run = std::min(kMixedRun, n8 - i0);
-      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0);
-      DqsFloatVec<K, kNormals, kStretch>(V + o, run, joints + row, weights + row, Q8, S9, U + o,
-                                         kNormals ? N + o : nullptr, kNormals ? NU + o : nullptr);
-      i0 += run - 8;
-      continue;
+    // Where every used slot holds one joint in all lanes (mixed == 0) the slots are blended one
+    // by one. Otherwise the block's distinct joints are gathered first, each with its weight per
+    // lane summed over the slots that hold it (neighbours often share their joints in another
+    // slot order): one pass per joint. A block with more than kMaxJoints = 2K distinct joints
+    // would be slower on lanes than DqsFloatVec: it and the next blocks, up to kMixedRun
+    // vertices, take DqsFloatVec (a call per block would cost more than it saves).
+    constexpr int kMaxJoints = 2 * K;
+    bool mixed = false;
+    for (int c = 0; c < K; ++c) mixed |= AnyLane(J[c] != J[c][0]) && AnyLane(W[c] != zero);
+    int32_t block_joints[kMaxJoints];
+    I8 block_weights[kMaxJoints];
+    int count = 0;
+    if (mixed) {
+      I8 pending[K];
+      for (int c = 0; c < K; ++c) pending[c] = W[c] != zero;
+      bool overflow = false;
+      for (int c = 0; c < K && !overflow; ++c) {
+        while (AnyLane(pending[c])) {
+          if (count == kMaxJoints) {
+            overflow = true;
+            break;
+          }
+          const int32_t j = LaneValue(J[c], FirstLane(pending[c]));
+          I8 w = {};
+          for (int d = c; d < K; ++d) {  // slots before c hold no pending lane of j
+            const I8 mine = pending[d] & (J[d] == j);
+            w = reinterpret_cast<I8>(reinterpret_cast<F8>(w) +
+                                     reinterpret_cast<F8>(reinterpret_cast<I8>(W[d]) & mine));
+            pending[d] &= ~mine;
+          }
+          block_joints[count] = j;
+          block_weights[count++] = w;
+        }
+      }
+      if (overflow) {
+        constexpr int kMixedRun = 64;
+        const int run = std::min(kMixedRun, n8 - i0);
+        const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(i0);
+        DqsFloatVec<K, kNormals, kStretch>(V + o, run, joints + row, weights + row, Q8, S9, U + o,
+                                           kNormals ? N + o : nullptr, kNormals ? NU + o : nullptr);
+        i0 += run - 8;
+        continue;
+      }
     }
     F8 best = W[0];
     I8 pivot = J[0];
@@ -395,9 +424,8 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
       best = Select(gt, W[c], best);
       pivot = Select(gt, J[c], pivot);
     }
-    // Where every lane holds the same joint (the usual case) it is blended in one pass; otherwise
-    // the loops visit each distinct joint j among the pending lanes once (`mine`: the lanes
-    // holding it), as the STBS kernel does.
+    // The pivots' real parts: one broadcast where every lane's pivot is one joint; otherwise one
+    // pass per distinct pivot joint (`mine`: the lanes holding it).
     F8 rp[4];
     if (const int32_t j = pivot[0]; !AnyLane(pivot != j)) {
       for (int l = 0; l < 4; ++l) rp[l] = zero + Q8[8 * static_cast<std::ptrdiff_t>(j) + l];
@@ -412,25 +440,19 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
       }
     }
     // Antipodality (w_c takes the sign of dot(real_c, real_pivot)) and the blend; the stretch
-    // with the unsigned weights.
+    // with the unsigned weights. A joint held by several slots of a lane blends once with their
+    // sum, as its sign is the same for each.
     F8 b[8], S[9];
     for (int l = 0; l < 8; ++l) b[l] = zero;
     if constexpr (kStretch)
       for (int l = 0; l < 9; ++l) S[l] = zero;
-    for (int c = 0; c < K; ++c) {
-      const I8 used = W[c] != zero;
-      if (!AnyLane(used)) continue;
-      const I8 w = reinterpret_cast<I8>(W[c]);
-      if (const int32_t j = J[c][0]; !AnyLane(J[c] != j)) {
-        DqsBlendJoint8<kStretch>(Q8, S9, j, rp, w, b, S);
-        continue;
-      }
-      for (I8 pending = used; AnyLane(pending);) {
-        const int32_t j = LaneValue(J[c], FirstLane(pending));
-        const I8 mine = pending & (J[c] == j);
-        pending &= ~mine;
-        DqsBlendJoint8<kStretch>(Q8, S9, j, rp, w & mine, b, S);
-      }
+    if (!mixed) {
+      for (int c = 0; c < K; ++c)
+        if (AnyLane(W[c] != zero))
+          DqsBlendJoint8<kStretch>(Q8, S9, J[c][0], rp, reinterpret_cast<I8>(W[c]), b, S);
+    } else {
+      for (int e = 0; e < count; ++e)
+        DqsBlendJoint8<kStretch>(Q8, S9, block_joints[e], rp, block_weights[e], b, S);
     }
     F8 px, py, pz, nx, ny, nz;
     simd8::Deinterleave8(V + 3 * row / K, &px, &py, &pz);
@@ -486,30 +508,31 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
 
 #endif  // SKINNING_VECTOR_EXT
 
-// Whether the vertices of blocks of 8 mostly share their joints, judged on up to 16 blocks spread
-// over the mesh: a block counts as mixed when more than two used slots hold several joints
-// (DqsFloat8's rule), and the lanes are used when at most a quarter of the sampled blocks are.
+// Whether blocks of 8 vertices hold few enough distinct joints for DqsFloat8 to pay, judged on up
+// to 16 blocks spread over the mesh: a block with d distinct joints (among its used slots) costs
+// DqsFloat8 about a fixed part plus one pass per joint, and DqsFloatVec about as much as 2k such
+// passes (deformers_bench and skinning_bench); the lanes are used when the sampled blocks average
+// at most 1.5 k.
 bool BlocksShareJoints(const int32_t* joints, const float* weights, int k, int n8) {
   const int blocks = n8 / 8;
   if (blocks == 0) return false;
   const int samples = std::min(blocks, 16);
-  int mixed_blocks = 0;
+  int distinct = 0;
   for (int s = 0; s < samples; ++s) {
-    const std::ptrdiff_t first = 8 * static_cast<std::ptrdiff_t>(
-        static_cast<int64_t>(s) * blocks / samples);
-    int mixed = 0;
-    for (int c = 0; c < k; ++c) {
-      bool several = false, used = false;
-      for (int l = 0; l < 8; ++l) {
-        const std::ptrdiff_t at = (first + l) * k + c;
-        several |= joints[at] != joints[first * k + c];
-        used |= weights[at] != 0.f;
-      }
-      mixed += several && used;
+    const std::ptrdiff_t first =
+        8 * k * static_cast<std::ptrdiff_t>(static_cast<int64_t>(s) * blocks / samples);
+    int seen[64];
+    int count = 0;
+    for (int e = 0; e < 8 * k; ++e) {
+      if (weights[first + e] == 0.f) continue;
+      const int j = joints[first + e];
+      bool known = false;
+      for (int x = 0; x < count; ++x) known |= seen[x] == j;
+      if (!known) seen[count++] = j;
     }
-    mixed_blocks += mixed > 2;
+    distinct += count;
   }
-  return 4 * mixed_blocks <= samples;
+  return 2 * distinct <= 3 * k * samples;
 }
 
 template <bool kNormals, bool kStretch>

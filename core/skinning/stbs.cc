@@ -275,9 +275,10 @@ SKINNING_LANES_INLINE void StbsLbsAccumulate8(const float* __restrict P, F8 px, 
   *az += w * o[2];
 }
 
-// The dual quaternions (StbsDq) of one slot's joints on 8 lanes, 0 in the lanes whose weight is
-// 0; false (dq untouched) when no lane uses the slot. A slot whose lanes all hold one joint (the
-// usual case) is computed once; otherwise once per distinct joint, selected into its lanes.
+// The dual quaternions (StbsDq) of one slot's joints on 8 lanes; false (dq untouched) when no
+// lane uses the slot. A slot whose lanes all hold one joint (the usual case) is computed once for
+// all lanes; otherwise once per distinct joint among the used lanes, selected into them (the
+// lanes whose weight is 0 get 0). Either way a lane of weight 0 adds nothing to the blend.
 SKINNING_LANES_INLINE bool StbsSlotDq8(const float* __restrict params, I8 J, F8 W, F8 E,
                                        F8 dq[8]) {
   constexpr int kS = StbsFrameFloat::kStride;

@@ -143,13 +143,14 @@ TEST(DqsTest, FloatPathMatchesDoublePath) {
 }
 
 // The 8-lane kernel blends a slot in one pass where the 8 vertices of a block share its joint and
-// joint by joint otherwise; the pivot (largest weight) may sit in any slot, and slots may be
-// unused; a block with more than two mixed slots goes to the per-vertex kernel. Blocks of each
-// kind, against the double path (block b, first row f = 8b): b % 4 = 0, every row is row f;
-// 1, row f's joints with the row's own weights rotated by its lane (the pivot's slot varies
-// across the lanes); 2, row f's joints, slots from 2 on unused; 3, row f with slots 0 and 1
-// swapped in odd lanes (two mixed slots); block 50 keeps its random rows (mixed). Joint 3's dual
-// quaternion is given as its antipode. n = 1003 leaves 3 vertices to the per-vertex kernel.
+// the block's distinct joints one by one otherwise (a joint's weights summed over the slots that
+// hold it); the pivot (largest weight) may sit in any slot, and slots may be unused; a block with
+// more than 2k distinct joints goes to the per-vertex kernel. Blocks of each kind, against the
+// double path (block b, first row f = 8b): b % 4 = 0, every row is row f; 1, row f's joints
+// with the row's own weights rotated by its lane (the pivot's slot varies across the lanes); 2,
+// row f's joints, slots from 2 on unused; 3, row f with slots 0 and 1 swapped in odd lanes;
+// block 50 keeps its random rows (k = 4: 9 distinct joints, so the per-vertex kernel). Joint 3's
+// dual quaternion is given as its antipode. n = 1003 leaves 3 vertices to the per-vertex kernel.
 TEST(DqsTest, FloatLaneBlocksOfSharedMixedAndUnusedSlotsMatchDoublePath) {
   for (int k : {4, 8}) {
     for (bool stretch : {false, true}) {
