@@ -432,9 +432,8 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
     } else {
       for (int l = 0; l < 4; ++l) rp[l] = zero;
       for (I8 pending = I8{} - 1; AnyLane(pending);) {
-        const int32_t jl = LaneValue(pivot, FirstLane(pending));
-        const I8 mine = pending & (pivot == jl);
-        pending &= ~mine;
+        I8 mine;
+        const int32_t jl = simd8::TakeLaneGroup(pivot, &pending, &mine);
         const float* __restrict q = Q8 + 8 * static_cast<std::ptrdiff_t>(jl);
         for (int l = 0; l < 4; ++l) rp[l] = Select(mine, zero + q[l], rp[l]);
       }
@@ -482,14 +481,13 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
       }
     }
     // Phase two: the blended rigid motion.
+    const F8 f = simd8::BlendedDqScale8(b);
     F8 ux, uy, uz;
-    simd8::BlendedDqApply8(b, px, py, pz, &ux, &uy, &uz);
+    simd8::BlendedDqApply8(b, f, px, py, pz, &ux, &uy, &uz);
     simd8::Interleave8(ux, uy, uz, U + 3 * row / K);
     if constexpr (kNormals) {
-      // The rotation alone: n + f (w a + v × a),  a = v × n,  f = 2 / |b0|²; then normalized.
+      // The rotation alone: n + f (w a + v × a),  a = v × n; then normalized.
       const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
-      const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
-      const F8 f = Select(n2 > zero, 2.f / n2, zero);
       const F8 bx = vy * nz - vz * ny;
       const F8 by = vz * nx - vx * nz;
       const F8 bz = vx * ny - vy * nx;
@@ -505,8 +503,6 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
     }
   }
 }
-
-#endif  // SKINNING_VECTOR_EXT
 
 // Whether blocks of 8 vertices hold few enough distinct joints for DqsFloat8 to pay, judged on up
 // to 16 blocks spread over the mesh: a block with d distinct joints (among its used slots) costs
@@ -535,29 +531,30 @@ bool BlocksShareJoints(const int32_t* joints, const float* weights, int k, int n
   return 2 * distinct <= 3 * k * samples;
 }
 
+// DqsFloat8 on the blocks of 8 vertices where they share their joints (BlocksShareJoints),
+// DqsFloatVec on the rest (all of it otherwise, and the n mod 8 last vertices).
+template <int K, bool kNormals, bool kStretch>
+void DqsFloatLanes(const float* V, int n, const int32_t* joints, const float* weights,
+                   const float* Q8, const float* S9, float* U, const float* N, float* NU) {
+  const int n8 = BlocksShareJoints(joints, weights, K, n - n % 8) ? n - n % 8 : 0;
+  const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(n8);
+  const std::ptrdiff_t row = K * static_cast<std::ptrdiff_t>(n8);
+  DqsFloat8<K, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
+  DqsFloatVec<K, kNormals, kStretch>(V + o, n - n8, joints + row, weights + row, Q8, S9, U + o,
+                                     kNormals ? N + o : nullptr, kNormals ? NU + o : nullptr);
+}
+
+#endif  // SKINNING_VECTOR_EXT
+
 template <bool kNormals, bool kStretch>
 void DqsFloatDispatchK(const float* V, int n, const int32_t* joints, const float* weights, int k,
                        const float* Q8, const float* S9, float* U, const float* N, float* NU) {
 #ifdef SKINNING_VECTOR_EXT
-  // Blocks of 8 vertices on lanes where they share their joints, the rest (n mod 8) one by one.
-  const int n8 = (k == 4 || k == 8) && BlocksShareJoints(joints, weights, k, n - n % 8) ? n - n % 8 : 0;
-  const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(n8);
-  const float* N_rest = kNormals ? N + o : nullptr;
-  float* NU_rest = kNormals ? NU + o : nullptr;
-  if (k == 8) {
-    DqsFloat8<8, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
-    DqsFloatVec<8, kNormals, kStretch>(V + o, n - n8, joints + 8 * static_cast<std::ptrdiff_t>(n8),
-                                       weights + 8 * static_cast<std::ptrdiff_t>(n8), Q8, S9,
-                                       U + o, N_rest, NU_rest);
-    return;
-  }
+  if (k == 8) return DqsFloatLanes<8, kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
 #endif
   if (k == 4) {
 #ifdef SKINNING_VECTOR_EXT
-    DqsFloat8<4, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
-    DqsFloatVec<4, kNormals, kStretch>(V + o, n - n8, joints + 4 * static_cast<std::ptrdiff_t>(n8),
-                                       weights + 4 * static_cast<std::ptrdiff_t>(n8), Q8, S9,
-                                       U + o, N_rest, NU_rest);
+    DqsFloatLanes<4, kNormals, kStretch>(V, n, joints, weights, Q8, S9, U, N, NU);
 #else
     DqsFloatKernel<4, kNormals, kStretch>(V, n, joints, weights, k, Q8, S9, U, N, NU);
 #endif

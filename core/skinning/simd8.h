@@ -123,16 +123,30 @@ static SKINNING_LANES_INLINE int32_t LaneValue(I8 v, int l) {
   return a[l];
 }
 
-// The rigid motion of a blended (non-unit) dual quaternion b = (v, w) + ε (e, ew) on 8 points,
-// normalized by |b0| (Kavan et al. 2008; dqs.cc): u = p + f (w a + v × a − ew v), a = v × p + e,
-// f = 2 / |b0|² (0 for a zero real part: the identity).
-static SKINNING_LANES_INLINE void BlendedDqApply8(const F8 b[8], F8 px, F8 py, F8 pz, F8* ux,
-                                                  F8* uy, F8* uz) {
+// One step of visiting each distinct value of v among the lanes set in *pending (at least one):
+// returns the first pending lane's value, sets *mine to the pending lanes that hold it and takes
+// them out of *pending. `while (AnyLane(pending)) { j = TakeLaneGroup(v, &pending, &mine); ... }`
+static SKINNING_LANES_INLINE int32_t TakeLaneGroup(I8 v, I8* pending, I8* mine) {
+  const int32_t value = LaneValue(v, FirstLane(*pending));
+  *mine = *pending & (v == value);
+  *pending &= ~*mine;
+  return value;
+}
+
+// f = 2 / |b0|² of a blended (non-unit) dual quaternion b = (v, w) + ε (e, ew), 0 for a zero real
+// part (Kavan et al. 2008; dqs.cc): the normalization BlendedDqApply8 takes.
+static SKINNING_LANES_INLINE F8 BlendedDqScale8(const F8 b[8]) {
   const F8 zero = {};
+  const F8 n2 = b[0] * b[0] + b[1] * b[1] + b[2] * b[2] + b[3] * b[3];
+  return Select(n2 > zero, 2.f / n2, zero);
+}
+
+// The rigid motion of b normalized by |b0| on 8 points, f = BlendedDqScale8(b):
+// u = p + f (w a + v × a − ew v), a = v × p + e (f = 0: the identity).
+static SKINNING_LANES_INLINE void BlendedDqApply8(const F8 b[8], F8 f, F8 px, F8 py, F8 pz,
+                                                  F8* ux, F8* uy, F8* uz) {
   const F8 vx = b[0], vy = b[1], vz = b[2], qw = b[3];
   const F8 ex = b[4], ey = b[5], ez = b[6], ew = b[7];
-  const F8 n2 = vx * vx + vy * vy + vz * vz + qw * qw;
-  const F8 f = Select(n2 > zero, 2.f / n2, zero);
   const F8 ax = vy * pz - vz * py + ex;
   const F8 ay = vz * px - vx * pz + ey;
   const F8 az = vx * py - vy * px + ez;

@@ -291,9 +291,8 @@ SKINNING_LANES_INLINE bool StbsSlotDq8(const float* __restrict params, I8 J, F8 
   }
   for (int l = 0; l < 8; ++l) dq[l] = zero;
   while (AnyLane(pending)) {
-    const int32_t j = LaneValue(J, FirstLane(pending));
-    const I8 mine = pending & (J == j);
-    pending &= ~mine;
+    I8 mine;
+    const int32_t j = TakeLaneGroup(J, &pending, &mine);
     F8 d[8];
     StbsDq<F8>(params + kS * static_cast<std::ptrdiff_t>(j), E, d);
     for (int l = 0; l < 8; ++l) dq[l] = Select(mine, d[l], dq[l]);
@@ -324,11 +323,8 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
       for (int c = 0; c < 4; ++c) {
         I8 pending = W[c] != zero;
         while (AnyLane(pending)) {
-          int32_t jl[8];
-          std::memcpy(jl, &J[c], sizeof(jl));
-          const int32_t j = jl[FirstLane(pending)];
-          const I8 mine = pending & (J[c] == j);
-          pending &= ~mine;
+          I8 mine;
+          const int32_t j = TakeLaneGroup(J[c], &pending, &mine);
           const F8 w = reinterpret_cast<F8>(reinterpret_cast<I8>(W[c]) & mine);
           StbsLbsAccumulate8(params + kS * static_cast<std::ptrdiff_t>(j), px, py, pz, w, E[c],
                              &ax, &ay, &az);
@@ -364,7 +360,7 @@ SKINNING_HOT_CLONES void StbsKernel8K4(const float* __restrict V, int n8,
         for (int l = 0; l < 8; ++l) b[l] += ws * dq[c][l];
       }
       F8 ux, uy, uz;
-      BlendedDqApply8(b, px, py, pz, &ux, &uy, &uz);
+      BlendedDqApply8(b, BlendedDqScale8(b), px, py, pz, &ux, &uy, &uz);
       Interleave8(ux, uy, uz, U + 3 * static_cast<std::ptrdiff_t>(i0));
     }
   }
