@@ -181,19 +181,29 @@ const Character& GetCharacter(int which) {
   return *c;
 }
 
-// range(0): 0 CesiumMan, 1 the arm; range(1): 0 LBS, 1 DQS (PrepareDqsFloat included).
+// range(0): 0 CesiumMan, 1 the arm; range(1): 0 LBS, 1 DQS (PrepareDqsFloat included), 2 DQS
+// through the vertex order the server prepares per rig and bake (PrepareDqsLaneOrder; CesiumMan
+// only: the arm's blocks all share their joints in file order, so it keeps that order).
 void BM_CharacterFloat(benchmark::State& state) {
   const Character& c = GetCharacter(static_cast<int>(state.range(0)));
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
   }
-  const bool dqs = state.range(1) != 0;
+  const int mode = static_cast<int>(state.range(1));
   const int k = c.W.k();
   const std::vector<float> T34 = ToRowMajor34(c.T);
   std::vector<float> U(c.V.size());
+  const DqsLaneOrder lanes = mode == 2 ? PrepareDqsLaneOrder(c.W) : DqsLaneOrder();
+  if (mode == 2 && lanes.empty()) {
+    state.SkipWithError("PrepareDqsLaneOrder keeps the file order for this character");
+    return;
+  }
   for (auto _ : state) {
-    if (dqs) {
+    if (mode == 2) {
+      const DqsTransformsFloat prepared = PrepareDqsFloat(c.T);
+      DqsFloat(c.V.data(), lanes, prepared, U.data());
+    } else if (mode == 1) {
       const DqsTransformsFloat prepared = PrepareDqsFloat(c.T);
       DqsFloat(c.V.data(), c.n(), c.W.joints.data(), c.W.weights.data(), k, prepared, U.data());
     } else {
@@ -204,7 +214,7 @@ void BM_CharacterFloat(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * c.n());
 }
-BENCHMARK(BM_CharacterFloat)->ArgNames({"character", "dqs"})->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CharacterFloat)->ArgNames({"character", "dqs"})->ArgsProduct({{0, 1}, {0, 1}})->Args({0, 2})->Unit(benchmark::kMicrosecond);
 
 // The double reference paths (sparse weights), for comparison.
 void BM_LbsDouble(benchmark::State& state) {

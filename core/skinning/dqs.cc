@@ -504,6 +504,20 @@ SKINNING_HOT_CLONES void DqsFloat8(const float* __restrict V, int n8,
   }
 }
 
+// The distinct joints among the used slots of the 8 rows (k slots each) at joints, weights.
+int BlockJoints(const int32_t* joints, const float* weights, int k) {
+  int seen[64];
+  int count = 0;
+  for (int e = 0; e < 8 * k; ++e) {
+    if (weights[e] == 0.f) continue;
+    const int j = joints[e];
+    bool known = false;
+    for (int x = 0; x < count; ++x) known |= seen[x] == j;
+    if (!known) seen[count++] = j;
+  }
+  return count;
+}
+
 // Whether blocks of 8 vertices hold few enough distinct joints for DqsFloat8 to pay, judged on up
 // to 16 blocks spread over the mesh: a block with d distinct joints (among its used slots) costs
 // DqsFloat8 about a fixed part plus one pass per joint, and DqsFloatVec about as much as 2k such
@@ -517,16 +531,7 @@ bool BlocksShareJoints(const int32_t* joints, const float* weights, int k, int n
   for (int s = 0; s < samples; ++s) {
     const std::ptrdiff_t first =
         8 * k * static_cast<std::ptrdiff_t>(static_cast<int64_t>(s) * blocks / samples);
-    int seen[64];
-    int count = 0;
-    for (int e = 0; e < 8 * k; ++e) {
-      if (weights[first + e] == 0.f) continue;
-      const int j = joints[first + e];
-      bool known = false;
-      for (int x = 0; x < count; ++x) known |= seen[x] == j;
-      if (!known) seen[count++] = j;
-    }
-    distinct += count;
+    distinct += BlockJoints(joints + first, weights + first, k);
   }
   return 2 * distinct <= 3 * k * samples;
 }
@@ -542,6 +547,60 @@ void DqsFloatLanes(const float* V, int n, const int32_t* joints, const float* we
   DqsFloat8<K, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
   DqsFloatVec<K, kNormals, kStretch>(V + o, n - n8, joints + row, weights + row, Q8, S9, U + o,
                                      kNormals ? N + o : nullptr, kNormals ? NU + o : nullptr);
+}
+
+// DqsFloatLanes over a DqsLaneOrder: chunks of its rows with their positions (and normals)
+// gathered from the mesh's order, blocks of 8 to DqsFloat8 (the order was kept only where they
+// pay), the chunk's last n mod 8 rows to DqsFloatVec, and the results scattered back.
+template <int K, bool kNormals, bool kStretch>
+void DqsFloatOrdered(const float* __restrict V, const DqsLaneOrder& lanes, const float* Q8, const float* S9,
+                     float* __restrict U, const float* __restrict N, float* __restrict NU) {
+  constexpr int kChunk = 256;
+  alignas(64) float v[3 * kChunk], u[3 * kChunk], nv[kNormals ? 3 * kChunk : 1], nu[kNormals ? 3 * kChunk : 1];
+  const int n = static_cast<int>(lanes.order.size());
+  for (int r0 = 0; r0 < n; r0 += kChunk) {
+    const int m = std::min(kChunk, n - r0);
+    const int32_t* __restrict idx = lanes.order.data() + r0;
+    for (int i = 0; i < m; ++i) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
+      for (int c = 0; c < 3; ++c) v[3 * i + c] = V[o + c];
+      if constexpr (kNormals)
+        for (int c = 0; c < 3; ++c) nv[3 * i + c] = N[o + c];
+    }
+    const int m8 = m - m % 8;
+    const int32_t* J = lanes.joints.data() + K * static_cast<std::ptrdiff_t>(r0);
+    const float* W = lanes.weights.data() + K * static_cast<std::ptrdiff_t>(r0);
+    DqsFloat8<K, kNormals, kStretch>(v, m8, J, W, Q8, S9, u, nv, nu);
+    DqsFloatVec<K, kNormals, kStretch>(v + 3 * m8, m - m8, J + K * m8, W + K * m8, Q8, S9, u + 3 * m8,
+                                       kNormals ? nv + 3 * m8 : nullptr, kNormals ? nu + 3 * m8 : nullptr);
+    for (int i = 0; i < m; ++i) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
+      for (int c = 0; c < 3; ++c) U[o + c] = u[3 * i + c];
+      if constexpr (kNormals)
+        for (int c = 0; c < 3; ++c) NU[o + c] = nu[3 * i + c];
+    }
+  }
+}
+
+template <bool kNormals, bool kStretch>
+void DqsFloatOrderedK(const float* V, const DqsLaneOrder& lanes, const float* Q8, const float* S9, float* U,
+                      const float* N, float* NU) {
+  if (lanes.k == 8) {
+    DqsFloatOrdered<8, kNormals, kStretch>(V, lanes, Q8, S9, U, N, NU);
+  } else {
+    DqsFloatOrdered<4, kNormals, kStretch>(V, lanes, Q8, S9, U, N, NU);
+  }
+}
+
+// Mean distinct joints per full block of 8 rows.
+double MeanBlockJoints(const int32_t* joints, const float* weights, int k, int n) {
+  const int blocks = n / 8;
+  int64_t distinct = 0;
+  for (int b = 0; b < blocks; ++b) {
+    const std::ptrdiff_t first = 8 * k * static_cast<std::ptrdiff_t>(b);
+    distinct += BlockJoints(joints + first, weights + first, k);
+  }
+  return blocks > 0 ? static_cast<double>(distinct) / blocks : 0.0;
 }
 
 #endif  // SKINNING_VECTOR_EXT
@@ -690,6 +749,76 @@ void DqsFloat(const float* V, int n, const int32_t* joints, const float* weights
       DqsFloatDispatchK<false, false>(V, n, joints, weights, k, Q8, S9, U, nullptr, nullptr);
     }
   }
+}
+
+DqsLaneOrder PrepareDqsLaneOrder(const SparseWeights& W) {
+  DqsLaneOrder lanes;
+#ifdef SKINNING_VECTOR_EXT
+  const int n = W.rows(), k = W.k();
+  if ((k != 4 && k != 8) || n < 64) return lanes;
+  const int32_t* joints = W.joints.data();
+  const float* weights = W.weights.data();
+  // Each row's used joints, sorted (unused slots as a joint past every index, so they sort last).
+  constexpr int32_t kUnused = INT32_MAX;
+  std::vector<int32_t> sorted(static_cast<size_t>(n) * k);
+  std::vector<int> slot(static_cast<size_t>(n) * k);
+  for (int i = 0; i < n; ++i) {
+    int* s = slot.data() + static_cast<std::ptrdiff_t>(k) * i;
+    for (int c = 0; c < k; ++c) s[c] = c;
+    const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(k) * i;
+    auto key = [&](int c) { return weights[row + c] != 0.f ? joints[row + c] : kUnused; };
+    std::sort(s, s + k, [&](int a, int b) { return key(a) < key(b) || (key(a) == key(b) && a < b); });
+    for (int c = 0; c < k; ++c) sorted[row + c] = key(s[c]);
+  }
+  std::vector<int32_t> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return std::lexicographical_compare(sorted.begin() + static_cast<std::ptrdiff_t>(k) * a,
+                                        sorted.begin() + static_cast<std::ptrdiff_t>(k) * (a + 1),
+                                        sorted.begin() + static_cast<std::ptrdiff_t>(k) * b,
+                                        sorted.begin() + static_cast<std::ptrdiff_t>(k) * (b + 1));
+  });
+  std::vector<int32_t> J(static_cast<size_t>(n) * k);
+  std::vector<float> Wt(static_cast<size_t>(n) * k);
+  for (int r = 0; r < n; ++r) {
+    const std::ptrdiff_t from = static_cast<std::ptrdiff_t>(k) * order[r], to = static_cast<std::ptrdiff_t>(k) * r;
+    for (int c = 0; c < k; ++c) {
+      const int s = slot[from + c];
+      J[to + c] = joints[from + s];
+      Wt[to + c] = weights[from + s];
+    }
+  }
+  const double file = MeanBlockJoints(joints, weights, k, n);
+  const double ordered = MeanBlockJoints(J.data(), Wt.data(), k, n);
+  if (2 * ordered > 3 * k || file <= 1.1 * ordered) return lanes;
+  lanes.k = k;
+  lanes.order = std::move(order);
+  lanes.joints = std::move(J);
+  lanes.weights = std::move(Wt);
+#endif
+  return lanes;
+}
+
+void DqsFloat(const float* V, const DqsLaneOrder& lanes, const DqsTransformsFloat& prepared, float* U,
+              const float* N, float* NU) {
+#ifdef SKINNING_VECTOR_EXT
+  const bool normals = N != nullptr && NU != nullptr;
+  const float* Q8 = prepared.q8.data();
+  const float* S9 = prepared.stretch.empty() ? nullptr : prepared.stretch.data();
+  if (S9 != nullptr) {
+    if (normals) {
+      DqsFloatOrderedK<true, true>(V, lanes, Q8, S9, U, N, NU);
+    } else {
+      DqsFloatOrderedK<false, true>(V, lanes, Q8, S9, U, nullptr, nullptr);
+    }
+  } else {
+    if (normals) {
+      DqsFloatOrderedK<true, false>(V, lanes, Q8, S9, U, N, NU);
+    } else {
+      DqsFloatOrderedK<false, false>(V, lanes, Q8, S9, U, nullptr, nullptr);
+    }
+  }
+#endif
 }
 
 }  // namespace skinning

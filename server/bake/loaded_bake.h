@@ -9,6 +9,7 @@
 
 #include <Eigen/Core>
 
+#include "core/skinning/dqs.h"
 #include "core/skinning/weights.h"
 #include "skinning/internal/v1/store.pb.h"
 
@@ -36,6 +37,7 @@ struct LoadedBake {
   // options.influence_count, or every non-zero for a FAST model). Empty for an elastic model.
   Eigen::MatrixXd dense;
   SparseWeights sparse;
+  DqsLaneOrder dqs_lanes;  // PrepareDqsLaneOrder(sparse) for bone weights: DEFORMER_DQS's vertex order, or empty
   // Whether dense/sparse are per-joint bone weights that posing and other bakes can use
   // (Recipe::HasBoneWeights).
   bool bone_weights = false;

@@ -26,6 +26,7 @@ struct PoseTarget {
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;  // the request's bake, or null
   const SparseWeights* weights = nullptr;  // the rig's own or the bake's bone weights; null if none
+  const DqsLaneOrder* dqs_lanes = nullptr;  // their DQS vertex order (rig's or bake's), or null
   std::shared_ptr<const PsdModel> psd;     // PSD deformers: the model of the caller's examples
 };
 

@@ -127,7 +127,10 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   PoseTarget target;
   ASSIGN_OR_RETURN(target.rig, rigs_->GetForTenant(rig_id, tenant));
   if (bake.empty()) {
-    if (target.rig->rig.has_weights()) target.weights = &target.rig->weights;
+    if (target.rig->rig.has_weights()) {
+      target.weights = &target.rig->weights;
+      target.dqs_lanes = &target.rig->dqs_lanes;
+    }
     return target;
   }
   ASSIGN_OR_RETURN(const BakeRef ref, ParseBakeName(bake, bake_field));
@@ -137,7 +140,10 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   ASSIGN_OR_RETURN(target.bake, bakes_->Result(ref));
   RETURN_IF_ERROR(target.bake->recipe->CheckPoseable(*target.bake));
   // Bakes without bone weights (swing/twist, elastic) are for the deformers that read them.
-  if (target.bake->bone_weights) target.weights = &target.bake->sparse;
+  if (target.bake->bone_weights) {
+    target.weights = &target.bake->sparse;
+    target.dqs_lanes = &target.bake->dqs_lanes;
+  }
   return target;
 }
 

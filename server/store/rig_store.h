@@ -14,6 +14,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "core/skinning/dqs.h"
 #include "server/convert/convert.h"
 #include "server/convert/rig.h"
 #include "server/store/blob_store.h"
@@ -33,6 +34,7 @@ struct LoadedRig {
   Rig rig;                       // core form (double)
   std::vector<int> order;        // TopologicalOrder(rig.skeleton)
   SparseWeights weights;         // exact sparse weights, rows normalized (0 rows if none)
+  DqsLaneOrder dqs_lanes;        // PrepareDqsLaneOrder(weights): DEFORMER_DQS's vertex order, or empty
   std::vector<float> positions;  // #V*3 float32 bind positions
   std::vector<float> normals;    // #V*3 or empty
   // Morph targets in float32: per target #V*3 position deltas, and normal deltas (empty when

@@ -195,6 +195,88 @@ TEST(DqsTest, FloatLaneBlocksOfSharedMixedAndUnusedSlotsMatchDoublePath) {
   }
 }
 
+// Weights as a file gives them: each vertex uses one of 10 joint sets of 12 joints (some with
+// unused slots), in a shuffled slot order, and the vertices come in random order, so few blocks of
+// 8 share their joints. PrepareDqsLaneOrder sorts them by joint set; posing through the order must
+// match the double path in the mesh's own order, and every row must keep its vertex's influences.
+TEST(DqsTest, LaneOrderGroupsVerticesByJointSetAndMatchesDoublePath) {
+  for (int k : {4, 8}) {
+    const int n = 1003, joints = 12;
+    auto r = RandomRig(n, joints, k, 60 + k);
+    std::mt19937 gen(70 + k);
+    std::uniform_real_distribution<float> u(0.05f, 1.f);
+    std::vector<std::vector<int>> sets(10);
+    for (int s = 0; s < 10; ++s) {
+      std::vector<int> all(joints);
+      for (int j = 0; j < joints; ++j) all[j] = j;
+      std::shuffle(all.begin(), all.end(), gen);
+      sets[s].assign(all.begin(), all.begin() + (s % 3 == 2 ? k - 2 : k));  // every third: 2 unused
+    }
+    SparseWeights W = r.W;
+    for (int i = 0; i < n; ++i) {
+      const std::vector<int>& set = sets[gen() % 10];
+      std::vector<int> slots(k);
+      for (int c = 0; c < k; ++c) slots[c] = c;
+      std::shuffle(slots.begin(), slots.end(), gen);
+      float sum = 0.f;
+      for (int c = 0; c < k; ++c) {
+        const bool used = c < static_cast<int>(set.size());
+        W.joints(i, slots[c]) = used ? set[c] : set[0];
+        W.weights(i, slots[c]) = used ? u(gen) : 0.f;
+        sum += W.weights(i, slots[c]);
+      }
+      W.weights.row(i) /= sum;
+    }
+    const DqsLaneOrder lanes = PrepareDqsLaneOrder(W);
+    ASSERT_FALSE(lanes.empty()) << "k " << k;
+    ASSERT_EQ(lanes.k, k);
+    ASSERT_EQ(static_cast<int>(lanes.order.size()), n);
+    std::vector<int> seen(n, 0);
+    for (int row = 0; row < n; ++row) {
+      const int i = lanes.order[row];
+      ASSERT_TRUE(i >= 0 && i < n && seen[i]++ == 0) << "not a permutation at row " << row;
+      std::vector<std::pair<int, float>> mine, theirs;
+      for (int c = 0; c < k; ++c) {
+        if (W.weights(i, c) != 0.f) mine.emplace_back(W.joints(i, c), W.weights(i, c));
+        if (lanes.weights[k * row + c] != 0.f) theirs.emplace_back(lanes.joints[k * row + c], lanes.weights[k * row + c]);
+      }
+      std::sort(mine.begin(), mine.end());
+      EXPECT_TRUE(std::is_sorted(theirs.begin(), theirs.end())) << "row " << row << ": used slots by joint";
+      EXPECT_EQ(mine, theirs) << "row " << row;
+      for (int c = static_cast<int>(theirs.size()); c < k; ++c)
+        EXPECT_EQ(lanes.weights[k * row + c], 0.f) << "row " << row << ": unused slots last";
+    }
+    for (bool stretch : {false, true}) {
+      std::vector<Eigen::Affine3d> T = RandomRigids(joints, 80 + k);
+      if (stretch) T[sets[0][0]].scale(Eigen::Vector3d(1.4, 0.75, 1.1));
+      const RowMatrixX3d V = RoundToFloat(r.V), N = RoundToFloat(r.N);
+      RowMatrixX3d U, NU;
+      Dqs(V, W, T, &U, &N, &NU);
+      const DqsTransformsFloat prepared = PrepareDqsFloat(T);
+      const std::vector<float> Vf = Floats(V), Nf = Floats(N);
+      std::vector<float> Uf(Vf.size()), NUf(Vf.size()), Uonly(Vf.size());
+      DqsFloat(Vf.data(), lanes, prepared, Uf.data(), Nf.data(), NUf.data());
+      DqsFloat(Vf.data(), lanes, prepared, Uonly.data());
+      const RowMatrixX3d Ul = FromFloats(Uf), NUl = FromFloats(NUf);
+      for (int i = 0; i < n; ++i) {
+        ASSERT_LT((Ul.row(i) - U.row(i)).norm(), 1e-5) << "k " << k << " stretch " << stretch << " vertex " << i;
+        ASSERT_LT((NUl.row(i) - NU.row(i)).norm(), 1e-5) << "k " << k << " stretch " << stretch << " vertex " << i;
+      }
+      EXPECT_EQ(Uonly, Uf) << "positions only must not change positions";
+    }
+    // Weights already in the order: nothing to gain, so no order; nor for k = 3 or tiny meshes.
+    SparseWeights sorted = W;
+    for (int row = 0; row < n; ++row)
+      for (int c = 0; c < k; ++c) {
+        sorted.joints(row, c) = lanes.joints[k * row + c];
+        sorted.weights(row, c) = lanes.weights[k * row + c];
+      }
+    EXPECT_TRUE(PrepareDqsLaneOrder(sorted).empty()) << "k " << k;
+  }
+  EXPECT_TRUE(PrepareDqsLaneOrder(RandomRig(1000, 8, 3, 5).W).empty());
+  EXPECT_TRUE(PrepareDqsLaneOrder(RandomRig(40, 8, 4, 5).W).empty());
+}
+
 TEST(DqsTest, NormalsStayUnitAndMatchRigidRotation) {
   const auto r = RandomRig(500, 6, 4, 9);
   const std::vector<Eigen::Affine3d> one = RandomRigids(1, 10);
