@@ -254,7 +254,11 @@ absl::Status PsdModel::DeformFloat(const Pose& pose, float* U, const float* rest
     }
   } else {
     const DqsTransformsFloat prepared = PrepareDqsFloat(f.T);
-    DqsFloat(X.data(), d.n, d.W.joints.data(), d.W.weights.data(), d.W.k(), prepared, U);
+    if (!d.dqs_lanes.empty()) {
+      DqsFloat(X.data(), d.dqs_lanes, prepared, U);
+    } else {
+      DqsFloat(X.data(), d.n, d.W.joints.data(), d.W.weights.data(), d.W.k(), prepared, U);
+    }
     if (!d.supports.empty()) {
       const std::vector<float> TS34 = ToRowMajor34(f.TS);
       for (int i : d.support_vertices) {

@@ -58,6 +58,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
   d.V = mesh.V;
   d.Vf.assign(mesh.V.data(), mesh.V.data() + 3 * static_cast<std::ptrdiff_t>(n));
   d.W = weights;  // as given (rows sum to 1 within kWeightSumTolerance), like plain skinning
+  if (options.base == PsdBase::kDqs) d.dqs_lanes = PrepareDqsLaneOrder(d.W);
   const double diag = std::max(BoundingBoxDiagonal(mesh.V), 1e-300);
   d.inv_len2 = 1.0 / (diag * diag);
   d.num_examples = static_cast<int>(examples.size());

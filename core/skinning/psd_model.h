@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "core/rig/pose.h"
 #include "core/rig/skeleton.h"
+#include "core/skinning/dqs.h"
 #include "core/skinning/psd.h"
 #include "core/skinning/support_joints.h"
 #include "core/skinning/weights.h"
@@ -70,6 +71,7 @@ struct PsdModelData {
   RowMatrixX3d V;
   std::vector<float> Vf;
   SparseWeights W;
+  DqsLaneOrder dqs_lanes;  // PrepareDqsLaneOrder(W) over a DQS base, or empty
   double inv_len2 = 1.0;
   std::vector<int> active;                      // active joints
   std::vector<std::vector<Transform>> centres;  // full local poses of the RBF centres

@@ -144,9 +144,10 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModels::Get(const LoadedRig& 
     }
     return failed;
   }
-  // Displacements (sparse, at most #V per example) plus the model's copies of the mesh.
+  // Displacements (sparse, at most #V per example) plus the model's copies of the mesh and weights
+  // (and, over DQS, the weights again in their lane order).
   const size_t n = rig.positions.size() / 3;
-  const size_t bytes = sizeof(PsdModel) + n * 3 * 8 * (examples.size() + 4) + n * (weights->k() * 8 + 64);
+  const size_t bytes = sizeof(PsdModel) + n * 3 * 8 * (examples.size() + 4) + n * (weights->k() * 16 + 68);
   cache_.Insert(key, *model, bytes);
   {
     std::lock_guard<std::mutex> stats(stats_mu_);

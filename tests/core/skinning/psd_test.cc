@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -192,6 +193,59 @@ TEST(PsdQualityTest, PlainPsdBeatsDqsAtHeldOutPoses) {
                 100 * per_pose[p + 1], 100 * per_pose[p + 2]);
   std::printf("held-out RMS (%% of diagonal): DQS %.3f  PSD(DQS) %.3f  PSD+support(DQS) %.3f\n",
               100 * e.base, 100 * e.psd, 100 * e.support);
+}
+
+// The arm's vertices shuffled and its weights padded to 4 slots in a shuffled slot order, so
+// neighbouring rows use different joints, as in a file: PSD over DQS then skins through a lane
+// order (PrepareDqsLaneOrder), whose float path must still reproduce the examples and agree with
+// the double path between them.
+TEST(PsdTest, DqsBaseThroughALaneOrderMatchesTheDoublePath) {
+  Rig rig = MakePsdArm(31, 16);
+  const int n = static_cast<int>(rig.mesh.V.rows());
+  std::mt19937 gen(3);
+  std::vector<int> perm(n), where(n);
+  for (int i = 0; i < n; ++i) perm[i] = i;
+  std::shuffle(perm.begin(), perm.end(), gen);  // row r is the old vertex perm[r]
+  for (int r = 0; r < n; ++r) where[perm[r]] = r;
+  const RowMatrixX3d V = rig.mesh.V, N = rig.mesh.N;
+  const SparseWeights W = *rig.sparse_weights;
+  SparseWeights shuffled;
+  shuffled.joints = RowMatrixXi::Zero(n, 4);
+  shuffled.weights = RowMatrixXf::Zero(n, 4);
+  for (int r = 0; r < n; ++r) {
+    rig.mesh.V.row(r) = V.row(perm[r]);
+    if (N.rows() == n) rig.mesh.N.row(r) = N.row(perm[r]);
+    std::vector<int> slots = {0, 1, 2, 3};
+    std::shuffle(slots.begin(), slots.end(), gen);
+    for (int c = 0; c < W.k(); ++c) {
+      shuffled.joints(r, slots[c]) = W.joints(perm[r], c);
+      shuffled.weights(r, slots[c]) = W.weights(perm[r], c);
+    }
+  }
+  for (int f = 0; f < rig.mesh.F.rows(); ++f)
+    for (int c = 0; c < 3; ++c) rig.mesh.F(f, c) = where[rig.mesh.F(f, c)];
+  rig.sparse_weights = shuffled;
+  ASSERT_LE(W.k(), 4);
+  ASSERT_FALSE(PrepareDqsLaneOrder(shuffled).empty()) << "the test needs rows in an order that the lanes reorder";
+
+  const auto examples = ElbowExamples(rig, {0, 45, 90, 135});
+  auto model = PsdModel::Build(rig.mesh, rig.skeleton, shuffled, examples, Options(PsdBase::kDqs, false));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const double diag = BoundingBoxDiagonal(rig.mesh.V);
+  std::vector<float> Uf(3 * n);
+  for (const PsdExample& ex : examples) {
+    ASSERT_TRUE((*model)->DeformFloat(ex.pose, Uf.data()).ok());
+    EXPECT_LE(MaxRowDistance(Eigen::Map<const RowMatrixX3f>(Uf.data(), n, 3).cast<double>(), ex.V), 1e-5 * diag)
+        << ex.name;
+  }
+  for (double deg : {20.0, 70.0, 110.0}) {
+    const Pose pose = ElbowPose(rig.skeleton, deg * kDeg, 0.3);
+    RowMatrixX3d U;
+    ASSERT_TRUE((*model)->Deform(pose, &U).ok());
+    ASSERT_TRUE((*model)->DeformFloat(pose, Uf.data()).ok());
+    EXPECT_LE(MaxRowDistance(Eigen::Map<const RowMatrixX3f>(Uf.data(), n, 3).cast<double>(), U), 1e-5 * diag)
+        << deg << " deg";
+  }
 }
 
 TEST(PsdTest, SupportWeightsPeakAtTheBentJointAndVanishFarAway) {
