@@ -275,6 +275,12 @@ TEST(DqsTest, LaneOrderGroupsVerticesByJointSetAndMatchesDoublePath) {
   }
   EXPECT_TRUE(PrepareDqsLaneOrder(RandomRig(1000, 8, 3, 5).W).empty());
   EXPECT_TRUE(PrepareDqsLaneOrder(RandomRig(40, 8, 4, 5).W).empty());
+  // Joint indices pack 16 bits each into a row's key: a rig with 65,535 joints or more gets none.
+  SparseWeights many = RandomRig(1000, 8, 4, 5).W;
+  ASSERT_FALSE(PrepareDqsLaneOrder(many).empty());
+  many.joints(500, 0) = 70000;
+  many.weights(500, 0) = std::max(many.weights(500, 0), 0.1f);
+  EXPECT_TRUE(PrepareDqsLaneOrder(many).empty());
 }
 
 TEST(DqsTest, NormalsStayUnitAndMatchRigidRotation) {
