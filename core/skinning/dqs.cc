@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include <Eigen/SVD>
 
@@ -622,6 +624,28 @@ void DqsFloatDispatchK(const float* V, int n, const int32_t* joints, const float
   }
 }
 
+// Calls f(normals, stretch, Q8, S9) with the kernels' two flags as std::bool_constant values (the
+// float data's stretch present, `normals` asked), so that each entry point instantiates its four
+// kernels from one call.
+template <typename F>
+void WithKernelFlags(const DqsTransformsFloat& prepared, bool normals, F&& f) {
+  const float* Q8 = prepared.q8.data();
+  const float* S9 = prepared.stretch.empty() ? nullptr : prepared.stretch.data();
+  if (S9 != nullptr) {
+    if (normals) {
+      f(std::true_type{}, std::true_type{}, Q8, S9);
+    } else {
+      f(std::false_type{}, std::true_type{}, Q8, S9);
+    }
+  } else {
+    if (normals) {
+      f(std::true_type{}, std::false_type{}, Q8, S9);
+    } else {
+      f(std::false_type{}, std::false_type{}, Q8, S9);
+    }
+  }
+}
+
 }  // namespace
 
 DqsTransforms PrepareDqs(const std::vector<Eigen::Affine3d>& T) {
@@ -733,22 +757,12 @@ DqsTransformsFloat PrepareDqsFloat(const std::vector<Eigen::Affine3d>& T) {
 
 void DqsFloat(const float* V, int n, const int32_t* joints, const float* weights, int k,
               const DqsTransformsFloat& prepared, float* U, const float* N, float* NU) {
-  const bool normals = N != nullptr && NU != nullptr;
-  const float* Q8 = prepared.q8.data();
-  const float* S9 = prepared.stretch.empty() ? nullptr : prepared.stretch.data();
-  if (S9 != nullptr) {
-    if (normals) {
-      DqsFloatDispatchK<true, true>(V, n, joints, weights, k, Q8, S9, U, N, NU);
-    } else {
-      DqsFloatDispatchK<false, true>(V, n, joints, weights, k, Q8, S9, U, nullptr, nullptr);
-    }
-  } else {
-    if (normals) {
-      DqsFloatDispatchK<true, false>(V, n, joints, weights, k, Q8, S9, U, N, NU);
-    } else {
-      DqsFloatDispatchK<false, false>(V, n, joints, weights, k, Q8, S9, U, nullptr, nullptr);
-    }
-  }
+  WithKernelFlags(prepared, N != nullptr && NU != nullptr, [&](auto normals, auto stretch, const float* Q8,
+                                                                const float* S9) {
+    constexpr bool kNormals = decltype(normals)::value;
+    DqsFloatDispatchK<kNormals, decltype(stretch)::value>(V, n, joints, weights, k, Q8, S9, U, kNormals ? N : nullptr,
+                                                          kNormals ? NU : nullptr);
+  });
 }
 
 DqsLaneOrder PrepareDqsLaneOrder(const SparseWeights& W) {
@@ -809,22 +823,12 @@ DqsLaneOrder PrepareDqsLaneOrder(const SparseWeights& W) {
 void DqsFloat(const float* V, const DqsLaneOrder& lanes, const DqsTransformsFloat& prepared, float* U,
               const float* N, float* NU) {
 #ifdef SKINNING_VECTOR_EXT
-  const bool normals = N != nullptr && NU != nullptr;
-  const float* Q8 = prepared.q8.data();
-  const float* S9 = prepared.stretch.empty() ? nullptr : prepared.stretch.data();
-  if (S9 != nullptr) {
-    if (normals) {
-      DqsFloatOrderedK<true, true>(V, lanes, Q8, S9, U, N, NU);
-    } else {
-      DqsFloatOrderedK<false, true>(V, lanes, Q8, S9, U, nullptr, nullptr);
-    }
-  } else {
-    if (normals) {
-      DqsFloatOrderedK<true, false>(V, lanes, Q8, S9, U, N, NU);
-    } else {
-      DqsFloatOrderedK<false, false>(V, lanes, Q8, S9, U, nullptr, nullptr);
-    }
-  }
+  WithKernelFlags(prepared, N != nullptr && NU != nullptr, [&](auto normals, auto stretch, const float* Q8,
+                                                                const float* S9) {
+    constexpr bool kNormals = decltype(normals)::value;
+    DqsFloatOrderedK<kNormals, decltype(stretch)::value>(V, lanes, Q8, S9, U, kNormals ? N : nullptr,
+                                                         kNormals ? NU : nullptr);
+  });
 #endif
 }
 
