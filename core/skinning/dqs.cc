@@ -520,11 +520,13 @@ int BlockJoints(const int32_t* joints, const float* weights, int k) {
   return count;
 }
 
-// Whether blocks of 8 vertices hold few enough distinct joints for DqsFloat8 to pay, judged on up
-// to 16 blocks spread over the mesh: a block with d distinct joints (among its used slots) costs
-// DqsFloat8 about a fixed part plus one pass per joint, and DqsFloatVec about as much as 2k such
-// passes (deformers_bench and skinning_bench); the lanes are used when the sampled blocks average
-// at most 1.5 k.
+// Whether DqsFloat8 pays on blocks averaging `mean` distinct joints (among their used slots): a
+// block with d of them costs DqsFloat8 about a fixed part plus one pass per joint, and DqsFloatVec
+// about as much as 2k such passes (deformers_bench and skinning_bench); the lanes are taken up to
+// 1.5 k.
+bool LanesPay(double mean, int k) { return 2 * mean <= 3 * k; }
+
+// LanesPay judged on up to 16 blocks of 8 vertices spread over the mesh.
 bool BlocksShareJoints(const int32_t* joints, const float* weights, int k, int n8) {
   const int blocks = n8 / 8;
   if (blocks == 0) return false;
@@ -535,20 +537,27 @@ bool BlocksShareJoints(const int32_t* joints, const float* weights, int k, int n
         8 * k * static_cast<std::ptrdiff_t>(static_cast<int64_t>(s) * blocks / samples);
     distinct += BlockJoints(joints + first, weights + first, k);
   }
-  return 2 * distinct <= 3 * k * samples;
+  return LanesPay(static_cast<double>(distinct) / samples, k);
 }
 
-// DqsFloat8 on the blocks of 8 vertices where they share their joints (BlocksShareJoints),
-// DqsFloatVec on the rest (all of it otherwise, and the n mod 8 last vertices).
+// DqsFloat8 on the first n8 vertices (a multiple of 8), DqsFloatVec on the other n − n8.
 template <int K, bool kNormals, bool kStretch>
-void DqsFloatLanes(const float* V, int n, const int32_t* joints, const float* weights,
-                   const float* Q8, const float* S9, float* U, const float* N, float* NU) {
-  const int n8 = BlocksShareJoints(joints, weights, K, n - n % 8) ? n - n % 8 : 0;
+void DqsFloatBlocksThenRest(const float* V, int n, int n8, const int32_t* joints, const float* weights,
+                            const float* Q8, const float* S9, float* U, const float* N, float* NU) {
   const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(n8);
   const std::ptrdiff_t row = K * static_cast<std::ptrdiff_t>(n8);
   DqsFloat8<K, kNormals, kStretch>(V, n8, joints, weights, Q8, S9, U, N, NU);
   DqsFloatVec<K, kNormals, kStretch>(V + o, n - n8, joints + row, weights + row, Q8, S9, U + o,
                                      kNormals ? N + o : nullptr, kNormals ? NU + o : nullptr);
+}
+
+// The blocks of 8 vertices on lanes where they share their joints (BlocksShareJoints), the
+// per-vertex kernel on the rest (all of it otherwise, and the n mod 8 last vertices).
+template <int K, bool kNormals, bool kStretch>
+void DqsFloatLanes(const float* V, int n, const int32_t* joints, const float* weights,
+                   const float* Q8, const float* S9, float* U, const float* N, float* NU) {
+  const int n8 = BlocksShareJoints(joints, weights, K, n - n % 8) ? n - n % 8 : 0;
+  DqsFloatBlocksThenRest<K, kNormals, kStretch>(V, n, n8, joints, weights, Q8, S9, U, N, NU);
 }
 
 // DqsFloatLanes over a DqsLaneOrder: chunks of its rows with their positions (and normals)
@@ -569,12 +578,9 @@ void DqsFloatOrdered(const float* __restrict V, const DqsLaneOrder& lanes, const
       if constexpr (kNormals)
         for (int c = 0; c < 3; ++c) nv[3 * i + c] = N[o + c];
     }
-    const int m8 = m - m % 8;
-    const int32_t* J = lanes.joints.data() + K * static_cast<std::ptrdiff_t>(r0);
-    const float* W = lanes.weights.data() + K * static_cast<std::ptrdiff_t>(r0);
-    DqsFloat8<K, kNormals, kStretch>(v, m8, J, W, Q8, S9, u, nv, nu);
-    DqsFloatVec<K, kNormals, kStretch>(v + 3 * m8, m - m8, J + K * m8, W + K * m8, Q8, S9, u + 3 * m8,
-                                       kNormals ? nv + 3 * m8 : nullptr, kNormals ? nu + 3 * m8 : nullptr);
+    const std::ptrdiff_t row = K * static_cast<std::ptrdiff_t>(r0);
+    DqsFloatBlocksThenRest<K, kNormals, kStretch>(v, m, m - m % 8, lanes.joints.data() + row,
+                                                  lanes.weights.data() + row, Q8, S9, u, nv, nu);
     for (int i = 0; i < m; ++i) {
       const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
       for (int c = 0; c < 3; ++c) U[o + c] = u[3 * i + c];
@@ -811,7 +817,7 @@ DqsLaneOrder PrepareDqsLaneOrder(const SparseWeights& W) {
   }
   const double file = MeanBlockJoints(joints, weights, k, n);
   const double ordered = MeanBlockJoints(J.data(), Wt.data(), k, n);
-  if (2 * ordered > 3 * k || file <= 1.1 * ordered) return lanes;
+  if (!LanesPay(ordered, k) || file <= 1.1 * ordered) return lanes;
   lanes.k = k;
   lanes.order = std::move(order);
   lanes.joints = std::move(J);
