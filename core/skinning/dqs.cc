@@ -838,4 +838,14 @@ void DqsFloat(const float* V, const DqsLaneOrder& lanes, const DqsTransformsFloa
 #endif
 }
 
+const DqsLaneOrder& LazyDqsLaneOrder::Get(const SparseWeights& W, size_t* prepared_bytes) const {
+  size_t prepared = 0;
+  std::call_once(once_, [&] {
+    order_ = PrepareDqsLaneOrder(W);
+    prepared = order_.bytes();
+  });
+  if (prepared_bytes != nullptr) *prepared_bytes = prepared;
+  return order_;
+}
+
 }  // namespace skinning

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include <Eigen/Geometry>
@@ -79,6 +80,25 @@ DqsLaneOrder PrepareDqsLaneOrder(const SparseWeights& W);
 // sums.
 void DqsFloat(const float* V, const DqsLaneOrder& lanes, const DqsTransformsFloat& prepared, float* U,
               const float* N = nullptr, float* NU = nullptr);
+
+// A DqsLaneOrder prepared by the first Get, for weights that may never be posed with DQS (a
+// server's rigs and bakes: the sort and the 4 (1 + 2k) bytes per vertex are paid by the first DQS
+// frame, not by every load). Get is thread-safe: concurrent first calls prepare it once and all
+// return it; the order does not change after.
+class LazyDqsLaneOrder {
+ public:
+  LazyDqsLaneOrder() = default;
+  LazyDqsLaneOrder(const LazyDqsLaneOrder&) = delete;
+  LazyDqsLaneOrder& operator=(const LazyDqsLaneOrder&) = delete;
+  // PrepareDqsLaneOrder(W), W the same weights on every call. `*prepared_bytes` (when given) is
+  // the order's bytes() on the call that prepared it and 0 on every other call, so that the
+  // caller can count the memory once.
+  const DqsLaneOrder& Get(const SparseWeights& W, size_t* prepared_bytes = nullptr) const;
+
+ private:
+  mutable std::once_flag once_;
+  mutable DqsLaneOrder order_;
+};
 
 }  // namespace skinning
 

@@ -102,6 +102,13 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeStore::Load(const std::str
   return loaded;
 }
 
+const DqsLaneOrder& BakeStore::DqsLanes(const LoadedBake& bake) {
+  size_t prepared = 0;
+  const DqsLaneOrder& lanes = bake.dqs_lanes.Get(bake.sparse, &prepared);
+  if (prepared > 0) loaded_.Grow(bake.bake_id, &bake, prepared);
+  return lanes;
+}
+
 v1::Bake BakeFromStored(const internal::v1::StoredBake& header) {
   v1::Bake bake;
   bake.set_name(BakeName(header.rig_id(), header.bake_id()));

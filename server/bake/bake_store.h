@@ -54,6 +54,10 @@ class BakeStore {
   // rebuild a model). NOT_FOUND, DATA_LOSS as Header.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
 
+  // The bake's DQS vertex order (LoadedBake::dqs_lanes, for its bone weights), prepared on the
+  // first call for the bake; the cache then counts its bytes too.
+  const DqsLaneOrder& DqsLanes(const LoadedBake& bake);
+
   // The loaded bakes in memory.
   CacheStats cache_stats() const { return loaded_.stats(); }
   // Stored bakes loaded by their recipe so far (cache misses of Load that read a bake).

@@ -37,12 +37,13 @@ struct LoadedBake {
   // options.influence_count, or every non-zero for a FAST model). Empty for an elastic model.
   Eigen::MatrixXd dense;
   SparseWeights sparse;
-  DqsLaneOrder dqs_lanes;  // PrepareDqsLaneOrder(sparse) for bone weights: DEFORMER_DQS's vertex order, or empty
+  // DEFORMER_DQS's vertex order for bone weights, prepared by the first DQS frame (BakeStore::DqsLanes).
+  LazyDqsLaneOrder dqs_lanes;
   // Whether dense/sparse are per-joint bone weights that posing and other bakes can use
   // (Recipe::HasBoneWeights).
   bool bone_weights = false;
   std::shared_ptr<const BakePayload> payload;  // the method's own part, or null
-  size_t bytes = 0;                            // approximate memory footprint, for the cache
+  size_t bytes = 0;                            // approximate memory footprint at load, for the cache
 
   const v1::BakeOptions& options() const { return header->options(); }
   const v1::BakeReport& report() const { return header->report(); }

@@ -100,10 +100,9 @@ absl::StatusOr<Eigen::MatrixXd> RestoreBoneWeights(const internal::v1::StoredBak
 void SetWeights(Eigen::MatrixXd dense, LoadedBake* bake, size_t extra_bytes) {
   const int k = std::min(bake->options().influence_count(), static_cast<int>(dense.cols()));
   bake->sparse = TopK(dense, std::max(k, 1));
-  bake->dqs_lanes = PrepareDqsLaneOrder(bake->sparse);
   bake->dense = std::move(dense);
   bake->bytes = sizeof(LoadedBake) + static_cast<size_t>(bake->dense.size()) * 8 +
-                static_cast<size_t>(bake->sparse.joints.size()) * 8 + bake->dqs_lanes.bytes() + extra_bytes;
+                static_cast<size_t>(bake->sparse.joints.size()) * 8 + extra_bytes;
 }
 
 }  // namespace skinning

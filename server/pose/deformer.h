@@ -26,7 +26,7 @@ struct PoseTarget {
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;  // the request's bake, or null
   const SparseWeights* weights = nullptr;  // the rig's own or the bake's bone weights; null if none
-  const DqsLaneOrder* dqs_lanes = nullptr;  // their DQS vertex order (rig's or bake's), or null
+  const DqsLaneOrder* dqs_lanes = nullptr;  // their DQS vertex order (set by Poser::Use for DQS), or null
   std::shared_ptr<const PsdModel> psd;     // PSD deformers: the model of the caller's examples
 };
 
@@ -75,6 +75,8 @@ class Deformer {
   virtual bool TakesStretchTwist() const { return false; }
   // Whether the call fetches a PSD model for it (PoseTarget::psd).
   virtual bool UsesPsdModel() const { return false; }
+  // Whether it skins through the weights' DQS vertex order (PoseTarget::dqs_lanes).
+  virtual bool UsesDqsLaneOrder() const { return false; }
   // Whether it skins FrameInput::positions (so morph targets apply); elastic does not yet.
   virtual bool TakesMorphTargets() const { return true; }
 

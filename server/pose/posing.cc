@@ -127,10 +127,7 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   PoseTarget target;
   ASSIGN_OR_RETURN(target.rig, rigs_->GetForTenant(rig_id, tenant));
   if (bake.empty()) {
-    if (target.rig->rig.has_weights()) {
-      target.weights = &target.rig->weights;
-      target.dqs_lanes = &target.rig->dqs_lanes;
-    }
+    if (target.rig->rig.has_weights()) target.weights = &target.rig->weights;
     return target;
   }
   ASSIGN_OR_RETURN(const BakeRef ref, ParseBakeName(bake, bake_field));
@@ -140,15 +137,15 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   ASSIGN_OR_RETURN(target.bake, bakes_->Result(ref));
   RETURN_IF_ERROR(target.bake->recipe->CheckPoseable(*target.bake));
   // Bakes without bone weights (swing/twist, elastic) are for the deformers that read them.
-  if (target.bake->bone_weights) {
-    target.weights = &target.bake->sparse;
-    target.dqs_lanes = &target.bake->dqs_lanes;
-  }
+  if (target.bake->bone_weights) target.weights = &target.bake->sparse;
   return target;
 }
 
 absl::StatusOr<const Deformer*> Poser::Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target) {
   ASSIGN_OR_RETURN(const Deformer* deformer, deformers_->Find(kind));
+  target->dqs_lanes = nullptr;
+  if (deformer->UsesDqsLaneOrder() && target->weights != nullptr)
+    target->dqs_lanes = target->bake ? &bakes_->store().DqsLanes(*target->bake) : &rigs_->DqsLanes(*target->rig);
   target->psd.reset();
   if (psd_ != nullptr && deformer->UsesPsdModel()) {
     ASSIGN_OR_RETURN(target->psd, psd_->Get(*target->rig, tenant, target->weights,

@@ -39,7 +39,8 @@ class Poser {
   absl::StatusOr<PoseTarget> Open(const std::string& tenant, const std::string& rig, const std::string& bake,
                                   const char* rig_field = "rig", const char* bake_field = "bake");
   // The deformer `kind` (INVALID_ARGUMENT for an unknown value); for the PSD deformers, sets the
-  // model of the tenant's current examples in `target` (a cache lookup after the first build).
+  // model of the tenant's current examples in `target` (a cache lookup after the first build);
+  // for DQS, the weights' vertex order (prepared by the rig's or bake's first DQS frame).
   absl::StatusOr<const Deformer*> Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target);
 
   // One frame: `out` gets what `outputs` asks (vertices when nothing is). INVALID_ARGUMENT for a

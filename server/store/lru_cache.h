@@ -43,13 +43,20 @@ class LruCache {
     lru_.push_front(Entry{key, std::move(value), bytes});
     index_[key] = lru_.begin();
     stats_.bytes += bytes;
-    while (stats_.bytes > capacity_ && !lru_.empty()) {
-      stats_.bytes -= lru_.back().bytes;
-      index_.erase(lru_.back().key);
-      lru_.pop_back();
-      ++stats_.evictions;
-    }
-    stats_.entries = lru_.size();
+    EvictLocked();
+  }
+
+  // Counts `bytes` more for the entry under `key` when it still holds `value` (a value that grew
+  // after it was inserted, e.g. by something prepared on its first use), then evicts as Insert
+  // does, this entry too if it is now the least recently used. Nothing when the key is gone or
+  // holds another value (the growth is then counted nowhere, as the value is no longer cached).
+  void Grow(const std::string& key, const V* value, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end() || it->second->value.get() != value) return;
+    it->second->bytes += bytes;
+    stats_.bytes += bytes;
+    EvictLocked();
   }
 
   void Erase(const std::string& key) {
@@ -68,6 +75,15 @@ class LruCache {
     std::shared_ptr<const V> value;
     size_t bytes;
   };
+  void EvictLocked() {
+    while (stats_.bytes > capacity_ && !lru_.empty()) {
+      stats_.bytes -= lru_.back().bytes;
+      index_.erase(lru_.back().key);
+      lru_.pop_back();
+      ++stats_.evictions;
+    }
+    stats_.entries = lru_.size();
+  }
   void EraseLocked(const std::string& key) {
     auto it = index_.find(key);
     if (it == index_.end()) return;

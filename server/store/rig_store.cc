@@ -73,10 +73,7 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig su
   loaded->id = id;
   loaded->summary = std::move(summary);
   loaded->order = *TopologicalOrder(rig.skeleton);  // the rig was validated
-  if (rig.has_weights()) {
-    loaded->weights = ExactSparseWeights(rig);
-    loaded->dqs_lanes = PrepareDqsLaneOrder(loaded->weights);
-  }
+  if (rig.has_weights()) loaded->weights = ExactSparseWeights(rig);
   const int nv = static_cast<int>(rig.mesh.V.rows());
   loaded->positions.resize(3 * nv);
   for (int i = 0; i < 3 * nv; ++i) loaded->positions[i] = static_cast<float>(rig.mesh.V.data()[i]);
@@ -101,7 +98,7 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig su
   loaded->bytes = sizeof(LoadedRig) + r.mesh.V.size() * 8 + r.mesh.F.size() * 4 + r.mesh.N.size() * 8 +
                   (r.sparse_weights ? r.sparse_weights->joints.size() * 8 : 0) +
                   (r.dense_weights ? r.dense_weights->size() * 8 : 0) +
-                  loaded->weights.joints.size() * 8 + loaded->dqs_lanes.bytes() + loaded->positions.size() * 4 +
+                  loaded->weights.joints.size() * 8 + loaded->positions.size() * 4 +
                   loaded->normals.size() * 4 + r.skeleton.joints.size() * 256 + morph_bytes;
   return loaded;
 }
@@ -215,6 +212,13 @@ absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string
   std::shared_ptr<const LoadedRig> loaded = PrepareRig(id, *std::move(rig), std::move(summary));
   CacheInsert(loaded);
   return loaded;
+}
+
+const DqsLaneOrder& RigStore::DqsLanes(const LoadedRig& rig) {
+  size_t prepared = 0;
+  const DqsLaneOrder& lanes = rig.dqs_lanes.Get(rig.weights, &prepared);
+  if (prepared > 0) cache_.Grow(rig.id, &rig, prepared);
+  return lanes;
 }
 
 absl::StatusOr<bool> RigStore::Delete(const std::string& id, const std::string& tenant) {

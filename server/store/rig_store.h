@@ -34,13 +34,14 @@ struct LoadedRig {
   Rig rig;                       // core form (double)
   std::vector<int> order;        // TopologicalOrder(rig.skeleton)
   SparseWeights weights;         // exact sparse weights, rows normalized (0 rows if none)
-  DqsLaneOrder dqs_lanes;        // PrepareDqsLaneOrder(weights): DEFORMER_DQS's vertex order, or empty
+  // DEFORMER_DQS's vertex order for `weights`, prepared by the first DQS frame (RigStore::DqsLanes).
+  LazyDqsLaneOrder dqs_lanes;
   std::vector<float> positions;  // #V*3 float32 bind positions
   std::vector<float> normals;    // #V*3 or empty
   // Morph targets in float32: per target #V*3 position deltas, and normal deltas (empty when
   // the target or the mesh has none). Names and default weights: rig.morph_targets.
   std::vector<std::vector<float>> morph_positions, morph_normals;
-  size_t bytes = 0;              // approximate memory footprint, for the cache
+  size_t bytes = 0;              // approximate memory footprint at load, for the cache
 };
 
 struct RegisterResult {
@@ -90,6 +91,10 @@ class RigStore {
   // How long a positive ownership check is trusted without asking the store again (another
   // replica's DeleteRig is seen after at most this long).
   static constexpr std::chrono::seconds kOwnershipCacheTtl{30};
+
+  // The rig's DQS vertex order (LoadedRig::dqs_lanes), prepared on the first call for the rig;
+  // the cache then counts its bytes too.
+  const DqsLaneOrder& DqsLanes(const LoadedRig& rig);
 
   CacheStats cache_stats() const { return cache_.stats(); }
   const RigLimits& limits() const { return limits_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,26 @@ Rig MakeTwoBoneTube(int rings, int segments, double length, double radius) {
   rig.skeleton.joints[1].rest.translation = Eigen::Vector3d(mid, 0, 0);
   rig.skeleton.joints[1].inverse_bind.translation() = Eigen::Vector3d(-mid, 0, 0);
   rig.sparse_weights = std::move(W);
+  return rig;
+}
+
+Rig MakeInterleavedJointSetsTube() {
+  Rig rig = MakeTwoBoneTube();
+  const Joint like = rig.skeleton.joints[1];
+  while (rig.skeleton.joints.size() < 8) {
+    Joint j = like;
+    j.name = "extra" + std::to_string(rig.skeleton.joints.size());
+    j.parent = 1;
+    j.rest = Transform();
+    rig.skeleton.joints.push_back(j);
+  }
+  const int n = static_cast<int>(rig.mesh.V.rows());
+  SparseWeights W;
+  W.joints.resize(n, 4);
+  W.weights.setConstant(n, 4, 0.25f);
+  for (int i = 0; i < n; ++i)
+    for (int s = 0; s < 4; ++s) W.joints(i, s) = (i % 2) * 4 + s;
+  rig.sparse_weights = W;
   return rig;
 }
 

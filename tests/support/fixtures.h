@@ -19,6 +19,12 @@ namespace skinning::testing {
 // outside it have a single influence. Sparse, k = 2. Normals included.
 Rig MakeTwoBoneTube(int rings = 21, int segments = 16, double length = 2.0, double radius = 0.25);
 
+// MakeTwoBoneTube() with six more joints, "extra2" to "extra7" (children of joint 1 at its place),
+// and k = 4 weights whose file order interleaves two joint sets: even vertices 0.25 on each of
+// joints 0-3, odd ones on 4-7. Every block of 8 vertices holds 8 distinct joints, 4 once sorted by
+// joint set, so the DQS vertex order (PrepareDqsLaneOrder) pays.
+Rig MakeInterleavedJointSetsTube();
+
 // MakeTwoBoneTube(41, 24) without weights, its bones ending at explicit tails (so the second
 // bone is a segment, not a point): a rig to bake weights for.
 Rig MakeTubeForBaking();

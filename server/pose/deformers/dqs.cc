@@ -8,6 +8,7 @@ namespace {
 class DqsDeformer final : public Deformer {
  public:
   v1::Deformer kind() const override { return v1::DEFORMER_DQS; }
+  bool UsesDqsLaneOrder() const override { return true; }
   absl::Status CheckTarget(const PoseTarget& target, bool geometry) const override {
     return NeedsBoneWeights(*this, target, geometry);
   }

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -281,6 +282,33 @@ TEST(DqsTest, LaneOrderGroupsVerticesByJointSetAndMatchesDoublePath) {
   many.joints(500, 0) = 70000;
   many.weights(500, 0) = std::max(many.weights(500, 0), 0.1f);
   EXPECT_TRUE(PrepareDqsLaneOrder(many).empty());
+}
+
+// LazyDqsLaneOrder: threads asking at once get one order, prepared once (its bytes reported to
+// exactly one of them), equal to PrepareDqsLaneOrder's.
+TEST(DqsTest, LazyLaneOrderIsPreparedOnceForConcurrentCallers) {
+  const SparseWeights W = *testing::MakeInterleavedJointSetsTube().sparse_weights;
+  const DqsLaneOrder direct = PrepareDqsLaneOrder(W);
+  ASSERT_FALSE(direct.empty());
+  const LazyDqsLaneOrder lazy;
+  constexpr int kThreads = 8;
+  std::vector<const DqsLaneOrder*> got(kThreads);
+  std::vector<size_t> bytes(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back([&, t] { got[t] = &lazy.Get(W, &bytes[t]); });
+  for (std::thread& t : threads) t.join();
+  size_t counted = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(got[t], got[0]);
+    counted += bytes[t];
+  }
+  EXPECT_EQ(counted, direct.bytes());
+  EXPECT_EQ(got[0]->order, direct.order);
+  EXPECT_EQ(got[0]->joints, direct.joints);
+  EXPECT_EQ(got[0]->weights, direct.weights);
+  size_t again = 1;
+  EXPECT_EQ(&lazy.Get(W, &again), got[0]);
+  EXPECT_EQ(again, 0u);
 }
 
 TEST(DqsTest, NormalsStayUnitAndMatchRigidRotation) {

@@ -15,7 +15,9 @@
 #include "server/bake/recipes/fast_model.h"
 #include "server/bake/recipes/swing_twist.h"
 #include "server/convert/convert.h"
+#include "server/store/blob_store.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/server_process.h"
 
 namespace skinning {
 namespace {
@@ -262,6 +264,35 @@ TEST(RecipeRoundTrip, ElasticModelIsRebuiltTheSame) {
   absl::Status s = r.restored->recipe->FillWeights(*r.restored, &weights);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("DEFORMER_ELASTIC"));
+}
+
+// A loaded bake's DQS vertex order is prepared by the first BakeStore::DqsLanes (its first DQS
+// frame), not when it is loaded, and the bake cache counts it from then on, once.
+TEST(BakeStore, DqsLaneOrderIsPreparedOnFirstUseAndThenCounted) {
+  auto blobs = OpenFilesystemBlobStore(testing::MakeTempDir("bakes"));
+  ASSERT_TRUE(blobs.ok()) << blobs.status();
+  std::shared_ptr<BlobStore> shared = *std::move(blobs);
+  RigStore rigs(shared, 1 << 20);
+  BakeStore store(shared, &rigs, &RecipeRegistry::Default(), 1 << 20);
+  internal::v1::StoredBake stored;
+  stored.set_format_version(kBakeFormatVersion);
+  stored.set_rig_id(kRig);
+  stored.mutable_options()->mutable_bbw();
+  stored.set_bake_id(BakeId(kRig, stored.options()));
+  auto bake = std::make_shared<LoadedBake>();
+  bake->bake_id = stored.bake_id();
+  bake->header = StoredBakeHeader(stored);
+  bake->bone_weights = true;
+  bake->sparse = *testing::MakeInterleavedJointSetsTube().sparse_weights;
+  bake->bytes = 1000;
+  ASSERT_TRUE(store.Put(stored, bake).ok());
+  EXPECT_EQ(store.cache_stats().bytes, 1000u);
+  const DqsLaneOrder& lanes = store.DqsLanes(*bake);
+  ASSERT_FALSE(lanes.empty());
+  EXPECT_EQ(lanes.order, PrepareDqsLaneOrder(bake->sparse).order);
+  EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes());
+  EXPECT_EQ(&store.DqsLanes(*bake), &lanes);
+  EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes());
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // One deformer per Deformer value, what each needs, and posing through them.
 #include "server/pose/deformer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/skinning/dqs.h"
 #include "server/convert/convert.h"
 #include "server/pose/posing.h"
 #include "tests/support/fixtures.h"
@@ -14,6 +17,7 @@
 namespace skinning {
 namespace {
 
+using ::skinning::testing::MakeInterleavedJointSetsTube;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::testing::HasSubstr;
@@ -131,6 +135,62 @@ TEST_F(PoserTest, MissingWeightsAndStretchOutsideStbsAreRefused) {
   s = poser_->Frame(*target, *stbs, stretched, transforms, &frame);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("needs an endpoint bake"));
+}
+
+// DQS skins through the weights' vertex order, prepared by the rig's first DQS frame: LBS leaves
+// it unprepared (the rig cache's bytes unchanged), DQS prepares it once (counted then), and the
+// frame through it is DQS in the file's order.
+TEST_F(PoserTest, DqsPreparesTheWeightsVertexOrderOnItsFirstFrame) {
+  const Rig rig = MakeInterleavedJointSetsTube();
+  auto registered = rigs_->Register(RigToProto(rig));
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  auto target = poser_->Open("", "rigs/" + registered->rig_id, "");
+  ASSERT_TRUE(target.ok()) << target.status();
+  const size_t loaded = rigs_->cache_stats().bytes;
+  v1::Pose pose;  // each joint turned about x, y or z, at its rest place
+  for (int j = 0; j < 8; ++j) {
+    v1::Transform* t = pose.add_joints();
+    const Eigen::Vector3d& at = rig.skeleton.joints[j].rest.translation;
+    for (int c = 0; c < 3; ++c) t->add_translation(static_cast<float>(at[c]));
+    const Eigen::Quaterniond q(Eigen::AngleAxisd(0.2 * (j + 1), Eigen::Vector3d::Unit(j % 3)));
+    for (double c : {q.x(), q.y(), q.z(), q.w()}) t->add_rotation(static_cast<float>(c));
+  }
+  v1::PoseOutputs outputs;
+  outputs.set_vertices(true);
+  outputs.set_transforms(true);
+  v1::PosedFrame frame;
+  const Deformer* lbs = *poser_->Use(v1::DEFORMER_UNSPECIFIED, "", &*target);
+  EXPECT_EQ(target->dqs_lanes, nullptr);
+  ASSERT_TRUE(poser_->Frame(*target, *lbs, pose, outputs, &frame).ok());
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded);
+
+  const Deformer* dqs = *poser_->Use(v1::DEFORMER_DQS, "", &*target);
+  ASSERT_NE(target->dqs_lanes, nullptr);
+  ASSERT_FALSE(target->dqs_lanes->empty());
+  const size_t order_bytes = target->dqs_lanes->bytes();
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded + order_bytes);
+  ASSERT_TRUE(poser_->Frame(*target, *dqs, pose, outputs, &frame).ok());
+  const SparseWeights& W = target->rig->weights;
+  const int n = W.rows();
+  ASSERT_EQ(frame.transforms_size(), 8 * 12);
+  ASSERT_EQ(frame.vertices_size(), 3 * n);
+  std::vector<Eigen::Affine3d> T(8, Eigen::Affine3d::Identity());
+  for (int j = 0; j < 8; ++j)
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c) T[j].matrix()(r, c) = frame.transforms(12 * j + 4 * r + c);
+  std::vector<float> file_order(3 * n);
+  DqsFloat(target->rig->positions.data(), n, W.joints.data(), W.weights.data(), W.k(), PrepareDqsFloat(T),
+           file_order.data());
+  for (int i = 0; i < 3 * n; ++i) ASSERT_NEAR(frame.vertices(i), file_order[i], 1e-5) << "coordinate " << i;
+  double moved = 0;  // the pose moves the mesh (the check is not of the bind pose)
+  for (int i = 0; i < 3 * n; ++i) moved = std::max(moved, std::abs(static_cast<double>(file_order[i]) - target->rig->positions[i]));
+  EXPECT_GT(moved, 0.1);
+
+  // Later DQS frames and sessions reuse it; the bytes are counted once.
+  ASSERT_TRUE(poser_->Use(v1::DEFORMER_DQS, "", &*target).ok());
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded + order_bytes);
+  ASSERT_TRUE(poser_->Use(v1::DEFORMER_UNSPECIFIED, "", &*target).ok());
+  EXPECT_EQ(target->dqs_lanes, nullptr);
 }
 
 TEST_F(PoserTest, OpenChecksTheNamesAndTheBakesRig) {

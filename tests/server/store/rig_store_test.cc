@@ -16,6 +16,7 @@
 namespace skinning {
 namespace {
 
+using ::skinning::testing::MakeInterleavedJointSetsTube;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::testing::HasSubstr;
@@ -223,6 +224,75 @@ TEST(RigStore, DeleteRemovesTheRigAndMalformedIdsAreRejected) {
   EXPECT_FALSE(*store->Delete(id));
   EXPECT_EQ(store->Get("rig-../../x").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(store->List()->empty());
+}
+
+// The DQS vertex order is prepared by the first RigStore::DqsLanes (the first DQS frame), not
+// when the rig is loaded, and the cache counts its bytes from then on: a rig posed with LBS only
+// never pays for it.
+TEST(RigStore, DqsLaneOrderIsPreparedOnFirstUseAndThenCounted) {
+  auto store = OpenStore(MakeTempDir("store"));
+  const std::string id = store->Register(RigToProto(MakeInterleavedJointSetsTube()))->rig_id;
+  auto rig = store->Get(id);
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  const size_t loaded = store->cache_stats().bytes;
+  EXPECT_EQ(loaded, (*rig)->bytes);
+  const DqsLaneOrder& lanes = store->DqsLanes(**rig);
+  ASSERT_FALSE(lanes.empty());
+  const DqsLaneOrder direct = PrepareDqsLaneOrder((*rig)->weights);
+  EXPECT_EQ(lanes.order, direct.order);
+  EXPECT_EQ(lanes.joints, direct.joints);
+  EXPECT_EQ(lanes.weights, direct.weights);
+  EXPECT_EQ(lanes.bytes(), static_cast<size_t>((*rig)->weights.rows()) * 4 * 9);  // 4 (1 + 2k) per vertex
+  EXPECT_EQ(store->cache_stats().bytes, loaded + lanes.bytes());
+  // Prepared once: the same order, counted once.
+  EXPECT_EQ(&store->DqsLanes(**rig), &lanes);
+  EXPECT_EQ(store->cache_stats().bytes, loaded + lanes.bytes());
+
+  // Weights whose order would not pay (the plain tube: k = 2) add nothing.
+  const std::string tube_id = store->Register(RigToProto(MakeTwoBoneTube()))->rig_id;
+  auto tube = store->Get(tube_id);
+  ASSERT_TRUE(tube.ok()) << tube.status();
+  const size_t both = store->cache_stats().bytes;
+  EXPECT_TRUE(store->DqsLanes(**tube).empty());
+  EXPECT_EQ(store->cache_stats().bytes, both);
+}
+
+// The growth keeps the cache under its cap (the grown rig itself is evicted when nothing else
+// is), and an order prepared for a rig that is no longer the cached one (evicted and loaded
+// again while a call held it) is not counted against its successor.
+TEST(RigStore, DqsLaneOrderGrowthStaysUnderTheCapAndSkipsReplacedRigs) {
+  const Rig base = MakeInterleavedJointSetsTube();
+  const size_t one = PrepareRig("x", base, {})->bytes;
+  const size_t order = PrepareDqsLaneOrder(PrepareRig("x", base, {})->weights).bytes();
+  ASSERT_GT(order, 0u);
+  ASSERT_LT(order, one / 2);
+  {
+    auto store = OpenStore(MakeTempDir("store"), one + order / 2);
+    const std::string id = store->Register(RigToProto(base))->rig_id;
+    auto rig = store->Get(id);
+    ASSERT_TRUE(rig.ok()) << rig.status();
+    const DqsLaneOrder& lanes = store->DqsLanes(**rig);
+    EXPECT_EQ(lanes.bytes(), order);  // still valid: the call holds the rig
+    EXPECT_EQ(store->cache_stats().entries, 0u);
+    EXPECT_EQ(store->cache_stats().bytes, 0u);
+    EXPECT_EQ(store->cache_stats().evictions, 1u);
+  }
+  auto store = OpenStore(MakeTempDir("store"), one + one / 2);  // room for one rig and its order
+  const std::string id = store->Register(RigToProto(base))->rig_id;
+  auto held = store->Get(id);
+  ASSERT_TRUE(held.ok()) << held.status();
+  v1::Rig other = RigToProto(base);
+  other.mutable_mesh()->set_positions(0, 7.f);
+  ASSERT_TRUE(store->Register(other).ok());  // evicts the held rig
+  auto again = store->Get(id);               // loads it again: another object under the same key
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_NE(again->get(), held->get());
+  EXPECT_EQ(store->cache_stats().entries, 1u);
+  const size_t cached = store->cache_stats().bytes;
+  EXPECT_EQ(store->DqsLanes(**held).bytes(), order);
+  EXPECT_EQ(store->cache_stats().bytes, cached);
+  EXPECT_EQ(store->DqsLanes(**again).bytes(), order);
+  EXPECT_EQ(store->cache_stats().bytes, cached + order);
 }
 
 }  // namespace
