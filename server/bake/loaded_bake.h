@@ -25,7 +25,8 @@ class BakePayload {
   virtual ~BakePayload() = default;
 };
 
-// A finished bake, ready for posing, GetWeights and FAST solves; immutable and shared.
+// A finished bake, ready for posing, GetWeights and FAST solves; immutable and shared (but for
+// dqs_lanes, which the first DQS frame prepares once, thread-safely).
 struct LoadedBake {
   std::string name;    // "rigs/{rig}/bakes/{bake}"
   std::string bake_id;

@@ -27,7 +27,8 @@ namespace skinning {
 // Version of the StoredRig layout; readers refuse other versions.
 inline constexpr int kRigFormatVersion = 1;
 
-// A rig ready for per-frame work; immutable and shared between calls.
+// A rig ready for per-frame work; immutable and shared between calls (but for dqs_lanes, which
+// the first DQS frame prepares once, thread-safely).
 struct LoadedRig {
   std::string id;
   v1::Rig summary;               // name, display name and the output-only fields (RigSummary)
