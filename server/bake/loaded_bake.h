@@ -26,7 +26,7 @@ class BakePayload {
 };
 
 // A finished bake, ready for posing, GetWeights and FAST solves; immutable and shared (but for
-// dqs_lanes, which the first DQS frame prepares once, thread-safely).
+// dqs_lanes, which the first DQS frame with vertices prepares once, thread-safely).
 struct LoadedBake {
   std::string name;    // "rigs/{rig}/bakes/{bake}"
   std::string bake_id;
@@ -38,7 +38,7 @@ struct LoadedBake {
   // options.influence_count, or every non-zero for a FAST model). Empty for an elastic model.
   Eigen::MatrixXd dense;
   SparseWeights sparse;
-  // DEFORMER_DQS's vertex order for bone weights, prepared by the first DQS frame (BakeStore::DqsLanes).
+  // DEFORMER_DQS's vertex order for bone weights, prepared by the first DQS frame with vertices (BakeStore::DqsLanes).
   LazyDqsLaneOrder dqs_lanes;
   // Whether dense/sparse are per-joint bone weights that posing and other bakes can use
   // (Recipe::HasBoneWeights).

@@ -26,7 +26,6 @@ struct PoseTarget {
   std::shared_ptr<const LoadedRig> rig;
   std::shared_ptr<const LoadedBake> bake;  // the request's bake, or null
   const SparseWeights* weights = nullptr;  // the rig's own or the bake's bone weights; null if none
-  const DqsLaneOrder* dqs_lanes = nullptr;  // their DQS vertex order (set by Poser::Use for DQS), or null
   std::shared_ptr<const PsdModel> psd;     // PSD deformers: the model of the caller's examples
 };
 
@@ -46,6 +45,9 @@ struct FrameInput {
   BoneStretchTwist stretch_twist;          // empty vectors unless the pose sets them
   std::vector<Eigen::Affine3d> transforms;  // #J skinning transforms (world pose · inverse bind)
   std::vector<float> transforms34;          // the same, 12 floats per joint, 3x4 row-major
+  // For a deformer that UsesDqsLaneOrder and a frame that skins vertices: the weights' DQS vertex
+  // order (the rig's or bake's, prepared by the first such frame); null otherwise.
+  const DqsLaneOrder* dqs_lanes = nullptr;
   // The rest geometry the deformer skins: the rig's bind positions and normals, or, when the
   // pose's morph weights change the mesh, the morphed ones (held in morphed_*). #V*3 floats;
   // normals null when the rig has none.
@@ -75,7 +77,7 @@ class Deformer {
   virtual bool TakesStretchTwist() const { return false; }
   // Whether the call fetches a PSD model for it (PoseTarget::psd).
   virtual bool UsesPsdModel() const { return false; }
-  // Whether it skins through the weights' DQS vertex order (PoseTarget::dqs_lanes).
+  // Whether it skins through the weights' DQS vertex order (FrameInput::dqs_lanes).
   virtual bool UsesDqsLaneOrder() const { return false; }
   // Whether it skins FrameInput::positions (so morph targets apply); elastic does not yet.
   virtual bool TakesMorphTargets() const { return true; }

@@ -143,9 +143,6 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
 
 absl::StatusOr<const Deformer*> Poser::Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target) {
   ASSIGN_OR_RETURN(const Deformer* deformer, deformers_->Find(kind));
-  target->dqs_lanes = nullptr;
-  if (deformer->UsesDqsLaneOrder() && target->weights != nullptr)
-    target->dqs_lanes = target->bake ? &bakes_->store().DqsLanes(*target->bake) : &rigs_->DqsLanes(*target->rig);
   target->psd.reset();
   if (psd_ != nullptr && deformer->UsesPsdModel()) {
     ASSIGN_OR_RETURN(target->psd, psd_->Get(*target->rig, tenant, target->weights,
@@ -188,6 +185,9 @@ absl::Status Poser::FrameUntimed(const PoseTarget& target, const Deformer& defor
     std::copy(frame.transforms34.begin(), frame.transforms34.end(), out->mutable_transforms()->mutable_data());
   }
   if (!want_geometry) return absl::OkStatus();
+  // Prepared here, by the first frame that skins vertices, not by transforms-only frames.
+  if (deformer.UsesDqsLaneOrder() && target.weights != nullptr)
+    frame.dqs_lanes = target.bake ? &bakes_->store().DqsLanes(*target.bake) : &rigs_->DqsLanes(*target.rig);
 
   FrameOutput geometry;
   geometry.vertex_count = static_cast<int>(rig.positions.size() / 3);

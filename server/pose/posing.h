@@ -39,14 +39,14 @@ class Poser {
   absl::StatusOr<PoseTarget> Open(const std::string& tenant, const std::string& rig, const std::string& bake,
                                   const char* rig_field = "rig", const char* bake_field = "bake");
   // The deformer `kind` (INVALID_ARGUMENT for an unknown value); for the PSD deformers, sets the
-  // model of the tenant's current examples in `target` (a cache lookup after the first build);
-  // for DQS, the weights' vertex order (prepared by the rig's or bake's first DQS frame).
+  // model of the tenant's current examples in `target` (a cache lookup after the first build).
   absl::StatusOr<const Deformer*> Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target);
 
   // One frame: `out` gets what `outputs` asks (vertices when nothing is). INVALID_ARGUMENT for a
   // bad pose (messages start with `field`), FAILED_PRECONDITION when the deformer lacks its bake
   // or weights. Told to the FrameObserver when it succeeds.
   // `memory` (may be null) carries a deformer's state between the frames of one session or clip.
+  // DQS frames that skin vertices use the weights' vertex order, the first one preparing it.
   absl::Status Frame(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
                      const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field = "pose",
                      FrameMemory* memory = nullptr) const;

@@ -28,14 +28,14 @@ namespace skinning {
 inline constexpr int kRigFormatVersion = 1;
 
 // A rig ready for per-frame work; immutable and shared between calls (but for dqs_lanes, which
-// the first DQS frame prepares once, thread-safely).
+// the first DQS frame with vertices prepares once, thread-safely).
 struct LoadedRig {
   std::string id;
   v1::Rig summary;               // name, display name and the output-only fields (RigSummary)
   Rig rig;                       // core form (double)
   std::vector<int> order;        // TopologicalOrder(rig.skeleton)
   SparseWeights weights;         // exact sparse weights, rows normalized (0 rows if none)
-  // DEFORMER_DQS's vertex order for `weights`, prepared by the first DQS frame (RigStore::DqsLanes).
+  // DEFORMER_DQS's vertex order for `weights`, prepared by the first DQS frame with vertices (RigStore::DqsLanes).
   LazyDqsLaneOrder dqs_lanes;
   std::vector<float> positions;  // #V*3 float32 bind positions
   std::vector<float> normals;    // #V*3 or empty

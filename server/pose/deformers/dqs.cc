@@ -17,7 +17,7 @@ class DqsDeformer final : public Deformer {
     const DqsTransformsFloat prepared = PrepareDqsFloat(frame.transforms);
     // The rig's or bake's vertex order where it groups vertices by joint set (real characters:
     // 18 % faster on CesiumMan in skinning_bench); the weights as they are otherwise.
-    const DqsLaneOrder* lanes = target.dqs_lanes;
+    const DqsLaneOrder* lanes = frame.dqs_lanes;
     if (lanes != nullptr && !lanes->empty() && static_cast<int>(lanes->order.size()) == out->vertex_count) {
       DqsFloat(frame.positions, *lanes, prepared, out->positions, out->normals ? frame.normals : nullptr,
                out->normals);

@@ -137,15 +137,19 @@ TEST_F(PoserTest, MissingWeightsAndStretchOutsideStbsAreRefused) {
   EXPECT_THAT(s.message(), HasSubstr("needs an endpoint bake"));
 }
 
-// DQS skins through the weights' vertex order, prepared by the rig's first DQS frame: LBS leaves
-// it unprepared (the rig cache's bytes unchanged), DQS prepares it once (counted then), and the
-// frame through it is DQS in the file's order.
-TEST_F(PoserTest, DqsPreparesTheWeightsVertexOrderOnItsFirstFrame) {
+// DQS skins through the weights' vertex order, prepared by the rig's first DQS frame that skins
+// vertices: LBS, and DQS asked for transforms only, leave it unprepared (the rig cache's bytes
+// unchanged); the first DQS frame with vertices prepares it (counted then, once), and that frame
+// is DQS in the file's order.
+TEST_F(PoserTest, DqsPreparesTheWeightsVertexOrderOnItsFirstFrameWithVertices) {
   const Rig rig = MakeInterleavedJointSetsTube();
   auto registered = rigs_->Register(RigToProto(rig));
   ASSERT_TRUE(registered.ok()) << registered.status();
   auto target = poser_->Open("", "rigs/" + registered->rig_id, "");
   ASSERT_TRUE(target.ok()) << target.status();
+  const SparseWeights& W = target->rig->weights;
+  const DqsLaneOrder expected = PrepareDqsLaneOrder(W);
+  ASSERT_FALSE(expected.empty()) << "the fixture's order pays";
   const size_t loaded = rigs_->cache_stats().bytes;
   v1::Pose pose;  // each joint turned about x, y or z, at its rest place
   for (int j = 0; j < 8; ++j) {
@@ -155,22 +159,26 @@ TEST_F(PoserTest, DqsPreparesTheWeightsVertexOrderOnItsFirstFrame) {
     const Eigen::Quaterniond q(Eigen::AngleAxisd(0.2 * (j + 1), Eigen::Vector3d::Unit(j % 3)));
     for (double c : {q.x(), q.y(), q.z(), q.w()}) t->add_rotation(static_cast<float>(c));
   }
-  v1::PoseOutputs outputs;
+  v1::PoseOutputs transforms_only;
+  transforms_only.set_transforms(true);
+  v1::PoseOutputs outputs = transforms_only;
   outputs.set_vertices(true);
-  outputs.set_transforms(true);
   v1::PosedFrame frame;
   const Deformer* lbs = *poser_->Use(v1::DEFORMER_UNSPECIFIED, "", &*target);
-  EXPECT_EQ(target->dqs_lanes, nullptr);
   ASSERT_TRUE(poser_->Frame(*target, *lbs, pose, outputs, &frame).ok());
   EXPECT_EQ(rigs_->cache_stats().bytes, loaded);
-
   const Deformer* dqs = *poser_->Use(v1::DEFORMER_DQS, "", &*target);
-  ASSERT_NE(target->dqs_lanes, nullptr);
-  ASSERT_FALSE(target->dqs_lanes->empty());
-  const size_t order_bytes = target->dqs_lanes->bytes();
-  EXPECT_EQ(rigs_->cache_stats().bytes, loaded + order_bytes);
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded);
+  ASSERT_TRUE(poser_->Frame(*target, *dqs, pose, transforms_only, &frame).ok());
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded) << "transforms only: no vertices skinned";
+
+  frame.Clear();
   ASSERT_TRUE(poser_->Frame(*target, *dqs, pose, outputs, &frame).ok());
-  const SparseWeights& W = target->rig->weights;
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded + expected.bytes());
+  size_t prepared_now = 1;
+  const DqsLaneOrder& lanes = target->rig->dqs_lanes.Get(W, &prepared_now);
+  EXPECT_EQ(prepared_now, 0u) << "the frame prepared it";
+  EXPECT_EQ(lanes.order, expected.order);
   const int n = W.rows();
   ASSERT_EQ(frame.transforms_size(), 8 * 12);
   ASSERT_EQ(frame.vertices_size(), 3 * n);
@@ -183,14 +191,13 @@ TEST_F(PoserTest, DqsPreparesTheWeightsVertexOrderOnItsFirstFrame) {
            file_order.data());
   for (int i = 0; i < 3 * n; ++i) ASSERT_NEAR(frame.vertices(i), file_order[i], 1e-5) << "coordinate " << i;
   double moved = 0;  // the pose moves the mesh (the check is not of the bind pose)
-  for (int i = 0; i < 3 * n; ++i) moved = std::max(moved, std::abs(static_cast<double>(file_order[i]) - target->rig->positions[i]));
+  for (int i = 0; i < 3 * n; ++i)
+    moved = std::max(moved, std::abs(static_cast<double>(file_order[i]) - target->rig->positions[i]));
   EXPECT_GT(moved, 0.1);
 
-  // Later DQS frames and sessions reuse it; the bytes are counted once.
-  ASSERT_TRUE(poser_->Use(v1::DEFORMER_DQS, "", &*target).ok());
-  EXPECT_EQ(rigs_->cache_stats().bytes, loaded + order_bytes);
-  ASSERT_TRUE(poser_->Use(v1::DEFORMER_UNSPECIFIED, "", &*target).ok());
-  EXPECT_EQ(target->dqs_lanes, nullptr);
+  // Later DQS frames reuse it; the bytes are counted once.
+  ASSERT_TRUE(poser_->Frame(*target, *dqs, pose, outputs, &frame).ok());
+  EXPECT_EQ(rigs_->cache_stats().bytes, loaded + expected.bytes());
 }
 
 TEST_F(PoserTest, OpenChecksTheNamesAndTheBakesRig) {
