@@ -83,8 +83,8 @@ void DqsFloat(const float* V, const DqsLaneOrder& lanes, const DqsTransformsFloa
 
 // A DqsLaneOrder prepared by the first Get, for weights that may never be posed with DQS (a
 // server's rigs and bakes: the sort and the 4 (1 + 2k) bytes per vertex are paid by the first DQS
-// frame, not by every load). Get is thread-safe: concurrent first calls prepare it once and all
-// return it; the order does not change after.
+// frame that skins vertices, not by every load). Get is thread-safe: concurrent first calls
+// prepare it once and all return it; the order does not change after.
 class LazyDqsLaneOrder {
  public:
   LazyDqsLaneOrder() = default;
