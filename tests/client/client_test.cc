@@ -20,6 +20,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::HealthCheck;
@@ -84,5 +85,6 @@ TEST(Server, HealthServiceReportsServing) {
   EXPECT_EQ(bytes, std::string("\x08\x01", 2));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -24,6 +24,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
 using ::skinning::testing::HttpGet;
@@ -286,5 +287,6 @@ TEST_F(BakeQueueRestartTest, ThirtyBakesAcrossReplicasSurviveARedisRestartEachDo
   EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"failed\"}"), 0);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

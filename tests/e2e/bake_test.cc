@@ -22,6 +22,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeTempDir;
@@ -430,5 +431,6 @@ TEST(SkinctlBake, DionneFalloffBakesThePapersWeightFunction) {
   EXPECT_THAT(refused.output, ::testing::HasSubstr("--dionne_falloff is for --bake_method=geodesic_voxel"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -29,6 +29,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 namespace ref = ::skinning::testing::gltf_reference;
 using ::skinning::testing::DataPath;
@@ -529,5 +530,6 @@ TEST_F(CharactersTest, ArmTwistedAtBoneTwoCollapsesWithLbsButNotDqs) {
   EXPECT_GT(area[1], 0.8 * rest_area) << "DQS should keep the cross-section";
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

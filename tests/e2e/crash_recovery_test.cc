@@ -31,6 +31,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
@@ -305,5 +306,6 @@ TEST(CrashRecovery, RedisKilledAndRestartedDuringWritesLosesNothingAcknowledged)
   ExpectLedgerLoads(check, ledger);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -23,6 +23,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
@@ -313,5 +314,6 @@ TEST_F(DeformersEndToEnd, ClearErrorsForMissingOrMismatchedBakesAndStretchOutsid
   EXPECT_THAT(needs_weights.status().message(), HasSubstr("options.endpoint.weights_bake"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

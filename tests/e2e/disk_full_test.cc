@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
@@ -78,5 +79,6 @@ TEST(DiskFullTest, FullStoreIsResourceExhaustedNamingTheArtifactAndOlderArtifact
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::MakeTempDir;
@@ -144,5 +145,6 @@ TEST_F(FastEndToEnd, UnarySolveReturnsVerticesAndNeedsAFastModel) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("constraints[1].joint = 17"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

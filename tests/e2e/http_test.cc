@@ -34,6 +34,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectStream;
 using ::skinning::testing::ConnectUnary;
@@ -512,5 +513,6 @@ TEST(HttpLogTest, RequestsThatAreNotUtf8FillTheLogWithAtMostTenLinesPerTenSecond
   EXPECT_LE(dropped_notes, windows);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

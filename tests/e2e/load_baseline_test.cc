@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
@@ -62,5 +63,6 @@ TEST(LoadBaseline, EchoNeedsATokenWhenTokensAreConfigured) {
   EXPECT_EQ(response.payload().size(), 10u);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -24,6 +24,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::HttpGet;
 using ::skinning::testing::MakeTempDir;
@@ -370,5 +371,6 @@ TEST_F(MetricsTest, StoreErrorsArePresentAndNotFoundIsNoError) {
   EXPECT_EQ(metrics_->types.at("skinning_store_operation_errors_total"), "counter");
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -24,6 +24,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
 using ::skinning::testing::MakeTempDir;
@@ -286,5 +287,6 @@ TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
   for (int i : {0, 2}) EXPECT_EQ(replicas[i]->Stop(SIGTERM), 0);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

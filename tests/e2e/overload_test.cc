@@ -34,6 +34,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::HttpGet;
 using ::skinning::testing::MakeTempDir;
@@ -571,5 +572,6 @@ TEST(Overload, GltfUploadsAreReadAFewAtATime) {
   EXPECT_EQ(again->rig().vertex_count(), 250000);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

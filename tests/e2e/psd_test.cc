@@ -22,6 +22,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeCylinderRig;
@@ -565,11 +566,13 @@ TEST_F(PsdEndToEnd, SkinctlAddsListsAndRemovesExamples) {
   EXPECT_THAT(gone.output, HasSubstr("NOT_FOUND"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 TEST(PsdTenancy, AnotherTenantCannotReadOrChangeTheExamples) {
   const std::string dir = MakeTempDir("tokens");
@@ -750,5 +753,6 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -22,6 +22,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeTempDir;
@@ -507,5 +508,6 @@ TEST_F(SecurityTest, SkinctlUsesTokenAndTls) {
   EXPECT_THAT(missing.output, HasSubstr("absent.crt"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

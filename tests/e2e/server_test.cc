@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeTempDir;
@@ -292,5 +293,6 @@ TEST(SkinctlEndToEnd, RejectsTruncatedAndCorruptGltfFiles) {
   EXPECT_TRUE(list->empty());
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -26,6 +26,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::DataPath;
@@ -269,5 +270,6 @@ TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   EXPECT_THAT(unknown.output, HasSubstr("unknown command 'frobnicate'"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -23,6 +23,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RunCommand;
@@ -117,5 +118,6 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -6,6 +6,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -73,5 +74,6 @@ TEST(Names, IdsAreHexOfTheRightLength) {
   EXPECT_EQ(CheckRigId("rig-../../x").code(), absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

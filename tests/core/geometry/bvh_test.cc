@@ -13,6 +13,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 
@@ -245,5 +246,6 @@ TEST(BvhTest, WindingNumberIsOneInsideZeroOutsideAndTheDipoleSumIsClose) {
   }
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

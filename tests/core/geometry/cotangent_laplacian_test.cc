@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // A flat (n+1) by (n+1) grid on [0, 1]² in z = 0; interior vertices jittered by up to `jitter`
 // of a cell so that the triangles are irregular (some obtuse).
@@ -275,5 +276,6 @@ TEST(CotangentLaplacianTest, DegenerateTrianglesAndUnusedVerticesContributeNothi
   EXPECT_NEAR(M.sum(), 0.5, 1e-15);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

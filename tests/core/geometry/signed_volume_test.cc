@@ -7,6 +7,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // The generated cylinder is closed and outward-facing: its volume is the inscribed prism's,
 // (segments/2)·sin(2π/segments)·r²·length, exactly.
@@ -28,5 +29,6 @@ TEST(SignedVolume, FlippedTrianglesNegateIt) {
   EXPECT_NEAR(SignedVolume(rig.mesh.V, rig.mesh.F), -1.0, 1e-12);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

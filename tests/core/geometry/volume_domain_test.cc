@@ -30,6 +30,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::MakeSphere;
@@ -688,5 +689,6 @@ TEST(VolumeDomainTest, HandTetDomainMapsSurfaceToCoincidentNodes) {
   EXPECT_NEAR(d->mass.sum(), volume, 1e-12 * volume);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -5,6 +5,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // A unit square as two triangles that share no vertex (six vertices, four points).
 Mesh SplitSquare() {
@@ -67,5 +68,6 @@ TEST(Weld, UnweldGivesEveryCopyItsPointsRow) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(U.row(i), M.row(w.of[i]));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

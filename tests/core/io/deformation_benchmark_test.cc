@@ -14,6 +14,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -78,5 +79,6 @@ TEST(DeformationBenchmarkTest, RejectsMalformedFiles) {
   std::remove(path.c_str());
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

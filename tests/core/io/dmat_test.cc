@@ -16,6 +16,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -187,5 +188,6 @@ TEST(DmatTest, MissingFileIsNotFound) {
   EXPECT_EQ(ReadDmat("/nonexistent/none.dmat").status().code(), absl::StatusCode::kNotFound);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

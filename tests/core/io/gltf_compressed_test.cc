@@ -59,6 +59,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -852,5 +853,6 @@ INSTANTIATE_TEST_SUITE_P(SampleCharacters, GltfQuantizedTest,
                            return testing::DataFileTestName(std::get<0>(info.param)) + "_" + packer;
                          });
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

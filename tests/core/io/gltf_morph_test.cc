@@ -19,6 +19,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 namespace ref = ::skinning::testing::gltf_reference;
 
@@ -127,5 +128,6 @@ TEST(GltfMorph, SparseTargetsReadAsTheirDenseTwin) {
   std::filesystem::remove_all(dir);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 namespace ref = ::skinning::testing::gltf_reference;
 using ::testing::HasSubstr;
@@ -188,5 +189,6 @@ TEST(GltfMultiSkin, RefusesSkinsThatBindASharedJointInconsistently) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("skins[1] binds joint \"chain0_0\""));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -24,6 +24,7 @@
 
 namespace skinning::testing::gltf_reference {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using Eigen::Vector3d;
 
@@ -536,5 +537,6 @@ INSTANTIATE_TEST_SUITE_P(
                       "gltf/RiggedSimple/RiggedSimple.glb", "gltf/RiggedFigure/RiggedFigure.gltf",
                       "gltf/RiggedFigure/RiggedFigure.glb", "gltf/CesiumMan/CesiumMan.glb"));
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning::testing::gltf_reference

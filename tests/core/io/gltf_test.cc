@@ -35,6 +35,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::Base64;
 using ::skinning::testing::DataPath;
@@ -1681,5 +1682,6 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
   }
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

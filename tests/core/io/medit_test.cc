@@ -14,6 +14,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -121,5 +122,6 @@ TEST(MeditTest, MissingFileIsNotFound) {
   EXPECT_EQ(ReadMedit("/nonexistent/none.mesh").status().code(), absl::StatusCode::kNotFound);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -71,5 +72,6 @@ TEST(MeshFileTest, RejectsUnknownExtension) {
   EXPECT_EQ(WriteMeshFile("/tmp/model.stl", Mesh()).code(), absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

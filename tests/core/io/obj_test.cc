@@ -13,6 +13,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -211,5 +212,6 @@ TEST(ObjTest, WriteRejectsOutOfRangeTriangle) {
   EXPECT_EQ(WriteObj(TempPath(".obj"), mesh).code(), absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -12,6 +12,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -112,5 +113,6 @@ TEST(OffTest, MissingFileIsNotFound) {
   EXPECT_EQ(ReadOff("/nonexistent/none.off").status().code(), absl::StatusCode::kNotFound);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::TempPath;
@@ -279,5 +280,6 @@ TEST(SkeletonFromBonesTest, ForwardKinematicsMatchesLibiglConvention) {
   RecordProperty("max_abs_difference", absl::StrCat(worst));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

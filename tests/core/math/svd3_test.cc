@@ -16,6 +16,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using Eigen::Matrix3d;
 using Eigen::Vector3d;
@@ -334,5 +335,6 @@ TEST(Svd3Test, HugeAndTinyScales) {
   for (double scale : {1e-38, 1e-42}) CheckScaled<float>(scale, 11, false);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

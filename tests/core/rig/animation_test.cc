@@ -8,6 +8,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 Skeleton OneJoint() {
   Skeleton s;
@@ -75,5 +76,6 @@ TEST(ValidateAnimationChannel, RejectsBadJointTimesAndValueCounts) {
   EXPECT_EQ(ValidateAnimationChannel(ch, 1, "c").message(), "c: 5 values for 2 keys (expected 6)");
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

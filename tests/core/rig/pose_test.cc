@@ -9,6 +9,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -133,5 +134,6 @@ TEST(Transform, DecomposeAffineInvertsToAffineWithScale) {
   EXPECT_TRUE(back.ToAffine().matrix().isApprox(t.ToAffine().matrix(), 1e-12));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -7,6 +7,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -126,5 +127,6 @@ TEST(SwingTwistSplit, HalfTurnTwistAngleIsPlusPi) {
   }
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

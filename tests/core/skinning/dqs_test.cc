@@ -24,6 +24,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -617,5 +618,6 @@ TEST(DqsTest, ArmTwistLbsCollapsesDqsKeepsCrossSection) {
   EXPECT_GE(dqs / rest, 0.8) << "DQS should keep the cross-section";
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

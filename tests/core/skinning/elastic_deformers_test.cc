@@ -21,6 +21,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 constexpr int kResolution = 32;
 
@@ -117,5 +118,6 @@ TEST(ElasticDeformersAcceptance, CylinderBend90SwingTwistIsClosestToGoldAndDqsBu
   EXPECT_LT(c.rms_st, c.rms_lbs);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

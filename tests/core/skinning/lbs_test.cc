@@ -12,6 +12,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::RandomRig;
 
@@ -228,5 +229,6 @@ TEST(LbsTest, ToRowMajor34IsRowMajorTopThreeRows) {
         EXPECT_EQ(T34[12 * j + 4 * r + c], static_cast<float>(T[j].matrix()(r, c)));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 constexpr double kDeg = M_PI / 180;
 
@@ -69,5 +70,6 @@ TEST(PsdGoldStandard, ExamplesAreReproducedAndPlainPsdBeatsLbsAtHeldOutPoses) {
   }
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -22,6 +22,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::testing::HasSubstr;
 using testing::ElbowExamples;
@@ -509,5 +510,6 @@ TEST(PsdValidationTest, RejectsBadOptions) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -17,6 +17,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -331,5 +332,6 @@ TEST(ValidateStretchTwist, NamesFieldIndexValueAndJoint) {
       << s.message();
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

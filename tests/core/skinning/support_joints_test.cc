@@ -13,6 +13,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using testing::ElbowPose;
 using testing::MakePsdArm;
@@ -147,5 +148,6 @@ TEST(SupportJointsTest, GeodesicDistanceGoesAroundAGap) {
   EXPECT_GT(upper_tip, 1.5);  // around the fold: ~2 along the bars
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

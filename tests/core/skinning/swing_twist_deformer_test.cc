@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -276,5 +277,6 @@ TEST(SinCosPi, MatchesStdSinCosOnMinusPiToPi) {
   EXPECT_NEAR(s, 0.0, 3e-7);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // ElasticModel::Create with geodesic voxel start weights (as BuildElasticModel gives it), or zero
 // start weights where those cannot be computed, so that Create's own checks are reached.
@@ -522,5 +523,6 @@ TEST(ElasticModel, CancelledSolveReturnsCancelled) {
             absl::StatusCode::kCancelled);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -28,6 +28,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using Kind = HandleConstraint::Kind;
 
@@ -589,5 +590,6 @@ TEST(FastSkinningTest, ArmAndCesiumManDraggedByTheHandKeepBoneLengths) {
   }
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

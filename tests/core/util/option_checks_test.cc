@@ -7,6 +7,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 TEST(OptionChecks, MessagesNameTheFieldAndTheValue) {
   EXPECT_TRUE(CheckInRange("options.voxel.resolution", 8, 8, 256).ok());
@@ -27,5 +28,6 @@ TEST(OptionChecks, IterationLimitsNameThePrefixedFields) {
   EXPECT_EQ(CheckIterationLimits("options", 10, -1).message(), "options.relative_tolerance = -1 must be finite and ≥ 0");
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

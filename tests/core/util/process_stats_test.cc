@@ -19,6 +19,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 TEST(ProcessStats, ThreadsFollowAThreadStartedAndJoined) {
   const pid_t self = getpid();
@@ -126,5 +127,6 @@ TEST(ProcessStats, AProcessThatIsGoneReadsAsMinusOne) {
   EXPECT_EQ(OpenDescriptorCount(-1), -1);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -7,6 +7,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 absl::Status Fails(int* calls) {
   ++*calls;
@@ -58,5 +59,6 @@ TEST(StatusMacros, AssignOrReturnMovesTheValueOrReturnsTheStatus) {
   EXPECT_EQ(bad.status().message(), "negative");
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

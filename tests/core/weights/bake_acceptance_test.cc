@@ -22,6 +22,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 
@@ -200,5 +201,6 @@ INSTANTIATE_TEST_SUITE_P(SharedData, CharacterBakeTest,
                                            "gltf/CesiumMan/CesiumMan.glb"),
                          [](const auto& info) { return testing::DataFileTestName(info.param); });
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

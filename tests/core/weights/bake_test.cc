@@ -11,6 +11,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -182,5 +183,6 @@ TEST(Bake, ElasticModelReportsItsDomainAndPinnedNodes) {
   EXPECT_EQ(r->weights.size(), 0);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

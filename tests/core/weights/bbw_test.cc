@@ -20,6 +20,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using SpMat = Eigen::SparseMatrix<double>;
 
@@ -754,5 +755,6 @@ TEST(BbwPerformance, LogsTimingsOnACharacterSizedGrid) {
   }
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

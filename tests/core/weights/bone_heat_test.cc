@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 
@@ -430,5 +431,6 @@ TEST(BoneHeatTest, ComponentThatSeesNoBoneFallsBackToNearestBone) {
   EXPECT_EQ(report.zero_rows, 0);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // The two-bone cylinder on a voxel grid: the elbow (joint 1) rotates, the root (joint 0) is fixed.
 struct CylinderSetup {
@@ -244,5 +245,6 @@ TEST(EnergyMinimizingWeight, RejectsEmptyOverlappingOrOutOfRangeNodes) {
   EXPECT_EQ(code({-1}, c.bones[0]), absl::StatusCode::kInvalidArgument);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -16,6 +16,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // The cylinder rig plus isolated probe vertices on the bone axis at x = 0, 0.1, …, 1.9 (no
 // triangle uses them; they sample the weights inside the shape).
@@ -133,5 +134,6 @@ TEST(EndpointBake, HonoursCancellation) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

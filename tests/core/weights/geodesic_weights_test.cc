@@ -13,6 +13,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // Nodes at the lattice points (x, y, z)·spacing, 0 ≤ x < dims.x() etc., for which `inside` holds,
 // joined to their (up to) 26 lattice neighbours that are also inside, as VolumeDomain's CSR graph.
@@ -391,5 +392,6 @@ TEST(GeodesicWeightsTest, TwentyHandlesOnAHundredThousandNodesTiming) {
               report.seconds);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -23,6 +23,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::MakeSphere;
@@ -171,5 +172,6 @@ TEST(RasterizeHandlesTest, CesiumManEveryDeformingJointHasNodesAndAFarSkeletonNo
   CheckCharacter(c);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -9,6 +9,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 
@@ -78,5 +79,6 @@ TEST(NonDeformingJoints, AnIndexOutOfRangeIsInvalidArgument) {
   EXPECT_NE(refused.status().message().find("options.non_deforming_joints[0]"), std::string::npos);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

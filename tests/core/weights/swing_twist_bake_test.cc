@@ -13,6 +13,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 TEST(BakeSwingTwist, CylinderDeformerRowsSumToOneSwingTwistOnTheElbowOnly) {
   Rig rig = testing::MakeCylinderRig();
@@ -125,5 +126,6 @@ TEST(BuildElasticModel, SameDomainAsTheBakeAndRestPoseIsRest) {
   EXPECT_LT(((*model)->ToMesh(*X) - rig.mesh.V).cwiseAbs().maxCoeff(), 1e-9);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -19,6 +19,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 
@@ -145,5 +146,6 @@ INSTANTIATE_TEST_SUITE_P(SharedData, WeldedBakeTest,
                                            "gltf/RiggedFigure/RiggedFigure.glb", "gltf/CesiumMan/CesiumMan.glb"),
                          [](const auto& info) { return testing::DataFileTestName(info.param); });
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

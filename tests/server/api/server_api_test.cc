@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
@@ -303,5 +304,6 @@ TEST(ServerApi, SessionsAnswerFramesInOrder) {
   EXPECT_THAT(refused.status().message(), HasSubstr("frame 2: constraints[0].joint = 17"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

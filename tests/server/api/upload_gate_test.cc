@@ -11,6 +11,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using Clock = std::chrono::system_clock;
 
@@ -89,5 +90,6 @@ TEST(UploadGateTest, AWaiterStopsAtItsDeadlineOrWhenCancelledOrDraining) {
   EXPECT_EQ(gate.counts().reading, 1);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

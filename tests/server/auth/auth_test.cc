@@ -11,6 +11,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
@@ -86,5 +87,6 @@ TEST(RigStoreTenancy, OwnershipIsPerTenantAndTheLastOwnerDeletes) {
   EXPECT_FALSE(*store.Delete(id, "beta"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -17,6 +17,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::testing::HasSubstr;
@@ -279,5 +280,6 @@ TEST_F(LocalBakeQueueTest, ShutdownCancelsQueuedAndRunningBakes) {
   EXPECT_EQ(queue_->Start(Job(3)).status().code(), absl::StatusCode::kUnavailable);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

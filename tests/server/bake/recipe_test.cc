@@ -21,6 +21,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::testing::HasSubstr;
 
@@ -295,5 +296,6 @@ TEST(BakeStore, DqsLaneOrderIsPreparedOnFirstUseAndThenCounted) {
   EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes());
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -9,6 +9,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 TEST(QuickTimer, AWaitOrCpuWorkPastItsLimitsIsNotQuick) {
   {
@@ -84,5 +85,6 @@ TEST(CallbackHost, RunsPostedWorkOnItsThreadsAndWaitsForItWhenDestroyed) {
   EXPECT_TRUE(elsewhere.load());
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

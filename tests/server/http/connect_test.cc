@@ -14,6 +14,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 TEST(ConnectServiceTest, ServesEveryMethodOfEveryServiceWithItsStreamingKind) {
   ConnectService connect(nullptr, ConnectService::Apis{}, nullptr);
@@ -65,5 +66,6 @@ TEST(FrontDoorTest, OnlyListedOriginsAndThePagesOwnMayCall) {
   EXPECT_TRUE(OriginAllowed({"*"}, "https://anything.example", "127.0.0.1:8080"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

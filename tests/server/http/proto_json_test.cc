@@ -30,6 +30,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
@@ -517,5 +518,6 @@ TEST(ProtoJsonTest, PrintLeavesToProtobufWhatItDoesNotCover) {
   EXPECT_EQ(out, ProtobufPrint(r).value());
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -16,6 +16,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeInterleavedJointSetsTube;
 using ::skinning::testing::MakeTempDir;
@@ -209,5 +210,6 @@ TEST_F(PoserTest, OpenChecksTheNamesAndTheBakesRig) {
   EXPECT_THAT(other.status().message(), HasSubstr("belongs to rig '" + without_weights_ + "'"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

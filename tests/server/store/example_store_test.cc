@@ -18,6 +18,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
@@ -395,11 +396,13 @@ TEST(ValidateNewExample, RefusesThePoseOfAnExistingExampleNamingIt) {
   EXPECT_TRUE(ValidateNewExample(*rig, existing, *c).ok());
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // A support-joint model that cannot be built (the only bent joint is the root, which has no
 // parent bone) fails once; the same request again is answered from memory without a rebuild.
@@ -428,5 +431,6 @@ TEST(PsdModels, ABuildThatCannotSucceedIsNotRepeated) {
   EXPECT_EQ(models.builds(), 1u);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 namespace fs = std::filesystem;
 
@@ -72,5 +73,6 @@ TEST(FilesystemBlobStore, OpeningRemovesLeftoversOfGoneWritersOnly) {
   fs::remove_all(root);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -19,6 +19,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
 using ::skinning::testing::RedisConnection;
@@ -285,11 +286,13 @@ TEST_F(RedisBlobStoreTest, ReconnectsAfterRedisRestart) {
   EXPECT_THAT(*store_->List("rigs/"), ElementsAre("rigs/again.pb"));
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 // "OK and true" / "OK and false" as one printable value.
 std::string Answer(const absl::StatusOr<bool>& r) { return r.ok() ? (*r ? "true" : "false") : r.status().ToString(); }
@@ -364,5 +367,6 @@ TEST(FilesystemBlobStore, WriteIfLosesNoIncrementAcrossStoreObjects) {
   CheckNoLostIncrements([&] { return std::shared_ptr<BlobStore>(*OpenFilesystemBlobStore(dir)); });
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

@@ -15,6 +15,7 @@
 
 namespace skinning {
 namespace {
+namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeInterleavedJointSetsTube;
 using ::skinning::testing::MakeTempDir;
@@ -295,5 +296,6 @@ TEST(RigStore, DqsLaneOrderGrowthStaysUnderTheCapAndSkipsReplacedRigs) {
   EXPECT_EQ(store->cache_stats().bytes, cached + order);
 }
 
+}  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
