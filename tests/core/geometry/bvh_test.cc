@@ -39,6 +39,10 @@ double BruteForceCrossing(const Eigen::Vector3d& a, const Eigen::Vector3d& b,
 // triangle only where its own box meets the triangle's, and no point of a triangle is nearer than
 // its box. (It keeps the tests quick under the sanitizers.)
 struct BruteForceTriangles {
+  struct Triangle {
+    Eigen::Vector3d v0, v1, v2;
+    Eigen::AlignedBox3d box;
+  };
   explicit BruteForceTriangles(const Mesh& mesh) {
     const double pad = 1e-9 * (mesh.V.colwise().maxCoeff() - mesh.V.colwise().minCoeff()).norm();
     for (int f = 0; f < mesh.F.rows(); ++f) {
@@ -49,18 +53,13 @@ struct BruteForceTriangles {
       triangles.push_back(t);
     }
   }
-  struct Triangle {
-    Eigen::Vector3d v0, v1, v2;
-    Eigen::AlignedBox3d box;
-  };
   std::vector<Triangle> triangles;
 };
 
 bool BruteForceHits(const BruteForceTriangles& mesh, const Eigen::Vector3d& a, const Eigen::Vector3d& b,
                     double epsilon) {
   const double len = (b - a).norm();
-  Eigen::AlignedBox3d segment_box(a);
-  segment_box.extend(b);
+  const Eigen::AlignedBox3d segment_box = Eigen::AlignedBox3d(a).extend(b);
   for (const BruteForceTriangles::Triangle& tri : mesh.triangles) {
     if (!tri.box.intersects(segment_box)) continue;
     const double t = BruteForceCrossing(a, b, tri.v0, tri.v1, tri.v2);

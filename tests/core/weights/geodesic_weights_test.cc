@@ -386,8 +386,7 @@ TEST(GeodesicWeightsTest, TwentyHandlesOnAHundredThousandNodesGiveAPartitionOfUn
     for (int y = 2; y < n - 2; ++y) nodes.push_back(g.Node((h * 47) % n, y, (h * 13) % n));
     handles.push_back(nodes);
   }
-  GeodesicWeightsReport report;
-  const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain, handles, {}, &report);
+  const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain, handles);
   ASSERT_TRUE(W.ok()) << W.status();
   ExpectRowsSumToOne(*W);
   for (int h = 0; h < 20; ++h) {
