@@ -7,7 +7,7 @@
 // translates); STBS stretches and twists every bone (projection endpoint weights). items/s is
 // vertices/s; the counter "vs_lbs" is the mean CPU time per frame (per-frame preparation
 // included) relative to the best LbsFloat CPU time on the same mesh and joints (measured at
-// start-up, same process).
+// start-up, same process). BM_CharacterFloat does the same on a real character (below).
 //
 //   ./build/bench/deformers_bench --benchmark_min_time=0.5
 #include <algorithm>
@@ -21,6 +21,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "core/io/gltf.h"
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
 #include "core/rig/pose.h"
@@ -40,6 +41,7 @@ constexpr int kK = 4;
 constexpr double kLength = 2.0;
 
 struct Setup {
+  std::string error;  // the character's file could not be read (GetCharacter)
   int n = 0;
   std::vector<float> V;
   SparseWeights W;  // bone / deformer weights, top 4
@@ -206,6 +208,115 @@ BENCHMARK(BM_StbsFloat)
     ->Args({2, 0})->Args({8, 0})->Args({2, 1})->Args({8, 1})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DqsFloat)->ArgName("joints")->Arg(2)->Arg(8)->Unit(benchmark::kMicrosecond);
+
+// ---- a real character ------------------------------------------------------------------------
+// CesiumMan (shared data, 3,273 vertices, 19 deforming joints) with its own skeleton, inverse bind
+// matrices and weights (k = 4, the file's vertex order), every joint turned up to 0.8 rad about a
+// random axis by forward kinematics: its skinning transforms carry the float32 rounding of the
+// file's matrices, as the server's do. Deformer weights are the file's, swing and twist weights
+// and endpoint weights each vertex's position along its joint's bone; STBS stretches no bone and
+// twists every bone. range(0): 0 LBS, 1 DQS, 2 swing/twist, 3 STBS over LBS, 4 STBS over DQS.
+// Counters: the median frame's CPU time (per-frame preparation included) over the median LBS frame
+// (vs_lbs) and the median DQS frame (vs_dqs, DQS-based ones), timed alternately in the same loop.
+// Skipped, with the reason, when the data is missing (outside CI).
+const Setup& GetCharacter() {
+  static Setup* s = nullptr;
+  if (s != nullptr) return *s;
+  s = new Setup;
+  absl::StatusOr<GltfCharacter> g = ReadGltf(std::string(SKINNING_DATA_DIR) + "/gltf/CesiumMan/CesiumMan.glb");
+  if (!g.ok()) {
+    s->error = std::string(g.status().message());
+    return *s;
+  }
+  const Skeleton& sk = g->skeleton;
+  const int joints = sk.size();
+  s->n = g->mesh.V.rows();
+  s->V.assign(g->mesh.V.data(), g->mesh.V.data() + 3 * s->n);
+  s->W = g->weights;
+  const std::vector<JointHandle> handles = *JointHandles(sk);
+  s->frames = JointFrames(sk, handles);
+  s->bones = StbsBones(handles);
+  Eigen::MatrixXd D = Eigen::MatrixXd::Zero(s->n, joints), E = Eigen::MatrixXd::Zero(s->n, joints);
+  for (int i = 0; i < s->n; ++i)
+    for (int c = 0; c < s->W.k(); ++c) {
+      const int j = s->W.joints(i, c);
+      D(i, j) += s->W.weights(i, c);
+      const StbsBone& b = s->bones[j];
+      const Eigen::Vector3d d = b.b - b.a;
+      if (b.valid && d.squaredNorm() > 0)
+        E(i, j) = std::clamp((g->mesh.V.row(i).transpose() - b.a).dot(d) / d.squaredNorm(), 0.0, 1.0);
+    }
+  s->st_weights = MakeSwingTwistWeights(D, E, E, kK);
+  s->endpoint = AlignEndpointWeights(s->W, E);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Pose pose = RestPose(sk);
+  for (int j = 0; j < joints; ++j) {
+    pose.local[j].rotation = Eigen::AngleAxisd(0.8 * u(gen), Eigen::Vector3d(u(gen), u(gen), u(gen)).normalized());
+    s->stretch_twist.stretch.push_back(1.0);
+    s->stretch_twist.twist_a.push_back(0.5 * u(gen));
+    s->stretch_twist.twist_b.push_back(u(gen));
+  }
+  s->M = *SkinningTransforms(sk, *TopologicalOrder(sk), pose);
+  return *s;
+}
+
+// One frame of deformer `kind` (as range(0) above) on the character into U.
+void CharacterFrame(const Setup& s, int kind, float* U) {
+  switch (kind) {
+    case 0: {
+      const std::vector<float> T34 = ToRowMajor34(s.M);
+      LbsFloat(s.V.data(), s.n, s.W.joints.data(), s.W.weights.data(), s.W.k(), T34.data(), U);
+      break;
+    }
+    case 1:
+      DqsFloat(s.V.data(), s.n, s.W.joints.data(), s.W.weights.data(), s.W.k(), PrepareDqsFloat(s.M), U);
+      break;
+    case 2:
+      SwingTwistFloat(s.V.data(), s.n, s.st_weights, PrepareSwingTwistFloat(s.frames, s.M), U);
+      break;
+    default:
+      StbsFloat(s.V.data(), s.n, s.W, s.endpoint, PrepareStbsFloat(s.bones, s.M, s.stretch_twist), kind == 4, U);
+  }
+}
+
+double Median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Each iteration times one frame of the deformer and, right before it, one LBS frame (and one DQS
+// frame for the DQS-based ones), so that the ratios compare frames of the same moment: a frame
+// takes tens of µs, and this machine's speed drifts over seconds. Time is the deformer's frame.
+void BM_CharacterFloat(benchmark::State& state) {
+  const Setup& s = GetCharacter();
+  if (!s.error.empty()) {
+    state.SkipWithError(s.error.c_str());
+    return;
+  }
+  const int kind = static_cast<int>(state.range(0));
+  const bool on_dqs = kind == 1 || kind == 4;
+  std::vector<float> U(3 * s.n);
+  std::vector<double> times, lbs, dqs;
+  auto timed = [&](int k) {
+    const double t0 = ThreadSeconds();
+    CharacterFrame(s, k, U.data());
+    benchmark::DoNotOptimize(U.data());
+    return ThreadSeconds() - t0;
+  };
+  for (auto _ : state) {
+    lbs.push_back(timed(0));
+    if (on_dqs) dqs.push_back(timed(1));
+    times.push_back(timed(kind));
+    state.SetIterationTime(times.back());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(times.size()) * s.n);
+  if (times.empty()) return;
+  const double median = Median(times);
+  state.counters["vs_lbs"] = median / Median(std::move(lbs));
+  if (on_dqs) state.counters["vs_dqs"] = median / Median(std::move(dqs));
+}
+BENCHMARK(BM_CharacterFloat)->ArgName("deformer")->DenseRange(0, 4)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skinning

@@ -11,16 +11,13 @@
 #include <Eigen/SVD>
 
 #include "core/rig/dual_quaternion.h"
+#include "core/rig/transform.h"
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
 
 namespace skinning {
 
 namespace {
-
-// A transform whose stretch S differs from the identity by at most this much (max-abs entry)
-// counts as rigid.
-constexpr double kStretchTolerance = 1e-9;
 
 // ---- shared math ----------------------------------------------------------------------------
 //
@@ -663,11 +660,10 @@ DqsTransforms PrepareDqs(const std::vector<Eigen::Affine3d>& T) {
   for (size_t j = 0; j < m; ++j) {
     const Eigen::Matrix3d A = T[j].linear();
     Eigen::Matrix3d R;
-    // Rigid fast path: AᵀA = S² = I within tolerance (so |S - I| ≲ tolerance / 2), proper.
-    const double ortho_err =
-        (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff();
-    if (ortho_err <= kStretchTolerance && A.determinant() > 0) {
-      R = A;
+    // Rigid: AᵀA = S² = I within float rounding (kFloatRigidTolerance, so |S − I| ≲ half of it),
+    // proper; the rotation is A's nearest and the stretch left is dropped.
+    if (NearlyRotation(A)) {
+      R = NearRotation(A);
     } else {
       // Polar decomposition A = R S through the SVD A = U Σ Vᵀ: R = U Vᵀ, S = Rᵀ A = V Σ Vᵀ
       // (symmetrized against rounding). A reflection (det A < 0) keeps R proper by flipping
@@ -678,11 +674,8 @@ DqsTransforms PrepareDqs(const std::vector<Eigen::Affine3d>& T) {
       if ((Us * Vs.transpose()).determinant() < 0) Us.col(2) *= -1;
       R = Us * Vs.transpose();
       const Eigen::Matrix3d RtA = R.transpose() * A;
-      const Eigen::Matrix3d S = 0.5 * (RtA + RtA.transpose());
-      if ((S - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() > kStretchTolerance) {
-        D.stretch[j] = S;
-        D.any_stretch = true;
-      }
+      D.stretch[j] = 0.5 * (RtA + RtA.transpose());
+      D.any_stretch = true;
     }
     const Eigen::Quaterniond r = Eigen::Quaterniond(R).normalized();
     const DualQuaterniond q = DualQuaterniond::FromRigid(r, T[j].translation());

@@ -20,7 +20,9 @@ namespace skinning {
 //      joint (dot(real_j, real_pivot) < 0 ⇒ q_j = −q_j), so blending takes the short path.
 //   2. Non-rigid scale fallback (the paper's two-phase skinning, Sec. 5): the stretches are
 //      blended linearly, S = Σ w_j S_j, and applied first, p = S v; when every S_j is the
-//      identity this is skipped and DQS is exactly the rigid method. (The implementation divides
+//      identity this is skipped and DQS is exactly the rigid method. A_j within the float
+//      rounding of rig data of a rotation (kFloatRigidTolerance, core/rig/transform.h) counts as
+//      rigid: R_j is its nearest rotation and S_j the identity. (The implementation divides
 //      S by Σ w_j, which is 1 for valid weights: like the normalized rigid blend of step 3, the
 //      stretch then does not pick up the rounding of float weights' row sums.)
 //   3. b = Σ w_j q_j, normalized by |b.real|, applied to p as a rigid transform.

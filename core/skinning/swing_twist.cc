@@ -8,6 +8,7 @@
 
 #include "core/math/svd3.h"
 #include "core/rig/swing_twist.h"
+#include "core/rig/transform.h"
 #include "core/skinning/kernel_common.h"
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
@@ -15,9 +16,6 @@
 namespace skinning {
 
 namespace {
-
-// A linear part counts as a rotation when |AᵀA − I| ≤ this (max-abs entry) and det A > 0.
-constexpr double kRigidTolerance = 1e-9;
 
 // One joint's deformer for the current frame, in double (see the header for the symbols).
 struct DeformerFrame {
@@ -34,12 +32,6 @@ struct DeformerFrame {
   bool remainder = false;
 };
 
-bool IsRotation(const Eigen::Matrix3d& A) {
-  return (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() <=
-             kRigidTolerance &&
-         A.determinant() > 0;
-}
-
 std::vector<DeformerFrame> PrepareDeformers(const std::vector<JointFrame>& frames,
                                             const std::vector<Eigen::Affine3d>& M) {
   std::vector<DeformerFrame> out(frames.size());
@@ -54,11 +46,16 @@ std::vector<DeformerFrame> PrepareDeformers(const std::vector<JointFrame>& frame
     d.Mp = M[f.parent];
     const Eigen::Affine3d delta = d.Mp.inverse(Eigen::Affine) * M[j];
     const Eigen::Matrix3d A = delta.linear();
-    const Eigen::Matrix3d Rot = IsRotation(A) ? A : NearestRotation(A);
-    // E(x) = Δx − c − Rot(x − c) = (A − Rot) x + (t_Δ − c + Rot c).
+    const bool rotation = NearlyRotation(A);
+    const Eigen::Matrix3d Rot = rotation ? NearRotation(A) : NearestRotation(A);
+    // E(x) = Δx − c − Rot(x − c) = (A − Rot) x + (t_Δ − c + Rot c). A remainder within the
+    // float rounding of rig data (core/rig/transform.h: a linear part that is a rotation within
+    // kFloatRigidTolerance, a translation within that fraction of the lengths it comes from) is
+    // dropped, so that real characters take the kernels' paths without it.
     d.G = A - Rot;
     d.g = delta.translation() - d.c + Rot * d.c;
-    d.remainder = d.G.cwiseAbs().maxCoeff() > 1e-12 || d.g.cwiseAbs().maxCoeff() > 1e-12;
+    const double length = delta.translation().cwiseAbs().maxCoeff() + d.c.cwiseAbs().maxCoeff();
+    d.remainder = !rotation || d.g.cwiseAbs().maxCoeff() > kFloatRigidTolerance * length;
     const Eigen::Matrix3d Q = d.C.transpose() * Rot * d.C;
     Eigen::Quaterniond swing;
     SwingTwistSplit(Eigen::Quaterniond(Q), Eigen::Vector3d::UnitZ(), &swing, &d.theta);

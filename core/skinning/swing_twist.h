@@ -19,7 +19,8 @@ namespace skinning {
 // bone, parent p = nearest deforming ancestor, deformer flag). M = skinning transforms (#J, bind
 // space → posed, world · inverse bind). For a joint j with a deformer (parent p):
 //   Δ = M_p⁻¹ M_j; Rot = nearest rotation of Δ's linear part (Δ's own when rigid);
-//   E(x) = Δx − (c + Rot(x − c))     (affine remainder; 0 for a rotation about the joint)
+//   E(x) = Δx − (c + Rot(x − c))     (affine remainder; 0 for a rotation about the joint, and
+//                                     taken as 0 within float rounding: kFloatRigidTolerance)
 //   Q = Cᵀ Rot C = Q_swing · Q_twist (split about z), twist angle θ;
 //   x̃ = Cᵀ(p̃ − c);  Γ = ((1 − s) I + s Q_swing) · Rz(t θ) · x̃          (Eq. 6)
 //   deformer_j(p̃) = M_p (c + C Γ + s E(p̃))

@@ -198,6 +198,19 @@ Rig MakeBoxRig(int nx, int nyz, double length, double h) {
   return rig;
 }
 
+std::vector<Eigen::Affine3d> RandomRigids(int m, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<Eigen::Affine3d> T;
+  for (int j = 0; j < m; ++j) {
+    Eigen::Affine3d A = Eigen::Affine3d::Identity();
+    A.translate(Eigen::Vector3d(u(gen), u(gen), u(gen)));
+    A.rotate(Eigen::Quaterniond(u(gen), u(gen), u(gen), u(gen)).normalized());
+    T.push_back(A);
+  }
+  return T;
+}
+
 RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <Eigen/Core>
+#include <Eigen/Geometry>
 
 #include "absl/status/statusor.h"
 #include "core/geometry/mesh.h"
@@ -51,6 +52,9 @@ struct RandomSkinningData {
   SparseWeights W;
 };
 RandomSkinningData RandomRig(int n, int joints, int k, unsigned seed);
+// m random rigid transforms: translations in [-1, 1]³, rotations from random quaternions.
+// Deterministic in `seed`.
+std::vector<Eigen::Affine3d> RandomRigids(int m, unsigned seed);
 
 // Rows of a matrix from a list (the generators build lists): positions and triangles.
 RowMatrixX3d PositionRows(const std::vector<Eigen::Vector3d>& v);

@@ -29,19 +29,7 @@ namespace SKINNING_TEST_FILE {
 constexpr double kPi = 3.14159265358979323846;
 
 using ::skinning::testing::RandomRig;
-
-std::vector<Eigen::Affine3d> RandomRigids(int m, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<Eigen::Affine3d> T;
-  for (int j = 0; j < m; ++j) {
-    Eigen::Affine3d A = Eigen::Affine3d::Identity();
-    A.translate(Eigen::Vector3d(u(gen), u(gen), u(gen)));
-    A.rotate(Eigen::Quaterniond(u(gen), u(gen), u(gen), u(gen)).normalized());
-    T.push_back(A);
-  }
-  return T;
-}
+using ::skinning::testing::RandomRigids;
 
 std::vector<float> Floats(const RowMatrixX3d& M) {
   return std::vector<float>(M.data(), M.data() + M.size());
