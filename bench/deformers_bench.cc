@@ -42,6 +42,8 @@ constexpr double kLength = 2.0;
 
 struct Setup {
   std::string error;  // the character's file could not be read (GetCharacter)
+  DqsLaneOrder lanes;           // the character: W's DQS vertex order (as the server prepares it)
+  RowMatrixXf endpoint_lanes;   // and the endpoint weights in it
   int n = 0;
   std::vector<float> V;
   SparseWeights W;  // bone / deformer weights, top 4
@@ -215,7 +217,8 @@ BENCHMARK(BM_DqsFloat)->ArgName("joints")->Arg(2)->Arg(8)->Unit(benchmark::kMicr
 // random axis by forward kinematics: its skinning transforms carry the float32 rounding of the
 // file's matrices, as the server's do. Deformer weights are the file's, swing and twist weights
 // and endpoint weights each vertex's position along its joint's bone; STBS stretches no bone and
-// twists every bone. range(0): 0 LBS, 1 DQS, 2 swing/twist, 3 STBS over LBS, 4 STBS over DQS.
+// twists every bone. range(0): 0 LBS, 1 DQS, 2 swing/twist, 3 STBS over LBS, 4 STBS over DQS,
+// 5 and 6 the same through the weights' DQS vertex order (the server's path; LaneEndpointWeights).
 // Counters: the median frame's CPU time (per-frame preparation included) over the median LBS frame
 // (vs_lbs) and the median DQS frame (vs_dqs, DQS-based ones), timed alternately in the same loop.
 // Skipped, with the reason, when the data is missing (outside CI).
@@ -248,6 +251,8 @@ const Setup& GetCharacter() {
     }
   s->st_weights = MakeSwingTwistWeights(D, E, E, kK);
   s->endpoint = AlignEndpointWeights(s->W, E);
+  s->lanes = PrepareDqsLaneOrder(s->W);
+  s->endpoint_lanes = LaneEndpointWeights(s->W, s->endpoint, s->lanes);
   std::mt19937 gen(11);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   Pose pose = RestPose(sk);
@@ -275,8 +280,12 @@ void CharacterFrame(const Setup& s, int kind, float* U) {
     case 2:
       SwingTwistFloat(s.V.data(), s.n, s.st_weights, PrepareSwingTwistFloat(s.frames, s.M), U);
       break;
-    default:
+    case 3:
+    case 4:
       StbsFloat(s.V.data(), s.n, s.W, s.endpoint, PrepareStbsFloat(s.bones, s.M, s.stretch_twist), kind == 4, U);
+      break;
+    default:  // through the vertex order (the server's path where the order pays, as here)
+      StbsFloat(s.V.data(), s.lanes, s.endpoint_lanes, PrepareStbsFloat(s.bones, s.M, s.stretch_twist), kind == 6, U);
   }
 }
 
@@ -295,7 +304,11 @@ void BM_CharacterFloat(benchmark::State& state) {
     return;
   }
   const int kind = static_cast<int>(state.range(0));
-  const bool on_dqs = kind == 1 || kind == 4;
+  if (kind >= 5 && s.lanes.empty()) {
+    state.SkipWithError("PrepareDqsLaneOrder keeps the file order for this character");
+    return;
+  }
+  const bool on_dqs = kind == 1 || kind == 4 || kind == 6;
   std::vector<float> U(3 * s.n);
   std::vector<double> times, lbs, dqs;
   auto timed = [&](int k) {
@@ -316,7 +329,7 @@ void BM_CharacterFloat(benchmark::State& state) {
   state.counters["vs_lbs"] = median / Median(std::move(lbs));
   if (on_dqs) state.counters["vs_dqs"] = median / Median(std::move(dqs));
 }
-BENCHMARK(BM_CharacterFloat)->ArgName("deformer")->DenseRange(0, 4)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CharacterFloat)->ArgName("deformer")->DenseRange(0, 6)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skinning

@@ -831,11 +831,13 @@ void DqsFloat(const float* V, const DqsLaneOrder& lanes, const DqsTransformsFloa
 #endif
 }
 
-const DqsLaneOrder& LazyDqsLaneOrder::Get(const SparseWeights& W, size_t* prepared_bytes) const {
+const DqsLaneOrder& LazyDqsLaneOrder::Get(const SparseWeights& W, size_t* prepared_bytes,
+                                          const std::function<size_t(const DqsLaneOrder&)>& also) const {
   size_t prepared = 0;
   std::call_once(once_, [&] {
     order_ = PrepareDqsLaneOrder(W);
     prepared = order_.bytes();
+    if (also) prepared += also(order_);
   });
   if (prepared_bytes != nullptr) *prepared_bytes = prepared;
   return order_;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -94,8 +95,11 @@ class LazyDqsLaneOrder {
   LazyDqsLaneOrder& operator=(const LazyDqsLaneOrder&) = delete;
   // PrepareDqsLaneOrder(W), W the same weights on every call. `*prepared_bytes` (when given) is
   // the order's bytes() on the call that prepared it and 0 on every other call, so that the
-  // caller can count the memory once.
-  const DqsLaneOrder& Get(const SparseWeights& W, size_t* prepared_bytes = nullptr) const;
+  // caller can count the memory once. `also` (when given) runs once, right after the order is
+  // prepared and before any call returns it, to lay out more per-vertex data in that order; the
+  // bytes it returns are added to `*prepared_bytes`.
+  const DqsLaneOrder& Get(const SparseWeights& W, size_t* prepared_bytes = nullptr,
+                          const std::function<size_t(const DqsLaneOrder&)>& also = nullptr) const;
 
  private:
   mutable std::once_flag once_;

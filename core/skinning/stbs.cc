@@ -576,6 +576,65 @@ void StbsFloat(const float* V, int n, const SparseWeights& W, const RowMatrixXf&
   }
 }
 
+bool StbsFloat(const float* V, const DqsLaneOrder& lanes, const RowMatrixXf& endpoint_lanes,
+               const StbsFrameFloat& frame, bool dqs, float* U) {
+#ifdef SKINNING_VECTOR_EXT
+  const int n = static_cast<int>(lanes.order.size());
+  if (lanes.empty() || lanes.k != 4 || (dqs && frame.any_stretch) || endpoint_lanes.rows() != n ||
+      endpoint_lanes.cols() != 4)
+    return false;
+  constexpr int kChunk = 256;  // a multiple of 8: only the last chunk has a tail
+  alignas(64) float v[3 * kChunk], u[3 * kChunk];
+  const float* params = frame.params.data();
+  for (int r0 = 0; r0 < n; r0 += kChunk) {
+    const int m = std::min(kChunk, n - r0), m8 = m - m % 8;
+    const int32_t* __restrict idx = lanes.order.data() + r0;
+    for (int i = 0; i < m; ++i)
+      for (int c = 0; c < 3; ++c) v[3 * i + c] = V[3 * static_cast<std::ptrdiff_t>(idx[i]) + c];
+    const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(r0);
+    const int32_t* J = lanes.joints.data() + row;
+    const float* Wt = lanes.weights.data() + row;
+    const float* E = endpoint_lanes.data() + row;
+    if (dqs)
+      StbsKernel8K4<true>(v, m8, J, Wt, E, params, u);
+    else
+      StbsKernel8K4<false>(v, m8, J, Wt, E, params, u);
+    if (m8 < m) {
+      const std::ptrdiff_t t = 4 * static_cast<std::ptrdiff_t>(m8);
+      if (dqs)
+        StbsDqsKernel<false>(v + 3 * m8, m - m8, J + t, Wt + t, E + t, 4, params, u + 3 * m8);
+      else
+        StbsLbsKernel(v + 3 * m8, m - m8, J + t, Wt + t, E + t, 4, params, u + 3 * m8);
+    }
+    for (int i = 0; i < m; ++i)
+      for (int c = 0; c < 3; ++c) U[3 * static_cast<std::ptrdiff_t>(idx[i]) + c] = u[3 * i + c];
+  }
+  return true;
+#else
+  (void)V, (void)lanes, (void)endpoint_lanes, (void)frame, (void)dqs, (void)U;
+  return false;
+#endif
+}
+
+RowMatrixXf LaneEndpointWeights(const SparseWeights& W, const RowMatrixXf& endpoint, const DqsLaneOrder& lanes) {
+  const int n = static_cast<int>(lanes.order.size()), k = lanes.k;
+  RowMatrixXf out = RowMatrixXf::Zero(n, k);
+  for (int r = 0; r < n; ++r) {
+    const int i = lanes.order[r];
+    for (int c = 0; c < k; ++c) {
+      const std::ptrdiff_t at = static_cast<std::ptrdiff_t>(k) * r + c;
+      if (lanes.weights[at] == 0.f) continue;
+      // The order keeps each row's (joint, weight) pairs and only moves them between slots.
+      for (int s = 0; s < W.k(); ++s)
+        if (W.joints(i, s) == lanes.joints[at] && W.weights(i, s) != 0.f) {
+          out(r, c) = endpoint(i, s);
+          break;
+        }
+    }
+  }
+  return out;
+}
+
 RowMatrixXf AlignEndpointWeights(const SparseWeights& W, const Eigen::MatrixXd& E) {
   RowMatrixXf out = RowMatrixXf::Zero(W.rows(), W.k());
   for (int i = 0; i < W.rows(); ++i)

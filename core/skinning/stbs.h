@@ -13,6 +13,7 @@
 #include "core/rig/bones.h"
 #include "core/rig/pose.h"
 #include "core/rig/skeleton.h"
+#include "core/skinning/dqs.h"
 #include "core/skinning/weights.h"
 
 namespace skinning {
@@ -103,6 +104,19 @@ void StbsFloat(const float* V, int n, const SparseWeights& W, const RowMatrixXf&
 // endpoint(i, c) = E(i, W.joints(i, c)) (0 in unused slots).
 //   W  #V by k;  E  #V by #J;  result #V by k
 RowMatrixXf AlignEndpointWeights(const SparseWeights& W, const Eigen::MatrixXd& E);
+
+// StbsFloat through a DQS vertex order of W (dqs.h's PrepareDqsLaneOrder, as the server prepares
+// one per rig and bake): the vertices skinned in the order's blocks of 8, which share their
+// joints where a file's order does not, 256 at a time gathered and scattered back (CesiumMan in
+// bench/deformers_bench: 69–75 → 53–58 µs a frame over LBS, 95–101 → 63–70 over DQS).
+// `endpoint_lanes` = LaneEndpointWeights(W, endpoint, lanes). Returns false, writing nothing,
+// where it does not apply (call StbsFloat then): an empty order, k ≠ 4, DQS with
+// frame.any_stretch (the per-vertex two-phase path), or endpoint_lanes of another shape.
+bool StbsFloat(const float* V, const DqsLaneOrder& lanes, const RowMatrixXf& endpoint_lanes,
+               const StbsFrameFloat& frame, bool dqs, float* U);
+// `endpoint` (aligned with W's slots, AlignEndpointWeights) in the rows and slots of `lanes`
+// (#V by lanes.k; empty for an empty order).
+RowMatrixXf LaneEndpointWeights(const SparseWeights& W, const RowMatrixXf& endpoint, const DqsLaneOrder& lanes);
 
 }  // namespace skinning
 

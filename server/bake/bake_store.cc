@@ -104,7 +104,9 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeStore::Load(const std::str
 
 const DqsLaneOrder& BakeStore::DqsLanes(const LoadedBake& bake) {
   size_t prepared = 0;
-  const DqsLaneOrder& lanes = bake.dqs_lanes.Get(bake.sparse, &prepared);
+  const DqsLaneOrder& lanes = bake.dqs_lanes.Get(bake.sparse, &prepared, [&bake](const DqsLaneOrder& order) {
+    return bake.payload != nullptr ? bake.payload->PrepareForLaneOrder(order, bake.sparse) : size_t{0};
+  });
   if (prepared > 0) loaded_.Grow(bake.bake_id, &bake, prepared);
   return lanes;
 }

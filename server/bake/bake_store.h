@@ -55,7 +55,8 @@ class BakeStore {
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
 
   // The bake's DQS vertex order (LoadedBake::dqs_lanes, for its bone weights), prepared on the
-  // first call for the bake; the cache then counts its bytes too.
+  // first call for the bake together with the payload's layout in it
+  // (BakePayload::PrepareForLaneOrder); the cache then counts their bytes too.
   const DqsLaneOrder& DqsLanes(const LoadedBake& bake);
 
   // The loaded bakes in memory.

@@ -23,10 +23,15 @@ class Recipe;
 class BakePayload {
  public:
   virtual ~BakePayload() = default;
+  // Called once, when the bake's DQS vertex order for `sparse` is prepared (BakeStore::DqsLanes),
+  // before any frame gets the order: a payload with per-vertex data in `sparse`'s slots lays it
+  // out in the order's rows and slots too, and returns the bytes that took (counted by the cache).
+  virtual size_t PrepareForLaneOrder(const DqsLaneOrder& lanes, const SparseWeights& sparse) const { return 0; }
 };
 
 // A finished bake, ready for posing, GetWeights and FAST solves; immutable and shared (but for
-// dqs_lanes, which the first DQS frame with vertices prepares once, thread-safely).
+// dqs_lanes, which the first DQS or STBS frame with vertices prepares once, thread-safely, with
+// the payload's layout in it).
 struct LoadedBake {
   std::string name;    // "rigs/{rig}/bakes/{bake}"
   std::string bake_id;
@@ -38,7 +43,8 @@ struct LoadedBake {
   // options.influence_count, or every non-zero for a FAST model). Empty for an elastic model.
   Eigen::MatrixXd dense;
   SparseWeights sparse;
-  // DEFORMER_DQS's vertex order for bone weights, prepared by the first DQS frame with vertices (BakeStore::DqsLanes).
+  // DEFORMER_DQS's and _STBS_*'s vertex order for bone weights, prepared by the first such frame with vertices
+  // (BakeStore::DqsLanes).
   LazyDqsLaneOrder dqs_lanes;
   // Whether dense/sparse are per-joint bone weights that posing and other bakes can use
   // (Recipe::HasBoneWeights).

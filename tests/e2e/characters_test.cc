@@ -16,7 +16,9 @@
 #include "core/io/gltf.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
+#include "core/rig/bones.h"
 #include "core/skinning/dqs.h"
+#include "core/skinning/stbs.h"
 #include "server/convert/convert.h"
 #include "server/convert/gltf_import.h"
 #include "tests/support/base64.h"
@@ -167,6 +169,77 @@ TEST_P(GltfCharacterTest, LbsAndDqsMatchTheirReferences) {
   }
 }
 
+// STBS over LBS and DQS through the server (an endpoint bake by projection, with the file's own
+// weights) against core's double references (stbs.h: dense weights, the file's vertex order) at
+// animation times with every bone stretched and twisted. The server skins through the bake's
+// vertex order where it pays (RiggedSimple, RiggedFigure, CesiumMan), so this also checks that the
+// order takes every vertex and its endpoint weights and puts the result back in its place.
+TEST_P(GltfCharacterTest, StbsMatchesTheCoreReferencesWithTheFilesWeights) {
+  v1::BakeOptions options;
+  options.mutable_endpoint()->set_method(v1::ENDPOINT_METHOD_PROJECTION);
+  auto started = client_->StartBake(rig_name_, options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto done = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  auto w = client_->GetWeights(started->bake().name(), v1::WEIGHTS_FORMAT_DENSE);
+  ASSERT_TRUE(w.ok()) << w.status();
+  const int nv = static_cast<int>(character_.mesh.V.rows()), joints = character_.skeleton.size();
+  ASSERT_EQ(w->weights().dense().values_size(), nv * joints);
+  ASSERT_EQ(w->endpoint().values_size(), nv * joints);
+  Eigen::MatrixXd W(nv, joints), E(nv, joints);
+  for (int i = 0; i < nv; ++i)
+    for (int j = 0; j < joints; ++j) {
+      W(i, j) = w->weights().dense().values(i * joints + j);
+      E(i, j) = w->endpoint().values(i * joints + j);
+    }
+  const std::vector<StbsBone> bones = StbsBones(*JointHandles(character_.skeleton));
+  const std::vector<int> order = *TopologicalOrder(character_.skeleton);
+  const double diag = (character_.mesh.V.colwise().maxCoeff() - character_.mesh.V.colwise().minCoeff()).norm();
+  const std::vector<double> times = TestTimes();
+  ASSERT_GE(times.size(), 3u);
+  for (size_t f = 0; f < 3; ++f) {
+    const Pose pose{SampleAnimation(character_.skeleton, character_.animations[0], times[f])};
+    v1::PoseRequest req;
+    req.set_rig(rig_name_);
+    req.set_bake(started->bake().name());
+    *req.mutable_pose() = PoseToProto(pose);
+    req.mutable_outputs()->set_vertices(true);
+    BoneStretchTwist st;  // every bone stretched and twisted, differently
+    for (int j = 0; j < joints; ++j) {
+      const bool bone = bones[j].valid;
+      st.stretch.push_back(bone ? 1.0 + 0.2 * std::sin(j + 1.0 + f) : 1.0);
+      st.twist_a.push_back(bone ? 0.3 * std::cos(j + f) : 0.0);
+      st.twist_b.push_back(bone ? 0.8 * std::sin(2.0 * j + 1.0) : 0.0);
+      req.mutable_pose()->add_bone_stretch(static_cast<float>(st.stretch[j]));
+      req.mutable_pose()->add_bone_twist(static_cast<float>(st.twist_a[j]));
+      req.mutable_pose()->add_bone_twist(static_cast<float>(st.twist_b[j]));
+      st.stretch[j] = static_cast<float>(st.stretch[j]);  // as the server reads them
+      st.twist_a[j] = static_cast<float>(st.twist_a[j]);
+      st.twist_b[j] = static_cast<float>(st.twist_b[j]);
+    }
+    const std::vector<Eigen::Affine3d> T = *StretchedSkinningTransforms(character_.skeleton, order, pose, bones, st);
+    for (const v1::Deformer deformer : {v1::DEFORMER_STBS_LBS, v1::DEFORMER_STBS_DQS}) {
+      req.set_deformer(deformer);
+      auto frame = client_->Pose(req);
+      ASSERT_TRUE(frame.ok()) << frame.status();
+      ASSERT_EQ(frame->vertices_size(), 3 * nv);
+      RowMatrixX3d expected;
+      if (deformer == v1::DEFORMER_STBS_LBS)
+        StbsLbs(character_.mesh.V, W, E, bones, T, st, &expected);
+      else
+        StbsDqs(character_.mesh.V, W, E, bones, T, st, &expected);
+      double worst = 0, moved = 0;
+      for (int i = 0; i < nv; ++i) {
+        const Eigen::Vector3d got(frame->vertices(3 * i), frame->vertices(3 * i + 1), frame->vertices(3 * i + 2));
+        worst = std::max(worst, (got - expected.row(i).transpose()).norm());
+        moved = std::max(moved, (expected.row(i) - character_.mesh.V.row(i)).norm());
+      }
+      EXPECT_LE(worst, 1e-5 * diag) << v1::Deformer_Name(deformer) << ", " << GetParam() << " at t = " << times[f];
+      EXPECT_GT(moved, 1e-3 * diag) << v1::Deformer_Name(deformer) << ": the frame moves the mesh";
+    }
+  }
+}
 
 // A .gltf with every external buffer embedded as a data: URI (an exporter's "embedded" option).
 std::string EmbedBuffers(const std::string& path) {

@@ -268,6 +268,74 @@ TEST(Stbs, FloatPathMatchesReference) {
   }
 }
 
+// Through the DQS vertex order (the server's path for a bake whose order pays) the float kernel
+// gives what it gives in the file's order, up to the order of its sums; 333 of the fixture's
+// vertices, so that the last block of 8 is partial and goes to the per-vertex kernels. DQS with
+// a scaled joint (the two-phase path) does not take the order and writes nothing.
+TEST(Stbs, FloatPathThroughTheDqsVertexOrderMatchesTheFileOrder) {
+  const Rig rig = testing::MakeInterleavedJointSetsTube();
+  constexpr int n = 333;
+  const int joints = rig.skeleton.size();
+  SparseWeights W;
+  W.joints = rig.sparse_weights->joints.topRows(n);
+  W.weights = rig.sparse_weights->weights.topRows(n);
+  const std::vector<float> V(rig.mesh.V.data(), rig.mesh.V.data() + 3 * n);
+  const DqsLaneOrder lanes = PrepareDqsLaneOrder(W);
+  ASSERT_FALSE(lanes.empty()) << "the fixture's order pays";
+  std::mt19937 gen(12);
+  std::uniform_real_distribution<double> u01(0.0, 1.0), u(-1.0, 1.0);
+  Eigen::MatrixXd E(n, joints);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < joints; ++j) E(i, j) = u01(gen);
+  const RowMatrixXf aligned = AlignEndpointWeights(W, E);
+  const RowMatrixXf in_lanes = LaneEndpointWeights(W, aligned, lanes);
+  ASSERT_EQ(in_lanes.rows(), n);
+  for (int r = 0; r < n; ++r)
+    for (int c = 0; c < 4; ++c) {
+      const float w = lanes.weights[4 * r + c];
+      EXPECT_EQ(in_lanes(r, c), w == 0.f ? 0.f : static_cast<float>(E(lanes.order[r], lanes.joints[4 * r + c])))
+          << "row " << r << " slot " << c;
+    }
+  const std::vector<StbsBone> bones = StbsBones(*JointHandles(rig.skeleton));
+  BoneStretchTwist st;
+  int stretched = 0;
+  for (int j = 0; j < joints; ++j) {  // the joints with a single bone (the extras share joint 1's place)
+    const bool bone = bones[j].valid;
+    stretched += bone;
+    st.stretch.push_back(bone ? 1.0 + 0.3 * u(gen) : 1.0);
+    st.twist_a.push_back(bone ? u(gen) : 0.0);
+    st.twist_b.push_back(bone ? 2.0 * u(gen) : 0.0);
+  }
+  ASSERT_GE(stretched, 1);
+  const std::vector<int> order = *TopologicalOrder(rig.skeleton);
+  for (bool with_scale : {false, true}) {
+    Pose pose = RandomPose(rig.skeleton, gen);
+    if (with_scale) pose.local[1].scale = Eigen::Vector3d(1.3, 0.8, 1.1);
+    const StbsFrameFloat frame = PrepareStbsFloat(bones, *StretchedSkinningTransforms(rig.skeleton, order, pose, bones, st), st);
+    for (bool dqs : {false, true}) {
+      std::vector<float> file(3 * n), sorted(3 * n, -7.f);
+      StbsFloat(V.data(), n, W, aligned, frame, dqs, file.data());
+      const bool taken = StbsFloat(V.data(), lanes, in_lanes, frame, dqs, sorted.data());
+      if (dqs && with_scale) {
+        EXPECT_FALSE(taken);
+        EXPECT_TRUE(std::all_of(sorted.begin(), sorted.end(), [](float x) { return x == -7.f; }));
+        continue;
+      }
+      ASSERT_TRUE(taken) << "dqs " << dqs << " scale " << with_scale;
+      double worst = 0, moved = 0;
+      for (int i = 0; i < 3 * n; ++i) {
+        worst = std::max(worst, static_cast<double>(std::abs(sorted[i] - file[i])));
+        moved = std::max(moved, static_cast<double>(std::abs(file[i] - V[i])));
+      }
+      EXPECT_LT(worst, 1e-5) << "dqs " << dqs << " scale " << with_scale;
+      EXPECT_GT(moved, 0.1);
+    }
+  }
+  // Endpoint weights of another shape: not taken.
+  std::vector<float> U(3 * n);
+  EXPECT_FALSE(StbsFloat(V.data(), lanes, aligned.topRows(n - 1), PrepareStbsFloat(bones, std::vector<Eigen::Affine3d>(joints, Eigen::Affine3d::Identity()), st), false, U.data()));
+}
+
 TEST(AlignEndpointWeights, PicksTheSlotJointsColumn) {
   SparseWeights W;
   W.joints.resize(2, 2);

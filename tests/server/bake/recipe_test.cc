@@ -268,7 +268,9 @@ TEST(RecipeRoundTrip, ElasticModelIsRebuiltTheSame) {
 }
 
 // A loaded bake's DQS vertex order is prepared by the first BakeStore::DqsLanes (its first DQS
-// frame), not when it is loaded, and the bake cache counts it from then on, once.
+// or STBS frame), not when it is loaded, and the bake cache counts it from then on, once; an
+// endpoint bake's payload lays its endpoint weights out in that order at the same time
+// (EndpointPayload::lane_aligned, counted with it).
 TEST(BakeStore, DqsLaneOrderIsPreparedOnFirstUseAndThenCounted) {
   auto blobs = OpenFilesystemBlobStore(testing::MakeTempDir("bakes"));
   ASSERT_TRUE(blobs.ok()) << blobs.status();
@@ -286,14 +288,24 @@ TEST(BakeStore, DqsLaneOrderIsPreparedOnFirstUseAndThenCounted) {
   bake->bone_weights = true;
   bake->sparse = *testing::MakeInterleavedJointSetsTube().sparse_weights;
   bake->bytes = 1000;
+  auto endpoint = std::make_shared<EndpointPayload>();
+  const int n = bake->sparse.rows();
+  endpoint->aligned = RowMatrixXf::Zero(n, 4);
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < 4; ++c)
+      if (bake->sparse.weights(i, c) != 0.f) endpoint->aligned(i, c) = 0.01f * static_cast<float>(i % 97) + 0.1f * c;
+  bake->payload = endpoint;
   ASSERT_TRUE(store.Put(stored, bake).ok());
   EXPECT_EQ(store.cache_stats().bytes, 1000u);
+  EXPECT_EQ(endpoint->lane_aligned.size(), 0);
   const DqsLaneOrder& lanes = store.DqsLanes(*bake);
   ASSERT_FALSE(lanes.empty());
   EXPECT_EQ(lanes.order, PrepareDqsLaneOrder(bake->sparse).order);
-  EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes());
+  EXPECT_TRUE(endpoint->lane_aligned == LaneEndpointWeights(bake->sparse, endpoint->aligned, lanes));
+  const size_t laid_out = sizeof(float) * 4 * static_cast<size_t>(n);
+  EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes() + laid_out);
   EXPECT_EQ(&store.DqsLanes(*bake), &lanes);
-  EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes());
+  EXPECT_EQ(store.cache_stats().bytes, 1000u + lanes.bytes() + laid_out);
 }
 
 }  // namespace SKINNING_TEST_FILE
