@@ -35,13 +35,10 @@ Transform DecomposeAffine(const Eigen::Affine3d& A) {
   return t;
 }
 
-bool NearlyRotation(const Eigen::Matrix3d& A) {
-  return (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() <= kFloatRigidTolerance &&
-         A.determinant() > 0;
-}
-
-Eigen::Matrix3d NearRotation(const Eigen::Matrix3d& A) {
-  if ((A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff() <= 1e-12) return A;
+std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A) {
+  const double error = (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff();
+  if (!(error <= kFloatRigidTolerance) || !(A.determinant() > 0)) return std::nullopt;
+  if (error <= 1e-12) return A;
   Eigen::Matrix3d R = A;
   for (int step = 0; step < 2; ++step) R = 0.5 * (R + R.inverse().transpose());
   return R;

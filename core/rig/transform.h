@@ -2,6 +2,8 @@
 #ifndef SKINNING_CORE_RIG_TRANSFORM_H_
 #define SKINNING_CORE_RIG_TRANSFORM_H_
 
+#include <optional>
+
 #include <Eigen/Core>
 #include <Eigen/Geometry>
 
@@ -30,12 +32,11 @@ Transform DecomposeAffine(const Eigen::Affine3d& A);
 // scale of 1 ± 5e-6, 10 µm at 2 m from the origin), so that such rigs take the rigid paths;
 // larger stretches are kept exactly.
 constexpr double kFloatRigidTolerance = 1e-5;
-// Whether |AᵀA − I| ≤ kFloatRigidTolerance (max-abs entry) and det A > 0.
-bool NearlyRotation(const Eigen::Matrix3d& A);
-// The nearest rotation of an A for which NearlyRotation holds: A itself when |AᵀA − I| ≤ 1e-12,
-// else two polar Newton steps R ← ½ (R + R⁻ᵀ) (quadratic: an error of 1e-5 goes to rounding).
-// Not for matrices further from a rotation (svd3.h's NearestRotation takes any).
-Eigen::Matrix3d NearRotation(const Eigen::Matrix3d& A);
+// A's nearest rotation when |AᵀA − I| ≤ kFloatRigidTolerance (max-abs entry) and det A > 0, else
+// nullopt (a real stretch, a shear, a mirror, a non-finite entry). The rotation is A itself when
+// |AᵀA − I| ≤ 1e-12, else two polar Newton steps R ← ½ (R + R⁻ᵀ) from A (quadratic: an error of
+// 1e-5 goes to rounding). For matrices further from a rotation, svd3.h's NearestRotation.
+std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A);
 
 }  // namespace skinning
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -12,6 +13,7 @@
 
 #include "core/rig/dual_quaternion.h"
 #include "core/rig/transform.h"
+#include "core/skinning/kernel_common.h"
 #include "core/skinning/simd4.h"
 #include "core/skinning/simd8.h"
 
@@ -557,34 +559,17 @@ void DqsFloatLanes(const float* V, int n, const int32_t* joints, const float* we
   DqsFloatBlocksThenRest<K, kNormals, kStretch>(V, n, n8, joints, weights, Q8, S9, U, N, NU);
 }
 
-// DqsFloatLanes over a DqsLaneOrder: chunks of its rows with their positions (and normals)
-// gathered from the mesh's order, blocks of 8 to DqsFloat8 (the order was kept only where they
-// pay), the chunk's last n mod 8 rows to DqsFloatVec, and the results scattered back.
+// DqsFloatLanes over a DqsLaneOrder (SkinInOrder's chunks): blocks of 8 to DqsFloat8 (the order
+// was kept only where they pay), each chunk's last n mod 8 rows to DqsFloatVec.
 template <int K, bool kNormals, bool kStretch>
-void DqsFloatOrdered(const float* __restrict V, const DqsLaneOrder& lanes, const float* Q8, const float* S9,
-                     float* __restrict U, const float* __restrict N, float* __restrict NU) {
-  constexpr int kChunk = 256;
-  alignas(64) float v[3 * kChunk], u[3 * kChunk], nv[kNormals ? 3 * kChunk : 1], nu[kNormals ? 3 * kChunk : 1];
-  const int n = static_cast<int>(lanes.order.size());
-  for (int r0 = 0; r0 < n; r0 += kChunk) {
-    const int m = std::min(kChunk, n - r0);
-    const int32_t* __restrict idx = lanes.order.data() + r0;
-    for (int i = 0; i < m; ++i) {
-      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
-      for (int c = 0; c < 3; ++c) v[3 * i + c] = V[o + c];
-      if constexpr (kNormals)
-        for (int c = 0; c < 3; ++c) nv[3 * i + c] = N[o + c];
-    }
-    const std::ptrdiff_t row = K * static_cast<std::ptrdiff_t>(r0);
-    DqsFloatBlocksThenRest<K, kNormals, kStretch>(v, m, m - m % 8, lanes.joints.data() + row,
-                                                  lanes.weights.data() + row, Q8, S9, u, nv, nu);
-    for (int i = 0; i < m; ++i) {
-      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
-      for (int c = 0; c < 3; ++c) U[o + c] = u[3 * i + c];
-      if constexpr (kNormals)
-        for (int c = 0; c < 3; ++c) NU[o + c] = nu[3 * i + c];
-    }
-  }
+void DqsFloatOrdered(const float* V, const DqsLaneOrder& lanes, const float* Q8, const float* S9, float* U,
+                     const float* N, float* NU) {
+  SkinInOrder<kNormals>(lanes.order.data(), static_cast<int>(lanes.order.size()), V, N, U, NU,
+                        [&](int r0, int m, const float* v, const float* nv, float* u, float* nu) {
+                          const std::ptrdiff_t row = K * static_cast<std::ptrdiff_t>(r0);
+                          DqsFloatBlocksThenRest<K, kNormals, kStretch>(v, m, m - m % 8, lanes.joints.data() + row,
+                                                                        lanes.weights.data() + row, Q8, S9, u, nv, nu);
+                        });
 }
 
 template <bool kNormals, bool kStretch>
@@ -662,8 +647,8 @@ DqsTransforms PrepareDqs(const std::vector<Eigen::Affine3d>& T) {
     Eigen::Matrix3d R;
     // Rigid: AᵀA = S² = I within float rounding (kFloatRigidTolerance, so |S − I| ≲ half of it),
     // proper; the rotation is A's nearest and the stretch left is dropped.
-    if (NearlyRotation(A)) {
-      R = NearRotation(A);
+    if (const std::optional<Eigen::Matrix3d> rotation = RotationWithinRounding(A)) {
+      R = *rotation;
     } else {
       // Polar decomposition A = R S through the SVD A = U Σ Vᵀ: R = U Vᵀ, S = Rᵀ A = V Σ Vᵀ
       // (symmetrized against rounding). A reflection (det A < 0) keeps R proper by flipping

@@ -1,10 +1,13 @@
-// What the skinning kernels (LBS, STBS, swing/twist) share: packing a joint's parameters, and
+// What the skinning kernels (LBS, DQS, STBS, swing/twist) share: packing a joint's parameters,
 // the per-vertex blend (each vertex's position is the weighted sum, over its weight slots, of
-// what one joint's deformer makes of it), in float for the kernels and double for references.
+// what one joint's deformer makes of it), in float for the kernels and double for references,
+// and skinning through a vertex order in gathered chunks.
 #ifndef SKINNING_CORE_SKINNING_KERNEL_COMMON_H_
 #define SKINNING_CORE_SKINNING_KERNEL_COMMON_H_
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include <Eigen/Core>
 
@@ -41,6 +44,36 @@ inline void BlendSlots(int n, int k_runtime, const float* __restrict weights, fl
     U[o] = ax;
     U[o + 1] = ay;
     U[o + 2] = az;
+  }
+}
+
+// A float kernel over a vertex order (a DqsLaneOrder's `order`: n row indices into the mesh's
+// vertices) in chunks of kOrderChunk rows (a multiple of 8, so only the last chunk has a tail):
+// each chunk's positions, and normals when kNormals, are gathered from V (N) into aligned
+// buffers, `kernel(r0, m, v, nv, u, nu)` deforms the m rows from row r0 into u (nu), and the
+// results are scattered back into U (NU). N and NU may be null without kNormals.
+constexpr int kOrderChunk = 256;
+template <bool kNormals, typename Kernel>
+inline void SkinInOrder(const int32_t* order, int n, const float* V, const float* N, float* U, float* NU,
+                        Kernel&& kernel) {
+  alignas(64) float v[3 * kOrderChunk], u[3 * kOrderChunk];
+  alignas(64) float nv[kNormals ? 3 * kOrderChunk : 1], nu[kNormals ? 3 * kOrderChunk : 1];
+  for (int r0 = 0; r0 < n; r0 += kOrderChunk) {
+    const int m = std::min(kOrderChunk, n - r0);
+    const int32_t* idx = order + r0;
+    for (int i = 0; i < m; ++i) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
+      for (int c = 0; c < 3; ++c) v[3 * i + c] = V[o + c];
+      if constexpr (kNormals)
+        for (int c = 0; c < 3; ++c) nv[3 * i + c] = N[o + c];
+    }
+    kernel(r0, m, v, nv, u, nu);
+    for (int i = 0; i < m; ++i) {
+      const std::ptrdiff_t o = 3 * static_cast<std::ptrdiff_t>(idx[i]);
+      for (int c = 0; c < 3; ++c) U[o + c] = u[3 * i + c];
+      if constexpr (kNormals)
+        for (int c = 0; c < 3; ++c) NU[o + c] = nu[3 * i + c];
+    }
   }
 }
 

@@ -583,14 +583,10 @@ bool StbsFloat(const float* V, const DqsLaneOrder& lanes, const RowMatrixXf& end
   if (lanes.empty() || lanes.k != 4 || (dqs && frame.any_stretch) || endpoint_lanes.rows() != n ||
       endpoint_lanes.cols() != 4)
     return false;
-  constexpr int kChunk = 256;  // a multiple of 8: only the last chunk has a tail
-  alignas(64) float v[3 * kChunk], u[3 * kChunk];
   const float* params = frame.params.data();
-  for (int r0 = 0; r0 < n; r0 += kChunk) {
-    const int m = std::min(kChunk, n - r0), m8 = m - m % 8;
-    const int32_t* __restrict idx = lanes.order.data() + r0;
-    for (int i = 0; i < m; ++i)
-      for (int c = 0; c < 3; ++c) v[3 * i + c] = V[3 * static_cast<std::ptrdiff_t>(idx[i]) + c];
+  SkinInOrder<false>(lanes.order.data(), n, V, nullptr, U, nullptr, [&](int r0, int m, const float* v, const float*,
+                                                                         float* u, float*) {
+    const int m8 = m - m % 8;
     const std::ptrdiff_t row = 4 * static_cast<std::ptrdiff_t>(r0);
     const int32_t* J = lanes.joints.data() + row;
     const float* Wt = lanes.weights.data() + row;
@@ -606,9 +602,7 @@ bool StbsFloat(const float* V, const DqsLaneOrder& lanes, const RowMatrixXf& end
       else
         StbsLbsKernel(v + 3 * m8, m - m8, J + t, Wt + t, E + t, 4, params, u + 3 * m8);
     }
-    for (int i = 0; i < m; ++i)
-      for (int c = 0; c < 3; ++c) U[3 * static_cast<std::ptrdiff_t>(idx[i]) + c] = u[3 * i + c];
-  }
+  });
   return true;
 #else
   (void)V, (void)lanes, (void)endpoint_lanes, (void)frame, (void)dqs, (void)U;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "core/math/svd3.h"
 #include "core/rig/swing_twist.h"
@@ -46,8 +47,9 @@ std::vector<DeformerFrame> PrepareDeformers(const std::vector<JointFrame>& frame
     d.Mp = M[f.parent];
     const Eigen::Affine3d delta = d.Mp.inverse(Eigen::Affine) * M[j];
     const Eigen::Matrix3d A = delta.linear();
-    const bool rotation = NearlyRotation(A);
-    const Eigen::Matrix3d Rot = rotation ? NearRotation(A) : NearestRotation(A);
+    const std::optional<Eigen::Matrix3d> rounded = RotationWithinRounding(A);
+    const bool rotation = rounded.has_value();
+    const Eigen::Matrix3d Rot = rotation ? *rounded : NearestRotation(A);
     // E(x) = Δx − c − Rot(x − c) = (A − Rot) x + (t_Δ − c + Rot c). A remainder within the
     // float rounding of rig data (core/rig/transform.h: a linear part that is a rotation within
     // kFloatRigidTolerance, a translation within that fraction of the lengths it comes from) is

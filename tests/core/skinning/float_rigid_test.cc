@@ -46,14 +46,15 @@ std::vector<Eigen::Affine3d> RandomRoundedRigids(int m, unsigned seed) {
   return T;
 }
 
-TEST(FloatRigidTest, NearRotationIsTheNearestRotationOfARoundedOne) {
+TEST(FloatRigidTest, RotationWithinRoundingIsTheNearestRotationOfARoundedOne) {
   const std::vector<Eigen::Affine3d> T = RandomRoundedRigids(20, 1);
   double largest = 0;
   for (const Eigen::Affine3d& A : T) {
     const Eigen::Matrix3d L = A.linear();
     largest = std::max(largest, OrthoError(L));
-    ASSERT_TRUE(NearlyRotation(L));
-    const Eigen::Matrix3d R = NearRotation(L);
+    const std::optional<Eigen::Matrix3d> rotation = RotationWithinRounding(L);
+    ASSERT_TRUE(rotation.has_value());
+    const Eigen::Matrix3d R = *rotation;
     EXPECT_LT(OrthoError(R), 1e-14);
     EXPECT_GT(R.determinant(), 0);
     // The polar factor: RᵀL symmetric (the nearest rotation in Frobenius norm), and R within
@@ -66,11 +67,11 @@ TEST(FloatRigidTest, NearRotationIsTheNearestRotationOfARoundedOne) {
   EXPECT_GT(largest, 1e-9);
   EXPECT_LT(largest, kFloatRigidTolerance);
   // A real scale, a mirror and a shear are not rotations.
-  EXPECT_FALSE(NearlyRotation(Eigen::Matrix3d(Eigen::Vector3d(1.0001, 1, 1).asDiagonal())));
-  EXPECT_FALSE(NearlyRotation(Eigen::Matrix3d(Eigen::Vector3d(-1, 1, 1).asDiagonal())));
+  EXPECT_FALSE(RotationWithinRounding(Eigen::Matrix3d(Eigen::Vector3d(1.0001, 1, 1).asDiagonal())).has_value());
+  EXPECT_FALSE(RotationWithinRounding(Eigen::Matrix3d(Eigen::Vector3d(-1, 1, 1).asDiagonal())).has_value());
   Eigen::Matrix3d shear = Eigen::Matrix3d::Identity();
   shear(0, 1) = 1e-4;
-  EXPECT_FALSE(NearlyRotation(shear));
+  EXPECT_FALSE(RotationWithinRounding(shear).has_value());
 }
 
 TEST(FloatRigidTest, DqsTakesRoundedTransformsAsRigidAndKeepsARealStretch) {
