@@ -2,6 +2,8 @@
 
 #include <Eigen/SVD>
 
+#include "core/math/svd3.h"
+
 namespace skinning {
 
 Eigen::Affine3d Transform::ToAffine() const {
@@ -39,9 +41,7 @@ std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A) 
   const double error = (A.transpose() * A - Eigen::Matrix3d::Identity()).cwiseAbs().maxCoeff();
   if (!(error <= kFloatRigidTolerance) || !(A.determinant() > 0)) return std::nullopt;
   if (error <= 1e-12) return A;
-  Eigen::Matrix3d R = A;
-  for (int step = 0; step < 2; ++step) R = 0.5 * (R + R.inverse().transpose());
-  return R;
+  return NearestRotation(A);
 }
 
 }  // namespace skinning

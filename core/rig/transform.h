@@ -34,8 +34,8 @@ Transform DecomposeAffine(const Eigen::Affine3d& A);
 constexpr double kFloatRigidTolerance = 1e-5;
 // A's nearest rotation when |AᵀA − I| ≤ kFloatRigidTolerance (max-abs entry) and det A > 0, else
 // nullopt (a real stretch, a shear, a mirror, a non-finite entry). The rotation is A itself when
-// |AᵀA − I| ≤ 1e-12, else two polar Newton steps R ← ½ (R + R⁻ᵀ) from A (quadratic: an error of
-// 1e-5 goes to rounding). For matrices further from a rotation, svd3.h's NearestRotation.
+// |AᵀA − I| ≤ 1e-12, else svd3.h's NearestRotation (two of its polar Newton steps reach rounding
+// from an error of 1e-5).
 std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A);
 
 }  // namespace skinning
