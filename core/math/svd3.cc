@@ -387,17 +387,8 @@ bool PolarNewton(const Eigen::Matrix3d& A, Eigen::Matrix3d* R) {
   Eigen::Matrix3d X = A;
   double change = 1.0;
   for (int step = 0; step < 10; ++step) {
-    Eigen::Matrix3d C;  // cofactors: X⁻ᵀ = C / det X
-    C(0, 0) = X(1, 1) * X(2, 2) - X(1, 2) * X(2, 1);
-    C(0, 1) = X(1, 2) * X(2, 0) - X(1, 0) * X(2, 2);
-    C(0, 2) = X(1, 0) * X(2, 1) - X(1, 1) * X(2, 0);
-    C(1, 0) = X(0, 2) * X(2, 1) - X(0, 1) * X(2, 2);
-    C(1, 1) = X(0, 0) * X(2, 2) - X(0, 2) * X(2, 0);
-    C(1, 2) = X(0, 1) * X(2, 0) - X(0, 0) * X(2, 1);
-    C(2, 0) = X(0, 1) * X(1, 2) - X(0, 2) * X(1, 1);
-    C(2, 1) = X(0, 2) * X(1, 0) - X(0, 0) * X(1, 2);
-    C(2, 2) = X(0, 0) * X(1, 1) - X(0, 1) * X(1, 0);
-    const double det = X(0, 0) * C(0, 0) + X(0, 1) * C(0, 1) + X(0, 2) * C(0, 2);
+    const Eigen::Matrix3d C = Cofactor(X);  // X⁻ᵀ = C / det X
+    const double det = X.row(0).dot(C.row(0));
     if (!(det > 0.0)) return false;
     const Eigen::Matrix3d Y = C / det;
     double zeta = 1.0;

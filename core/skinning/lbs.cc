@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/math/svd3.h"
 #include "core/skinning/kernel_common.h"
 #include "core/skinning/simd4.h"
 
@@ -12,18 +13,6 @@ namespace skinning {
 namespace {
 
 using Matrix34d = Eigen::Matrix<double, 3, 4>;
-
-// The cofactor matrix of A (3x3): cof(A) = det(A) A⁻ᵀ. Its columns are c1×c2, c2×c0, c0×c1
-// for the columns c0, c1, c2 of A. Normals transformed by it and then normalized are the
-// inverse-transpose normals; for a reflection (det < 0) they also follow the flipped winding,
-// as a normal recomputed from the deformed triangles would.
-Eigen::Matrix3d Cofactor(const Eigen::Matrix3d& A) {
-  Eigen::Matrix3d C;
-  C.col(0) = A.col(1).cross(A.col(2));
-  C.col(1) = A.col(2).cross(A.col(0));
-  C.col(2) = A.col(0).cross(A.col(1));
-  return C;
-}
 
 // v / |v|, or zero for a zero vector.
 Eigen::Vector3d NormalizedOrZero(const Eigen::Vector3d& v) {
@@ -186,6 +175,8 @@ void LbsNormals(const RowMatrixX3d& N, const SparseWeights& W,
       if (w == 0) continue;
       L.noalias() += w * T[W.joints(i, c)].linear();
     }
+    // cof(L) = det(L) L⁻ᵀ: normalized, the inverse-transpose normal; for a reflection (det < 0)
+    // it also follows the flipped winding, as a normal recomputed from the deformed triangles would.
     NU->row(i) = NormalizedOrZero(Cofactor(L) * N.row(i).transpose()).transpose();
   }
 }
