@@ -7,7 +7,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libeigen3-dev
   libsuitesparse-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libtinygltf-dev libhiredis-dev redis-server nlohmann-json3-dev libcivetweb-dev libssl-dev
-  libboost-dev chromium curl libopenblas0-pthread pkg-config cmake ninja-build ccache g++ git kubernetes-client python3-yaml
+  libboost-dev zlib1g-dev chromium curl libopenblas0-pthread pkg-config cmake ninja-build ccache g++ git kubernetes-client python3-yaml
   gltfpack libmeshoptimizer-dev libdraco-dev
 )
 missing=()

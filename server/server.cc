@@ -188,7 +188,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   s->connect_ = std::make_unique<ConnectService>(
       s->gate_.get(),
       ConnectService::Apis{s->rig_api_.get(), s->pose_api_.get(), s->bake_api_.get(), s->fast_api_.get()},
-      s->metrics_.get());
+      s->metrics_.get(),
+      ConnectOptions{static_cast<size_t>(options.max_message_bytes), options.http_compress_min_bytes});
   if (!options.http_address.empty()) {
     HttpServerOptions http;
     http.address = options.http_address;

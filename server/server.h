@@ -85,6 +85,9 @@ struct ServerOptions {
   int http_threads = 4;
   // A request's headers and body must arrive within this; 0 = 10 s.
   std::chrono::milliseconds http_request_timeout{0};
+  // Unary answers of at least this many bytes go gzip-compressed to clients that accept gzip
+  // (ConnectOptions::compress_min_bytes); 0 = never.
+  size_t http_compress_min_bytes = 0;
   // Security (see README, "Security"). A token file of `TOKEN TENANT` lines; empty = no
   // authentication (every caller is the tenant "", which sees every rig).
   std::string auth_tokens_file;

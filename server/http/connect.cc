@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "server/api/client_errors.h"
+#include "server/http/gzip.h"
 #include "server/http/proto_json.h"
 #include "server/http/ws_status.h"
 #include "skinning/v1/bake_service.pb.h"
@@ -166,18 +167,28 @@ std::string Envelope(uint8_t flags, absl::string_view payload) {
   return out;
 }
 
-// The one message of a server-streaming request body.
-absl::StatusOr<absl::string_view> OneEnvelope(absl::string_view body) {
+// The one message of a server-streaming request body; a compressed one (flag 0x01) is inflated
+// when the stream's Connect-Content-Encoding is gzip (`gzip`), refused otherwise.
+absl::StatusOr<std::string> OneEnvelope(absl::string_view body, bool gzip, size_t max_bytes) {
   if (body.size() < 5)
     return absl::InvalidArgumentError("a streaming request body is one enveloped message (5-byte prefix + message)");
   const auto flags = static_cast<uint8_t>(body[0]);
   uint32_t n = 0;
   for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<uint8_t>(body[i]);
-  if (flags & 0x01) return absl::UnimplementedError("compressed messages are not supported (send identity)");
   if (body.size() != 5 + static_cast<size_t>(n))
     return absl::InvalidArgumentError(absl::StrCat("the request envelope says ", n, " bytes but the body holds ",
                                                    body.size() - 5, " (one message expected)"));
-  return body.substr(5);
+  if (!(flags & 0x01)) return std::string(body.substr(5));
+  if (!gzip)
+    return absl::InvalidArgumentError("a compressed envelope needs Connect-Content-Encoding: gzip (or send identity)");
+  return Gunzip(body.substr(5), max_bytes);
+}
+
+// The request's value of `header`, lower case, "identity" when absent.
+std::string Coding(const HttpRequest& req, const char* header) {
+  auto it = req.find(header);
+  if (it == req.end()) return "identity";
+  return absl::AsciiStrToLower(absl::StripAsciiWhitespace(absl::string_view(it->value().data(), it->value().size())));
 }
 
 std::optional<absl::string_view> Authorization(const HttpRequest& req) {
@@ -267,7 +278,8 @@ void ConnectService::AddSession(const std::string& path, Api* api) {
   methods_[path] = std::move(m);
 }
 
-ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics) : gate_(gate), metrics_(metrics) {
+ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics, ConnectOptions options)
+    : gate_(gate), metrics_(metrics), options_(options) {
   const std::string rig = "/skinning.v1.RigService/", pose = "/skinning.v1.PoseService/",
                     bake = "/skinning.v1.BakeService/", fast = "/skinning.v1.FastService/";
   AddUnary(rig + "CreateRig", apis.rig, &RigApi::CreateRig);
@@ -335,16 +347,21 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     return exchange->Respond(std::move(res));
   }
   const bool json = media == json_type;
-  for (const char* header : {"content-encoding", "connect-content-encoding"}) {
-    auto it = req.find(header);
-    if (it != req.end() && !absl::EqualsIgnoreCase(absl::string_view(it->value().data(), it->value().size()), "identity")) {
-      const absl::Status s = absl::UnimplementedError(absl::StrCat(header, " '", std::string(it->value()),
-                                                                   "' is not supported (send identity)"));
-      HttpResponse res = MakeResponse(req, ConnectHttpStatus(s.code()), "application/json", ConnectErrorJson(s));
-      res.set("Accept-Encoding", "identity");
-      return exchange->Respond(std::move(res));
-    }
+  // A unary body is compressed as a whole (Content-Encoding), a stream's messages one by one
+  // (Connect-Content-Encoding); gzip and identity are taken.
+  const char* coding_header = stream ? "connect-content-encoding" : "content-encoding";
+  const char* other_header = stream ? "content-encoding" : "connect-content-encoding";
+  const std::string coding = Coding(req, coding_header), other = Coding(req, other_header);
+  for (const auto& [header, value] : {std::pair{coding_header, coding}, std::pair{other_header, other}}) {
+    if (value == "identity" || (value == "gzip" && header == coding_header)) continue;
+    const absl::Status s = absl::UnimplementedError(
+        absl::StrCat(header, " '", value, "' is not supported by ", path, " (send ",
+                     header == coding_header ? "gzip or identity" : "identity", ")"));
+    HttpResponse res = MakeResponse(req, ConnectHttpStatus(s.code()), "application/json", ConnectErrorJson(s));
+    res.set(stream ? "Connect-Accept-Encoding" : "Accept-Encoding", "gzip, identity");
+    return exchange->Respond(std::move(res));
   }
+  const bool gzip_request = coding == "gzip";
 
   Metrics::MethodSeries* series = m.series;
   const auto start = std::chrono::steady_clock::now();
@@ -359,10 +376,17 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   std::unique_ptr<Message> request(m.request->New());
   absl::Status status;
   absl::string_view payload = req.body();
+  std::string inflated;  // the request's message when it came compressed
   if (stream) {
-    absl::StatusOr<absl::string_view> one = OneEnvelope(payload);
-    if (one.ok()) payload = *one;
+    absl::StatusOr<std::string> one = OneEnvelope(payload, gzip_request, options_.max_message_bytes);
+    if (one.ok()) inflated = *std::move(one);
     else status = one.status();
+    payload = inflated;
+  } else if (gzip_request) {
+    absl::StatusOr<std::string> body = Gunzip(payload, options_.max_message_bytes);
+    if (body.ok()) inflated = *std::move(body);
+    else status = body.status();
+    payload = inflated;
   }
   if (status.ok()) status = json ? FromJson(payload, request.get()) : FromBinary(payload, request.get());
   absl::StatusOr<std::chrono::system_clock::time_point> deadline = Deadline(req);
@@ -379,7 +403,17 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     if (status.ok()) status = m.unary(*ctx, *request, response.get());
     finish(status);
     if (!status.ok()) return error(ConnectHttpStatus(status.code()), status);
-    exchange->Respond(MakeResponse(req, 200, media, encode(*response)));
+    std::string body = encode(*response);
+    if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
+      auto accept = req.find(http::field::accept_encoding);
+      if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size()))) {
+        HttpResponse res = MakeResponse(req, 200, media, Gzip(body, 1));
+        res.set(http::field::content_encoding, "gzip");
+        res.set(http::field::vary, "Accept-Encoding");
+        return exchange->Respond(std::move(res));
+      }
+    }
+    exchange->Respond(MakeResponse(req, 200, media, std::move(body)));
     return;
   }
   // Server streaming: HTTP 200 whatever happens; the end-of-stream message carries the status.

@@ -22,7 +22,7 @@ namespace {
 
 constexpr char kAllowHeaders[] =
     "Content-Type, Connect-Protocol-Version, Connect-Timeout-Ms, Connect-Accept-Encoding, "
-    "Connect-Content-Encoding, Authorization, X-User-Agent, X-Grpc-Web, Grpc-Timeout";
+    "Connect-Content-Encoding, Content-Encoding, Authorization, X-User-Agent, X-Grpc-Web, Grpc-Timeout";
 
 std::string Field(const HttpRequest& req, http::field f) {
   auto it = req.find(f);
