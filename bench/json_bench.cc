@@ -78,7 +78,7 @@ void BM_GzipResponse(benchmark::State& state) {
   const std::string body = state.range(1) ? Json(r) : r.SerializeAsString();
   size_t compressed = 0;
   for (auto _ : state) {
-    std::string gz = Gzip(body, 1);
+    std::string gz = Gzip(body, 1).value();
     compressed = gz.size();
     benchmark::DoNotOptimize(gz);
   }
@@ -89,7 +89,7 @@ void BM_GzipResponse(benchmark::State& state) {
 // A gzip JSON request (the 10k-vertex answer's size, as a large CreateRig or PoseClip body) inflated.
 void BM_GunzipRequest(benchmark::State& state) {
   const std::string body = Json(Response(30000));
-  const std::string gz = Gzip(body, 6);
+  const std::string gz = Gzip(body, 6).value();
   for (auto _ : state) benchmark::DoNotOptimize(Gunzip(gz, body.size()));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }

@@ -61,7 +61,7 @@ ABSL_FLAG(int, http_threads, 4, "threads of the front door: its sockets, unary c
 ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this");
 ABSL_FLAG(int64_t, http_compress_min_bytes, 0,
           "front door: unary answers of at least this many bytes are sent gzip-compressed to clients whose "
-          "Accept-Encoding takes gzip (e.g. 16384 for phones on slow links; it costs the server about 17 ms of CPU "
+          "Accept-Encoding takes gzip (e.g. 16384 for phones on slow links; it costs the server 15-17 ms of CPU "
           "per MB of JSON); 0 = never. Compressed requests (gzip) are always accepted");
 ABSL_FLAG(std::string, auth_tokens, "",
           "file of 'TOKEN TENANT' lines: every call needs 'authorization: Bearer TOKEN' and sees "

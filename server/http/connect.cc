@@ -406,8 +406,12 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     std::string body = encode(*response);
     if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
       auto accept = req.find(http::field::accept_encoding);
-      if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size()))) {
-        HttpResponse res = MakeResponse(req, 200, media, Gzip(body, 1));
+      // Compression is an offer: if zlib fails, the answer goes plain.
+      absl::StatusOr<std::string> gz = absl::UnavailableError("gzip not accepted");
+      if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size())))
+        gz = Gzip(body, 1);
+      if (gz.ok()) {
+        HttpResponse res = MakeResponse(req, 200, media, *std::move(gz));
         res.set(http::field::content_encoding, "gzip");
         res.set(http::field::vary, "Accept-Encoding");
         return exchange->Respond(std::move(res));

@@ -40,8 +40,8 @@ struct ConnectOptions {
   // and compressed envelopes) may inflate to this much; more is RESOURCE_EXHAUSTED.
   size_t max_message_bytes = 64 << 20;
   // A unary answer of at least this many bytes is sent gzip-compressed (Content-Encoding: gzip)
-  // when the request's Accept-Encoding takes gzip; 0 = never (the default: level 1 costs about
-  // 17 ms per MB of JSON, which it halves, and 37 ms per MB of posed floats, which shrink by 7 %;
+  // when the request's Accept-Encoding takes gzip; 0 = never (the default: level 1 costs 15–17 ms
+  // per MB of JSON, which it halves, and 33–37 ms per MB of posed floats, which shrink by 7 %;
   // bench/json_bench).
   size_t compress_min_bytes = 0;
 };

@@ -17,7 +17,8 @@ namespace skinning {
 absl::StatusOr<std::string> Gunzip(absl::string_view in, size_t max_bytes);
 
 // `in` as one gzip member at zlib's compression `level` (1 fastest .. 9 smallest).
-std::string Gzip(absl::string_view in, int level);
+// RESOURCE_EXHAUSTED when zlib cannot get its working memory.
+absl::StatusOr<std::string> Gzip(absl::string_view in, int level);
 
 // Whether an Accept-Encoding value ("gzip, deflate, br", "gzip;q=0.5", "*") takes gzip: listed
 // (or "*" without a gzip entry) with a q-value above 0. Coding names are case-insensitive.
