@@ -376,17 +376,13 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   std::unique_ptr<Message> request(m.request->New());
   absl::Status status;
   absl::string_view payload = req.body();
-  std::string inflated;  // the request's message when it came compressed
-  if (stream) {
-    absl::StatusOr<std::string> one = OneEnvelope(payload, gzip_request, options_.max_message_bytes);
-    if (one.ok()) inflated = *std::move(one);
-    else status = one.status();
-    payload = inflated;
-  } else if (gzip_request) {
-    absl::StatusOr<std::string> body = Gunzip(payload, options_.max_message_bytes);
-    if (body.ok()) inflated = *std::move(body);
-    else status = body.status();
-    payload = inflated;
+  std::string unwrapped;  // the request's message when it came in an envelope or compressed
+  if (stream || gzip_request) {
+    absl::StatusOr<std::string> message = stream ? OneEnvelope(payload, gzip_request, options_.max_message_bytes)
+                                                 : Gunzip(payload, options_.max_message_bytes);
+    if (message.ok()) unwrapped = *std::move(message);
+    else status = message.status();
+    payload = unwrapped;
   }
   if (status.ok()) status = json ? FromJson(payload, request.get()) : FromBinary(payload, request.get());
   absl::StatusOr<std::chrono::system_clock::time_point> deadline = Deadline(req);

@@ -16,35 +16,25 @@
 #include "skinning/v1/rig_service.pb.h"
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/gzip_program.h"
 #include "tests/support/http_client.h"
 #include "tests/support/proto_bytes.h"
 #include "tests/support/server_process.h"
-#include "tests/support/temp_files.h"
 
 namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
+using ::skinning::testing::ConnectEnvelope;
+using ::skinning::testing::ConnectStreamBody;
 using ::skinning::testing::DataPath;
 using ::skinning::testing::DeterministicBytes;
 using ::skinning::testing::FileBytes;
+using ::skinning::testing::GzipProgram;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
-using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
-using ::skinning::testing::TempPath;
-using ::skinning::testing::WriteText;
 
-// `data` through the gzip program with `args` ("-dc" to decompress, "-c -6" to compress).
-std::string GzipProgram(const std::string& data, const std::string& args) {
-  static int calls = 0;
-  const std::string tag = std::to_string(++calls);
-  const std::string in = TempPath("-" + tag + ".in"), out = TempPath("-" + tag + ".out");
-  WriteText(in, data);
-  const auto r = RunCommand({"/bin/sh", "-c", "gzip " + args + " < '" + in + "' > '" + out + "'"});
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return FileBytes(out);
-}
 std::string Gzip(const std::string& data, int level) { return GzipProgram(data, "-c -" + std::to_string(level)); }
 std::string GunzipWithProgram(const std::string& gz) { return GzipProgram(gz, "-dc"); }
 
@@ -151,38 +141,28 @@ TEST(HttpGzipTest, CompressedRequestsAndAnswersCarryTheSameMessages) {
   ASSERT_TRUE(started.ok()) << started.status();
   v1::WatchBakeRequest watch;
   watch.set_name(started->bake().name());
-  auto envelope = [](uint8_t flags, const std::string& payload) {
-    std::string e(1, static_cast<char>(flags));
-    for (int shift = 24; shift >= 0; shift -= 8) e.push_back(static_cast<char>((payload.size() >> shift) & 0xFF));
-    return e + payload;
-  };
   for (bool declared : {true, false}) {
     SCOPED_TRACE(declared ? "Connect-Content-Encoding: gzip" : "no Connect-Content-Encoding");
-    skinning::testing::Headers headers = {{"Content-Type", "application/connect+json"}};
+    skinning::testing::Headers headers;
     if (declared) headers.emplace_back("Connect-Content-Encoding", "gzip");
-    auto streamed = HttpCall(port, "POST", "/skinning.v1.BakeService/WatchBake",
-                             envelope(0x01, Gzip(Json(watch), 1)), headers);
-    ASSERT_TRUE(streamed.ok()) << streamed.status();
-    ASSERT_EQ(streamed->status, 200) << streamed->body;
-    // The envelopes of the answer: messages (flag 0), then the end of stream (flag 2).
-    std::string last_message, end;
-    for (size_t at = 0; at + 5 <= streamed->body.size();) {
-      const auto flags = static_cast<uint8_t>(streamed->body[at]);
-      size_t n = 0;
-      for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<uint8_t>(streamed->body[at + i]);
-      const std::string payload = streamed->body.substr(at + 5, n);
-      (flags & 0x02 ? end : last_message) = payload;
-      at += 5 + n;
-    }
+    int messages = 0;
+    v1::Bake last;
+    const absl::Status end = ConnectStreamBody(
+        port, "/skinning.v1.BakeService/WatchBake", ConnectEnvelope(0x01, Gzip(Json(watch), 1)),
+        v1::Bake::default_instance(),
+        [&](const google::protobuf::Message& m) {
+          ++messages;
+          last.CopyFrom(m);
+        },
+        /*json=*/true, headers);
     if (declared) {
-      EXPECT_EQ(end, "{}");
-      v1::Bake bake;
-      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(last_message, &bake).ok()) << last_message;
-      EXPECT_EQ(bake.metadata().state(), v1::BAKE_STATE_SUCCEEDED) << last_message;
+      ASSERT_TRUE(end.ok()) << end;
+      ASSERT_GT(messages, 0);
+      EXPECT_EQ(last.metadata().state(), v1::BAKE_STATE_SUCCEEDED) << last.error().message();
     } else {
-      EXPECT_TRUE(last_message.empty()) << last_message;
-      EXPECT_NE(end.find("invalid_argument"), std::string::npos) << end;
-      EXPECT_NE(end.find("Connect-Content-Encoding"), std::string::npos) << end;
+      EXPECT_EQ(messages, 0);
+      EXPECT_EQ(end.code(), absl::StatusCode::kInvalidArgument) << end;
+      EXPECT_NE(end.message().find("Connect-Content-Encoding"), std::string::npos) << end;
     }
   }
 

@@ -105,18 +105,29 @@ absl::Status ConnectUnary(int port, const std::string& path, const google::proto
   return Decode(r->body, json, response);
 }
 
+std::string ConnectEnvelope(uint8_t flags, const std::string& payload) {
+  std::string body(5, '\0');
+  body[0] = static_cast<char>(flags);
+  const uint32_t n = static_cast<uint32_t>(payload.size());
+  for (int i = 0; i < 4; ++i) body[1 + i] = static_cast<char>((n >> (24 - 8 * i)) & 0xFF);
+  return body + payload;
+}
+
 absl::Status ConnectStream(int port, const std::string& path, const google::protobuf::Message& request,
                            const google::protobuf::Message& prototype,
                            const std::function<void(const google::protobuf::Message&)>& on_message, bool json,
                            const Headers& headers) {
+  return ConnectStreamBody(port, path, ConnectEnvelope(0, Encode(request, json)), prototype, on_message, json,
+                           headers);
+}
+
+absl::Status ConnectStreamBody(int port, const std::string& path, const std::string& body,
+                               const google::protobuf::Message& prototype,
+                               const std::function<void(const google::protobuf::Message&)>& on_message, bool json,
+                               const Headers& headers) {
   Headers h = headers;
   h.emplace_back("Content-Type", json ? "application/connect+json" : "application/connect+proto");
   h.emplace_back("Connect-Protocol-Version", "1");
-  const std::string payload = Encode(request, json);
-  std::string body(5, '\0');
-  const uint32_t n = static_cast<uint32_t>(payload.size());
-  for (int i = 0; i < 4; ++i) body[1 + i] = static_cast<char>((n >> (24 - 8 * i)) & 0xFF);
-  body += payload;
   absl::StatusOr<HttpResponse> r = HttpCall(port, "POST", path, body, h, 300);
   if (!r.ok()) return r.status();
   if (r->status != 200) return ErrorOf(r->body, absl::StrCat(path, " HTTP ", r->status));

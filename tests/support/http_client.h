@@ -3,6 +3,7 @@
 #ifndef SKINNING_TESTS_SUPPORT_HTTP_CLIENT_H_
 #define SKINNING_TESTS_SUPPORT_HTTP_CLIENT_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +46,14 @@ absl::Status ConnectStream(int port, const std::string& path, const google::prot
                            const google::protobuf::Message& prototype,
                            const std::function<void(const google::protobuf::Message&)>& on_message, bool json,
                            const Headers& headers = {});
+// The same with the request body given as it goes on the wire (e.g. a compressed envelope).
+absl::Status ConnectStreamBody(int port, const std::string& path, const std::string& body,
+                               const google::protobuf::Message& prototype,
+                               const std::function<void(const google::protobuf::Message&)>& on_message, bool json,
+                               const Headers& headers = {});
+// A Connect streaming envelope: the flags byte (0x01 compressed, 0x02 end of stream), the
+// payload's length big-endian in 4 bytes, the payload.
+std::string ConnectEnvelope(uint8_t flags, const std::string& payload);
 
 // A WebSocket client.
 class WebSocketClient {
