@@ -1,6 +1,8 @@
 #include "server/store/rig_store.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,13 @@ int64_t NowUnixMs() {
 
 // "rig 'rigs/<id>'" in messages.
 std::string Quoted(const std::string& id) { return absl::StrCat("rig '", RigName(id), "'"); }
+
+// The summary in `bytes` when it reads as the summary of rig `id`.
+std::optional<internal::v1::StoredRigSummary> ParseSummary(const std::string& id, const std::string& bytes) {
+  internal::v1::StoredRigSummary summary;
+  if (!summary.ParseFromString(bytes) || summary.rig_id() != id) return std::nullopt;
+  return summary;
+}
 
 }  // namespace
 
@@ -126,6 +135,12 @@ absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const st
     if (loaded.ok()) {
       result.summary = (*loaded)->summary;
       stored_now = false;
+      // The summary is written after the artifact: a process that died, or a disk that filled,
+      // between the two writes left the rig without it (unlisted), and registering it again
+      // writes it.
+      absl::StatusOr<std::string> info = blobs_->Get(InfoKey(id));
+      if (!info.ok() && !absl::IsNotFound(info.status()) && !absl::IsDataLoss(info.status())) return info.status();
+      if (!info.ok() || !ParseSummary(id, *info)) RETURN_IF_ERROR(PutSummary(**loaded));
     }
     // A stored artifact that no longer reads is replaced below.
   }
@@ -244,23 +259,44 @@ absl::StatusOr<bool> RigStore::Delete(const std::string& id, const std::string& 
   return tenant.empty() ? removed : true;
 }
 
+absl::Status RigStore::PutSummary(const LoadedRig& rig) {
+  const internal::v1::StoredRigSummary summary =
+      StoredSummary(rig.id, rig.rig, google::protobuf::util::TimeUtil::TimestampToMilliseconds(rig.summary.create_time()),
+                    static_cast<size_t>(rig.summary.size_bytes()));
+  return blobs_->Put(InfoKey(rig.id), summary.SerializeAsString());
+}
+
 absl::StatusOr<std::vector<v1::Rig>> RigStore::List(const std::string& tenant) {
-  std::vector<std::string> info_keys;
+  std::vector<std::string> ids;
   if (tenant.empty()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> keys, blobs_->List("rigs/"));
-    for (std::string& key : keys)
-      if (absl::EndsWith(key, ".info")) info_keys.push_back(std::move(key));
+    // Rigs are the artifacts; a summary without its artifact (a delete that stopped half way) is
+    // not listed.
+    ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List("rigs/"));
+    for (const std::string& key : keys)
+      if (absl::EndsWith(key, ".pb")) ids.push_back(key.substr(5, key.size() - 8));
   } else {
     const std::string prefix = OwnerPrefix(tenant);
     ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(prefix));
-    for (const std::string& key : keys) info_keys.push_back(InfoKey(key.substr(prefix.size())));
+    for (const std::string& key : keys) ids.push_back(key.substr(prefix.size()));
   }
+  std::sort(ids.begin(), ids.end());
   std::vector<v1::Rig> summaries;
-  for (const std::string& key : info_keys) {
-    absl::StatusOr<std::string> bytes = blobs_->Get(key);
-    if (!bytes.ok()) continue;  // deleted meanwhile
-    internal::v1::StoredRigSummary stored;
-    if (stored.ParseFromString(*bytes)) summaries.push_back(SummaryFromStored(stored));
+  for (const std::string& id : ids) {
+    absl::StatusOr<std::string> bytes = blobs_->Get(InfoKey(id));
+    if (!bytes.ok() && !absl::IsNotFound(bytes.status()) && !absl::IsDataLoss(bytes.status())) return bytes.status();
+    if (bytes.ok()) {
+      if (std::optional<internal::v1::StoredRigSummary> stored = ParseSummary(id, *bytes)) {
+        summaries.push_back(SummaryFromStored(*stored));
+        continue;
+      }
+    }
+    // No summary, or one that does not read (see Register): written again from the rig, which
+    // is listed if it loads. One that does not (deleted meanwhile, or damaged: GetRig says so)
+    // is left out.
+    absl::StatusOr<std::shared_ptr<const LoadedRig>> rig = Get(id);
+    if (!rig.ok()) continue;
+    summaries.push_back((*rig)->summary);
+    (void)PutSummary(**rig);  // listed either way; the next list or register tries again
   }
   return summaries;
 }

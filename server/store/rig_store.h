@@ -86,7 +86,9 @@ class RigStore {
   // tenant "": the stored rig, whoever owns it). Returns whether the tenant had it;
   // PERMISSION_DENIED when the rig is another tenant's.
   absl::StatusOr<bool> Delete(const std::string& rig_id, const std::string& tenant = "");
-  // The summaries of the tenant's rigs (every stored rig for ""), sorted by id.
+  // The summaries of the tenant's rigs (every stored rig for ""), sorted by id. A rig whose
+  // summary blob is missing or does not read gets it written again from the rig (and is left
+  // out when the rig itself does not load).
   absl::StatusOr<std::vector<v1::Rig>> List(const std::string& tenant = "");
 
   // How long a positive ownership check is trusted without asking the store again (another
@@ -102,6 +104,8 @@ class RigStore {
 
  private:
   void CacheInsert(std::shared_ptr<const LoadedRig> rig) { cache_.Insert(rig->id, rig, rig->bytes); }
+  // Writes rigs/<id>.info for a rig that loads.
+  absl::Status PutSummary(const LoadedRig& rig);
   bool OwnershipCached(const std::string& rig_id, const std::string& tenant);
   void CacheOwnership(const std::string& rig_id, const std::string& tenant);
   void ForgetOwnership(const std::string& rig_id, const std::string& tenant);

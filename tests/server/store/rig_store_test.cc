@@ -227,6 +227,65 @@ TEST(RigStore, DeleteRemovesTheRigAndMalformedIdsAreRejected) {
   EXPECT_TRUE(store->List()->empty());
 }
 
+// Register writes the artifact, then its summary. A process that died, or a disk that filled,
+// between the two left a rig that loaded but was never listed, and registering it again did not
+// mend it. Now List and Register write a missing or unreadable summary again from the rig, and a
+// summary whose rig is gone is not listed.
+TEST(RigStore, ARigWithoutAReadableSummaryIsListedAndRegisteringItWritesTheSummaryAgain) {
+  const std::string dir = MakeTempDir("store");
+  const v1::Rig proto = RigToProto(MakeTwoBoneTube());
+  const std::string id = OpenStore(dir)->Register(proto)->rig_id;
+  const std::string info = dir + "/rigs/" + id + ".info";
+  std::string good;
+  {
+    std::ifstream in(info, std::ios::binary);
+    good.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto read_info = [&] {
+    std::ifstream in(info, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto expect_listed = [&](RigStore& store) {
+    absl::StatusOr<std::vector<v1::Rig>> listed = store.List();
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ((*listed)[0].name(), "rigs/" + id);
+    EXPECT_EQ((*listed)[0].vertex_count(), MakeTwoBoneTube().mesh.V.rows());
+  };
+
+  // Missing: Register (a fresh store, so nothing is cached) writes the same summary again.
+  std::filesystem::remove(info);
+  auto again = OpenStore(dir)->Register(proto);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(read_info(), good);
+
+  // Missing: List writes it and lists the rig.
+  std::filesystem::remove(info);
+  expect_listed(*OpenStore(dir));
+  EXPECT_EQ(read_info(), good);
+
+  // Garbage, and another rig's summary: both read as no summary of this rig.
+  internal::v1::StoredRigSummary foreign;
+  ASSERT_TRUE(foreign.ParseFromString(good));
+  foreign.set_rig_id("rig-00000000000000000000000000000000");
+  for (const std::string& bad : {std::string("\x0a\xff\xff\xff\x7f garbage"), foreign.SerializeAsString()}) {
+    std::ofstream(info, std::ios::binary | std::ios::trunc) << bad;
+    expect_listed(*OpenStore(dir));
+    EXPECT_EQ(read_info(), good);
+  }
+
+  // A summary without its artifact (a delete that stopped half way) is not listed; an artifact
+  // that does not load is left out too (GetRig says DATA_LOSS).
+  const std::string pb = dir + "/rigs/" + id + ".pb";
+  std::filesystem::rename(pb, pb + ".aside");
+  EXPECT_TRUE(OpenStore(dir)->List()->empty());
+  std::filesystem::rename(pb + ".aside", pb);
+  std::filesystem::remove(info);
+  std::ofstream(pb, std::ios::binary | std::ios::trunc) << "broken";
+  EXPECT_TRUE(OpenStore(dir)->List()->empty());
+}
+
 // The DQS vertex order is prepared by the first RigStore::DqsLanes (the first DQS frame), not
 // when the rig is loaded, and the cache counts its bytes from then on: a rig posed with LBS only
 // never pays for it.
