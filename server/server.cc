@@ -113,7 +113,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->uploads_ = std::make_unique<UploadGate>(options.max_gltf_reads, options.gltf_read_queue);
   s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes),
                                          options.max_clip_frames, s->uploads_.get());
-  s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames);
+  s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames,
+                                           static_cast<size_t>(options.max_message_bytes));
   s->bake_api_ = std::make_unique<BakeApi>(s->bakes_.get());
   s->fast_api_ = std::make_unique<FastApi>(s->bakes_.get());
   s->rig_service_ = std::make_unique<RigGrpcService>(s->gate_.get(), s->rig_api_.get());

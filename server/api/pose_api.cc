@@ -22,12 +22,19 @@ absl::Status PoseApi::PoseClip(const CallContext& ctx, const v1::PoseClipRequest
   ASSIGN_OR_RETURN(PoseTarget target, poser_->Open(ctx.tenant(), req.rig(), req.bake()));
   ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(req.deformer(), ctx.tenant(), &target));
   FrameMemory memory;  // consecutive frames: the elastic solve starts from the last one
+  size_t answer_bytes = 0;
   for (int f = 0; f < req.poses_size(); ++f) {
     if (absl::Status s = ctx.StillWanted(); !s.ok())
       return absl::Status(s.code(), absl::StrFormat("poses[%d] of %d: %s", f, req.poses_size(), s.message()));
     const std::string field = absl::StrFormat("poses[%d]", f);
-    RETURN_IF_ERROR(
-        poser_->Frame(target, *deformer, req.poses(f), req.outputs(), resp->add_frames(), field.c_str(), &memory));
+    v1::PosedFrame* frame = resp->add_frames();
+    RETURN_IF_ERROR(poser_->Frame(target, *deformer, req.poses(f), req.outputs(), frame, field.c_str(), &memory));
+    answer_bytes += frame->ByteSizeLong() + 6;  // the frame and its field tag and length
+    if (max_answer_bytes_ > 0 && answer_bytes > max_answer_bytes_)
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "poses: the answer outgrows the server's message limit of %d MiB (--max_message_mb) at frame %d of %d "
+          "(about %d bytes a frame); ask for fewer frames a call, or fewer outputs",
+          max_answer_bytes_ >> 20, f + 1, req.poses_size(), answer_bytes / (f + 1)));
   }
   return absl::OkStatus();
 }

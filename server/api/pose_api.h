@@ -3,6 +3,7 @@
 #ifndef SKINNING_SERVER_API_POSE_API_H_
 #define SKINNING_SERVER_API_POSE_API_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,11 +38,16 @@ class PoseApi {
     FrameMemory memory_;  // the deformer's state from the last frame (elastic: its warm start)
   };
 
-  // `poser` must outlive this object and its sessions.
-  PoseApi(Poser* poser, int max_clip_frames) : poser_(poser), max_clip_frames_(max_clip_frames) {}
+  // `poser` must outlive this object and its sessions. A clip's answer may hold up to
+  // `max_answer_bytes` (the transports' message limit; 0 = no limit).
+  PoseApi(Poser* poser, int max_clip_frames, size_t max_answer_bytes = 0)
+      : poser_(poser), max_clip_frames_(max_clip_frames), max_answer_bytes_(max_answer_bytes) {}
 
   absl::Status Pose(const CallContext& ctx, const v1::PoseRequest& req, v1::PoseResponse* resp);
-  // RESOURCE_EXHAUSTED past the clip limit; stops between frames when the call is no longer wanted.
+  // RESOURCE_EXHAUSTED past the clip limit, and as soon as the frames made so far outgrow the
+  // answer limit (before the rest are computed: a short request for many frames of a large rig
+  // would otherwise build an answer of gigabytes only for the transport to refuse it); stops
+  // between frames when the call is no longer wanted.
   absl::Status PoseClip(const CallContext& ctx, const v1::PoseClipRequest& req, v1::PoseClipResponse* resp);
   std::unique_ptr<Session> OpenSession(CallContext ctx) {
     return std::unique_ptr<Session>(new Session(poser_, std::move(ctx)));
@@ -50,6 +56,7 @@ class PoseApi {
  private:
   Poser* poser_;
   const int max_clip_frames_;
+  const size_t max_answer_bytes_;
 };
 
 }  // namespace skinning

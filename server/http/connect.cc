@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "server/api/client_errors.h"
 #include "server/http/gzip.h"
@@ -397,9 +398,19 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   if (!stream) {
     std::unique_ptr<Message> response(m.response->New());
     if (status.ok()) status = m.unary(*ctx, *request, response.get());
+    std::string body;
+    if (status.ok()) {
+      body = encode(*response);
+      // The same bound as gRPC's on what it sends (JSON is about 3 times the binary size).
+      if (body.size() > options_.max_message_bytes)
+        status = absl::ResourceExhaustedError(absl::StrFormat(
+            "the answer (%d bytes%s) exceeds the server's message limit of %d MiB (--max_message_mb); ask for less "
+            "(fewer frames or outputs a call)%s",
+            body.size(), json ? " of JSON" : "", options_.max_message_bytes >> 20,
+            json ? ", or take it as application/proto (about a third of the size)" : ""));
+    }
     finish(status);
     if (!status.ok()) return error(ConnectHttpStatus(status.code()), status);
-    std::string body = encode(*response);
     if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
       auto accept = req.find(http::field::accept_encoding);
       // Compression is an offer: if zlib fails, the answer goes plain.
