@@ -1,5 +1,6 @@
 // skinning-server: the gRPC skinning service.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -84,6 +85,15 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Protobuf logs a line for each request with a string that is not UTF-8: at most 10 per 10 s.
   skinning::LimitProtobufLogging();
+  // Every connection is a file descriptor. A soft limit below the hard one (1024 is common) ran
+  // out under a thousand browser sessions, and gRPC's listener never accepts again after accept()
+  // failed with EMFILE (grpc/grpc#20418): take the hard limit, as most servers do.
+  if (rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    const rlim_t was = files.rlim_cur;
+    files.rlim_cur = files.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0)
+      std::cerr << "cannot raise the open-file limit from " << was << ": " << std::strerror(errno) << "\n";
+  }
 
   // Block the shutdown signals in every thread (gRPC's included) and take them with sigwait.
   sigset_t signals;

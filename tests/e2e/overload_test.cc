@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,6 +167,24 @@ TEST(Overload, ThousandIdleSessionsHoldNoThreadEachAndTheSessionLimitRefusesTheN
   EXPECT_TRUE(last.ok()) << "no room after closing a session: " << last;
   for (auto& s : sessions) ASSERT_TRUE(s->Close().ok());
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
+}
+
+// Connections are file descriptors: the server takes the hard open-file limit at start (a soft
+// limit of 1024 ran out under a thousand browser sessions, and gRPC's listener stops accepting
+// for good after EMFILE), here from a soft limit of 256 under a hard one of 4096.
+TEST(Overload, TheServerTakesTheHardOpenFileLimit) {
+  ServerProcess server(MakeTempDir("store"), {}, {"/usr/bin/prlimit", "--nofile=256:4096", "--"});
+  std::ifstream limits("/proc/" + std::to_string(server.pid()) + "/limits");
+  std::string line, soft, hard;
+  while (std::getline(limits, line))
+    if (absl::StartsWith(line, "Max open files")) {
+      std::istringstream fields(line.substr(14));
+      fields >> soft >> hard;
+    }
+  EXPECT_EQ(soft, "4096") << "soft limit; hard " << hard;
+  EXPECT_EQ(hard, "4096");
+  Client client(Options(server));
+  EXPECT_TRUE(client.CreateRig(RigToProto(MakeTwoBoneTube())).ok());
 }
 
 // One worker and a queue of two: the running bake and two queued ones are accepted, every
