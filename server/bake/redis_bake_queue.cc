@@ -44,6 +44,16 @@ redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'bake', ARGV[6])
 return 1
 )lua";
 
+// A worker starts the job (1) only while it is queued or running (a takeover), so that a cancel
+// that ended it since the worker read it is not overwritten; 0 otherwise.
+// KEYS: job. ARGV: start ns, worker.
+constexpr char kClaimScript[] = R"lua(
+local s = redis.call('HGET', KEYS[1], 'state')
+if s ~= '1' and s ~= '2' then return 0 end
+redis.call('HSET', KEYS[1], 'state', '2', 'stage', 'starting', 'start', ARGV[1], 'worker', ARGV[2])
+return 1
+)lua";
+
 // Cancels a queued job at once (1), flags a running one (2); 0 for anything else.
 // KEYS: job. ARGV: end ns.
 constexpr char kCancelScript[] = R"lua(
@@ -221,12 +231,15 @@ absl::StatusOr<std::pair<int64_t, int64_t>> RedisBakeQueue::Lengths() {
 
 bool RedisBakeQueue::Persist(const std::vector<std::string>& command, const std::string& what) {
   std::vector<absl::string_view> args(command.begin(), command.end());
-  for (int attempt = 0; !stopping_; ++attempt) {
+  // Retried until Redis takes it; once this process is stopping, three tries (the hand-back or
+  // the end of a job that ran into the shutdown must still be written, but Redis being away must
+  // not hold the shutdown).
+  for (int attempt = 0;; ++attempt) {
     absl::StatusOr<RedisReplyPtr> r = pool_.Command(args, what);
     if (r.ok()) return true;
+    if (stopping_ && attempt >= 2) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 50 << std::min(attempt, 5))));
   }
-  return false;
 }
 
 void RedisBakeQueue::WorkerLoop(int index) {
@@ -315,9 +328,10 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
   job.start_time = FromNanos(Int(now));
   if (job.recipe == nullptr)
     return end(v1::BAKE_STATE_FAILED, {"stage", "failed", "error_code", "13", "error", "no recipe for the bake's method"});
-  if (!Persist({"HSET", key, "state", "2", "stage", "starting", "start", now, "worker", options_.consumer},
-               "bake queue: start job"))
-    return;
+  absl::StatusOr<int64_t> claimed =
+      pool_.IntegerCommand({"EVAL", kClaimScript, "1", key, now, options_.consumer}, "bake queue: start job");
+  if (!claimed.ok()) return;        // Redis is away: claimed again later
+  if (*claimed == 0) return ack();  // cancelled (or ended) since it was read
   if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_UNSPECIFIED, v1::BAKE_STATE_RUNNING, 0});
   const auto started = std::chrono::steady_clock::now();
 
@@ -340,7 +354,10 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
       lock.lock();
     }
   });
+  // The fraction never goes down, also when this start takes over from a worker that died
+  // further on (the stage then says where this one is).
   double published = 0;
+  (void)absl::SimpleAtod(rec["fraction"], &published);
   std::string stage = "starting";
   Progress progress(
       [&](const std::string& s, double fraction) {
@@ -373,6 +390,9 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
     tell(v1::BAKE_STATE_CANCELLED);
     Persist({"HSET", key, "state", "1", "stage", "waiting for another worker (the last one shut down)"},
             "bake queue: hand back");
+    // A worker that shut down did not fail the job: its start does not count against
+    // --bake_max_attempts (those are for workers that died under it).
+    Persist({"HINCRBY", key, "attempts", "-1"}, "bake queue: hand back");
   } else if (absl::IsUnavailable(stored.status()) && !user_cancelled) {
     // Redis (the store) was away when the result was written: the job stays pending, goes back
     // to the queue, and is claimed again once its lease runs out.

@@ -86,6 +86,10 @@ absl::Status CheckKey(const std::string& key) {
 absl::Status Errno(const std::string& what, const std::string& key, int err = errno) {
   const std::string message = absl::StrFormat("store: cannot %s '%s': %s", what, key, std::strerror(err));
   if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
+  // A disk the kernel remounted read-only (after I/O errors) or mounted so: not the server's
+  // bug but the store being unavailable for writes until an operator mends it; another replica
+  // may take the call.
+  if (err == EROFS) return absl::UnavailableError(message);
   return absl::InternalError(message);
 }
 

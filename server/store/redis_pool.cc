@@ -15,8 +15,11 @@ namespace {
 // Idle connections kept for reuse; calls beyond this many at once open (and then close) more.
 constexpr size_t kMaxIdleConnections = 8;
 constexpr timeval kConnectTimeout = {2, 0};
-// Generous: a 100 MB value takes a while on a slow link.
-constexpr timeval kCommandTimeout = {30, 0};
+// How long one read or write on the socket may wait (hiredis sets it as SO_RCVTIMEO/SO_SNDTIMEO,
+// so a 100 MB value that keeps flowing is not cut): a Redis that answers nothing for this long
+// (stopped, or its host gone without a reset) is unreachable, and the call gets UNAVAILABLE well
+// within a client's deadline instead of holding a thread for 30 s.
+constexpr timeval kCommandTimeout = {5, 0};
 
 // An error reply from Redis → a status. Transient server states are UNAVAILABLE (retryable).
 absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) {
@@ -68,7 +71,9 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
     const int saved_errno = errno;
     if (reply == nullptr || c->err) {
       const bool timed_out = c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
-      const std::string error = c->errstr[0] ? c->errstr : "connection failed";
+      const std::string error = timed_out ? absl::StrCat("no answer within ", kCommandTimeout.tv_sec, " s")
+                                : c->errstr[0]              ? c->errstr
+                                                            : "connection failed";
       c.reset();
       if (reused && !timed_out && attempt == 0) {
         std::lock_guard<std::mutex> lock(mu_);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <thread>
@@ -233,6 +234,62 @@ TEST_F(BakeQueueTest, CancelThroughAnotherReplicaStopsTheWorkerAndStoresNothing)
   EXPECT_EQ(RedisSetCalls(redis_->port()) - sets_before, 0) << "a cancelled bake stored something";
   auto weights = api_client_->GetWeights(name);
   EXPECT_EQ(weights.status().code(), absl::StatusCode::kFailedPrecondition) << weights.status();
+}
+
+// A worker stopped with SIGTERM hands its running bake back at once (state queued, its start
+// not counted against --bake_max_attempts: the hash's writes were dropped during the shutdown and
+// the bake sat RUNNING with no worker until its lease ran out), the other worker takes it over,
+// and the progress a watcher sees never goes back although the new start begins again.
+TEST_F(BakeQueueTest, AWorkerThatShutsDownHandsItsBakeBackAndProgressNeverGoesBack) {
+  auto started = api_client_->StartBake(rig_, SlowBbw());
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string name = started->bake().name();
+  const std::string bake_id = name.substr(name.rfind('/') + 1);
+  std::vector<double> fractions;
+  std::mutex mu;
+  std::thread watcher([&] {
+    auto done = api_client_->WatchBake(name, [&](const v1::Bake& b) {
+      std::lock_guard<std::mutex> lock(mu);
+      fractions.push_back(b.metadata().progress_fraction());
+      return true;
+    });
+    EXPECT_TRUE(done.ok()) << done.status();
+    if (done.ok()) {
+      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    }
+  });
+  ServerProcess* runner = nullptr;
+  for (int i = 0; i < 200 && runner == nullptr; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    runner = RunningWorker(bake_id);
+  }
+  ASSERT_NE(runner, nullptr) << "no worker took the bake";
+  for (int i = 0; i < 600; ++i) {  // well into the bake
+    auto now = api_client_->GetBake(name);
+    ASSERT_TRUE(now.ok()) << now.status();
+    if (now->metadata().stage() == "bbw") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(runner->Stop(SIGTERM), 0) << runner->Output();
+  auto c = ConnectRedis(redis_->port());
+  const std::string key = "skinning:bakequeue:job:" + bake_id;
+  RedisReply state(static_cast<redisReply*>(redisCommand(c.get(), "HMGET %s state attempts stage", key.c_str())));
+  ASSERT_TRUE(state && state->type == REDIS_REPLY_ARRAY && state->elements == 3);
+  const auto field = [&](int i) {
+    const redisReply* e = state->element[i];
+    return e->type == REDIS_REPLY_STRING ? std::string(e->str, e->len) : std::string();
+  };
+  EXPECT_EQ(field(0), std::to_string(v1::BAKE_STATE_QUEUED)) << field(2);
+  EXPECT_EQ(field(1), "0") << "a clean shutdown counted as a failed start";
+  EXPECT_THAT(field(2), ::testing::HasSubstr("waiting for another worker"));
+  watcher.join();
+  ServerProcess* other = runner == w1_.get() ? w2_.get() : w1_.get();
+  EXPECT_EQ(SumMetric({other}, "skinning_bake_queue_reclaimed_total"), 1);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(fractions.size(), 3u);
+  for (size_t i = 1; i < fractions.size(); ++i)
+    EXPECT_GE(fractions[i], fractions[i - 1]) << "update " << i << " of " << fractions.size();
 }
 
 class BakeQueueRestartTest : public BakeQueueTest {

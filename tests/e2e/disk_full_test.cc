@@ -79,6 +79,31 @@ TEST(DiskFullTest, FullStoreIsResourceExhaustedNamingTheArtifactAndOlderArtifact
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// A store on a read-only disk (as the kernel leaves one after I/O errors): the server starts and
+// serves what it has; writes fail with UNAVAILABLE (the store cannot take writes now; another
+// replica may), naming the artifact and the cause, not INTERNAL.
+TEST(DiskFullTest, ReadOnlyStoreIsUnavailableForWritesNamingTheCause) {
+  if (access("/usr/bin/unshare", X_OK) != 0) GTEST_FAIL() << "/usr/bin/unshare (util-linux) is missing";
+  const std::string store = MakeTempDir("readonly");
+  ServerProcess server(store, {}, {"/usr/bin/unshare", "-rm", "--", "/bin/sh", "-c",
+                                   "mount -t tmpfs -o size=3m tmpfs \"$1\" && mount -o remount,ro \"$1\" && "
+                                   "shift && exec \"$@\"",
+                                   "sh", store});
+  ClientOptions o;
+  o.target = server.address();
+  o.max_attempts = 1;
+  Client client(o);
+  auto rigs = client.ListRigs();
+  ASSERT_TRUE(rigs.ok()) << rigs.status();
+  EXPECT_TRUE(rigs->empty());
+  auto created = client.CreateRig(RigToProto(MakeTwoBoneTube()));
+  ASSERT_EQ(created.status().code(), absl::StatusCode::kUnavailable) << created.status();
+  EXPECT_THAT(std::string(created.status().message()), HasSubstr("Read-only file system"));
+  EXPECT_THAT(std::string(created.status().message()), HasSubstr("'rigs/"));
+  EXPECT_THAT(std::string(created.status().message()), Not(HasSubstr(store)));
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

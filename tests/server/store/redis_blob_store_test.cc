@@ -286,6 +286,22 @@ TEST_F(RedisBlobStoreTest, ReconnectsAfterRedisRestart) {
   EXPECT_THAT(*store_->List("rigs/"), ElementsAre("rigs/again.pb"));
 }
 
+// A Redis that stops answering (SIGSTOP: the socket stays open, nothing comes back) fails the
+// call with UNAVAILABLE saying so after the 5 s socket timeout, not after 30 s (longer than most
+// clients' deadlines, holding a server thread all along); once it answers again, so does the store.
+TEST_F(RedisBlobStoreTest, AHungRedisIsUnavailableWithinFiveSeconds) {
+  ASSERT_TRUE(store_->Put("rigs/x.pb", "x").ok());
+  ASSERT_EQ(kill(redis_.pid(), SIGSTOP), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const absl::Status get = store_->Get("rigs/x.pb").status();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(kill(redis_.pid(), SIGCONT), 0);
+  EXPECT_EQ(get.code(), absl::StatusCode::kUnavailable) << get;
+  EXPECT_THAT(std::string(get.message()), AllOf(HasSubstr("rigs/x.pb"), HasSubstr("no answer within 5 s")));
+  EXPECT_LT(seconds, 15) << "the call waited for the old 30 s timeout";
+  EXPECT_EQ(*store_->Get("rigs/x.pb"), "x");
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
