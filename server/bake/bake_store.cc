@@ -176,4 +176,14 @@ absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bak
   return BakeFromStored(**header);
 }
 
+absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake) {
+  ASSIGN_OR_RETURN(v1::Bake stored, StoredBakeResource(store, bake));
+  // The header reads; the weights are checked when the bake loads (rows that sum to 1, joints in
+  // range, the recipe's payload): a stored bake damaged there (a flipped byte that still parses)
+  // would otherwise answer SUCCEEDED to every StartBake and DATA_LOSS to every use.
+  absl::StatusOr<std::shared_ptr<const LoadedBake>> loaded = store.Load(bake.bake_id);
+  if (absl::IsDataLoss(loaded.status())) return loaded.status();
+  return stored;
+}
+
 }  // namespace skinning

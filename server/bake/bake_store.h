@@ -108,6 +108,9 @@ v1::Bake JobBake(const std::string& name, const v1::BakeOptions& options, const 
 // The bake resource of `bake` from the store's header (never loading the result); NOT_FOUND
 // naming the bake when it is not stored (or stored for another rig).
 absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bake);
+// StoredBakeResource for StartBake: also DATA_LOSS when the stored bake does not load (so that it
+// is computed again), which loads it into the cache for the calls that follow.
+absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake);
 
 }  // namespace skinning
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -15,6 +16,7 @@
 #include "core/io/tgf.h"
 #include "core/weights/bake.h"
 #include "server/convert/convert.h"
+#include "skinning/internal/v1/store.pb.h"
 #include "tests/support/data.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/fixtures.h"
@@ -252,6 +254,38 @@ TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
   req.set_rig(rig_name);
   req.set_bake(bake_name);
   EXPECT_TRUE(client.Pose(req).ok());
+  ASSERT_EQ(server.Stop(SIGTERM), 0);
+
+  // A stored bake damaged where it still parses (one weight changed, so that its row no longer
+  // sums to 1): its uses are DATA_LOSS, and StartBake computes it again instead of answering
+  // SUCCEEDED from its header for ever; the new one serves the weights of before.
+  {
+    internal::v1::StoredBake stored;
+    {
+      std::ifstream in(StoredBakePath(store, bake_name), std::ios::binary);
+      ASSERT_TRUE(stored.ParseFromIstream(&in));
+    }
+    ASSERT_GT(stored.artifact().weights().values_size(), 0);
+    stored.mutable_artifact()->mutable_weights()->set_values(0, stored.artifact().weights().values(0) + 0.25);
+    std::ofstream(StoredBakePath(store, bake_name), std::ios::binary | std::ios::trunc) << stored.SerializeAsString();
+  }
+  ServerProcess damaged(store);
+  Client again(Options(damaged));
+  auto refused = again.GetWeights(bake_name, v1::WEIGHTS_FORMAT_DENSE);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss) << refused.status();
+  v1::BakeOptions options;
+  options.mutable_geodesic_voxel();
+  options.mutable_domain()->set_voxel_resolution(40);
+  auto restarted = again.StartBake(rig_name, options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ(restarted->bake().name(), bake_name);
+  EXPECT_NE(restarted->bake().metadata().state(), v1::BAKE_STATE_SUCCEEDED) << "answered from the damaged header";
+  auto redone = again.WatchBake(bake_name, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(redone.ok()) << redone.status();
+  ASSERT_EQ(redone->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << redone->error().message();
+  auto mended = again.GetWeights(bake_name, v1::WEIGHTS_FORMAT_DENSE);
+  ASSERT_TRUE(mended.ok()) << mended.status();
+  EXPECT_EQ(mended->weights().SerializeAsString(), before.weights().SerializeAsString());
 }
 
 class BakeBadInputTest : public ::testing::Test {
