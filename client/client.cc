@@ -73,6 +73,18 @@ void Client::Authorize(grpc::ClientContext* context) const {
   if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
 }
 
+namespace {
+
+// UNAVAILABLE, and CANCELLED that this client did not cause (it cancels only watches it stops,
+// which are not retried): gRPC cancels the calls that reach a server in the last moments of its
+// shutdown, after its drain has answered UNAVAILABLE to those before; the next attempt finds
+// another replica, or the restarted one.
+bool RetryableStatus(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+}  // namespace
+
 template <typename Call>
 absl::Status Client::WithRetry(const char* what, Call call) {
   const auto deadline = std::chrono::system_clock::now() + options_.deadline;
@@ -84,7 +96,7 @@ absl::Status Client::WithRetry(const char* what, Call call) {
     ctx.set_deadline(deadline);
     Authorize(&ctx);
     status = call(&ctx);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) break;
+    if (!RetryableStatus(status) || attempt >= options_.max_attempts) break;
     // Full jitter: sleep uniformly in [backoff/2, backoff].
     std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
     const auto sleep = std::chrono::milliseconds(jitter(rng));
@@ -270,7 +282,7 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
     }
     grpc::Status s = reader->Finish();
     if (stopped || s.ok()) return last;
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) {
+    if (!RetryableStatus(s) || attempt >= options_.max_attempts) {
       absl::Status e = FromGrpcStatus(s);
       return absl::Status(e.code(), absl::StrCat("WatchBake: ", e.message()));
     }

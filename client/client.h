@@ -1,7 +1,9 @@
 // skinning::Client — a thin C++ client of the skinning service (proto/skinning/v1).
 //
 // Every call has a deadline; calls that fail with UNAVAILABLE (a replica restarting, a network
-// blip) are retried with exponential backoff and jitter until the deadline or the attempt limit.
+// blip), or are CANCELLED by the server (gRPC's answer to calls that arrive as a server finishes
+// shutting down), are retried with exponential backoff and jitter until the deadline or the
+// attempt limit.
 // All calls are idempotent (rigs and bakes are content-addressed, retried creates answer
 // created = false), so retrying is safe. Resources are addressed by name: "rigs/{rig}",
 // "rigs/{rig}/bakes/{bake}", "rigs/{rig}/examples/{example}", as the server returns them.
@@ -111,8 +113,8 @@ class Client {
                                                     v1::WeightsFormat format = v1::WEIGHTS_FORMAT_UNSPECIFIED,
                                                     int influence_count = 0);
   // Streams the bake's state to on_bake until it is done (returns its last state) or on_bake
-  // returns false. No overall deadline; a dropped stream (UNAVAILABLE) is resumed with backoff
-  // up to max_attempts times.
+  // returns false. No overall deadline; a dropped stream (UNAVAILABLE, or CANCELLED by the
+  // server) is resumed with backoff up to max_attempts times.
   absl::StatusOr<v1::Bake> WatchBake(const std::string& name, const std::function<bool(const v1::Bake&)>& on_bake);
 
   // Opens an interactive pose session on one rig (one stream, one replica). Frames are sent

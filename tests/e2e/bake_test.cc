@@ -1,6 +1,7 @@
 // Bake jobs through the real server: progress, cancel, reuse, restart, bad input.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -286,6 +287,41 @@ TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
   auto mended = again.GetWeights(bake_name, v1::WEIGHTS_FORMAT_DENSE);
   ASSERT_TRUE(mended.ok()) << mended.status();
   EXPECT_EQ(mended->weights().SerializeAsString(), before.weights().SerializeAsString());
+}
+
+// A watch cut by the server's shutdown: the drain answers UNAVAILABLE, the client's retry lands in
+// the last moments of the shutdown where gRPC answers CANCELLED (skinctl bake then ended with a
+// bare "CANCELLED" 6 times out of 7), and the retry after that finds no server. The client
+// retries the server's CANCELLED too, so the watch ends UNAVAILABLE (what a caller retries
+// elsewhere), never CANCELLED.
+TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
+  for (int round = 0; round < 3; ++round) {
+    ServerProcess server(MakeTempDir("store"));
+    ClientOptions o = Options(server);
+    o.max_attempts = 4;
+    o.initial_backoff = std::chrono::milliseconds(20);
+    Client client(o);
+    auto reg = client.CreateRig(TubeWithoutWeights());
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    auto started = client.StartBake(reg->rig().name(), Bbw(80));
+    ASSERT_TRUE(started.ok()) << started.status();
+    std::atomic<bool> running{false};
+    absl::Status watched;
+    std::thread watcher([&] {
+      watched = client
+                    .WatchBake(started->bake().name(),
+                               [&](const v1::Bake& b) {
+                                 if (b.metadata().state() == v1::BAKE_STATE_RUNNING) running = true;
+                                 return true;
+                               })
+                    .status();
+    });
+    for (int i = 0; i < 400 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(running) << "the bake did not start";
+    EXPECT_EQ(server.Stop(SIGTERM), 0);
+    watcher.join();
+    EXPECT_EQ(watched.code(), absl::StatusCode::kUnavailable) << "round " << round << ": " << watched;
+  }
 }
 
 class BakeBadInputTest : public ::testing::Test {
