@@ -390,7 +390,9 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   if (status.ok() && !deadline.ok()) status = deadline.status();
   absl::StatusOr<CallContext> ctx = absl::UnknownError("not admitted");
   if (status.ok()) {
-    ctx = gate_->Admit(Authorization(req), *deadline, {});
+    // A client that closes the connection cancels its call (checked where the call checks for a
+    // gRPC cancel: between a clip's frames, and every 100 ms of a watch).
+    ctx = gate_->Admit(Authorization(req), *deadline, [exchange] { return exchange->ClientGone(); });
     if (!ctx.ok()) status = ctx.status();
   }
   auto encode = [json](const Message& msg) { return json ? ToJson(msg) : msg.SerializeAsString(); };

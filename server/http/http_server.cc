@@ -1,5 +1,8 @@
 #include "server/http/http_server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <deque>
 #include <future>
 #include <optional>
@@ -144,6 +147,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
       if (server_->stopping()) return false;
     return result.get();
+  }
+
+  // Whether the client closed its side of the connection or reset it while its request is being
+  // answered (a peek at the socket: end of stream or an error; a pipelined next request waiting
+  // counts as there). On the connection's strand, so that it never races the socket's close.
+  bool PeerGone() {
+    if (!stream_.socket().is_open()) return true;
+    char byte;
+    const ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+  bool OnStrand() {
+    const auto* strand = stream_.get_executor().target<net::strand<net::io_context::executor_type>>();
+    return strand != nullptr && strand->running_in_this_thread();
   }
 
   void Close() {
@@ -378,6 +395,12 @@ void Exchange::AcceptWebSocket(std::unique_ptr<WebSocketHandler> handler, std::s
     auto session = std::make_shared<WebSocketSession>(c->server_, std::move(c->stream_), std::move(handler));
     session->Run(std::move(request), std::move(subprotocol));
   });
+}
+
+bool Exchange::ClientGone() const {
+  const std::shared_ptr<Connection>& c = connection_;
+  if (c->OnStrand()) return c->PeerGone();  // a unary call, on the socket's own thread
+  return !c->RunAndWait([c](std::function<void(bool)> done) { done(!c->PeerGone()); });
 }
 
 HttpServer::HttpServer(const HttpServerOptions& options, Router router)

@@ -133,6 +133,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   // `header`'s status and fields (no body) are sent first.
   std::unique_ptr<StreamWriter> StartStream(HttpResponse header);
 
+  // Whether the client has closed or reset the connection since it sent this request (from any
+  // thread; a few microseconds). Long handlers (a watch, a clip) poll it to stop working for a
+  // client that left, as gRPC cancels a call whose client went away. A client that half-closes
+  // its side after the request counts as gone (as nginx takes it); browsers and Connect clients
+  // do not.
+  bool ClientGone() const;
+
   // Upgrades the connection (the request must be a WebSocket upgrade) and runs `handler` on it.
   // `subprotocol`, when not empty, is echoed in Sec-WebSocket-Protocol.
   void AcceptWebSocket(std::unique_ptr<WebSocketHandler> handler, std::string subprotocol = "");

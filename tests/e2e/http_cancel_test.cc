@@ -1,0 +1,109 @@
+// A client that closes its connection cancels its call on the HTTP front door, as gRPC cancels a
+// call whose client went away. Watches run on the front door's worker pool; watches of a queued
+// bake write nothing until it starts, so abandoned ones (a browser tab closed) held every worker
+// until the bake ahead finished, and the next watch or file waited that long (71 s in a probe).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "client/client.h"
+#include "server/convert/convert.h"
+#include "tests/support/fixtures.h"
+#include "tests/support/http_client.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+namespace SKINNING_TEST_FILE {
+
+using ::skinning::testing::ConnectEnvelope;
+using ::skinning::testing::HttpCall;
+using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::ServerProcess;
+
+v1::BakeOptions Bbw(int resolution) {
+  v1::BakeOptions o;
+  o.mutable_bbw();
+  o.mutable_domain()->set_voxel_resolution(resolution);
+  return o;
+}
+
+// Opens a WatchBake of `bake` on a raw connection, reads until the first message has begun to
+// arrive (the worker is serving it), and returns the socket.
+int OpenWatch(int port, const std::string& bake) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  const std::string body = ConnectEnvelope(0, "{\"name\":\"" + bake + "\"}");
+  const std::string request = "POST /skinning.v1.BakeService/WatchBake HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Type: application/connect+json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (send(fd, request.data(), request.size(), 0) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return -1;
+  }
+  std::string got;
+  char buf[4096];
+  while (got.find("QUEUED") == std::string::npos) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      close(fd);
+      return -1;
+    }
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return fd;
+}
+
+TEST(HttpCancelTest, ClosedWatchesFreeTheirWorkersWhileTheirBakeIsStillQueued) {
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=2"});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  auto rig = client.CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  auto running = client.StartBake(rig->rig().name(), Bbw(96));  // the one worker's bake
+  ASSERT_TRUE(running.ok()) << running.status();
+  auto queued = client.StartBake(rig->rig().name(), Bbw(48));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_EQ(queued->bake().metadata().state(), v1::BAKE_STATE_QUEUED);
+
+  // As many watches as the front door has workers (--http_threads=2), each served, then closed.
+  for (int i = 0; i < 2; ++i) {
+    const int fd = OpenWatch(port, queued->bake().name());
+    ASSERT_GE(fd, 0) << "watch " << i;
+    close(fd);
+  }
+  // A further watch needs a worker: it is answered (a bake that does not exist: NOT_FOUND at once)
+  // while the bake the closed watches waited for has not even started.
+  const std::string missing = rig->rig().name() + "/bakes/bake-00000000000000000000000000000000";
+  auto answered = HttpCall(port, "POST", "/skinning.v1.BakeService/WatchBake",
+                           ConnectEnvelope(0, "{\"name\":\"" + missing + "\"}"),
+                           {{"Content-Type", "application/connect+json"}}, 120);
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  EXPECT_EQ(answered->status, 200);
+  EXPECT_NE(answered->body.find("not_found"), std::string::npos) << answered->body;
+  auto still = client.GetBake(queued->bake().name());
+  ASSERT_TRUE(still.ok()) << still.status();
+  EXPECT_EQ(still->metadata().state(), v1::BAKE_STATE_QUEUED)
+      << "the closed watches held the workers until their bake started";
+  EXPECT_TRUE(client.CancelBake(running->bake().name()).ok());
+  EXPECT_TRUE(client.CancelBake(queued->bake().name()).ok());
+}
+
+}  // namespace SKINNING_TEST_FILE
+}  // namespace
+}  // namespace skinning
