@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <deque>
 #include <future>
+#include <istream>
 #include <optional>
 #include <utility>
 
@@ -28,6 +29,9 @@ namespace http = beast::http;
 namespace net = boost::asio;
 namespace websocket = beast::websocket;
 using tcp = net::ip::tcp;
+
+// The pieces a file is sent in (Exchange::SendFile).
+constexpr size_t kFilePieceBytes = 256 << 10;
 
 int CloseCode(const absl::Status& status) {
   if (IsBadFrame(status)) return 1008;
@@ -126,7 +130,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Write(HttpResponse res) {
     net::post(stream_.get_executor(), [self = shared_from_this(), res = std::move(res)]() mutable {
       auto owned = std::make_shared<HttpResponse>(std::move(res));
-      owned->prepare_payload();
+      // A HEAD answer states the length of the body it leaves out; others are measured here.
+      if (!owned->has_content_length()) owned->prepare_payload();
       const bool keep = owned->keep_alive();
       self->stream_.expires_after(self->server_->options_.request_timeout);
       http::async_write(self->stream_, *owned, [self, owned, keep](beast::error_code ec, size_t) {
@@ -147,6 +152,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
     while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
       if (server_->stopping()) return false;
     return result.get();
+  }
+
+  // Writes the rest of `file` as chunks of up to kFilePieceBytes, one at a time (a slow reader
+  // holds one piece, no thread), then the last chunk; then the next request, or the close.
+  void SendFilePieces(std::shared_ptr<std::istream> file, bool keep_alive) {
+    if (server_->stopping()) return Close();
+    auto piece = std::make_shared<std::string>(kFilePieceBytes, '\0');
+    file->read(piece->data(), static_cast<std::streamsize>(piece->size()));
+    piece->resize(static_cast<size_t>(file->gcount()));
+    stream_.expires_after(server_->options_.request_timeout);
+    auto self = shared_from_this();
+    if (piece->empty()) {
+      return net::async_write(stream_, http::make_chunk_last(), [self, keep_alive](beast::error_code ec, size_t) {
+        if (ec || !keep_alive) return self->Close();
+        self->ReadHeader(false);
+      });
+    }
+    net::async_write(stream_, http::make_chunk(net::buffer(*piece)),
+                     [self, piece, file, keep_alive](beast::error_code ec, size_t) {
+                       if (ec) return self->Close();
+                       self->SendFilePieces(file, keep_alive);
+                     });
   }
 
   // Whether the client closed its side of the connection or reset it while its request is being
@@ -394,6 +421,23 @@ void Exchange::AcceptWebSocket(std::unique_ptr<WebSocketHandler> handler, std::s
                                         subprotocol = std::move(subprotocol)]() mutable {
     auto session = std::make_shared<WebSocketSession>(c->server_, std::move(c->stream_), std::move(handler));
     session->Run(std::move(request), std::move(subprotocol));
+  });
+}
+
+void Exchange::SendFile(HttpResponse header, std::unique_ptr<std::istream> file) {
+  AddCors(&header);
+  auto head = std::make_shared<http::response<http::empty_body>>(header.result(), request_.version());
+  for (const auto& field : header) head->set(field.name_string(), field.value());
+  head->keep_alive(request_.keep_alive());
+  head->chunked(true);
+  auto c = connection_;
+  net::post(c->stream_.get_executor(), [c, head, file = std::shared_ptr<std::istream>(std::move(file))] {
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    c->stream_.expires_after(c->server_->options().request_timeout);
+    http::async_write_header(c->stream_, *serializer, [c, head, serializer, file](beast::error_code ec, size_t) {
+      if (ec) return c->Close();
+      c->SendFilePieces(file, head->keep_alive());
+    });
   });
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <istream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -132,6 +133,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   };
   // `header`'s status and fields (no body) are sent first.
   std::unique_ptr<StreamWriter> StartStream(HttpResponse header);
+
+  // Sends `header`'s status and fields, then `file`'s bytes (chunked, a piece at a time as the
+  // client takes them: a slow reader holds one piece in memory and no thread).
+  void SendFile(HttpResponse header, std::unique_ptr<std::istream> file);
 
   // Whether the client has closed or reset the connection since it sent this request (from any
   // thread; a few microseconds). Long handlers (a watch, a clip) poll it to stop working for a

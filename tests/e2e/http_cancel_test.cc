@@ -2,8 +2,6 @@
 // call whose client went away. Watches run on the front door's worker pool; watches of a queued
 // bake write nothing until it starts, so abandoned ones (a browser tab closed) held every worker
 // until the bake ahead finished, and the next watch or file waited that long (71 s in a probe).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectEnvelope;
+using ::skinning::testing::ConnectLoopback;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
@@ -36,15 +35,8 @@ v1::BakeOptions Bbw(int resolution) {
 // Opens a WatchBake of `bake` on a raw connection, reads until the first message has begun to
 // arrive (the worker is serving it), and returns the socket.
 int OpenWatch(int port, const std::string& bake) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return -1;
   const std::string body = ConnectEnvelope(0, "{\"name\":\"" + bake + "\"}");
   const std::string request = "POST /skinning.v1.BakeService/WatchBake HTTP/1.1\r\nHost: x\r\n"
                               "Content-Type: application/connect+json\r\nContent-Length: " +
