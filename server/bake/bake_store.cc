@@ -102,6 +102,14 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeStore::Load(const std::str
   return loaded;
 }
 
+absl::Status BakeStore::CheckReadable(const std::string& bake_id) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const internal::v1::StoredBake> header, Header(bake_id));
+  const Recipe* recipe = recipes_->Find(header->options().method_case());
+  if (recipe == nullptr || recipe->RestoreRebuilds()) return absl::OkStatus();
+  const absl::Status loaded = Load(bake_id).status();
+  return absl::IsDataLoss(loaded) ? loaded : absl::OkStatus();
+}
+
 const DqsLaneOrder& BakeStore::DqsLanes(const LoadedBake& bake) {
   size_t prepared = 0;
   const DqsLaneOrder& lanes = bake.dqs_lanes.Get(bake.sparse, &prepared, [&bake](const DqsLaneOrder& order) {
@@ -178,11 +186,9 @@ absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bak
 
 absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake) {
   ASSIGN_OR_RETURN(v1::Bake stored, StoredBakeResource(store, bake));
-  // The header reads; the weights are checked when the bake loads (rows that sum to 1, joints in
-  // range, the recipe's payload): a stored bake damaged there (a flipped byte that still parses)
+  // The header reads; a bake damaged inside its artifact (a flipped byte that still parses)
   // would otherwise answer SUCCEEDED to every StartBake and DATA_LOSS to every use.
-  absl::StatusOr<std::shared_ptr<const LoadedBake>> loaded = store.Load(bake.bake_id);
-  if (absl::IsDataLoss(loaded.status())) return loaded.status();
+  RETURN_IF_ERROR(store.CheckReadable(bake.bake_id));
   return stored;
 }
 

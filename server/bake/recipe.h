@@ -60,6 +60,9 @@ class Recipe {
   virtual absl::StatusOr<BakeResult> Restore(const internal::v1::StoredBake& stored, const LoadedRig& rig) const = 0;
   // `bake` has its names, recipe and header set.
   virtual absl::Status Prepare(BakeResult result, const LoadedRig& rig, LoadedBake* bake) const = 0;
+  // Whether Restore computes the result again from the options (the elastic model: nothing of
+  // it is stored that could be damaged, and restoring costs a bake).
+  virtual bool RestoreRebuilds() const { return false; }
 
   // Consumers. Whether the bake's dense/sparse weights are per-joint bone weights, usable for
   // posing and as the source of other bakes (LoadedBake::bone_weights).

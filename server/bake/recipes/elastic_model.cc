@@ -39,6 +39,8 @@ class ElasticModelRecipe final : public Recipe {
     return rebuilt;
   }
 
+  bool RestoreRebuilds() const override { return true; }
+
   absl::Status Prepare(BakeResult result, const LoadedRig& rig, LoadedBake* bake) const override {
     auto payload = std::make_shared<ElasticModelPayload>();
     payload->model = std::move(result.elastic_model);
