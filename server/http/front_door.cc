@@ -81,6 +81,13 @@ bool OriginAllowed(const std::vector<std::string>& allowed, const std::string& o
   return false;
 }
 
+std::function<std::string(const HttpRequest&)> FrontDoorCorsOrigin(std::vector<std::string> cors_origins) {
+  return [allowed = std::move(cors_origins)](const HttpRequest& req) {
+    std::string origin = Field(req, http::field::origin);
+    return OriginAllowed(allowed, origin, Field(req, http::field::host)) ? origin : std::string();
+  };
+}
+
 HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions options,
                                    const std::atomic<bool>* draining) {
   auto opts = std::make_shared<const FrontDoorOptions>(std::move(options));

@@ -38,6 +38,10 @@ HttpServer::Router MetricsRouter(std::function<std::string()> render, const std:
 // its own origin, or one on the list. Exposed for tests.
 bool OriginAllowed(const std::vector<std::string>& allowed, const std::string& origin, const std::string& host);
 
+// HttpServerOptions::cors_origin of the front door: a request's Origin when OriginAllowed, so
+// that the transport's refusals (413, 400, ...) reach the page too.
+std::function<std::string(const HttpRequest&)> FrontDoorCorsOrigin(std::vector<std::string> cors_origins);
+
 }  // namespace skinning
 
 #endif  // SKINNING_SERVER_HTTP_FRONT_DOOR_H_

@@ -6,6 +6,7 @@
 #include <deque>
 #include <future>
 #include <istream>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -20,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api/client_errors.h"
+#include "server/http/framing.h"
 #include "server/http/ws_status.h"
 
 namespace skinning {
@@ -48,6 +50,22 @@ std::string CloseReason(absl::string_view message) {
   return std::string(message.substr(0, n));
 }
 
+// The client closed, reset or stalled (Beast's timeout has closed the socket: no 408 can be sent).
+bool ClientGone(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == beast::error::timeout ||
+         ec == net::error::operation_aborted || ec == net::error::connection_reset || ec == net::error::eof;
+}
+
+void SetCorsHeaders(HttpResponse* response, const std::string& origin) {
+  if (origin.empty()) return;
+  response->set(http::field::access_control_allow_origin, origin);
+  response->set(http::field::vary, "Origin");
+  response->set(http::field::access_control_expose_headers,
+                "Content-Type, Connect-Content-Encoding, Grpc-Status, Grpc-Message");
+}
+
+constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
 }  // namespace
 
 HttpResponse MakeResponse(const HttpRequest& request, unsigned status, const std::string& content_type,
@@ -72,12 +90,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(true); });
   }
 
+  // The first request's headers must arrive within the request timeout of the connection's
+  // start. Between keep-alive requests the idle timeout runs until the next request's first
+  // byte, and the request timeout from there (a client that trickles its headers is cut off).
   void ReadHeader(bool first) {
     if (server_->stopping()) return Close();
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options_.max_header_bytes));
-    parser_->body_limit(server_->options_.max_body_bytes);
-    stream_.expires_after(first ? server_->options_.request_timeout : server_->options_.idle_timeout);
+    // The limit applies once the headers are read (OnHeader), so that a refusal knows them all.
+    // (Not boost::none: Beast 1.74 finds every Content-Length over that.)
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    if (first || buffer_.size() > 0) return ReadHeaderBytes();
+    stream_.expires_after(server_->options_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      if (ec) return self->Close();
+      self->buffer_.commit(n);
+      self->ReadHeaderBytes();
+    });
+  }
+
+  void ReadHeaderBytes() {
+    stream_.expires_after(server_->options_.request_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
@@ -86,15 +119,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::header_limit)
       return RespondAndClose(431, absl::StrCat("request headers over the limit of ",
                                                server_->options_.max_header_bytes, " bytes"));
-    // The parser refuses a Content-Length over the limit here, before any of the body is read.
-    if (ec == http::error::body_limit) return RefuseBody();
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
-        ec == net::error::connection_reset || ec == net::error::eof)
-      return Close();
+    if (ClientGone(ec)) return Close();
     if (ec) return RespondAndClose(400, absl::StrCat("malformed HTTP request: ", ec.message()));
+    const HttpRequest& request = parser_->get();
+    if (const absl::Status framing = FramingError(request, parser_->chunked()); !framing.ok())
+      return RespondAndClose(absl::IsUnimplemented(framing) ? 501 : 400, std::string(framing.message()));
+    // A Content-Length over the limit is refused here, before any of the body is read (and
+    // before 100 Continue); a chunked body is cut at the limit.
+    const auto length = parser_->content_length();  // boost::optional
+    if (length && *length > server_->options_.max_body_bytes) return RefuseBody();
+    parser_->body_limit(server_->options_.max_body_bytes);
+    const absl::StatusOr<bool> expects_continue = ExpectsContinue(request);
+    if (!expects_continue.ok()) return RespondAndClose(417, std::string(expects_continue.status().message()));
     if (parser_->is_done()) return OnBody({});
     // The body (any size up to the limit) within the request timeout.
     stream_.expires_after(server_->options_.request_timeout);
+    if (!*expects_continue) return ReadBody();
+    // The client waits for this before it sends the body (curl: 1 s, for bodies over 1 MiB).
+    net::async_write(stream_, net::buffer(kContinue, sizeof kContinue - 1),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->Close();
+                       self->ReadBody();
+                     });
+  }
+
+  void ReadBody() {
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
@@ -108,22 +157,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnBody(beast::error_code ec) {
     if (ec == http::error::body_limit) return RefuseBody();
-    if (ec) return Close();
+    if (ClientGone(ec)) return Close();
+    if (ec) return RespondAndClose(400, BodyError(ec));
     stream_.expires_never();
     std::shared_ptr<Exchange> exchange(new Exchange(server_, shared_from_this(), parser_->release()));
     server_->router_(std::move(exchange));
   }
 
   // Transport-level refusals answer in the front door's error format (a Connect error body).
+  // A browser page of an allowed origin gets the CORS headers, so that it sees the refusal.
   void RespondAndClose(unsigned status, const std::string& message) {
     HttpRequest dummy;
     dummy.version(11);
     dummy.keep_alive(false);
-    const bool too_big = status == 413 || status == 431;
-    NoteClientError("http", too_big ? absl::ResourceExhaustedError(message) : absl::InvalidArgumentError(message));
-    const char* code = too_big ? "resource_exhausted" : "invalid_argument";
-    std::string body = absl::StrCat("{\"code\":\"", code, "\",\"message\":\"", message, "\"}");
-    Write(MakeResponse(dummy, status, "application/json", std::move(body)));
+    using Code = absl::StatusCode;
+    const Code code = status == 413 || status == 431 ? Code::kResourceExhausted
+                      : status == 501                ? Code::kUnimplemented
+                                                     : Code::kInvalidArgument;
+    NoteClientError("http", absl::Status(code, message));
+    const char* name = code == Code::kResourceExhausted ? "resource_exhausted"
+                       : code == Code::kUnimplemented   ? "unimplemented"
+                                                        : "invalid_argument";
+    std::string body = absl::StrCat("{\"code\":\"", name, "\",\"message\":\"", message, "\"}");
+    HttpResponse res = MakeResponse(dummy, status, "application/json", std::move(body));
+    if (parser_ && server_->options_.cors_origin) SetCorsHeaders(&res, server_->options_.cors_origin(parser_->get()));
+    Write(std::move(res));
   }
 
   // Sends `res`, then reads the next request or closes.
@@ -371,13 +429,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   websocket::close_reason close_;
 };
 
-void Exchange::AddCors(HttpResponse* response) const {
-  if (allow_origin_.empty()) return;
-  response->set(http::field::access_control_allow_origin, allow_origin_);
-  response->set(http::field::vary, "Origin");
-  response->set(http::field::access_control_expose_headers,
-                "Content-Type, Connect-Content-Encoding, Grpc-Status, Grpc-Message");
-}
+void Exchange::AddCors(HttpResponse* response) const { SetCorsHeaders(response, allow_origin_); }
 
 void Exchange::Respond(HttpResponse response) {
   AddCors(&response);

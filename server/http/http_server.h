@@ -1,6 +1,8 @@
 // The HTTP/1.1 and WebSocket transport of the front door and the metrics port, on Boost.Beast.
 // It reads requests with limits (header size, body size refused from Content-Length before the
-// body is read, a deadline for headers and body), hands each whole request to a Router, and
+// body is read, a deadline for headers and body), takes no transfer coding but chunked (RFC 9112
+// section 6: anything else is refused and the connection closed, so that no body is read as the
+// next request), answers Expect: 100-continue, hands each whole request to a Router, and
 // writes what the router answers: a whole response, a streamed (chunked) one, or a WebSocket
 // session on the same connection. Routers do no I/O of their own: blocking work goes to the
 // server's worker pool (Post), answers come back through the Exchange.
@@ -38,9 +40,11 @@ struct HttpServerOptions {
   int worker_threads = 16;       // the pool for long work (Post): streamed answers, files
   size_t max_body_bytes = 64 << 20;
   size_t max_header_bytes = 16 << 10;
-  // A request's headers and body must arrive within this (slow or stalled clients are cut off).
+  // A request's headers must arrive within this from its first byte (from the connection's
+  // start for the first request), and its body within this again (slow or stalled clients are
+  // cut off).
   std::chrono::milliseconds request_timeout{10000};
-  // A keep-alive connection with no new request for this long is closed.
+  // A keep-alive connection that does not start a new request for this long is closed.
   std::chrono::milliseconds idle_timeout{60000};
   // A WebSocket that neither sends nor answers our pings for this long is closed.
   std::chrono::milliseconds websocket_idle_timeout{60000};
@@ -48,6 +52,10 @@ struct HttpServerOptions {
   // Frames a WebSocket session holds (received but not answered, answered but not sent) before
   // it stops reading from the client.
   int websocket_queue = 16;
+  // The origin that a refusal of the transport (400, 413, 417, 431, 501) names in
+  // Access-Control-Allow-Origin, given the request's headers as far as they were parsed; empty =
+  // none. Unset: no CORS headers on those refusals.
+  std::function<std::string(const HttpRequest&)> cors_origin;
 };
 
 // What the front door does with a WebSocket session: one answer per frame, in order.

@@ -1,13 +1,7 @@
 // The HTTP front door of the real server binary: Connect (JSON and binary) and WebSocket calls
 // answer exactly what the gRPC calls answer, and bad input gets clear errors while the server
 // keeps serving both doors.
-#include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <arpa/inet.h>
 
 #include <chrono>
 #include <fstream>
@@ -29,6 +23,7 @@
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/proto_bytes.h"
+#include "tests/support/raw_connection.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_files.h"
 
@@ -43,6 +38,7 @@ using ::skinning::testing::DeterministicBytes;
 using ::skinning::testing::FileBytes;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RawExchange;
 using ::skinning::testing::ServerProcess;
 using ::skinning::testing::WebSocketClient;
 using ::testing::HasSubstr;
@@ -51,37 +47,6 @@ constexpr char kRigService[] = "/skinning.v1.RigService/";
 constexpr char kPoseService[] = "/skinning.v1.PoseService/";
 constexpr char kBakeService[] = "/skinning.v1.BakeService/";
 constexpr char kFastService[] = "/skinning.v1.FastService/";
-
-// Sends raw bytes on a new connection and returns what the server sends until it closes the
-// connection or `timeout_s` passes (*closed says which).
-std::string RawExchange(int port, const std::string& bytes, double timeout_s, bool* closed) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  *closed = false;
-  std::string got;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return got;
-  }
-  (void)!write(fd, bytes.data(), bytes.size());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
-  while (std::chrono::steady_clock::now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) {
-      *closed = true;
-      break;
-    }
-    got.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return got;
-}
 
 class HttpTest : public ::testing::Test {
  protected:
