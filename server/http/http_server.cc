@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <deque>
 #include <future>
 #include <istream>
@@ -504,6 +505,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, Router router)
       router_(std::move(router)),
       io_(std::max(1, options.io_threads)),
       acceptor_(net::make_strand(io_)),
+      accept_retry_(acceptor_.get_executor()),
       workers_(static_cast<size_t>(std::max(1, options.worker_threads))) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Router router) {
@@ -534,11 +536,32 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
 void HttpServer::Accept() {
   acceptor_.async_accept(net::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopping_) return;
+    // Out of descriptors (or kernel memory) the connection stays queued and the acceptor ready:
+    // accepting again at once would spin every front-door thread until a descriptor frees up.
+    if (ec == net::error::no_descriptors || ec == beast::error_code(ENFILE, boost::system::system_category()) ||
+        ec == net::error::no_buffer_space || ec == net::error::no_memory)
+      return AcceptLater(ec);
     if (!ec) {
+      accept_backoff_ = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true), ec);
       std::make_shared<Connection>(this, std::move(socket))->Start();
     }
     Accept();
+  });
+}
+
+void HttpServer::AcceptLater(const beast::error_code& ec) {
+  if (accept_backoff_.count() == 0) {
+    // Once per episode (until an accept succeeds), not once per failed accept.
+    std::fprintf(stderr, "skinning-server: http %s: cannot accept connections (%s); retrying every 0.1 to 1 s\n",
+                 options_.address.c_str(), ec.message().c_str());
+    accept_backoff_ = std::chrono::milliseconds(100);
+  } else {
+    accept_backoff_ = std::min(2 * accept_backoff_, std::chrono::milliseconds(1000));
+  }
+  accept_retry_.expires_after(accept_backoff_);
+  accept_retry_.async_wait([this](beast::error_code ec) {
+    if (!ec && !stopping_) Accept();
   });
 }
 
@@ -549,6 +572,7 @@ void HttpServer::Stop() {
   net::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
+    accept_retry_.cancel();
   });
   // Work in the pool finishes first (its writes fail once stopping; handlers see the server
   // draining), then the sockets go with the io_context's queued operations.

@@ -21,6 +21,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -103,11 +104,16 @@ class HttpServer {
   friend class WebSocketSession;
   HttpServer(const HttpServerOptions& options, Router router);
   void Accept();
+  // After an accept that failed for want of descriptors or memory: waits (100 ms, doubling up
+  // to 1 s while it keeps failing) instead of retrying at once, which would spin.
+  void AcceptLater(const boost::system::error_code& ec);
 
   const HttpServerOptions options_;
   const Router router_;
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer accept_retry_;     // on the acceptor's strand
+  std::chrono::milliseconds accept_backoff_{0};  // 0 = the last accept succeeded
   boost::asio::thread_pool workers_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> stopping_{false};

@@ -1,10 +1,16 @@
 // The front door's HTTP/1.1 transport in the real server binary, from raw sockets: framings that
 // could smuggle a request are refused and the connection closed, broken chunked bodies get an
 // answer, headers trickled after a keep-alive request are cut at the request timeout,
-// Expect: 100-continue is answered, and refusals reach an allowed browser origin.
+// Expect: 100-continue is answered, refusals reach an allowed browser origin, and a server out
+// of file descriptors waits for one instead of spinning.
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -14,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/support/http_client.h"
 #include "tests/support/raw_connection.h"
 #include "tests/support/server_process.h"
 
@@ -22,6 +29,7 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::HasWholeResponse;
+using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RawConnection;
 using ::skinning::testing::RawExchange;
@@ -204,6 +212,70 @@ TEST_F(HttpTransportTest, TransportRefusalsCarryCorsHeadersForAnAllowedOriginOnl
       EXPECT_EQ(absl::StrContains(Lower(got), "access-control-allow-origin"), allowed) << got;
     }
   }
+}
+
+// utime + stime of process `pid`, in seconds.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  long ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i)
+    if (i >= 14) ticks += std::stol(field);  // fields 14 and 15
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+int OpenFiles(pid_t pid) {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+// Out of descriptors, a connection stays queued and the acceptor ready: accepting again at once
+// spun the front-door threads. The server waits (100 ms doubling to 1 s), logs the episode once,
+// and serves again as soon as descriptors are free.
+TEST(HttpAcceptTest, OutOfFileDescriptorsTheServerWaitsLogsOnceAndRecovers) {
+  constexpr int kLimit = 256;
+  const std::string err = MakeTempDir("stderr") + "/server.err";
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--http_request_timeout_ms=60000"},
+                       {"/bin/sh", "-c", absl::StrCat("ulimit -n ", kLimit, "; exec \"$@\" 2>>\"$0\""), err});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  const int free_fds = kLimit - OpenFiles(server.pid());
+  ASSERT_GT(free_fds, 16) << "the server needs more than " << kLimit << " descriptors to start";
+  // Every free descriptor taken by a silent connection, then a few more queued behind them.
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < free_fds + 4; ++i) {
+    held.push_back(std::make_unique<RawConnection>(port));
+    ASSERT_TRUE(held.back()->connected()) << i;
+  }
+  for (int i = 0; i < 50 && OpenFiles(server.pid()) < kLimit; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(OpenFiles(server.pid()), kLimit);
+  const double cpu0 = CpuSeconds(server.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double cpu = CpuSeconds(server.pid()) - cpu0;
+  EXPECT_LT(cpu, 0.3) << "the server spent " << cpu << " s of CPU in 1.5 s waiting for a descriptor";
+
+  held.clear();  // the server sees them close and frees their descriptors
+  const auto t0 = std::chrono::steady_clock::now();
+  auto health = HttpCall(port, "GET", "/healthz", "", {}, 10);
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(health->status, 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::ifstream in(err);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (!absl::StrContains(line, "cannot accept connections")) continue;
+    ++lines;
+    EXPECT_THAT(line, HasSubstr("Too many open files"));
+  }
+  EXPECT_EQ(lines, 1) << "one line per episode";
 }
 
 }  // namespace SKINNING_TEST_FILE
