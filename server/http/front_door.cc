@@ -66,6 +66,14 @@ std::optional<fs::path> StaticFile(const std::string& root, absl::string_view ta
   return p;
 }
 
+// The value of a hex digit, -1 for another character.
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 HttpResponse ConnectError(const HttpRequest& req, unsigned status, const absl::Status& s) {
   HttpResponse res = MakeResponse(req, status, "application/json", ConnectErrorJson(s));
   return res;
@@ -86,6 +94,33 @@ std::function<std::string(const HttpRequest&)> FrontDoorCorsOrigin(std::vector<s
     std::string origin = Field(req, http::field::origin);
     return OriginAllowed(allowed, origin, Field(req, http::field::host)) ? origin : std::string();
   };
+}
+
+absl::StatusOr<std::optional<std::string>> QueryParameter(absl::string_view target, absl::string_view name) {
+  const size_t q = target.find('?');
+  if (q == absl::string_view::npos) return std::nullopt;
+  absl::string_view query = target.substr(q + 1);
+  query = query.substr(0, query.find('#'));
+  for (absl::string_view kv : absl::StrSplit(query, '&')) {
+    if (!absl::ConsumePrefix(&kv, name) || !absl::ConsumePrefix(&kv, "=")) continue;
+    std::string value;
+    for (size_t i = 0; i < kv.size(); ++i) {
+      // '+' stays a plus: encodeURIComponent sends a plus as %2B and never a space as '+'.
+      if (kv[i] != '%') {
+        value += kv[i];
+        continue;
+      }
+      const int hi = i + 2 < kv.size() ? HexDigit(kv[i + 1]) : -1;
+      const int lo = hi >= 0 ? HexDigit(kv[i + 2]) : -1;
+      if (lo < 0)
+        return absl::InvalidArgumentError(absl::StrCat(name, " in the query: '", kv.substr(i, 3), "' at offset ", i,
+                                                       " is not a percent-escape (% and two hex digits)"));
+      value += static_cast<char>(16 * hi + lo);
+      i += 2;
+    }
+    return value;
+  }
+  return std::nullopt;
 }
 
 HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions options,
@@ -121,10 +156,11 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
         // Browsers cannot set headers on a WebSocket: the token may come as ?access_token=.
         std::optional<std::string> token;
         if (auto it = req.find(http::field::authorization); it != req.end()) token = std::string(it->value());
-        const size_t q = target.find('?');
-        if (!token && q != std::string::npos) {
-          for (absl::string_view kv : absl::StrSplit(absl::string_view(target).substr(q + 1), '&'))
-            if (absl::StartsWith(kv, "access_token=")) token = absl::StrCat("Bearer ", kv.substr(13));
+        if (!token) {
+          // Percent-decoded: a page sends it through encodeURIComponent (a base64 token's + / =).
+          absl::StatusOr<std::optional<std::string>> query_token = QueryParameter(target, "access_token");
+          if (!query_token.ok()) return ex->Respond(ConnectError(req, 400, query_token.status()));
+          if (*query_token) token = absl::StrCat("Bearer ", **query_token);
         }
         absl::StatusOr<std::unique_ptr<WebSocketHandler>> handler =
             connect->OpenSession(path, token ? std::optional<absl::string_view>(*token) : std::nullopt);

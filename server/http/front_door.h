@@ -12,8 +12,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 #include "server/http/connect.h"
 #include "server/http/http_server.h"
@@ -41,6 +45,11 @@ bool OriginAllowed(const std::vector<std::string>& allowed, const std::string& o
 // HttpServerOptions::cors_origin of the front door: a request's Origin when OriginAllowed, so
 // that the transport's refusals (413, 400, ...) reach the page too.
 std::function<std::string(const HttpRequest&)> FrontDoorCorsOrigin(std::vector<std::string> cors_origins);
+
+// The percent-decoded value of the query parameter `name` in `target` ("/path?a=1&name=v%2B"),
+// nullopt when absent. '+' stays a plus (tokens have no spaces, and encodeURIComponent writes a
+// plus as %2B); INVALID_ARGUMENT for a '%' not followed by two hex digits. Exposed for tests.
+absl::StatusOr<std::optional<std::string>> QueryParameter(absl::string_view target, absl::string_view name);
 
 }  // namespace skinning
 

@@ -38,10 +38,13 @@ using ::skinning::testing::DeterministicBytes;
 using ::skinning::testing::FileBytes;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::HasWholeResponse;
+using ::skinning::testing::RawConnection;
 using ::skinning::testing::RawExchange;
 using ::skinning::testing::ServerProcess;
 using ::skinning::testing::WebSocketClient;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 constexpr char kRigService[] = "/skinning.v1.RigService/";
 constexpr char kPoseService[] = "/skinning.v1.PoseService/";
@@ -397,6 +400,38 @@ TEST(HttpAuthTest, BearerTokensAndTenantsAsForGrpc) {
   ASSERT_TRUE((*ws)->Send(first.SerializeAsString(), false).ok());
   auto answer = (*ws)->Receive();
   ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// A browser sends ?access_token= through encodeURIComponent: a base64 token's + / = arrive as
+// %2B %2F %3D and must be decoded; a plus sent as is stays a plus (tokens have no spaces).
+TEST(HttpAuthTest, QueryTokensArePercentDecoded) {
+  const std::string dir = MakeTempDir("auth");
+  {
+    std::ofstream f(dir + "/tokens");
+    f << "tok+en/with=b64 tenant-a\n";
+  }
+  ServerProcess server(dir + "/store", {"--http_address=127.0.0.1:0", "--auth_tokens=" + dir + "/tokens"});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0);
+  const std::string session = std::string(kPoseService) + "PoseSession?access_token=";
+  for (const char* token : {"tok%2Ben%2Fwith%3Db64", "tok%2ben%2fwith%3db64", "tok+en/with=b64"}) {
+    auto ws = WebSocketClient::Open(port, session + token);
+    EXPECT_TRUE(ws.ok()) << token << ": " << ws.status();
+  }
+  // Refused upgrades, read raw (Beast's client does not keep the refusal's status).
+  auto upgrade = [&](const std::string& token) {
+    RawConnection c(port);
+    c.Send("GET " + session + token +
+           " HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
+    return c.Read(5, HasWholeResponse);
+  };
+  EXPECT_THAT(upgrade("tok%2Ben%2Fwith%3Db64"), StartsWith("HTTP/1.1 101"));
+  EXPECT_THAT(upgrade("tok%20en%2Fwith%3Db64"), StartsWith("HTTP/1.1 401"));  // a space is not a plus
+  const std::string malformed = upgrade("tok%2");
+  EXPECT_THAT(malformed, StartsWith("HTTP/1.1 400"));
+  EXPECT_THAT(malformed, HasSubstr("not a percent-escape"));
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 

@@ -1,7 +1,9 @@
 // The Connect door's method table against the API's service descriptors, its code mapping
-// against the Connect specification's table, and the CORS origin rule.
+// against the Connect specification's table, the CORS origin rule and the decoding of a query's
+// access_token.
 #include "server/http/connect.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <google/protobuf/descriptor.h>
@@ -64,6 +66,26 @@ TEST(FrontDoorTest, OnlyListedOriginsAndThePagesOwnMayCall) {
   EXPECT_FALSE(OriginAllowed(list, "http://127.0.0.1:8081", "127.0.0.1:8080"));
   EXPECT_FALSE(OriginAllowed({}, "https://app.example.com", "127.0.0.1:8080"));
   EXPECT_TRUE(OriginAllowed({"*"}, "https://anything.example", "127.0.0.1:8080"));
+}
+
+// ?access_token= as a page sends it: encodeURIComponent of a base64 token ("tok+en/with=b64").
+TEST(HttpQueryTest, ParametersArePercentDecodedAndPlusStaysAPlus) {
+  auto token = [](const std::string& target) { return QueryParameter(target, "access_token"); };
+  EXPECT_EQ(*token("/s?access_token=tok%2Ben%2Fwith%3Db64"), "tok+en/with=b64");
+  EXPECT_EQ(*token("/s?access_token=tok%2ben%2fwith%3db64"), "tok+en/with=b64");  // lower-case hex
+  EXPECT_EQ(*token("/s?access_token=tok+en/with=b64"), "tok+en/with=b64");        // not a space
+  EXPECT_EQ(*token("/s?a=1&access_token=x%20y&access_token=z#frag"), "x y");      // the first one
+  EXPECT_EQ(*token("/s?access_token=ab#c"), "ab");
+  EXPECT_EQ(*token("/s?access_token="), "");
+  EXPECT_EQ(*token("/s?my_access_token=a"), std::nullopt);
+  EXPECT_EQ(*token("/s?access_tokens=a"), std::nullopt);
+  EXPECT_EQ(*token("/s"), std::nullopt);
+  for (const char* bad : {"/s?access_token=a%zz", "/s?access_token=a%2", "/s?access_token=%", "/s?access_token=%%41"}) {
+    absl::StatusOr<std::optional<std::string>> r = token(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("not a percent-escape")) << bad;
+  }
 }
 
 }  // namespace SKINNING_TEST_FILE
