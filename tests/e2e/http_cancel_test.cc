@@ -13,6 +13,7 @@
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
+#include "tests/support/raw_connection.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {

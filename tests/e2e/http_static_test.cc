@@ -15,6 +15,7 @@
 
 #include "core/util/process_stats.h"
 #include "tests/support/http_client.h"
+#include "tests/support/raw_connection.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {

@@ -26,9 +26,6 @@ struct HttpResponse {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
-// A blocking TCP socket connected to 127.0.0.1:`port` (for raw bytes), or -1.
-int ConnectLoopback(int port);
-
 // One request to 127.0.0.1:`port` ("Connection: close"). UNAVAILABLE when it cannot connect,
 // DEADLINE_EXCEEDED after `timeout_s`, DATA_LOSS for a response that does not parse.
 absl::StatusOr<HttpResponse> HttpCall(int port, const std::string& method, const std::string& target,

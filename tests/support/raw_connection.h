@@ -8,6 +8,9 @@
 
 namespace skinning::testing {
 
+// A blocking TCP socket connected to 127.0.0.1:`port` (SOCK_CLOEXEC), or -1; the caller closes it.
+int ConnectLoopback(int port);
+
 class RawConnection {
  public:
   // Connects to 127.0.0.1:`port`; connected() says whether it worked.
