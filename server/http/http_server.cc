@@ -52,7 +52,7 @@ std::string CloseReason(absl::string_view message) {
 }
 
 // The client closed, reset or stalled (Beast's timeout has closed the socket: no 408 can be sent).
-bool ClientGone(const beast::error_code& ec) {
+bool ReadEndedByClient(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == beast::error::timeout ||
          ec == net::error::operation_aborted || ec == net::error::connection_reset || ec == net::error::eof;
 }
@@ -120,7 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::header_limit)
       return RespondAndClose(431, absl::StrCat("request headers over the limit of ",
                                                server_->options_.max_header_bytes, " bytes"));
-    if (ClientGone(ec)) return Close();
+    if (ReadEndedByClient(ec)) return Close();
     if (ec) return RespondAndClose(400, absl::StrCat("malformed HTTP request: ", ec.message()));
     const HttpRequest& request = parser_->get();
     if (const absl::Status framing = FramingError(request, parser_->chunked()); !framing.ok())
@@ -158,7 +158,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnBody(beast::error_code ec) {
     if (ec == http::error::body_limit) return RefuseBody();
-    if (ClientGone(ec)) return Close();
+    if (ReadEndedByClient(ec)) return Close();
     if (ec) return RespondAndClose(400, BodyError(ec));
     stream_.expires_never();
     std::shared_ptr<Exchange> exchange(new Exchange(server_, shared_from_this(), parser_->release()));
