@@ -95,19 +95,12 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> BakeStore::Load(const std::str
   ASSIGN_OR_RETURN(std::shared_ptr<const LoadedBake> loaded,
                    PrepareBake(recipe, StoredBakeHeader(*stored), std::move(result), **rig));
   loaded_.Insert(bake_id, loaded, loaded->bytes);
+  headers_.Insert(bake_id, loaded->header, HeaderBytes(bake_id, *loaded->header));  // read once for both
   ++loads_;
   if (observer_ != nullptr)
     observer_->OnBakeLoad(recipe.name(),
                           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return loaded;
-}
-
-absl::Status BakeStore::CheckReadable(const std::string& bake_id) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const internal::v1::StoredBake> header, Header(bake_id));
-  const Recipe* recipe = recipes_->Find(header->options().method_case());
-  if (recipe == nullptr || recipe->RestoreRebuilds()) return absl::OkStatus();
-  const absl::Status loaded = Load(bake_id).status();
-  return absl::IsDataLoss(loaded) ? loaded : absl::OkStatus();
 }
 
 const DqsLaneOrder& BakeStore::DqsLanes(const LoadedBake& bake) {
@@ -184,12 +177,15 @@ absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bak
   return BakeFromStored(**header);
 }
 
-absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake) {
-  ASSIGN_OR_RETURN(v1::Bake stored, StoredBakeResource(store, bake));
-  // The header reads; a bake damaged inside its artifact (a flipped byte that still parses)
-  // would otherwise answer SUCCEEDED to every StartBake and DATA_LOSS to every use.
-  RETURN_IF_ERROR(store.CheckReadable(bake.bake_id));
-  return stored;
+absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake, const Recipe* recipe) {
+  // A bake damaged inside its artifact (a flipped byte that still parses) would otherwise answer
+  // SUCCEEDED to every StartBake and DATA_LOSS to every use. Loaded first, so that the header
+  // below is the one Load read (a stored bake is read once, not once for each).
+  if (recipe != nullptr && !recipe->RestoreRebuilds()) {
+    const absl::Status loaded = store.Load(bake.bake_id).status();
+    if (absl::IsDataLoss(loaded)) return loaded;
+  }
+  return StoredBakeResource(store, bake);
 }
 
 }  // namespace skinning

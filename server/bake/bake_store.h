@@ -54,13 +54,6 @@ class BakeStore {
   // rebuild a model). NOT_FOUND, DATA_LOSS as Header.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
 
-  // DATA_LOSS when the stored bake does not load: its header (as Header), or what its recipe
-  // restores from the artifact (weights whose rows do not sum to one, a model that does not
-  // parse); the bake is then in the cache. Recipes that rebuild their result on restore (nothing
-  // stored to damage) are not loaded. Other errors (the rig missing, Redis away) are OK here:
-  // they are not the stored bake's.
-  absl::Status CheckReadable(const std::string& bake_id);
-
   // The bake's DQS vertex order (LoadedBake::dqs_lanes, for its bone weights), prepared on the
   // first call for the bake together with the payload's layout in it
   // (BakePayload::PrepareForLaneOrder); the cache then counts their bytes too.
@@ -115,9 +108,13 @@ v1::Bake JobBake(const std::string& name, const v1::BakeOptions& options, const 
 // The bake resource of `bake` from the store's header (never loading the result); NOT_FOUND
 // naming the bake when it is not stored (or stored for another rig).
 absl::StatusOr<v1::Bake> StoredBakeResource(BakeStore& store, const BakeRef& bake);
-// StoredBakeResource for StartBake: also DATA_LOSS when the stored bake does not load
-// (BakeStore::CheckReadable), so that it is computed again.
-absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake);
+// StoredBakeResource for StartBake of a bake of `recipe`: also DATA_LOSS when the stored bake does
+// not load (what the recipe restores from the artifact: weights whose rows do not sum to one, a
+// model that does not parse), so that it is computed again; the bake is then in memory. Bakes of
+// recipes that rebuild their result on restore are not loaded (nothing stored to damage, and
+// rebuilding costs a bake). Other load errors (the rig missing, the store away) are not the
+// stored bake's: the answer is then StoredBakeResource's.
+absl::StatusOr<v1::Bake> StoredAndReadable(BakeStore& store, const BakeRef& bake, const Recipe* recipe);
 
 }  // namespace skinning
 

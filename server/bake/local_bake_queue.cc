@@ -127,7 +127,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   }
   // Stored by an earlier run (or another replica sharing the store). A stored bake that does not
   // read (DATA_LOSS) is computed again below.
-  absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, spec.ref());
+  absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, spec.ref(), spec.recipe);
   if (stored.ok()) return StartedBake{*std::move(stored), false};
   if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
 

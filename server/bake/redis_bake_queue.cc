@@ -155,7 +155,7 @@ absl::StatusOr<StartedBake> RedisBakeQueue::Start(const BakeJob& job) {
   if (!rec.empty() && rec["rig"] == job.rig_id &&
       (state == v1::BAKE_STATE_QUEUED || state == v1::BAKE_STATE_RUNNING || state == v1::BAKE_STATE_SUCCEEDED))
     return StartedBake{ToBake(rec, job.ref()), false};
-  absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job.ref());
+  absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job.ref(), job.recipe);
   if (stored.ok()) return StartedBake{*std::move(stored), false};
   if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
   const std::string options = job.options.SerializeAsString(), create = std::to_string(NowNanos()),
