@@ -13,7 +13,6 @@
 #include <google/protobuf/util/type_resolver.h>
 #include <google/protobuf/util/type_resolver_util.h>
 #include <grpcpp/support/server_interceptor.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -22,7 +21,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "server/api/client_errors.h"
 #include "server/http/gzip.h"
 #include "server/http/proto_json.h"
 #include "server/http/ws_status.h"
@@ -38,37 +36,6 @@ using google::protobuf::Message;
 using RpcType = grpc::experimental::ServerRpcInfo::Type;
 
 namespace {
-
-struct CodeInfo {
-  const char* name;
-  unsigned http;
-};
-
-// Indexed by the canonical code number (absl, gRPC and Connect share it).
-constexpr CodeInfo kCodes[] = {
-    {"ok", 200},
-    {"canceled", 499},
-    {"unknown", 500},
-    {"invalid_argument", 400},
-    {"deadline_exceeded", 504},
-    {"not_found", 404},
-    {"already_exists", 409},
-    {"permission_denied", 403},
-    {"resource_exhausted", 429},
-    {"failed_precondition", 400},
-    {"aborted", 409},
-    {"out_of_range", 400},
-    {"unimplemented", 501},
-    {"internal", 500},
-    {"unavailable", 503},
-    {"data_loss", 500},
-    {"unauthenticated", 401},
-};
-
-const CodeInfo& Info(absl::StatusCode code) {
-  const int c = static_cast<int>(code);
-  return c >= 0 && c <= 16 ? kCodes[c] : kCodes[13];
-}
 
 // The media type without parameters, lower case ("application/json; charset=utf-8" → "application/json").
 std::string MediaType(absl::string_view content_type) {
@@ -242,15 +209,6 @@ class SessionSocket : public WebSocketHandler {
 };
 
 }  // namespace
-
-const char* ConnectCodeName(absl::StatusCode code) { return Info(code).name; }
-unsigned ConnectHttpStatus(absl::StatusCode code) { return Info(code).http; }
-
-std::string ConnectErrorJson(const absl::Status& status) {
-  NoteClientError("connect", status);
-  nlohmann::json j{{"code", ConnectCodeName(status.code())}, {"message", std::string(status.message())}};
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 template <typename Api, typename Req, typename Resp>
 void ConnectService::AddUnary(const std::string& path, Api* api,

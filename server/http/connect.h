@@ -22,18 +22,11 @@
 #include "server/api/fast_api.h"
 #include "server/api/pose_api.h"
 #include "server/api/rig_api.h"
+#include "server/http/connect_error.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics.h"
 
 namespace skinning {
-
-// Connect's name of a status code ("invalid_argument", "canceled", ...).
-const char* ConnectCodeName(absl::StatusCode code);
-// The HTTP status of a Connect unary error with that code (invalid_argument 400, not_found 404,
-// unauthenticated 401, unavailable 503, ...).
-unsigned ConnectHttpStatus(absl::StatusCode code);
-// A Connect error object: {"code": "...", "message": "..."}.
-std::string ConnectErrorJson(const absl::Status& status);
 
 struct ConnectOptions {
   // A gzip request body (Content-Encoding: gzip; in a stream, Connect-Content-Encoding: gzip

@@ -18,11 +18,11 @@ namespace {
 
 absl::string_view View(boost::beast::string_view v) { return absl::string_view(v.data(), v.size()); }
 
-// A header value quoted in an error message: printable ASCII but quotes and backslashes (the
-// transport puts the message into JSON as is), at most 64 characters.
+// A header value quoted in an error message: its printable ASCII (other bytes become '?'), at
+// most 64 characters.
 std::string Quoted(absl::string_view value) {
   std::string out = "'";
-  for (char c : value.substr(0, 64)) out += c >= 0x20 && c < 0x7f && c != '"' && c != '\\' ? c : '?';
+  for (char c : value.substr(0, 64)) out += c >= 0x20 && c < 0x7f ? c : '?';
   return absl::StrCat(out, value.size() > 64 ? "...'" : "'");
 }
 

@@ -22,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api/client_errors.h"
+#include "server/http/connect_error.h"
 #include "server/http/framing.h"
 #include "server/http/ws_status.h"
 
@@ -118,20 +119,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnHeader(beast::error_code ec) {
     if (ec == http::error::header_limit)
-      return RespondAndClose(431, absl::StrCat("request headers over the limit of ",
-                                               server_->options_.max_header_bytes, " bytes"));
+      return RespondAndClose(431, absl::ResourceExhaustedError(absl::StrCat(
+                                      "request headers over the limit of ", server_->options_.max_header_bytes,
+                                      " bytes")));
     if (ReadEndedByClient(ec)) return Close();
-    if (ec) return RespondAndClose(400, absl::StrCat("malformed HTTP request: ", ec.message()));
+    if (ec)
+      return RespondAndClose(400, absl::InvalidArgumentError(absl::StrCat("malformed HTTP request: ", ec.message())));
     const HttpRequest& request = parser_->get();
     if (const absl::Status framing = FramingError(request, parser_->chunked()); !framing.ok())
-      return RespondAndClose(absl::IsUnimplemented(framing) ? 501 : 400, std::string(framing.message()));
+      return RespondAndClose(absl::IsUnimplemented(framing) ? 501 : 400, framing);
     // A Content-Length over the limit is refused here, before any of the body is read (and
     // before 100 Continue); a chunked body is cut at the limit.
     const auto length = parser_->content_length();  // boost::optional
     if (length && *length > server_->options_.max_body_bytes) return RefuseBody();
     parser_->body_limit(server_->options_.max_body_bytes);
     const absl::StatusOr<bool> expects_continue = ExpectsContinue(request);
-    if (!expects_continue.ok()) return RespondAndClose(417, std::string(expects_continue.status().message()));
+    if (!expects_continue.ok()) return RespondAndClose(417, expects_continue.status());
     if (parser_->is_done()) return OnBody({});
     // The body (any size up to the limit) within the request timeout.
     stream_.expires_after(server_->options_.request_timeout);
@@ -152,35 +155,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // 413 naming the size when the request declared it (a chunked body is cut at the limit).
   void RefuseBody() {
     const auto length = parser_->content_length();  // boost::optional
-    RespondAndClose(413, absl::StrCat("request body", length ? absl::StrCat(" of ", *length, " bytes") : "",
-                                      " is over the limit of ", server_->options_.max_body_bytes, " bytes"));
+    RespondAndClose(413, absl::ResourceExhaustedError(absl::StrCat(
+                             "request body", length ? absl::StrCat(" of ", *length, " bytes") : "",
+                             " is over the limit of ", server_->options_.max_body_bytes, " bytes")));
   }
 
   void OnBody(beast::error_code ec) {
     if (ec == http::error::body_limit) return RefuseBody();
     if (ReadEndedByClient(ec)) return Close();
-    if (ec) return RespondAndClose(400, BodyError(ec));
+    if (ec) return RespondAndClose(400, absl::InvalidArgumentError(BodyError(ec)));
     stream_.expires_never();
     std::shared_ptr<Exchange> exchange(new Exchange(server_, shared_from_this(), parser_->release()));
     server_->router_(std::move(exchange));
   }
 
-  // Transport-level refusals answer in the front door's error format (a Connect error body).
-  // A browser page of an allowed origin gets the CORS headers, so that it sees the refusal.
-  void RespondAndClose(unsigned status, const std::string& message) {
+  // Transport-level refusals answer in the front door's error format (a Connect error body) with
+  // their own HTTP status. A browser page of an allowed origin gets the CORS headers, so that it
+  // sees the refusal.
+  void RespondAndClose(unsigned http_status, const absl::Status& status) {
     HttpRequest dummy;
     dummy.version(11);
     dummy.keep_alive(false);
-    using Code = absl::StatusCode;
-    const Code code = status == 413 || status == 431 ? Code::kResourceExhausted
-                      : status == 501                ? Code::kUnimplemented
-                                                     : Code::kInvalidArgument;
-    NoteClientError("http", absl::Status(code, message));
-    const char* name = code == Code::kResourceExhausted ? "resource_exhausted"
-                       : code == Code::kUnimplemented   ? "unimplemented"
-                                                        : "invalid_argument";
-    std::string body = absl::StrCat("{\"code\":\"", name, "\",\"message\":\"", message, "\"}");
-    HttpResponse res = MakeResponse(dummy, status, "application/json", std::move(body));
+    HttpResponse res = MakeResponse(dummy, http_status, "application/json", ConnectErrorJson(status, "http"));
     if (parser_ && server_->options_.cors_origin) SetCorsHeaders(&res, server_->options_.cors_origin(parser_->get()));
     Write(std::move(res));
   }

@@ -1,8 +1,8 @@
 // The front door's HTTP/1.1 transport in the real server binary, from raw sockets: framings that
 // could smuggle a request are refused and the connection closed, broken chunked bodies get an
 // answer, headers trickled after a keep-alive request are cut at the request timeout,
-// Expect: 100-continue is answered, refusals reach an allowed browser origin, and a server out
-// of file descriptors waits for one instead of spinning.
+// Expect: 100-continue is answered, refusals are Connect error JSON and reach an allowed browser
+// origin, and a server out of file descriptors waits for one instead of spinning.
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -116,6 +117,39 @@ TEST_F(HttpTransportTest, TransferEncodingOtherThanChunkedIsRefusedAndTheBodyIsN
                                                   "2\r\n{}\r\n0\r\n\r\n"),
                                      3, &closed);
   EXPECT_THAT(ok, StartsWith("HTTP/1.1 200"));
+}
+
+// Every transport refusal is a Connect error object that a JSON parser takes, with the message
+// as sent: a quoted header value keeps its quotes and backslashes (escaped), other bytes are '?'.
+TEST_F(HttpTransportTest, RefusalsAreConnectErrorJsonWithTheValueEscaped) {
+  struct Case {
+    std::string request;
+    int status;
+    std::string code;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: g\"z\\ip\r\n\r\n", 501, "unimplemented",
+       "Transfer-Encoding 'g\"z\\ip' is not supported"},
+      {"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: \"\\\x80\r\nContent-Length: 2\r\n\r\n{}", 417,
+       "invalid_argument", "Expect '\"\\?' is not supported"},
+      {absl::StrCat("POST /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ", std::string(20 << 10, 'a'), "\r\n\r\n"), 431,
+       "resource_exhausted", "request headers over the limit"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.status);
+    bool closed = false;
+    const std::string got = RawExchange(port_, c.request, 3, &closed);
+    ASSERT_THAT(got, StartsWith(absl::StrCat("HTTP/1.1 ", c.status)));
+    EXPECT_THAT(Lower(got), HasSubstr("content-type: application/json"));
+    const size_t body = got.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos);
+    const nlohmann::json error = nlohmann::json::parse(got.substr(body + 4), nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(error.is_object()) << "not JSON: " << got.substr(body + 4);
+    EXPECT_EQ(error.value("code", ""), c.code);
+    EXPECT_THAT(error.value("message", ""), HasSubstr(c.message_part));
+    EXPECT_TRUE(closed);
+  }
 }
 
 TEST_F(HttpTransportTest, BadChunkedBodiesGetA400NamingTheProblem) {
