@@ -6,6 +6,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -61,6 +62,19 @@ absl::StatusOr<bool> ExpectsContinue(const HttpRequest& request) {
     expects = request.version() >= 11;
   }
   return expects;
+}
+
+absl::Status WebSocketKeyError(const HttpRequest& request) {
+  const auto [first, last] = request.equal_range(http::field::sec_websocket_key);
+  if (first == last) return absl::InvalidArgumentError("a WebSocket upgrade without Sec-WebSocket-Key");
+  if (std::next(first) != last) return absl::InvalidArgumentError("several Sec-WebSocket-Key header lines");
+  const absl::string_view key = absl::StripAsciiWhitespace(View(first->value()));
+  std::string nonce;
+  // 16 bytes are 24 characters of base64 with "==" (Base64Unescape also takes them unpadded).
+  if (key.size() != 24 || !absl::EndsWith(key, "==") || !absl::Base64Unescape(key, &nonce) || nonce.size() != 16)
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sec-WebSocket-Key ", Quoted(key), " is not the base64 of 16 bytes (RFC 6455 4.2.1)"));
+  return absl::OkStatus();
 }
 
 std::string BodyError(const boost::system::error_code& ec) {

@@ -1,6 +1,6 @@
 // What the HTTP/1.1 transport (http_server.h) checks in a request's head before it reads the
-// body: the framing (RFC 9112 section 6) and the expectation (RFC 9110 section 10.1.1); and the
-// words for a body that does not parse.
+// body: the framing (RFC 9112 section 6) and the expectation (RFC 9110 section 10.1.1); the key
+// of a WebSocket upgrade (RFC 6455 section 4.2.1); and the words for a body that does not parse.
 #ifndef SKINNING_SERVER_HTTP_FRAMING_H_
 #define SKINNING_SERVER_HTTP_FRAMING_H_
 
@@ -26,6 +26,11 @@ absl::Status FramingError(const HttpRequest& request, bool parsed_chunked);
 // 100-continue (an HTTP/1.0 client does not wait for it). INVALID_ARGUMENT (answered 417) for
 // any other expectation.
 absl::StatusOr<bool> ExpectsContinue(const HttpRequest& request);
+
+// Why a WebSocket upgrade's Sec-WebSocket-Key is refused (INVALID_ARGUMENT, answered 400), OK
+// when it is the base64 of 16 bytes (RFC 6455 section 4.2.1; Beast takes any value up to 24
+// characters). Only the key: the version and the other upgrade headers are Beast's to check.
+absl::Status WebSocketKeyError(const HttpRequest& request);
 
 // What is wrong with a body that did not parse (a chunked one: its size, a missing CRLF), in
 // words for a 400.

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/http/framing.h"
 
 namespace skinning {
 
@@ -153,6 +154,7 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
     if (absl::StartsWith(path, "/skinning.v1.")) {
       const ConnectService::Kind kind = connect->KindOf(path);
       if (kind == ConnectService::Kind::kBidiSession && boost::beast::websocket::is_upgrade(req)) {
+        if (absl::Status key = WebSocketKeyError(req); !key.ok()) return ex->Respond(ConnectError(req, 400, key));
         // Browsers cannot set headers on a WebSocket: the token may come as ?access_token=.
         std::optional<std::string> token;
         if (auto it = req.find(http::field::authorization); it != req.end()) token = std::string(it->value());

@@ -435,6 +435,29 @@ TEST(HttpAuthTest, QueryTokensArePercentDecoded) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// RFC 6455 4.2.1: a key that is not the base64 of 16 bytes gets 400 and no session (Beast alone
+// upgrades any key of up to 24 characters).
+TEST(HttpWebSocketTest, AnUpgradeWithAMalformedKeyIsRefused) {
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0"});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0);
+  auto upgrade = [&](const std::string& key) {
+    RawConnection c(port);
+    c.Send(absl::StrCat("GET ", kPoseService,
+                        "PoseSession HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ",
+                        key, "\r\n\r\n"));
+    return c.Read(5, HasWholeResponse);
+  };
+  EXPECT_THAT(upgrade("dGhlIHNhbXBsZSBub25jZQ=="), StartsWith("HTTP/1.1 101"));
+  for (const char* key : {"x", "dGhlIHNhbXBsZQ==", "dGhlIHNhbXBsZSBub25jZQ"}) {
+    const std::string refused = upgrade(key);
+    EXPECT_THAT(refused, StartsWith("HTTP/1.1 400")) << key;
+    EXPECT_THAT(refused, HasSubstr(absl::StrCat("Sec-WebSocket-Key '", key, "' is not the base64 of 16 bytes")));
+  }
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 // Calls through the front door count in the same grpc_server_* series as gRPC calls: a JSON
 // Pose by its code, a WebSocket session as a bidi stream handled when it closes.
 TEST(HttpMetricsTest, FrontDoorCallsCountInTheGrpcSeries) {

@@ -1,5 +1,6 @@
-// The transport's checks of a request's head against RFC 9112 section 6 (framing) and RFC 9110
-// section 10.1.1 (Expect), on requests built field by field.
+// The transport's checks of a request's head against RFC 9112 section 6 (framing), RFC 9110
+// section 10.1.1 (Expect) and RFC 6455 section 4.2.1 (the WebSocket key), on requests built field
+// by field.
 #include "server/http/framing.h"
 
 #include <string>
@@ -64,6 +65,26 @@ TEST(HttpFramingTest, OnlyHundredContinueIsExpectedAndOnlyOverHttp11) {
     const absl::StatusOr<bool> r = ExpectsContinue(Request({{"Expect", other}}));
     ASSERT_FALSE(r.ok()) << other;
     EXPECT_THAT(r.status().message(), HasSubstr("not supported"));
+  }
+}
+
+TEST(HttpFramingTest, AWebSocketKeyIsTheBase64OfSixteenBytes) {
+  EXPECT_TRUE(WebSocketKeyError(Request({{"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}})).ok());  // RFC 6455's
+  EXPECT_TRUE(WebSocketKeyError(Request({{"Sec-WebSocket-Key", " AAAAAAAAAAAAAAAAAAAAAA== "}})).ok());
+  const std::pair<std::vector<std::pair<std::string, std::string>>, const char*> bad[] = {
+      {{}, "without Sec-WebSocket-Key"},
+      {{{"Sec-WebSocket-Key", "abc"}}, "'abc' is not the base64 of 16 bytes"},
+      {{{"Sec-WebSocket-Key", ""}}, "'' is not"},
+      {{{"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ"}}, "is not"},    // unpadded
+      {{{"Sec-WebSocket-Key", "AAAAAAAAAAAAAAAAAAAAAAA="}}, "is not"},  // 17 bytes
+      {{{"Sec-WebSocket-Key", "!!!!!!!!!!!!!!!!!!!!!!=="}}, "is not"},  // not base64
+      {{{"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}},
+       "several"},
+  };
+  for (const auto& [fields, why] : bad) {
+    const absl::Status s = WebSocketKeyError(Request(fields));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << why;
+    EXPECT_THAT(s.message(), HasSubstr(why));
   }
 }
 
