@@ -211,9 +211,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Writes the rest of `file` as chunks of up to kFilePieceBytes, one at a time (a slow reader
   // holds one piece, no thread), then the last chunk; then the next request, or the close.
-  void SendFilePieces(std::shared_ptr<std::istream> file, bool keep_alive) {
+  // `piece`: the one buffer of this file's pieces (null on the first call).
+  void SendFilePieces(std::shared_ptr<std::istream> file, bool keep_alive,
+                      std::shared_ptr<std::string> piece = nullptr) {
     if (server_->stopping()) return Close();
-    auto piece = std::make_shared<std::string>(kFilePieceBytes, '\0');
+    if (!piece) piece = std::make_shared<std::string>();
+    piece->resize(kFilePieceBytes);
     file->read(piece->data(), static_cast<std::streamsize>(piece->size()));
     piece->resize(static_cast<size_t>(file->gcount()));
     stream_.expires_after(server_->options_.request_timeout);
@@ -227,7 +230,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::async_write(stream_, http::make_chunk(net::buffer(*piece)),
                      [self, piece, file, keep_alive](beast::error_code ec, size_t) {
                        if (ec) return self->Close();
-                       self->SendFilePieces(file, keep_alive);
+                       self->SendFilePieces(file, keep_alive, piece);
                      });
   }
 
