@@ -60,6 +60,9 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
 ABSL_FLAG(std::string, web_dir, "web", "folder of the browser viewer served at / by the front door; empty = none");
 ABSL_FLAG(int, http_threads, 4, "threads of the front door: its sockets, unary calls and session frames run on them (a call blocked on the store holds one); streams and files use as many more");
 ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this");
+ABSL_FLAG(int, http_max_connections, 10000,
+          "front-door connections (WebSockets included) open at once; one more is answered 503 with Retry-After "
+          "and closed; 0 = no limit");
 ABSL_FLAG(int64_t, http_compress_min_bytes, 0,
           "front door: unary answers of at least this many bytes are sent gzip-compressed to clients whose "
           "Accept-Encoding takes gzip (e.g. 16384 for phones on slow links; it costs the server 15-17 ms of CPU "
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
   options.web_dir = absl::GetFlag(FLAGS_web_dir);
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
   options.http_request_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_http_request_timeout_ms));
+  options.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
   options.http_compress_min_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_http_compress_min_bytes)));
   options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);

@@ -199,6 +199,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
     http.max_websocket_message_bytes = static_cast<size_t>(options.max_message_bytes);
     if (options.http_request_timeout.count() > 0) http.request_timeout = options.http_request_timeout;
+    http.max_connections = std::max(0, options.http_max_connections);
     http.cors_origin = FrontDoorCorsOrigin(options.http_cors_origins);
     FrontDoorOptions door;
     door.cors_origins = options.http_cors_origins;

@@ -85,6 +85,8 @@ struct ServerOptions {
   int http_threads = 4;
   // A request's headers and body must arrive within this; 0 = 10 s.
   std::chrono::milliseconds http_request_timeout{0};
+  // Front-door connections (WebSockets included) open at once; more are answered 503. 0 = no limit.
+  int http_max_connections = 10000;
   // Unary answers of at least this many bytes go gzip-compressed to clients that accept gzip
   // (ConnectOptions::compress_min_bytes); 0 = never.
   size_t http_compress_min_bytes = 0;

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <deque>
@@ -532,6 +533,36 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   return s;
 }
 
+namespace {
+
+// A connection over HttpServer::max_connections: the 503, then what the client sends is read and
+// dropped until it closes or a second is up (closing with unread bytes would send a reset, which
+// can destroy the answer before the client reads it).
+class RefusedConnection : public std::enable_shared_from_this<RefusedConnection> {
+ public:
+  explicit RefusedConnection(tcp::socket socket) : stream_(std::move(socket)) {}
+  void Send(std::shared_ptr<HttpResponse> res) {
+    stream_.expires_after(std::chrono::seconds(1));
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+      if (ec) return self->stream_.close();
+      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      self->Drain();
+    });
+  }
+
+ private:
+  void Drain() {
+    stream_.async_read_some(net::buffer(buffer_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->stream_.close();
+      self->Drain();
+    });
+  }
+  beast::tcp_stream stream_;
+  std::array<char, 4096> buffer_;
+};
+
+}  // namespace
+
 void HttpServer::Accept() {
   acceptor_.async_accept(net::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
     if (stopping_) return;
@@ -542,11 +573,35 @@ void HttpServer::Accept() {
       return AcceptLater(ec);
     if (!ec) {
       accept_backoff_ = std::chrono::milliseconds(0);
-      socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<Connection>(this, std::move(socket))->Start();
+      if (options_.max_connections > 0 && connections_.load() >= options_.max_connections) {
+        RefuseConnection(std::move(socket));
+      } else {
+        at_connection_limit_ = false;
+        socket.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Connection>(this, std::move(socket))->Start();
+      }
     }
     Accept();
   });
+}
+
+void HttpServer::RefuseConnection(tcp::socket socket) {
+  ++refused_connections_;
+  const absl::Status status = absl::UnavailableError(
+      absl::StrCat("the server has ", options_.max_connections, " connections open, its limit; retry later"));
+  if (!at_connection_limit_) {
+    std::fprintf(stderr, "skinning-server: http %s: %s (refusing with 503 until one closes)\n",
+                 options_.address.c_str(), std::string(status.message()).c_str());
+    at_connection_limit_ = true;
+  }
+  HttpRequest dummy;
+  dummy.version(11);
+  dummy.keep_alive(false);
+  auto res = std::make_shared<HttpResponse>(
+      MakeResponse(dummy, 503, "application/json", ConnectErrorJson(status, "http")));
+  res->set(http::field::retry_after, "1");
+  res->prepare_payload();
+  std::make_shared<RefusedConnection>(std::move(socket))->Send(std::move(res));
 }
 
 void HttpServer::AcceptLater(const beast::error_code& ec) {

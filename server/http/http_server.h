@@ -53,6 +53,9 @@ struct HttpServerOptions {
   // Frames a WebSocket session holds (received but not answered, answered but not sent) before
   // it stops reading from the client.
   int websocket_queue = 16;
+  // Connections (WebSockets included) open at once; one more is answered 503 with Retry-After
+  // and closed, without counting. 0 = no limit.
+  int max_connections = 0;
   // The origin that a refusal of the transport (400, 413, 417, 431, 501) names in
   // Access-Control-Allow-Origin, given the request's headers as far as they were parsed; empty =
   // none. Unset: no CORS headers on those refusals.
@@ -97,6 +100,8 @@ class HttpServer {
   void Stop();
   bool stopping() const { return stopping_.load(); }
   int open_connections() const { return connections_.load(); }
+  // Connections refused at max_connections since the start.
+  int64_t refused_connections() const { return refused_connections_.load(); }
 
  private:
   friend class Connection;
@@ -107,6 +112,9 @@ class HttpServer {
   // After an accept that failed for want of descriptors or memory: waits (100 ms, doubling up
   // to 1 s while it keeps failing) instead of retrying at once, which would spin.
   void AcceptLater(const boost::system::error_code& ec);
+  // At max_connections: answers 503 (Retry-After: 1) and closes, reading what the client sent
+  // for up to a second first so that the close does not reset the answer away.
+  void RefuseConnection(boost::asio::ip::tcp::socket socket);
 
   const HttpServerOptions options_;
   const Router router_;
@@ -118,6 +126,8 @@ class HttpServer {
   std::vector<std::thread> io_threads_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int64_t> refused_connections_{0};
+  bool at_connection_limit_ = false;  // on the acceptor's strand: logged once per episode
   int port_ = 0;
 };
 

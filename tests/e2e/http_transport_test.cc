@@ -2,13 +2,15 @@
 // could smuggle a request are refused and the connection closed, broken chunked bodies get an
 // answer, headers trickled after a keep-alive request are cut at the request timeout,
 // Expect: 100-continue is answered, refusals are Connect error JSON and reach an allowed browser
-// origin, and a server out of file descriptors waits for one instead of spinning.
+// origin, connections past --http_max_connections get 503, and a server out of file descriptors
+// waits for one instead of spinning.
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -272,6 +274,61 @@ int OpenFiles(pid_t pid) {
 // Out of descriptors, a connection stays queued and the acceptor ready: accepting again at once
 // spun the front-door threads. The server waits (100 ms doubling to 1 s), logs the episode once,
 // and serves again as soon as descriptors are free.
+// --http_max_connections: connections past the limit (idle ones and WebSockets count) get a 503
+// Connect error with Retry-After and are closed; once one closes, the next is served again. The
+// limit is logged once per episode.
+TEST(HttpAcceptTest, ConnectionsPastTheLimitGet503AndTheNextIsServedOnceOneCloses) {
+  const std::string err = MakeTempDir("stderr") + "/server.err";
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--http_max_connections=3"},
+                       {"/bin/sh", "-c", "exec \"$@\" 2>>\"$0\"", err});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  // Three keep-alive connections, each answered once (so the server has counted it), held open:
+  // two idle, one a WebSocket session.
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<RawConnection>(port));
+    ASSERT_TRUE(held.back()->Send(healthz));
+    ASSERT_THAT(held.back()->Read(5, HasWholeResponse), StartsWith("HTTP/1.1 200"));
+  }
+  held.push_back(std::make_unique<RawConnection>(port));
+  ASSERT_TRUE(held.back()->Send(
+      "GET /skinning.v1.PoseService/PoseSession HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+      "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"));
+  ASSERT_THAT(held.back()->Read(5, HasWholeResponse), StartsWith("HTTP/1.1 101"));
+
+  for (int i = 0; i < 3; ++i) {
+    bool closed = false;
+    const std::string refused = RawExchange(port, healthz, 5, &closed);
+    EXPECT_THAT(refused, StartsWith("HTTP/1.1 503"));
+    EXPECT_THAT(Lower(refused), HasSubstr("retry-after: 1"));
+    EXPECT_THAT(refused, HasSubstr(R"({"code":"unavailable","message":"the server has 3 connections open)"));
+    EXPECT_TRUE(closed);
+  }
+  // The held connections were not disturbed.
+  ASSERT_TRUE(held[0]->Send(healthz));
+  EXPECT_THAT(held[0]->Read(5, HasWholeResponse), StartsWith("HTTP/1.1 200"));
+
+  held[1].reset();  // one closes: the server sees the end of stream and frees its place
+  std::string got;
+  for (int attempt = 0; attempt < 50 && !absl::StartsWith(got, "HTTP/1.1 200"); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    bool closed = false;
+    got = RawExchange(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5, &closed);
+  }
+  EXPECT_THAT(got, StartsWith("HTTP/1.1 200"));
+  held.clear();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::ifstream in(err);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t logged = 0;
+  for (size_t at = log.find("connections open, its limit"); at != std::string::npos;
+       at = log.find("connections open, its limit", at + 1))
+    ++logged;
+  EXPECT_EQ(logged, 1u) << log;
+}
+
 TEST(HttpAcceptTest, OutOfFileDescriptorsTheServerWaitsLogsOnceAndRecovers) {
   constexpr int kLimit = 256;
   const std::string err = MakeTempDir("stderr") + "/server.err";
