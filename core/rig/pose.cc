@@ -48,7 +48,9 @@ absl::Status ValidatePose(const Skeleton& skeleton, const Pose& pose, const char
       return absl::InvalidArgumentError(
           absl::StrFormat("%s.rotation has norm %g, not a unit quaternion", where(), n));
     if (!t.scale.allFinite() || t.scale.cwiseAbs().minCoeff() < 1e-12)
-      return absl::InvalidArgumentError(where() + ".scale must be finite and non-zero");
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.scale (%g, %g, %g) must be finite with every |scale| ≥ 1e-12", where(), t.scale(0), t.scale(1),
+          t.scale(2)));
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
 #include "core/rig/skeleton.h"
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include <Eigen/SVD>
 
@@ -25,7 +27,8 @@ absl::Status ValidateTransform(const Transform& t, const std::string& where) {
     return absl::InvalidArgumentError(absl::StrFormat("%s.scale is not finite", where));
   for (int a = 0; a < 3; ++a) {
     if (std::abs(t.scale(a)) < 1e-12)
-      return absl::InvalidArgumentError(absl::StrFormat("%s.scale[%d] is zero", where, a));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.scale[%d] = %g is zero or below 1e-12 in magnitude", where, a, t.scale(a)));
   }
   return absl::OkStatus();
 }
@@ -98,6 +101,18 @@ absl::Status ValidateSkeleton(const Skeleton& skeleton, const char* field) {
           "%s.inverse_bind is singular (singular values %g, %g, %g)", where, sigma(0), sigma(1), sigma(2)));
     if (joint.tail && !joint.tail->allFinite())
       return absl::InvalidArgumentError(where + ".tail is not finite");
+  }
+  // Rest transforms that are each in range can overflow float down a chain (two translations of
+  // 3e38): every posed vertex of such a rig would be infinite.
+  std::vector<Eigen::Affine3d> world(n);
+  for (int j : *order) {
+    const Joint& joint = skeleton.joints[j];
+    world[j] = joint.parent >= 0 ? world[joint.parent] * joint.rest.ToAffine() : joint.rest.ToAffine();
+    if (!(world[j].matrix().cwiseAbs().maxCoeff() <= std::numeric_limits<float>::max()))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.joints[%d] (%s): its rest transform in world space is beyond float range (±3.4e38): the rest "
+          "translations or scales down its chain overflow",
+          field, j, joint.name));
   }
   return absl::OkStatus();
 }

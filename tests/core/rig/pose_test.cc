@@ -60,6 +60,25 @@ TEST(Skeleton, RejectsOutOfRangeParentAndSingularInverseBind) {
   EXPECT_TRUE(ValidateSkeleton(s).ok()) << ValidateSkeleton(s);
 }
 
+// Rest transforms each in range that overflow float down the chain: every posed vertex of the
+// rig would be infinite, so the rig is refused when registered.
+TEST(Skeleton, RejectsRestTransformsThatOverflowFloatDownTheChain) {
+  Skeleton s = Chain3();
+  s.joints[1].rest.translation = Eigen::Vector3d(3e38, 0, 0);
+  ASSERT_TRUE(ValidateSkeleton(s).ok()) << ValidateSkeleton(s);  // 3e38 alone is a float
+  s.joints[2].rest.translation = Eigen::Vector3d(3e38, 0, 0);
+  EXPECT_THAT(std::string(ValidateSkeleton(s).message()),
+              HasSubstr("skeleton.joints[2] (" + s.joints[2].name + "): its rest transform in world space is beyond "
+                        "float range"));
+  s = Chain3();
+  s.joints[0].rest.scale = Eigen::Vector3d::Constant(1e20);
+  s.joints[1].rest.scale = Eigen::Vector3d::Constant(1e20);
+  EXPECT_THAT(std::string(ValidateSkeleton(s).message()), HasSubstr("joints[1]"));
+  s.joints[0].rest.scale = Eigen::Vector3d::Constant(1e-15);
+  EXPECT_THAT(std::string(ValidateSkeleton(s).message()),
+              HasSubstr("joints[0].rest.scale[0] = 1e-15 is zero or below 1e-12 in magnitude"));
+}
+
 TEST(Skeleton, TopologicalOrderPutsParentsFirstForAnyStorageOrder) {
   Skeleton s;
   s.joints.resize(4);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -136,6 +137,50 @@ TEST_F(PoserTest, MissingWeightsAndStretchOutsideStbsAreRefused) {
   s = poser_->Frame(*target, *stbs, stretched, transforms, &frame);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("needs an endpoint bake"));
+}
+
+// Values each in float range that overflow where they combine: the answer is INVALID_ARGUMENT
+// naming the joint or vertex, never a frame of infinities and NaNs with OK.
+TEST_F(PoserTest, PosesThatOverflowFloatAreRefusedNotAnsweredWithNaN) {
+  auto target = poser_->Open("", with_weights_, "");
+  ASSERT_TRUE(target.ok());
+  v1::PoseOutputs vertices;
+  vertices.set_vertices(true);
+  v1::PoseOutputs transforms;
+  transforms.set_transforms(true);
+  auto pose_with = [](std::function<void(v1::Transform*)> root, std::function<void(v1::Transform*)> child) {
+    v1::Pose p;
+    root(p.add_joints());
+    child(p.add_joints());
+    return p;
+  };
+  auto scale = [](float s) {
+    return [s](v1::Transform* t) {
+      for (int a = 0; a < 3; ++a) t->add_scale(s);
+    };
+  };
+  auto none = [](v1::Transform*) {};
+  for (v1::Deformer kind : {v1::DEFORMER_UNSPECIFIED, v1::DEFORMER_DQS}) {
+    SCOPED_TRACE(DeformerName(kind));
+    const Deformer* deformer = *poser_->Use(kind, "", &*target);
+    v1::PosedFrame frame;
+    // Scales of 1e20 down the chain: joint 1's transform is 1e40.
+    const v1::Pose chained = pose_with(scale(1e20f), scale(1e20f));
+    for (const v1::PoseOutputs& outputs : {vertices, transforms}) {
+      absl::Status s = poser_->Frame(*target, *deformer, chained, outputs, &frame, "frames[3]");
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(s.message(), HasSubstr("frames[3]: the skinning transform of joint 1 ("));
+      EXPECT_THAT(s.message(), HasSubstr("overflow float"));
+    }
+    // A finite transform (a scale of 3e38) whose vertices overflow.
+    absl::Status s = poser_->Frame(*target, *deformer, pose_with(scale(3e38f), none), vertices, &frame);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("the posed position of vertex "));
+    EXPECT_TRUE(poser_->Frame(*target, *deformer, pose_with(scale(3e38f), none), transforms, &frame).ok());
+    // Large but representable: answered.
+    EXPECT_TRUE(poser_->Frame(*target, *deformer, pose_with(scale(1e10f), scale(1e10f)), vertices, &frame).ok());
+    for (float v : frame.vertices()) ASSERT_TRUE(std::isfinite(v));
+  }
 }
 
 // DQS skins through the weights' vertex order, prepared by the rig's first DQS frame that skins
