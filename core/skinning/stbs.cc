@@ -410,6 +410,9 @@ absl::Status ValidateStretchTwist(const Skeleton& skeleton, const std::vector<St
       if (v <= 0)
         return absl::InvalidArgumentError(
             absl::StrFormat("%s.bone_stretch[%d] = %g must be positive", field, j, v));
+      if (v > kMaxBoneStretch || v < 1 / kMaxBoneStretch)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s.bone_stretch[%d] = %g is outside [%g, %g]", field, j, v, 1 / kMaxBoneStretch, kMaxBoneStretch));
       if (v != 1.0 && !bones[j].valid) return no_bone("bone_stretch", j, v, j);
     }
     for (int end = 0; end < 2; ++end) {
@@ -419,6 +422,11 @@ absl::Status ValidateStretchTwist(const Skeleton& skeleton, const std::vector<St
       if (!std::isfinite(v))
         return absl::InvalidArgumentError(
             absl::StrFormat("%s.bone_twist[%d] = %g is not finite", field, 2 * j + end, v));
+      // The kernels' sine and cosine reduce angles below 100,000 rad (FastSinCos).
+      if (std::abs(v) > kMaxBoneTwist)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s.bone_twist[%d] = %g rad is outside [-%g, %g] (%g turns)", field, 2 * j + end, v, kMaxBoneTwist,
+            kMaxBoneTwist, kMaxBoneTwist / (2 * M_PI)));
       if (v != 0.0 && !bones[j].valid) return no_bone("bone_twist", 2 * j + end, v, j);
     }
   }

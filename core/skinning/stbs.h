@@ -41,8 +41,14 @@ struct BoneStretchTwist {  // per joint; empty vectors mean defaults
   std::vector<double> twist_a, twist_b;   // radians at the bone's start a and end b (0 = rest)
 };
 
-// INVALID_ARGUMENT: sizes ≠ #J (when non-empty), non-finite, stretch ≤ 0, or a non-default value
-// on a joint without a bone: "<field>.bone_stretch[3] = 2: joint 3 (hips) has no single bone".
+// The largest |twist| angle (rad) and stretch factor (and the smallest, its inverse) a pose may
+// give: the kernels' sine and cosine reduce angles below 100,000 rad, and a stretch past 1e6 of a
+// bone's length is no pose (1e20 overflowed the posed vertices).
+inline constexpr double kMaxBoneTwist = 10000.0;
+inline constexpr double kMaxBoneStretch = 1e6;
+
+// INVALID_ARGUMENT: sizes ≠ #J (when non-empty), non-finite, out of the ranges above, stretch ≤ 0,
+// or a non-default value on a joint without a bone: "<field>.bone_stretch[3] = 2: joint 3 (hips) has no single bone".
 // Twist entries are named as on the wire: twist_a[j] is bone_twist[2j], twist_b[j] is
 // bone_twist[2j+1].
 //   bones  #J from StbsBones

@@ -400,6 +400,32 @@ TEST(ValidateStretchTwist, NamesFieldIndexValueAndJoint) {
       << s.message();
 }
 
+// Twists the kernels' sine and cosine cannot reduce (2e5 rad gave NaN vertices) and stretches
+// that overflow (3e38) are refused; the bounds themselves are taken.
+TEST(ValidateStretchTwist, TwistAndStretchStayWithinTheKernelsRange) {
+  const Skeleton sk = ForkSkeleton();
+  const std::vector<StbsBone> bones = StbsBones(*JointHandles(sk));
+  ASSERT_TRUE(bones[1].valid);
+  BoneStretchTwist st;
+  st.twist_a = {0.0, 2e5, 0.0};
+  absl::Status s = ValidateStretchTwist(sk, bones, st);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("pose.bone_twist[2] = 200000 rad is outside [-10000, 10000]"));
+  st.twist_a = {0.0, -kMaxBoneTwist, 0.0};
+  st.twist_b = {0.0, kMaxBoneTwist, 0.0};
+  EXPECT_TRUE(ValidateStretchTwist(sk, bones, st).ok()) << ValidateStretchTwist(sk, bones, st);
+  st = {};
+  st.stretch = {1.0, 3e38, 1.0};
+  s = ValidateStretchTwist(sk, bones, st);
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("pose.bone_stretch[1] = 3e+38 is outside [1e-06, 1e+06]"));
+  st.stretch = {1.0, 1e-7, 1.0};
+  EXPECT_FALSE(ValidateStretchTwist(sk, bones, st).ok());
+  st.stretch = {1.0, kMaxBoneStretch, 1.0};
+  EXPECT_TRUE(ValidateStretchTwist(sk, bones, st).ok());
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
