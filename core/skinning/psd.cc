@@ -156,8 +156,23 @@ std::string PsdReport::BriefReport() const {
 }
 
 absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
-                              const std::vector<PsdExample>& examples, const char* field) {
+                              const std::vector<PsdExample>& examples, double diagonal, const char* field) {
   std::vector<std::vector<Transform>> locals;
+  const std::vector<Transform> bind = BindPoseLocals(skeleton);
+  const double inv_len2 = 1.0 / std::max(diagonal * diagonal, 1e-300);
+  // Pose-space distance of two full poses (psd.h: every joint counts).
+  auto distance = [&](const std::vector<Transform>& a, const std::vector<Transform>& b) {
+    double d2 = 0;
+    for (size_t j = 0; j < a.size(); ++j) d2 += JointDistance2(a[j], b[j], inv_len2);
+    return std::sqrt(d2);
+  };
+  auto too_near = [&](size_t k, double d, const std::string& other) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s[%d] ('%s') is %.3g from %s in pose space, under %g: between two shapes this near the interpolation "
+        "has the slope of their difference over that distance, and amplifies it at every other pose; pose "
+        "them further apart or delete one",
+        field, k, examples[k].name, d, other, kMinExampleDistance));
+  };
   for (size_t k = 0; k < examples.size(); ++k) {
     const PsdExample& ex = examples[k];
     if (ex.V.rows() != num_vertices)
@@ -171,10 +186,16 @@ absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
     const std::string pose_field = absl::StrFormat("%s[%d].pose", field, k);
     RETURN_IF_ERROR(ValidatePose(skeleton, ex.pose, pose_field.c_str()));
     locals.push_back(PoseLocals(skeleton, ex.pose));
-    for (size_t l = 0; l < k; ++l)
+    for (size_t l = 0; l < k; ++l) {
       if (SamePose(locals[l], locals[k]))
         return absl::InvalidArgumentError(absl::StrFormat(
             "%s[%d] has the same pose as %s[%d] ('%s')", field, k, field, l, examples[l].name));
+      if (const double d = distance(locals[l], locals[k]); d < kMinExampleDistance)
+        return too_near(k, d, absl::StrFormat("%s[%d] ('%s')", field, l, examples[l].name));
+    }
+    if (!SamePose(locals[k], bind))
+      if (const double d = distance(locals[k], bind); d < kMinExampleDistance)
+        return too_near(k, d, "the rest pose");
   }
   return absl::OkStatus();
 }

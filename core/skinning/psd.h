@@ -140,9 +140,14 @@ struct PsdReport {
 // finite"), an invalid pose (ValidatePose, field "examples[2].pose"), two examples with the same
 // pose (max per-joint rotation difference < 1e-6 rad and translations/scales equal within 1e-9):
 // "examples[3] has the same pose as examples[1] ('elbow-90')". An example AT the rest pose is
-// allowed (it replaces the implicit rest example).
+// allowed (it replaces the implicit rest example). Two examples, or an example and the rest pose,
+// nearer than kMinExampleDistance in pose space (but not the same pose) are refused too: the
+// interpolant between them has the slope of their shapes' difference over their distance, and
+// amplifies it everywhere else (two shapes 0.001 rad apart, 0.1 apart in shape, moved a 2-unit
+// arm by 26 units 0.4 rad away). `diagonal`: the mesh's bounding-box diagonal ℓ.
+inline constexpr double kMinExampleDistance = 0.01;
 absl::Status ValidateExamples(const Skeleton& skeleton, int num_vertices,
-                              const std::vector<PsdExample>& examples,
+                              const std::vector<PsdExample>& examples, double diagonal,
                               const char* field = "examples");
 
 struct PsdModelData;  // psd_model.h

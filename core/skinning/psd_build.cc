@@ -46,7 +46,7 @@ absl::StatusOr<std::shared_ptr<const PsdModel>> PsdModel::Build(
   RETURN_IF_ERROR(ValidateWeights(weights, n, skeleton.size(), "weights"));
   if (examples.empty())
     return absl::InvalidArgumentError("examples: at least one example shape is required");
-  RETURN_IF_ERROR(ValidateExamples(skeleton, n, examples));
+  RETURN_IF_ERROR(ValidateExamples(skeleton, n, examples, BoundingBoxDiagonal(mesh.V)));
   ASSIGN_OR_RETURN(auto order, TopologicalOrder(skeleton));
 
   std::shared_ptr<PsdModel> model(new PsdModel());

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/geometry/mesh.h"
 #include "core/skinning/psd.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
@@ -84,7 +85,8 @@ absl::Status ValidateNewExample(const LoadedRig& rig, const internal::v1::Stored
           "example.pose: example '", added.name(), "' has the pose of example '", old.name,
           "' (two shapes at one pose cannot both be interpolated; delete that example first)"));
   all.push_back(std::move(e));
-  if (absl::Status s = ValidateExamples(skeleton, static_cast<int>(rig.positions.size() / 3), all, "examples");
+  if (absl::Status s = ValidateExamples(skeleton, static_cast<int>(rig.positions.size() / 3), all,
+                                        BoundingBoxDiagonal(rig.rig.mesh.V), "examples");
       !s.ok())
     return absl::Status(s.code(), absl::StrFormat("example '%s' (examples[%d] with the rig's %d examples): %s",
                                                   added.name(), existing.examples_size(),

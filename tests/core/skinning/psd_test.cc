@@ -448,7 +448,7 @@ TEST(PsdValidationTest, RejectsWrongVertexCount) {
   const Rig rig = MakePsdArm(21, 12);
   auto examples = ElbowExamples(rig, {45, 90, 135});
   examples[2].V.conservativeResize(examples[2].V.rows() - 2, 3);
-  const absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples);
+  const absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, BoundingBoxDiagonal(rig.mesh.V));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("examples[2].positions: " + std::to_string(rig.mesh.V.rows() - 2) +
@@ -464,26 +464,58 @@ TEST(PsdValidationTest, RejectsDuplicatePoses) {
   // A rotation difference below 1e-6 rad still counts as the same pose.
   examples[3].pose.local[1].rotation =
       examples[3].pose.local[1].rotation * Eigen::AngleAxisd(1e-8, Eigen::Vector3d::UnitZ());
-  const absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples);
+  const absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, BoundingBoxDiagonal(rig.mesh.V));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("examples[3] has the same pose as examples[1] ('bend-90')"));
-  // 1e-4 rad apart is a different pose.
+  // 1e-4 rad apart is a different pose, but too near one to interpolate between (below).
   examples[3].pose = ElbowPose(rig.skeleton, 90 * kDeg + 1e-4);
-  EXPECT_TRUE(ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples).ok());
+  EXPECT_THAT(std::string(ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, BoundingBoxDiagonal(rig.mesh.V))
+                              .message()),
+              HasSubstr("examples[3] ('again') is 0.0001 from examples[1] ('bend-90') in pose space, under 0.01"));
+  examples[3].pose = ElbowPose(rig.skeleton, 90 * kDeg + 0.011);
+  EXPECT_TRUE(ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, BoundingBoxDiagonal(rig.mesh.V)).ok());
+}
+
+// Two examples 0.001 rad apart whose shapes differ by 0.1: the interpolant's slope of 100 per
+// radian moved a 2-unit arm by 26 units 0.4 rad away. Such pairs, and an example that near the
+// rest pose, are refused.
+TEST(PsdValidationTest, RefusesExamplesTooNearEachOtherOrTheRestPose) {
+  const Rig rig = MakePsdArm(21, 12);
+  const double diag = BoundingBoxDiagonal(rig.mesh.V);
+  auto examples = ElbowExamples(rig, {90, 90});
+  examples[1].pose = ElbowPose(rig.skeleton, 90 * kDeg + 0.001);
+  examples[1].name = "near";
+  examples[0].V.col(0).array() += 0.05;
+  examples[1].V.col(0).array() -= 0.05;
+  absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, diag);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("examples[1] ('near') is 0.001 from examples[0]"));
+  EXPECT_EQ(PsdModel::Build(rig.mesh, rig.skeleton, *rig.sparse_weights, examples, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Near the rest pose (the implicit example with no correction).
+  auto near_rest = ElbowExamples(rig, {90});
+  near_rest[0].pose = ElbowPose(rig.skeleton, 0.005);
+  s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), near_rest, diag);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("examples[0] ('bend-90') is 0.005 from the rest pose in pose space"));
+  // At the rest pose exactly, it replaces the implicit example; past the limit, both are taken.
+  near_rest[0].pose = ElbowPose(rig.skeleton, 0);
+  EXPECT_TRUE(ValidateExamples(rig.skeleton, rig.mesh.V.rows(), near_rest, diag).ok());
+  examples[1].pose = ElbowPose(rig.skeleton, 90 * kDeg + 0.0101);
+  EXPECT_TRUE(ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, diag).ok());
 }
 
 TEST(PsdValidationTest, RejectsNonFiniteCoordinatesAndBadPoses) {
   const Rig rig = MakePsdArm(21, 12);
   auto examples = ElbowExamples(rig, {45, 90});
   examples[0].V(5, 1) = std::nan("");
-  absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples);
+  absl::Status s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, BoundingBoxDiagonal(rig.mesh.V));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("examples[0].positions[5].y is not finite"));
 
   examples = ElbowExamples(rig, {45, 90});
   examples[1].pose.local[1].rotation.coeffs() *= 2.0;
-  s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples);
+  s = ValidateExamples(rig.skeleton, rig.mesh.V.rows(), examples, BoundingBoxDiagonal(rig.mesh.V));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("examples[1].pose.joints[1].rotation"));
 
