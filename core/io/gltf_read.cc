@@ -29,6 +29,7 @@
 #include "core/io/gltf_meshopt.h"
 #include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
+#include "core/io/text_io.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -197,11 +198,9 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(std::vector<unsigned char> by
 }
 
 absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrFormat("cannot open \"%s\"", path));
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::DataLossError(absl::StrFormat("error reading \"%s\"", path));
+  // (Not istreambuf_iterator: libstdc++ throws from it on a read error, e.g. a directory.)
+  ASSIGN_OR_RETURN(const std::string text, io_internal::ReadFileToString(path));
+  std::vector<unsigned char> bytes(text.begin(), text.end());
   return LoadModelFromBytes(std::move(bytes), path, std::filesystem::path(path).parent_path().string());
 }
 

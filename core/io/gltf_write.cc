@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "core/io/text_io.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -102,26 +102,20 @@ tinygltf::Primitive AddMeshGeometry(const Mesh& mesh, BufferBuilder* builder) {
   return prim;
 }
 
+// Serialized in memory, then written whole through io_internal::WriteStringToFile (tinygltf's
+// own file writer did not check its writes: a full disk left a cut-off .glb and success).
 absl::Status WriteModel(const tinygltf::Model& model, const std::string& path) {
   const bool binary = absl::EndsWithIgnoreCase(path, ".glb");
-  {
-    std::ofstream probe(path, std::ios::binary | std::ios::trunc);
-    if (!probe) return absl::InvalidArgumentError(absl::StrFormat("cannot open \"%s\" for writing", path));
-  }
+  std::ostringstream bytes;
   tinygltf::TinyGLTF writer;
   bool ok = false;
   try {
-    ok = writer.WriteGltfSceneToFile(&model, path, /*embedImages=*/true, /*embedBuffers=*/true,
-                                     /*prettyPrint=*/!binary, /*writeBinary=*/binary);
+    ok = writer.WriteGltfSceneToStream(&model, bytes, /*prettyPrint=*/!binary, /*writeBinary=*/binary);
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrFormat("writing \"%s\": %s", path, e.what()));
-  } catch (...) {
-    return absl::InternalError(absl::StrFormat("writing \"%s\" failed", path));
   }
-  std::error_code ec;
-  if (!ok || std::filesystem::file_size(path, ec) == 0 || ec)
-    return absl::InternalError(absl::StrFormat("writing \"%s\" failed", path));
-  return absl::OkStatus();
+  if (!ok || !bytes) return absl::InternalError(absl::StrFormat("writing \"%s\" failed", path));
+  return io_internal::WriteStringToFile(path, bytes.str());
 }
 
 }  // namespace

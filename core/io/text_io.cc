@@ -1,11 +1,15 @@
 #include "core/io/text_io.h"
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <system_error>
+
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -31,12 +35,25 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
 }
 
 absl::Status WriteStringToFile(const std::string& path, absl::string_view contents) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
+  // A device, pipe or other special file (/dev/stdout) is written in place: renaming over it
+  // would replace it.
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  const bool in_place = !ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
+  static std::atomic<int> counter{0};
+  const std::string temp = in_place ? path : absl::StrCat(path, ".tmp.", ::getpid(), ".", counter++);
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
   if (file == nullptr) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path));
   const bool written = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
   int error = written ? 0 : (errno != 0 ? errno : EIO);
+  if (error == 0 && std::fflush(file) != 0) error = errno != 0 ? errno : EIO;
+  if (error == 0 && !in_place && ::fsync(::fileno(file)) != 0) error = errno != 0 ? errno : EIO;
   if (std::fclose(file) != 0 && error == 0) error = errno != 0 ? errno : EIO;
-  if (error != 0) return absl::ErrnoToStatus(error, absl::StrCat("cannot write ", path));
+  if (error == 0 && !in_place && std::rename(temp.c_str(), path.c_str()) != 0) error = errno != 0 ? errno : EIO;
+  if (error != 0) {
+    if (!in_place) std::remove(temp.c_str());
+    return absl::ErrnoToStatus(error, absl::StrCat("cannot write ", path));
+  }
   return absl::OkStatus();
 }
 

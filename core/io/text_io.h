@@ -15,7 +15,9 @@ namespace skinning::io_internal {
 
 // The bytes of `path`. NotFound when it does not exist, other errno-derived codes otherwise.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
-// Creates or truncates `path` and writes `contents`.
+// Writes `contents` to `path` whole or not at all: into a temporary file beside it (flushed to
+// disk), then renamed over it, so a full disk or a crash never leaves a cut-off file at `path` or
+// destroys the one there. A device or pipe (/dev/stdout) is written in place.
 absl::Status WriteStringToFile(const std::string& path, absl::string_view contents);
 
 // InvalidArgument "<name>:<line>: <message>".

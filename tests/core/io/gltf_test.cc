@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <tiny_gltf.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -24,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/io/dmat.h"
 #include "core/io/gltf_json_scan.h"
 #include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
@@ -1680,6 +1684,43 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
     EXPECT_EQ(c->morph_targets[0].name, "bulge");
     EXPECT_EQ(c->morph_targets[1].name, "lean");
   }
+}
+
+// Writes are whole or not at all. A file size limit (RLIMIT_FSIZE, set in a child process)
+// makes the write fail part way, as a full disk does: the writer says so, the file there before
+// is left as it was and no temporary file is left (tinygltf's own writer left a cut-off .glb and
+// answered OK). A folder named as the file to read is an error, not an exception.
+TEST(GltfWriteTest, AWriteThatFailsPartWayLeavesThePreviousFileAndNoTemporary) {
+  const std::string dir = TempDir();
+  const TestCharacter in = MakeCharacter(4);
+  for (const std::string name : {"rig.glb", "rig.gltf", "weights.dmat"}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir + "/" + name;
+    { std::ofstream(path) << "the previous file"; }
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::signal(SIGXFSZ, SIG_IGN);
+      const struct rlimit limit = {512, 512};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      const absl::Status s = absl::EndsWith(name, ".dmat")
+                                 ? WriteDmat(path, Eigen::MatrixXd::Random(100, 20))
+                                 : WriteSkinnedGltf(path, in.mesh, in.skeleton, in.weights, in.animations);
+      ::_exit(!s.ok() && absl::StrContains(s.message(), path) ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the failed write was not reported naming the file";
+    std::ifstream back(path);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(back), {}), "the previous file");
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      files += e.path().filename().string().find(".tmp.") != std::string::npos;
+    EXPECT_EQ(files, 0) << "a temporary file was left";
+  }
+  EXPECT_EQ(ReadGltf(dir).status().code(), absl::StatusCode::kFailedPrecondition) << ReadGltf(dir).status();
+  EXPECT_THAT(std::string(ReadGltf(dir).status().message()), ::testing::HasSubstr("Is a directory"));
 }
 
 }  // namespace SKINNING_TEST_FILE
