@@ -180,7 +180,14 @@ bool ProgressPrinter::Update(const v1::Bake& bake) {
 }
 
 std::string OutputStem(const Rig& rig, const std::string& rig_name) {
-  return rig.name.empty() ? rig_name.substr(rig_name.find('/') + 1) : rig.name;
+  std::string stem;
+  for (char c : rig.name.substr(0, 64)) {
+    const bool plain = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    stem += plain ? c : '_';
+  }
+  stem.erase(0, stem.find_first_not_of('.'));
+  if (stem.empty() || stem.find_first_not_of('_') == std::string::npos) return rig_name.substr(rig_name.find('/') + 1);
+  return stem;
 }
 
 absl::Status MakeOutputDir(const std::string& dir) {

@@ -73,7 +73,10 @@ class ProgressPrinter {
   double last_fraction_ = -1;
 };
 
-// The stem of the files written for a rig: its display name, or else its id (rigs/{rig} → {rig}).
+// The stem of the files written for a rig: its display name as a file name (characters other
+// than letters, digits, '.', '_' and '-' become '_', no leading '.', at most 64 bytes: a name
+// such as "../x" never writes outside --out), or else its id (rigs/{rig} → {rig}). Two rigs with
+// one display name write the same files.
 std::string OutputStem(const Rig& rig, const std::string& rig_name);
 
 // Creates --out (or `dir`) if needed.

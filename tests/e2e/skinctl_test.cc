@@ -261,6 +261,30 @@ TEST_F(SkinctlTest, PoseFileSetsMorphWeightsByTargetName) {
   EXPECT_THAT(typo.output, HasSubstr("no morph target named 'leen'"));
 }
 
+// A folder passed as a file is an error, not an abort; a display name that is a path ("../x")
+// names files inside --out; and a stored rig's summary is the same whatever it is called.
+TEST_F(SkinctlTest, AFolderAsAFileIsAnErrorAndDisplayNamesStayInsideOut) {
+  const std::string gltf = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(gltf);
+  const std::string dir = MakeTempDir("names");
+  for (const char* flag : {"--gltf=", "--obj="}) {
+    auto folder = Skinctl({"register", flag + dir, "--tgf=" + dir});
+    EXPECT_EQ(folder.exit_code, 2) << flag << folder.output;  // 134: std::ios_base::failure escaped
+    EXPECT_THAT(folder.output, HasSubstr("Is a directory")) << flag;
+  }
+  auto reg = Skinctl({"register", "--gltf=" + gltf, "--name=../escaped name"});
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  const size_t at = reg.output.find("rigs/rig-");
+  ASSERT_NE(at, std::string::npos) << reg.output;
+  const std::string id = reg.output.substr(at, 41);
+  const std::string out = dir + "/out";
+  auto posed = Skinctl({"pose", "--rig=" + id, "--format=obj", "--out=" + out});
+  ASSERT_EQ(posed.exit_code, 0) << posed.output;
+  EXPECT_TRUE(std::filesystem::exists(out + "/_escaped_name-lbs-rest.obj")) << posed.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/escaped name-lbs-rest.obj"));
+  for (auto& e : std::filesystem::directory_iterator(dir)) EXPECT_EQ(e.path().filename(), "out");
+}
+
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   auto missing = Skinctl({"get", "rigs/rig-0123456789abcdef0123456789abcdef"});
   EXPECT_EQ(missing.exit_code, 2);
