@@ -134,9 +134,13 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   std::lock_guard<std::mutex> lock(mu_);
   if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
     return StartedBake{BakeLocked(*job), false};
-  if (static_cast<int>(queue_.size()) >= options_.max_queue)
+  // Queued jobs an idle worker is about to take do not wait: --bake_queue=0 still runs a bake
+  // on an idle worker (it refused every bake).
+  const int workers = std::max(1, options_.workers);
+  if (static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue))
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "bake queue is full (%d waiting, %d workers busy); retry later", queue_.size(), options_.workers));
+        "bake queue is full (%d of %d workers busy, %d waiting, at most %d (--bake_queue)); retry later", busy_,
+        workers, std::max<int>(0, static_cast<int>(queue_.size()) + busy_ - workers), options_.max_queue));
   auto job = std::make_shared<Job>();
   job->spec = spec;
   job->create_time = Now();
@@ -243,9 +247,12 @@ void LocalBakeQueue::WorkerLoop() {
       job->start_time = Now();
       job->spec.start_time = job->start_time;
       SetStateLocked(*job, v1::BAKE_STATE_RUNNING);
+      ++busy_;
     }
     cv_.notify_all();
     Run(job);
+    std::lock_guard<std::mutex> lock(mu_);
+    --busy_;
   }
 }
 

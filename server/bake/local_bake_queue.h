@@ -68,6 +68,7 @@ class LocalBakeQueue final : public BakeQueue {
   std::condition_variable cv_;  // any job changed, or the queue did
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // by bake id
   std::deque<std::shared_ptr<Job>> queue_;
+  int busy_ = 0;  // workers running a job
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

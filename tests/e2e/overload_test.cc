@@ -223,7 +223,7 @@ TEST(Overload, MoreBakesThanPoolAndQueueGetResourceExhausted) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_FALSE(refused.ok()) << "resolution " << resolution << " was accepted";
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
-    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("bake queue is full (2 waiting, 1 workers busy)"));
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr("bake queue is full (1 of 1 workers busy, 2 waiting, at most 2"));
     EXPECT_LT(seconds, 1.0) << "refused at once, not after waiting";
   }
   // A bake already queued is found, not refused.

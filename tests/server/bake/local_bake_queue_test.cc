@@ -184,9 +184,21 @@ TEST_F(LocalBakeQueueTest, AFullQueueIsResourceExhaustedAndQueuedBakesKnowTheirP
   EXPECT_FALSE(queued->bake.metadata().has_estimated_remaining()) << "unknown while queued";
   auto full = queue_->Start(Job(3));
   EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(full.status().message(), HasSubstr("bake queue is full (1 waiting, 1 workers busy); retry later"));
+  EXPECT_THAT(full.status().message(),
+              HasSubstr("bake queue is full (1 of 1 workers busy, 1 waiting, at most 1 (--bake_queue)); retry later"));
   // The queued bake itself is found, not refused.
   EXPECT_TRUE(queue_->Start(Job(2)).ok());
+}
+
+// --bake_queue=0: no bake waits, but an idle worker still takes one (every bake was refused).
+TEST_F(LocalBakeQueueTest, AQueueOfZeroRunsABakeOnAnIdleWorkerAndRefusesTheNext) {
+  Open(MakeTempDir("bakes"), LocalBakeQueueOptions{1, 0});
+  auto first = queue_->Start(Job(1));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  auto second = queue_->Start(Job(2));
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(second.status().message(), HasSubstr("1 of 1 workers busy, 0 waiting, at most 0"));
 }
 
 TEST_F(LocalBakeQueueTest, CancelledBakesEndCancelledAndStoreNothing) {
