@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -266,14 +267,19 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
   req.set_name(name);
   auto backoff = options_.initial_backoff;
   v1::Bake last;
-  for (int attempt = 1;; ++attempt) {
+  bool resumed = false;  // the stream was dropped and opened again
+  // A dropped stream is opened again until it has failed for `deadline` in a row: a replica that
+  // restarts (a rolling update, a crash) takes seconds, more than max_attempts quick retries.
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  for (;;) {
     grpc::ClientContext ctx;
     Authorize(&ctx);
     std::unique_ptr<grpc::ClientReader<v1::Bake>> reader = bakes_->WatchBake(&ctx, req);
     v1::Bake bake;
-    bool stopped = false;
+    bool stopped = false, read = false;
     while (reader->Read(&bake)) {
       last = bake;
+      read = true;
       if (!on_bake(bake)) {
         stopped = true;
         ctx.TryCancel();
@@ -282,10 +288,21 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
     }
     grpc::Status s = reader->Finish();
     if (stopped || s.ok()) return last;
-    if (!RetryableStatus(s) || attempt >= options_.max_attempts) {
-      absl::Status e = FromGrpcStatus(s);
-      return absl::Status(e.code(), absl::StrCat("WatchBake: ", e.message()));
+    const auto now = std::chrono::steady_clock::now();
+    if (read || !failing_since) {
+      failing_since = now;
+      backoff = options_.initial_backoff;
     }
+    if (!RetryableStatus(s) || now - *failing_since + backoff > options_.deadline) {
+      absl::Status e = FromGrpcStatus(s);
+      if (resumed && absl::IsNotFound(e))
+        return absl::NotFoundError(absl::StrCat(
+            "WatchBake: the bake is gone after the server went away and came back (without --redis a server keeps "
+            "queued and running bakes in memory): start it again (", e.message(), ")"));
+      return absl::Status(e.code(), absl::StrCat("WatchBake: ", e.message(),
+                                                 RetryableStatus(s) ? " (reconnecting for the call deadline)" : ""));
+    }
+    resumed = true;
     std::this_thread::sleep_for(backoff);
     backoff = std::min(options_.max_backoff,
                        std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));

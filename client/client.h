@@ -114,7 +114,9 @@ class Client {
                                                     int influence_count = 0);
   // Streams the bake's state to on_bake until it is done (returns its last state) or on_bake
   // returns false. No overall deadline; a dropped stream (UNAVAILABLE, or CANCELLED by the
-  // server) is resumed with backoff up to max_attempts times.
+  // server) is opened again with backoff until it has failed for `deadline` in a row (a replica
+  // restarting). A bake that is gone after that (a server without --redis lost its queue) is
+  // NOT_FOUND saying so.
   absl::StatusOr<v1::Bake> WatchBake(const std::string& name, const std::function<bool(const v1::Bake&)>& on_bake);
 
   // Opens an interactive pose session on one rig (one stream, one replica). Frames are sent

@@ -5,11 +5,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "core/io/dmat.h"
@@ -300,6 +303,7 @@ TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
     ClientOptions o = Options(server);
     o.max_attempts = 4;
     o.initial_backoff = std::chrono::milliseconds(20);
+    o.deadline = std::chrono::milliseconds(1500);  // how long the watch tries to reconnect
     Client client(o);
     auto reg = client.CreateRig(TubeWithoutWeights());
     ASSERT_TRUE(reg.ok()) << reg.status();
@@ -322,6 +326,47 @@ TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
     watcher.join();
     EXPECT_EQ(watched.code(), absl::StatusCode::kUnavailable) << "round " << round << ": " << watched;
   }
+}
+
+// A watch outlives a replica that restarts: the client opens the stream again until it has
+// failed for its deadline (it gave up 0.8 s after a crash). The restarted server, without
+// --redis, lost the running bake, and the watch says so instead of a bare NOT_FOUND.
+TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
+  const std::string store = MakeTempDir("store");
+  auto server = std::make_unique<ServerProcess>(store);
+  const int port = server->port();
+  ClientOptions o = Options(*server);
+  o.deadline = std::chrono::seconds(20);
+  Client client(o);
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto started = client.StartBake(reg->rig().name(), Bbw(80));
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::atomic<bool> running{false};
+  absl::Status watched;
+  std::chrono::steady_clock::time_point ended;
+  std::thread watcher([&] {
+    watched = client
+                  .WatchBake(started->bake().name(),
+                             [&](const v1::Bake& b) {
+                               if (b.metadata().state() == v1::BAKE_STATE_RUNNING) running = true;
+                               return true;
+                             })
+                  .status();
+    ended = std::chrono::steady_clock::now();
+  });
+  for (int i = 0; i < 400 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(running) << "the bake did not start";
+  EXPECT_EQ(server->Stop(SIGKILL), 128 + SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server = std::make_unique<ServerProcess>(store, std::vector<std::string>{absl::StrCat("--address=127.0.0.1:", port)});
+  ASSERT_EQ(server->port(), port);
+  watcher.join();
+  EXPECT_EQ(watched.code(), absl::StatusCode::kNotFound) << watched;
+  EXPECT_THAT(std::string(watched.message()), HasSubstr("the bake is gone after the server went away and came back"));
+  EXPECT_GE(ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
 class BakeBadInputTest : public ::testing::Test {
