@@ -103,7 +103,7 @@ absl::Status WriteResults(Client& client, const std::string& rig_name, const v1:
   }
   RETURN_IF_ERROR(WriteSkinnedGltf(glb, rig.mesh, rig.skeleton,
                                    TopK(W, std::min(bake.options().influence_count(), nj)), {},
-                                   rig.mesh_parts));
+                                   rig.mesh_parts, rig.morph_targets));
   PrintBake(bake);
   std::printf("%s\n%s\n", dmat.c_str(), glb.c_str());
   for (const std::string& f : extra_files) std::printf("%s\n", f.c_str());

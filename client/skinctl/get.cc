@@ -2,6 +2,7 @@
 // skinned glTF.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -27,7 +28,9 @@ absl::Status CommandGet(const Args& args) {
   ASSIGN_OR_RETURN(Rig rig, RigFromProto(got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10}));
   if (!rig.has_weights()) return absl::FailedPreconditionError(absl::StrCat("rig ", name, " has no weights to export"));
   const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
-  RETURN_IF_ERROR(WriteSkinnedGltf(out, rig.mesh, rig.skeleton, W, {}, rig.mesh_parts));
+  if (const std::string dir = std::filesystem::path(out).parent_path().string(); !dir.empty())
+    RETURN_IF_ERROR(MakeOutputDir(dir));  // as --out does
+  RETURN_IF_ERROR(WriteSkinnedGltf(out, rig.mesh, rig.skeleton, W, {}, rig.mesh_parts, rig.morph_targets));
   std::printf("%s\n", out.c_str());
   return absl::OkStatus();
 }

@@ -113,11 +113,16 @@ absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::
 // its rest transform, a skin with inverse bind matrices, JOINTS_0/WEIGHTS_0 (and _1 when k > 4)
 // and the given animations. With `parts` (ValidateMeshParts), one mesh and one mesh node per
 // part, named after it, each with the one skin. `.glb` paths are written binary, `.gltf` with
-// an embedded buffer.
+// an embedded buffer. Morph targets (ValidateMorphTargets) go to every part where one moves a
+// vertex (every target to a single part), with their position deltas (and normal deltas where
+// the mesh has normals), default weights as the mesh's `weights` and names as its
+// extras.targetNames; read back, a target that moves several parts is one per part, named
+// "<part>/<target>" as ReadGltf names targets of several nodes.
 absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
                               const SparseWeights& weights,
                               const std::vector<Animation>& animations = {},
-                              const std::vector<MeshPart>& parts = {});
+                              const std::vector<MeshPart>& parts = {},
+                              const std::vector<MorphTarget>& morph_targets = {});
 
 // Writes a static (already posed) mesh: positions, normals when present, indices; one mesh and
 // node per part when `parts` are given.

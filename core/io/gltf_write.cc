@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -123,9 +124,11 @@ absl::Status WriteModel(const tinygltf::Model& model, const std::string& path) {
 absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
                               const SparseWeights& weights,
                               const std::vector<Animation>& animations,
-                              const std::vector<MeshPart>& parts) {
+                              const std::vector<MeshPart>& parts,
+                              const std::vector<MorphTarget>& morph_targets) {
   RETURN_IF_ERROR(ValidateMesh(mesh));
   RETURN_IF_ERROR(ValidateMeshParts(parts, mesh));
+  RETURN_IF_ERROR(ValidateMorphTargets(morph_targets, mesh));
   RETURN_IF_ERROR(ValidateSkeleton(skeleton));
   const int nj = skeleton.size();
   if (nj > 65536)
@@ -197,6 +200,39 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
     }
     tinygltf::Mesh gmesh;
     if (!parts.empty()) gmesh.name = parts[p].name;
+    // Morph targets of this piece: every one on a single piece, else those that move it.
+    std::vector<tinygltf::Value> target_names;
+    const bool normals = prim.attributes.count("NORMAL") > 0;
+    for (const MorphTarget& target : morph_targets) {
+      const auto dV = target.dV.middleRows(first, count);
+      if (num_pieces > 1 && dV.cwiseAbs().maxCoeff() == 0) continue;
+      std::vector<float> d(static_cast<size_t>(count) * 3);
+      std::vector<double> lo(3, std::numeric_limits<double>::infinity()),
+          hi(3, -std::numeric_limits<double>::infinity());
+      for (int v = 0; v < count; ++v)
+        for (int a = 0; a < 3; ++a) {
+          const float f = static_cast<float>(dV(v, a));
+          d[v * 3 + a] = f;
+          lo[a] = std::min<double>(lo[a], f);
+          hi[a] = std::max<double>(hi[a], f);
+        }
+      std::map<std::string, int> attributes;
+      attributes["POSITION"] =
+          builder.Add(d, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_VEC3, count, lo, hi);
+      if (normals && target.dN.rows() == target.dV.rows()) {
+        for (int v = 0; v < count; ++v)
+          for (int a = 0; a < 3; ++a) d[v * 3 + a] = static_cast<float>(target.dN(first + v, a));
+        attributes["NORMAL"] = builder.Add(d, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_VEC3, count);
+      }
+      prim.targets.push_back(std::move(attributes));
+      gmesh.weights.push_back(target.default_weight);
+      target_names.emplace_back(target.name);
+    }
+    if (!target_names.empty()) {
+      tinygltf::Value::Object extras;
+      extras["targetNames"] = tinygltf::Value(std::move(target_names));
+      gmesh.extras = tinygltf::Value(std::move(extras));
+    }
     gmesh.primitives.push_back(prim);
     model.meshes.push_back(gmesh);
     tinygltf::Node& node = model.nodes[nj + p];

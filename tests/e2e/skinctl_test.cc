@@ -259,6 +259,27 @@ TEST_F(SkinctlTest, PoseFileSetsMorphWeightsByTargetName) {
                        "--out=" + dir + "/out2"});
   EXPECT_NE(typo.exit_code, 0);
   EXPECT_THAT(typo.output, HasSubstr("no morph target named 'leen'"));
+
+  // The stored rig exported keeps its targets: names, default weights and deltas (they were
+  // dropped), and the file validates.
+  const size_t at = posed.output.find("rigs/rig-");
+  ASSERT_NE(at, std::string::npos) << posed.output;
+  auto got = Skinctl({"get", posed.output.substr(at, 41), "--out_file=" + dir + "/export/rig.glb"});
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  auto original = ReadGltf(gltf);
+  auto exported = ReadGltf(dir + "/export/rig.glb");
+  ASSERT_TRUE(original.ok() && exported.ok()) << exported.status();
+  ASSERT_EQ(exported->morph_targets.size(), 2u);
+  for (size_t t = 0; t < 2; ++t) {
+    const MorphTarget& a = original->morph_targets[t];
+    const MorphTarget& b = exported->morph_targets[t];
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.default_weight, a.default_weight);
+    ASSERT_EQ(b.dV.rows(), a.dV.rows());
+    EXPECT_LE((b.dV - a.dV).cwiseAbs().maxCoeff(), 1e-6 * diag) << a.name;
+    EXPECT_EQ(b.dN.rows(), a.dN.rows()) << a.name;
+  }
+  SKINNING_EXPECT_VALID_GLTF(testing::GltfFilesIn(dir + "/export"));
 }
 
 // A folder passed as a file is an error, not an abort; a display name that is a path ("../x")

@@ -1686,6 +1686,47 @@ TEST(GltfRobustnessTest, ParsesOnlyWhatItReads) {
   }
 }
 
+// Morph targets are written with the mesh and read back: on one part every target, with its
+// name, default weight and deltas; on several parts, each part gets the targets that move it
+// and the reader names them "<part>/<target>".
+TEST(GltfWriteTest, MorphTargetsRoundTripOnOneAndOnSeveralParts) {
+  const TestCharacter c = MakeCharacter(2);
+  Mesh mesh = c.mesh;
+  mesh.F.resize(2, 3);
+  mesh.F << 0, 1, 2, 3, 4, 5;  // two separate triangles, one per part
+  MorphTarget both{"both", RowMatrixX3d::Zero(6, 3), RowMatrixX3d::Zero(6, 3), 0.25};
+  both.dV.col(0).setConstant(0.1);
+  both.dN.col(2).setConstant(0.05);
+  MorphTarget second{"second_only", RowMatrixX3d::Zero(6, 3), RowMatrixX3d(0, 3), 0.0};
+  second.dV.bottomRows(3).col(1).setConstant(0.2);
+  const std::string dir = TempDir();
+
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/one.glb", mesh, c.skeleton, c.weights, {}, {}, {both, second}).ok());
+  auto one = ReadGltf(dir + "/one.glb");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->morph_targets.size(), 2u);
+  EXPECT_EQ(one->morph_targets[0].name, "both");
+  EXPECT_EQ(one->morph_targets[0].default_weight, 0.25);
+  EXPECT_TRUE(one->morph_targets[0].dV.isApprox(both.dV, 1e-7));
+  EXPECT_TRUE(one->morph_targets[0].dN.isApprox(both.dN, 1e-7));
+  EXPECT_EQ(one->morph_targets[1].name, "second_only");
+  EXPECT_TRUE(one->morph_targets[1].dV.isApprox(second.dV, 1e-7));
+
+  const std::vector<MeshPart> parts = {{"first", 0, 3}, {"second", 3, 3}};
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/two.glb", mesh, c.skeleton, c.weights, {}, parts, {both, second}).ok());
+  auto two = ReadGltf(dir + "/two.glb");
+  ASSERT_TRUE(two.ok()) << two.status();
+  std::vector<std::string> names;
+  for (const MorphTarget& t : two->morph_targets) names.push_back(t.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("first/both", "second/both", "second/second_only"));
+  // Summed over the parts, the targets move the mesh as the originals do.
+  RowMatrixX3d sum_both = RowMatrixX3d::Zero(6, 3);
+  for (int t = 0; t < 2; ++t) sum_both += two->morph_targets[t].dV;
+  EXPECT_TRUE(sum_both.isApprox(both.dV, 1e-7));
+  EXPECT_TRUE(two->morph_targets[2].dV.isApprox(second.dV, 1e-7));
+  SKINNING_EXPECT_VALID_GLTF((std::vector<std::string>{dir + "/one.glb", dir + "/two.glb"}));
+}
+
 // Writes are whole or not at all. A file size limit (RLIMIT_FSIZE, set in a child process)
 // makes the write fail part way, as a full disk does: the writer says so, the file there before
 // is left as it was and no temporary file is left (tinygltf's own writer left a cut-off .glb and
