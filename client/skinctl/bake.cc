@@ -120,6 +120,8 @@ absl::Status CommandBake(const Args&) {
     ASSIGN_OR_RETURN(rig_name, RegisterCharacter(*client, c));
   }
   ASSIGN_OR_RETURN(v1::BakeOptions options, BakeOptionsFromFlags());
+  // The folder the results go to, before the bake: not after minutes of it.
+  if (absl::GetFlag(FLAGS_wait)) RETURN_IF_ERROR(MakeOutputDir(absl::GetFlag(FLAGS_out)));
   ASSIGN_OR_RETURN(v1::StartBakeResponse started, client->StartBake(rig_name, options));
   std::fprintf(stderr, "%s %s (%s)\n", started.created() ? "started bake" : "found bake", started.bake().name().c_str(),
                BakeStateName(started.bake().metadata().state()).c_str());

@@ -1,13 +1,22 @@
 // skinctl: register, list, inspect, delete, bake and pose rigs on a skinning server. One file
 // per command (commands.h); this file holds the usage text and the dispatch.
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "client/skinctl/commands.h"
+#include "core/util/status_macros.h"
 
 namespace skinning {
 namespace {
@@ -57,12 +66,76 @@ Commands:
   example remove --rig=RIG EXAMPLE   Removes one (its name or id).
 )";
 
-absl::Status Run(const Args& args) {
+// The flags each command reads, beside the connection flags every command takes. A flag given on
+// the command line that the command does not read is an error: it was silently ignored (bake
+// --method=bone_heat baked bbw: --method is pose's).
+constexpr const char* kCharacterFlags[] = {"gltf", "obj", "tgf", "dmat", "name"};
+const std::map<std::string, std::vector<std::string>>& CommandFlags() {
+  static const auto* const flags = [] {
+    auto* m = new std::map<std::string, std::vector<std::string>>{
+        {"register", {}},
+        {"list", {}},
+        {"get", {"out_file"}},
+        {"delete", {}},
+        {"bake", {"rig", "bake_method", "resolution", "influences", "tet", "falloff", "dionne_falloff", "out", "wait",
+                  "weights_bake", "endpoint_method"}},
+        {"bake-status", {}},
+        {"cancel", {}},
+        {"solve", {"bake", "constraints", "iterations", "out", "format"}},
+        {"pose", {"rig", "bake", "pose", "times", "fps", "animation", "method", "stretch", "twist", "out", "format"}},
+        {"example", {"rig", "pose", "mesh", "name"}},
+    };
+    for (const char* command : {"register", "bake", "pose"})
+      for (const char* flag : kCharacterFlags) (*m)[command].push_back(flag);
+    return m;
+  }();
+  return *flags;
+}
+
+// The names of the flags on the command line (--name=value, --name value, -name, --noname for a
+// bool), up to a "--".
+std::vector<std::string> FlagsGiven(int argc, char** argv) {
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view a = argv[i];
+    if (a.empty() || a[0] != '-') continue;
+    a.remove_prefix(a.size() > 1 && a[1] == '-' ? 2 : 1);
+    if (a.empty()) break;  // "--": no flags after it
+    std::string name(a.substr(0, a.find('=')));
+    if (absl::FindCommandLineFlag(name) == nullptr && absl::StartsWith(name, "no")) name = name.substr(2);
+    names.push_back(name);
+  }
+  return names;
+}
+
+absl::Status CheckFlagsOf(const std::string& command, const std::vector<std::string>& given) {
+  const auto it = CommandFlags().find(command);
+  if (it == CommandFlags().end()) return absl::OkStatus();  // an unknown command is reported below
+  static const std::set<std::string> kEveryCommand = {"server",  "deadline_ms", "token",
+                                                      "tls_ca",  "tls_cert",    "tls_key"};
+  for (const std::string& n : given) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(n);
+    if (flag == nullptr || flag->Filename().find("skinctl") == std::string::npos) continue;  // absl's own
+    if (kEveryCommand.count(n) || std::count(it->second.begin(), it->second.end(), n)) continue;
+    std::string hint;
+    if (command == "bake" && n == "method") hint = " (did you mean --bake_method?)";
+    if (command == "pose" && n == "bake_method") hint = " (pose methods are --method; --bake names a bake)";
+    std::vector<std::string> takes;
+    for (const std::string& f : it->second) takes.push_back("--" + f);
+    return absl::InvalidArgumentError(absl::StrCat("--", n, " is not a flag of ", command, hint, "; ", command,
+                                                   " takes ", takes.empty() ? "none" : absl::StrJoin(takes, " "),
+                                                   " (see skinctl --help)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run(const Args& args, const std::vector<std::string>& flags_given) {
   if (args.size() < 2) {
     std::cerr << kUsage;
     return absl::InvalidArgumentError("no command given");
   }
   const std::string command = args[1];
+  RETURN_IF_ERROR(CheckFlagsOf(command, flags_given));
   if (command == "register") return CommandRegister(args);
   if (command == "list") return CommandList(args);
   if (command == "get") return CommandGet(args);
@@ -81,8 +154,9 @@ absl::Status Run(const Args& args) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(skinning::kUsage);
+  const std::vector<std::string> flags_given = skinning::FlagsGiven(argc, argv);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  absl::Status s = skinning::Run(args);
+  absl::Status s = skinning::Run(args, flags_given);
   if (!s.ok()) {
     std::cerr << "skinctl: " << absl::StatusCodeToString(s.code()) << ": " << s.message() << std::endl;
     return 2;

@@ -112,7 +112,14 @@ absl::Status CommandPose(const Args&) {
                                                         local->rig.skeleton.size()));
   }
 
-  // The frames.
+  // The frames: from one source. --fps at most 1,000 (a million frames of a 1 s clip wrote
+  // nothing, past the clip limit), and given, above 0 (0 and below posed the rest pose).
+  const bool fps_given = absl::GetFlag(FLAGS_fps) != 0;
+  if (fps_given && !(absl::GetFlag(FLAGS_fps) > 0 && absl::GetFlag(FLAGS_fps) <= 1000))
+    return absl::InvalidArgumentError(absl::StrFormat("--fps=%g: give a frame rate above 0, at most 1000",
+                                                      absl::GetFlag(FLAGS_fps)));
+  const int sources = !absl::GetFlag(FLAGS_pose).empty() + !absl::GetFlag(FLAGS_times).empty() + fps_given;
+  if (sources > 1) return absl::InvalidArgumentError("give one of --pose, --times and --fps");
   std::vector<std::pair<std::string, Pose>> frames;
   std::vector<v1::Pose> frame_morphs;  // per frame: its morph weights only (none: the defaults)
   if (const std::string pose_file = absl::GetFlag(FLAGS_pose); !pose_file.empty()) {

@@ -315,6 +315,35 @@ TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   EXPECT_THAT(unknown.output, HasSubstr("unknown command 'frobnicate'"));
 }
 
+// Flags another command reads, conflicting frame sources and impossible frame rates are errors
+// (each was silently ignored: bake --method=bone_heat baked bbw), and a bake's --out is checked
+// before the bake starts.
+TEST_F(SkinctlTest, RefusesFlagsOfOtherCommandsAndBadFrameSourcesBeforeWorking) {
+  const std::string gltf = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(gltf);
+  const std::string dir = MakeTempDir("flags");
+  auto method = Skinctl({"bake", "--gltf=" + gltf, "--method=bone_heat"});
+  EXPECT_EQ(method.exit_code, 2);
+  EXPECT_THAT(method.output, HasSubstr("--method is not a flag of bake (did you mean --bake_method?)"));
+  auto nowait = Skinctl({"list", "--nowait"});
+  EXPECT_EQ(nowait.exit_code, 2);
+  EXPECT_THAT(nowait.output, HasSubstr("--wait is not a flag of list; list takes none"));
+  for (const char* fps : {"-5", "1e9"}) {
+    auto bad = Skinctl({"pose", "--gltf=" + gltf, std::string("--fps=") + fps, "--out=" + dir});
+    EXPECT_EQ(bad.exit_code, 2) << fps;
+    EXPECT_THAT(bad.output, HasSubstr("give a frame rate above 0, at most 1000")) << fps;
+  }
+  { std::ofstream(dir + "/rest.json") << R"({"joints": []})"; }
+  auto both = Skinctl({"pose", "--gltf=" + gltf, "--pose=" + dir + "/rest.json", "--times=0.5", "--out=" + dir});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("give one of --pose, --times and --fps"));
+  { std::ofstream(dir + "/a_file") << "x"; }
+  auto out = Skinctl({"bake", "--gltf=" + gltf, "--bake_method=bone_heat", "--out=" + dir + "/a_file/sub"});
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_THAT(out.output, HasSubstr("cannot create " + dir + "/a_file/sub"));
+  EXPECT_THAT(out.output, ::testing::Not(HasSubstr("started bake")));
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
