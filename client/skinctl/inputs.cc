@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -16,6 +17,17 @@ using nlohmann::json;
 
 json Parse(absl::string_view text) {
   return json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+}
+
+// Why `text` is not JSON, in the parser's words ("parse error at line 1, column 27: ... number
+// overflow ..."), for a file that did not parse.
+std::string ParseError(absl::string_view text) {
+  try {
+    (void)json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    return e.what();
+  }
+  return "not JSON";
 }
 
 // A JSON number as a float: finite and within float's range (a larger one would not convert).
@@ -32,10 +44,12 @@ absl::StatusOr<float> AsFloat(const json& v, const std::string& what) {
 absl::StatusOr<Pose> ParsePoseJson(absl::string_view text, const Skeleton& skeleton, const std::string& where) {
   Pose pose = RestPose(skeleton);
   const json doc = Parse(text);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("joints") || !doc["joints"].is_array())
+  if (doc.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", ParseError(text)));
+  // "joints" may be left out (every joint at rest: a file of morph weights only).
+  if (!doc.is_object() || (doc.contains("joints") && !doc["joints"].is_array()))
     return absl::InvalidArgumentError(absl::StrCat(where, ": expected a JSON object with a \"joints\" array"));
   int i = 0;
-  for (const json& entry : doc["joints"]) {
+  for (const json& entry : doc.contains("joints") ? doc["joints"] : json::array()) {
     const std::string at = absl::StrFormat("%s: joints[%d]", where, i++);
     if (!entry.is_object()) return absl::InvalidArgumentError(absl::StrCat(at, ": expected an object"));
     int j = -1;
@@ -70,6 +84,15 @@ absl::StatusOr<Pose> ParsePoseJson(absl::string_view text, const Skeleton& skele
     RETURN_IF_ERROR(numbers("scale", 3, t.scale.data()));
     RETURN_IF_ERROR(numbers("rotation", 4, q));
     t.rotation = Eigen::Quaterniond(q[3], q[0], q[1], q[2]);
+    // Checked here, named by the file's entry and the joint (ValidatePose below names the
+    // skeleton's index).
+    Pose one;
+    one.local = {t};
+    Skeleton just;
+    just.joints = {skeleton.joints[j]};
+    if (absl::Status s = ValidatePose(just, one, "x"); !s.ok())
+      return absl::InvalidArgumentError(absl::StrCat(at, " (joint '", skeleton.joints[j].name, "')",
+                                                     absl::StripPrefix(s.message(), "x.joints[0]")));
   }
   RETURN_IF_ERROR(ValidatePose(skeleton, pose, where.c_str()));
   return pose;

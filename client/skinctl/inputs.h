@@ -17,8 +17,10 @@
 namespace skinning {
 
 // {"joints": [{"name"|"index", "rotation": [x,y,z,w], "translation": [..], "scale": [..]}]}:
-// absolute local transforms; joints not listed keep their rest transform, fields not given keep
-// the rest value. The pose is validated (ValidatePose).
+// absolute local transforms; joints not listed (or no "joints" at all) keep their rest
+// transform, fields not given keep the rest value. Each entry is validated as it is read
+// (ValidatePose's checks, named "<where>: joints[i] (joint 'elbow')..."); text that is not JSON
+// gets the parser's words.
 absl::StatusOr<Pose> ParsePoseJson(absl::string_view text, const Skeleton& skeleton, const std::string& where);
 
 // The "morph_weights" of a JSON pose, into `pose`: an object by target name (into

@@ -259,6 +259,27 @@ TEST_F(SkinctlTest, PoseFileSetsMorphWeightsByTargetName) {
                        "--out=" + dir + "/out2"});
   EXPECT_NE(typo.exit_code, 0);
   EXPECT_THAT(typo.output, HasSubstr("no morph target named 'leen'"));
+  // A file of morph weights only (every joint at rest), and errors named by the file's entry and
+  // the joint, or in the JSON parser's words.
+  auto character = ReadGltf(gltf);
+  ASSERT_TRUE(character.ok());
+  const std::string last = character->skeleton.joints.back().name;
+  {
+    std::ofstream(dir + "/only.json") << R"({"morph_weights": {"lean": 1.0}})";
+    std::ofstream(dir + "/quat.json") << R"({"joints": [{"name": ")" << last << R"(", "rotation": [0, 0, 0, 2]}]})";
+    std::ofstream(dir + "/huge.json") << R"({"joints": [{"index": 0, "translation": [1e400, 0, 0]}]})";
+  }
+  auto only = Skinctl(
+      {"pose", "--gltf=" + gltf, "--pose=" + dir + "/only.json", "--format=obj", "--out=" + dir + "/o"});
+  EXPECT_EQ(only.exit_code, 0) << only.output;
+  auto quat = Skinctl(
+      {"pose", "--gltf=" + gltf, "--pose=" + dir + "/quat.json", "--format=obj", "--out=" + dir + "/q"});
+  EXPECT_EQ(quat.exit_code, 2);
+  EXPECT_THAT(quat.output, HasSubstr("quat.json: joints[0] (joint '" + last + "').rotation has norm 2"));
+  auto huge = Skinctl(
+      {"pose", "--gltf=" + gltf, "--pose=" + dir + "/huge.json", "--format=obj", "--out=" + dir + "/h"});
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_THAT(huge.output, HasSubstr("number overflow"));
 
   // The stored rig exported keeps its targets: names, default weights and deltas (they were
   // dropped), and the file validates.
