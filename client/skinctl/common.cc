@@ -34,6 +34,7 @@ absl::StatusOr<Character> LoadCharacter() {
   Character c;
   const std::string gltf = absl::GetFlag(FLAGS_gltf);
   const std::string obj = absl::GetFlag(FLAGS_obj);
+  if (!gltf.empty() && !obj.empty()) return absl::InvalidArgumentError("give --gltf or --obj (with --tgf), not both");
   if (!gltf.empty()) {
     absl::StatusOr<GltfCharacter> g = ReadGltf(gltf);
     if (!g.ok()) return g.status();  // its message starts with the file's path
@@ -92,6 +93,10 @@ absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c
   std::cerr << (r.created() ? "registered " : "already stored ") << r.rig().name() << " ("
             << r.rig().vertex_count() << " vertices, " << r.rig().joint_count() << " joints"
             << (c.source_summary.empty() ? "" : "; from the file: " + c.source_summary) << ")\n";
+  // A rig is named by its content: the same file again is the stored rig, with its first name.
+  if (!r.created() && r.rig().display_name() != c.rig.name)
+    std::cerr << "note: it keeps its name '" << r.rig().display_name() << "'; '" << c.rig.name
+              << "' is not applied (the same content is the same rig)\n";
   return r.rig().name();
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/skinctl/commands.h"
 #include "client/skinctl/common.h"
@@ -21,6 +22,9 @@ absl::Status CommandGet(const Args& args) {
   const std::string name = RigNameArg(args[2]);
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient());
   const std::string out = absl::GetFlag(FLAGS_out_file);
+  if (!out.empty() && !absl::EndsWithIgnoreCase(out, ".glb") && !absl::EndsWithIgnoreCase(out, ".gltf"))
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out_file=", out, ": a skinned glTF is written, name it .glb or .gltf"));
   ASSIGN_OR_RETURN(v1::Rig got, client->GetRig(name, out.empty() ? v1::RIG_VIEW_UNSPECIFIED : v1::RIG_VIEW_FULL));
   PrintRig(got);
   if (out.empty()) return absl::OkStatus();

@@ -325,6 +325,16 @@ TEST_F(SkinctlTest, AFolderAsAFileIsAnErrorAndDisplayNamesStayInsideOut) {
   EXPECT_TRUE(std::filesystem::exists(out + "/_escaped_name-lbs-rest.obj")) << posed.output;
   EXPECT_FALSE(std::filesystem::exists(dir + "/escaped name-lbs-rest.obj"));
   for (auto& e : std::filesystem::directory_iterator(dir)) EXPECT_EQ(e.path().filename(), "out");
+  // The same content under another name is the stored rig, which keeps its name: said, not silent.
+  auto again = Skinctl({"register", "--gltf=" + gltf, "--name=other"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("it keeps its name '../escaped name'; 'other' is not applied"));
+  auto both = Skinctl({"register", "--gltf=" + gltf, "--obj=" + dir + "/x.obj", "--tgf=" + dir + "/x.tgf"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.output, HasSubstr("give --gltf or --obj (with --tgf), not both"));
+  auto obj = Skinctl({"get", id, "--out_file=" + dir + "/rig.obj"});
+  EXPECT_EQ(obj.exit_code, 2);
+  EXPECT_THAT(obj.output, HasSubstr("name it .glb or .gltf"));
 }
 
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
