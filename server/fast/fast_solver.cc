@@ -1,6 +1,8 @@
 #include "server/fast/fast_solver.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -50,6 +52,10 @@ absl::Status FastFrameSolver::WarmStart(const google::protobuf::RepeatedField<fl
   if (values.size() != 12 * total)
     return absl::InvalidArgumentError(
         absl::StrFormat("warm_start has %d values, expected %d (12 per handle)", values.size(), 12 * total));
+  for (int i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return absl::InvalidArgumentError(
+          absl::StrFormat("warm_start[%d] (handle %d) = %g is not finite", i, i / 12, values[i]));
   transforms_.assign(total, Affine34::Zero());
   for (int h = 0; h < total; ++h)
     for (int r = 0; r < 3; ++r)
@@ -60,6 +66,7 @@ absl::Status FastFrameSolver::WarmStart(const google::protobuf::RepeatedField<fl
 absl::Status FastFrameSolver::ReadConstraints(
     const google::protobuf::RepeatedPtrField<v1::HandleConstraint>& constraints) {
   for (auto& c : constraints_) c = HandleConstraint();
+  std::vector<int> constrained_by(constraints_.size(), -1);  // per handle: the constraint that set it
   for (int i = 0; i < constraints.size(); ++i) {
     const v1::HandleConstraint& c = constraints[i];
     const std::string where = absl::StrFormat("constraints[%d]", i);
@@ -67,6 +74,11 @@ absl::Status FastFrameSolver::ReadConstraints(
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s.joint = %d is not a handle of this model (a joint with weights)", where, c.joint()));
     const int h = handle_of_joint_[c.joint()];
+    // Two constraints on one joint: the last silently won.
+    if (constrained_by[h] >= 0)
+      return absl::InvalidArgumentError(absl::StrFormat("%s.joint = %d is constrained already by constraints[%d]",
+                                                        where, c.joint(), constrained_by[h]));
+    constrained_by[h] = i;
     HandleConstraint& hc = constraints_[h];
     switch (c.kind()) {
       case v1::HandleConstraint::KIND_UNSPECIFIED:

@@ -115,9 +115,41 @@ std::shared_ptr<LoadedRig> PrepareRig(const std::string& id, Rig rig, v1::Rig su
 RigStore::RigStore(std::shared_ptr<BlobStore> blobs, size_t cache_capacity_bytes, RigLimits limits)
     : blobs_(std::move(blobs)), limits_(limits), cache_(cache_capacity_bytes) {}
 
+namespace {
+
+// A joint marked non-deforming (Joint.non_deforming: it never receives weights) that the rig's
+// own weights weight contradicts itself: refused when registered (stored rigs still load).
+absl::Status CheckNonDeformingJointsHaveNoWeight(const Rig& rig) {
+  const Skeleton& sk = rig.skeleton;
+  auto refuse = [&](int j, int vertex) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rig.skeleton.joints[%d] ('%s') is non_deforming, but rig.weights give it weight at vertex %d; clear "
+        "non_deforming or its weights",
+        j, sk.joints[j].name, vertex));
+  };
+  if (rig.sparse_weights) {
+    const SparseWeights& W = *rig.sparse_weights;
+    for (Eigen::Index i = 0; i < W.joints.rows(); ++i)
+      for (Eigen::Index c = 0; c < W.joints.cols(); ++c)
+        if (W.weights(i, c) > 0 && !sk.joints[W.joints(i, c)].deforms)
+          return refuse(W.joints(i, c), static_cast<int>(i));
+  } else if (rig.dense_weights) {
+    const Eigen::MatrixXd& D = *rig.dense_weights;
+    for (Eigen::Index j = 0; j < D.cols(); ++j) {
+      if (sk.joints[j].deforms) continue;
+      for (Eigen::Index i = 0; i < D.rows(); ++i)
+        if (D(i, j) > 0) return refuse(static_cast<int>(j), static_cast<int>(i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<RegisterResult> RigStore::Register(const v1::Rig& proto, const std::string& tenant,
                                                   const std::function<absl::Status()>& still_wanted) {
   ASSIGN_OR_RETURN(Rig rig, RigFromProto(proto, limits_));
+  RETURN_IF_ERROR(CheckNonDeformingJointsHaveNoWeight(rig));
   if (still_wanted) RETURN_IF_ERROR(still_wanted());
   internal::v1::StoredRig stored;
   stored.set_format_version(kRigFormatVersion);

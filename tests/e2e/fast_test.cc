@@ -143,6 +143,22 @@ TEST_F(FastEndToEnd, UnarySolveReturnsVerticesAndNeedsAFastModel) {
   auto refused = client_->Solve(bad);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("constraints[1].joint = 17"));
+
+  // Two constraints on one joint (the last silently won) and a non-finite warm start (taken
+  // silently) are refused.
+  auto twice = req;
+  *twice.add_constraints() = req.constraints(1);
+  refused = client_->Solve(twice);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("constraints[2].joint = 3 is constrained already by constraints[1]"));
+  auto warm = req;
+  for (float v : solved->transforms()) warm.add_warm_start(v);
+  ASSERT_TRUE(client_->Solve(warm).ok());
+  warm.set_warm_start(5, std::nanf(""));
+  refused = client_->Solve(warm);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("warm_start[5] (handle 0) = nan is not finite"));
 }
 
 }  // namespace SKINNING_TEST_FILE

@@ -217,6 +217,20 @@ TEST(RigStore, CacheStaysUnderItsByteCapAndEvictsLeastRecentlyUsed) {
   EXPECT_EQ(store->cache_stats().misses, before.misses + 1);
 }
 
+// Joint.non_deforming says the joint never receives weights: a rig whose own weights weight it
+// contradicts itself and is refused naming the joint and a vertex; without weights it is taken.
+TEST(RigStore, RefusesANonDeformingJointThatTheRigsWeightsWeight) {
+  auto store = OpenStore(MakeTempDir("store"));
+  v1::Rig rig = RigToProto(MakeTwoBoneTube());
+  rig.mutable_skeleton()->mutable_joints(1)->set_non_deforming(true);
+  auto refused = store->Register(rig);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("rig.skeleton.joints[1] ('"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("is non_deforming, but rig.weights give it weight at vertex"));
+  rig.clear_weights();
+  EXPECT_TRUE(store->Register(rig).ok());
+}
+
 TEST(RigStore, DeleteRemovesTheRigAndMalformedIdsAreRejected) {
   auto store = OpenStore(MakeTempDir("store"));
   const std::string id = store->Register(RigToProto(MakeTwoBoneTube()))->rig_id;
