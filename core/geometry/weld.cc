@@ -86,7 +86,32 @@ WeldedMesh Weld(const Mesh& mesh, double relative_tolerance) {
   }
   out.mesh.F.resize(static_cast<Eigen::Index>(tris.size()), 3);
   for (size_t f = 0; f < tris.size(); ++f) out.mesh.F.row(static_cast<Eigen::Index>(f)) = tris[f].transpose();
+  DropUnreferenced(&out);
   return out;
+}
+
+void DropUnreferenced(WeldedMesh* w) {
+  const int n = static_cast<int>(w->mesh.V.rows());
+  std::vector<char> used(n, 0);
+  for (Eigen::Index i = 0; i < w->mesh.F.size(); ++i) used[w->mesh.F.data()[i]] = 1;
+  const int num_used = static_cast<int>(std::count(used.begin(), used.end(), 1));
+  const int64_t unused = n - num_used;
+  // None to drop, nothing to map them to, or too many for the search below (a point cloud).
+  if (unused == 0 || num_used == 0 || unused * num_used > int64_t{400000000}) return;
+  std::vector<int> index(n, -1);
+  RowMatrixX3d V(num_used, 3);
+  for (int v = 0, k = 0; v < n; ++v)
+    if (used[v]) V.row(index[v] = k++) = w->mesh.V.row(v);
+  for (int v = 0; v < n; ++v) {
+    if (used[v]) continue;
+    Eigen::Index nearest = 0;
+    (V.rowwise() - w->mesh.V.row(v)).rowwise().squaredNorm().minCoeff(&nearest);
+    index[v] = static_cast<int>(nearest);
+  }
+  for (Eigen::Index i = 0; i < w->mesh.F.size(); ++i) w->mesh.F.data()[i] = index[w->mesh.F.data()[i]];
+  for (int& o : w->of) o = index[o];
+  w->mesh.V = std::move(V);
+  w->changed = true;
 }
 
 }  // namespace skinning

@@ -19,8 +19,15 @@ struct WeldedMesh {
 // Merges vertices whose positions are within `relative_tolerance` × the bounding-box diagonal
 // of one another (transitively: chains of near points become one vertex, at the position of
 // the first). Triangles that collapse (two corners merged) are dropped. The default merges only
-// exact or near-exact copies.
+// exact or near-exact copies. Then DropUnreferenced.
 WeldedMesh Weld(const Mesh& mesh, double relative_tolerance = 1e-7);
+
+// Vertices that no triangle uses (stray points) are left out of the mesh and mapped to the
+// nearest vertex that one does, so they get its results: kept, a far one stretched the voxel
+// grid of the volumetric methods (coarsening it), and one off the surface lay in no handle's
+// reach (BBW failed). Nothing changes when every vertex is used, when none is, or past 4e8
+// distance tests (unused × used).
+void DropUnreferenced(WeldedMesh* w);
 
 // Rows of M (one per welded vertex) back to the original vertices: row i = M.row(of[i]).
 template <typename Matrix>

@@ -59,6 +59,26 @@ TEST(Weld, AnIndexedMeshIsUnchangedAndCollapsedTrianglesAreDropped) {
   EXPECT_EQ(Weld(m).mesh.F.rows(), 2);
 }
 
+// Stray vertices (no triangle uses them) leave the mesh and take the nearest used vertex's row.
+TEST(Weld, VerticesNoTriangleUsesTakeTheNearestUsedVertex) {
+  Mesh m = SplitSquare();
+  m.V.conservativeResize(8, 3);
+  m.V.row(6) << 0.9, 0.1, 0.5;  // nearest used point: (1, 0, 0)
+  m.V.row(7) << 5, 5, 5;        // far away: nearest (1, 1, 0)
+  const WeldedMesh w = Weld(m);
+  EXPECT_TRUE(w.changed);
+  ASSERT_EQ(w.mesh.V.rows(), 4);
+  EXPECT_EQ(w.of, (std::vector<int>{0, 1, 2, 0, 2, 3, 1, 2}));
+  EXPECT_EQ(w.mesh.F.maxCoeff(), 3);
+  // An indexed mesh with one stray vertex changes too (it used to be baked with the stray point).
+  Mesh indexed = Weld(SplitSquare()).mesh;
+  indexed.V.conservativeResize(5, 3);
+  indexed.V.row(4) << 0, 0.9, 0;
+  const WeldedMesh v = Weld(indexed);
+  EXPECT_TRUE(v.changed);
+  EXPECT_EQ(v.of.back(), 3);
+}
+
 TEST(Weld, UnweldGivesEveryCopyItsPointsRow) {
   const WeldedMesh w = Weld(SplitSquare());
   Eigen::MatrixXd M(4, 2);

@@ -118,6 +118,33 @@ TEST(Bake, BoneWeightMethodsGivePartitionOfUnityAndTopK) {
   }
 }
 
+// A vertex no triangle uses, off the surface or far away: every method bakes (BBW failed with
+// nodes "in connected parts of the domain that contain no handle node", and a far one coarsened
+// the voxel grid), and the stray vertex gets the weights of the nearest vertex of the surface.
+TEST(Bake, StrayVerticesGetTheirNearestSurfaceVertexsWeightsAndLeaveTheGridAlone) {
+  const Baked& c = Cylinder();
+  const int nv = static_cast<int>(c.rig.mesh.V.rows());
+  Mesh stray = c.rig.mesh;
+  stray.V.conservativeResize(nv + 2, 3);
+  const Eigen::RowVector3d lo = c.rig.mesh.V.colwise().minCoeff(), hi = c.rig.mesh.V.colwise().maxCoeff();
+  stray.V.row(nv) = hi + 0.1 * (hi - lo);  // just off a corner of the box
+  stray.V.row(nv + 1) = hi + 20 * (hi - lo);
+  for (BakeMethod m : {BakeMethod::kBoneHeat, BakeMethod::kGeodesicVoxel, BakeMethod::kBbw}) {
+    SCOPED_TRACE(BakeMethodName(m));
+    absl::StatusOr<BakeResult> plain = Bake(c.rig.mesh, c.rig.skeleton, Options(m));
+    absl::StatusOr<BakeResult> r = Bake(stray, c.rig.skeleton, Options(m));
+    ASSERT_TRUE(plain.ok() && r.ok()) << r.status();
+    ASSERT_EQ(r->weights.rows(), nv + 2);
+    // The surface's weights are those of the mesh without the stray points (same grid).
+    EXPECT_LE((r->weights.topRows(nv) - plain->weights).cwiseAbs().maxCoeff(), 1e-9);
+    for (int s = nv; s < nv + 2; ++s) {
+      Eigen::Index nearest = 0;
+      (c.rig.mesh.V.rowwise() - stray.V.row(s)).rowwise().squaredNorm().minCoeff(&nearest);
+      EXPECT_EQ(r->weights.row(s), r->weights.row(nearest)) << s;
+    }
+  }
+}
+
 TEST(Bake, SwingTwistIsBakeSwingTwistOnTheSameOptions) {
   const Baked& c = Cylinder();
   BakeOptions o = Options(BakeMethod::kSwingTwist);
