@@ -287,6 +287,13 @@ static absl::StatusOr<BakeResult> BakeWelded(const Mesh& mesh, const Skeleton& s
       for (const JointHandle& h : handles) deforming += h.deforms;
       if (deforming == 0)
         return absl::InvalidArgumentError("skeleton has no deforming joint to bake weights for");
+      // Measured: the same character scaled by 1e-6 to 1e30 bakes the same weights (within 3e-7);
+      // at 1e-7 geodesic voxel's, and at 1e-9 every method's, came out different, unannounced.
+      if (const double diag = BoundingBoxDiagonal(mesh.V); diag < kMinBakeDiagonal)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "the mesh's bounding-box diagonal is %g; %s weights need at least %g (scale the character up: the "
+            "weights do not depend on its scale above that)",
+            diag, BakeMethodName(options.method), kMinBakeDiagonal));
       result.report.method = BakeMethodName(options.method);
       RETURN_IF_ERROR(BakeBoneWeights(mesh, handles, options, progress, &result));
       break;

@@ -86,6 +86,10 @@ struct BakeResult {
   std::shared_ptr<const ElasticModel> elastic_model;  // kElasticModel
 };
 
+// The smallest bounding-box diagonal bone_heat, geodesic_voxel and bbw take (INVALID_ARGUMENT
+// below it): their weights are the same from there up (checked to 1e30).
+inline constexpr double kMinBakeDiagonal = 1e-6;
+
 // Validates the options, the mesh and the skeleton, then runs options.method: bone heat on the
 // surface; geodesic voxel or BBW weights on the domain's nodes pinned by RasterizeHandles, mapped
 // to the vertices (clamped to [0, 1], rows renormalized); BakeSwingTwist; BakeEndpointWeights;
