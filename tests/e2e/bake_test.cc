@@ -292,6 +292,38 @@ TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
   EXPECT_EQ(mended->weights().SerializeAsString(), before.weights().SerializeAsString());
 }
 
+// A WatchBake of one bake on its own thread: `running` once it reports RUNNING, `status` and
+// `ended` once the watch returns (after Join; the destructor joins too).
+class BackgroundWatch {
+ public:
+  BackgroundWatch(Client& client, const std::string& bake)
+      : thread_([this, &client, bake] {
+          status = client
+                       .WatchBake(bake,
+                                  [this](const v1::Bake& b) {
+                                    if (b.metadata().state() == v1::BAKE_STATE_RUNNING) running = true;
+                                    return true;
+                                  })
+                       .status();
+          ended = std::chrono::steady_clock::now();
+        }) {}
+  ~BackgroundWatch() { Join(); }
+  bool WaitRunning() {
+    for (int i = 0; i < 400 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return running;
+  }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::atomic<bool> running{false};
+  absl::Status status;
+  std::chrono::steady_clock::time_point ended;
+
+ private:
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
 // A watch cut by the server's shutdown: the drain answers UNAVAILABLE, the client's retry lands in
 // the last moments of the shutdown where gRPC answers CANCELLED (skinctl bake then ended with a
 // bare "CANCELLED" 6 times out of 7), and the retry after that finds no server. The client
@@ -309,22 +341,11 @@ TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
     ASSERT_TRUE(reg.ok()) << reg.status();
     auto started = client.StartBake(reg->rig().name(), Bbw(80));
     ASSERT_TRUE(started.ok()) << started.status();
-    std::atomic<bool> running{false};
-    absl::Status watched;
-    std::thread watcher([&] {
-      watched = client
-                    .WatchBake(started->bake().name(),
-                               [&](const v1::Bake& b) {
-                                 if (b.metadata().state() == v1::BAKE_STATE_RUNNING) running = true;
-                                 return true;
-                               })
-                    .status();
-    });
-    for (int i = 0; i < 400 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(running) << "the bake did not start";
+    BackgroundWatch watch(client, started->bake().name());
+    ASSERT_TRUE(watch.WaitRunning()) << "the bake did not start";
     EXPECT_EQ(server.Stop(SIGTERM), 0);
-    watcher.join();
-    EXPECT_EQ(watched.code(), absl::StatusCode::kUnavailable) << "round " << round << ": " << watched;
+    watch.Join();
+    EXPECT_EQ(watch.status.code(), absl::StatusCode::kUnavailable) << "round " << round << ": " << watch.status;
   }
 }
 
@@ -342,30 +363,18 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   ASSERT_TRUE(reg.ok()) << reg.status();
   auto started = client.StartBake(reg->rig().name(), Bbw(80));
   ASSERT_TRUE(started.ok()) << started.status();
-  std::atomic<bool> running{false};
-  absl::Status watched;
-  std::chrono::steady_clock::time_point ended;
-  std::thread watcher([&] {
-    watched = client
-                  .WatchBake(started->bake().name(),
-                             [&](const v1::Bake& b) {
-                               if (b.metadata().state() == v1::BAKE_STATE_RUNNING) running = true;
-                               return true;
-                             })
-                  .status();
-    ended = std::chrono::steady_clock::now();
-  });
-  for (int i = 0; i < 400 && !running; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(running) << "the bake did not start";
+  BackgroundWatch watch(client, started->bake().name());
+  ASSERT_TRUE(watch.WaitRunning()) << "the bake did not start";
   EXPECT_EQ(server->Stop(SIGKILL), 128 + SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   server = std::make_unique<ServerProcess>(store, std::vector<std::string>{absl::StrCat("--address=127.0.0.1:", port)});
   ASSERT_EQ(server->port(), port);
-  watcher.join();
-  EXPECT_EQ(watched.code(), absl::StatusCode::kNotFound) << watched;
-  EXPECT_THAT(std::string(watched.message()), HasSubstr("the bake is gone after the server went away and came back"));
-  EXPECT_GE(ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
+  watch.Join();
+  EXPECT_EQ(watch.status.code(), absl::StatusCode::kNotFound) << watch.status;
+  EXPECT_THAT(std::string(watch.status.message()),
+              HasSubstr("the bake is gone after the server went away and came back"));
+  EXPECT_GE(watch.ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
