@@ -324,6 +324,20 @@ class BackgroundWatch {
   std::thread thread_;  // last: it starts once the members above exist
 };
 
+// Registers the tube, starts a resolution-80 BBW bake of it and watches it until it runs (null,
+// with a failure recorded, when any step fails).
+std::unique_ptr<BackgroundWatch> WatchARunningBake(Client& client) {
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  EXPECT_TRUE(reg.ok()) << reg.status();
+  if (!reg.ok()) return nullptr;
+  auto started = client.StartBake(reg->rig().name(), Bbw(80));
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (!started.ok()) return nullptr;
+  auto watch = std::make_unique<BackgroundWatch>(client, started->bake().name());
+  EXPECT_TRUE(watch->WaitRunning()) << "the bake did not start";
+  return watch;
+}
+
 // A watch cut by the server's shutdown: the drain answers UNAVAILABLE, the client's retry lands in
 // the last moments of the shutdown where gRPC answers CANCELLED (skinctl bake then ended with a
 // bare "CANCELLED" 6 times out of 7), and the retry after that finds no server. The client
@@ -337,15 +351,11 @@ TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
     o.initial_backoff = std::chrono::milliseconds(20);
     o.deadline = std::chrono::milliseconds(1500);  // how long the watch tries to reconnect
     Client client(o);
-    auto reg = client.CreateRig(TubeWithoutWeights());
-    ASSERT_TRUE(reg.ok()) << reg.status();
-    auto started = client.StartBake(reg->rig().name(), Bbw(80));
-    ASSERT_TRUE(started.ok()) << started.status();
-    BackgroundWatch watch(client, started->bake().name());
-    ASSERT_TRUE(watch.WaitRunning()) << "the bake did not start";
+    const std::unique_ptr<BackgroundWatch> watch = WatchARunningBake(client);
+    ASSERT_TRUE(watch && watch->running);
     EXPECT_EQ(server.Stop(SIGTERM), 0);
-    watch.Join();
-    EXPECT_EQ(watch.status.code(), absl::StatusCode::kUnavailable) << "round " << round << ": " << watch.status;
+    watch->Join();
+    EXPECT_EQ(watch->status.code(), absl::StatusCode::kUnavailable) << "round " << round << ": " << watch->status;
   }
 }
 
@@ -359,22 +369,18 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   ClientOptions o = Options(*server);
   o.deadline = std::chrono::seconds(20);
   Client client(o);
-  auto reg = client.CreateRig(TubeWithoutWeights());
-  ASSERT_TRUE(reg.ok()) << reg.status();
-  auto started = client.StartBake(reg->rig().name(), Bbw(80));
-  ASSERT_TRUE(started.ok()) << started.status();
-  BackgroundWatch watch(client, started->bake().name());
-  ASSERT_TRUE(watch.WaitRunning()) << "the bake did not start";
+  const std::unique_ptr<BackgroundWatch> watch = WatchARunningBake(client);
+  ASSERT_TRUE(watch && watch->running);
   EXPECT_EQ(server->Stop(SIGKILL), 128 + SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   server = std::make_unique<ServerProcess>(store, std::vector<std::string>{absl::StrCat("--address=127.0.0.1:", port)});
   ASSERT_EQ(server->port(), port);
-  watch.Join();
-  EXPECT_EQ(watch.status.code(), absl::StatusCode::kNotFound) << watch.status;
-  EXPECT_THAT(std::string(watch.status.message()),
+  watch->Join();
+  EXPECT_EQ(watch->status.code(), absl::StatusCode::kNotFound) << watch->status;
+  EXPECT_THAT(std::string(watch->status.message()),
               HasSubstr("the bake is gone after the server went away and came back"));
-  EXPECT_GE(watch.ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
+  EXPECT_GE(watch->ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
