@@ -398,8 +398,9 @@ absl::Status ValidateStretchTwist(const Skeleton& skeleton, const std::vector<St
         "%s.bone_twist has %d end angles, the skeleton has %d joints", field, st.twist_b.size(), m));
   auto no_bone = [&](const char* name, int index, double value, int j) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s.%s[%d] = %g: joint %d (%s) has no single bone", field, name, index,
-                        value, j, skeleton.joints[j].name));
+        absl::StrFormat("%s.%s[%d] = %g: joint %d (%s) has no single bone (it is a leaf without a tail, has "
+                        "several children, or its bone has zero length)",
+                        field, name, index, value, j, skeleton.joints[j].name));
   };
   for (int j = 0; j < m; ++j) {
     if (!st.stretch.empty()) {

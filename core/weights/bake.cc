@@ -244,6 +244,11 @@ absl::StatusOr<BakeResult> Bake(const Mesh& mesh, const Skeleton& given_skeleton
     // Copies of one point (seams, non-indexed triangles) must get one set of weights: bake the
     // welded mesh and give each copy its point's results.
     const WeldedMesh welded = Weld(mesh);
+    if (welded.mesh.F.rows() == 0 && mesh.F.rows() > 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "mesh: all %d triangles are degenerate once vertices within 1e-7 of the bounding-box diagonal are "
+          "merged (%d vertices, %d distinct points)",
+          mesh.F.rows(), mesh.V.rows(), welded.mesh.V.rows()));
     if (welded.changed) {
       BakeOptions on_welded = options;
       if (on_welded.source_weights.rows() == mesh.V.rows()) {

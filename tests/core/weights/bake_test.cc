@@ -180,6 +180,12 @@ TEST(Bake, BoneWeightsDoNotDependOnScaleAndTinyMeshesAreRefused) {
     EXPECT_EQ(tiny.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(Message(tiny.status()), HasSubstr("the mesh's bounding-box diagonal is 5e-07"));
   }
+  // Every vertex at one point: said so (it was "mesh has no triangles").
+  Mesh point = c.rig.mesh;
+  point.V.rowwise() = c.rig.mesh.V.row(0);
+  const absl::Status s = Bake(point, c.rig.skeleton, Options(BakeMethod::kBoneHeat)).status();
+  EXPECT_THAT(Message(s), HasSubstr("triangles are degenerate once vertices within 1e-7"));
+  EXPECT_THAT(Message(s), HasSubstr("1 distinct points"));
 }
 
 TEST(Bake, SwingTwistIsBakeSwingTwistOnTheSameOptions) {
