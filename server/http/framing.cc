@@ -19,15 +19,13 @@ namespace {
 
 absl::string_view View(boost::beast::string_view v) { return absl::string_view(v.data(), v.size()); }
 
-// A header value quoted in an error message: its printable ASCII (other bytes become '?'), at
-// most 64 characters.
+}  // namespace
+
 std::string Quoted(absl::string_view value) {
   std::string out = "'";
   for (char c : value.substr(0, 64)) out += c >= 0x20 && c < 0x7f ? c : '?';
   return absl::StrCat(out, value.size() > 64 ? "...'" : "'");
 }
-
-}  // namespace
 
 absl::Status FramingError(const HttpRequest& request, bool parsed_chunked) {
   const auto [first, last] = request.equal_range(http::field::transfer_encoding);

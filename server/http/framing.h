@@ -32,6 +32,10 @@ absl::StatusOr<bool> ExpectsContinue(const HttpRequest& request);
 // characters). Only the key: the version and the other upgrade headers are Beast's to check.
 absl::Status WebSocketKeyError(const HttpRequest& request);
 
+// A value from the request (a header, the target) quoted in an error message: 'value' with its
+// printable ASCII (other bytes become '?'), at most 64 characters ("...'" past them).
+std::string Quoted(absl::string_view value);
+
 // What is wrong with a body that did not parse (a chunked one: its size, a missing CRLF), in
 // words for a 400.
 std::string BodyError(const boost::system::error_code& ec);

@@ -114,8 +114,8 @@ absl::StatusOr<std::optional<std::string>> QueryParameter(absl::string_view targ
       const int hi = i + 2 < kv.size() ? HexDigit(kv[i + 1]) : -1;
       const int lo = hi >= 0 ? HexDigit(kv[i + 2]) : -1;
       if (lo < 0)
-        return absl::InvalidArgumentError(absl::StrCat(name, " in the query: '", kv.substr(i, 3), "' at offset ", i,
-                                                       " is not a percent-escape (% and two hex digits)"));
+        return absl::InvalidArgumentError(absl::StrCat(name, " in the query: ", Quoted(kv.substr(i, 3)), " at offset ",
+                                                       i, " is not a percent-escape (% and two hex digits)"));
       value += static_cast<char>(16 * hi + lo);
       i += 2;
     }
@@ -175,7 +175,7 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
       if (kind == ConnectService::Kind::kNone || kind == ConnectService::Kind::kBidiSession) {
         const absl::Status s =
             kind == ConnectService::Kind::kNone
-                ? absl::UnimplementedError(absl::StrCat("no method ", path, " (see proto/skinning/v1)"))
+                ? absl::UnimplementedError(absl::StrCat("no method ", Quoted(path), " (see proto/skinning/v1)"))
                 : absl::UnimplementedError(absl::StrCat(path, " is bidirectional: open it as a WebSocket"));
         HttpResponse res = ConnectError(req, 404, s);
         return ex->Respond(std::move(res));

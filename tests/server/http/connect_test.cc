@@ -86,6 +86,9 @@ TEST(HttpQueryTest, ParametersArePercentDecodedAndPlusStaysAPlus) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("not a percent-escape")) << bad;
   }
+  // The bad escape is quoted printable (http_head_fuzz found its raw bytes in the message).
+  EXPECT_THAT(std::string(token("/s?access_token=tok%\xb2" "Ben").status().message()),
+              ::testing::HasSubstr("'%?B' at offset 3"));
 }
 
 }  // namespace SKINNING_TEST_FILE
