@@ -156,7 +156,8 @@ TEST(CrashRecovery, TwentyKillsUnderMixedLoadLoseNothingAClientWasToldAbout) {
         v1::CreateExampleRequest req;
         req.set_parent(posed_name);
         req.set_example_id(absl::StrCat("r", round, "-", i));
-        *req.mutable_example()->mutable_pose() = Bent(posed_rig, 5 + 4 * round + 0.3 * i);  // a new pose each
+        // A new pose each, at least 1° from any other (PSD refuses examples within 0.01 rad).
+        *req.mutable_example()->mutable_pose() = Bent(posed_rig, 5 + 8 * round + 0.6 * i);
         for (int v = 0; v < posed_vertices; ++v)
           for (int a = 0; a < 3; ++a)
             req.mutable_example()->add_positions(static_cast<float>(posed_rig.mesh.V(v, a) * (1.0 + 0.001 * (i % 5))));
@@ -262,7 +263,8 @@ TEST(CrashRecovery, RedisKilledAndRestartedDuringWritesLosesNothingAcknowledged)
         v1::CreateExampleRequest req;
         req.set_parent(parent);
         req.set_example_id(absl::StrCat("w", t, "-", i));
-        *req.mutable_example()->mutable_pose() = Bent(posed_rig, 1 + 0.35 * i + 0.1 * t);
+        // Writer t's i-th pose: 0.65° (more than PSD's 0.01 rad) from every other.
+        *req.mutable_example()->mutable_pose() = Bent(posed_rig, 1 + 1.3 * i + 0.65 * t);
         for (int v = 0; v < posed_rig.mesh.V.rows(); ++v)
           for (int a = 0; a < 3; ++a) req.mutable_example()->add_positions(static_cast<float>(posed_rig.mesh.V(v, a)));
         absl::StatusOr<v1::CreateExampleResponse> example = absl::UnknownError("not tried");
