@@ -69,6 +69,15 @@ void SetCorsHeaders(HttpResponse* response, const std::string& origin) {
 
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// A refusal of the transport (a bad framing, too many connections): the front door's error
+// format (a Connect error body) with its own HTTP status, closing the connection.
+HttpResponse TransportRefusal(unsigned http_status, const absl::Status& status) {
+  HttpRequest dummy;
+  dummy.version(11);
+  dummy.keep_alive(false);
+  return MakeResponse(dummy, http_status, "application/json", ConnectErrorJson(status, "http"));
+}
+
 }  // namespace
 
 HttpResponse MakeResponse(const HttpRequest& request, unsigned status, const std::string& content_type,
@@ -174,10 +183,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // their own HTTP status. A browser page of an allowed origin gets the CORS headers, so that it
   // sees the refusal.
   void RespondAndClose(unsigned http_status, const absl::Status& status) {
-    HttpRequest dummy;
-    dummy.version(11);
-    dummy.keep_alive(false);
-    HttpResponse res = MakeResponse(dummy, http_status, "application/json", ConnectErrorJson(status, "http"));
+    HttpResponse res = TransportRefusal(http_status, status);
     if (parser_ && server_->options_.cors_origin) SetCorsHeaders(&res, server_->options_.cors_origin(parser_->get()));
     Write(std::move(res));
   }
@@ -586,7 +592,6 @@ void HttpServer::Accept() {
 }
 
 void HttpServer::RefuseConnection(tcp::socket socket) {
-  ++refused_connections_;
   const absl::Status status = absl::UnavailableError(
       absl::StrCat("the server has ", options_.max_connections, " connections open, its limit; retry later"));
   if (!at_connection_limit_) {
@@ -594,11 +599,7 @@ void HttpServer::RefuseConnection(tcp::socket socket) {
                  options_.address.c_str(), std::string(status.message()).c_str());
     at_connection_limit_ = true;
   }
-  HttpRequest dummy;
-  dummy.version(11);
-  dummy.keep_alive(false);
-  auto res = std::make_shared<HttpResponse>(
-      MakeResponse(dummy, 503, "application/json", ConnectErrorJson(status, "http")));
+  auto res = std::make_shared<HttpResponse>(TransportRefusal(503, status));
   res->set(http::field::retry_after, "1");
   res->prepare_payload();
   std::make_shared<RefusedConnection>(std::move(socket))->Send(std::move(res));

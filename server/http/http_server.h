@@ -100,8 +100,6 @@ class HttpServer {
   void Stop();
   bool stopping() const { return stopping_.load(); }
   int open_connections() const { return connections_.load(); }
-  // Connections refused at max_connections since the start.
-  int64_t refused_connections() const { return refused_connections_.load(); }
 
  private:
   friend class Connection;
@@ -126,7 +124,6 @@ class HttpServer {
   std::vector<std::thread> io_threads_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
-  std::atomic<int64_t> refused_connections_{0};
   bool at_connection_limit_ = false;  // on the acceptor's strand: logged once per episode
   int port_ = 0;
 };
