@@ -1,4 +1,6 @@
 // skinning-server: the gRPC skinning service.
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -79,6 +81,24 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "--tls_cert)");
 ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in flight may finish");
 
+namespace {
+
+pthread_t main_thread;
+
+// The main thread blocks SIGTERM and SIGINT and takes them with sigwait, and every thread it starts
+// inherits the block. A thread that a library started before main (OpenBLAS starts its pool when
+// it is loaded) does not block them, and the kernel may give a signal sent to the process to any
+// thread that does not block it: there the default action ended the server at once, without a
+// drain (exit 143, seen in CI). On such a thread this handler passes the signal on to the main
+// thread, which blocks it until sigwait takes it.
+void PassToMainThread(int sig) {
+  const int saved = errno;
+  pthread_kill(main_thread, sig);
+  errno = saved;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("The skinning service's gRPC server.\nUsage: skinning-server [flags]");
   absl::ParseCommandLine(argc, argv);
@@ -104,6 +124,15 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // (Installed after the block: on the main thread itself the handler would pass the signal to
+  // itself again and again.)
+  main_thread = pthread_self();
+  struct sigaction pass {};
+  pass.sa_handler = PassToMainThread;
+  pass.sa_flags = SA_RESTART;
+  sigfillset(&pass.sa_mask);
+  sigaction(SIGTERM, &pass, nullptr);
+  sigaction(SIGINT, &pass, nullptr);
 
   skinning::ServerOptions options;
   options.address = absl::GetFlag(FLAGS_address);
