@@ -110,7 +110,9 @@ absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::
                                             const GltfSizeLimits& limits = {});
 
 // Writes a skinned glTF: mesh (positions, normals when present, indices), a node per joint with
-// its rest transform, a skin with inverse bind matrices, JOINTS_0/WEIGHTS_0 (and _1 when k > 4)
+// its rest transform (node j = joint j), a skin with inverse bind matrices whose joints are every
+// joint but the chain of unweighted non-deforming joints at the top of a one-root skeleton (an
+// "Armature" node stays a plain node), JOINTS_0/WEIGHTS_0 (and _1 when k > 4)
 // and the given animations. With `parts` (ValidateMeshParts), one mesh and one mesh node per
 // part, named after it, each with the one skin. `.glb` paths are written binary, `.gltf` with
 // an embedded buffer. Morph targets (ValidateMorphTargets) go to every part where one moves a

@@ -149,6 +149,32 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
       RETURN_IF_ERROR(ValidateAnimationChannel(animations[a].channels[c], nj,
                                       absl::StrFormat("animations[%d].channels[%d]", a, c)));
 
+  // The skin's joints: every joint but the chain of unweighted non-deforming joints above the
+  // skeleton (a file's "Z_UP" and "Armature" nodes). Those stay plain nodes, as the file that
+  // brought them had them: listed as joints, Blender imported them as two more bones. (ReadGltf
+  // takes such ancestors back as non-deforming joints, in the same order.)
+  std::vector<bool> weighted(nj, false);
+  for (int v = 0; v < nv; ++v)
+    for (int c = 0; c < k; ++c)
+      if (weights.weights(v, c) != 0.f) weighted[weights.joints(v, c)] = true;
+  std::vector<std::vector<int>> children(nj);
+  std::vector<int> roots;
+  for (int j = 0; j < nj; ++j) {
+    const int parent = skeleton.joints[j].parent;
+    (parent < 0 ? roots : children[parent]).push_back(j);
+  }
+  std::vector<bool> plain(nj, false);
+  for (int j = roots.size() == 1 ? roots[0] : -1;
+       j >= 0 && !skeleton.joints[j].deforms && !weighted[j] && children[j].size() == 1; j = children[j][0])
+    plain[j] = true;
+  std::vector<int> skin_joints;  // skeleton joint of each skin joint
+  std::vector<int> skin_index(nj, -1);
+  for (int j = 0; j < nj; ++j)
+    if (!plain[j]) {
+      skin_index[j] = static_cast<int>(skin_joints.size());
+      skin_joints.push_back(j);
+    }
+
   tinygltf::Model model;
   model.asset.version = "2.0";
   model.asset.generator = "skinning";
@@ -191,7 +217,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
           // An influence of weight 0 names joint 0, as the spec's validator expects (a top-k row
           // of a bake with fewer than k nonzero weights still lists k joints).
           ws[v * 4 + c] = weights.weights(first + v, col);
-          js[v * 4 + c] = ws[v * 4 + c] != 0.f ? static_cast<uint16_t>(weights.joints(first + v, col)) : 0;
+          js[v * 4 + c] = ws[v * 4 + c] != 0.f ? static_cast<uint16_t>(skin_index[weights.joints(first + v, col)]) : 0;
         }
       prim.attributes[absl::StrFormat("JOINTS_%d", set)] = builder.Add(
           js, kArrayBuffer, TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT, TINYGLTF_TYPE_VEC4, count);
@@ -242,17 +268,18 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   }
 
   // Skin with column-major inverse bind matrices.
-  std::vector<float> ibm(static_cast<size_t>(nj) * 16);
-  for (int j = 0; j < nj; ++j) {
-    Eigen::Matrix4d M = skeleton.joints[j].inverse_bind.matrix();
+  const int ns = static_cast<int>(skin_joints.size());
+  std::vector<float> ibm(static_cast<size_t>(ns) * 16);
+  for (int s = 0; s < ns; ++s) {
+    Eigen::Matrix4d M = skeleton.joints[skin_joints[s]].inverse_bind.matrix();
     M.row(3) << 0, 0, 0, 1;
     for (int c = 0; c < 4; ++c)
-      for (int r = 0; r < 4; ++r) ibm[j * 16 + c * 4 + r] = static_cast<float>(M(r, c));
+      for (int r = 0; r < 4; ++r) ibm[s * 16 + c * 4 + r] = static_cast<float>(M(r, c));
   }
   tinygltf::Skin skin;
   skin.inverseBindMatrices =
-      builder.Add(ibm, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_MAT4, nj);
-  for (int j = 0; j < nj; ++j) skin.joints.push_back(j);
+      builder.Add(ibm, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_MAT4, ns);
+  skin.joints = skin_joints;
   model.skins.push_back(skin);
 
   for (const Animation& animation : animations) {

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -694,6 +695,23 @@ TEST(GltfWriteTest, SkinnedGltfRoundTripOfCesiumMan) {
   EXPECT_EQ(b->skeleton.size(), a->skeleton.size());
   EXPECT_EQ(b->animations[0].channels.size(), a->animations[0].channels.size());
   EXPECT_TRUE(ToDense(b->weights, 21).isApprox(ToDense(a->weights, 21), 1e-6));
+  // The file's two non-joint ancestors ("Z_UP", "Armature": read as non-deforming joints) are
+  // written as plain nodes again, not as two more skin joints, and come back in the same place.
+  for (int j = 0; j < a->skeleton.size(); ++j) {
+    EXPECT_EQ(b->skeleton.joints[j].name, a->skeleton.joints[j].name) << j;
+    EXPECT_EQ(b->skeleton.joints[j].deforms, a->skeleton.joints[j].deforms) << j;
+  }
+  tinygltf::TinyGLTF loader;
+  tinygltf::Model m;
+  std::string err, warn;
+  ASSERT_TRUE(loader.LoadBinaryFromFile(&m, &err, &warn, out)) << err;
+  ASSERT_EQ(m.skins.size(), 1u);
+  EXPECT_EQ(m.skins[0].joints.size(), 19u);
+  std::vector<std::string> plain;
+  for (int n = 0; n < static_cast<int>(m.nodes.size()); ++n)
+    if (m.nodes[n].mesh < 0 && absl::c_find(m.skins[0].joints, n) == m.skins[0].joints.end())
+      plain.push_back(m.nodes[n].name);
+  EXPECT_THAT(plain, ::testing::UnorderedElementsAre("Z_UP", "Armature"));
 }
 
 // Everything the writers produce passes the Khronos glTF Validator with no error: skinned
