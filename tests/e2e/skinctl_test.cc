@@ -23,6 +23,7 @@
 #include "tests/support/morph_gltf.h"
 #include "tests/support/multi_skin_gltf.h"
 #include "tests/support/server_process.h"
+#include "tests/support/tinygltf_load.h"
 
 namespace skinning {
 namespace {
@@ -199,10 +200,9 @@ TEST_F(SkinctlTest, MultiSkinFileKeepsItsNodesApartInEveryOutput) {
   std::vector<std::string> files = testing::GltfFilesIn(out);
   ASSERT_GE(files.size(), 3u) << "frames at 0, 0.5, 1 and 1.5 s";
   for (const std::string& file : files) {
-    tinygltf::Model model;
-    tinygltf::TinyGLTF loader;
-    std::string err, warn;
-    ASSERT_TRUE(loader.LoadBinaryFromFile(&model, &err, &warn, file)) << err;
+    absl::StatusOr<tinygltf::Model> loaded = testing::LoadTinyGltf(file);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const tinygltf::Model& model = *loaded;
     ASSERT_EQ(model.meshes.size(), 3u) << file;
     for (int p = 0; p < 3; ++p) {
       EXPECT_EQ(model.nodes[model.scenes[0].nodes[p]].name, absl::StrFormat("instance%d", p));

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "tests/support/tinygltf_load.h"
 
 namespace skinning::testing::gltf_reference {
 namespace {
@@ -28,36 +29,6 @@ using Eigen::Matrix3d;
 using Eigen::Matrix4d;
 using Eigen::Vector3d;
 using Eigen::Vector4d;
-
-// ---------------------------------------------------------------------------------------------
-// Loading.
-
-bool SkipImage(tinygltf::Image*, const int, std::string*, std::string*, int, int,
-               const unsigned char*, int, void*) {
-  return true;
-}
-
-absl::StatusOr<tinygltf::Model> LoadModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  char magic[4] = {0, 0, 0, 0};
-  in.read(magic, 4);
-  const bool binary = in.gcount() == 4 && std::memcmp(magic, "glTF", 4) == 0;
-  in.close();
-
-  tinygltf::TinyGLTF loader;
-  loader.SetImageLoader(&SkipImage, nullptr);
-  tinygltf::Model model;
-  std::string err;
-  std::string warn;
-  const bool ok = binary ? loader.LoadBinaryFromFile(&model, &err, &warn, path)
-                         : loader.LoadASCIIFromFile(&model, &err, &warn, path);
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tinygltf failed to load ", path, ": ", err.empty() ? warn : err));
-  }
-  return model;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Accessors (spec 3.6): elements of `count` × `components` numbers, read from raw bytes.
@@ -537,7 +508,7 @@ absl::StatusOr<std::vector<Matrix4d>> GlobalMatrices(const tinygltf::Model& mode
 // ---------------------------------------------------------------------------------------------
 
 absl::StatusOr<KeyTimes> AnimationKeyTimes(const std::string& path, int animation) {
-  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadTinyGltf(path));
   if (animation < 0 || animation >= static_cast<int>(model.animations.size())) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no animation ", animation));
   }
@@ -622,7 +593,7 @@ absl::StatusOr<std::vector<std::vector<Matrix4d>>> JointMatrices(
 
 absl::StatusOr<SkinnedPositions> SkinAtTime(const std::string& path, int animation, double t,
                                             Blend blend, const std::vector<double>* morph_weights) {
-  ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
+  ASSIGN_OR_RETURN(tinygltf::Model model, LoadTinyGltf(path));
   if (model.skins.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no skin"));
   const int num_nodes = static_cast<int>(model.nodes.size());
   ASSIGN_OR_RETURN(std::vector<Matrix4d> local, LocalMatrices(model, animation, t));

@@ -16,6 +16,7 @@
 #include "tests/support/gltf_validator.h"
 #include "tests/support/morph_gltf.h"
 #include "tests/support/server_process.h"
+#include "tests/support/tinygltf_load.h"
 
 namespace skinning {
 namespace {
@@ -77,10 +78,9 @@ TEST(GltfMorph, SparseTargetsReadAsTheirDenseTwin) {
   // The file is sparse where the test says: some targets list fewer elements than they have,
   // over no view; one lists half over a base view.
   {
-    tinygltf::Model model;
-    tinygltf::TinyGLTF io;
-    std::string err, warn;
-    ASSERT_TRUE(io.LoadBinaryFromFile(&model, &err, &warn, sparse_path)) << err;
+    absl::StatusOr<tinygltf::Model> loaded = testing::LoadTinyGltf(sparse_path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const tinygltf::Model& model = *loaded;
     int over_zeros = 0, over_base = 0, omitted = 0;
     for (const tinygltf::Primitive& prim : model.meshes[0].primitives)
       for (const auto& target : prim.targets)

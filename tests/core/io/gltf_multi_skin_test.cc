@@ -15,6 +15,7 @@
 #include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/multi_skin_gltf.h"
+#include "tests/support/tinygltf_load.h"
 
 namespace skinning {
 namespace {
@@ -98,10 +99,9 @@ TEST(GltfMultiSkin, OutputKeepsEveryNodeApart) {
   ASSERT_TRUE(WriteSkinnedGltf(skinned, c->mesh, c->skeleton, c->weights, c->animations, parts).ok());
   ASSERT_TRUE(WriteObj(obj, c->mesh, parts).ok());
 
-  tinygltf::Model model;
-  tinygltf::TinyGLTF loader;
-  std::string err, warn;
-  ASSERT_TRUE(loader.LoadBinaryFromFile(&model, &err, &warn, posed)) << err;
+  absl::StatusOr<tinygltf::Model> loaded = testing::LoadTinyGltf(posed);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const tinygltf::Model& model = *loaded;
   ASSERT_EQ(model.meshes.size(), 3u);
   ASSERT_EQ(model.scenes[0].nodes.size(), 3u);
   for (int p = 0; p < 3; ++p) {

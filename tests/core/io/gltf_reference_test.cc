@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "tests/support/data.h"
 #include "tests/support/temp_files.h"
+#include "tests/support/tinygltf_load.h"
 
 namespace skinning::testing::gltf_reference {
 namespace {
@@ -33,20 +34,10 @@ constexpr double kPi = 3.14159265358979323846;
 
 // --- Minimal direct reads with tinygltf, independent of the reference's accessor code. --------
 
-bool NoImages(tinygltf::Image*, const int, std::string*, std::string*, int, int,
-              const unsigned char*, int, void*) {
-  return true;
-}
-
-tinygltf::Model LoadDirect(const std::string& path, bool binary) {
-  tinygltf::TinyGLTF loader;
-  loader.SetImageLoader(&NoImages, nullptr);
-  tinygltf::Model model;
-  std::string err, warn;
-  const bool ok = binary ? loader.LoadBinaryFromFile(&model, &err, &warn, path)
-                         : loader.LoadASCIIFromFile(&model, &err, &warn, path);
-  EXPECT_TRUE(ok) << err;
-  return model;
+tinygltf::Model LoadDirect(const std::string& path) {
+  absl::StatusOr<tinygltf::Model> model = testing::LoadTinyGltf(path);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *std::move(model) : tinygltf::Model();
 }
 
 // Float accessor in a tightly packed buffer view.
@@ -115,7 +106,7 @@ TEST(GltfReferenceSimpleSkin, RootWeightedVerticesStayPut) {
 TEST(GltfReferenceSimpleSkin, KeyRotationsAboutJointOne) {
   SKINNING_REQUIRE_DATA(SimpleSkinPath());
   // Key times and rotations straight from the file.
-  const tinygltf::Model model = LoadDirect(SimpleSkinPath(), /*binary=*/false);
+  const tinygltf::Model model = LoadDirect(SimpleSkinPath());
   ASSERT_EQ(model.animations.size(), 1u);
   const tinygltf::AnimationSampler& sampler = model.animations[0].samplers[0];
   ASSERT_EQ(model.animations[0].channels[0].target_node, 2);
@@ -150,7 +141,7 @@ TEST(GltfReferenceSimpleSkin, KeyRotationsAboutJointOne) {
 
 TEST(GltfReferenceSimpleSkin, LinearRotationIsSlerpBetweenKeys) {
   SKINNING_REQUIRE_DATA(SimpleSkinPath());
-  const tinygltf::Model model = LoadDirect(SimpleSkinPath(), /*binary=*/false);
+  const tinygltf::Model model = LoadDirect(SimpleSkinPath());
   const tinygltf::AnimationSampler& sampler = model.animations[0].samplers[0];
   const std::vector<float> times = TightFloats(model, sampler.input);
   const std::vector<float> quats = TightFloats(model, sampler.output);
@@ -435,7 +426,7 @@ TEST(GltfReferenceSamples, CesiumManKeyTimes) {
   EXPECT_LT(keys->start, 0.1);
   EXPECT_NEAR(keys->end, 2.0, 0.05);
   // Against the accessors' declared min/max, read directly.
-  const tinygltf::Model model = LoadDirect(path, /*binary=*/true);
+  const tinygltf::Model model = LoadDirect(path);
   double min = 1e30, max = -1e30;
   for (const tinygltf::AnimationSampler& s : model.animations[0].samplers) {
     const tinygltf::Accessor& input = model.accessors[s.input];
@@ -513,8 +504,7 @@ TEST_P(GltfReferenceAllSamples, UnanimatedPoseIsTheBindShape) {
   SKINNING_REQUIRE_DATA(path);
   auto result = SkinAtTime(path, /*animation=*/-1, 0.0);
   ASSERT_TRUE(result.ok()) << result.status();
-  const tinygltf::Model model =
-      LoadDirect(path, std::string(GetParam()).find(".glb") != std::string::npos);
+  const tinygltf::Model model = LoadDirect(path);
   const tinygltf::Skin& skin = model.skins[0];
   Eigen::Matrix4d inverse_bind = Eigen::Matrix4d::Identity();
   if (skin.inverseBindMatrices >= 0) {

@@ -37,6 +37,7 @@
 #include "tests/support/glb.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/morph_gltf.h"
+#include "tests/support/tinygltf_load.h"
 
 namespace skinning {
 namespace {
@@ -701,10 +702,9 @@ TEST(GltfWriteTest, SkinnedGltfRoundTripOfCesiumMan) {
     EXPECT_EQ(b->skeleton.joints[j].name, a->skeleton.joints[j].name) << j;
     EXPECT_EQ(b->skeleton.joints[j].deforms, a->skeleton.joints[j].deforms) << j;
   }
-  tinygltf::TinyGLTF loader;
-  tinygltf::Model m;
-  std::string err, warn;
-  ASSERT_TRUE(loader.LoadBinaryFromFile(&m, &err, &warn, out)) << err;
+  absl::StatusOr<tinygltf::Model> written = testing::LoadTinyGltf(out);
+  ASSERT_TRUE(written.ok()) << written.status();
+  const tinygltf::Model& m = *written;
   ASSERT_EQ(m.skins.size(), 1u);
   EXPECT_EQ(m.skins[0].joints.size(), 19u);
   std::vector<std::string> plain;
@@ -826,12 +826,9 @@ TEST(GltfWriteTest, PosedGltfRoundTrip) {
     const std::string path = dir + "/" + name;
     ASSERT_TRUE(WritePosedGltf(path, c.mesh).ok());
     // Read back with tinygltf itself, independently of ReadGltf.
-    tinygltf::TinyGLTF loader;
-    tinygltf::Model m;
-    std::string err, warn;
-    const bool ok = absl::EndsWith(name, ".glb") ? loader.LoadBinaryFromFile(&m, &err, &warn, path)
-                                                 : loader.LoadASCIIFromFile(&m, &err, &warn, path);
-    ASSERT_TRUE(ok) << err;
+    absl::StatusOr<tinygltf::Model> loaded = testing::LoadTinyGltf(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const tinygltf::Model& m = *loaded;
     ASSERT_EQ(m.meshes.size(), 1u);
     EXPECT_TRUE(m.skins.empty());
     ASSERT_EQ(m.meshes[0].primitives.size(), 1u);
