@@ -46,24 +46,19 @@ class BlobStore {
 
 // Files under a root directory; a key "rigs/abc" is the file <root>/rigs/abc. Writes go to a
 // temporary file in the same directory, are fsynced, then renamed over the target (and the
-// directory fsynced), so a crash never leaves half a file under a key.
+// directory fsynced), so a crash never leaves half a file under a key. Files are framed as Redis
+// values are (blob_framing.h), so Get returns DATA_LOSS naming the key for a file that was cut
+// or damaged on disk; a file without the header (written before the framing) is read as it is.
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::string& root);
 
 // Redis (hiredis) at host:port, for several replicas sharing one store. A key "rigs/abc" is the
 // Redis string <key_prefix>rigs/abc. Each value is written with ONE SET (so a reader sees all of
-// it or none), as a 20-byte header followed by the payload, integers little-endian:
-//   bytes 0-3    magic "SKB1"
-//   bytes 4-7    format version (kRedisBlobFormatVersion)
-//   bytes 8-15   payload length in bytes
-//   bytes 16-19  CRC-32 (IEEE 802.3, as zlib's crc32) of the payload
-// Get checks all four and returns DATA_LOSS naming the key on any mismatch. The store is
+// it or none), framed (blob_framing.h: a 20-byte header with the payload's length and CRC-32);
+// Get returns DATA_LOSS naming the key for a value that fails the check. The store is
 // thread-safe: calls share a small pool of connections; a connection that fails is dropped and
 // the call returns UNAVAILABLE (the next call reconnects). Fails with UNAVAILABLE when Redis
 // does not answer PING. Opening it makes the process ignore SIGPIPE (a socket whose peer went
 // away must not kill a server).
-inline constexpr char kRedisBlobMagic[4] = {'S', 'K', 'B', '1'};
-inline constexpr uint32_t kRedisBlobFormatVersion = 1;
-inline constexpr size_t kRedisBlobHeaderBytes = 20;
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string& host, int port,
                                                               const std::string& key_prefix = "skinning:");
 

@@ -13,12 +13,16 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "core/util/process_stats.h"
 #include "core/util/status_macros.h"
+#include "server/store/blob_framing.h"
 #include "server/store/blob_store.h"
 
 namespace skinning {
@@ -110,17 +114,20 @@ class FilesystemBlobStore : public BlobStore {
     const std::string tmp = absl::StrFormat("%s.tmp.%s.%s.%d", target.string(), host, WriterId(), counter++);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("create", key);
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        const absl::Status s = Errno("write", key);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return s;
+    const std::string header = BlobHeader(bytes);
+    for (const absl::string_view part : {absl::string_view(header), absl::string_view(bytes)}) {
+      size_t done = 0;
+      while (done < part.size()) {
+        const ssize_t n = ::write(fd, part.data() + done, part.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          const absl::Status s = Errno("write", key);
+          ::close(fd);
+          ::unlink(tmp.c_str());
+          return s;
+        }
+        done += static_cast<size_t>(n);
       }
-      done += static_cast<size_t>(n);
     }
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
       const absl::Status s = Errno("flush", key);
@@ -151,7 +158,11 @@ class FilesystemBlobStore : public BlobStore {
     std::ostringstream ss;
     ss << in.rdbuf();
     if (in.bad()) return Errno("read", key);
-    return ss.str();
+    std::string value = ss.str();
+    if (!StartsFramed(value)) return value;  // written before the framing
+    ASSIGN_OR_RETURN(const absl::string_view payload, BlobPayload(value, absl::StrCat("stored object '", key, "'")));
+    value.erase(0, payload.data() - value.data());
+    return value;
   }
 
   absl::StatusOr<bool> Exists(const std::string& key) override {

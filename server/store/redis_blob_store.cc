@@ -4,7 +4,6 @@
 #include <sys/time.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "core/util/status_macros.h"
+#include "server/store/blob_framing.h"
 #include "server/store/blob_store.h"
 #include "server/store/redis_pool.h"
 
@@ -25,35 +25,6 @@ namespace {
 
 // Keys asked for per SCAN step.
 constexpr char kScanCount[] = "1000";
-
-// CRC-32 with the IEEE 802.3 polynomial (reflected 0xEDB88320), initial value and final xor
-// 0xFFFFFFFF: the checksum zlib's crc32() and PNG use.
-uint32_t Crc32(const char* data, size_t size) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int bit = 0; bit < 8; ++bit) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  uint32_t crc = 0xFFFFFFFFu;
-  for (size_t i = 0; i < size; ++i)
-    crc = table[(crc ^ static_cast<uint8_t>(data[i])) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
-
-void AppendLittleEndian(uint64_t value, int bytes, std::string* out) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-
-uint64_t ReadLittleEndian(const char* p, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i)
-    value |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return value;
-}
 
 absl::Status CheckKey(const std::string& key) {
   bool ok = !key.empty() && key.front() != '/' && !absl::StrContains(key, "..");
@@ -94,7 +65,7 @@ class RedisBlobStore : public BlobStore {
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
     RETURN_IF_ERROR(CheckKey(key));
-    const std::string value = Encode(bytes);
+    const std::string value = FrameBlob(bytes);
     const std::string redis_key = prefix_ + key;
     ASSIGN_OR_RETURN(Reply reply, Command({"SET", redis_key, value}, absl::StrCat("SET '", key, "'")));
     if (reply->type != REDIS_REPLY_STATUS)
@@ -169,12 +140,12 @@ class RedisBlobStore : public BlobStore {
         "return 1\n";
     RETURN_IF_ERROR(CheckKey(guard));
     std::vector<std::string> keys = {prefix_ + guard};
-    std::vector<std::string> values = {expected.has_value() ? "1" : "0", expected.has_value() ? Encode(*expected) : ""};
+    std::vector<std::string> values = {expected.has_value() ? "1" : "0", expected.has_value() ? FrameBlob(*expected) : ""};
     for (const Write& w : writes) {
       RETURN_IF_ERROR(CheckKey(w.key));
       keys.push_back(prefix_ + w.key);
       values.push_back(w.bytes.has_value() ? "set" : "del");
-      values.push_back(w.bytes.has_value() ? Encode(*w.bytes) : "");
+      values.push_back(w.bytes.has_value() ? FrameBlob(*w.bytes) : "");
     }
     const std::string num_keys = absl::StrCat(keys.size());
     std::vector<absl::string_view> args = {"EVAL", kScript, num_keys};
@@ -185,44 +156,11 @@ class RedisBlobStore : public BlobStore {
   }
 
  private:
-  // The stored form of a payload: the 20-byte header (blob_store.h), then the payload.
-  static std::string Encode(const std::string& bytes) {
-    std::string value;
-    value.reserve(kRedisBlobHeaderBytes + bytes.size());
-    value.append(kRedisBlobMagic, sizeof kRedisBlobMagic);
-    AppendLittleEndian(kRedisBlobFormatVersion, 4, &value);
-    AppendLittleEndian(bytes.size(), 8, &value);
-    AppendLittleEndian(Crc32(bytes.data(), bytes.size()), 4, &value);
-    value.append(bytes);
-    return value;
-  }
-
   absl::StatusOr<std::string> Decode(const std::string& key, const char* data, size_t size) const {
-    const std::string what =
-        absl::StrCat("stored object '", key, "' (redis key '", prefix_, key, "')");
-    if (size < kRedisBlobHeaderBytes)
-      return absl::DataLossError(
-          absl::StrFormat("%s is corrupt: %d bytes, shorter than the %d-byte header", what, size,
-                          kRedisBlobHeaderBytes));
-    if (std::memcmp(data, kRedisBlobMagic, sizeof kRedisBlobMagic) != 0)
-      return absl::DataLossError(
-          absl::StrCat(what, " is corrupt: it does not start with the magic \"SKB1\""));
-    const uint64_t version = ReadLittleEndian(data + 4, 4);
-    if (version != kRedisBlobFormatVersion)
-      return absl::DataLossError(absl::StrFormat("%s has format version %d, this server reads %d",
-                                                 what, version, kRedisBlobFormatVersion));
-    const uint64_t length = ReadLittleEndian(data + 8, 8);
-    const size_t actual = size - kRedisBlobHeaderBytes;
-    if (length != actual)
-      return absl::DataLossError(absl::StrFormat(
-          "%s is corrupt: its header says %d payload bytes but %d follow", what, length, actual));
-    const char* payload = data + kRedisBlobHeaderBytes;
-    const uint32_t expected_crc = static_cast<uint32_t>(ReadLittleEndian(data + 16, 4));
-    const uint32_t crc = Crc32(payload, actual);
-    if (crc != expected_crc)
-      return absl::DataLossError(absl::StrFormat(
-          "%s is corrupt: payload CRC-32 %08x, header says %08x", what, crc, expected_crc));
-    return std::string(payload, actual);
+    ASSIGN_OR_RETURN(const absl::string_view payload,
+                     BlobPayload(absl::string_view(data, size),
+                                 absl::StrCat("stored object '", key, "' (redis key '", prefix_, key, "')")));
+    return std::string(payload);
   }
 
   absl::StatusOr<Reply> Command(const std::vector<absl::string_view>& args, const std::string& what) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/store/blob_framing.h"
 #include "server/store/blob_store.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -111,13 +112,13 @@ TEST_F(RedisBlobStoreTest, PutGetExistsDeleteListRoundTrip) {
   // The stored layout, checked by hand: magic, version, length, CRC-32, payload.
   ASSERT_TRUE(store_->Put("check/crc", "123456789").ok());
   const std::string raw = RawGet("skinning:check/crc");
-  ASSERT_EQ(raw.size(), kRedisBlobHeaderBytes + 9);
+  ASSERT_EQ(raw.size(), kBlobHeaderBytes + 9);
   EXPECT_EQ(raw.substr(0, 4), "SKB1");
-  EXPECT_EQ(LittleEndian(raw, 4, 4), kRedisBlobFormatVersion);
+  EXPECT_EQ(LittleEndian(raw, 4, 4), kBlobFormatVersion);
   EXPECT_EQ(LittleEndian(raw, 8, 8), 9u);
   EXPECT_EQ(LittleEndian(raw, 16, 4), 0xCBF43926u)
       << "the published CRC-32 check value of \"123456789\"";
-  EXPECT_EQ(raw.substr(kRedisBlobHeaderBytes), "123456789");
+  EXPECT_EQ(raw.substr(kBlobHeaderBytes), "123456789");
 
   EXPECT_TRUE(*store_->Delete("rigs/a.pb"));
   EXPECT_FALSE(*store_->Delete("rigs/a.pb"));
@@ -152,7 +153,7 @@ TEST_F(RedisBlobStoreTest, CorruptValueIsDataLoss) {
   // A good header over a payload with one flipped byte.
   ASSERT_TRUE(store_->Put("rigs/flip.pb", RandomBytes(4096, 1)).ok());
   std::string raw = RawGet("skinning:rigs/flip.pb");
-  raw[kRedisBlobHeaderBytes + 1000] ^= 0x01;
+  raw[kBlobHeaderBytes + 1000] ^= 0x01;
   RawSet("skinning:rigs/flip.pb", raw);
   s = store_->Get("rigs/flip.pb").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;

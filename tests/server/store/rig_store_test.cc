@@ -9,9 +9,11 @@
 #include "absl/strings/str_format.h"
 
 #include "server/convert/convert.h"
+#include "server/store/blob_store.h"
 #include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/server_process.h"
+#include "tests/support/stored_file.h"
 
 namespace skinning {
 namespace {
@@ -135,9 +137,8 @@ TEST(RigStore, StoresAtomicallyWithAFormatVersionAndSurvivesReopening) {
   EXPECT_THAT(files, ::testing::ElementsAre("rigs/" + id + ".info", "rigs/" + id + ".pb"));
   // The summary is a StoredRigSummary (RigInfo's layout) and reads back as the Rig's
   // output-only fields.
-  std::ifstream info_in(dir + "/rigs/" + id + ".info", std::ios::binary);
   internal::v1::StoredRigSummary info;
-  ASSERT_TRUE(info.ParseFromIstream(&info_in));
+  ASSERT_TRUE(info.ParseFromString(testing::StoredPayload(dir + "/rigs/" + id + ".info")));
   const v1::Rig summary = SummaryFromStored(info);
   EXPECT_EQ(summary.name(), "rigs/" + id);
   EXPECT_EQ(summary.vertex_count(), MakeTwoBoneTube().mesh.V.rows());
@@ -145,9 +146,8 @@ TEST(RigStore, StoresAtomicallyWithAFormatVersionAndSurvivesReopening) {
   EXPECT_EQ(summary.influence_count(), 2);
   EXPECT_GT(summary.size_bytes(), 0);
   EXPECT_GT(summary.create_time().seconds(), 0);
-  std::ifstream in(dir + "/rigs/" + id + ".pb", std::ios::binary);
   internal::v1::StoredRig stored;
-  ASSERT_TRUE(stored.ParseFromIstream(&in));
+  ASSERT_TRUE(stored.ParseFromString(testing::StoredPayload(dir + "/rigs/" + id + ".pb")));
   EXPECT_EQ(stored.format_version(), kRigFormatVersion);
   EXPECT_EQ(stored.rig_id(), id);
 
@@ -168,19 +168,33 @@ TEST(RigStore, RefusesCorruptOrForeignVersionArtifactsWithDataLoss) {
     id = store->Register(RigToProto(MakeTwoBoneTube()))->rig_id;
   }
   const std::string path = dir + "/rigs/" + id + ".pb";
-  std::string bytes;
+  std::string file;
   {
     std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
+    file.assign(std::istreambuf_iterator<char>(in), {});
   }
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  // Cut in half (the blob store's length check), and its payload cut in half and written whole
+  // (the artifact does not parse).
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << file.substr(0, file.size() / 2);
   auto loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
-
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("payload bytes but"));
+  auto blobs = OpenFilesystemBlobStore(dir);
+  ASSERT_TRUE(blobs.ok()) << blobs.status();
+  const std::string key = "rigs/" + id + ".pb";
   internal::v1::StoredRig stored;
-  ASSERT_TRUE(stored.ParseFromString(bytes));
+  {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
+    ASSERT_TRUE(stored.ParseFromString(testing::StoredPayload(path)));
+    const std::string whole = stored.SerializeAsString();
+    ASSERT_TRUE((*blobs)->Put(key, whole.substr(0, whole.size() / 2)).ok());
+  }
+  loaded = OpenStore(dir)->Get(id);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
+  EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("does not parse"));
+
   stored.set_format_version(kRigFormatVersion + 1);
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << stored.SerializeAsString();
+  ASSERT_TRUE((*blobs)->Put(key, stored.SerializeAsString()).ok());
   loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("format version"));
@@ -188,7 +202,7 @@ TEST(RigStore, RefusesCorruptOrForeignVersionArtifactsWithDataLoss) {
   // An artifact whose content does not match its address is refused too.
   stored.set_format_version(kRigFormatVersion);
   stored.mutable_rig()->mutable_mesh()->set_positions(0, 42.f);
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << stored.SerializeAsString();
+  ASSERT_TRUE((*blobs)->Put(key, stored.SerializeAsString()).ok());
   loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("content address"));
@@ -281,7 +295,7 @@ TEST(RigStore, ARigWithoutAReadableSummaryIsListedAndRegisteringItWritesTheSumma
 
   // Garbage, and another rig's summary: both read as no summary of this rig.
   internal::v1::StoredRigSummary foreign;
-  ASSERT_TRUE(foreign.ParseFromString(good));
+  ASSERT_TRUE(foreign.ParseFromString(testing::StoredPayload(info)));
   foreign.set_rig_id("rig-00000000000000000000000000000000");
   for (const std::string& bad : {std::string("\x0a\xff\xff\xff\x7f garbage"), foreign.SerializeAsString()}) {
     std::ofstream(info, std::ios::binary | std::ios::trunc) << bad;
