@@ -156,7 +156,7 @@ TEST(CrashRecovery, TwentyKillsUnderMixedLoadLoseNothingAClientWasToldAbout) {
         v1::CreateExampleRequest req;
         req.set_parent(posed_name);
         req.set_example_id(absl::StrCat("r", round, "-", i));
-        // A new pose each, at least 1° from any other (PSD refuses examples within 0.01 rad).
+        // A new pose each, at least 0.6° from any other (PSD refuses examples within 0.01 rad, 0.57°).
         *req.mutable_example()->mutable_pose() = Bent(posed_rig, 5 + 8 * round + 0.6 * i);
         for (int v = 0; v < posed_vertices; ++v)
           for (int a = 0; a < 3; ++a)

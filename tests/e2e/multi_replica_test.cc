@@ -21,12 +21,14 @@
 #include "tests/support/fixtures.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
+#include "tests/support/stored_file.h"
 
 namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
+using ::skinning::testing::LittleEndian;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RedisConnection;
@@ -102,13 +104,6 @@ void ExpectSameAs(const Served& got, const Served& want, const std::string& wher
                                      << "\nexpected\n"
                                      << (want_bake.ParseFromString(want.bake) ? want_bake.ShortDebugString() : "?");
   EXPECT_TRUE(got.weights == want.weights) << where << ": GetWeights differs";
-}
-
-uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(s[at + i])) << (8 * i);
-  return v;
 }
 
 uint32_t BitwiseCrc32(const char* data, size_t n) {

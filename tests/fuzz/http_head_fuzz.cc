@@ -26,6 +26,7 @@
 #include "server/http/connect_error.h"
 #include "server/http/framing.h"
 #include "server/http/front_door.h"
+#include "server/http/http_server.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ void CheckRefusal(const absl::Status& status) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   http::request_parser<http::string_body> parser;
-  parser.header_limit(16 << 10);  // HttpServerOptions::max_header_bytes
+  parser.header_limit(static_cast<uint32_t>(skinning::HttpServerOptions{}.max_header_bytes));  // the default
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   boost::beast::error_code ec;
   const size_t head = parser.put(boost::asio::buffer(data, size), ec);

@@ -1,20 +1,34 @@
-// A file of the filesystem store read from outside the server: its payload after the 20-byte
-// header (magic "SKB1", version, length, CRC-32; server/store/blob_framing.h), for tests that
-// look at or damage what the server stored.
+// What a store wrote, read from outside the server: whole files, the little-endian fields of the
+// stores' 20-byte header (magic "SKB1", version, length, CRC-32; server/store/blob_framing.h),
+// and a stored file's payload, for tests that look at or damage what the server stored.
 #ifndef SKINNING_TESTS_SUPPORT_STORED_FILE_H_
 #define SKINNING_TESTS_SUPPORT_STORED_FILE_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <string>
 
 namespace skinning::testing {
 
+// The bytes of the file `path`; empty when it cannot be read.
+inline std::string ReadRawFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The unsigned little-endian integer of `bytes` bytes at `at` in `s`.
+inline uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(s[at + i])) << (8 * i);
+  return v;
+}
+
 // The payload of the stored file `path`; a file without the header (written before the
 // framing) as it is; empty when it cannot be read.
 inline std::string StoredPayload(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string raw(std::istreambuf_iterator<char>(in), {});
+  const std::string raw = ReadRawFile(path);
   constexpr size_t kHeader = 20;
   return raw.size() >= kHeader && raw.compare(0, 4, "SKB1") == 0 ? raw.substr(kHeader) : raw;
 }

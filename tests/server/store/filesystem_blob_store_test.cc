@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -17,6 +16,7 @@
 #include "server/store/blob_framing.h"
 #include "server/store/blob_store.h"
 #include "tests/support/server_process.h"
+#include "tests/support/stored_file.h"
 
 namespace skinning {
 namespace {
@@ -78,19 +78,8 @@ TEST(FilesystemBlobStore, OpeningRemovesLeftoversOfGoneWritersOnly) {
   fs::remove_all(root);
 }
 
-std::string ReadRaw(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 void WriteRaw(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(s[at + i])) << (8 * i);
-  return v;
 }
 
 // The layout checked by hand (the Redis store's: magic, version, length, CRC-32, payload); a
@@ -102,12 +91,12 @@ TEST(FilesystemBlobStore, FilesAreFramedAndADamagedOneIsDataLoss) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   BlobStore& store = **opened;
   ASSERT_TRUE(store.Put("check/crc", "123456789").ok());
-  const std::string raw = ReadRaw(root / "check" / "crc");
+  const std::string raw = testing::ReadRawFile((root / "check" / "crc").string());
   ASSERT_EQ(raw.size(), kBlobHeaderBytes + 9);
   EXPECT_EQ(raw.substr(0, 4), "SKB1");
-  EXPECT_EQ(LittleEndian(raw, 4, 4), kBlobFormatVersion);
-  EXPECT_EQ(LittleEndian(raw, 8, 8), 9u);
-  EXPECT_EQ(LittleEndian(raw, 16, 4), 0xCBF43926u) << "the published CRC-32 check value of \"123456789\"";
+  EXPECT_EQ(testing::LittleEndian(raw, 4, 4), kBlobFormatVersion);
+  EXPECT_EQ(testing::LittleEndian(raw, 8, 8), 9u);
+  EXPECT_EQ(testing::LittleEndian(raw, 16, 4), 0xCBF43926u) << "the published CRC-32 check value of \"123456789\"";
   EXPECT_EQ(*store.Get("check/crc"), "123456789");
 
   std::string payload(100000, '\0');
@@ -115,7 +104,7 @@ TEST(FilesystemBlobStore, FilesAreFramedAndADamagedOneIsDataLoss) {
   ASSERT_TRUE(store.Put("bakes/b.pb", payload).ok());
   EXPECT_EQ(*store.Get("bakes/b.pb"), payload);
   const fs::path file = root / "bakes" / "b.pb";
-  const std::string good = ReadRaw(file);
+  const std::string good = testing::ReadRawFile(file.string());
   const auto expect_loss = [&](const std::string& why) {
     const absl::Status s = store.Get("bakes/b.pb").status();
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;

@@ -17,12 +17,14 @@
 #include "server/store/blob_store.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
+#include "tests/support/stored_file.h"
 
 namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
+using ::skinning::testing::LittleEndian;
 using ::skinning::testing::RedisConnection;
 using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RedisReply;
@@ -49,13 +51,6 @@ uint32_t BitwiseCrc32(const std::string& data) {
     for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
   }
   return ~crc;
-}
-
-uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(s[at + i])) << (8 * i);
-  return v;
 }
 
 class RedisBlobStoreTest : public ::testing::Test {

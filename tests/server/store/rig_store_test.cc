@@ -168,27 +168,21 @@ TEST(RigStore, RefusesCorruptOrForeignVersionArtifactsWithDataLoss) {
     id = store->Register(RigToProto(MakeTwoBoneTube()))->rig_id;
   }
   const std::string path = dir + "/rigs/" + id + ".pb";
-  std::string file;
-  {
-    std::ifstream in(path, std::ios::binary);
-    file.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  // Cut in half (the blob store's length check), and its payload cut in half and written whole
-  // (the artifact does not parse).
+  auto blobs = OpenFilesystemBlobStore(dir);
+  ASSERT_TRUE(blobs.ok()) << blobs.status();
+  const std::string key = "rigs/" + id + ".pb";
+  const absl::StatusOr<std::string> payload = (*blobs)->Get(key);
+  ASSERT_TRUE(payload.ok()) << payload.status();
+  internal::v1::StoredRig stored;
+  ASSERT_TRUE(stored.ParseFromString(*payload));
+  // The file cut in half (the blob store's length check), then the payload cut in half and
+  // written whole (the artifact does not parse).
+  const std::string file = testing::ReadRawFile(path);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << file.substr(0, file.size() / 2);
   auto loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
   EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("payload bytes but"));
-  auto blobs = OpenFilesystemBlobStore(dir);
-  ASSERT_TRUE(blobs.ok()) << blobs.status();
-  const std::string key = "rigs/" + id + ".pb";
-  internal::v1::StoredRig stored;
-  {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
-    ASSERT_TRUE(stored.ParseFromString(testing::StoredPayload(path)));
-    const std::string whole = stored.SerializeAsString();
-    ASSERT_TRUE((*blobs)->Put(key, whole.substr(0, whole.size() / 2)).ok());
-  }
+  ASSERT_TRUE((*blobs)->Put(key, payload->substr(0, payload->size() / 2)).ok());
   loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
   EXPECT_THAT(std::string(loaded.status().message()), HasSubstr("does not parse"));
@@ -264,15 +258,8 @@ TEST(RigStore, ARigWithoutAReadableSummaryIsListedAndRegisteringItWritesTheSumma
   const v1::Rig proto = RigToProto(MakeTwoBoneTube());
   const std::string id = OpenStore(dir)->Register(proto)->rig_id;
   const std::string info = dir + "/rigs/" + id + ".info";
-  std::string good;
-  {
-    std::ifstream in(info, std::ios::binary);
-    good.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const auto read_info = [&] {
-    std::ifstream in(info, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
+  const std::string good = testing::ReadRawFile(info);
+  const auto read_info = [&] { return testing::ReadRawFile(info); };
   const auto expect_listed = [&](RigStore& store) {
     absl::StatusOr<std::vector<v1::Rig>> listed = store.List();
     ASSERT_TRUE(listed.ok()) << listed.status();
