@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +31,9 @@ ABSL_FLAG(int, max_pollers, 8, "most gRPC threads waiting for new calls (0 = gRP
 ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store (when --redis is empty)");
 ABSL_FLAG(std::string, redis, "", "host:port of a Redis shared by several replicas; empty = the --store_dir directory");
 ABSL_FLAG(std::string, redis_prefix, "skinning:", "prefix of this service's keys in Redis");
+ABSL_FLAG(double, store_wait_seconds, 60,
+          "with --redis: how long to wait at start for Redis to answer (starting, or loading its data) before "
+          "exiting 1; SIGTERM ends the wait");
 ABSL_FLAG(int, max_message_mb, 64, "largest request or response in MiB");
 ABSL_FLAG(int, cache_mb, 1024, "memory for the in-memory rig cache in MiB (LRU by bytes)");
 ABSL_FLAG(int, bake_cache_mb, 256, "memory for finished bakes kept in memory in MiB (LRU by bytes)");
@@ -174,8 +178,36 @@ int main(int argc, char** argv) {
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
 
   absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
+  // A shared store that does not answer yet (Redis starting with the pods, restarting, or loading
+  // its append-only file) is waited for, so that replicas started with it do not exit and go into
+  // a crash-loop back-off. Every other error stops the server at once.
+  const double store_wait = absl::GetFlag(FLAGS_store_wait_seconds);
+  const auto wait_start = std::chrono::steady_clock::now();
+  double reported = -1;
+  while (!server.ok() && absl::IsUnavailable(server.status()) && !options.redis_address.empty()) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+    if (waited >= store_wait) break;
+    if (reported < 0 || waited - reported >= 10) {
+      std::printf("skinning-server: waiting for the shared store (%.0f of %g s): %s\n", waited, store_wait,
+                  std::string(server.status().message()).c_str());
+      std::fflush(stdout);
+      reported = waited;
+    }
+    const double pause = std::min(1.0, store_wait - waited);
+    timespec step{static_cast<time_t>(pause), static_cast<long>((pause - static_cast<time_t>(pause)) * 1e9)};
+    if (const int sig = sigtimedwait(&signals, nullptr, &step); sig > 0) {
+      std::printf("skinning-server: %s received while waiting for the shared store; stopped\n", strsignal(sig));
+      return 0;
+    }
+    server = skinning::SkinningServer::Start(options);
+  }
   if (!server.ok()) {
-    std::cerr << "skinning-server: " << server.status().message() << std::endl;
+    if (absl::IsUnavailable(server.status()) && !options.redis_address.empty() && store_wait > 0)
+      std::cerr << "skinning-server: gave up waiting for the shared store after " << store_wait
+                << " s (--store_wait_seconds): ";
+    else
+      std::cerr << "skinning-server: ";
+    std::cerr << server.status().message() << std::endl;
     return 1;
   }
   // Tests and scripts read this line to learn the port.

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -34,6 +36,7 @@ using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RedisConnection;
 using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RedisReply;
+using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 
 // The tube without weights, its bones ending at explicit tails (as in bake_test.cc).
@@ -280,6 +283,86 @@ TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
         << dir << ": with --redis nothing goes to the store directory";
 
   for (int i : {0, 2}) EXPECT_EQ(replicas[i]->Stop(SIGTERM), 0);
+}
+
+
+// Replicas and Redis start together (a deployment's first apply, a Redis restart): a replica
+// that finds no Redis waits for it (--store_wait_seconds) instead of exiting into a crash-loop
+// back-off, then serves; SIGTERM ends the wait.
+TEST(MultiReplica, AReplicaStartedBeforeRedisWaitsForItThenServes) {
+  RedisProcess redis;
+  ASSERT_EQ(redis.Stop(SIGTERM), 0);  // its port is now free: nothing answers there
+  // The server starts on another thread (its constructor returns once it listens); Redis comes
+  // back on this one (redis-server dies with the thread that started it: PR_SET_PDEATHSIG).
+  std::unique_ptr<ServerProcess> server;
+  std::string start_error;
+  std::thread starting([&] {
+    try {
+      server = std::make_unique<ServerProcess>(
+          MakeTempDir("unused-store"),
+          std::vector<std::string>{"--redis=" + redis.address(), "--store_wait_seconds=25"});
+    } catch (const std::exception& e) {
+      start_error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  redis.Restart();
+  starting.join();
+  ASSERT_NE(server, nullptr) << start_error;
+  EXPECT_THAT(server->Output(), ::testing::HasSubstr("waiting for the shared store (0 of 25 s)"));
+  EXPECT_THAT(server->Output(), ::testing::HasSubstr("cannot connect to the shared store (redis)"));
+  Client client(Options(server->address()));
+  absl::StatusOr<v1::CreateRigResponse> created = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(created.ok()) << created.status();
+  RedisConnection c = ConnectRedis(redis.port());
+  ASSERT_NE(c, nullptr);
+  RedisReply keys(static_cast<redisReply*>(redisCommand(c.get(), "KEYS skinning:rigs/*")));
+  ASSERT_NE(keys, nullptr);
+  EXPECT_EQ(keys->elements, 2u) << "the rig and its summary, in the Redis that came up late";
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+TEST(MultiReplica, AReplicaGivesUpOnAbsentRedisAfterTheWaitAndStopsOnSigtermDuringIt) {
+  RedisProcess redis;
+  ASSERT_EQ(redis.Stop(SIGTERM), 0);
+  const std::vector<std::string> args = {testing::BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
+                                         "--metrics_address=", "--redis=" + redis.address()};
+  std::vector<std::string> give_up = args;
+  give_up.push_back("--store_wait_seconds=1.5");
+  const auto start = std::chrono::steady_clock::now();
+  const testing::CommandResult r = RunCommand(give_up);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("gave up waiting for the shared store after 1.5 s (--store_wait_seconds): "
+                                             "redis at " + redis.address() + ": PING: cannot connect"));
+  EXPECT_GE(took, 1.4);
+  EXPECT_LT(took, 10.0);
+  // Without a wait: the error at once, as before the flag.
+  std::vector<std::string> no_wait = args;
+  no_wait.push_back("--store_wait_seconds=0");
+  const testing::CommandResult at_once = RunCommand(no_wait);
+  EXPECT_EQ(at_once.exit_code, 1) << at_once.output;
+  EXPECT_THAT(at_once.output, ::testing::Not(::testing::HasSubstr("waiting for the shared store")));
+  // SIGTERM while it waits: exit 0 promptly, no half-started server.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::vector<std::string> wait_long = args;
+    wait_long.push_back("--store_wait_seconds=60");
+    std::vector<char*> argv;
+    for (std::string& a : wait_long) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count(), 5.0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace SKINNING_TEST_FILE
