@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the project builds and tests with, and the npm-registry tools
 # of tests/package.json. Idempotent: does nothing when everything is already installed.
+#   bash scripts/install-deps.sh               # everything: build, tests, benchmarks, the viewer
+#   bash scripts/install-deps.sh --build-only  # what building skinning-server and skinctl needs,
+#                                              # no npm (the container image's build stage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=${1:-all}
+case $MODE in
+  all | --build-only) ;;
+  *) echo "usage: install-deps.sh [--build-only]" >&2; exit 2 ;;
+esac
+# What building the two programs needs (CMakeLists.txt's find_package list).
 PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libeigen3-dev
-  libsuitesparse-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libtinygltf-dev libhiredis-dev redis-server nlohmann-json3-dev libcivetweb-dev libssl-dev
-  libboost-dev zlib1g-dev chromium curl libopenblas0-pthread pkg-config cmake ninja-build ccache g++ git kubernetes-client python3-yaml
-  gltfpack libmeshoptimizer-dev libdraco-dev
+  libsuitesparse-dev libabsl-dev prometheus-cpp-dev libtinygltf-dev libhiredis-dev nlohmann-json3-dev
+  libcivetweb-dev libssl-dev libboost-dev zlib1g-dev libopenblas0-pthread pkg-config cmake ninja-build
+  ccache g++ libmeshoptimizer-dev libdraco-dev
 )
+# What the tests, benchmarks and deploy checks add.
+if [ "$MODE" = all ]; then
+  PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev redis-server chromium curl git kubernetes-client
+    python3-yaml gltfpack)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   # Any kubectl already installed (e.g. Google Cloud SDK's `kubectl` package, which owns
@@ -18,7 +31,7 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # Node.js and npm for the npm-registry tools (tests/package.json); any installed npm will do.
-command -v npm >/dev/null || missing+=(nodejs npm)
+[ "$MODE" = all ] && ! command -v npm >/dev/null && missing+=(nodejs npm)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 if [ ${#missing[@]} -eq 0 ]; then
@@ -28,6 +41,7 @@ else
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+[ "$MODE" = --build-only ] && exit 0
 
 # The test tools from the npm registry, pinned by tests/package-lock.json; npm ci runs only when
 # the lock file changed since the last install.
