@@ -171,6 +171,40 @@ def server_flags(c, name, deployment, container, objects):
     return flags
 
 
+CACHE_FLAGS = ("cache_mb", "bake_cache_mb", "psd_cache_mb")
+
+
+def check_caches(c, name, container, values, defaults):
+    """The server's three caches (each falling back to its --helpfull default when unset) take
+    at most half the container's memory limit: the rest is for requests, uploads and bakes."""
+    limit = memory_bytes(container.get("resources", {}).get("limits", {}).get("memory"))
+    sizes = {f: int(values.get(f) or defaults.get(f, 0)) for f in CACHE_FLAGS}
+    total = sum(sizes.values())
+    c.check(limit is not None and total * 2**20 <= limit / 2,
+            f"{name}: {container['name']}'s caches ({' + '.join(CACHE_FLAGS)}) take at most half the memory limit",
+            f"{' + '.join(str(v) for v in sizes.values())} = {total} MiB vs limit "
+            f"{container.get('resources', {}).get('limits', {}).get('memory')}")
+
+
+def scaled_count(c, name, dep, objects):
+    """A Deployment that an HPA or a KEDA ScaledObject scales must leave out spec.replicas: every
+    `kubectl apply` would set the count back to it (Kubernetes, "Migrating Deployments and
+    StatefulSets to horizontal autoscaling"). Returns the autoscaler's minimum, or the
+    Deployment's replicas when nothing scales it."""
+    target = dep["metadata"]["name"]
+    hpas = [h for h in objects if h["kind"] == "HorizontalPodAutoscaler"
+            and h["spec"]["scaleTargetRef"].get("kind", "Deployment") == "Deployment"
+            and h["spec"]["scaleTargetRef"]["name"] == target]
+    kedas = [o for o in objects if o["kind"] == "ScaledObject" and o["spec"]["scaleTargetRef"]["name"] == target]
+    if hpas or kedas:
+        c.check("replicas" not in dep["spec"], f"{name}: {target} leaves its replica count to its autoscaler",
+                f"replicas {dep['spec'].get('replicas')}")
+        if hpas:
+            return hpas[0]["spec"].get("minReplicas", 1)
+        return kedas[0]["spec"].get("minReplicaCount", 0)
+    return dep["spec"].get("replicas", 1)
+
+
 def check_overlay(c, name, objects, known, defaults):
     by_kind = {}
     for o in objects:
@@ -248,19 +282,16 @@ def check_overlay(c, name, objects, known, defaults):
     limit = memory_bytes(container.get("resources", {}).get("limits", {}).get("memory"))
     requests = container.get("resources", {}).get("requests", {})
     c.check("cpu" in requests and "memory" in requests, f"{name}: CPU and memory requests are set", str(requests))
-    cache_mb = int(values.get("cache_mb") or defaults.get("cache_mb", 1024))
-    c.check(limit is not None and cache_mb * 2**20 <= limit / 2, f"{name}: --cache_mb is at most half the memory limit",
-            f"{cache_mb} MiB vs limit {container.get('resources', {}).get('limits', {}).get('memory')}")
+    check_caches(c, name, container, values, defaults)
 
-    # HPA and PDB.
-    replicas = dep["spec"].get("replicas", 1)
+    # HPA and PDB; `replicas` is the fewest the pods can be (the HPA's minimum).
+    replicas = scaled_count(c, name, dep, objects)
     hpas = [h for h in by_kind.get("HorizontalPodAutoscaler", [])
             if h["spec"]["scaleTargetRef"].get("kind") == "Deployment" and h["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]]
     for h in hpas:
         c.check(h["apiVersion"] == "autoscaling/v2", f"{name}: HPA {h['metadata']['name']} is autoscaling/v2")
         lo, hi = h["spec"].get("minReplicas", 1), h["spec"]["maxReplicas"]
-        c.check(lo == replicas and hi >= lo, f"{name}: HPA minReplicas equals the Deployment's replicas, max >= min",
-                f"replicas {replicas}, HPA {lo}..{hi}")
+        c.check(hi >= lo >= 1, f"{name}: HPA {h['metadata']['name']} has 1 <= minReplicas <= maxReplicas", f"{lo}..{hi}")
     pdbs = [p for p in by_kind.get("PodDisruptionBudget", []) if labels_match(p["spec"]["selector"].get("matchLabels"), pod_labels)]
     for p in pdbs:
         c.check(p["apiVersion"] == "policy/v1", f"{name}: PDB {p['metadata']['name']} is policy/v1 and selects the server pods")
@@ -299,7 +330,6 @@ def check_overlay(c, name, objects, known, defaults):
 WORKER_CONTAINER = "worker"
 # The server's names in Redis (server/bake/redis_bake_queue.h).
 QUEUE_STREAM_SUFFIX = "bakequeue:stream"
-QUEUE_GROUP = "bakers"
 
 
 def check_workers(c, name, objects, known, defaults):
@@ -318,6 +348,7 @@ def check_workers(c, name, objects, known, defaults):
         values[flag] = value
         c.check(flag in known, f"{name}: worker --{flag} is a server flag", origin)
     c.check(values.get("role") == "worker", f"{name}: the workers run --role=worker", str(values.get("role")))
+    check_caches(c, name, container, values, defaults)
     api = next(d for d in objects if d["kind"] == "Deployment"
                and any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"]))
     api_container = next(x for x in api["spec"]["template"]["spec"]["containers"] if x["name"] == SERVER_CONTAINER)
@@ -342,6 +373,7 @@ def check_workers(c, name, objects, known, defaults):
                    f"{name}: a KEDA ScaledObject", ", ".join(o["apiVersion"] for o in scaled)):
         return
     spec = scaled[0]["spec"]
+    scaled_count(c, name, dep, objects)
     c.check(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"] and spec["scaleTargetRef"].get("kind", "Deployment") == "Deployment",
             f"{name}: the ScaledObject scales the worker Deployment", str(spec["scaleTargetRef"]))
     c.check(spec.get("minReplicaCount", 0) >= 1 and spec.get("maxReplicaCount", 100) > spec.get("minReplicaCount", 0),
@@ -354,15 +386,21 @@ def check_workers(c, name, objects, known, defaults):
     prefix = values.get("redis_prefix", defaults.get("redis_prefix", ""))
     c.check(meta.get("stream") == prefix + QUEUE_STREAM_SUFFIX, f"{name}: the trigger's stream is the server's",
             f"{meta.get('stream')} vs {prefix + QUEUE_STREAM_SUFFIX}")
-    c.check(meta.get("consumerGroup") == QUEUE_GROUP, f"{name}: the trigger's consumer group is the server's", str(meta.get("consumerGroup")))
+    # The count to scale on: the stream's length. The server deletes an entry once its bake is
+    # done, so XLEN is the bakes queued or running. The group's pending entries are the bakes
+    # being run, one per worker, so a pendingEntriesCount target could never add a worker; and
+    # KEDA counts pending entries whenever a consumerGroup is given.
+    c.check("consumerGroup" not in meta and "pendingEntriesCount" not in meta and "lagCount" not in meta,
+            f"{name}: the trigger scales on the stream's length, not the consumer group's pending entries",
+            str({k: v for k, v in meta.items() if k in ("consumerGroup", "pendingEntriesCount", "lagCount")}))
     host, _, port = redis.rpartition(":")
     address = meta.get("address", f"{meta.get('host')}:{meta.get('port')}")
     a_host, _, a_port = address.rpartition(":")
     namespace = dep["metadata"].get("namespace", "default")
     c.check(a_port == port and a_host in (f"{host}.{namespace}.svc.cluster.local", f"{host}.{namespace}.svc", f"{host}.{namespace}"),
             f"{name}: the trigger's address is --redis as a DNS name KEDA resolves from its namespace", f"{address} vs {redis}")
-    pending = meta.get("pendingEntriesCount", "5")
-    c.check(str(pending).isdigit() and int(pending) >= 1, f"{name}: pendingEntriesCount is a positive number", str(pending))
+    length = meta.get("streamLength")
+    c.check(str(length).isdigit() and int(length) >= 1, f"{name}: streamLength is a positive number", str(length))
 
 
 def check_envoy(c, repo, prod):

@@ -83,6 +83,14 @@ int64_t RedisSetCalls(int port) {
   return 0;
 }
 
+// XLEN of the shared bake stream: the count the deployment's KEDA trigger scales the workers on
+// (deploy/k8s/overlays/prod/keda-scaledobject.yaml).
+int64_t StreamLength(int port) {
+  auto c = ConnectRedis(port);
+  RedisReply r(static_cast<redisReply*>(redisCommand(c.get(), "XLEN skinning:bakequeue:stream")));
+  return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+}
+
 class BakeQueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -313,6 +321,21 @@ TEST_F(BakeQueueRestartTest, ThirtyBakesAcrossReplicasSurviveARedisRestartEachDo
     ASSERT_TRUE(started.ok()) << started.status();
     names.push_back(started->bake().name());
   }
+  // The stream holds the bakes queued or running, and only those: what the workers scale on.
+  auto not_done = [&] {
+    int n = 0;
+    for (const std::string& name : names) {
+      auto b = api_client_->GetBake(name);
+      n += b.ok() && !b->done();
+    }
+    return n;
+  };
+  const int before = not_done();
+  const int64_t length = StreamLength(redis_->port());
+  const int after = not_done();
+  EXPECT_GE(length, after);
+  // (+2: a bake each worker just finished, whose entry goes right after its state is stored.)
+  EXPECT_LE(length, before + 2) << before << " bakes were queued or running";
   // Restart Redis while the workers are in the middle of the queue.
   for (int i = 0; i < 200; ++i) {
     auto b = api_client_->GetBake(names[kBakes / 3]);
@@ -339,6 +362,12 @@ TEST_F(BakeQueueRestartTest, ThirtyBakesAcrossReplicasSurviveARedisRestartEachDo
     succeeded += last.metadata().state() == v1::BAKE_STATE_SUCCEEDED;
   }
   EXPECT_EQ(succeeded, kBakes);
+  int64_t left = StreamLength(redis_->port());
+  for (int i = 0; i < 250 && left != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    left = StreamLength(redis_->port());
+  }
+  EXPECT_EQ(left, 0) << "every finished bake's entry leaves the stream, so idle workers scale down";
   EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}"), kBakes)
       << "every bake computed to completion exactly once";
   EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"failed\"}"), 0);
