@@ -34,7 +34,7 @@ absl::Status FastApi::Session::Step(const v1::SolveSessionRequest& req, v1::Solv
   if (absl::Status s = solver_->Solve(req.constraints(), req.iteration_count(), req.outputs(), nullptr,
                                       resp->mutable_solution());
       !s.ok())
-    return absl::Status(s.code(), absl::StrFormat("frame %d: %s", frames_, s.message()));
+    return absl::Status(s.code(), absl::StrFormat("frame %d: %s", frames_ + 1, s.message()));  // from 1
   ++frames_;
   return absl::OkStatus();
 }

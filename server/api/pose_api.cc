@@ -45,9 +45,17 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
     if (req.rig().empty()) return absl::InvalidArgumentError("rig is required in the first message of a session");
     ASSIGN_OR_RETURN(target_, poser_->Open(ctx_.tenant(), req.rig(), req.bake()));
     rig_ = req.rig();
+    bake_ = req.bake();
   } else if (!req.rig().empty() && req.rig() != rig_) {
     return absl::InvalidArgumentError(
         absl::StrCat("rig '", req.rig(), "' differs from the session's rig '", rig_, "'"));
+  } else if (!req.bake().empty() && req.bake() != bake_) {
+    // The bake is chosen by the first message; a later one was ignored, and the frame answered
+    // with the weights of before. Refused like another rig, so a client cannot mistake the two.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bake '", req.bake(), "' differs from the session's ",
+        bake_.empty() ? std::string("(none: the rig's own weights)") : absl::StrCat("bake '", bake_, "'"),
+        "; the first message chooses the bake: open a new session to pose with another"));
   }
   if (req.deformer() != v1::DEFORMER_UNSPECIFIED) deformer_ = req.deformer();
   if (req.has_outputs()) outputs_ = req.outputs();
@@ -55,7 +63,8 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
   resp->set_sequence(req.sequence());
   // PSD: the model of the caller's current examples (a cache lookup after the first frame).
   ASSIGN_OR_RETURN(const Deformer* deformer, poser_->Use(deformer_, ctx_.tenant(), &target_));
-  const std::string field = absl::StrFormat("frame %d: pose", frames_);
+  // Frames count from 1, as the front door's transport counts them.
+  const std::string field = absl::StrFormat("frame %d: pose", frames_ + 1);
   RETURN_IF_ERROR(
       poser_->Frame(target_, *deformer, req.pose(), outputs_, resp->mutable_frame(), field.c_str(), &memory_));
   ++frames_;

@@ -32,6 +32,7 @@ class PoseApi {
     const CallContext ctx_;
     PoseTarget target_;  // set by the first frame
     std::string rig_;
+    std::string bake_;  // as the first message named it ("" = the rig's own weights)
     v1::Deformer deformer_ = v1::DEFORMER_UNSPECIFIED;
     v1::PoseOutputs outputs_;
     int64_t frames_ = 0;

@@ -127,6 +127,28 @@ TEST(BakeJobs, ProgressIsMonotonicAndReachesOneThenWeightsAreServed) {
   const Eigen::Vector3d rest = rig->mesh.V.row(last_vertex);
   const Eigen::Vector3d expected = Eigen::Vector3d(1, 0, 0) + Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ()) * (rest - Eigen::Vector3d(1, 0, 0));
   EXPECT_LT((p - expected).norm(), 0.02) << p.transpose() << " vs " << expected.transpose();
+
+  // A pose session takes its bake from its first message. A later message naming another bake is
+  // refused; it used to be answered OK, posed with the first message's weights.
+  auto stub = v1::PoseService::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->PoseSession(&context);
+  v1::PoseSessionRequest frame;
+  frame.set_rig(reg->rig().name());
+  frame.set_bake(started->bake().name());
+  *frame.mutable_pose() = PoseToProto(pose);
+  v1::PoseSessionResponse answer;
+  ASSERT_TRUE(stream->Write(frame) && stream->Read(&answer));
+  frame.clear_rig();  // naming the same bake again is fine
+  ASSERT_TRUE(stream->Write(frame) && stream->Read(&answer));
+  const std::string other = started->bake().name().substr(0, started->bake().name().size() - 1) + "0";
+  frame.set_bake(other == started->bake().name() ? other.substr(0, other.size() - 1) + "1" : other);
+  stream->Write(frame);
+  EXPECT_FALSE(stream->Read(&answer));
+  const grpc::Status refused = stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("differs from the session's bake '" + started->bake().name() + "'; the first message chooses"));
 }
 
 TEST(BakeJobs, RepeatedStartReturnsTheSameJobOrTheStoredResultWithoutRecomputing) {

@@ -96,6 +96,11 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   for (size_t i = 1; i < progress.size(); ++i) EXPECT_GE(progress[i].get<double>(), progress[i - 1].get<double>());
   EXPECT_EQ(progress.back().get<double>(), 1.0);
   EXPECT_EQ(r["progressBar"].get<double>(), 1.0);
+  // Joint-slider frames before the bake posed with the rig's own weights; the first after it
+  // opened a session naming the bake (the old socket, which named none, would have kept posing
+  // with the rig's weights).
+  ASSERT_TRUE(r["bakeName"].is_string());
+  EXPECT_EQ(r["sessionBakes"], nlohmann::json({"", r["bakeName"].get<std::string>()}));
 
   // The dragged FAST handle lands where it was dragged.
   ASSERT_GT(r["handleCount"].get<int>(), 1);

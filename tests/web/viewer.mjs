@@ -65,6 +65,15 @@ try {
   await page.screenshot({ path: `${args.out}/3-dqs.png` });
   step("dqs");
 
+  // A joint slider poses over the session WebSocket (with the rig's own weights so far).
+  const slide = async (deg) => {
+    const before = await probe(() => window.__viewer.sessionFrames);
+    await page.$eval("#rx", (e, v) => { e.value = String(v); e.dispatchEvent(new Event("input")); }, deg);
+    await page.waitForFunction((n) => window.__viewer.sessionFrames > n || window.__viewer.errors.length, before,
+      { timeout: 30000, polling: 100 });
+  };
+  await slide(30);
+
   // Bake BBW with the progress bar.
   await page.selectOption("#bake-method", "bbw");
   await page.click("#bake");
@@ -72,6 +81,10 @@ try {
   result.progress = await probe(() => window.__viewer.progress);
   result.progressBar = await page.$eval("#progress", (p) => p.value);
   result.pageErrors = await probe(() => window.__viewer.errors);
+  // The slider's next frame poses with the new bake: a new session, whose first message names it.
+  await slide(-30);
+  result.sessionBakes = await probe(() => window.__viewer.sessionBakes);
+  result.bakeName = await probe(() => window.__viewer.bakeName);
   await page.check("#show-weights");
   await frame();
   await page.screenshot({ path: `${args.out}/4-bbw-weights.png` });

@@ -30,7 +30,8 @@ const poses = createClient(PoseService, transport);
 const bakes = createClient(BakeService, transport);
 
 // What tests read (tests/web/viewer_test.mjs).
-const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false };
+const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false,
+  sessionBakes: [], sessionFrames: 0, bakeName: null };
 window.__viewer = probe;
 
 // ---- Errors in plain words --------------------------------------------------------------
@@ -337,6 +338,7 @@ function openPoseSession() {
   ws.onmessage = (ev) => {
     const res = fromBinary(PoseSessionResponseSchema, new Uint8Array(ev.data));
     showVertices(res.frame.vertices);
+    probe.sessionFrames++;
     ws.busy = false;
     if (ws.pending) sendPose(ws, ws.pending);
   };
@@ -362,6 +364,7 @@ function sendPose(ws, pose) {
   if (ws.first) {
     req.rig = S.rig;
     req.bake = bakeFor();
+    probe.sessionBakes.push(req.bake);  // the session's bake: the server takes it from this message only
     ws.first = false;
   }
   ws.send(toBinary(PoseSessionRequestSchema, req));
@@ -426,7 +429,11 @@ async function startBake() {
       $("show-weights").disabled = false;
       S.clipFrames = null;
     }
+    probe.bakeName = name;
     probe.bakeDone = true;
+    // An open pose or FAST session keeps the bake its first message named: the next frame opens
+    // new ones, which name this bake.
+    closeSockets();
     say(`The ${method} bake is done: ${name.split("/").pop()}. Poses now use it.`);
     await poseOnce();
   } catch (e) {

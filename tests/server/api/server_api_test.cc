@@ -301,7 +301,7 @@ TEST(ServerApi, SessionsAnswerFramesInOrder) {
   frame.mutable_constraints(0)->set_joint(17);
   auto refused = (*solver)->Step(frame);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(refused.status().message(), HasSubstr("frame 2: constraints[0].joint = 17"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("frame 3: constraints[0].joint = 17"));
 }
 
 }  // namespace SKINNING_TEST_FILE
