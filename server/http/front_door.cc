@@ -187,9 +187,14 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
       }
       // Unary calls run on the socket threads (there are as many as the front door's threads,
       // so a call that blocks on the store holds one of them, as a gRPC call holds a thread);
-      // a watch lasts as long as its bake: on the worker pool.
-      if (kind == ConnectService::Kind::kServerStream)
-        return ex->server().Post([connect, ex, path] { connect->Serve(ex, path); });
+      // a watch lasts as long as its bake: on a thread of its own.
+      if (kind == ConnectService::Kind::kServerStream) {
+        if (ex->server().StartStreamThread([connect, ex, path] { connect->Serve(ex, path); })) return;
+        return ex->Respond(ConnectError(
+            req, 429,
+            absl::ResourceExhaustedError(absl::StrCat("this replica's front door has ", ex->server().options().max_streams,
+                                                      " streams open, its limit; retry later or watch over gRPC"))));
+      }
       return connect->Serve(ex, path);
     }
     if (!opts->web_dir.empty() && (req.method() == http::verb::get || req.method() == http::verb::head)) {

@@ -10,6 +10,8 @@
 #include <istream>
 #include <limits>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include <boost/asio/dispatch.hpp>
@@ -622,6 +624,27 @@ void HttpServer::AcceptLater(const beast::error_code& ec) {
 
 void HttpServer::Post(std::function<void()> work) { net::post(workers_, std::move(work)); }
 
+bool HttpServer::StartStreamThread(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    if (streams_ >= std::max(1, options_.max_streams)) return false;
+    ++streams_;
+  }
+  try {
+    std::thread([this, work = std::move(work)]() mutable {
+      work();
+      work = nullptr;  // what it holds (the exchange, its connection) goes before Stop may return
+      std::lock_guard<std::mutex> lock(streams_mu_);  // the last use of this server
+      if (--streams_ == 0) streams_done_.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {  // no thread to be had: refused like the limit
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    if (--streams_ == 0) streams_done_.notify_all();
+    return false;
+  }
+  return true;
+}
+
 void HttpServer::Stop() {
   if (stopping_.exchange(true)) return;
   net::post(acceptor_.get_executor(), [this] {
@@ -629,8 +652,13 @@ void HttpServer::Stop() {
     acceptor_.close(ignored);
     accept_retry_.cancel();
   });
-  // Work in the pool finishes first (its writes fail once stopping; handlers see the server
-  // draining), then the sockets go with the io_context's queued operations.
+  // Work in the pool and the streams' threads finish first (their writes fail once stopping;
+  // handlers see the server draining), then the sockets go with the io_context's queued
+  // operations.
+  {
+    std::unique_lock<std::mutex> lock(streams_mu_);
+    streams_done_.wait(lock, [this] { return streams_ == 0; });
+  }
   workers_.join();
   io_.stop();
   for (std::thread& t : io_threads_) t.join();

@@ -10,6 +10,8 @@
 #define SKINNING_SERVER_HTTP_HTTP_SERVER_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -38,7 +40,10 @@ struct HttpServerOptions {
   // Threads running the sockets and the routers' short calls (a unary call or a WebSocket frame
   // runs on one, as a gRPC sync call holds a thread).
   int io_threads = 8;
-  int worker_threads = 16;       // the pool for long work (Post): streamed answers, files
+  int worker_threads = 16;       // the pool for long work (Post): files, clips
+  // Streams that last as long as their subject (a bake's watch) run each on a thread of their
+  // own (StartStreamThread), at most this many at once, so that they never hold the pool.
+  int max_streams = 256;
   size_t max_body_bytes = 64 << 20;
   size_t max_header_bytes = 16 << 10;
   // A request's headers must arrive within this from its first byte (from the connection's
@@ -95,6 +100,11 @@ class HttpServer {
   int port() const { return port_; }
   const HttpServerOptions& options() const { return options_; }
   // Runs `work` on the worker pool.
+  // Runs `work` on a thread of its own, for a stream that lasts as long as its subject (a bake's
+  // watch): four watches on the pool held every worker, and files and other watches waited for
+  // one to end. False, and `work` not run, when options.max_streams are running. Stop waits for
+  // them (they see the server draining and end).
+  bool StartStreamThread(std::function<void()> work);
   void Post(std::function<void()> work);
   // Stops accepting, closes every connection, joins the threads. Idempotent.
   void Stop();
@@ -126,6 +136,9 @@ class HttpServer {
   std::atomic<int> connections_{0};
   bool at_connection_limit_ = false;  // on the acceptor's strand: logged once per episode
   int port_ = 0;
+  std::mutex streams_mu_;
+  std::condition_variable streams_done_;
+  int streams_ = 0;  // threads of StartStreamThread running; guarded by streams_mu_
 };
 
 // One request and the way to answer it. Exactly one of Respond, StartStream or

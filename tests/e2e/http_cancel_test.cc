@@ -1,13 +1,15 @@
 // A client that closes its connection cancels its call on the HTTP front door, as gRPC cancels a
-// call whose client went away. Watches run on the front door's worker pool; watches of a queued
-// bake write nothing until it starts, so abandoned ones (a browser tab closed) held every worker
-// until the bake ahead finished, and the next watch or file waited that long (71 s in a probe).
+// call whose client went away. Watches of a queued bake write nothing until it starts, so
+// abandoned ones (a browser tab closed) held their threads until the bake ahead finished; when
+// watches ran on the front door's worker pool, the next watch or file waited that long (71 s in a
+// probe).
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "client/client.h"
 #include "server/convert/convert.h"
@@ -93,6 +95,39 @@ TEST(HttpCancelTest, ClosedWatchesFreeTheirWorkersWhileTheirBakeIsStillQueued) {
   ASSERT_TRUE(still.ok()) << still.status();
   EXPECT_EQ(still->metadata().state(), v1::BAKE_STATE_QUEUED)
       << "the closed watches held the workers until their bake started";
+  EXPECT_TRUE(client.CancelBake(running->bake().name()).ok());
+  EXPECT_TRUE(client.CancelBake(queued->bake().name()).ok());
+}
+
+// Watches that stay open (browser tabs watching a bake) must not hold the front door's workers
+// either: with --http_threads=2, three open watches held both workers, and a fourth watch (or a
+// file of the viewer) got no answer until one closed. Each watch now runs on a thread of its own.
+TEST(HttpCancelTest, OpenWatchesBeyondTheWorkerCountDoNotHoldBackOtherCalls) {
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=2"});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  auto rig = client.CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  auto running = client.StartBake(rig->rig().name(), Bbw(96));
+  ASSERT_TRUE(running.ok()) << running.status();
+  auto queued = client.StartBake(rig->rig().name(), Bbw(48));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  std::vector<int> open;
+  for (int i = 0; i < 4; ++i) {  // twice the workers, each served its first message
+    const int fd = OpenWatch(port, queued->bake().name());
+    ASSERT_GE(fd, 0) << "watch " << i << " was not served while " << i << " were open";
+    open.push_back(fd);
+  }
+  const std::string missing = rig->rig().name() + "/bakes/bake-00000000000000000000000000000000";
+  auto answered = HttpCall(port, "POST", "/skinning.v1.BakeService/WatchBake",
+                           ConnectEnvelope(0, "{\"name\":\"" + missing + "\"}"),
+                           {{"Content-Type", "application/connect+json"}}, 10);
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  EXPECT_NE(answered->body.find("not_found"), std::string::npos) << answered->body;
+  for (int fd : open) close(fd);
   EXPECT_TRUE(client.CancelBake(running->bake().name()).ok());
   EXPECT_TRUE(client.CancelBake(queued->bake().name()).ok());
 }
