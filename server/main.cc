@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
@@ -23,6 +24,10 @@
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call but Pose, and every WatchBake, in flight holds one (0 = 128); Pose calls and open sessions hold none");
 ABSL_FLAG(int, callback_threads, 0, "threads that run the Pose calls and session frames that are not quick (gRPC callback API; 0 = twice the cores, at least 4)");
+ABSL_FLAG(int, keepalive_seconds, 60,
+          "ping a client's connection after this long without traffic while it has calls open, and close it "
+          "(ending its sessions) when the ping goes unanswered for --keepalive_timeout_seconds (0 = never ping)");
+ABSL_FLAG(int, keepalive_timeout_seconds, 20, "how long a keepalive ping may go unanswered");
 ABSL_FLAG(int, max_sessions, 10000, "most gRPC pose and FAST sessions open at once; beyond it a new one gets RESOURCE_EXHAUSTED (0 = no limit)");
 ABSL_FLAG(bool, load_baseline, false,
           "also serve skinning.internal.v1.LoadBaselineService/Echo, the raw-gRPC baseline bench/load compares with");
@@ -143,6 +148,8 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   options.callback_threads = absl::GetFlag(FLAGS_callback_threads);
   options.max_sessions = absl::GetFlag(FLAGS_max_sessions);
+  options.keepalive_seconds = absl::GetFlag(FLAGS_keepalive_seconds);
+  options.keepalive_timeout_seconds = absl::GetFlag(FLAGS_keepalive_timeout_seconds);
   options.min_pollers = absl::GetFlag(FLAGS_min_pollers);
   options.load_baseline = absl::GetFlag(FLAGS_load_baseline);
   options.max_pollers = absl::GetFlag(FLAGS_max_pollers);
@@ -177,19 +184,26 @@ int main(int argc, char** argv) {
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
 
-  absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
   // A shared store that does not answer yet (Redis starting with the pods, restarting, or loading
   // its append-only file) is waited for, so that replicas started with it do not exit and go into
-  // a crash-loop back-off. Every other error stops the server at once.
+  // a crash-loop back-off. Every other error (a port in use, a bad flag) stops the server at once.
   const double store_wait = absl::GetFlag(FLAGS_store_wait_seconds);
   const auto wait_start = std::chrono::steady_clock::now();
   double reported = -1;
-  while (!server.ok() && absl::IsUnavailable(server.status()) && !options.redis_address.empty()) {
+  for (absl::Status store = skinning::PingSharedStore(options); absl::IsUnavailable(store);
+       store = skinning::PingSharedStore(options)) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-    if (waited >= store_wait) break;
+    if (waited >= store_wait) {
+      std::cerr << "skinning-server: "
+                << (store_wait > 0 ? absl::StrCat("gave up waiting for the shared store after ", store_wait,
+                                                  " s (--store_wait_seconds): ")
+                                   : std::string())
+                << store.message() << std::endl;
+      return 1;
+    }
     if (reported < 0 || waited - reported >= 10) {
       std::printf("skinning-server: waiting for the shared store (%.0f of %g s): %s\n", waited, store_wait,
-                  std::string(server.status().message()).c_str());
+                  std::string(store.message()).c_str());
       std::fflush(stdout);
       reported = waited;
     }
@@ -199,15 +213,10 @@ int main(int argc, char** argv) {
       std::printf("skinning-server: %s received while waiting for the shared store; stopped\n", strsignal(sig));
       return 0;
     }
-    server = skinning::SkinningServer::Start(options);
   }
+  absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
   if (!server.ok()) {
-    if (absl::IsUnavailable(server.status()) && !options.redis_address.empty() && store_wait > 0)
-      std::cerr << "skinning-server: gave up waiting for the shared store after " << store_wait
-                << " s (--store_wait_seconds): ";
-    else
-      std::cerr << "skinning-server: ";
-    std::cerr << server.status().message() << std::endl;
+    std::cerr << "skinning-server: " << server.status().message() << std::endl;
     return 1;
   }
   // Tests and scripts read this line to learn the port.

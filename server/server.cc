@@ -46,6 +46,11 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& option
 
 }  // namespace
 
+absl::Status PingSharedStore(const ServerOptions& options) {
+  if (options.redis_address.empty()) return absl::OkStatus();
+  return OpenStore(options).status();
+}
+
 absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<BlobStore> blobs, OpenStore(options));
   std::unique_ptr<SkinningServer> s(new SkinningServer());
@@ -130,6 +135,16 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   builder.AddListeningPort(options.address, credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // Keepalive: without it a client that stopped answering (a phone off the network, a frozen
+  // process) held its sessions, and their --max_sessions slots, until its kernel reset the socket,
+  // which for a frozen process is never. The server pings only connections with calls open, and
+  // goes on pinging while no data flows (gRPC's default stops after 2 pings without data).
+  if (options.keepalive_seconds > 0) {
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.keepalive_seconds * 1000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(1, options.keepalive_timeout_seconds) * 1000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   const int threads = options.threads > 0 ? options.threads : 128;
   grpc::ResourceQuota quota("skinning-server");
   quota.SetMaxThreads(threads);
@@ -233,9 +248,11 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   bake_queue_->Shutdown();
   // New calls are refused with UNAVAILABLE while draining (clients retry elsewhere); wait for the
   // ones in flight, then shut down at once. gRPC's own Shutdown(deadline) would wait for the
-  // whole deadline whenever a client is still connected, even idle.
+  // whole deadline whenever a client is still connected, even idle. A session waiting for its
+  // client's next frame is not in flight: it used to hold the drain to its deadline; it now ends
+  // with the shutdown (UNAVAILABLE), and one that sends a frame meanwhile is told it drains.
   const auto deadline = std::chrono::steady_clock::now() + drain;
-  while (inflight_.count() > 0 && std::chrono::steady_clock::now() < deadline)
+  while (inflight_.count() - callbacks_->idle() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (front_door_) front_door_->Stop();

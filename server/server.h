@@ -44,6 +44,11 @@ struct ServerOptions {
   // at least 4) and the most sessions open at once (0 = no limit).
   int callback_threads = 0;
   int max_sessions = 10000;
+  // HTTP/2 keepalive: every connection with calls open is pinged after this long without traffic,
+  // and closed (its calls cancelled) when the ping is not answered within the timeout: a client
+  // that froze or dropped off the network gives its session slots back. <= 0: no pings.
+  int keepalive_seconds = 60;
+  int keepalive_timeout_seconds = 20;
   // Threads of the gRPC sync server waiting for new calls: at least min_pollers, at most
   // max_pollers (the rest of the `threads` only work). 0 = gRPC's default (1 and 2).
   int min_pollers = 2;
@@ -99,6 +104,10 @@ struct ServerOptions {
   std::string tls_key_file;
   std::string tls_client_ca_file;
 };
+
+// With --redis: whether the shared store answers (OK without --redis). UNAVAILABLE while Redis is
+// unreachable or loading its data; the error names its address (for the operator's log).
+absl::Status PingSharedStore(const ServerOptions& options);
 
 class SkinningServer {
  public:

@@ -72,6 +72,10 @@ class CallbackHost {
   bool TryOpen();
   void Close() { open_.fetch_sub(1); }
   int open() const { return open_.load(); }
+  // Sessions waiting for their client's next frame: open calls with no work in flight, which a
+  // drain need not wait for (SkinningServer::Shutdown).
+  void Idle(int delta) { idle_.fetch_add(delta); }
+  int idle() const { return idle_.load(); }
   int max_sessions() const { return max_sessions_; }
   int threads() const { return threads_; }
   void Post(std::function<void()> work);
@@ -81,6 +85,7 @@ class CallbackHost {
   const int threads_;
   const int max_sessions_;
   std::atomic<int> open_{0};
+  std::atomic<int> idle_{0};
   std::unique_ptr<Pool> pool_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, bool> quick_ ABSL_GUARDED_BY(mu_);  // bounded: cleared when large
@@ -138,10 +143,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<Request, Response> {
     }
     counted_ = true;
     session_ = open(*std::move(call));
-    this->StartRead(&request_);
+    Read();
   }
 
   void OnReadDone(bool ok) override {
+    host_->Idle(-1);
     if (!ok) return End();  // the client half-closed, went away, or the call was cancelled
     // Inline when the last frame was quick; the first frame (it opens the rig and bake, maybe
     // from the store) and frames after a slow one on the pool.
@@ -151,7 +157,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<Request, Response> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) return End();  // the client went away
-    this->StartRead(&request_);
+    Read();
   }
 
   void OnDone() override {
@@ -168,6 +174,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<Request, Response> {
     quick_ = timer.Quick();
     if (!s.ok()) return this->Finish(ToGrpcStatus(s));
     this->StartWrite(&response_);
+  }
+
+  // Waits for the next frame, counted idle until it comes (every StartRead ends in one OnReadDone).
+  void Read() {
+    host_->Idle(1);
+    this->StartRead(&request_);
   }
 
   void End() {

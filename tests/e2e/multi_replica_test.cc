@@ -343,6 +343,18 @@ TEST(MultiReplica, AReplicaGivesUpOnAbsentRedisAfterTheWaitAndStopsOnSigtermDuri
   const testing::CommandResult at_once = RunCommand(no_wait);
   EXPECT_EQ(at_once.exit_code, 1) << at_once.output;
   EXPECT_THAT(at_once.output, ::testing::Not(::testing::HasSubstr("waiting for the shared store")));
+  // Only an unreachable store is waited for: a port already taken stops the server at once.
+  {
+    RedisProcess running;
+    const std::vector<std::string> taken = {testing::BinaryPath("server/skinning-server"),
+                                            "--address=" + running.address(), "--metrics_address=",
+                                            "--redis=" + running.address(), "--store_wait_seconds=30"};
+    const auto t0 = std::chrono::steady_clock::now();
+    const testing::CommandResult busy = RunCommand(taken);
+    EXPECT_EQ(busy.exit_code, 1) << busy.output;
+    EXPECT_THAT(busy.output, ::testing::HasSubstr("cannot listen on " + running.address()));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+  }
   // SIGTERM while it waits: exit 0 promptly, no half-started server.
   pid_t pid = fork();
   ASSERT_GE(pid, 0);

@@ -1,6 +1,8 @@
 // End-to-end tests of the real skinning-server binary on a loopback port.
+#include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -188,6 +190,89 @@ TEST(ServerEndToEnd, SigtermWithOnlyIdleClientsDoesNotWaitForTheDrainDeadline) {
   EXPECT_EQ(server.Stop(SIGTERM, 60), 0) << server.Output();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(seconds, 15.0) << "waited for the 30 s drain deadline with nothing in flight";
+}
+
+// A session waiting for its client's next frame is not work in flight either: it used to hold the
+// drain to its deadline (and then ended anyway). It ends with the shutdown, UNAVAILABLE, so its
+// client reconnects elsewhere.
+TEST(ServerEndToEnd, SigtermWithAnIdleSessionOpenDoesNotWaitForTheDrainDeadline) {
+  ServerProcess server(MakeTempDir("store"), {"--drain_seconds=30"});
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  auto reg = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  v1::PoseOutputs outputs;
+  outputs.set_vertices(true);
+  auto session = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Step(BentPose(rig, 10)).ok());
+  auto unopened = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);  // no frame yet
+  ASSERT_TRUE(unopened.ok()) << unopened.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.Stop(SIGTERM, 60), 0) << server.Output();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(seconds, 10.0) << "waited for the 30 s drain deadline for idle sessions";
+  for (auto* s : {session->get(), unopened->get()}) {
+    auto after = s->Step(BentPose(rig, 20));
+    EXPECT_TRUE(absl::IsUnavailable(after.status())) << after.status();
+  }
+}
+
+// A client that stops answering (a frozen process here; a phone gone off the network) gives its
+// sessions back: the server's keepalive ping goes unanswered and it closes the connection. Before,
+// nothing did, and the sessions held their --max_sessions slots until the client was killed.
+TEST(ServerEndToEnd, AFrozenClientsSessionIsClosedByKeepaliveAndItsSlotFreed) {
+  ServerProcess server(MakeTempDir("store"),
+                       {"--max_sessions=1", "--keepalive_seconds=1", "--keepalive_timeout_seconds=1"});
+  const Rig rig = MakeTwoBoneTube();
+  const v1::Rig rig_proto = RigToProto(rig);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  // The frozen client: a process of its own (forked before this one uses gRPC) with one session.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Client c(Options(server));
+    auto reg = c.CreateRig(rig_proto);
+    if (!reg.ok()) _exit(3);
+    auto session = c.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, v1::PoseOutputs());
+    if (!session.ok() || !(*session)->Step(BentPose(rig, 10)).ok()) _exit(4);
+    if (write(ready[1], "x", 1) != 1) _exit(5);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  pollfd p{ready[0], POLLIN, 0};
+  char byte = 0;
+  const bool opened = poll(&p, 1, 30000) == 1 && read(ready[0], &byte, 1) == 1;
+  close(ready[0]);
+  if (!opened) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    FAIL() << "the child did not open its session";
+  }
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  Client client(Options(server));
+  auto reg = client.CreateRig(rig_proto);
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto try_session = [&] {
+    auto s = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, v1::PoseOutputs());
+    if (!s.ok()) return s.status();
+    return (*s)->Step(BentPose(rig, 20)).status();
+  };
+  const absl::Status held = try_session();
+  EXPECT_TRUE(absl::IsResourceExhausted(held)) << "the frozen client's session holds the only slot: " << held;
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::Status now = held;
+  while (!now.ok() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    now = try_session();
+  }
+  const double freed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(now.ok()) << "the slot was still held after " << freed << " s: " << now;
+  EXPECT_LT(freed, 10.0) << "keepalive 1 s + timeout 1 s";
 }
 
 // Bad input: the right code, a message naming the field and index, and the server still serves.
