@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,75 +62,82 @@ int OpenWatch(int port, const std::string& bake) {
   return fd;
 }
 
-TEST(HttpCancelTest, ClosedWatchesFreeTheirWorkersWhileTheirBakeIsStillQueued) {
-  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=2"});
-  const int port = server.http_port();
-  ASSERT_GT(port, 0) << server.Output();
-  ClientOptions o;
-  o.target = server.address();
-  Client client(o);
-  auto rig = client.CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
-  ASSERT_TRUE(rig.ok()) << rig.status();
-  auto running = client.StartBake(rig->rig().name(), Bbw(96));  // the one worker's bake
-  ASSERT_TRUE(running.ok()) << running.status();
-  auto queued = client.StartBake(rig->rig().name(), Bbw(48));
-  ASSERT_TRUE(queued.ok()) << queued.status();
-  ASSERT_EQ(queued->bake().metadata().state(), v1::BAKE_STATE_QUEUED);
+// The front door on two threads (--http_threads=2), a rig, a bake running on the one bake worker
+// and one queued behind it; both are cancelled at the end.
+class HttpCancelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(
+        MakeTempDir("store"), std::vector<std::string>{"--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=2"});
+    port_ = server_->http_port();
+    ASSERT_GT(port_, 0) << server_->Output();
+    ClientOptions o;
+    o.target = server_->address();
+    client_ = std::make_unique<Client>(o);
+    auto rig = client_->CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
+    ASSERT_TRUE(rig.ok()) << rig.status();
+    rig_ = rig->rig().name();
+    auto running = client_->StartBake(rig_, Bbw(96));  // the one worker's bake
+    ASSERT_TRUE(running.ok()) << running.status();
+    running_ = running->bake().name();
+    auto queued = client_->StartBake(rig_, Bbw(48));
+    ASSERT_TRUE(queued.ok()) << queued.status();
+    ASSERT_EQ(queued->bake().metadata().state(), v1::BAKE_STATE_QUEUED);
+    queued_ = queued->bake().name();
+  }
+  void TearDown() override {
+    for (const std::string& bake : {running_, queued_})
+      if (!bake.empty()) EXPECT_TRUE(client_->CancelBake(bake).ok()) << bake;
+  }
+
+  // A watch of a bake that does not exist: NOT_FOUND at once, once a thread serves it.
+  absl::StatusOr<::skinning::testing::HttpResponse> WatchMissingBake(double timeout_s) {
+    const std::string missing = rig_ + "/bakes/bake-00000000000000000000000000000000";
+    return HttpCall(port_, "POST", "/skinning.v1.BakeService/WatchBake",
+                    ConnectEnvelope(0, "{\"name\":\"" + missing + "\"}"),
+                    {{"Content-Type", "application/connect+json"}}, timeout_s);
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  int port_ = 0;
+  std::unique_ptr<Client> client_;
+  std::string rig_, running_, queued_;
+};
+
+TEST_F(HttpCancelTest, ClosedWatchesFreeTheirWorkersWhileTheirBakeIsStillQueued) {
 
   // As many watches as the front door has workers (--http_threads=2), each served, then closed.
   for (int i = 0; i < 2; ++i) {
-    const int fd = OpenWatch(port, queued->bake().name());
+    const int fd = OpenWatch(port_, queued_);
     ASSERT_GE(fd, 0) << "watch " << i;
     close(fd);
   }
   // A further watch needs a worker: it is answered (a bake that does not exist: NOT_FOUND at once)
   // while the bake the closed watches waited for has not even started.
-  const std::string missing = rig->rig().name() + "/bakes/bake-00000000000000000000000000000000";
-  auto answered = HttpCall(port, "POST", "/skinning.v1.BakeService/WatchBake",
-                           ConnectEnvelope(0, "{\"name\":\"" + missing + "\"}"),
-                           {{"Content-Type", "application/connect+json"}}, 120);
+  auto answered = WatchMissingBake(120);
   ASSERT_TRUE(answered.ok()) << answered.status();
   EXPECT_EQ(answered->status, 200);
   EXPECT_NE(answered->body.find("not_found"), std::string::npos) << answered->body;
-  auto still = client.GetBake(queued->bake().name());
+  auto still = client_->GetBake(queued_);
   ASSERT_TRUE(still.ok()) << still.status();
   EXPECT_EQ(still->metadata().state(), v1::BAKE_STATE_QUEUED)
       << "the closed watches held the workers until their bake started";
-  EXPECT_TRUE(client.CancelBake(running->bake().name()).ok());
-  EXPECT_TRUE(client.CancelBake(queued->bake().name()).ok());
 }
 
 // Watches that stay open (browser tabs watching a bake) must not hold the front door's workers
 // either: with --http_threads=2, three open watches held both workers, and a fourth watch (or a
 // file of the viewer) got no answer until one closed. Each watch now runs on a thread of its own.
-TEST(HttpCancelTest, OpenWatchesBeyondTheWorkerCountDoNotHoldBackOtherCalls) {
-  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=2"});
-  const int port = server.http_port();
-  ASSERT_GT(port, 0) << server.Output();
-  ClientOptions o;
-  o.target = server.address();
-  Client client(o);
-  auto rig = client.CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
-  ASSERT_TRUE(rig.ok()) << rig.status();
-  auto running = client.StartBake(rig->rig().name(), Bbw(96));
-  ASSERT_TRUE(running.ok()) << running.status();
-  auto queued = client.StartBake(rig->rig().name(), Bbw(48));
-  ASSERT_TRUE(queued.ok()) << queued.status();
+TEST_F(HttpCancelTest, OpenWatchesBeyondTheWorkerCountDoNotHoldBackOtherCalls) {
   std::vector<int> open;
   for (int i = 0; i < 4; ++i) {  // twice the workers, each served its first message
-    const int fd = OpenWatch(port, queued->bake().name());
+    const int fd = OpenWatch(port_, queued_);
     ASSERT_GE(fd, 0) << "watch " << i << " was not served while " << i << " were open";
     open.push_back(fd);
   }
-  const std::string missing = rig->rig().name() + "/bakes/bake-00000000000000000000000000000000";
-  auto answered = HttpCall(port, "POST", "/skinning.v1.BakeService/WatchBake",
-                           ConnectEnvelope(0, "{\"name\":\"" + missing + "\"}"),
-                           {{"Content-Type", "application/connect+json"}}, 10);
+  auto answered = WatchMissingBake(10);
   ASSERT_TRUE(answered.ok()) << answered.status();
   EXPECT_NE(answered->body.find("not_found"), std::string::npos) << answered->body;
   for (int fd : open) close(fd);
-  EXPECT_TRUE(client.CancelBake(running->bake().name()).ok());
-  EXPECT_TRUE(client.CancelBake(queued->bake().name()).ok());
 }
 
 }  // namespace SKINNING_TEST_FILE

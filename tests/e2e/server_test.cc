@@ -109,15 +109,20 @@ TEST(ServerEndToEnd, PosesTheSameAfterRestartOnTheSameStore) {
   EXPECT_GT(std::abs(posed->vertices(3 * (rig.mesh.V.rows() - 1) + 1) - rig.mesh.V(rig.mesh.V.rows() - 1, 1)), 0.1);
 }
 
+// Registers `rig` and opens a pose session on it that answers vertices (LBS on its weights).
+absl::StatusOr<std::unique_ptr<PoseSession>> OpenVerticesSession(Client& client, const Rig& rig) {
+  auto reg = client.CreateRig(RigToProto(rig));
+  if (!reg.ok()) return reg.status();
+  v1::PoseOutputs outputs;
+  outputs.set_vertices(true);
+  return client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+}
+
 TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
   ServerProcess server(MakeTempDir("store"));
   Client client(Options(server));
   const Rig rig = MakeTwoBoneTube();
-  auto reg = client.CreateRig(RigToProto(rig));
-  ASSERT_TRUE(reg.ok()) << reg.status();
-  v1::PoseOutputs outputs;
-  outputs.set_vertices(true);
-  auto session = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+  auto session = OpenVerticesSession(client, rig);
   ASSERT_TRUE(session.ok()) << session.status();
   for (int f = 0; f < 20; ++f) {
     auto frame = (*session)->Step(BentPose(rig, f));
@@ -199,14 +204,10 @@ TEST(ServerEndToEnd, SigtermWithAnIdleSessionOpenDoesNotWaitForTheDrainDeadline)
   ServerProcess server(MakeTempDir("store"), {"--drain_seconds=30"});
   Client client(Options(server));
   const Rig rig = MakeTwoBoneTube();
-  auto reg = client.CreateRig(RigToProto(rig));
-  ASSERT_TRUE(reg.ok()) << reg.status();
-  v1::PoseOutputs outputs;
-  outputs.set_vertices(true);
-  auto session = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
+  auto session = OpenVerticesSession(client, rig);
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->Step(BentPose(rig, 10)).ok());
-  auto unopened = client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);  // no frame yet
+  auto unopened = OpenVerticesSession(client, rig);  // no frame sent yet
   ASSERT_TRUE(unopened.ok()) << unopened.status();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto t0 = std::chrono::steady_clock::now();
