@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ ABSL_FLAG(int, max_pollers, 8, "most gRPC threads waiting for new calls (0 = gRP
 ABSL_FLAG(std::string, store_dir, "skinning-store", "directory of the embedded rig store (when --redis is empty)");
 ABSL_FLAG(std::string, redis, "", "host:port of a Redis shared by several replicas; empty = the --store_dir directory");
 ABSL_FLAG(std::string, redis_prefix, "skinning:", "prefix of this service's keys in Redis");
+ABSL_FLAG(std::string, redis_password_file, "",
+          "with --redis: a file whose first line is the password sent to Redis's AUTH on every connection (a "
+          "mounted Secret); empty = no AUTH");
+ABSL_FLAG(std::string, redis_user, "", "with --redis_password_file: the Redis ACL user (empty = the default user)");
 ABSL_FLAG(double, store_wait_seconds, 60,
           "with --redis: how long to wait at start for Redis to answer (starting, or loading its data) before "
           "exiting 1; SIGTERM ends the wait");
@@ -156,6 +161,25 @@ int main(int argc, char** argv) {
   options.store_dir = absl::GetFlag(FLAGS_store_dir);
   options.redis_address = absl::GetFlag(FLAGS_redis);
   options.redis_prefix = absl::GetFlag(FLAGS_redis_prefix);
+  if (const std::string file = absl::GetFlag(FLAGS_redis_password_file); !file.empty()) {
+    std::ifstream in(file);
+    std::string password;
+    if (!in || !std::getline(in, password)) {
+      std::cerr << "skinning-server: --redis_password_file: cannot read " << file << std::endl;
+      return 1;
+    }
+    while (!password.empty() && (password.back() == '\r' || password.back() == ' ' || password.back() == '\t'))
+      password.pop_back();
+    if (password.empty()) {
+      std::cerr << "skinning-server: --redis_password_file: " << file << " starts with an empty line" << std::endl;
+      return 1;
+    }
+    options.redis_credentials.password = password;
+    options.redis_credentials.user = absl::GetFlag(FLAGS_redis_user);
+  } else if (!absl::GetFlag(FLAGS_redis_user).empty()) {
+    std::cerr << "skinning-server: --redis_user needs --redis_password_file" << std::endl;
+    return 1;
+  }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_cache_mb)) << 20;
   options.bake_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_bake_cache_mb)) << 20;

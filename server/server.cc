@@ -41,7 +41,8 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& option
       !absl::SimpleAtoi(absl::string_view(options.redis_address).substr(colon + 1), &port))
     return absl::InvalidArgumentError(
         absl::StrCat("redis address '", options.redis_address, "' is not host:port"));
-  return OpenRedisBlobStore(options.redis_address.substr(0, colon), port, options.redis_prefix);
+  return OpenRedisBlobStore(options.redis_address.substr(0, colon), port, options.redis_prefix,
+                            options.redis_credentials);
 }
 
 }  // namespace
@@ -100,6 +101,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     q.host = options.redis_address.substr(0, colon);
     q.port = std::atoi(options.redis_address.c_str() + colon + 1);
     q.prefix = options.redis_prefix;
+    q.credentials = options.redis_credentials;
     q.workers = options.role == "api" ? 0 : std::max(1, options.bakes.workers);
     q.lease = options.bake_lease;
     q.max_attempts = options.bake_max_attempts;

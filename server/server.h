@@ -32,6 +32,7 @@
 #include "server/pose/posing.h"
 #include "server/pose/psd_models.h"
 #include "server/store/example_store.h"
+#include "server/store/redis_credentials.h"
 #include "server/store/rig_store.h"
 
 namespace skinning {
@@ -43,6 +44,7 @@ struct ServerOptions {
   // holds no thread): the threads that run their work when it is not quick (0 = twice the cores,
   // at least 4) and the most sessions open at once (0 = no limit).
   int callback_threads = 0;
+  RedisCredentials redis_credentials;  // with redis_address: AUTH on every connection
   int max_sessions = 10000;
   // HTTP/2 keepalive: every connection with calls open is pinged after this long without traffic,
   // and closed (its calls cancelled) when the ping is not answered within the timeout: a client

@@ -82,7 +82,7 @@ RedisBakeQueue::RedisBakeQueue(BakeStore* store, const RecipeRegistry* recipes, 
       options_(std::move(options)),
       observer_(observer),
       stream_(options_.prefix + "bakequeue:stream"),
-      pool_(options_.host, options_.port) {}
+      pool_(options_.host, options_.port, options_.credentials) {}
 
 absl::StatusOr<std::unique_ptr<RedisBakeQueue>> RedisBakeQueue::Open(BakeStore* store, const RecipeRegistry* recipes,
                                                                      BakeRunFunction run,

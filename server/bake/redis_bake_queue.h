@@ -24,6 +24,7 @@
 #include "server/bake/bake_store.h"
 #include "server/bake/local_bake_queue.h"
 #include "server/bake/recipe.h"
+#include "server/store/redis_credentials.h"
 #include "server/store/redis_pool.h"
 
 namespace skinning {
@@ -32,6 +33,7 @@ struct RedisBakeQueueOptions {
   std::string host;
   int port = 6379;
   std::string prefix = "skinning:";
+  RedisCredentials credentials;  // AUTH on every connection (none when the password is empty)
   int workers = 1;  // bakes computed at once by this process; 0 = it only enqueues (role api)
   std::string consumer;  // this process's name in the group; empty = hostname-pid
   // A running job whose worker has not renewed its lease for this long is taken by another.

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/store/redis_credentials.h"
 
 namespace skinning {
 
@@ -59,8 +60,10 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::st
 // the call returns UNAVAILABLE (the next call reconnects). Fails with UNAVAILABLE when Redis
 // does not answer PING. Opening it makes the process ignore SIGPIPE (a socket whose peer went
 // away must not kill a server).
+// `credentials` go to AUTH on every connection (none when the password is empty).
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string& host, int port,
-                                                              const std::string& key_prefix = "skinning:");
+                                                              const std::string& key_prefix = "skinning:",
+                                                              RedisCredentials credentials = {});
 
 }  // namespace skinning
 

@@ -51,8 +51,8 @@ using Reply = RedisReplyPtr;
 
 class RedisBlobStore : public BlobStore {
  public:
-  RedisBlobStore(std::string host, int port, std::string key_prefix)
-      : prefix_(std::move(key_prefix)), pool_(std::move(host), port) {}
+  RedisBlobStore(std::string host, int port, std::string key_prefix, RedisCredentials credentials)
+      : prefix_(std::move(key_prefix)), pool_(std::move(host), port, std::move(credentials)) {}
 
   // At startup: errors name the endpoint (they go to the operator, not to a client).
   absl::Status Ping() {
@@ -177,12 +177,13 @@ class RedisBlobStore : public BlobStore {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string& host, int port,
-                                                              const std::string& key_prefix) {
+                                                              const std::string& key_prefix,
+                                                              RedisCredentials credentials) {
   if (host.empty()) return absl::InvalidArgumentError("redis host is empty");
   if (port <= 0 || port > 65535)
     return absl::InvalidArgumentError(absl::StrCat("redis port ", port, " is out of range"));
   IgnoreSigpipeForRedis();
-  auto store = std::make_unique<RedisBlobStore>(host, port, key_prefix);
+  auto store = std::make_unique<RedisBlobStore>(host, port, key_prefix, std::move(credentials));
   RETURN_IF_ERROR(store->Ping());
   return std::unique_ptr<BlobStore>(std::move(store));
 }

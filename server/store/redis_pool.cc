@@ -28,6 +28,8 @@ absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) 
     if (absl::StartsWith(error, transient)) return absl::UnavailableError(message);
   }
   if (absl::StartsWith(error, "OOM")) return absl::ResourceExhaustedError(message);
+  if (absl::StartsWith(error, "NOAUTH"))
+    return absl::PermissionDeniedError(absl::StrCat(message, " (this server sends no password: --redis_password_file)"));
   return absl::InternalError(message);
 }
 
@@ -39,6 +41,25 @@ absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
   if (c->err) return absl::UnavailableError(absl::StrCat("cannot connect to the shared store (redis): ", c->errstr));
   if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK || redisEnableKeepAlive(c.get()) != REDIS_OK)
     return absl::UnavailableError(absl::StrCat("cannot configure the connection to the shared store (redis): ", c->errstr));
+  if (!credentials_.password.empty()) {
+    std::vector<const char*> argv = {"AUTH"};
+    std::vector<size_t> argv_len = {4};
+    if (!credentials_.user.empty()) {
+      argv.push_back(credentials_.user.data());
+      argv_len.push_back(credentials_.user.size());
+    }
+    argv.push_back(credentials_.password.data());
+    argv_len.push_back(credentials_.password.size());
+    RedisReplyPtr reply(static_cast<redisReply*>(
+        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+    if (reply == nullptr || c->err)
+      return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ",
+                                                 c->errstr[0] ? c->errstr : "connection failed"));
+    // The reply names neither user nor password; a refusal is the operator's to fix, not transient.
+    if (reply->type == REDIS_REPLY_ERROR)
+      return absl::PermissionDeniedError(absl::StrCat("the shared store (redis) refused our credentials: ",
+                                                      absl::string_view(reply->str, reply->len)));
+  }
   return c;
 }
 

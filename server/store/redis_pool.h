@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/store/redis_credentials.h"
 
 namespace skinning {
 
@@ -25,7 +26,8 @@ using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyDeleter>;
 
 class RedisPool {
  public:
-  RedisPool(std::string host, int port) : host_(std::move(host)), port_(port) {}
+  RedisPool(std::string host, int port, RedisCredentials credentials = {})
+      : host_(std::move(host)), port_(port), credentials_(std::move(credentials)) {}
 
   // One command (every argument binary-safe). `what` starts every error message; no message names
   // the endpoint (errors reach clients, and Redis's address is the cluster's business: callers
@@ -48,6 +50,7 @@ class RedisPool {
 
   const std::string host_;
   const int port_;
+  const RedisCredentials credentials_;
   std::mutex mu_;
   std::vector<Connection> idle_;  // guarded by mu_
 };

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -375,6 +376,63 @@ TEST(MultiReplica, AReplicaGivesUpOnAbsentRedisAfterTheWaitAndStopsOnSigtermDuri
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count(), 5.0);
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// A Redis that requires a password (requirepass, as managed Redis services do): a replica
+// without it, or with a wrong one, stops at once saying so (no wait: the store answers); with the
+// password file (a mounted Secret) it serves, every pooled connection and the bake queue's
+// authenticated.
+TEST(MultiReplica, ARedisWithAPasswordIsReachedWithThePasswordFileAndRefusesOtherwise) {
+  RedisProcess redis;
+  {
+    RedisConnection c = ConnectRedis(redis.port());
+    ASSERT_NE(c, nullptr);
+    RedisReply set(static_cast<redisReply*>(redisCommand(c.get(), "CONFIG SET requirepass %s", "s3cret-pass")));
+    ASSERT_NE(set, nullptr);
+    ASSERT_EQ(set->type, REDIS_REPLY_STATUS);
+  }
+  const std::string dir = MakeTempDir("secret");
+  std::ofstream(dir + "/right") << "s3cret-pass\n";
+  std::ofstream(dir + "/wrong") << "not-it\n";
+  const std::vector<std::string> base = {testing::BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
+                                         "--metrics_address=", "--redis=" + redis.address(), "--store_wait_seconds=30"};
+  auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    testing::CommandResult r = RunCommand(args);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0)
+        << "a refused password is not waited for";
+    return r;
+  };
+  testing::CommandResult none = run({});
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_THAT(none.output, ::testing::HasSubstr("NOAUTH"));
+  EXPECT_THAT(none.output, ::testing::HasSubstr("--redis_password_file"));
+  testing::CommandResult wrong = run({"--redis_password_file=" + dir + "/wrong"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_THAT(wrong.output, ::testing::HasSubstr("refused our credentials: WRONGPASS"));
+  EXPECT_THAT(wrong.output, ::testing::Not(::testing::HasSubstr("not-it")));
+
+  ServerProcess server(MakeTempDir("unused-store"), {"--redis=" + redis.address(), "--redis_password_file=" + dir + "/right"});
+  Client client(Options(server.address()));
+  absl::StatusOr<v1::CreateRigResponse> created = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::BakeOptions options;
+  options.mutable_bone_heat();
+  auto started = client.StartBake(created->rig().name(), options);  // through the bake queue's connections
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  RedisConnection c = ConnectRedis(redis.port());
+  ASSERT_NE(c, nullptr);
+  RedisReply auth(static_cast<redisReply*>(redisCommand(c.get(), "AUTH %s", "s3cret-pass")));
+  ASSERT_NE(auth, nullptr);
+  RedisReply keys(static_cast<redisReply*>(redisCommand(c.get(), "KEYS skinning:rigs/*")));
+  ASSERT_NE(keys, nullptr);
+  EXPECT_EQ(keys->elements, 2u) << "the rig and its summary";
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
 }  // namespace SKINNING_TEST_FILE
