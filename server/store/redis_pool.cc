@@ -33,6 +33,18 @@ absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) 
   return absl::InternalError(message);
 }
 
+// Sends one command (binary-safe arguments) and waits for its reply; null when the connection failed.
+RedisReplyPtr SendCommand(redisContext* c, const std::vector<absl::string_view>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> argv_len;
+  for (absl::string_view a : args) {
+    argv.push_back(a.data());
+    argv_len.push_back(a.size());
+  }
+  return RedisReplyPtr(
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+}
+
 }  // namespace
 
 absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
@@ -42,16 +54,10 @@ absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
   if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK || redisEnableKeepAlive(c.get()) != REDIS_OK)
     return absl::UnavailableError(absl::StrCat("cannot configure the connection to the shared store (redis): ", c->errstr));
   if (!credentials_.password.empty()) {
-    std::vector<const char*> argv = {"AUTH"};
-    std::vector<size_t> argv_len = {4};
-    if (!credentials_.user.empty()) {
-      argv.push_back(credentials_.user.data());
-      argv_len.push_back(credentials_.user.size());
-    }
-    argv.push_back(credentials_.password.data());
-    argv_len.push_back(credentials_.password.size());
-    RedisReplyPtr reply(static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+    std::vector<absl::string_view> auth = {"AUTH"};
+    if (!credentials_.user.empty()) auth.push_back(credentials_.user);
+    auth.push_back(credentials_.password);
+    RedisReplyPtr reply = SendCommand(c.get(), auth);
     if (reply == nullptr || c->err)
       return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ",
                                                  c->errstr[0] ? c->errstr : "connection failed"));
@@ -65,12 +71,6 @@ absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
 
 absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_view>& args,
                                                  const std::string& what) {
-  std::vector<const char*> argv;
-  std::vector<size_t> argv_len;
-  for (absl::string_view a : args) {
-    argv.push_back(a.data());
-    argv_len.push_back(a.size());
-  }
   for (int attempt = 0;; ++attempt) {
     Connection c;
     {
@@ -87,8 +87,7 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
       c = *std::move(fresh);
     }
     errno = 0;
-    RedisReplyPtr reply(static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+    RedisReplyPtr reply = SendCommand(c.get(), args);
     const int saved_errno = errno;
     if (reply == nullptr || c->err) {
       const bool timed_out = c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
