@@ -630,16 +630,18 @@ bool HttpServer::StartStreamThread(std::function<void()> work) {
     if (streams_ >= std::max(1, options_.max_streams)) return false;
     ++streams_;
   }
-  try {
-    std::thread([this, work = std::move(work)]() mutable {
-      work();
-      work = nullptr;  // what it holds (the exchange, its connection) goes before Stop may return
-      std::lock_guard<std::mutex> lock(streams_mu_);  // the last use of this server
-      if (--streams_ == 0) streams_done_.notify_all();
-    }).detach();
-  } catch (const std::system_error&) {  // no thread to be had: refused like the limit
+  const auto release = [this] {
     std::lock_guard<std::mutex> lock(streams_mu_);
     if (--streams_ == 0) streams_done_.notify_all();
+  };
+  try {
+    std::thread([release, work = std::move(work)]() mutable {
+      work();
+      work = nullptr;  // what it holds (the exchange, its connection) goes before Stop may return
+      release();       // the last use of this server
+    }).detach();
+  } catch (const std::system_error&) {  // no thread to be had: refused like the limit
+    release();
     return false;
   }
   return true;
