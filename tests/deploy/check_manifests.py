@@ -11,7 +11,9 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
     and target it;
   - terminationGracePeriodSeconds >= preStop sleep + --drain_seconds, and liveness cannot
     restart a pod while it drains;
-  - --store_dir is on a writable volume; --cache_mb fits in the memory limit;
+  - --store_dir is on a writable volume; the three caches (--cache_mb, --bake_cache_mb,
+    --psd_cache_mb) take at most half the memory limit; no `replicas` where an autoscaler owns
+    the count;
   - the HPA scales this Deployment, the PDB selects its pods;
   - dev: one replica, no --redis, no Redis objects; prod: >= 3 replicas, --redis naming the
     rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted;
@@ -19,8 +21,8 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
   - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port;
   - the bake workers: a Deployment with --role=worker that no Service selects (none in dev);
     in prod the API runs --role=api with the same --redis, the HPA scales the API, and a KEDA
-    ScaledObject scales the workers on the server's stream (<--redis_prefix>bakequeue:stream),
-    group (bakers) and --redis address.
+    ScaledObject scales the workers on the length of the server's stream
+    (<--redis_prefix>bakequeue:stream, no consumerGroup) at the --redis address.
 
 Prints one line per check; exits 1 if any fails. Without kubectl (or PyYAML) it skips
 (exit 77), except in CI (CI=true), where that is a failure.
@@ -279,7 +281,6 @@ def check_overlay(c, name, objects, known, defaults):
                 if not mt.get("readOnly") and (store_dir + "/").startswith(mt["mountPath"].rstrip("/") + "/")]
     c.check(bool(writable), f"{name}: --store_dir={store_dir} is on a writable volume",
             ", ".join(mt["mountPath"] for mt in writable))
-    limit = memory_bytes(container.get("resources", {}).get("limits", {}).get("memory"))
     requests = container.get("resources", {}).get("requests", {})
     c.check("cpu" in requests and "memory" in requests, f"{name}: CPU and memory requests are set", str(requests))
     check_caches(c, name, container, values, defaults)
