@@ -214,20 +214,20 @@ int main(int argc, char** argv) {
   const double store_wait = absl::GetFlag(FLAGS_store_wait_seconds);
   const auto wait_start = std::chrono::steady_clock::now();
   double reported = -1;
-  for (absl::Status store = skinning::PingSharedStore(options); absl::IsUnavailable(store);
-       store = skinning::PingSharedStore(options)) {
+  absl::StatusOr<std::unique_ptr<skinning::BlobStore>> store = skinning::OpenStore(options);
+  for (; absl::IsUnavailable(store.status()); store = skinning::OpenStore(options)) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
     if (waited >= store_wait) {
       std::cerr << "skinning-server: "
                 << (store_wait > 0 ? absl::StrCat("gave up waiting for the shared store after ", store_wait,
                                                   " s (--store_wait_seconds): ")
                                    : std::string())
-                << store.message() << std::endl;
+                << store.status().message() << std::endl;
       return 1;
     }
     if (reported < 0 || waited - reported >= 10) {
       std::printf("skinning-server: waiting for the shared store (%.0f of %g s): %s\n", waited, store_wait,
-                  std::string(store.message()).c_str());
+                  std::string(store.status().message()).c_str());
       std::fflush(stdout);
       reported = waited;
     }
@@ -238,16 +238,21 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server = skinning::SkinningServer::Start(options);
+  if (!store.ok()) {
+    std::cerr << "skinning-server: " << store.status().message() << std::endl;
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<skinning::SkinningServer>> server =
+      skinning::SkinningServer::Start(options, *std::move(store));
   if (!server.ok()) {
     std::cerr << "skinning-server: " << server.status().message() << std::endl;
     return 1;
   }
   // Tests and scripts read this line to learn the port.
-  const std::string store = options.redis_address.empty()
-                                ? options.store_dir
-                                : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
-  std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store.c_str());
+  const std::string store_name = options.redis_address.empty()
+                                     ? options.store_dir
+                                     : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
+  std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store_name.c_str());
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
   std::printf("skinning-server role: %s\n", options.role.c_str());
   if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())

@@ -32,7 +32,8 @@ BakeQueueStats QueueStats(RedisBakeQueue& queue) {
   return stats;
 }
 
-// The store options select: Redis when an address is given, else the filesystem.
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options) {
   if (options.redis_address.empty()) return OpenFilesystemBlobStore(options.store_dir);
   const size_t colon = options.redis_address.rfind(':');
@@ -45,15 +46,11 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& option
                             options.redis_credentials);
 }
 
-}  // namespace
-
-absl::Status PingSharedStore(const ServerOptions& options) {
-  if (options.redis_address.empty()) return absl::OkStatus();
-  return OpenStore(options).status();
-}
-
-absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<BlobStore> blobs, OpenStore(options));
+absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options,
+                                                                     std::unique_ptr<BlobStore> blobs) {
+  if (blobs == nullptr) {
+    ASSIGN_OR_RETURN(blobs, OpenStore(options));
+  }
   std::unique_ptr<SkinningServer> s(new SkinningServer());
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() ||

@@ -107,13 +107,16 @@ struct ServerOptions {
   std::string tls_client_ca_file;
 };
 
-// With --redis: whether the shared store answers (OK without --redis). UNAVAILABLE while Redis is
-// unreachable or loading its data; the error names its address (for the operator's log).
-absl::Status PingSharedStore(const ServerOptions& options);
+// Opens the store the options select: the directory, or with --redis the shared store.
+// UNAVAILABLE while Redis is unreachable or loading its data (worth waiting for); the error names
+// its address (for the operator's log).
+absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options);
 
 class SkinningServer {
  public:
-  static absl::StatusOr<std::unique_ptr<SkinningServer>> Start(const ServerOptions& options);
+  // Serves `blobs` (an OpenStore result), or opens the store itself when it is null.
+  static absl::StatusOr<std::unique_ptr<SkinningServer>> Start(const ServerOptions& options,
+                                                               std::unique_ptr<BlobStore> blobs = nullptr);
   ~SkinningServer();
 
   int port() const { return port_; }
