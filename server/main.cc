@@ -19,12 +19,13 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/util/cpus.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call but Pose, and every WatchBake, in flight holds one (0 = 128); Pose calls and open sessions hold none");
-ABSL_FLAG(int, callback_threads, 0, "threads that run the Pose calls and session frames that are not quick (gRPC callback API; 0 = twice the cores, at least 4)");
+ABSL_FLAG(int, callback_threads, 0, "threads that run the Pose calls and session frames that are not quick (gRPC callback API; 0 = twice the CPUs this process may use, by its affinity and cgroup CPU quota; at least 4)");
 ABSL_FLAG(int, keepalive_seconds, 60,
           "ping a client's connection after this long without traffic while it has calls open, and close it "
           "(ending its sessions) when the ping goes unanswered for --keepalive_timeout_seconds (0 = never ping)");
@@ -255,6 +256,8 @@ int main(int argc, char** argv) {
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store_name.c_str());
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
   std::printf("skinning-server role: %s\n", options.role.c_str());
+  // Bake, solver and callback threads follow this count, not the node's cores.
+  std::printf("skinning-server cpus: %s\n", skinning::DescribeCpuLimits(skinning::ReadCpuLimits()).c_str());
   if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())
     std::fprintf(stderr,
                  "skinning-server: warning: --auth_tokens without --tls_cert: bearer tokens travel "

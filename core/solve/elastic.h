@@ -66,7 +66,7 @@ double ElasticEnergyValue(const ElasticEnergy& energy, const RowMatrixX3d& X);
 struct ElasticOptions {
   int max_iterations = 500;
   double relative_tolerance = 1e-6;  // stop when E_prev − E ≤ tol · E_prev
-  int threads = 0;                   // 0 = hardware concurrency
+  int threads = 0;                   // 0 = AvailableCpus() (affinity, cgroup quota)
   // Anderson acceleration of the local/global iterations with this many past iterates (Peng et
   // al. 2018; 0 = plain local/global). An accelerated step is kept only when it lowers E, else
   // the plain step is taken, so E stays non-increasing. bench/emw_bench measures the default.

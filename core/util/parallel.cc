@@ -1,5 +1,7 @@
 #include "core/util/parallel.h"
 
+#include "core/util/cpus.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -17,8 +19,7 @@ namespace skinning {
 
 int ResolveThreads(int threads) {
   if (threads > 0) return threads;
-  const int hw = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, hw);
+  return AvailableCpus();
 }
 
 void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn) {
@@ -40,8 +41,7 @@ void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>
 
 bool ParallelFor(int n, int max_threads, const Progress& progress, const std::function<void(int)>& fn) {
   constexpr int kChunk = 256;
-  const int hw = static_cast<int>(std::thread::hardware_concurrency());
-  const int threads = std::max(1, std::min({hw, max_threads, (n + kChunk - 1) / kChunk}));
+  const int threads = std::max(1, std::min({AvailableCpus(), max_threads, (n + kChunk - 1) / kChunk}));
   std::atomic<int> next{0};
   std::atomic<bool> stop{false};
   auto work = [&]() {

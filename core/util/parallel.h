@@ -8,14 +8,14 @@
 
 namespace skinning {
 
-// `threads` when positive, else the hardware concurrency (at least 1).
+// `threads` when positive, else the CPUs this process may use (AvailableCpus: affinity and cgroup quota).
 int ResolveThreads(int threads);
 
 // Runs fn(begin, end, chunk) over [0, n) in up to `threads` contiguous chunks (chunk = 0 …
 // chunks − 1; at most one chunk per 256 items), the last on the caller's thread, and waits.
 void ParallelChunks(int n, int threads, const std::function<void(int, int, int)>& fn);
 
-// Runs fn(i) for every i in [0, n) on up to min(max_threads, hardware concurrency) threads (the
+// Runs fn(i) for every i in [0, n) on up to min(max_threads, AvailableCpus()) threads (the
 // caller's included, at most one per 256 items), handing out chunks of 256 indices in order as
 // threads become free. Stops handing out chunks once progress is cancelled and then returns
 // false (some fn(i) were not run); true when every fn(i) ran.

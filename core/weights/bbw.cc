@@ -789,8 +789,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
                      SolveUnconstrained(&p, &unconstrained, &factorizations,
                                         [&progress] { return progress.Cancelled(); }));
     if (progress.Cancelled()) return absl::CancelledError("cancelled");
-    int threads = options.threads > 0 ? options.threads
-                                      : static_cast<int>(std::thread::hardware_concurrency());
+    int threads = ResolveThreads(options.threads);
     threads = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
     const SingleThreadedBlas single_threaded_blas(threads > 1);
     Eigen::MatrixXd guess;

@@ -34,7 +34,7 @@ struct BbwOptions {
   // 0.003–0.1 on the libigl hand (tet mesh) and RiggedFigure (voxels, 64), 0.03 needed the
   // fewest factorizations for the time.
   double admm_rho_factor = 0.03;
-  // Solve handles on this many threads (0 = hardware concurrency).
+  // Solve handles on this many threads (0 = the CPUs this process may use, AvailableCpus).
   int threads = 0;
   // false: skip the clamp and the partition-of-unity division and return each handle's QP
   // minimizer as solved (free entries within [0, 1] up to bound_tolerance) — for inspecting the

@@ -22,7 +22,7 @@ struct EmwOptions {
   int max_iterations = 30;
   double relative_tolerance = 1e-5;  // stop when the decrease ≤ tol · energy
   double sample_angle = M_PI / 2;    // radians
-  int threads = 0;                   // local-step threads, 0 = hardware concurrency
+  int threads = 0;                   // local-step threads, 0 = AvailableCpus()
 
   // INVALID_ARGUMENT naming the first bad field and its value.
   absl::Status Validate() const;

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "core/util/cpus.h"
 #include "server/auth/auth.h"
 
 namespace skinning {
@@ -49,7 +50,7 @@ struct CallbackHost::Pool {
 namespace {
 int PoolThreads(int threads) {
   if (threads > 0) return threads;
-  return std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(4, 2 * AvailableCpus());
 }
 }  // namespace
 

@@ -56,7 +56,7 @@ struct QuickTimer {
 // kinds of unary call were quick last time.
 class CallbackHost {
  public:
-  // threads <= 0: twice the hardware concurrency, at least 4 (a slow frame of one session does
+  // threads <= 0: twice AvailableCpus(), at least 4 (a slow frame of one session does
   // not hold back the others). max_sessions <= 0: no limit.
   CallbackHost(int threads, int max_sessions);
   ~CallbackHost();  // waits for the work running (none once the gRPC server has shut down)

@@ -1,5 +1,6 @@
 // End-to-end tests of the real skinning-server binary on a loopback port.
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -183,6 +184,34 @@ TEST(ServerEndToEnd, SigtermTakenByAnyThreadStillDrains) {
   EXPECT_EQ(server.Stop(0, 30), 0) << server.Output();
   EXPECT_THAT(server.Output(), HasSubstr("Terminated received"));  // strsignal(SIGTERM)
   EXPECT_THAT(server.Output(), HasSubstr("stopped"));
+}
+
+// Threads follow the CPUs the server may use, not the node's: started on one CPU (taskset, as a
+// Kubernetes static CPU policy pins a container), it says so at start and still bakes and poses.
+TEST(ServerEndToEnd, PinnedToOneCpuItCountsOneAndServes) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &mine)) ++first;
+  ServerProcess server(MakeTempDir("store"), {}, {"/usr/bin/taskset", "-c", std::to_string(first)});
+  Client client(Options(server, 60000));
+  const Rig rig = MakeTwoBoneTube();
+  auto created = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::BakeOptions options;
+  options.mutable_bbw();
+  options.mutable_domain()->set_voxel_resolution(32);
+  auto started = client.StartBake(created->rig().name(), options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+  v1::PoseRequest pose = VerticesRequest(created->rig().name(), BentPose(rig, 30), v1::DEFORMER_UNSPECIFIED);
+  pose.set_bake(started->bake().name());
+  auto posed = client.Pose(pose);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_THAT(server.Output(), HasSubstr("skinning-server cpus: 1 (affinity 1 of"));
 }
 
 // A connected but idle client must not hold the drain open: the server stops once nothing is in
