@@ -321,9 +321,20 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
       : server_(server), ws_(std::move(stream)), handler_(std::move(handler)) {
     ++server_->connections_;
   }
-  ~WebSocketSession() { --server_->connections_; }
+  ~WebSocketSession() {
+    {
+      std::lock_guard<std::mutex> lock(server_->sessions_mu_);
+      server_->sessions_.erase(this);
+      if (server_->sessions_.empty()) server_->sessions_done_.notify_all();
+    }
+    --server_->connections_;
+  }
 
   void Run(HttpRequest request, std::string subprotocol) {
+    {
+      std::lock_guard<std::mutex> lock(server_->sessions_mu_);
+      server_->sessions_.emplace(this, weak_from_this());
+    }
     beast::get_lowest_layer(ws_).expires_never();
     websocket::stream_base::timeout timeout;
     timeout.handshake_timeout = server_->options_.request_timeout;
@@ -341,9 +352,24 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     auto owned = std::make_shared<HttpRequest>(std::move(request));
     ws_.async_accept(*owned, [self = shared_from_this(), owned](beast::error_code ec) {
       if (ec) return;
+      self->accepted_ = true;
+      if (self->server_->stopping()) return self->CloseForShutdown();
       self->Read();
     });
   }
+
+  // On the session's strand, from Stop: the answers computed go out, then 4014 (UNAVAILABLE).
+  void CloseForShutdown() {
+    if (!accepted_ || gone_ || close_pending_) return;
+    closing_ = true;
+    close_pending_ = true;
+    close_.code = static_cast<uint16_t>(CloseCode(absl::UnavailableError("")));
+    close_.reason = "the server is shutting down; reconnect (another replica serves the session)";
+    inbox_.clear();
+    Write();
+  }
+
+  boost::asio::any_io_executor executor() { return ws_.get_executor(); }
 
  private:
   struct Frame {
@@ -434,7 +460,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   std::deque<Frame> inbox_;
   std::deque<WebSocketHandler::Reply> outbox_;
   bool reading_ = false, stepping_ = false, writing_ = false;
-  bool closing_ = false, close_pending_ = false, gone_ = false;
+  bool closing_ = false, close_pending_ = false, gone_ = false, accepted_ = false;
   websocket::close_reason close_;
 };
 
@@ -662,6 +688,20 @@ void HttpServer::Stop() {
     streams_done_.wait(lock, [this] { return streams_ == 0; });
   }
   workers_.join();
+  // Open sessions are closed with a close frame rather than dropped: a browser sees 1006 for a
+  // dropped socket and cannot tell it from a network failure.
+  std::vector<std::shared_ptr<WebSocketSession>> open;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    for (auto& [raw, weak] : sessions_)
+      if (auto s = weak.lock()) open.push_back(std::move(s));
+  }
+  for (auto& s : open) net::post(s->executor(), [s] { s->CloseForShutdown(); });
+  open.clear();  // the sessions' own operations keep them alive until they end
+  {
+    std::unique_lock<std::mutex> lock(sessions_mu_);
+    sessions_done_.wait_for(lock, std::chrono::seconds(1), [this] { return sessions_.empty(); });
+  }
   io_.stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -86,6 +87,7 @@ class WebSocketHandler {
 int CloseCode(const absl::Status& status);
 
 class Exchange;
+class WebSocketSession;
 
 class HttpServer {
  public:
@@ -106,7 +108,10 @@ class HttpServer {
   // them (they see the server draining and end).
   bool StartStreamThread(std::function<void()> work);
   void Post(std::function<void()> work);
-  // Stops accepting, closes every connection, joins the threads. Idempotent.
+  // Stops accepting, closes every connection, joins the threads. Open WebSocket sessions get
+  // the answers already computed and then a close frame, 4014 (UNAVAILABLE: the server is
+  // shutting down, reconnect), waited for up to a second, instead of a dropped socket (1006 in
+  // a browser, which cannot tell it from a network failure). Idempotent.
   void Stop();
   bool stopping() const { return stopping_.load(); }
   int open_connections() const { return connections_.load(); }
@@ -126,6 +131,12 @@ class HttpServer {
 
   const HttpServerOptions options_;
   const Router router_;
+  // Open WebSocket sessions, so that Stop can close them; guarded by sessions_mu_. Declared before
+  // io_: sessions still queued in it are destroyed with it, and unregister themselves here.
+  std::mutex sessions_mu_;
+  std::condition_variable sessions_done_;
+  std::unordered_map<WebSocketSession*, std::weak_ptr<WebSocketSession>> sessions_;
+  std::atomic<int> connections_{0};
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;     // on the acceptor's strand
@@ -133,7 +144,6 @@ class HttpServer {
   boost::asio::thread_pool workers_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> connections_{0};
   bool at_connection_limit_ = false;  // on the acceptor's strand: logged once per episode
   int port_ = 0;
   std::mutex streams_mu_;

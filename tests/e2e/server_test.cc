@@ -21,6 +21,7 @@
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -32,6 +33,7 @@ using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
+using ::skinning::testing::WebSocketClient;
 using ::testing::HasSubstr;
 
 ClientOptions Options(const ServerProcess& server, int deadline_ms = 10000) {
@@ -224,6 +226,49 @@ TEST(ServerEndToEnd, SigtermWithOnlyIdleClientsDoesNotWaitForTheDrainDeadline) {
   EXPECT_EQ(server.Stop(SIGTERM, 60), 0) << server.Output();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(seconds, 15.0) << "waited for the 30 s drain deadline with nothing in flight";
+}
+
+// WebSocket sessions open at SIGTERM (one that has posed, one that has not sent a frame yet) are
+// closed with a close frame, 4014 (UNAVAILABLE, reconnect): they used to be dropped with the
+// socket, which a browser reports as 1006 and cannot tell from a network failure. They do not
+// hold the drain either.
+TEST(ServerEndToEnd, SigtermClosesOpenWebSocketSessionsWithUnavailable) {
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--drain_seconds=30"});
+  const int http = server.http_port();
+  ASSERT_GT(http, 0) << server.Output();
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  auto created = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string target = "/skinning.v1.PoseService/PoseSession";
+  auto posed = WebSocketClient::Open(http, target);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  v1::PoseSessionRequest first;
+  first.set_rig(created->rig().name());
+  first.set_sequence(0);
+  *first.mutable_pose() = BentPose(rig, 10);
+  first.mutable_outputs()->set_vertices(true);
+  ASSERT_TRUE((*posed)->Send(first.SerializeAsString(), false).ok());
+  auto answer = (*posed)->Receive();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  auto unopened = WebSocketClient::Open(http, target);
+  ASSERT_TRUE(unopened.ok()) << unopened.status();
+  // Each client waits for what comes next while the server stops.
+  std::vector<absl::Status> next(2);
+  std::vector<std::thread> readers;
+  WebSocketClient* clients[] = {posed->get(), unopened->get()};
+  for (int i = 0; i < 2; ++i) readers.emplace_back([&, i] { next[i] = clients[i]->Receive().status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.Stop(SIGTERM, 60), 0) << server.Output();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (std::thread& t : readers) t.join();
+  EXPECT_LT(seconds, 15.0) << "open WebSocket sessions held the 30 s drain";
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(absl::IsNotFound(next[i])) << "session " << i << ": " << next[i];
+    EXPECT_EQ(clients[i]->close_code(), 4014) << "session " << i << ": " << next[i];
+    EXPECT_THAT(clients[i]->close_reason(), HasSubstr("shutting down")) << "session " << i;
+  }
 }
 
 // A session waiting for its client's next frame is not work in flight either: it used to hold the
