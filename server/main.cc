@@ -80,6 +80,10 @@ ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body mus
 ABSL_FLAG(int, http_max_connections, 10000,
           "front-door connections (WebSockets included) open at once; one more is answered 503 with Retry-After "
           "and closed; 0 = no limit");
+ABSL_FLAG(int64_t, http_websocket_unsent_mb, 256,
+          "front door: WebSocket answers computed and not yet sent, summed over every session; at this, a session "
+          "that still has an unsent answer computes no more until it is sent (clients that stop reading hold at "
+          "most one answer each beyond it); 0 = no limit");
 ABSL_FLAG(int64_t, http_compress_min_bytes, 0,
           "front door: unary answers of at least this many bytes are sent gzip-compressed to clients whose "
           "Accept-Encoding takes gzip (e.g. 16384 for phones on slow links; it costs the server 15-17 ms of CPU "
@@ -203,6 +207,7 @@ int main(int argc, char** argv) {
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
   options.http_request_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_http_request_timeout_ms));
   options.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  options.http_websocket_unsent_mb = absl::GetFlag(FLAGS_http_websocket_unsent_mb);
   options.http_compress_min_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_http_compress_min_bytes)));
   options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);

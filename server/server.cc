@@ -113,6 +113,9 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   if (options.max_gltf_reads < 0 || options.gltf_read_queue < 0)
     return absl::InvalidArgumentError(absl::StrFormat("max_gltf_reads = %d and gltf_read_queue = %d must not be negative",
                                                       options.max_gltf_reads, options.gltf_read_queue));
+  if (options.http_websocket_unsent_mb < 0 || options.http_websocket_unsent_mb > (int64_t{1} << 30))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "http_websocket_unsent_mb = %d must be between 0 (no limit) and 2^30", options.http_websocket_unsent_mb));
   if (options.max_gltf_reads > 0)
     s->uploads_ = std::make_unique<UploadGate>(options.max_gltf_reads, options.gltf_read_queue);
   s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes),
@@ -214,6 +217,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     http.max_websocket_message_bytes = static_cast<size_t>(options.max_message_bytes);
     if (options.http_request_timeout.count() > 0) http.request_timeout = options.http_request_timeout;
     http.max_connections = std::max(0, options.http_max_connections);
+    http.websocket_unsent_bytes = static_cast<size_t>(options.http_websocket_unsent_mb) << 20;
     http.cors_origin = FrontDoorCorsOrigin(options.http_cors_origins);
     FrontDoorOptions door;
     door.cors_origins = options.http_cors_origins;

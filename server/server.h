@@ -94,6 +94,9 @@ struct ServerOptions {
   std::chrono::milliseconds http_request_timeout{0};
   // Front-door connections (WebSockets included) open at once; more are answered 503. 0 = no limit.
   int http_max_connections = 10000;
+  // WebSocket answers computed and not yet sent, over every session, before sessions with an
+  // unsent answer compute no more (HttpServerOptions::websocket_unsent_bytes); 0 = no limit.
+  int64_t http_websocket_unsent_mb = 256;
   // Unary answers of at least this many bytes go gzip-compressed to clients that accept gzip
   // (ConnectOptions::compress_min_bytes); 0 = never.
   size_t http_compress_min_bytes = 0;

@@ -322,6 +322,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     ++server_->connections_;
   }
   ~WebSocketSession() {
+    for (const WebSocketHandler::Reply& r : outbox_) server_->ws_unsent_bytes_ -= r.payload.size();
     {
       std::lock_guard<std::mutex> lock(server_->sessions_mu_);
       server_->sessions_.erase(this);
@@ -401,8 +402,15 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     Read();
   }
 
+  // The server's budget of unsent answers is spent: a session with one of its own unsent waits
+  // for it to go (its write's completion steps it again).
+  bool OverUnsentBudget() const {
+    const size_t budget = server_->options_.websocket_unsent_bytes;
+    return budget > 0 && !outbox_.empty() && server_->ws_unsent_bytes_.load() >= budget;
+  }
+
   void Step() {
-    if (stepping_ || closing_ || inbox_.empty() || outbox_.size() >= Limit()) return;
+    if (stepping_ || closing_ || inbox_.empty() || outbox_.size() >= Limit() || OverUnsentBudget()) return;
     stepping_ = true;
     Frame frame = std::move(inbox_.front());
     inbox_.pop_front();
@@ -410,6 +418,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     absl::StatusOr<WebSocketHandler::Reply> reply = handler_->OnFrame(frame.payload, frame.text);
     stepping_ = false;
     if (!reply.ok()) return CloseWith(reply.status());
+    server_->ws_unsent_bytes_ += reply->payload.size();
     outbox_.push_back(*std::move(reply));
     Write();
     Step();
@@ -430,6 +439,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
         self->closing_ = self->gone_ = true;
         return;
       }
+      self->server_->ws_unsent_bytes_ -= self->outbox_.front().payload.size();
       self->outbox_.pop_front();
       self->Write();
       self->Step();
