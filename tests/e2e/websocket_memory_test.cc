@@ -41,19 +41,23 @@ TEST(WebSocketMemory, ClientsThatStopReadingHoldTheBudgetPlusOneAnswerEachAndLos
   auto created = client.CreateRigFromGltf(GridGlb(kSide));
   ASSERT_TRUE(created.ok()) << created.status();
   const size_t answer_bytes = size_t{kSide} * kSide * 3 * sizeof(float);
+  // Frame i of a session at rest: the first names the rig and asks for the vertices.
+  auto frame = [&created](int i) {
+    v1::PoseSessionRequest req;
+    if (i == 0) {
+      req.set_rig(created->rig().name());
+      req.mutable_outputs()->set_vertices(true);
+    }
+    req.set_sequence(i);
+    return req.SerializeAsString();
+  };
 
   // Warm the server's rig cache and allocator with the same answers before measuring.
   {
     auto warm = WebSocketClient::Open(http, "/skinning.v1.PoseService/PoseSession");
     ASSERT_TRUE(warm.ok()) << warm.status();
     for (int i = 0; i < 4; ++i) {
-      v1::PoseSessionRequest req;
-      if (i == 0) {
-        req.set_rig(created->rig().name());
-        req.mutable_outputs()->set_vertices(true);
-      }
-      req.set_sequence(i);
-      ASSERT_TRUE((*warm)->Send(req.SerializeAsString(), false).ok());
+      ASSERT_TRUE((*warm)->Send(frame(i), false).ok());
       ASSERT_TRUE((*warm)->Receive().ok());
     }
     (*warm)->Close();
@@ -69,15 +73,7 @@ TEST(WebSocketMemory, ClientsThatStopReadingHoldTheBudgetPlusOneAnswerEachAndLos
   for (int c = 0; c < kClients; ++c) {
     auto ws = WebSocketClient::Open(http, "/skinning.v1.PoseService/PoseSession");
     ASSERT_TRUE(ws.ok()) << ws.status();
-    for (int i = 0; i < kFrames; ++i) {
-      v1::PoseSessionRequest req;
-      if (i == 0) {
-        req.set_rig(created->rig().name());
-        req.mutable_outputs()->set_vertices(true);
-      }
-      req.set_sequence(i);
-      ASSERT_TRUE((*ws)->Send(req.SerializeAsString(), false).ok());
-    }
+    for (int i = 0; i < kFrames; ++i) ASSERT_TRUE((*ws)->Send(frame(i), false).ok());
     clients.push_back(*std::move(ws));
   }
   // Until the server has computed what it will: its memory stops growing for a second.
