@@ -32,10 +32,20 @@ class Progress {
       (*callback_)(stage, begin_ + (end_ - begin_) * f);
     }
   }
-  bool Cancelled() const { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
+  bool Cancelled() const {
+    return (cancel_ != nullptr && cancel_->load(std::memory_order_relaxed)) ||
+           (also_cancel_ != nullptr && also_cancel_->load(std::memory_order_relaxed));
+  }
   // CANCELLED when cancelled, OK otherwise.
   absl::Status CheckCancelled() const {
     return Cancelled() ? absl::CancelledError("cancelled") : absl::OkStatus();
+  }
+  // This progress, also cancelled once *flag is set (by a watcher of whether the work is still
+  // wanted). Every copy shares the flag, so one that outlives its caller stays valid.
+  Progress AlsoCancelledBy(std::shared_ptr<const std::atomic<bool>> flag) const {
+    Progress p = *this;
+    p.also_cancel_ = std::move(flag);
+    return p;
   }
   // The sub-range [begin, end) of this range (fractions of this range).
   Progress Sub(double begin, double end) const {
@@ -48,6 +58,7 @@ class Progress {
  private:
   std::shared_ptr<Callback> callback_;
   const std::atomic<bool>* cancel_ = nullptr;
+  std::shared_ptr<const std::atomic<bool>> also_cancel_;
   double begin_ = 0.0, end_ = 1.0;
 };
 

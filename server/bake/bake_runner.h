@@ -31,6 +31,9 @@ class BakeRunner {
   // named weights bake's.
   absl::StatusOr<Eigen::MatrixXd> SourceWeights(const LoadedRig& rig, const std::string& weights_bake) const;
 
+  // NOT_FOUND "rig '…' was deleted <when>; nothing was stored" when the rig is no longer stored.
+  absl::Status CheckRigStored(const std::string& rig_id, const char* when) const;
+
   RigStore* rigs_;
   BakeStore* store_;
 };

@@ -268,6 +268,11 @@ const DqsLaneOrder& RigStore::DqsLanes(const LoadedRig& rig) {
   return lanes;
 }
 
+absl::StatusOr<bool> RigStore::Stored(const std::string& id) {
+  RETURN_IF_ERROR(CheckRigId(id));
+  return blobs_->Exists(RigKey(id));
+}
+
 absl::StatusOr<bool> RigStore::Delete(const std::string& id, const std::string& tenant) {
   RETURN_IF_ERROR(CheckRigId(id));
   if (!tenant.empty()) {

@@ -79,6 +79,8 @@ class RigStore {
   // when nobody has it. Positive answers are cached in memory for kOwnershipCacheTtl, so the
   // per-call check on the posing path is a hash lookup.
   absl::Status CheckAccess(const std::string& rig_id, const std::string& tenant);
+  // Whether the rig is in the store now (not the cache: another replica may have deleted it).
+  absl::StatusOr<bool> Stored(const std::string& rig_id);
   // CheckAccess, then Get.
   absl::StatusOr<std::shared_ptr<const LoadedRig>> GetForTenant(const std::string& rig_id,
                                                                 const std::string& tenant);

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -324,6 +325,7 @@ class BackgroundWatch {
                        .WatchBake(bake,
                                   [this](const v1::Bake& b) {
                                     if (b.metadata().state() == v1::BAKE_STATE_RUNNING) running = true;
+                                    last = b;
                                     return true;
                                   })
                        .status();
@@ -340,6 +342,7 @@ class BackgroundWatch {
 
   std::atomic<bool> running{false};
   absl::Status status;
+  v1::Bake last;  // the last state the watch saw (read after Join)
   std::chrono::steady_clock::time_point ended;
 
  private:
@@ -347,17 +350,40 @@ class BackgroundWatch {
 };
 
 // Registers the tube, starts a resolution-80 BBW bake of it and watches it until it runs (null,
-// with a failure recorded, when any step fails).
-std::unique_ptr<BackgroundWatch> WatchARunningBake(Client& client) {
+// with a failure recorded, when any step fails). `rig_name`, when given, gets the rig's name.
+std::unique_ptr<BackgroundWatch> WatchARunningBake(Client& client, std::string* rig_name = nullptr) {
   auto reg = client.CreateRig(TubeWithoutWeights());
   EXPECT_TRUE(reg.ok()) << reg.status();
   if (!reg.ok()) return nullptr;
+  if (rig_name != nullptr) *rig_name = reg->rig().name();
   auto started = client.StartBake(reg->rig().name(), Bbw(80));
   EXPECT_TRUE(started.ok()) << started.status();
   if (!started.ok()) return nullptr;
   auto watch = std::make_unique<BackgroundWatch>(client, started->bake().name());
   EXPECT_TRUE(watch->WaitRunning()) << "the bake did not start";
   return watch;
+}
+
+// A rig deleted while its bake runs: the bake ends FAILED saying so, and stores nothing (no call
+// could reach it: every call on a bake checks access to its rig). It used to run on and store
+// its result.
+TEST(BakeJobs, ABakeWhoseRigIsDeletedWhileItRunsEndsFailedAndStoresNothing) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  Client client(Options(server));
+  std::string rig_name;
+  const std::unique_ptr<BackgroundWatch> watch = WatchARunningBake(client, &rig_name);
+  ASSERT_TRUE(watch && watch->running);
+  const auto deleted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client.DeleteRig(rig_name).ok());
+  watch->Join();
+  std::printf("the bake ended %.1f s after its rig was deleted\n",
+              std::chrono::duration<double>(watch->ended - deleted).count());
+  ASSERT_TRUE(watch->status.ok()) << watch->status;
+  EXPECT_EQ(watch->last.metadata().state(), v1::BAKE_STATE_FAILED) << watch->last.DebugString();
+  EXPECT_EQ(watch->last.error().code(), static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_THAT(watch->last.error().message(), HasSubstr("was deleted while its bake ran"));
+  EXPECT_FALSE(StoredBakeExists(store, watch->last.name()));
 }
 
 // A watch cut by the server's shutdown: the drain answers UNAVAILABLE, the client's retry lands in
