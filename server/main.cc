@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
   std::printf("skinning-server role: %s\n", options.role.c_str());
   // Bake, solver and callback threads follow this count, not the node's cores.
-  std::printf("skinning-server cpus: %s\n", skinning::DescribeCpuLimits(skinning::ReadCpuLimits()).c_str());
+  std::printf("skinning-server cpus: %s\n", skinning::DescribeCpuLimits(skinning::ProcessCpuLimits()).c_str());
   if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())
     std::fprintf(stderr,
                  "skinning-server: warning: --auth_tokens without --tls_cert: bearer tokens travel "

@@ -108,10 +108,12 @@ CpuLimits ReadCpuLimits(const std::string& cgroup_root, const std::string& proc_
   return limits;
 }
 
-int AvailableCpus() {
-  static const int cpus = ReadCpuLimits().cpus;
-  return cpus;
+const CpuLimits& ProcessCpuLimits() {
+  static const CpuLimits limits = ReadCpuLimits();
+  return limits;
 }
+
+int AvailableCpus() { return ProcessCpuLimits().cpus; }
 
 std::string DescribeCpuLimits(const CpuLimits& limits) {
   return absl::StrFormat("%d (affinity %d of %d online; cgroup quota %s)", limits.cpus, limits.affinity,

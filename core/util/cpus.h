@@ -27,7 +27,11 @@ struct CpuLimits {
 CpuLimits ReadCpuLimits(const std::string& cgroup_root = "/sys/fs/cgroup",
                         const std::string& proc_self_cgroup_file = "/proc/self/cgroup");
 
-// ReadCpuLimits().cpus, read once per process (the first call) and then kept.
+// ReadCpuLimits(), read once per process (the first call) and then kept: what the thread counts
+// follow and what the server reports at start.
+const CpuLimits& ProcessCpuLimits();
+
+// ProcessCpuLimits().cpus.
 int AvailableCpus();
 
 // "2 (affinity 2 of 64 online; cgroup quota 1.5 CPUs from /sys/fs/cgroup/cpu.max)".

@@ -1,7 +1,5 @@
 #include "core/util/parallel.h"
 
-#include "core/util/cpus.h"
-
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -14,6 +12,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "core/util/cpus.h"
 
 namespace skinning {
 
