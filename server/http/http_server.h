@@ -121,8 +121,6 @@ class HttpServer {
   void Stop();
   bool stopping() const { return stopping_.load(); }
   int open_connections() const { return connections_.load(); }
-  // Bytes of WebSocket answers computed and not yet sent (see websocket_unsent_bytes).
-  size_t websocket_unsent_bytes() const { return ws_unsent_bytes_.load(); }
 
  private:
   friend class Connection;
@@ -145,7 +143,7 @@ class HttpServer {
   std::condition_variable sessions_done_;
   std::unordered_map<WebSocketSession*, std::weak_ptr<WebSocketSession>> sessions_;
   std::atomic<int> connections_{0};
-  std::atomic<size_t> ws_unsent_bytes_{0};
+  std::atomic<size_t> ws_unsent_bytes_{0};  // WebSocket answers computed and not yet sent
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;     // on the acceptor's strand
