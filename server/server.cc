@@ -118,7 +118,8 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
         "http_websocket_unsent_mb = %d must be between 0 (no limit) and 2^30", options.http_websocket_unsent_mb));
   if (options.max_gltf_reads > 0)
     s->uploads_ = std::make_unique<UploadGate>(options.max_gltf_reads, options.gltf_read_queue);
-  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), static_cast<size_t>(options.max_message_bytes),
+  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), s->bake_store_.get(),
+                                         static_cast<size_t>(options.max_message_bytes),
                                          options.max_clip_frames, s->uploads_.get());
   s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames,
                                            static_cast<size_t>(options.max_message_bytes));

@@ -96,11 +96,12 @@ absl::Status RigApi::DeleteRig(const CallContext& ctx, const v1::DeleteRigReques
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.name(), "name"));
   ASSIGN_OR_RETURN(const bool deleted, rigs_->Delete(rig_id, ctx.tenant()));
   if (!deleted) return absl::NotFoundError(absl::StrCat("rig '", req.name(), "' not found"));
-  // Every tenant's examples go with the stored rig; while another tenant still owns it, only the
-  // caller's go (with its ownership).
+  // Every tenant's examples and the bakes go with the stored rig; while another tenant still owns
+  // it, only the caller's examples go (with its ownership).
+  ASSIGN_OR_RETURN(const bool still_stored, rigs_->Stored(rig_id));
   if (examples_ != nullptr)
-    return absl::IsNotFound(rigs_->Get(rig_id).status()) ? examples_->DeleteEveryTenant(rig_id)
-                                                          : examples_->DeleteAll(rig_id, ctx.tenant());
+    RETURN_IF_ERROR(still_stored ? examples_->DeleteAll(rig_id, ctx.tenant()) : examples_->DeleteEveryTenant(rig_id));
+  if (bakes_ != nullptr && !still_stored) RETURN_IF_ERROR(bakes_->DeleteForRig(rig_id).status());
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include "google/protobuf/empty.pb.h"
 #include "server/api/call_context.h"
 #include "server/api/upload_gate.h"
+#include "server/bake/bake_store.h"
 #include "server/store/example_store.h"
 #include "server/store/rig_store.h"
 #include "skinning/v1/rig_service.pb.h"
@@ -21,14 +22,15 @@ namespace skinning {
 class RigApi {
  public:
   // `examples` may be null (the example methods are then UNIMPLEMENTED); DeleteRig removes the
-  // rig's examples with it. `max_response_bytes`: the server's message limit, which
+  // rig's examples with it, and its stored bakes (`bakes`, may be null) once no tenant owns it. `max_response_bytes`: the server's message limit, which
   // ListExamples pages stay below. `max_clip_frames`: most frames of the animations CreateRig
   // samples from a glTF file (each clip at 30 frames per second, or fewer to fit). `uploads`
   // (may be null: no bound) admits the glTF uploads CreateRig reads at once.
-  RigApi(RigStore* rigs, ExampleStore* examples, size_t max_response_bytes, int max_clip_frames,
+  RigApi(RigStore* rigs, ExampleStore* examples, BakeStore* bakes, size_t max_response_bytes, int max_clip_frames,
          UploadGate* uploads = nullptr)
       : rigs_(rigs),
         examples_(examples),
+        bakes_(bakes),
         max_response_bytes_(max_response_bytes),
         max_clip_frames_(max_clip_frames),
         uploads_(uploads) {}
@@ -56,6 +58,7 @@ class RigApi {
 
   RigStore* rigs_;
   ExampleStore* examples_;
+  BakeStore* bakes_;
   size_t max_response_bytes_;
   int max_clip_frames_;
   UploadGate* uploads_;

@@ -105,6 +105,13 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeRunner::Run(
   RETURN_IF_ERROR(CheckRigStored(job.rig_id, "while its bake ran"));
   if (absl::Status s = store_->Put(stored, loaded); !s.ok())
     return absl::Status(s.code(), absl::StrCat("storing the bake: ", s.message()));
+  // A DeleteRig that ran between the check above and the Put may have listed the rig's bakes
+  // before this one's index entry was written. Its rig was then gone before this check, so the
+  // bake never outlives its rig. (A store error here is not a deletion: the bake stays stored.)
+  if (absl::Status s = CheckRigStored(job.rig_id, "while its bake was being stored"); absl::IsNotFound(s)) {
+    (void)store_->Delete(job.rig_id, job.bake_id);
+    return s;
+  }
   return loaded->header;
 }
 

@@ -15,6 +15,12 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 std::string BakeKey(const std::string& bake_id) { return absl::StrCat("bakes/", bake_id, ".pb"); }
+// The rig's index of its stored bakes: an empty marker per bake, so that deleting the rig finds
+// them without reading every stored bake.
+std::string RigBakesPrefix(const std::string& rig_id) { return absl::StrCat("rig-bakes/", rig_id, "/"); }
+std::string RigBakeKey(const std::string& rig_id, const std::string& bake_id) {
+  return absl::StrCat(RigBakesPrefix(rig_id), bake_id);
+}
 
 // Headers are small (options and report; a tet mesh in the options is the exception).
 constexpr size_t kHeaderCacheBytes = size_t{16} << 20;
@@ -53,10 +59,35 @@ BakeStore::BakeStore(std::shared_ptr<BlobStore> blobs, RigStore* rigs, const Rec
       headers_(kHeaderCacheBytes) {}
 
 absl::Status BakeStore::Put(const internal::v1::StoredBake& stored, std::shared_ptr<const LoadedBake> loaded) {
+  // The index entry first: a bake is never stored without it (a crash between the two leaves an
+  // entry without its bake, which DeleteForRig passes over).
+  RETURN_IF_ERROR(blobs_->Put(RigBakeKey(stored.rig_id(), stored.bake_id()), ""));
   RETURN_IF_ERROR(blobs_->Put(BakeKey(stored.bake_id()), stored.SerializeAsString()));
   headers_.Insert(stored.bake_id(), loaded->header, HeaderBytes(stored.bake_id(), *loaded->header));
   loaded_.Insert(stored.bake_id(), loaded, loaded->bytes);
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> BakeStore::Delete(const std::string& rig_id, const std::string& bake_id) {
+  loaded_.Erase(bake_id);
+  headers_.Erase(bake_id);
+  ASSIGN_OR_RETURN(const bool had, blobs_->Delete(BakeKey(bake_id)));
+  RETURN_IF_ERROR(blobs_->Delete(RigBakeKey(rig_id, bake_id)).status());  // after the bake: never a bake without it
+  return had;
+}
+
+absl::StatusOr<int> BakeStore::DeleteForRig(const std::string& rig_id) {
+  RETURN_IF_ERROR(CheckRigId(rig_id));
+  const std::string prefix = RigBakesPrefix(rig_id);
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(prefix));
+  int deleted = 0;
+  for (const std::string& key : keys) {
+    const std::string bake_id = key.substr(prefix.size());
+    if (!IsBakeId(bake_id)) continue;  // not an entry this server wrote
+    ASSIGN_OR_RETURN(const bool had, Delete(rig_id, bake_id));
+    deleted += had ? 1 : 0;
+  }
+  return deleted;
 }
 
 absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> BakeStore::Read(const std::string& bake_id) {
@@ -75,7 +106,15 @@ absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> BakeStore::Read(const 
 }
 
 absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> BakeStore::Header(const std::string& bake_id) {
-  if (std::shared_ptr<const internal::v1::StoredBake> hit = headers_.Find(bake_id)) return hit;
+  if (std::shared_ptr<const internal::v1::StoredBake> hit = headers_.Find(bake_id)) {
+    // Still stored? Another replica may have deleted it with its rig (DeleteForRig); one EXISTS
+    // per status call, none per frame (Load answers from its cache).
+    ASSIGN_OR_RETURN(const bool stored, blobs_->Exists(BakeKey(bake_id)));
+    if (stored) return hit;
+    headers_.Erase(bake_id);
+    loaded_.Erase(bake_id);
+    return absl::NotFoundError(absl::StrCat("stored bake '", bake_id, "' not found"));
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<internal::v1::StoredBake> stored, Read(bake_id));
   std::shared_ptr<const internal::v1::StoredBake> header = StoredBakeHeader(*stored);
   headers_.Insert(bake_id, header, HeaderBytes(bake_id, *header));

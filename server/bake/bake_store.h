@@ -1,5 +1,6 @@
 // Finished bakes in the blob store, bakes/<bake id>.pb: a StoredBake with a format version,
-// written atomically before a bake is reported done. Read back two ways: the header (options,
+// written atomically before a bake is reported done, and indexed by rig (an empty
+// rig-bakes/<rig id>/<bake id> per bake, so that deleting a rig deletes its bakes). Read back two ways: the header (options,
 // report, times; what status checks answer from, never running a recipe's load) or the loaded
 // bake (the recipe's Restore and Prepare; what posing, GetWeights and FAST use), each with an
 // in-memory cache.
@@ -45,9 +46,16 @@ class BakeStore {
   BakeStore(std::shared_ptr<BlobStore> blobs, RigStore* rigs, const RecipeRegistry* recipes, size_t cache_bytes,
             BakeLoadObserver* observer = nullptr);
 
-  // Writes `stored` (header and artifact) atomically, then caches `loaded` (its loaded form).
+  // Writes `stored` (header and artifact) atomically, and its rig's index entry before it, then
+  // caches `loaded` (its loaded form).
   absl::Status Put(const internal::v1::StoredBake& stored, std::shared_ptr<const LoadedBake> loaded);
-  // The stored bake without its artifact. NOT_FOUND when it is not stored; DATA_LOSS when it
+  // Deletes the stored bake, its index entry and its cached forms. Returns whether it was stored.
+  absl::StatusOr<bool> Delete(const std::string& rig_id, const std::string& bake_id);
+  // Deletes every bake of the rig in its index (RigApi::DeleteRig, once the stored rig is gone).
+  // Returns how many were stored. Bakes stored before the index existed are not in it and stay.
+  absl::StatusOr<int> DeleteForRig(const std::string& rig_id);
+  // The stored bake without its artifact. NOT_FOUND when it is not stored (also when it is
+  // cached here but was deleted since, e.g. with its rig on another replica); DATA_LOSS when it
   // does not parse, has another format version or does not match its content address.
   absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> Header(const std::string& bake_id);
   // The bake ready for use: from the cache, or read and loaded by its method's recipe (which may

@@ -110,7 +110,8 @@ v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
 
 std::shared_ptr<LocalBakeQueue::Job> LocalBakeQueue::FindLocked(const BakeRef& bake) const {
   auto it = jobs_.find(bake.bake_id);
-  if (it == jobs_.end() || it->second->spec.rig_id != bake.rig_id) return nullptr;
+  if (it == jobs_.end() || it->second->spec.rig_id != bake.rig_id || it->second->state == v1::BAKE_STATE_SUCCEEDED)
+    return nullptr;
   return it->second;
 }
 
@@ -121,8 +122,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::UnavailableError("server is shutting down");
     if (std::shared_ptr<Job> job = FindLocked(spec.ref());
-        job && (job->state == v1::BAKE_STATE_QUEUED || job->state == v1::BAKE_STATE_RUNNING ||
-                job->state == v1::BAKE_STATE_SUCCEEDED))
+        job && (job->state == v1::BAKE_STATE_QUEUED || job->state == v1::BAKE_STATE_RUNNING))
       return StartedBake{BakeLocked(*job), false};
   }
   // Stored by an earlier run (or another replica sharing the store). A stored bake that does not
@@ -177,7 +177,7 @@ absl::StatusOr<v1::Bake> LocalBakeQueue::Get(const BakeRef& bake) {
 std::optional<v1::Bake> LocalBakeQueue::Pending(const BakeRef& bake) {
   std::lock_guard<std::mutex> lock(mu_);
   std::shared_ptr<Job> job = FindLocked(bake);
-  if (!job || job->state == v1::BAKE_STATE_SUCCEEDED) return std::nullopt;
+  if (!job) return std::nullopt;
   return BakeLocked(*job);
 }
 

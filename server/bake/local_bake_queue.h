@@ -50,7 +50,8 @@ class LocalBakeQueue final : public BakeQueue {
   struct Job;
   void WorkerLoop();
   void Run(const std::shared_ptr<Job>& job);
-  // The job of `bake` (its rig must match), or null.
+  // The job of `bake` (its rig must match), or null; null too when it succeeded: a succeeded bake
+  // is answered from the store, where it is gone once its rig is deleted (BakeStore::DeleteForRig).
   std::shared_ptr<Job> FindLocked(const BakeRef& bake) const;
   v1::Bake BakeLocked(const Job& job) const;
   // Sets the state (and the end time of a final one) and tells the observer.

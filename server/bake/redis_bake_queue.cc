@@ -152,8 +152,9 @@ absl::StatusOr<StartedBake> RedisBakeQueue::Start(const BakeJob& job) {
   if (stopping_) return absl::UnavailableError("server is shutting down");
   ASSIGN_OR_RETURN(Record rec, Read(job.bake_id));
   const auto state = static_cast<v1::BakeState>(Int(rec["state"]));
-  if (!rec.empty() && rec["rig"] == job.rig_id &&
-      (state == v1::BAKE_STATE_QUEUED || state == v1::BAKE_STATE_RUNNING || state == v1::BAKE_STATE_SUCCEEDED))
+  // A job that succeeded is answered from the store, where its bake is gone once its rig is
+  // deleted (BakeStore::DeleteForRig); then the job is queued again.
+  if (!rec.empty() && rec["rig"] == job.rig_id && (state == v1::BAKE_STATE_QUEUED || state == v1::BAKE_STATE_RUNNING))
     return StartedBake{ToBake(rec, job.ref()), false};
   absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job.ref(), job.recipe);
   if (stored.ok()) return StartedBake{*std::move(stored), false};
@@ -170,8 +171,9 @@ absl::StatusOr<StartedBake> RedisBakeQueue::Start(const BakeJob& job) {
 
 absl::StatusOr<v1::Bake> RedisBakeQueue::Get(const BakeRef& bake) {
   ASSIGN_OR_RETURN(Record rec, Read(bake.bake_id));
-  if (!rec.empty() && rec["rig"] == bake.rig_id) return ToBake(rec, bake);
-  return Stored(bake);
+  if (!rec.empty() && rec["rig"] == bake.rig_id && Int(rec["state"]) != v1::BAKE_STATE_SUCCEEDED)
+    return ToBake(rec, bake);
+  return Stored(bake);  // stored (SUCCEEDED; gone with its rig) or NOT_FOUND
 }
 
 std::optional<v1::Bake> RedisBakeQueue::Pending(const BakeRef& bake) {
@@ -187,7 +189,7 @@ absl::Status RedisBakeQueue::Watch(const BakeRef& bake, const std::function<bool
   std::string last;
   while (true) {
     ASSIGN_OR_RETURN(Record rec, Read(bake.bake_id));
-    if (rec.empty() || rec["rig"] != bake.rig_id) {
+    if (rec.empty() || rec["rig"] != bake.rig_id || (last.empty() && Int(rec["state"]) == v1::BAKE_STATE_SUCCEEDED)) {
       ASSIGN_OR_RETURN(const v1::Bake stored, Stored(bake));
       on_change(stored);
       return absl::OkStatus();

@@ -165,8 +165,9 @@ TEST_F(BakeQueueTest, OneBakeStartedOnTheApiIsComputedOnceAndWatchedAlikeEverywh
     EXPECT_EQ(seen[i].back(), 1.0);
   }
   EXPECT_EQ(last[0].SerializeAsString(), last[1].SerializeAsString()) << "the replicas answer the same final state";
-  // Computed once: one store write, one worker says it finished one bake.
-  EXPECT_EQ(RedisSetCalls(redis_->port()) - sets_before, 1);
+  // Computed once: one store write (the bake and its rig's index entry), one worker says it
+  // finished one bake.
+  EXPECT_EQ(RedisSetCalls(redis_->port()) - sets_before, 2);
   EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}"), 1);
   EXPECT_EQ(SumMetricReaching({w1_.get(), w2_.get()}, "skinning_bake_queue_acknowledged_total", 1), 1);
   EXPECT_EQ(SumMetric({api_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}"), 0)

@@ -386,6 +386,63 @@ TEST(BakeJobs, ABakeWhoseRigIsDeletedWhileItRunsEndsFailedAndStoresNothing) {
   EXPECT_FALSE(StoredBakeExists(store, watch->last.name()));
 }
 
+// The files of the store under `prefix` (a path relative to the store, e.g. "rig-bakes/").
+std::vector<std::string> StoredFiles(const std::string& store, const std::string& prefix) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(store)) {
+    const std::string key = std::filesystem::relative(entry.path(), store).generic_string();
+    if (entry.is_regular_file() && key.rfind(prefix, 0) == 0) files.push_back(key);
+  }
+  return files;
+}
+
+// Deleting a rig deletes its stored bakes: before, they stayed in the store where no call could
+// reach them, and registering the same rig again (same content, same name) served the old bakes
+// without baking.
+TEST(BakeJobs, DeletingARigDeletesItsStoredBakes) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  const std::string rig = reg->rig().name();
+  auto other = client.CreateRig(RigToProto(testing::MakeTwoBoneTube()));  // keeps its bake
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto bake = [&](const std::string& parent, int resolution) -> std::string {
+    auto started = client.StartBake(parent, Bbw(resolution));
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return "";
+    auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+    EXPECT_TRUE(done.ok()) << done.status();
+    EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    EXPECT_TRUE(StoredBakeExists(store, started->bake().name()));
+    return started->bake().name();
+  };
+  const std::string coarse = bake(rig, 16), fine = bake(rig, 24), kept = bake(other->rig().name(), 16);
+  ASSERT_FALSE(coarse.empty() || fine.empty() || kept.empty());
+  EXPECT_EQ(StoredFiles(store, "rig-bakes/").size(), 3u) << "one index entry per stored bake";
+
+  ASSERT_TRUE(client.DeleteRig(rig).ok());
+  EXPECT_FALSE(StoredBakeExists(store, coarse));
+  EXPECT_FALSE(StoredBakeExists(store, fine));
+  EXPECT_TRUE(StoredBakeExists(store, kept)) << "another rig's bake went too";
+  EXPECT_THAT(StoredFiles(store, "rig-bakes/"),
+              ::testing::ElementsAre(absl::StrCat("rig-bakes/", other->rig().name().substr(5), "/",
+                                                  kept.substr(kept.rfind('/') + 1))));
+  EXPECT_TRUE(client.GetBake(kept).ok());
+
+  // The same rig registered again has the same name and no bakes: they are computed anew.
+  auto again = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->rig().name(), rig);
+  EXPECT_EQ(client.GetBake(coarse).status().code(), absl::StatusCode::kNotFound) << client.GetBake(coarse).status();
+  auto restarted = client.StartBake(rig, Bbw(16));
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ(restarted->bake().name(), coarse);
+  EXPECT_TRUE(restarted->created()) << "the deleted rig's bake was served again";
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 // A watch cut by the server's shutdown: the drain answers UNAVAILABLE, the client's retry lands in
 // the last moments of the shutdown where gRPC answers CANCELLED (skinctl bake then ended with a
 // bare "CANCELLED" 6 times out of 7), and the retry after that finds no server. The client

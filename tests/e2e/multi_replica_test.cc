@@ -161,6 +161,8 @@ std::set<std::string> CheckStoredArtifacts(int redis_port) {
     } else if (key.rfind("bakes/", 0) == 0) {
       internal::v1::StoredBake bake;
       parses = bake.ParseFromString(payload) && "bakes/" + bake.bake_id() + ".pb" == key;
+    } else if (key.rfind("rig-bakes/", 0) == 0) {
+      parses = payload.empty();  // a rig's index entry for one of its bakes: a name, no content
     }
     EXPECT_TRUE(parses) << key << " does not parse as the artifact its name says";
     if (parses) good.insert(key);
@@ -278,10 +280,25 @@ TEST(MultiReplica, ThreeReplicasShareRedisAndSurviveAKilledReplica) {
   }
   EXPECT_EQ(CheckStoredArtifacts(redis.port()),
             (std::set<std::string>{"rigs/" + rig_id + ".pb", "rigs/" + rig_id + ".info",
-                                   "bakes/" + bake_id + ".pb"}));
+                                   "bakes/" + bake_id + ".pb", "rig-bakes/" + rig_id + "/" + bake_id}));
   for (const std::string& dir : dirs)
     EXPECT_TRUE(std::filesystem::is_empty(dir))
         << dir << ": with --redis nothing goes to the store directory";
+
+  // Deleting the rig on replica 3 deletes its bake from Redis. Replica 1, which ran the bake and
+  // whose job record in the shared queue says SUCCEEDED, answers from the store: once the same
+  // rig is registered again its bake is NOT_FOUND and StartBake computes it anew.
+  Client third(Options(replicas[2]->address()));
+  ASSERT_TRUE(third.DeleteRig(rig_name).ok());
+  EXPECT_TRUE(CheckStoredArtifacts(redis.port()).empty()) << "the rig's bake or index entry stayed in Redis";
+  ASSERT_TRUE(first.CreateRig(rig_proto).ok());
+  EXPECT_EQ(first.GetBake(bake_name).status().code(), absl::StatusCode::kNotFound);
+  auto again = first.StartBake(rig_name, bake_options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->created()) << "the deleted rig's bake was served again";
+  auto redone = first.WatchBake(bake_name, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(redone.ok()) << redone.status();
+  EXPECT_EQ(redone->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << redone->error().message();
 
   for (int i : {0, 2}) EXPECT_EQ(replicas[i]->Stop(SIGTERM), 0);
 }

@@ -367,6 +367,41 @@ TEST_F(SecurityTest, TenantsSeeOnlyTheirOwnRigs) {
   EXPECT_EQ(beta.DeleteRig(id).code(), absl::StatusCode::kNotFound);
 }
 
+// A rig's stored bakes go with the stored rig: while another tenant owns the rig they stay (and
+// serve that tenant), after the last owner's delete they are gone from the store.
+TEST_F(SecurityTest, BakesStayWhileAnotherTenantOwnsTheRigAndGoWithTheLastOwner) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store, {"--auth_tokens=" + TokensFile()});
+  Client alpha(Options(server, "token-alpha"));
+  Client beta(Options(server, "token-beta"));
+  const v1::Rig tube = RigToProto(MakeTubeForBaking());
+  absl::StatusOr<v1::CreateRigResponse> a = alpha.CreateRig(tube), b = beta.CreateRig(tube);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->rig().name(), b->rig().name());
+  v1::BakeOptions options;
+  options.mutable_domain()->set_voxel_resolution(16);
+  absl::StatusOr<v1::StartBakeResponse> started = alpha.StartBake(a->rig().name(), options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string bake = started->bake().name();
+  absl::StatusOr<v1::Bake> done = alpha.WatchBake(bake, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  const std::string file = store + "/bakes/" + bake.substr(bake.rfind('/') + 1) + ".pb";
+  ASSERT_TRUE(std::filesystem::exists(file));
+
+  ASSERT_TRUE(alpha.DeleteRig(a->rig().name()).ok());
+  EXPECT_TRUE(std::filesystem::exists(file)) << "beta still owns the rig";
+  absl::StatusOr<v1::Bake> kept = beta.GetBake(bake);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  EXPECT_TRUE(beta.GetWeights(bake).ok());
+
+  ASSERT_TRUE(beta.DeleteRig(b->rig().name()).ok());
+  EXPECT_FALSE(std::filesystem::exists(file)) << "the last owner's delete left the bake";
+  const std::filesystem::path index = std::filesystem::path(store) / "rig-bakes" / a->rig().name().substr(5);
+  EXPECT_TRUE(!std::filesystem::exists(index) || std::filesystem::is_empty(index)) << "its index entry stayed";
+}
+
 using ::skinning::testing::HealthCheck;
 
 TEST_F(SecurityTest, HealthIsOpenWithoutToken) {
