@@ -48,7 +48,7 @@ struct GltfCharacter {
   // `parts` as mesh parts (named after the node, or "node<i>"), for ValidateMeshParts and the
   // writers.
   std::vector<MeshPart> MeshParts() const;
-  SparseWeights weights;           // from JOINTS_0/WEIGHTS_0 (+ _1: k = 8), rows renormalized
+  SparseWeights weights;           // from JOINTS_n/WEIGHTS_n (k = 4 per set), rows renormalized
   std::vector<int> node_of_joint;  // glTF node index of each skeleton joint
   std::vector<Animation> animations;
 };
@@ -112,7 +112,7 @@ absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::
 // Writes a skinned glTF: mesh (positions, normals when present, indices), a node per joint with
 // its rest transform (node j = joint j), a skin with inverse bind matrices whose joints are every
 // joint but the chain of unweighted non-deforming joints at the top of a one-root skeleton (an
-// "Armature" node stays a plain node), JOINTS_0/WEIGHTS_0 (and _1 when k > 4)
+// "Armature" node stays a plain node), JOINTS_n/WEIGHTS_n for n < ⌈k / 4⌉ (k influences per vertex)
 // and the given animations. With `parts` (ValidateMeshParts), one mesh and one mesh node per
 // part, named after it, each with the one skin. `.glb` paths are written binary, `.gltf` with
 // an embedded buffer. Morph targets (ValidateMorphTargets) go to every part where one moves a

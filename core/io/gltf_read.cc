@@ -586,17 +586,28 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
     auto it = attrs.find(key);
     return it == attrs.end() ? -1 : it->second;
   };
-  bool all_normals = true, any_second_set = false;
+  // Influences come in sets of four (JOINTS_n, WEIGHTS_n); the rig keeps as many as the
+  // primitive with the most sets has, up to kMaxInfluenceSets.
+  constexpr int kMaxInfluenceSets = 16;
+  bool all_normals = true;
+  int sets = 1;
   for (const Item& item : items) {
     all_normals = all_normals && attribute(item, "NORMAL") >= 0;
-    const bool j1 = attribute(item, "JOINTS_1") >= 0, w1 = attribute(item, "WEIGHTS_1") >= 0;
-    if (j1 != w1)
-      return Invalid(absl::StrFormat("meshes[%d].primitives[%d]: %s without %s", item.mesh,
-                                     item.primitive, j1 ? "JOINTS_1" : "WEIGHTS_1",
-                                     j1 ? "WEIGHTS_1" : "JOINTS_1"));
-    any_second_set = any_second_set || j1;
+    for (int set = 1;; ++set) {
+      const std::string jname = absl::StrFormat("JOINTS_%d", set), wname = absl::StrFormat("WEIGHTS_%d", set);
+      const bool j = attribute(item, jname.c_str()) >= 0, w = attribute(item, wname.c_str()) >= 0;
+      if (j != w)
+        return Invalid(absl::StrFormat("meshes[%d].primitives[%d]: %s without %s", item.mesh, item.primitive,
+                                       j ? jname : wname, j ? wname : jname));
+      if (!j) break;
+      if (set >= kMaxInfluenceSets)
+        return Invalid(absl::StrFormat("meshes[%d].primitives[%d]: more than %d sets of JOINTS_n/WEIGHTS_n (%d "
+                                       "influences per vertex); this reader takes at most that many",
+                                       item.mesh, item.primitive, kMaxInfluenceSets, 4 * kMaxInfluenceSets));
+      sets = std::max(sets, set + 1);
+    }
   }
-  const int k = any_second_set ? 8 : 4;
+  const int k = 4 * sets;
   const bool quantized = UsesMeshQuantization(model);
 
   std::vector<double> V, N;
@@ -683,10 +694,10 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
       }
     }
 
-    // Weights: up to two sets of four influences.
+    // Weights: `sets` sets of four influences (a primitive with fewer pads with zeros).
     std::vector<int> pj(nv * k, 0);
     std::vector<double> pw(nv * k, 0.0);
-    for (int set = 0; set < 2; ++set) {
+    for (int set = 0; set < sets; ++set) {
       const std::string jname = absl::StrFormat("JOINTS_%d", set);
       const std::string wname = absl::StrFormat("WEIGHTS_%d", set);
       const int ji = attribute(item, jname.c_str()), wi = attribute(item, wname.c_str());

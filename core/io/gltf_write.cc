@@ -138,12 +138,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
                         nj));
   const int nv = static_cast<int>(mesh.V.rows());
   RETURN_IF_ERROR(ValidateWeights(weights, nv, nj));
-  const int k = weights.k();
-  if (k > 8)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("weights: k = %d influences, at most 8 (JOINTS_0/JOINTS_1) "
-                        "can be written",
-                        k));
+  const int k = weights.k();  // written as ⌈k / 4⌉ sets JOINTS_n/WEIGHTS_n
   for (size_t a = 0; a < animations.size(); ++a)
     for (size_t c = 0; c < animations[a].channels.size(); ++c)
       RETURN_IF_ERROR(ValidateAnimationChannel(animations[a].channels[c], nj,
@@ -206,7 +201,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
     const int first = parts.empty() ? 0 : parts[p].first_vertex;
     const int count = static_cast<int>(pieces[p].V.rows());
     tinygltf::Primitive prim = AddMeshGeometry(pieces[p], &builder);
-    const int num_sets = k > 4 ? 2 : 1;
+    const int num_sets = std::max(1, (k + 3) / 4);
     for (int set = 0; set < num_sets; ++set) {
       std::vector<uint16_t> js(static_cast<size_t>(count) * 4, 0);
       std::vector<float> ws(static_cast<size_t>(count) * 4, 0.f);

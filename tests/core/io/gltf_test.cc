@@ -715,7 +715,7 @@ TEST(GltfWriteTest, SkinnedGltfRoundTripOfCesiumMan) {
 }
 
 // Everything the writers produce passes the Khronos glTF Validator with no error: skinned
-// characters with animations (.glb and .gltf; k = 4 and k = 8 influences) and posed meshes with
+// characters with animations (.glb and .gltf; k = 4, 8 and 12 influences) and posed meshes with
 // and without normals. Warnings are printed (and listed in the README).
 TEST(GltfWriteTest, OutputPassesTheKhronosValidator) {
   const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
@@ -727,39 +727,55 @@ TEST(GltfWriteTest, OutputPassesTheKhronosValidator) {
                                a->animations).ok());
   ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned.gltf", a->mesh, a->skeleton, a->weights,
                                a->animations).ok());
-  // Eight influences: the file's four scaled by 0.9, then four joints the vertex does not use
-  // yet at 0.025 each (the last takes the float rounding, so each row sums to 1).
-  SparseWeights eight;
-  eight.joints.resize(a->weights.rows(), 8);
-  eight.weights.resize(a->weights.rows(), 8);
-  for (int v = 0; v < a->weights.rows(); ++v) {
-    float sum = 0.f;
-    int next = 0;
-    for (int c = 0; c < 8; ++c) {
-      if (c < 4) {
-        eight.joints(v, c) = a->weights.joints(v, c);
-        eight.weights(v, c) = 0.9f * a->weights.weights(v, c);
-      } else {
-        auto used = [&](int j) {
-          for (int u = 0; u < c; ++u) {
-            if (eight.joints(v, u) == j) return true;
-          }
-          return false;
-        };
-        while (used(next)) ++next;
-        eight.joints(v, c) = next;
-        eight.weights(v, c) = c < 7 ? 0.025f : 1.f - sum;
+  // k influences (8, and 12 in three sets): the file's four scaled by 0.9, then k − 4 joints the
+  // vertex does not use yet sharing 0.1 (the last takes the float rounding, so each row sums to 1).
+  auto widen = [&](int k) {
+    SparseWeights wide;
+    wide.joints.resize(a->weights.rows(), k);
+    wide.weights.resize(a->weights.rows(), k);
+    for (int v = 0; v < a->weights.rows(); ++v) {
+      float sum = 0.f;
+      int next = 0;
+      for (int c = 0; c < k; ++c) {
+        if (c < 4) {
+          wide.joints(v, c) = a->weights.joints(v, c);
+          wide.weights(v, c) = 0.9f * a->weights.weights(v, c);
+        } else {
+          auto used = [&](int j) {
+            for (int u = 0; u < c; ++u) {
+              if (wide.joints(v, u) == j) return true;
+            }
+            return false;
+          };
+          while (used(next)) ++next;
+          wide.joints(v, c) = next;
+          wide.weights(v, c) = c < k - 1 ? 0.1f / (k - 4) : 1.f - sum;
+        }
+        sum += wide.weights(v, c);
       }
-      sum += eight.weights(v, c);
     }
-  }
-  ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned-k8.glb", a->mesh, a->skeleton, eight).ok());
+    return wide;
+  };
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned-k8.glb", a->mesh, a->skeleton, widen(8)).ok());
+  // Twelve: three sets. They used to be refused (at most JOINTS_0/JOINTS_1), so `skinctl bake
+  // --influences=12` wrote the .dmat and then failed; read back, every influence is there.
+  const SparseWeights twelve = widen(12);
+  ASSERT_TRUE(WriteSkinnedGltf(dir + "/skinned-k12.glb", a->mesh, a->skeleton, twelve).ok());
+  absl::StatusOr<GltfCharacter> k12 = ReadGltf(dir + "/skinned-k12.glb");
+  ASSERT_TRUE(k12.ok()) << k12.status();
+  ASSERT_EQ(k12->weights.k(), 12);
+  ASSERT_EQ(k12->weights.rows(), twelve.rows());
+  for (int v = 0; v < twelve.rows(); ++v)
+    for (int c = 0; c < 12; ++c) {
+      ASSERT_EQ(k12->weights.joints(v, c), twelve.joints(v, c)) << "vertex " << v << ", influence " << c;
+      ASSERT_NEAR(k12->weights.weights(v, c), twelve.weights(v, c), 1e-6) << "vertex " << v << ", influence " << c;
+    }
   ASSERT_TRUE(WritePosedGltf(dir + "/posed.glb", a->mesh).ok());
   Mesh no_normals = a->mesh;
   no_normals.N.resize(0, 3);
   ASSERT_TRUE(WritePosedGltf(dir + "/posed-no-normals.gltf", no_normals).ok());
   const std::vector<std::string> files = testing::GltfFilesIn(dir);
-  ASSERT_EQ(files.size(), 5u);
+  ASSERT_EQ(files.size(), 6u);
   SKINNING_EXPECT_VALID_GLTF(files);
 
   // A bake's top-4 rows with fewer than four nonzero weights still name four joints (BBW's
