@@ -18,7 +18,7 @@
 #include "client/skinctl/inputs.h"
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
-#include "core/io/obj.h"
+#include "core/io/mesh_file.h"
 #include "core/io/tgf.h"
 #include "core/io/text_io.h"
 #include "core/rig/pose.h"
@@ -46,7 +46,10 @@ absl::StatusOr<Character> LoadCharacter() {
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");
-    ASSIGN_OR_RETURN(Mesh mesh, ReadObj(obj));
+    // By extension: .obj, .off, or a MEDIT .mesh (its triangles over all its vertices, so that a
+    // libigl .dmat of the tet mesh's vertices fits). Any other is refused, naming it: the OBJ
+    // reader skipped every line of an .off file and the rig then had "no vertices".
+    ASSIGN_OR_RETURN(Mesh mesh, ReadMeshFile(obj));
     ASSIGN_OR_RETURN(const TgfGraph graph, ReadTgf(tgf));
     absl::StatusOr<Skeleton> skeleton = SkeletonFromBones(graph);
     if (!skeleton.ok()) return absl::Status(skeleton.status().code(), absl::StrCat(tgf, ": ", skeleton.status().message()));

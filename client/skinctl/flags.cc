@@ -13,7 +13,7 @@ ABSL_FLAG(std::string, tls_cert, "",
           "TLS client certificate (PEM) for servers that require one (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "private key (PEM) of --tls_cert");
 ABSL_FLAG(std::string, gltf, "", "a glTF 2.0 character (.gltf or .glb)");
-ABSL_FLAG(std::string, obj, "", "an OBJ mesh (with --tgf)");
+ABSL_FLAG(std::string, obj, "", "a mesh: .obj, .off or MEDIT .mesh (with --tgf)");
 ABSL_FLAG(std::string, tgf, "", "a libigl .tgf skeleton: one joint per bone (with --obj)");
 ABSL_FLAG(std::string, dmat, "", "a libigl .dmat weight matrix, #vertices by #bones (with --obj)");
 ABSL_FLAG(std::string, name, "", "a label for the registered rig (default: the file name); example add/remove: the example's name");

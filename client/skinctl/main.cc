@@ -23,8 +23,8 @@ namespace {
 
 constexpr char kUsage[] = R"(skinctl: talk to a skinning server.
 
-Usage: skinctl [--server=host:port] [--token=T] [--tls_ca=CA.pem [--tls_cert=C.pem --tls_key=K.pem]]
-               COMMAND [flags]
+Usage: skinctl [--server=host:port] [--deadline_ms=60000] [--token=T]
+               [--tls_ca=CA.pem [--tls_cert=C.pem --tls_key=K.pem]] COMMAND [flags]
 
 Security: --token (or $SKINNING_TOKEN) is sent as a bearer token on every call; --tls_ca turns
 TLS on (trusting that CA), --tls_cert/--tls_key add a client certificate (mutual TLS).
@@ -34,7 +34,8 @@ Resources are named rigs/{rig} (RIG; a bare rig id is accepted too), rigs/{rig}/
 
 Commands:
   register  --gltf=FILE | --obj=FILE --tgf=FILE [--dmat=FILE]  [--name=NAME]
-            Registers a rig (idempotent) and prints its name, rigs/{rig}.
+            Registers a rig (idempotent) and prints its name, rigs/{rig}. --obj takes .obj, .off
+            or a MEDIT .mesh (its triangles over all its vertices).
   list      Lists the stored rigs.
   get RIG [--out_file=FILE.glb]
             Prints a rig's summary; with --out_file also writes it as a skinned glTF.
@@ -53,11 +54,11 @@ Commands:
             transforms as JSON and writes the posed mesh.
   bake-status BAKE       Prints a bake's state.
   cancel BAKE            Cancels a queued or running bake.
-  pose      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=.. --dmat=..) [--bake=BAKE]
+  pose      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=.. [--dmat=..]) [--bake=BAKE]
             [--pose=FILE | --times=T1,T2,.. | --fps=F] [--animation=N]
-            [--method=lbs,dqs,...] [--stretch=J=S,..] [--twist=J=A:B,..] [--out=DIR] [--format=glb,obj]
+            [--method=lbs,dqs,...] [--stretch=J=S,..] [--twist=J=A:B,..] [--out=DIR] [--format=glb,gltf,obj]
             Poses the rig through the server (one PoseClip call per method) and writes the posed
-            meshes. With no pose, time or rate it poses the rest pose. stbs_lbs/stbs_dqs need an
+            meshes (--out: skinning-out by default; --format: glb,obj by default). With no pose, time or rate it poses the rest pose. stbs_lbs/stbs_dqs need an
             endpoint bake (--bake), swing_twist a swing_twist bake, elastic an elastic_model bake.
   example add --rig=RIG --pose=FILE --mesh=FILE.obj|.off [--name=NAME]
             Adds a pose space deformation example: the sculpted mesh (the rig's vertices, same

@@ -60,11 +60,13 @@ absl::StatusOr<std::vector<std::pair<std::string, v1::Deformer>>> ParseDeformers
 
 // Bone stretch (--stretch) and twist (--twist) for STBS, the same for every frame.
 absl::Status ParseStretchAndTwist(const Skeleton& skeleton, std::vector<float>* stretch, std::vector<float>* twist) {
+  // A joint's name, or its index. (SimpleAtoi writes 0 when it fails, so its result is read only
+  // when it succeeds: a misspelt name used to stretch joint 0.)
   auto joint_index = [&](absl::string_view name, const char* flag) -> absl::StatusOr<int> {
-    int j = skeleton.Find(std::string(name));
-    if (j < 0 && absl::SimpleAtoi(name, &j) && (j < 0 || j >= skeleton.size())) j = -1;
-    if (j < 0) return absl::InvalidArgumentError(absl::StrCat(flag, ": unknown joint '", name, "'"));
-    return j;
+    if (const int j = skeleton.Find(std::string(name)); j >= 0) return j;
+    if (int j = 0; absl::SimpleAtoi(name, &j) && j >= 0 && j < skeleton.size()) return j;
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": unknown joint '", name,
+                                                   "': give a joint's name or its index, 0 to ", skeleton.size() - 1));
   };
   for (absl::string_view item : absl::StrSplit(absl::GetFlag(FLAGS_stretch), ',', absl::SkipWhitespace())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));

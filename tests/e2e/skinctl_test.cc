@@ -14,6 +14,7 @@
 #include "client/client.h"
 #include "core/io/dmat.h"
 #include "core/io/gltf.h"
+#include "core/io/mesh_file.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
@@ -309,8 +310,10 @@ TEST_F(SkinctlTest, AFolderAsAFileIsAnErrorAndDisplayNamesStayInsideOut) {
   const std::string gltf = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
   SKINNING_REQUIRE_DATA(gltf);
   const std::string dir = MakeTempDir("names");
-  for (const char* flag : {"--gltf=", "--obj="}) {
-    auto folder = Skinctl({"register", flag + dir, "--tgf=" + dir});
+  const std::string folder_obj = MakeTempDir("folders") + "/folder.obj";  // --obj reads by extension
+  std::filesystem::create_directories(folder_obj);
+  for (const std::string& flag : {"--gltf=" + dir, "--obj=" + folder_obj}) {
+    auto folder = Skinctl({"register", flag, "--tgf=" + dir});
     EXPECT_EQ(folder.exit_code, 2) << flag << folder.output;  // 134: std::ios_base::failure escaped
     EXPECT_THAT(folder.output, HasSubstr("Is a directory")) << flag;
   }
@@ -373,6 +376,67 @@ TEST_F(SkinctlTest, RefusesFlagsOfOtherCommandsAndBadFrameSourcesBeforeWorking) 
   EXPECT_EQ(out.exit_code, 2);
   EXPECT_THAT(out.output, HasSubstr("cannot create " + dir + "/a_file/sub"));
   EXPECT_THAT(out.output, ::testing::Not(HasSubstr("started bake")));
+}
+
+// --stretch and --twist name a joint or give its index. A name that is not a joint used to stretch
+// joint 0 (exit 0, the output as with --stretch=0=...); it is refused now, naming the flag.
+TEST_F(SkinctlTest, StretchAndTwistOfAnUnknownJointAreRefused) {
+  const std::string gltf = DataPath("gltf/RiggedSimple/RiggedSimple.glb");
+  SKINNING_REQUIRE_DATA(gltf);
+  const std::string dir = MakeTempDir("stretch");
+  auto reg = Skinctl({"register", "--gltf=" + gltf});
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  const std::vector<std::string> lines = absl::StrSplit(reg.output, '\n', absl::SkipEmpty());
+  const std::string rig = lines.back();
+  auto baked = Skinctl({"bake", "--rig=" + rig, "--bake_method=endpoint", "--endpoint_method=projection",
+                        "--out=" + dir + "/bake"});
+  ASSERT_EQ(baked.exit_code, 0) << baked.output;
+  const size_t at = baked.output.find(rig + "/bakes/bake-");  // the output holds stderr's progress too
+  ASSERT_NE(at, std::string::npos) << baked.output;
+  const std::string bake = baked.output.substr(at, rig.size() + std::string("/bakes/bake-").size() + 32);
+  auto pose = [&](const std::string& flag, const std::string& out) {
+    return Skinctl({"pose", "--rig=" + rig, "--bake=" + bake, "--method=stbs_lbs", flag, "--format=obj",
+                    "--out=" + dir + "/" + out});
+  };
+  auto typo = pose("--stretch=no_such_joint=1.5", "typo");
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_THAT(typo.output, HasSubstr("--stretch: unknown joint 'no_such_joint': give a joint's name or its index"));
+  auto twist = pose("--twist=no_such_joint=0:90", "typo");
+  EXPECT_EQ(twist.exit_code, 2) << twist.output;
+  EXPECT_THAT(twist.output, HasSubstr("--twist: unknown joint 'no_such_joint'"));
+  auto far = pose("--twist=99=0:90", "typo");
+  EXPECT_EQ(far.exit_code, 2) << far.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/typo")) << "a refused pose wrote output";
+  auto by_index = pose("--stretch=0=1.5", "by_index");
+  EXPECT_EQ(by_index.exit_code, 0) << by_index.output;
+}
+
+// --obj reads the mesh by its extension: an .off (or a MEDIT .mesh) of the same surface is the same
+// rig. The OBJ reader used to read any file, skipping every line it did not know, so an .off gave
+// "rig.mesh has no vertices" without naming the file.
+TEST_F(SkinctlTest, RegistersAnOffOrMeditMeshLikeItsObjAndNamesAnUnknownExtension) {
+  const std::string obj = DataPath("libigl/arm/arm.obj"), tgf = DataPath("libigl/arm/arm.tgf");
+  SKINNING_REQUIRE_DATA(obj);
+  const std::string dir = MakeTempDir("formats");
+  absl::StatusOr<Mesh> mesh = ReadObj(obj);
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  mesh->N.resize(0, 3);  // the .off and .mesh files carry none, so neither does the .obj
+  ASSERT_TRUE(WriteMeshFile(dir + "/arm.obj", *mesh).ok());
+  ASSERT_TRUE(WriteMeshFile(dir + "/arm.off", *mesh).ok());
+  ASSERT_TRUE(WriteMeshFile(dir + "/arm.mesh", *mesh).ok());
+  std::vector<std::string> names;
+  for (const char* file : {"arm.obj", "arm.off", "arm.mesh"}) {
+    auto reg = Skinctl({"register", "--obj=" + dir + "/" + file, "--tgf=" + tgf});
+    ASSERT_EQ(reg.exit_code, 0) << file << ": " << reg.output;
+    const std::vector<std::string> lines = absl::StrSplit(reg.output, '\n', absl::SkipEmpty());
+    names.push_back(lines.back());
+  }
+  EXPECT_THAT(names[0], ::testing::StartsWith("rigs/rig-"));
+  EXPECT_EQ(names[1], names[0]) << "the .off gave another rig";
+  EXPECT_EQ(names[2], names[0]) << "the .mesh gave another rig";
+  auto other = Skinctl({"register", "--obj=" + tgf, "--tgf=" + tgf});
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_THAT(other.output, HasSubstr(tgf + ": unsupported mesh file extension '.tgf' (expected .obj, .off or .mesh)"));
 }
 
 }  // namespace SKINNING_TEST_FILE
