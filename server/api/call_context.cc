@@ -1,5 +1,6 @@
 #include "server/api/call_context.h"
 
+#include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -25,6 +26,11 @@ absl::StatusOr<CallContext> CallGate::Admit(std::optional<absl::string_view> aut
 
 absl::Status DrainingError() {
   return absl::UnavailableError("server is shutting down; retry on another replica");
+}
+
+absl::Status SessionTargetGone(int64_t frame, const absl::Status& gone) {
+  return absl::Status(gone.code(), absl::StrFormat("frame %d: %s; the session ends",
+                                                   frame, gone.message()));
 }
 
 absl::Status DrainingSessionError() {

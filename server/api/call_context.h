@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -65,6 +66,30 @@ class CallGate {
   const Authenticator* auth_;
   const std::atomic<bool>* draining_;
 };
+
+// When an open session asks the store again whether its rig and bake are still there
+// (Bakes::StillStored): at a frame at least kInterval after the last time, so a deleted rig ends
+// the session within about a second of frames, at one or two store lookups a second, none per
+// frame.
+class SessionRecheck {
+ public:
+  static constexpr std::chrono::seconds kInterval{1};
+  // True (and the clock restarts) when a frame now should check.
+  bool Due() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) return false;
+    next_ = now + kInterval;
+    return true;
+  }
+  // The check just made by opening: the next one is due after kInterval.
+  void Restart() { next_ = std::chrono::steady_clock::now() + kInterval; }
+
+ private:
+  std::chrono::steady_clock::time_point next_{};
+};
+
+// The error that ends a session whose rig or bake is gone: the code of `gone`, naming the frame.
+absl::Status SessionTargetGone(int64_t frame, const absl::Status& gone);
 
 // The answers of a draining server, the same through every door.
 absl::Status DrainingError();         // a new call: retry on another replica

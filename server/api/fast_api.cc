@@ -25,9 +25,14 @@ absl::Status FastApi::Session::Step(const v1::SolveSessionRequest& req, v1::Solv
   if (ctx_.draining()) return DrainingSessionError();
   if (solver_ == nullptr) {
     ASSIGN_OR_RETURN(solver_, api_->Open(ctx_, req.bake()));
+    recheck_.Restart();
   } else if (!req.bake().empty() && req.bake() != solver_->bake().name) {
     return absl::InvalidArgumentError(
         absl::StrCat("bake '", req.bake(), "' differs from the session's '", solver_->bake().name, "'"));
+  } else if (recheck_.Due()) {
+    const LoadedBake& bake = solver_->bake();
+    if (absl::Status s = api_->bakes_->StillStored(ctx_.tenant(), bake.rig_id, bake.bake_id); !s.ok())
+      return SessionTargetGone(frames_ + 1, s);
   }
   resp->Clear();
   resp->set_sequence(req.sequence());

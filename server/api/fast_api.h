@@ -21,7 +21,8 @@ class FastApi {
   class Session {
    public:
     // One frame; the first names the bake. UNAVAILABLE once the server drains; errors name the
-    // frame ("frame 3: constraints[0].joint = 17 ...").
+    // frame ("frame 3: constraints[0].joint = 17 ..."). NOT_FOUND (or PERMISSION_DENIED) when the
+    // rig or bake was deleted while the session was open (asked again at most once a second).
     absl::Status Step(const v1::SolveSessionRequest& req, v1::SolveSessionResponse* resp);
 
    private:
@@ -31,6 +32,7 @@ class FastApi {
     const CallContext ctx_;
     std::unique_ptr<FastFrameSolver> solver_;  // opened by the first frame
     int64_t frames_ = 0;
+    SessionRecheck recheck_;
   };
 
   explicit FastApi(Bakes* bakes) : bakes_(bakes) {}

@@ -46,6 +46,7 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
     ASSIGN_OR_RETURN(target_, poser_->Open(ctx_.tenant(), req.rig(), req.bake()));
     rig_ = req.rig();
     bake_ = req.bake();
+    recheck_.Restart();
   } else if (!req.rig().empty() && req.rig() != rig_) {
     return absl::InvalidArgumentError(
         absl::StrCat("rig '", req.rig(), "' differs from the session's rig '", rig_, "'"));
@@ -56,6 +57,9 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
         "bake '", req.bake(), "' differs from the session's ",
         bake_.empty() ? std::string("(none: the rig's own weights)") : absl::StrCat("bake '", bake_, "'"),
         "; the first message chooses the bake: open a new session to pose with another"));
+  }
+  if (recheck_.Due()) {
+    if (absl::Status s = poser_->StillThere(target_, ctx_.tenant()); !s.ok()) return SessionTargetGone(frames_ + 1, s);
   }
   if (req.deformer() != v1::DEFORMER_UNSPECIFIED) deformer_ = req.deformer();
   if (req.has_outputs()) outputs_ = req.outputs();

@@ -22,7 +22,9 @@ class PoseApi {
   class Session {
    public:
     // One frame. The first request names the rig (and optionally the bake); later ones may
-    // change the deformer and outputs. UNAVAILABLE once the server drains.
+    // change the deformer and outputs. UNAVAILABLE once the server drains; NOT_FOUND (or
+    // PERMISSION_DENIED) when the rig or bake was deleted while the session was open (asked
+    // again at most once a second: SessionRecheck).
     absl::Status Step(const v1::PoseSessionRequest& req, v1::PoseSessionResponse* resp);
 
    private:
@@ -36,6 +38,7 @@ class PoseApi {
     v1::Deformer deformer_ = v1::DEFORMER_UNSPECIFIED;
     v1::PoseOutputs outputs_;
     int64_t frames_ = 0;
+    SessionRecheck recheck_;
     FrameMemory memory_;  // the deformer's state from the last frame (elastic: its warm start)
   };
 

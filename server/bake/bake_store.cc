@@ -68,6 +68,8 @@ absl::Status BakeStore::Put(const internal::v1::StoredBake& stored, std::shared_
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> BakeStore::Stored(const std::string& bake_id) { return blobs_->Exists(BakeKey(bake_id)); }
+
 absl::StatusOr<bool> BakeStore::Delete(const std::string& rig_id, const std::string& bake_id) {
   loaded_.Erase(bake_id);
   headers_.Erase(bake_id);

@@ -61,6 +61,8 @@ class BakeStore {
   // The bake ready for use: from the cache, or read and loaded by its method's recipe (which may
   // rebuild a model). NOT_FOUND, DATA_LOSS as Header.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
+  // Whether the bake is in the store now (one lookup; the caches are not asked).
+  absl::StatusOr<bool> Stored(const std::string& bake_id);
 
   // The bake's DQS vertex order (LoadedBake::dqs_lanes, for its bone weights), prepared on the
   // first call for the bake together with the payload's layout in it

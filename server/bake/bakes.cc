@@ -44,6 +44,19 @@ absl::StatusOr<std::shared_ptr<const LoadedBake>> Bakes::Result(const BakeRef& b
   return loaded;
 }
 
+absl::Status Bakes::StillStored(const std::string& tenant, const std::string& rig_id, const std::string& bake_id) {
+  RETURN_IF_ERROR(rigs_->CheckAccess(rig_id, tenant));
+  ASSIGN_OR_RETURN(const bool rig_stored, rigs_->Stored(rig_id));
+  if (!rig_stored)
+    return absl::NotFoundError(absl::StrCat("rig '", RigName(rig_id), "' was deleted while the session was open"));
+  if (bake_id.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const bool bake_stored, store_->Stored(bake_id));
+  if (!bake_stored)
+    return absl::NotFoundError(
+        absl::StrCat("bake '", BakeName(rig_id, bake_id), "' was deleted while the session was open"));
+  return absl::OkStatus();
+}
+
 absl::Status Bakes::CheckWeightsSource(const LoadedRig& rig, const Recipe& recipe, const v1::BakeOptions& options) {
   const char* field = recipe.WeightsSourceField();
   const std::string source = recipe.WeightsSource(options);

@@ -35,6 +35,11 @@ class Bakes {
   // A finished bake, loaded. FAILED_PRECONDITION naming the state when it is queued, running,
   // failed or cancelled, or naming the call to make when it has not been run.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Result(const BakeRef& bake);
+  // For an open session: whether `tenant` may still use the rig, and the rig and the bake
+  // (`bake_id` "" for none) are still stored, asking the store rather than the caches (another
+  // replica may have deleted them). NOT_FOUND "rig 'rigs/X' was deleted while the session was open" (or the bake),
+  // PERMISSION_DENIED as Access.
+  absl::Status StillStored(const std::string& tenant, const std::string& rig_id, const std::string& bake_id);
 
   BakeQueue& queue() { return *queue_; }
   BakeStore& store() { return *store_; }

@@ -174,6 +174,10 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   return target;
 }
 
+absl::Status Poser::StillThere(const PoseTarget& target, const std::string& tenant) {
+  return bakes_->StillStored(tenant, target.rig->id, target.bake ? target.bake->bake_id : "");
+}
+
 absl::StatusOr<const Deformer*> Poser::Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target) {
   ASSIGN_OR_RETURN(const Deformer* deformer, deformers_->Find(kind));
   target->psd.reset();

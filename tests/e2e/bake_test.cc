@@ -443,6 +443,54 @@ TEST(BakeJobs, DeletingARigDeletesItsStoredBakes) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// An open pose session whose rig is deleted ends with NOT_FOUND at its next frame once a second
+// has passed (sessions ask the store again at most once a second). It used to go on posing the
+// deleted rig from the memory of its first frame, while unary calls already got NOT_FOUND.
+TEST(BakeJobs, AnOpenPoseSessionEndsWhenItsRigIsDeleted) {
+  const std::string store = MakeTempDir("store");
+  ServerProcess server(store);
+  Client client(Options(server));
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto started = client.StartBake(reg->rig().name(), Bbw(16));
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok() && done->metadata().state() == v1::BAKE_STATE_SUCCEEDED);
+
+  auto stub = v1::PoseService::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // a session left open
+  auto stream = stub->PoseSession(&context);
+  v1::PoseSessionRequest frame;
+  frame.set_rig(reg->rig().name());
+  frame.set_bake(started->bake().name());
+  v1::PoseSessionResponse answer;
+  ASSERT_TRUE(stream->Write(frame) && stream->Read(&answer));
+  frame.clear_rig();
+  frame.clear_bake();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a check is due: the rig is there
+  ASSERT_TRUE(stream->Write(frame) && stream->Read(&answer)) << "a frame of a stored rig was refused";
+
+  ASSERT_TRUE(client.DeleteRig(reg->rig().name()).ok());
+  EXPECT_EQ(client.Pose([&] {
+                  v1::PoseRequest req;
+                  req.set_rig(reg->rig().name());
+                  req.set_bake(started->bake().name());
+                  return req;
+                }())
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  stream->Write(frame);
+  EXPECT_FALSE(stream->Read(&answer)) << "the session posed a deleted rig";
+  stream->WritesDone();
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::NOT_FOUND) << ended.error_message();
+  EXPECT_THAT(ended.error_message(),
+              HasSubstr("frame 3: rig '" + reg->rig().name() + "' was deleted while the session was open"));
+}
+
 // A watch cut by the server's shutdown: the drain answers UNAVAILABLE, the client's retry lands in
 // the last moments of the shutdown where gRPC answers CANCELLED (skinctl bake then ended with a
 // bare "CANCELLED" 6 times out of 7), and the retry after that finds no server. The client

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -121,6 +122,26 @@ TEST_F(FastEndToEnd, StreamingSessionAnswersAThousandFramesInOrder) {
   std::printf("FAST session, 1000 frames over loopback: p50 %.1f us, p99 %.1f us\n", micros[500], micros[990]);
   RecordProperty("p50_us", std::to_string(micros[500]));
   RecordProperty("p99_us", std::to_string(micros[990]));
+}
+
+// An open FAST session whose rig is deleted (and its bakes with it) ends with NOT_FOUND at its
+// next frame once a second has passed. It used to go on solving from the model it had opened.
+TEST_F(FastEndToEnd, AnOpenSessionEndsWhenItsRigIsDeleted) {
+  const std::string bake = BakeFastModel();
+  auto session = client_->StartSolveSession(bake);
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::SolveSessionRequest frame;
+  frame.set_bake(bake);
+  *frame.mutable_constraints() = DragHand(Eigen::Vector3d(graph_.C.row(graph_.E(3, 1)))).constraints();
+  ASSERT_TRUE((*session)->Write(frame).ok());
+  ASSERT_TRUE((*session)->Read().ok());
+  frame.clear_bake();
+  ASSERT_TRUE(client_->DeleteRig(rig_name_).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_TRUE((*session)->Write(frame).ok());
+  auto after = (*session)->Read();
+  EXPECT_EQ(after.status().code(), absl::StatusCode::kNotFound) << "the session solved on: " << after.status();
+  EXPECT_THAT(after.status().message(), HasSubstr("frame 2: rig '" + rig_name_ + "' was deleted while the session was open"));
 }
 
 TEST_F(FastEndToEnd, UnarySolveReturnsVerticesAndNeedsAFastModel) {
