@@ -83,8 +83,17 @@ inline Affine34 FromNormalizedBlock(const double* block, int ld, const Eigen::Ve
   return T;
 }
 
-// Normalized energy of a normalized stacked Tn (4m' by 3) with optimal rotations.
-double NormalizedEnergy(const FastModel& model, const Eigen::MatrixXd& Tn) {
+// Normalized energy of a normalized stacked Tn (4m' by 3) with optimal rotations. The energy does
+// not change when every handle moves by one translation (the weights sum to 1 at every vertex),
+// so it is evaluated with the handles' mean translation taken off: far from the origin the
+// quadratic and linear terms would otherwise be huge and cancel (at 1e8 the energy came out
+// negative).
+double NormalizedEnergy(const FastModel& model, Eigen::MatrixXd Tn) {
+  const int mm = static_cast<int>(Tn.rows() / 4);
+  Eigen::RowVector3d mean = Eigen::RowVector3d::Zero();
+  for (int j = 0; j < mm; ++j) mean += Tn.row(4 * j + 3);
+  mean /= std::max(mm, 1);
+  for (int j = 0; j < mm; ++j) Tn.row(4 * j + 3) -= mean;
   const double quad = 0.5 * (Tn.transpose() * model.L * Tn).trace();
   const Eigen::MatrixXd S = model.K * Tn;  // 3r by 3
   double lin = 0.0;
@@ -126,6 +135,7 @@ struct FastSolver::State {
   MatrixXfc t0;           // 4m' by 3: constant part (inert handles pulled to identity)
   MatrixXfc kt0;          // 3r by 3: K̃ t0
   // Per-frame buffers (allocated in SetConstraints).
+  std::vector<Affine34> near;  // m: the frame's targets moved by −d (Solve)
   Eigen::MatrixXd tn;  // 4m' by 3 normalized T (double)
   MatrixXfc p;         // c by 3 targets (normalized)
   MatrixXfc tf;        // 4m' by 3
@@ -263,15 +273,15 @@ absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& con
   return absl::OkStatus();
 }
 
-absl::Status FastSolver::Solve(const std::vector<Affine34>& targets, std::vector<Affine34>* T,
+absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vector<Affine34>* T,
                                int iterations, FastSolveReport* report, bool record_energy) {
   State& st = *state_;
   if (!st.ready) return absl::FailedPreconditionError("FastSolver::Solve before SetConstraints");
   const FastModel& model = *st.model;
   const int m = model.m, mm = model.total();
-  if (static_cast<int>(targets.size()) != m) {
+  if (static_cast<int>(targets_in.size()) != m) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "targets: %d given, expected one per original handle (%d)", targets.size(), m));
+        "targets: %d given, expected one per original handle (%d)", targets_in.size(), m));
   }
   if (T == nullptr) return absl::InvalidArgumentError("T is null");
   if (iterations < 0) {
@@ -286,6 +296,36 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets, std::vector
   const Eigen::Vector3d& center = model.center;
   const double scale = model.scale;
   const int n4 = st.n4, r3 = st.r3, c = static_cast<int>(st.rows.size());
+
+  // The solve runs in floats, which far from the model (a character walked 1e8 away) would lose
+  // the pose to rounding: the result was off by 5 units at 8e7. Translating every constraint
+  // translates the result, so the frame is solved with the constraints' mean displacement d taken
+  // off (in doubles) and d added back. Inert free handles stay at the identity they are pulled to.
+  Eigen::Vector3d d = Eigen::Vector3d::Zero();
+  int constrained = 0;
+  for (int j = 0; j < m; ++j) {
+    const HandleConstraint& hc = st.constraints[j];
+    if (hc.kind == HandleConstraint::Kind::kFull) {
+      d += targets_in[j].leftCols<3>() * center + targets_in[j].col(3) - center;
+    } else if (hc.kind == HandleConstraint::Kind::kPosition) {
+      d += targets_in[j].col(3) - hc.point;
+    } else {
+      continue;
+    }
+    ++constrained;
+  }
+  if (constrained > 0) d /= constrained;
+  auto pulled_to_identity = [&](int j) {
+    return model.inert[j] && (j >= m || st.constraints[j].kind == HandleConstraint::Kind::kFree);
+  };
+  st.near.resize(m);
+  for (int j = 0; j < m; ++j) {
+    st.near[j] = targets_in[j];
+    st.near[j].col(3) -= d;
+  }
+  for (int j = 0; j < mm; ++j)
+    if (!pulled_to_identity(j)) (*T)[j].col(3) -= d;
+  const std::vector<Affine34>& targets = st.near;
 
   // Targets (normalized) → P_eq.
   for (int i = 0; i < c; ++i) {
@@ -402,6 +442,8 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets, std::vector
   } else if (iterations == 0) {
     emit();  // tf holds the warm start: only the constraints are imposed
   }
+  for (int j = 0; j < mm; ++j)
+    if (!pulled_to_identity(j)) (*T)[j].col(3) += d;
   return absl::OkStatus();
 }
 
@@ -413,7 +455,7 @@ double FastSolver::Energy(const std::vector<Affine34>& T) const {
   for (int j = 0; j < mm; ++j) {
     ToNormalizedBlock(T[j], model.center, model.scale, tn.data() + 4 * j, 4 * mm);
   }
-  return NormalizedEnergy(model, tn) * model.energy_scale;
+  return NormalizedEnergy(model, std::move(tn)) * model.energy_scale;
 }
 
 }  // namespace skinning

@@ -177,6 +177,8 @@ TEST(FastSkinningTest, EnergyNeverIncreasesOverIterations) {
   }
 }
 
+// Far from the model too: the float solve used to lose the pose to rounding there (off by 5 units
+// at 8e7, which a tolerance relative to the translation let through).
 TEST(FastSkinningTest, TranslatingEveryConstraintTranslatesTheResult) {
   const Tube tube = MakeTube();
   FastOptions options;
@@ -188,30 +190,59 @@ TEST(FastSkinningTest, TranslatingEveryConstraintTranslatesTheResult) {
   std::vector<Affine34> targets = {
       Rigid(Eigen::Vector3d(0, 1, 0), 0.4, tube.joint0), Affine34::Identity()};
   targets[1].col(3) = Eigen::Vector3d(1.2, 0.9, -0.5);
-  const Eigen::Vector3d t(3.0, -7.0, 2.5);
-  std::vector<Affine34> moved = targets;
-  for (auto& m : moved) m.col(3) += t;
   const int mm = FastModelTotalHandles(**model);
-
-  FastSolver a(*model), b(*model);
-  ASSERT_TRUE(a.SetConstraints(constraints).ok());
-  ASSERT_TRUE(b.SetConstraints(constraints).ok());
-  std::vector<Affine34> Ta(mm, Affine34::Identity()), Tb = Ta;
-  for (auto& m : Tb) m.col(3) += t;  // the translated warm start
-  ASSERT_TRUE(a.Solve(targets, &Ta, 25).ok());
-  ASSERT_TRUE(b.Solve(moved, &Tb, 25).ok());
-  const double tol = 1e-6 * (BoundingBoxDiagonal(tube.mesh.V) + t.norm());
-  double worst = 0.0;
-  for (int j = 0; j < mm; ++j) {
-    Affine34 expected = Ta[j];
-    expected.col(3) += t;
-    worst = std::max(worst, (Tb[j] - expected).cwiseAbs().maxCoeff());
+  for (double far : {1.0, 1e7}) {
+    const Eigen::Vector3d t = far * Eigen::Vector3d(3.0, -7.0, 2.5);
+    std::vector<Affine34> moved = targets;
+    for (auto& m : moved) m.col(3) += t;
+    FastSolver a(*model), b(*model);
+    ASSERT_TRUE(a.SetConstraints(constraints).ok());
+    ASSERT_TRUE(b.SetConstraints(constraints).ok());
+    std::vector<Affine34> Ta(mm, Affine34::Identity()), Tb = Ta;
+    for (auto& m : Tb) m.col(3) += t;  // the translated warm start
+    ASSERT_TRUE(a.Solve(targets, &Ta, 25).ok());
+    ASSERT_TRUE(b.Solve(moved, &Tb, 25).ok());
+    // The float solve's own accuracy, plus the doubles' rounding of the translation.
+    const double tol = 1e-6 * BoundingBoxDiagonal(tube.mesh.V) + 1e-14 * t.norm();
+    double worst = 0.0;
+    for (int j = 0; j < mm; ++j) {
+      Affine34 expected = Ta[j];
+      expected.col(3) += t;
+      worst = std::max(worst, (Tb[j] - expected).cwiseAbs().maxCoeff());
+    }
+    std::printf("[ translation ] |t| = %.3g, worst transform deviation %.3g (tolerance %.3g)\n", t.norm(), worst,
+                tol);
+    EXPECT_LT(worst, tol);
+    const RowMatrixX3d Ua = Deform(tube.mesh, **model, Ta), Ub = Deform(tube.mesh, **model, Tb);
+    EXPECT_LT(((Ub.rowwise() - t.transpose()) - Ua).cwiseAbs().maxCoeff(), tol);
   }
-  std::printf("[ translation ] |t| = %.3g, worst transform deviation %.3g (tolerance %.3g)\n",
-              t.norm(), worst, tol);
-  EXPECT_LT(worst, tol);
-  const RowMatrixX3d Ua = Deform(tube.mesh, **model, Ta), Ub = Deform(tube.mesh, **model, Tb);
-  EXPECT_LT(((Ub.rowwise() - t.transpose()) - Ua).cwiseAbs().maxCoeff(), tol);
+}
+
+// The energy does not change when every handle moves by one translation; far from the origin it
+// used to lose every digit to cancellation (negative at 1e8).
+TEST(FastSkinningTest, EnergyIsTheSameFarFromTheOrigin) {
+  const Tube tube = MakeTube();
+  FastOptions options;
+  options.extra_weights = 3;
+  auto model = PrecomputeFast(tube.mesh, tube.W, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  FastSolver solver(*model);
+  ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kPosition, tube.tip}}).ok());
+  const int mm = FastModelTotalHandles(**model);
+  std::vector<Affine34> targets = {Rigid(Eigen::Vector3d(0, 1, 0), 0.4, tube.joint0), Affine34::Identity()};
+  targets[1].col(3) = Eigen::Vector3d(1.2, 0.9, -0.5);
+  std::vector<Affine34> T(mm, Affine34::Identity());
+  ASSERT_TRUE(solver.Solve(targets, &T, 3).ok());  // a bent, not yet converged state: E > 0
+  const double e0 = solver.Energy(T);
+  ASSERT_GT(e0, 0.0);
+  for (double distance : {1.0, 1e4, 1e8}) {
+    std::vector<Affine34> moved = T;
+    for (auto& m : moved) m.col(3) += distance * Eigen::Vector3d(1, -0.7, 0.3);
+    const double e = solver.Energy(moved);
+    std::printf("[ far ] translation %g: energy %.12g (at the origin %.12g)\n", distance, e, e0);
+    // The translations themselves hold only ~16 digits: at 1e8 about 1e-8 of the tube's size.
+    EXPECT_NEAR(e, e0, 1e-6 * e0) << "translation " << distance;
+  }
 }
 
 // With r = #V every spokes-and-rims edge set has its own rotation, so the reduced energy of T
