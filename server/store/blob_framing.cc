@@ -48,6 +48,12 @@ bool StartsFramed(absl::string_view value) {
   return value.size() >= sizeof kBlobMagic && std::memcmp(value.data(), kBlobMagic, sizeof kBlobMagic) == 0;
 }
 
+bool LooksFramed(absl::string_view value) {
+  if (StartsFramed(value)) return true;
+  return value.size() >= kBlobHeaderBytes && ReadLittleEndian(value.data() + 4, 4) == kBlobFormatVersion &&
+         ReadLittleEndian(value.data() + 8, 8) == value.size() - kBlobHeaderBytes;
+}
+
 absl::StatusOr<absl::string_view> BlobPayload(absl::string_view value, const std::string& what) {
   if (value.size() < kBlobHeaderBytes)
     return absl::DataLossError(absl::StrFormat("%s is corrupt: %d bytes, shorter than the %d-byte header", what,

@@ -29,6 +29,12 @@ std::string FrameBlob(absl::string_view payload);
 // Whether `value` starts with the magic (a framed value, whole or not).
 bool StartsFramed(absl::string_view value);
 
+// Whether `value` is a framed value, maybe damaged: it starts with the magic, or its header's
+// version and length fields hold kBlobFormatVersion and the bytes that follow (a damaged magic;
+// an unframed value of a store written before the framing matches that by chance with odds of
+// about 2^-96). Anything else is such an unframed value.
+bool LooksFramed(absl::string_view value);
+
 // The payload of a framed `value` (a view into it), or DATA_LOSS "<what> is corrupt: ..." when
 // the header is short, the magic or version differ, the length is not what follows, or the
 // CRC-32 does not match.

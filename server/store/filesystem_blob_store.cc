@@ -159,7 +159,7 @@ class FilesystemBlobStore : public BlobStore {
     ss << in.rdbuf();
     if (in.bad()) return Errno("read", key);
     std::string value = ss.str();
-    if (!StartsFramed(value)) return value;  // written before the framing
+    if (!LooksFramed(value)) return value;  // written before the framing
     ASSIGN_OR_RETURN(const absl::string_view payload, BlobPayload(value, absl::StrCat("stored object '", key, "'")));
     value.erase(0, payload.data() - value.data());
     return value;

@@ -84,7 +84,7 @@ void WriteRaw(const fs::path& p, const std::string& bytes) {
 
 // The layout checked by hand (the Redis store's: magic, version, length, CRC-32, payload); a
 // flipped byte, a cut file and another version are DATA_LOSS naming the key and never the
-// store's folder; a file written before the framing reads as it is.
+// store's folder (a damaged magic too); a file written before the framing reads as it is.
 TEST(FilesystemBlobStore, FilesAreFramedAndADamagedOneIsDataLoss) {
   const fs::path root = testing::MakeTempDir("fs-store");
   auto opened = OpenFilesystemBlobStore(root.string());
@@ -123,6 +123,12 @@ TEST(FilesystemBlobStore, FilesAreFramedAndADamagedOneIsDataLoss) {
   damaged[4] = 2;
   WriteRaw(file, damaged);
   expect_loss("format version 2");
+  // A damaged magic: the rest of the header is whole, so the file is framed, not one written
+  // before the framing (it used to be returned as it was, header and all).
+  damaged = good;
+  damaged[1] ^= 0x04;
+  WriteRaw(file, damaged);
+  expect_loss("does not start with the magic");
 
   // A store written before the framing: its files have no header and read as they are.
   WriteRaw(file, payload);
