@@ -78,6 +78,20 @@ v1::BakeOptions Bbw(int resolution) {
   return options;
 }
 
+// Starts a bake of `rig` and watches it to its end: the finished bake, or a failure recorded and
+// an empty name when it did not succeed.
+v1::Bake BakeToTheEnd(Client& client, const std::string& rig, const v1::BakeOptions& options) {
+  auto started = client.StartBake(rig, options);
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (!started.ok()) return {};
+  auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  EXPECT_TRUE(done.ok()) << done.status();
+  if (!done.ok()) return {};
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  if (done->metadata().state() != v1::BAKE_STATE_SUCCEEDED) return {};
+  return *done;
+}
+
 TEST(BakeJobs, ProgressIsMonotonicAndReachesOneThenWeightsAreServed) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store);
@@ -409,14 +423,9 @@ TEST(BakeJobs, DeletingARigDeletesItsStoredBakes) {
   auto other = client.CreateRig(RigToProto(testing::MakeTwoBoneTube()));  // keeps its bake
   ASSERT_TRUE(other.ok()) << other.status();
   auto bake = [&](const std::string& parent, int resolution) -> std::string {
-    auto started = client.StartBake(parent, Bbw(resolution));
-    EXPECT_TRUE(started.ok()) << started.status();
-    if (!started.ok()) return "";
-    auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-    EXPECT_TRUE(done.ok()) << done.status();
-    EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
-    EXPECT_TRUE(StoredBakeExists(store, started->bake().name()));
-    return started->bake().name();
+    const std::string name = BakeToTheEnd(client, parent, Bbw(resolution)).name();
+    EXPECT_TRUE(name.empty() || StoredBakeExists(store, name));
+    return name;
   };
   const std::string coarse = bake(rig, 16), fine = bake(rig, 24), kept = bake(other->rig().name(), 16);
   ASSERT_FALSE(coarse.empty() || fine.empty() || kept.empty());
@@ -452,10 +461,8 @@ TEST(BakeJobs, AnOpenPoseSessionEndsWhenItsRigIsDeleted) {
   Client client(Options(server));
   auto reg = client.CreateRig(TubeWithoutWeights());
   ASSERT_TRUE(reg.ok()) << reg.status();
-  auto started = client.StartBake(reg->rig().name(), Bbw(16));
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok() && done->metadata().state() == v1::BAKE_STATE_SUCCEEDED);
+  const std::string bake = BakeToTheEnd(client, reg->rig().name(), Bbw(16)).name();
+  ASSERT_FALSE(bake.empty());
 
   auto stub = v1::PoseService::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
@@ -463,7 +470,7 @@ TEST(BakeJobs, AnOpenPoseSessionEndsWhenItsRigIsDeleted) {
   auto stream = stub->PoseSession(&context);
   v1::PoseSessionRequest frame;
   frame.set_rig(reg->rig().name());
-  frame.set_bake(started->bake().name());
+  frame.set_bake(bake);
   v1::PoseSessionResponse answer;
   ASSERT_TRUE(stream->Write(frame) && stream->Read(&answer));
   frame.clear_rig();
@@ -475,7 +482,7 @@ TEST(BakeJobs, AnOpenPoseSessionEndsWhenItsRigIsDeleted) {
   EXPECT_EQ(client.Pose([&] {
                   v1::PoseRequest req;
                   req.set_rig(reg->rig().name());
-                  req.set_bake(started->bake().name());
+                  req.set_bake(bake);
                   return req;
                 }())
                 .status()
@@ -632,13 +639,10 @@ TEST(BakeJobs, AnUnweightedRootOutsideTheMeshIsNonDeforming) {
     if (std::string(method) == "swing_twist") options.mutable_swing_twist();
     if (std::string(method) == "endpoint") options.mutable_endpoint();
     if (std::string(method) == "elastic_model") options.mutable_elastic_model();
-    auto started = client.StartBake(reg->rig().name(), options);
-    ASSERT_TRUE(started.ok()) << started.status();
-    auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-    ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    const v1::Bake done = BakeToTheEnd(client, reg->rig().name(), options);
+    ASSERT_FALSE(done.name().empty());
     if (std::string(method) == "elastic_model") continue;  // a model, no weights
-    auto w = client.GetWeights(done->name(), v1::WEIGHTS_FORMAT_DENSE);
+    auto w = client.GetWeights(done.name(), v1::WEIGHTS_FORMAT_DENSE);
     ASSERT_TRUE(w.ok()) << w.status();
     const v1::DenseWeights& d = w->weights().dense();
     ASSERT_EQ(d.joint_count(), rig->skeleton.size());

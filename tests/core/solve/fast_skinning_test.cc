@@ -177,19 +177,30 @@ TEST(FastSkinningTest, EnergyNeverIncreasesOverIterations) {
   }
 }
 
+// The tube with 3 extra weights, its root held turned by 0.4 about y and its tip dragged to
+// (1.2, 0.9, -0.5).
+struct DraggedTube {
+  Tube tube = MakeTube();
+  absl::StatusOr<FastModelPtr> model;
+  std::vector<HandleConstraint> constraints{{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kPosition, tube.tip}};
+  std::vector<Affine34> targets{Rigid(Eigen::Vector3d(0, 1, 0), 0.4, tube.joint0), Affine34::Identity()};
+  DraggedTube() {
+    FastOptions options;
+    options.extra_weights = 3;
+    model = PrecomputeFast(tube.mesh, tube.W, options);
+    targets[1].col(3) = Eigen::Vector3d(1.2, 0.9, -0.5);
+  }
+};
+
 // Far from the model too: the float solve used to lose the pose to rounding there (off by 5 units
 // at 8e7, which a tolerance relative to the translation let through).
 TEST(FastSkinningTest, TranslatingEveryConstraintTranslatesTheResult) {
-  const Tube tube = MakeTube();
-  FastOptions options;
-  options.extra_weights = 3;
-  auto model = PrecomputeFast(tube.mesh, tube.W, options);
+  const DraggedTube dragged;
+  const Tube& tube = dragged.tube;
+  const absl::StatusOr<FastModelPtr>& model = dragged.model;
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::vector<HandleConstraint> constraints = {{Kind::kFull, Eigen::Vector3d::Zero()},
-                                                     {Kind::kPosition, tube.tip}};
-  std::vector<Affine34> targets = {
-      Rigid(Eigen::Vector3d(0, 1, 0), 0.4, tube.joint0), Affine34::Identity()};
-  targets[1].col(3) = Eigen::Vector3d(1.2, 0.9, -0.5);
+  const std::vector<HandleConstraint>& constraints = dragged.constraints;
+  const std::vector<Affine34>& targets = dragged.targets;
   const int mm = FastModelTotalHandles(**model);
   for (double far : {1.0, 1e7}) {
     const Eigen::Vector3d t = far * Eigen::Vector3d(3.0, -7.0, 2.5);
@@ -221,18 +232,12 @@ TEST(FastSkinningTest, TranslatingEveryConstraintTranslatesTheResult) {
 // The energy does not change when every handle moves by one translation; far from the origin it
 // used to lose every digit to cancellation (negative at 1e8).
 TEST(FastSkinningTest, EnergyIsTheSameFarFromTheOrigin) {
-  const Tube tube = MakeTube();
-  FastOptions options;
-  options.extra_weights = 3;
-  auto model = PrecomputeFast(tube.mesh, tube.W, options);
-  ASSERT_TRUE(model.ok()) << model.status();
-  FastSolver solver(*model);
-  ASSERT_TRUE(solver.SetConstraints({{Kind::kFull, Eigen::Vector3d::Zero()}, {Kind::kPosition, tube.tip}}).ok());
-  const int mm = FastModelTotalHandles(**model);
-  std::vector<Affine34> targets = {Rigid(Eigen::Vector3d(0, 1, 0), 0.4, tube.joint0), Affine34::Identity()};
-  targets[1].col(3) = Eigen::Vector3d(1.2, 0.9, -0.5);
-  std::vector<Affine34> T(mm, Affine34::Identity());
-  ASSERT_TRUE(solver.Solve(targets, &T, 3).ok());  // a bent, not yet converged state: E > 0
+  const DraggedTube dragged;
+  ASSERT_TRUE(dragged.model.ok()) << dragged.model.status();
+  FastSolver solver(*dragged.model);
+  ASSERT_TRUE(solver.SetConstraints(dragged.constraints).ok());
+  std::vector<Affine34> T(FastModelTotalHandles(**dragged.model), Affine34::Identity());
+  ASSERT_TRUE(solver.Solve(dragged.targets, &T, 3).ok());  // a bent, not yet converged state: E > 0
   const double e0 = solver.Energy(T);
   ASSERT_GT(e0, 0.0);
   for (double distance : {1.0, 1e4, 1e8}) {
