@@ -261,6 +261,8 @@ int main(int argc, char** argv) {
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store_name.c_str());
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
   std::printf("skinning-server role: %s\n", options.role.c_str());
+  if (!(*server)->older_bakes_summary().empty())
+    std::printf("skinning-server store: %s\n", (*server)->older_bakes_summary().c_str());
   // Bake, solver and callback threads follow this count, not the node's cores.
   std::printf("skinning-server cpus: %s\n", skinning::DescribeCpuLimits(skinning::ProcessCpuLimits()).c_str());
   if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())

@@ -82,6 +82,16 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   const RecipeRegistry& recipes = RecipeRegistry::Default();
   s->bake_store_ = std::make_unique<BakeStore>(s->blobs_, s->rigs_.get(), &recipes, options.bake_cache_bytes,
                                                s->metrics_.get());
+  if (absl::StatusOr<BakeStore::OlderBakes> older = s->bake_store_->IndexOlderBakes(); !older.ok()) {
+    s->older_bakes_summary_ = absl::StrCat("could not index the bakes of older servers (DeleteRig leaves those "
+                                           "that have no entry): ",
+                                           older.status().ToString());
+  } else if (older->indexed + older->deleted + older->unreadable > 0) {
+    s->older_bakes_summary_ = absl::StrFormat(
+        "bakes of older servers: %d indexed under their rig, %d deleted (their rig was deleted), %d unreadable "
+        "(left in place)",
+        older->indexed, older->deleted, older->unreadable);
+  }
   s->bake_runner_ = std::make_unique<BakeRunner>(s->rigs_.get(), s->bake_store_.get());
   BakeRunner* runner = s->bake_runner_.get();
   BakeRunFunction run = [runner](const BakeJob& job, const Progress& progress) { return runner->Run(job, progress); };

@@ -136,6 +136,9 @@ class SkinningServer {
   FastApi& fast_api() { return *fast_api_; }
   // One line on the server's security: "TLS with client certificates, bearer tokens (2 tenants)".
   std::string SecuritySummary() const;
+  // What indexing the bakes of older servers did at start (BakeStore::IndexOlderBakes), or
+  // its error (the server serves anyway), as one line; empty when there was nothing to do.
+  const std::string& older_bakes_summary() const { return older_bakes_summary_; }
 
   // Graceful shutdown: reports NOT_SERVING on the health service, stops accepting calls, lets
   // calls in flight finish for up to `drain`, then cancels what remains.
@@ -156,6 +159,7 @@ class SkinningServer {
   std::unique_ptr<ExampleStore> examples_;  // PSD examples per rig and tenant
   std::unique_ptr<PsdModels> psd_models_;   // PSD models built from them, cached
   std::unique_ptr<BakeStore> bake_store_;
+  std::string older_bakes_summary_;
   std::unique_ptr<BakeRunner> bake_runner_;
   std::unique_ptr<BakeQueue> bake_queue_;  // LocalBakeQueue, or RedisBakeQueue with --redis
   RedisBakeQueue* redis_queue_ = nullptr;   // bake_queue_ when it is the Redis one

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
@@ -90,6 +92,36 @@ absl::StatusOr<int> BakeStore::DeleteForRig(const std::string& rig_id) {
     deleted += had ? 1 : 0;
   }
   return deleted;
+}
+
+absl::StatusOr<BakeStore::OlderBakes> BakeStore::IndexOlderBakes() {
+  ASSIGN_OR_RETURN(const std::vector<std::string> entries, blobs_->List("rig-bakes/"));
+  absl::flat_hash_set<std::string> indexed;
+  for (const std::string& key : entries) indexed.insert(key.substr(key.rfind('/') + 1));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List("bakes/"));
+  OlderBakes older;
+  for (const std::string& key : keys) {
+    if (!absl::EndsWith(key, ".pb")) continue;
+    const std::string bake_id = key.substr(6, key.size() - 6 - 3);  // "bakes/" … ".pb"
+    if (!IsBakeId(bake_id) || indexed.contains(bake_id)) continue;
+    absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> stored = Read(bake_id);
+    if (absl::IsNotFound(stored.status())) continue;  // deleted since the listing
+    if (absl::IsDataLoss(stored.status())) {
+      ++older.unreadable;
+      continue;
+    }
+    RETURN_IF_ERROR(stored.status());
+    const std::string& rig_id = (*stored)->rig_id();
+    ASSIGN_OR_RETURN(const bool rig_stored, rigs_->Stored(rig_id));
+    if (rig_stored) {
+      RETURN_IF_ERROR(blobs_->Put(RigBakeKey(rig_id, bake_id), ""));
+      ++older.indexed;
+    } else {
+      RETURN_IF_ERROR(Delete(rig_id, bake_id).status());
+      ++older.deleted;
+    }
+  }
+  return older;
 }
 
 absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> BakeStore::Read(const std::string& bake_id) {

@@ -52,8 +52,20 @@ class BakeStore {
   // Deletes the stored bake, its index entry and its cached forms. Returns whether it was stored.
   absl::StatusOr<bool> Delete(const std::string& rig_id, const std::string& bake_id);
   // Deletes every bake of the rig in its index (RigApi::DeleteRig, once the stored rig is gone).
-  // Returns how many were stored. Bakes stored before the index existed are not in it and stay.
+  // Returns how many were stored. Bakes stored before the index existed are not in it:
+  // IndexOlderBakes adds them at start.
   absl::StatusOr<int> DeleteForRig(const std::string& rig_id);
+  // What IndexOlderBakes found among the stored bakes that had no index entry.
+  struct OlderBakes {
+    int indexed = 0;     // their rig is stored: the entry is written
+    int deleted = 0;     // their rig was deleted (before the index existed): the bake goes too
+    int unreadable = 0;  // the bake does not read (DATA_LOSS): left as it is, for an operator
+  };
+  // Bakes stored by servers older than the rig-bakes index get their entry, or are deleted when
+  // their rig is gone, so that DeleteForRig finds every bake. Lists the bakes and the index
+  // (cheap when every bake has its entry) and reads only the bakes without one. Run at start;
+  // running it again, or on several replicas at once, does no harm.
+  absl::StatusOr<OlderBakes> IndexOlderBakes();
   // The stored bake without its artifact. NOT_FOUND when it is not stored (also when it is
   // cached here but was deleted since, e.g. with its rig on another replica); DATA_LOSS when it
   // does not parse, has another format version or does not match its content address.

@@ -452,6 +452,50 @@ TEST(BakeJobs, DeletingARigDeletesItsStoredBakes) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// A store written by servers older than the rig-bakes index: its bakes have no entry (the test
+// removes them), and one of them belongs to a rig deleted back then. At start the server indexes
+// the others under their rig and deletes the orphan; DeleteRig then takes the indexed bakes too.
+// Before, such bakes stayed in the store for good.
+TEST(BakeJobs, BakesOfOlderServersAreIndexedAtStartAndGoWithTheirRig) {
+  const std::string store = MakeTempDir("store");
+  std::string rig, other_rig, gone_rig, kept, orphan;
+  {
+    ServerProcess server(store);
+    Client client(Options(server));
+    auto reg = client.CreateRig(TubeWithoutWeights());
+    auto other = client.CreateRig(RigToProto(testing::MakeTwoBoneTube()));
+    auto gone = client.CreateRig(RigToProto(testing::MakeTwoBoneTube(11)));
+    ASSERT_TRUE(reg.ok() && other.ok() && gone.ok());
+    rig = reg->rig().name();
+    other_rig = other->rig().name();
+    gone_rig = gone->rig().name();
+    kept = BakeToTheEnd(client, other_rig, Bbw(16)).name();
+    const std::string mine = BakeToTheEnd(client, rig, Bbw(16)).name();
+    orphan = BakeToTheEnd(client, gone_rig, Bbw(16)).name();
+    ASSERT_FALSE(kept.empty() || mine.empty() || orphan.empty());
+    // As an older server did it: the rig deleted, its bake left (no index to find it by).
+    std::filesystem::remove_all(std::filesystem::path(store) / "rig-bakes");
+    ASSERT_TRUE(client.DeleteRig(gone_rig).ok());
+    ASSERT_TRUE(StoredBakeExists(store, orphan));
+    EXPECT_EQ(server.Stop(SIGTERM), 0);
+  }
+  ServerProcess server(store);
+  Client client(Options(server));
+  EXPECT_FALSE(StoredBakeExists(store, orphan)) << "the bake of the rig deleted before the index stayed";
+  EXPECT_EQ(StoredFiles(store, "rig-bakes/").size(), 2u);
+  ASSERT_TRUE(client.DeleteRig(rig).ok());
+  EXPECT_EQ(StoredFiles(store, "bakes/").size(), 1u) << "the deleted rig's older bake stayed";
+  EXPECT_TRUE(StoredBakeExists(store, kept));
+  EXPECT_TRUE(client.GetBake(kept).ok());
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_THAT(server.Output(), HasSubstr("skinning-server store: bakes of older servers: 2 indexed under their "
+                                         "rig, 1 deleted (their rig was deleted), 0 unreadable"));
+  // Every bake has its entry now: the next start has nothing to say.
+  ServerProcess again(store);
+  EXPECT_EQ(again.Stop(SIGTERM), 0);
+  EXPECT_THAT(again.Output(), ::testing::Not(HasSubstr("bakes of older servers")));
+}
+
 // An open pose session whose rig is deleted ends with NOT_FOUND at its next frame once a second
 // has passed (sessions ask the store again at most once a second). It used to go on posing the
 // deleted rig from the memory of its first frame, while unary calls already got NOT_FOUND.
