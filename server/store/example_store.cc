@@ -69,6 +69,11 @@ absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::Creat
   if (in.pose().bone_stretch_size() != 0 || in.pose().bone_twist_size() != 0)
     return absl::InvalidArgumentError(
         "example.pose has bone_stretch or bone_twist: examples are plain poses (every joint's local transform)");
+  // They were dropped without a word, and an example differing only in them matched the first.
+  if (in.pose().morph_weights_size() != 0 || !in.pose().named_morph_weights().empty())
+    return absl::InvalidArgumentError(
+        "example.pose has morph weights: examples are plain poses (every joint's local transform); the sculpted "
+        "positions are the whole shape, morphs included");
 
   Pose pose;
   if (!req.joints_by_name().empty()) {

@@ -322,6 +322,16 @@ TEST_F(PsdEndToEnd, BadExamplesAreRefusedAndNothingIsStored) {
     *r.mutable_example()->mutable_pose()->add_joints() = r.example().pose().joints(0);
     expect_invalid(r, "joints has 3 entries, the rig's skeleton has 2");
   }
+  {  // Morph weights, in either form: they used to be dropped without a word.
+    v1::CreateExampleRequest r = req;
+    r.set_example_id("morphed");
+    *r.mutable_example() = Sculpt("", Bend(rig_, 20, Eigen::Vector3d::UnitZ()), 0.01);
+    r.mutable_example()->mutable_pose()->add_morph_weights(1.f);
+    expect_invalid(r, "example.pose has morph weights");
+    r.mutable_example()->mutable_pose()->clear_morph_weights();
+    (*r.mutable_example()->mutable_pose()->mutable_named_morph_weights())["bulge"] = 1.f;
+    expect_invalid(r, "example.pose has morph weights");
+  }
   {  // A taken name.
     v1::CreateExampleRequest r = req;
     r.set_example_id("a");
