@@ -100,7 +100,9 @@ absl::StatusOr<v1::Example> ResolveExample(const LoadedRig& rig, const v1::Creat
     }
     RETURN_IF_ERROR(ValidatePose(skeleton, pose, "joints_by_name"));
   } else if (in.pose().joints_size() == 0) {
-    pose = RestPose(skeleton);
+    // As for Pose: no joints is the bind pose (it was the rest pose here, which differs for
+    // glTF rigs, so a sculpt of the default pose applied at another pose).
+    pose.local = PoseLocals(skeleton, Pose{});
   } else {
     ASSIGN_OR_RETURN(pose, PoseFromProto(in.pose(), skeleton, "example.pose"));
   }

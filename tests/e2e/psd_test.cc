@@ -270,6 +270,31 @@ TEST_F(PsdEndToEnd, MorphTargetsComposeWithTheExamplesMorphFirst) {
   }
 }
 
+// An example given without a pose is at the bind pose, as a Pose without joints is. It used to
+// be stored at the rest pose, which differs where a rig's rest pose is not its bind pose (glTF
+// rigs), so a sculpt of the default pose applied at another pose.
+TEST_F(PsdEndToEnd, AnExampleWithoutAPoseIsAtTheBindPoseAsForPose) {
+  Rig bent = PsdRig();
+  bent.name = "psd-cylinder-bent-rest";
+  bent.skeleton.joints[1].rest.rotation = Eigen::AngleAxisd(40 * M_PI / 180, Eigen::Vector3d::UnitZ());
+  auto reg = client_->CreateRig(RigToProto(bent));
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  rig_name_ = reg->rig().name();  // Sculpt, Add and PoseVertices use this rig from here on
+  const v1::Example sculpt = Sculpt("bind", v1::Pose(), 0.05);
+  ASSERT_TRUE(Add(sculpt).ok());
+  auto stored = client_->GetExample(ExampleName("bind"));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->pose().joints_size(), 2);
+  EXPECT_NEAR(stored->pose().joints(1).rotation(3), 1.0, 1e-6) << "the elbow is stored turned, at its rest";
+  auto at_rest = PoseVertices(PoseToProto(RestPose(bent.skeleton)), v1::DEFORMER_UNSPECIFIED);
+  for (v1::Deformer psd : {v1::DEFORMER_PSD_LBS, v1::DEFORMER_PSD_DQS}) {
+    auto posed = PoseVertices(v1::Pose(), psd);
+    ASSERT_TRUE(posed.ok() && at_rest.ok()) << posed.status() << at_rest.status();
+    EXPECT_LE(MaxDistance(posed->vertices(), sculpt.positions()), 1e-5 * diag_) << v1::Deformer_Name(psd);
+  }
+  EXPECT_GT(MaxDistance(at_rest->vertices(), sculpt.positions()), 0.1) << "the rest pose should differ from the bind pose";
+}
+
 TEST_F(PsdEndToEnd, WithoutExamplesPsdIsPlainSkinning) {
   const v1::Pose pose = Bend(rig_, 70, Eigen::Vector3d(0, 1, 1));
   for (auto [psd, plain] : {std::pair{v1::DEFORMER_PSD_LBS, v1::DEFORMER_UNSPECIFIED}, std::pair{v1::DEFORMER_PSD_DQS, v1::DEFORMER_DQS},
