@@ -59,7 +59,7 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
         "; the first message chooses the bake: open a new session to pose with another"));
   }
   if (recheck_.Due()) {
-    if (absl::Status s = poser_->StillThere(target_, ctx_.tenant()); !s.ok()) return SessionTargetGone(frames_ + 1, s);
+    if (absl::Status s = poser_->StillStored(target_, ctx_.tenant()); !s.ok()) return SessionTargetGone(frames_ + 1, s);
   }
   if (req.deformer() != v1::DEFORMER_UNSPECIFIED) deformer_ = req.deformer();
   if (req.has_outputs()) outputs_ = req.outputs();

@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
@@ -16,7 +16,8 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-std::string BakeKey(const std::string& bake_id) { return absl::StrCat("bakes/", bake_id, ".pb"); }
+constexpr absl::string_view kBakeKeyPrefix = "bakes/", kBakeKeySuffix = ".pb";
+std::string BakeKey(const std::string& bake_id) { return absl::StrCat(kBakeKeyPrefix, bake_id, kBakeKeySuffix); }
 // The rig's index of its stored bakes: an empty marker per bake, so that deleting the rig finds
 // them without reading every stored bake.
 std::string RigBakesPrefix(const std::string& rig_id) { return absl::StrCat("rig-bakes/", rig_id, "/"); }
@@ -98,11 +99,12 @@ absl::StatusOr<BakeStore::OlderBakes> BakeStore::IndexOlderBakes() {
   ASSIGN_OR_RETURN(const std::vector<std::string> entries, blobs_->List("rig-bakes/"));
   absl::flat_hash_set<std::string> indexed;
   for (const std::string& key : entries) indexed.insert(key.substr(key.rfind('/') + 1));
-  ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List("bakes/"));
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(std::string(kBakeKeyPrefix)));
   OlderBakes older;
   for (const std::string& key : keys) {
-    if (!absl::EndsWith(key, ".pb")) continue;
-    const std::string bake_id = key.substr(6, key.size() - 6 - 3);  // "bakes/" … ".pb"
+    absl::string_view id = key;  // BakeKey's inverse
+    if (!absl::ConsumePrefix(&id, kBakeKeyPrefix) || !absl::ConsumeSuffix(&id, kBakeKeySuffix)) continue;
+    const std::string bake_id(id);
     if (!IsBakeId(bake_id) || indexed.contains(bake_id)) continue;
     absl::StatusOr<std::shared_ptr<internal::v1::StoredBake>> stored = Read(bake_id);
     if (absl::IsNotFound(stored.status())) continue;  // deleted since the listing

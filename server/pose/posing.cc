@@ -174,7 +174,7 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   return target;
 }
 
-absl::Status Poser::StillThere(const PoseTarget& target, const std::string& tenant) {
+absl::Status Poser::StillStored(const PoseTarget& target, const std::string& tenant) {
   return bakes_->StillStored(tenant, target.rig->id, target.bake ? target.bake->bake_id : "");
 }
 

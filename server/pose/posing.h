@@ -39,7 +39,7 @@ class Poser {
   absl::StatusOr<PoseTarget> Open(const std::string& tenant, const std::string& rig, const std::string& bake,
                                   const char* rig_field = "rig", const char* bake_field = "bake");
   // Whether the opened target is still there for `tenant` (Bakes::StillStored; asks the store).
-  absl::Status StillThere(const PoseTarget& target, const std::string& tenant);
+  absl::Status StillStored(const PoseTarget& target, const std::string& tenant);
   // The deformer `kind` (INVALID_ARGUMENT for an unknown value); for the PSD deformers, sets the
   // model of the tenant's current examples in `target` (a cache lookup after the first build).
   absl::StatusOr<const Deformer*> Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target);
