@@ -287,8 +287,9 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vec
   if (iterations < 0) {
     return absl::InvalidArgumentError(absl::StrFormat("iterations = %d is negative", iterations));
   }
-  if (T->empty()) {
-    T->assign(mm, Affine34::Identity());  // first use only
+  const bool first_use = T->empty();
+  if (first_use) {
+    T->assign(mm, Affine34::Identity());  // first use only: the rest pose, moved with the constraints below
   } else if (static_cast<int>(T->size()) != mm) {
     return absl::InvalidArgumentError(
         absl::StrFormat("T: %d transforms, expected %d (handles + extra handles)", T->size(), mm));
@@ -323,8 +324,10 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vec
     st.near[j] = targets_in[j];
     st.near[j].col(3) -= d;
   }
+  // On first use the start is the rest pose carried by d (the identity here), not the rest pose at
+  // the origin: a character first posed far away used to start that far from its constraints.
   for (int j = 0; j < mm; ++j)
-    if (!pulled_to_identity(j)) (*T)[j].col(3) -= d;
+    if (!pulled_to_identity(j) && !first_use) (*T)[j].col(3) -= d;
   const std::vector<Affine34>& targets = st.near;
 
   // Targets (normalized) → P_eq.
