@@ -28,7 +28,7 @@ absl::StatusOr<int> PageStart(const std::string& token, int64_t revision, int co
   int begin = 0;
   const std::vector<std::string> parts = absl::StrSplit(token, ':');
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &token_revision) || !absl::SimpleAtoi(parts[1], &begin) ||
-      begin < 0 || begin > count)
+      token_revision < 0 || begin < 0 || begin > count)
     return absl::InvalidArgumentError(absl::StrCat("page_token '", token, "' is not one this server gave"));
   if (token_revision != revision)
     return absl::AbortedError(absl::StrFormat(
@@ -71,6 +71,8 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
 
 absl::Status RigApi::GetRig(const CallContext& ctx, const v1::GetRigRequest& req, v1::Rig* resp) {
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.name(), "name"));
+  if (!v1::RigView_IsValid(req.view()))
+    return absl::InvalidArgumentError(absl::StrFormat("view = %d is not a RigView", static_cast<int>(req.view())));
   ASSIGN_OR_RETURN(std::shared_ptr<const LoadedRig> rig, rigs_->GetForTenant(rig_id, ctx.tenant()));
   if (req.view() == v1::RIG_VIEW_FULL) *resp = RigToProto(rig->rig);
   resp->MergeFrom(rig->summary);
@@ -147,6 +149,9 @@ absl::Status RigApi::ListExamples(const CallContext& ctx, const v1::ListExamples
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.parent(), "parent"));
   if (req.page_size() < 0)
     return absl::InvalidArgumentError(absl::StrFormat("page_size = %d must not be negative", req.page_size()));
+  if (!v1::ExampleView_IsValid(req.view()))
+    return absl::InvalidArgumentError(
+        absl::StrFormat("view = %d is not an ExampleView", static_cast<int>(req.view())));
   RETURN_IF_ERROR(ExampleRig(rig_id, ctx.tenant()).status());
   ASSIGN_OR_RETURN(const ExampleSet set, examples_->Get(rig_id, ctx.tenant()));
   const internal::v1::StoredExamples& stored = *set.stored;

@@ -775,6 +775,14 @@ TEST(PsdPaging, ListExamplesPagesStayBelowTheMessageLimitAndTheClientGetsThemAll
   EXPECT_EQ(list(bogus, &stale).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   bogus.set_page_token(absl::StrCat(kExamples - 1, ":99"));
   EXPECT_EQ(list(bogus, &stale).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  bogus.set_page_token("-1:0");  // no server gives a negative revision
+  EXPECT_EQ(list(bogus, &stale).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // A view number this API does not know is refused, as an unknown deformer is.
+  v1::ListExamplesRequest unknown_view;
+  unknown_view.set_view(static_cast<v1::ExampleView>(7));
+  grpc::Status refused = list(unknown_view, &stale);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("view = 7 is not an ExampleView"));
 
   // The client library pages for the caller: every remaining shape, byte for byte.
   ClientOptions small = o;

@@ -104,6 +104,9 @@ TEST(ServerEndToEnd, PosesTheSameAfterRestartOnTheSameStore) {
   auto got = client.GetRig(id, v1::RIG_VIEW_FULL);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->vertex_count(), rig.mesh.V.rows());
+  // A view number the API does not know is refused (before, it was served as the default view).
+  auto unknown_view = client.GetRig(id, static_cast<v1::RigView>(5));
+  EXPECT_EQ(unknown_view.status().code(), absl::StatusCode::kInvalidArgument) << unknown_view.status();
   auto posed = client.Pose(VerticesRequest(id, BentPose(rig, 60), v1::DEFORMER_DQS));
   ASSERT_TRUE(posed.ok()) << posed.status();
   ASSERT_EQ(posed->vertices_size(), before.vertices_size());
