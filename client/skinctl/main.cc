@@ -65,6 +65,7 @@ Commands:
             order) at the pose (the formats of pose --pose). Prints its name and the count.
   example list --rig=RIG     Lists the rig's examples.
   example remove --rig=RIG EXAMPLE   Removes one (its name or id).
+  help      Prints this.
 )";
 
 // The flags each command reads, beside the connection flags every command takes. A flag given on
@@ -136,6 +137,10 @@ absl::Status Run(const Args& args, const std::vector<std::string>& flags_given) 
     return absl::InvalidArgumentError("no command given");
   }
   const std::string command = args[1];
+  if (command == "help" && args.size() == 2) {  // asked for: the usage on stdout, exit 0
+    std::cout << kUsage;
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(CheckFlagsOf(command, flags_given));
   if (command == "register") return CommandRegister(args);
   if (command == "list") return CommandList(args);

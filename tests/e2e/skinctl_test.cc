@@ -36,6 +36,7 @@ using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class SkinctlTest : public ::testing::Test {
  protected:
@@ -347,6 +348,12 @@ TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   auto unknown = Skinctl({"frobnicate"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_THAT(unknown.output, HasSubstr("unknown command 'frobnicate'"));
+  // `skinctl help` is asked for: the usage and exit 0 (it printed the usage, then "unknown
+  // command 'help'" and exit 2).
+  auto help = Skinctl({"help"});
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  EXPECT_THAT(help.output, HasSubstr("Commands:"));
+  EXPECT_THAT(help.output, Not(HasSubstr("unknown command")));
 }
 
 // Flags another command reads, conflicting frame sources and impossible frame rates are errors
