@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "core/io/gltf_draco.h"
 #include "core/io/gltf_meshopt.h"
 
@@ -57,6 +58,7 @@ struct Frame {
   Role role = Role::kOther;
   GltfObject kind = GltfObject::kCount;
   std::string key;        // the member being read (objects); longer keys are left empty
+  int64_t commas = 0;     // commas so far (arrays: the index of the element being read)
   bool expect_key = false;
   bool kept = false;      // a member (element) of this container was kept
   size_t comma = kNone;   // the comma after the last member (element), until the next one starts
@@ -144,6 +146,71 @@ bool Reads(const Frame& parent, std::string_view key) {
     default:
       return key != "extras";
   }
+}
+
+// What the spec says a member is when it is an integer: one non-negative integer, or an array
+// of them.
+enum class Integers { kNone, kOne, kArray };
+
+Integers IntegerMember(const Frame& parent, std::string_view key) {
+  if (parent.role == Role::kAttributes || (parent.role == Role::kItem && parent.kind == GltfObject::kMorphTarget))
+    return Integers::kOne;  // an accessor
+  bool one = false;
+  switch (parent.role) {
+    case Role::kRoot:
+      one = key == "scene";
+      break;
+    case Role::kSparse:
+      one = key == "count";
+      break;
+    case Role::kSparseIndices:
+      one = OneOf(key, {"bufferView", "byteOffset", "componentType"});
+      break;
+    case Role::kSparseValues:
+      one = OneOf(key, {"bufferView", "byteOffset"});
+      break;
+    case Role::kChannelTarget:
+      one = key == "node";
+      break;
+    case Role::kItem:
+      switch (parent.kind) {
+        case GltfObject::kNode:
+          if (key == "children") return Integers::kArray;
+          one = OneOf(key, {"camera", "skin", "mesh"});
+          break;
+        case GltfObject::kAccessor:
+          one = OneOf(key, {"bufferView", "byteOffset", "componentType", "count"});
+          break;
+        case GltfObject::kPrimitive:
+          one = OneOf(key, {"indices", "material", "mode"});
+          break;
+        case GltfObject::kSkin:
+          if (key == "joints") return Integers::kArray;
+          one = OneOf(key, {"inverseBindMatrices", "skeleton"});
+          break;
+        case GltfObject::kChannel:
+          one = key == "sampler";
+          break;
+        case GltfObject::kSampler:
+          one = OneOf(key, {"input", "output"});
+          break;
+        case GltfObject::kBuffer:
+          one = key == "byteLength";
+          break;
+        case GltfObject::kBufferView:
+          one = OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "target"});
+          break;
+        case GltfObject::kScene:
+          if (key == "nodes") return Integers::kArray;
+          break;
+        default:
+          break;
+      }
+      break;
+    default:
+      break;
+  }
+  return one ? Integers::kOne : Integers::kNone;
 }
 
 // The containers whose role follows from their parent's role (and kind, for a kItem) and key.
@@ -283,6 +350,103 @@ bool ValidString(const unsigned char* text, size_t begin, size_t end) {
     i += static_cast<size_t>(n) + 1;
   }
   return true;
+}
+
+// The string text[begin, end) (quotes included, ValidString) decoded as the parser decodes it:
+// its escapes replaced by what they stand for (\u as UTF-8). A key may spell a member the reader
+// reads with escapes ("\u0063hildren" is "children"); matched raw, it was removed as unknown and
+// the file read without it.
+std::string DecodedString(const unsigned char* text, size_t begin, size_t end) {
+  std::string out;
+  auto hex4 = [&](size_t i) {
+    unsigned v = 0;
+    for (size_t k = i; k < i + 4; ++k) {
+      const unsigned char c = text[k];
+      v = v * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return v;
+  };
+  auto utf8 = [&](unsigned u) {
+    if (u < 0x80) {
+      out += static_cast<char>(u);
+    } else if (u < 0x800) {
+      out += static_cast<char>(0xC0 | (u >> 6));
+      out += static_cast<char>(0x80 | (u & 0x3F));
+    } else if (u < 0x10000) {
+      out += static_cast<char>(0xE0 | (u >> 12));
+      out += static_cast<char>(0x80 | ((u >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (u & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (u >> 18));
+      out += static_cast<char>(0x80 | ((u >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((u >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (u & 0x3F));
+    }
+  };
+  for (size_t i = begin + 1; i + 1 < end;) {
+    if (text[i] != '\\') {
+      out += static_cast<char>(text[i++]);
+      continue;
+    }
+    const unsigned char e = text[i + 1];
+    if (e == 'u') {
+      unsigned u = hex4(i + 2);
+      i += 6;
+      if (u >= 0xD800 && u <= 0xDBFF) {  // ValidString checked that its low surrogate follows
+        u = 0x10000 + ((u - 0xD800) << 10) + (hex4(i + 2) - 0xDC00);
+        i += 6;
+      }
+      utf8(u);
+      continue;
+    }
+    const char* from = "\"\\/bfnrt";
+    const char* to = "\"\\/\b\f\n\r\t";
+    out += to[std::strchr(from, e) - from];
+    i += 2;
+  }
+  return out;
+}
+
+// The index just past the non-negative integer written at `i` (digits, as JSON writes an
+// integer: no sign, fraction or exponent; at most 15 digits), or kNone.
+size_t IntegerEnd(const unsigned char* text, size_t size, size_t i) {
+  size_t e = i;
+  while (e < size && text[e] >= '0' && text[e] <= '9') ++e;
+  if (e == i || e - i > 15) return kNone;
+  if (e < size && (text[e] == '.' || text[e] == 'e' || text[e] == 'E' || text[e] == '-' || text[e] == '+'))
+    return kNone;
+  return e;
+}
+
+// Whether the value at `i` is what `want` says: a non-negative integer, or an array of them.
+bool IsIntegers(const unsigned char* text, size_t size, size_t i, Integers want) {
+  i = SkipSpace(text, size, i);
+  if (want == Integers::kOne) return IntegerEnd(text, size, i) != kNone;
+  if (i >= size || text[i] != '[') return false;
+  i = SkipSpace(text, size, i + 1);
+  if (i < size && text[i] == ']') return true;
+  for (;;) {
+    const size_t e = IntegerEnd(text, size, i);
+    if (e == kNone) return false;
+    i = SkipSpace(text, size, e);
+    if (i < size && text[i] == ']') return true;
+    if (i >= size || text[i] != ',') return false;
+    i = SkipSpace(text, size, i + 1);
+  }
+}
+
+// "nodes[3].children" for the member being read in the innermost object of `stack`.
+std::string MemberPath(const std::vector<Frame>& stack) {
+  std::string path;
+  for (const Frame& f : stack) {
+    if (f.object) {
+      if (!path.empty()) path += '.';
+      path += f.key;
+    } else {
+      path += "[" + std::to_string(f.commas) + "]";
+    }
+  }
+  return path;
 }
 
 // The index just past the array or object that opens at `i`, or kNone when it is not closed.
@@ -425,12 +589,27 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         const size_t length = end - i >= 2 ? end - i - 2 : 0;
         // Every key the roles look at is short; a long one is kept as "", which no role reads but
         // a map's and kOther's.
+        const bool valid = ValidString(text, i, end);
         if (length <= 64) {
           f.key.assign(reinterpret_cast<const char*>(text) + i + 1, length);
+          if (valid && f.key.find('\\') != std::string::npos) f.key = DecodedString(text, i, end);
         } else {
           f.key.clear();
         }
-        if (!Reads(f, f.key) && ValidString(text, i, end)) {
+        if (const Integers want = IntegerMember(f, f.key); want != Integers::kNone && layout.not_an_integer.empty()) {
+          const size_t colon = SkipSpace(text, size, end);
+          if (colon < size && text[colon] == ':' && !IsIntegers(text, size, colon + 1, want)) {
+            const size_t v = SkipSpace(text, size, colon + 1);
+            const size_t v_end = ValueEnd(text, size, v);
+            std::string value(reinterpret_cast<const char*>(text) + v,
+                              std::min<size_t>(v_end == kNone ? size - v : v_end - v, 40));
+            if (v_end != kNone && v_end - v > 40) value += "...";
+            layout.not_an_integer =
+                absl::StrCat(MemberPath(stack), " is ", value, ", not ",
+                             want == Integers::kOne ? "a non-negative integer" : "an array of non-negative integers");
+          }
+        }
+        if (!Reads(f, f.key) && valid) {
           // The whole member goes: its key, its value and a comma.
           const size_t colon = SkipSpace(text, size, end);
           const size_t value_end = colon < size && text[colon] == ':' ? ValueEnd(text, size, colon + 1) : kNone;
@@ -443,8 +622,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         f.Keep();
       } else if (!stack.empty() && stack.back().role == Role::kExtensionsUsed) {
         Frame& f = stack.back();
-        const std::string_view name(reinterpret_cast<const char*>(text) + i + 1, end - i >= 2 ? end - i - 2 : 0);
-        if (!SupportedExtension(name) && ValidString(text, i, end)) {
+        if (ValidString(text, i, end) && !SupportedExtension(DecodedString(text, i, end))) {
           const size_t next = remove(f, i, end);
           if (next == kNone) break;
           i = next;
@@ -457,6 +635,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
     }
     if (c == ',') {
       if (!stack.empty()) {
+        ++stack.back().commas;
         stack.back().comma = i;
         if (stack.back().object) stack.back().expect_key = true;
       }

@@ -69,6 +69,14 @@ struct GltfJsonLayout {
   // Objects whose members are all read: a primitive's `attributes`, a morph target, Draco's
   // `attributes`; anywhere else (not a glTF object), only `extras` goes.
   std::vector<Unread> unread;
+  // The first member that the spec makes an index, count, offset, length or enum (a non-negative
+  // integer: an accessor's `count`, a buffer view's `byteOffset`, a node's `mesh`, an attribute,
+  // ...) or an array of indices (`children`, `joints`, a scene's `nodes`) and the text gives
+  // something else, e.g. "bufferViews[2].byteOffset is -4, not a non-negative integer"; empty
+  // when there is none. The parser would take the default for it (a negative or fractional
+  // byteOffset read as 0, so WEIGHTS_0 read POSITION's bytes; `"children": {}` dropped the
+  // hierarchy).
+  std::string not_an_integer;
 };
 
 // The name of `o` in messages, plural ("nodes", "mesh primitives", ...).

@@ -191,9 +191,15 @@ absl::StatusOr<tinygltf::Model> LoadModelFromBytes(std::vector<unsigned char> by
           "(data: URIs)",
           label, no_files.asked.front()));
     std::string message(absl::StripAsciiWhitespace(err));
+    // The parser's word for a member of the wrong type is vague ("unknown parse error", or a
+    // missing member it then looked for): the scan names it.
+    if (!layout.not_an_integer.empty()) message = layout.not_an_integer;
     if (message.empty()) message = "unknown parse error";
     return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", label, message));
   }
+  // Valid JSON that the parser read with a default in place of what the file gives.
+  if (!layout.not_an_integer.empty())
+    return Invalid(absl::StrFormat("%s: not a valid glTF file: %s", label, layout.not_an_integer));
   return model;
 }
 
@@ -214,14 +220,47 @@ absl::StatusOr<Eigen::Affine3d> NodeMatrix(const tinygltf::Node& node, int index
     for (int r = 0; r < 3; ++r) A.matrix()(r, c) = node.matrix[c * 4 + r];  // column-major
   if (!A.matrix().allFinite())
     return Invalid(absl::StrFormat("nodes[%d].matrix is not finite", index));
+  // The spec: a node's matrix decomposes into translation, rotation and scale (no projection, no
+  // shear). Such matrices were read as their nearest T·R·S, or as given, without a word.
+  if (node.matrix[3] != 0 || node.matrix[7] != 0 || node.matrix[11] != 0 || node.matrix[15] != 1)
+    return Invalid(absl::StrFormat("nodes[%d].matrix's last row is (%g, %g, %g, %g), not (0, 0, 0, 1): a node "
+                                   "matrix is a translation, rotation and scale",
+                                   index, node.matrix[3], node.matrix[7], node.matrix[11], node.matrix[15]));
+  // R·S has orthogonal columns; a shear does not (checked to float rounding of the columns).
+  const Eigen::Matrix3d L = A.linear();
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j) {
+      const double cosine = L.col(i).dot(L.col(j)), scale = L.col(i).norm() * L.col(j).norm();
+      if (std::abs(cosine) > 1e-4 * scale)
+        return Invalid(absl::StrFormat("nodes[%d].matrix shears (its columns %d and %d are not orthogonal: cosine "
+                                       "%.3g): a node matrix is a translation, rotation and scale",
+                                       index, i, j, cosine / scale));
+    }
   return A;
+}
+
+// The translation, rotation and scale of a node matrix (NodeMatrix: orthogonal columns): the
+// scales are the columns' lengths, one negated for a mirror. (The polar decomposition can take a
+// mirrored matrix's scale along other axes than its columns'.)
+Transform MatrixTransform(const Eigen::Affine3d& A) {
+  const Eigen::Matrix3d L = A.linear();
+  Eigen::Vector3d s(L.col(0).norm(), L.col(1).norm(), L.col(2).norm());
+  // Without a mirror the polar decomposition is that (as before, to the bit); with a zero scale
+  // any rotation will do.
+  if (!(L.determinant() < 0) || !(s.minCoeff() > 1e-12)) return DecomposeAffine(A);
+  s(0) = -s(0);
+  Transform t;
+  t.translation = A.translation();
+  t.rotation = Eigen::Quaterniond(Eigen::Matrix3d(L * s.cwiseInverse().asDiagonal())).normalized();
+  t.scale = s;
+  return t;
 }
 
 absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
   Transform t;
   if (!node.matrix.empty()) {
     ASSIGN_OR_RETURN(const Eigen::Affine3d A, NodeMatrix(node, index));
-    return DecomposeAffine(A);
+    return MatrixTransform(A);
   }
   if (!node.translation.empty()) {
     if (node.translation.size() != 3)
@@ -273,10 +312,11 @@ struct NodeTree {
     }
   }
 
-  // The nearest ancestor of node n that some skin lists as a joint, or -1.
+  // Node n when some skin lists it as a joint, else its nearest ancestor that one lists, or -1.
+  // (A mesh on a joint node moves with that joint; it was given the joint's parent.)
   absl::StatusOr<int> PropJointNode(int n) const {
     int steps = 0;
-    for (int p = parent[n]; p != -1; p = parent[p]) {
+    for (int p = n; p != -1; p = parent[p]) {
       if (++steps > static_cast<int>(parent.size()))
         return Invalid(absl::StrFormat("nodes[%d]: the node hierarchy has a cycle", n));
       if (skin_joint[p]) return p;
@@ -350,7 +390,7 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree
       ASSIGN_OR_RETURN(const int joint_node, tree.PropJointNode(static_cast<int>(n)));
       if (joint_node < 0) {
         return Invalid(absl::StrFormat(
-            "nodes[%d]%s has a triangle mesh, no skin and no skin joint above it; static meshes "
+            "nodes[%d]%s has a triangle mesh, no skin, is no skin joint and has none above it; static meshes "
             "are not supported yet",
             n, name));
       }
@@ -465,6 +505,13 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
       for (int j = 0; j < count; ++j) {
         for (int c = 0; c < 4; ++c)
           for (int r = 0; r < 3; ++r) ibm[j].matrix()(r, c) = d.at(j, c * 4 + r);  // column-major
+        // Skinning matrices are affine: a last row other than (0, 0, 0, 1) was dropped unread.
+        const double last[4] = {d.at(j, 3), d.at(j, 7), d.at(j, 11), d.at(j, 15)};
+        if (std::abs(last[0]) > 1e-6 || std::abs(last[1]) > 1e-6 || std::abs(last[2]) > 1e-6 ||
+            std::abs(last[3] - 1) > 1e-6)
+          return Invalid(absl::StrFormat("accessors[%d] (%s): matrix %d's last row is (%g, %g, %g, %g), not (0, 0, "
+                                         "0, 1); inverse bind matrices are affine",
+                                         skin.inverseBindMatrices, what, j, last[0], last[1], last[2], last[3]));
       }
     }
     SkinMap& map = (*skins)[s];
@@ -655,12 +702,14 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
 
     if (base + nv > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
       return Invalid(where + ": too many vertices");
-    auto same_count = [&](const Decoded& d, int accessor, const char* what) -> absl::Status {
-      if (d.count != nv)
-        return Invalid(
-            absl::StrFormat("accessors[%d] (%s.%s): count %d differs from POSITION's "
-                            "%d",
-                            accessor, where, what, d.count, nv));
+    // Checked on the declared count before the accessor is decoded: one without a buffer view
+    // (zeros) declaring 16M elements cost 525 MB before it was refused.
+    auto same_count = [&](int accessor, const std::string& what) -> absl::Status {
+      if (accessor < 0 || static_cast<size_t>(accessor) >= model.accessors.size()) return absl::OkStatus();
+      const size_t count = model.accessors[accessor].count;
+      if (count != nv)
+        return Invalid(absl::StrFormat("accessors[%d] (%s.%s): count %d differs from POSITION's %d", accessor, where,
+                                       what, count, nv));
       return absl::OkStatus();
     };
     if (offset) {
@@ -674,10 +723,10 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
     }
     if (all_normals) {
       const int ni = attribute(item, "NORMAL");
+      RETURN_IF_ERROR(same_count(ni, "NORMAL"));
       ASSIGN_OR_RETURN(Decoded nor, ReadAccessor(model, ni, TINYGLTF_TYPE_VEC3,
                                                  quantized ? Components::kQuantizedNormal : Components::kFloat,
                                                  where + ".NORMAL"));
-      RETURN_IF_ERROR(same_count(nor, ni, "NORMAL"));
       // Quantized normals are unit length only to within their precision: renormalized, as the
       // offset path below does anyway.
       const bool renormalize = model.accessors[ni].componentType != TINYGLTF_COMPONENT_TYPE_FLOAT;
@@ -714,13 +763,13 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
         return Invalid(absl::StrFormat("%s: no %s attribute (the mesh is not skinned)", where,
                                        ji < 0 ? "JOINTS_0" : "WEIGHTS_0"));
       if (ji < 0) continue;
+      RETURN_IF_ERROR(same_count(ji, jname));
+      RETURN_IF_ERROR(same_count(wi, wname));
       ASSIGN_OR_RETURN(Decoded jd, ReadAccessor(model, ji, TINYGLTF_TYPE_VEC4,
                                                 Components::kJointIndices, where + "." + jname));
-      RETURN_IF_ERROR(same_count(jd, ji, jname.c_str()));
       ASSIGN_OR_RETURN(Decoded wd,
                        ReadAccessor(model, wi, TINYGLTF_TYPE_VEC4,
                                     Components::kFloatOrNormalizedUnsigned, where + "." + wname));
-      RETURN_IF_ERROR(same_count(wd, wi, wname.c_str()));
       for (size_t v = 0; v < nv; ++v) {
         for (int c = 0; c < 4; ++c) {
           const double w = wd.at(v, c);
@@ -796,8 +845,8 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
           const Components allowed = !quantized     ? Components::kFloat
                                      : key[0] == 'P' ? Components::kQuantizedTargetPosition
                                                      : Components::kQuantizedNormal;
+          RETURN_IF_ERROR(same_count(it->second, absl::StrFormat("targets[%d].", t) + key));
           ASSIGN_OR_RETURN(Decoded d, ReadAccessor(model, it->second, TINYGLTF_TYPE_VEC3, allowed, what));
-          RETURN_IF_ERROR(same_count(d, it->second, (absl::StrFormat("targets[%d].", t) + key).c_str()));
           std::vector<double>& out = key[0] == 'P' ? piece.dv : piece.dn;
           out.resize(3 * nv);
           for (size_t v = 0; v < nv; ++v) {
@@ -990,6 +1039,20 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
             "%s: output has %d values for %d input times (expected %d for %s)", keys.where,
             output.count, keys.times.size(), keys.times.size() * keys.keys_per_time,
             keys.sampler->interpolation));
+      if (width == 4) {
+        // Rotation keys are unit quaternions (the spec); a zero one has no direction to normalize
+        // to and was read as the identity. (A CUBICSPLINE key's tangents may be anything.)
+        for (size_t k = 0; k < output.count; ++k) {
+          if (keys.keys_per_time == 3 && k % 3 != 1) continue;
+          const double norm = std::sqrt(output.at(k, 0) * output.at(k, 0) + output.at(k, 1) * output.at(k, 1) +
+                                        output.at(k, 2) * output.at(k, 2) + output.at(k, 3) * output.at(k, 3));
+          if (!(norm >= 1e-6))
+            return Invalid(absl::StrFormat("accessors[%d] (%s.output): rotation key %d (%g, %g, %g, %g) is not a "
+                                           "unit quaternion",
+                                           keys.sampler->output, keys.where, keys.keys_per_time == 3 ? k / 3 : k,
+                                           output.at(k, 0), output.at(k, 1), output.at(k, 2), output.at(k, 3)));
+        }
+      }
       channel.times = std::move(keys.times);
       channel.values = std::move(output.data);
       const double t0 = channel.times.front(), t1 = channel.times.back();
@@ -1103,12 +1166,16 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
       animation_values += count(sampler.input);
     }
   }
+  std::set<int> joint_nodes;
+  for (const tinygltf::Skin& skin : model.skins) joint_nodes.insert(skin.joints.begin(), skin.joints.end());
   // "the <what> declare <value> <noun>, more than the limit of <limit>"
   auto check = [](double value, int64_t limit, const char* what, const char* noun) -> absl::Status {
     if (limit <= 0 || value <= static_cast<double>(limit)) return absl::OkStatus();
     return absl::ResourceExhaustedError(
         absl::StrFormat("the %s declare %.0f %s, more than the limit of %d", what, value, noun, limit));
   };
+  RETURN_IF_ERROR(check(static_cast<double>(joint_nodes.size()), limits.max_joints, "skins",
+                        "joints (distinct nodes over every skin)"));
   RETURN_IF_ERROR(check(vertices, limits.max_vertices, "meshes", "vertices (POSITION elements over every mesh node)"));
   RETURN_IF_ERROR(check(triangles, limits.max_triangles, "meshes", "triangles (over every mesh node)"));
   RETURN_IF_ERROR(

@@ -116,7 +116,9 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
       const Eigen::Vector3d t = j == 0 ? Eigen::Vector3d::Zero() : axis;
       std::string children =
           j + 1 < n ? absl::StrFormat(R"(,"children":[%d])", chain_nodes[c][j + 1])
-                    : (c == 0 && spec.prop ? absl::StrFormat(R"(,"children":[%d])", prop_node) : "");
+                    : (c == 0 && spec.prop ? (spec.prop_on_joint ? std::string(R"(,"mesh":1)")
+                                                                : absl::StrFormat(R"(,"children":[%d])", prop_node))
+                                           : "");
       nodes.push_back(absl::StrFormat(R"({"name":"chain%d_%d","translation":[%g,%g,%g]%s})", c, j,
                                       t.x(), t.y(), t.z(), children));
     }
@@ -142,8 +144,10 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
     b.accessors[prop_positions].pop_back();
     b.accessors[prop_positions] += R"(,"min":[-0.15,-0.1,-0.05],"max":[0.15,0.1,0.05]})";
     prop_indices = b.Add(faces, 5123, "SCALAR", faces.size());
-    nodes.push_back(
-        R"({"name":"helmet","mesh":1,"translation":[0.3,0.1,-0.05],"rotation":[0,0,0.258819,0.965926]})");
+    if (!spec.prop_on_joint) {
+      nodes.push_back(
+          R"({"name":"helmet","mesh":1,"translation":[0.3,0.1,-0.05],"rotation":[0,0,0.258819,0.965926]})");
+    }
   }
 
   // Skins: [root, chain c's joints]; IBM = inverse(bind world) · P_c.
@@ -175,11 +179,12 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
   }
 
   // Animation: rotations about several axes on the root and every chain joint.
-  const std::vector<float> times = {0.f, 0.5f, 1.5f};
+  const float stretch = static_cast<float>(spec.key_time_scale);
+  const std::vector<float> times = {0.f, 0.5f * stretch, 1.5f * stretch};
   const int input = b.Add(times, 5126, "SCALAR", times.size());
   // The input accessor needs min and max.
   b.accessors[input].pop_back();
-  b.accessors[input] += R"(,"min":[0],"max":[1.5]})";
+  b.accessors[input] += absl::StrFormat(R"(,"min":[0],"max":[%.9g]})", times[2]);
   std::vector<std::string> channels, samplers;
   auto animate = [&](int node, const Eigen::Vector3d& axis, double degrees) {
     std::vector<float> q;

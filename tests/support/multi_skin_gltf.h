@@ -26,10 +26,16 @@ struct MultiSkinGltf {
   // When true, a second mesh (a box) without a skin hangs below chain 0's last joint, with its
   // own rest translation and rotation: a prop that moves rigidly with that joint.
   bool prop = false;
+  // With prop: the box is chain 0's last joint node's own mesh (no node of its own below it),
+  // which moves with that joint.
+  bool prop_on_joint = false;
+  // The animation's key times (0, 0.5 and 1.5 s) multiplied by this: a long animation.
+  double key_time_scale = 1.0;
 };
 
 // Writes the file as .gltf with an embedded (data URI) buffer; one animation of LINEAR rotation
-// keys at 0, 0.5 and 1.5 s on the root and every chain joint. Returns the path.
+// keys at 0, 0.5 and 1.5 s (times key_time_scale) on the root and every chain joint. Returns the
+// path.
 std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& path);
 
 }  // namespace skinning::testing

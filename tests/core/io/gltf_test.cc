@@ -1061,7 +1061,7 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
        {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
       {"static mesh", [](HandMade* h) { h->extra_nodes = R"({"name":"helmet","mesh":0})"; },
-       {"nodes[2] (\"helmet\") has a triangle mesh, no skin and no skin joint above it",
+       {"nodes[2] (\"helmet\") has a triangle mesh, no skin, is no skin joint and has none above it",
         "static meshes are not supported"}},
       {"animated prop",
        [](HandMade* h) {
@@ -1071,6 +1071,30 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
        },
        {"nodes[2] (\"helmet\") is a mesh without a skin below joint nodes[0]",
         "animations[0] moves nodes[2]", "not supported"}},
+      // Node matrices are T·R·S (the spec); these were read as their nearest T·R·S, or as given.
+      {"sheared node matrix",
+       [](HandMade* h) { h->bone_transform = R"("matrix":[1,0,0,0, 0.5,1,0,0, 0,0,1,0, 0,0,0,1])"; },
+       {"nodes[0].matrix shears (its columns 0 and 1 are not orthogonal"}},
+      {"projective node matrix",
+       [](HandMade* h) { h->bone_transform = R"("matrix":[1,0,0,0.25, 0,1,0,0, 0,0,1,0, 0,0,0,1])"; },
+       {"nodes[0].matrix's last row is (0.25, 0, 0, 1), not (0, 0, 0, 1)"}},
+      // Integers the parser would have replaced by their default (a negative or fractional offset
+      // read as 0, a `children` that is not an array dropped).
+      {"negative byteOffset", [](HandMade* h) { h->accessor0_extra = R"("byteOffset":-4)"; },
+       {"not a valid glTF file: accessors[0].byteOffset is -4, not a non-negative integer"}},
+      {"fractional byteOffset", [](HandMade* h) { h->accessor0_extra = R"("byteOffset":0.5)"; },
+       {"accessors[0].byteOffset is 0.5, not a non-negative integer"}},
+      {"children an object", [](HandMade* h) { h->bone_transform = R"("children":{"a":1})"; },
+       {R"(nodes[0].children is {"a":1}, not an array of non-negative integers)"}},
+      {"a joint as a string", [](HandMade* h) { h->extra_skins = R"({"joints":["0"]})"; },
+       {R"(skins[1].joints is ["0"], not an array of non-negative integers)"}},
+      // A zero rotation key was read as the identity.
+      {"zero rotation key",
+       [](HandMade* h) {
+         h->path = "rotation";
+         h->values = {0, 0, 0, 1, 0, 0, 0, 0};
+       },
+       {"(animations[0].samplers[0].output): rotation key 1 (0, 0, 0, 0) is not a unit quaternion"}},
   };
   for (const Case& c : cases) {
     HandMade h;
@@ -1158,6 +1182,14 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
     values += model.accessors[sampler.input].count + output.count * (output.type == TINYGLTF_TYPE_VEC4 ? 4 : 3);
   }
   ASSERT_EQ(model.animations.size(), 1u);
+  // Joints: the nodes the skins list, before the skeleton is built.
+  ASSERT_EQ(model.skins.size(), 1u);
+  const int64_t joints = static_cast<int64_t>(model.skins[0].joints.size());
+  expect_refused(file, Limits({{&L::max_joints, joints - 1}}),
+                 absl::StrFormat("gltf: the skins declare %d joints (distinct nodes over every skin), more than the "
+                                 "limit of %d",
+                                 joints, joints - 1));
+  EXPECT_TRUE(read(file, Limits({{&L::max_joints, joints}})).ok());
   expect_refused(file, Limits({{&L::max_animation_values, values - 1}}),
                  absl::StrFormat("gltf: the animations declare %d key times and values (over every channel), more "
                                  "than the limit of %d",
@@ -1201,6 +1233,90 @@ TEST(GltfRobustnessTest, RefusesDeclaredSizesOverTheLimits) {
       read(with_targets, Limits({{&L::max_morph_targets, 2}, {&L::max_morph_deltas, 6546}}));
   ASSERT_TRUE(targets.ok()) << targets.status();
   EXPECT_EQ(targets->morph_targets.size(), 2u);
+}
+
+// A member name may be spelled with JSON escapes ("\u0074ranslation" is "translation"): it is
+// read as the name it spells. The reader's pre-parse pass matched names raw and removed these as
+// unknown, so the file was read without them (a rest translation lost, a mesh node unseen).
+TEST(GltfRobustnessTest, ReadsMemberNamesSpelledWithEscapes) {
+  const std::string dir = TempDir();
+  HandMade h;
+  h.bone_transform = R"("\u0074ranslation":[0,1,0],"rot\u0061tion":[0,0,0.7071068,0.7071068])";
+  const std::string path = WriteHandMade(h, dir + "/escaped.gltf");
+  // Node 1's "mesh" escaped too.
+  const std::vector<unsigned char> bytes = ReadBytes(path);
+  std::string text(bytes.begin(), bytes.end());
+  const std::string plain = R"({"mesh":0,"skin":0})";
+  const size_t at = text.find(plain);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, plain.size(), R"({"\u006D\u0065sh":0,"skin":0})");
+  WriteText(path, text);
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mesh.V.rows(), 3);
+  ASSERT_GE(c->skeleton.joints.size(), 1u);
+  EXPECT_LT((c->skeleton.joints[0].rest.translation - Eigen::Vector3d(0, 1, 0)).norm(), 1e-7);
+  EXPECT_LT(AngleBetween(c->skeleton.joints[0].rest.rotation, AboutZ(90)), 1e-6);
+}
+
+// A mirrored node matrix (orthogonal columns, negative determinant) is read as exactly that
+// transform, and an inverse bind matrix must be affine (a projective last row was dropped).
+TEST(GltfReadTest, ReadsMirroredNodeMatricesAndRefusesProjectiveInverseBinds) {
+  const std::string dir = TempDir();
+  const Eigen::Affine3d mirror = Eigen::Translation3d(0.5, -0.25, 2) * Eigen::AngleAxisd(0.7, Eigen::Vector3d(1, 2, 3).normalized()) *
+                                 Eigen::Scaling(-1.5, 2.0, 0.5);
+  std::vector<std::string> numbers;
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 4; ++r) numbers.push_back(absl::StrFormat("%.17g", mirror.matrix()(r, c)));
+  HandMade h;
+  h.bone_transform = "\"matrix\":[" + absl::StrJoin(numbers, ",") + "]";
+  absl::StatusOr<GltfCharacter> c = ReadGltf(WriteHandMade(h, dir + "/mirror.gltf"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const Eigen::Matrix4d got = c->skeleton.joints[0].rest.ToAffine().matrix();
+  EXPECT_LT((got - mirror.matrix()).cwiseAbs().maxCoeff(), 1e-12) << got;
+
+  // The bone's inverse bind matrix, with a last row of (0, 0, 0.5, 1).
+  const std::string path = WriteHandMade(HandMade(), dir + "/projective.gltf");
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  std::vector<float> ibm = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0.5f, 0, 0, 0, 1};  // column-major
+  const std::string bytes(reinterpret_cast<const char*>(ibm.data()), ibm.size() * sizeof(float));
+  doc["buffers"].push_back({{"byteLength", bytes.size()}, {"uri", "data:application/octet-stream;base64," + Base64(bytes)}});
+  doc["bufferViews"].push_back({{"buffer", doc["buffers"].size() - 1}, {"byteLength", bytes.size()}});
+  doc["accessors"].push_back(
+      {{"bufferView", doc["bufferViews"].size() - 1}, {"componentType", 5126}, {"count", 1}, {"type", "MAT4"}});
+  doc["skins"][0]["inverseBindMatrices"] = doc["accessors"].size() - 1;
+  WriteText(path, doc.dump());
+  absl::StatusOr<GltfCharacter> projective = ReadGltf(path);
+  ASSERT_FALSE(projective.ok());
+  EXPECT_EQ(projective.status().code(), absl::StatusCode::kInvalidArgument) << projective.status();
+  EXPECT_THAT(std::string(projective.status().message()),
+              HasSubstr("(skins[0].inverseBindMatrices): matrix 0's last row is (0, 0, 0.5, 1), not (0, 0, 0, 1)"));
+  ibm[11] = 0;  // affine: read
+  doc["buffers"].back()["uri"] =
+      "data:application/octet-stream;base64," +
+      Base64(std::string(reinterpret_cast<const char*>(ibm.data()), ibm.size() * sizeof(float)));
+  WriteText(path, doc.dump());
+  EXPECT_TRUE(ReadGltf(path).ok());
+}
+
+// An attribute's count is held to POSITION's before the accessor is decoded: one without a
+// buffer view (zeros) declaring 2^25 normals was materialized first (and 16M cost 525 MB).
+TEST(GltfRobustnessTest, ComparesAttributeCountsBeforeDecoding) {
+  const std::string dir = TempDir();
+  const std::string path = WriteHandMade(HandMade(), dir + "/normals.gltf");
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["accessors"].push_back({{"componentType", 5126}, {"count", 33554432}, {"type", "VEC3"}});
+  doc["meshes"][0]["primitives"][0]["attributes"]["NORMAL"] = doc["accessors"].size() - 1;
+  WriteText(path, doc.dump());
+  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr(absl::StrFormat("accessors[%d] (meshes[0].primitives[0].NORMAL): count 33554432 differs "
+                                        "from POSITION's 3",
+                                        doc["accessors"].size() - 1)));
 }
 
 // An inverse-bind accessor may hold more matrices than its skin has joints (the spec allows it,
