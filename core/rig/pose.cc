@@ -47,7 +47,7 @@ absl::Status ValidatePose(const Skeleton& skeleton, const Pose& pose, const char
     if (std::abs(n - 1.0) > 1e-3)
       return absl::InvalidArgumentError(
           absl::StrFormat("%s.rotation has norm %g, not a unit quaternion", where(), n));
-    if (!t.scale.allFinite() || t.scale.cwiseAbs().minCoeff() < 1e-12)
+    if (!t.scale.allFinite() || t.scale.cwiseAbs().minCoeff() < kMinPoseScale)
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s.scale (%g, %g, %g) must be finite with every |scale| ≥ 1e-12", where(), t.scale(0), t.scale(1),
           t.scale(2)));

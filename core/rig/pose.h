@@ -40,6 +40,9 @@ absl::StatusOr<std::vector<Eigen::Affine3d>> SkinningTransforms(const Skeleton& 
 // Checks a pose against a skeleton: "pose.joints[3].rotation is not a unit quaternion".
 absl::Status ValidatePose(const Skeleton& skeleton, const Pose& pose, const char* field = "pose");
 
+// The smallest |scale| a pose's joint may have (ValidatePose).
+inline constexpr double kMinPoseScale = 1e-12;
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_RIG_POSE_H_

@@ -54,8 +54,11 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
     ASSIGN_OR_RETURN(GltfCharacter character, ReadGltfBytes(req.gltf(), "gltf", UploadLimits(rigs_->limits())));
     GltfImport imported = ImportGltf(std::move(character));
     if (!req.display_name().empty()) imported.rig.name = req.display_name();
-    for (v1::AnimationClip& clip : SampleClips(imported.animations, imported.rig, kClipFramesPerSecond, max_clip_frames_))
-      *resp->add_animations() = std::move(clip);
+    // A quarter of the answer's limit: the Connect JSON of a clip is about three times its binary.
+    ASSIGN_OR_RETURN(std::vector<v1::AnimationClip> clips,
+                     SampleClips(imported.animations, imported.rig, kClipFramesPerSecond, max_clip_frames_,
+                                 max_response_bytes_ / 4));
+    for (v1::AnimationClip& clip : clips) *resp->add_animations() = std::move(clip);
     from_file = RigToProto(imported.rig);
     RETURN_IF_ERROR(ctx.StillWanted());
   } else if (!req.display_name().empty()) {

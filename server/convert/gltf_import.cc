@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "core/rig/pose.h"
 #include "server/convert/convert.h"
 
 namespace skinning {
@@ -24,6 +25,7 @@ GltfSizeLimits UploadLimits(const RigLimits& limits) {
   out.max_decompressed_bytes = int64_t{1} << 30;
   out.max_json_values = int64_t{1} << 20;
   out.max_struct_bytes = int64_t{64} << 20;
+  out.max_joints = limits.max_joints;
   return out;
 }
 
@@ -45,25 +47,62 @@ GltfImport ImportGltf(GltfCharacter g) {
   return out;
 }
 
-std::vector<v1::AnimationClip> SampleClips(const std::vector<Animation>& animations, const Rig& rig,
-                                           double frames_per_second, int max_frames) {
+absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Animation>& animations,
+                                                           const Rig& rig, double frames_per_second, int max_frames,
+                                                           size_t max_bytes) {
   std::vector<double> defaults;
   for (const MorphTarget& target : rig.morph_targets) defaults.push_back(target.default_weight);
+  // Each animation's rate: frames_per_second, lowered to fit max_frames.
+  std::vector<double> rate(animations.size());
+  auto frames_at = [&](size_t a, double fps) {
+    const double length = std::max(0.0, animations[a].end - animations[a].start);
+    return std::max(1, std::min(max_frames, static_cast<int>(std::floor(length * fps + 1e-9)) + 1));
+  };
+  double total_frames = 0;
+  for (size_t a = 0; a < animations.size(); ++a) {
+    const double length = std::max(0.0, animations[a].end - animations[a].start);
+    rate[a] = frames_per_second;
+    if (max_frames > 1 && length * rate[a] + 1 > max_frames) rate[a] = (max_frames - 1) / length;
+    total_frames += frames_at(a, rate[a]);
+  }
+  // The clips' size, from one sampled frame: when every frame of every animation would not fit
+  // max_bytes, every rate is lowered by one factor so that they do (a clip says its rate).
+  if (!animations.empty() && max_bytes > 0) {
+    v1::Pose probe = PoseToProto(Pose{SampleAnimation(rig.skeleton, animations[0], animations[0].start)});
+    for (size_t t = 0; t < defaults.size(); ++t) probe.add_morph_weights(1.0f);
+    const double frame_bytes = static_cast<double>(probe.ByteSizeLong()) + 8;
+    const double fit = static_cast<double>(max_bytes) / frame_bytes;
+    if (fit < static_cast<double>(animations.size()))
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "the file's %d animations of %d joints take %.0f bytes a frame; even one frame each exceeds the %d bytes "
+          "an answer may give them (--max_message_mb)",
+          animations.size(), rig.skeleton.joints.size(), frame_bytes, max_bytes));
+    if (total_frames > fit) {
+      const double scale = fit / total_frames;
+      for (size_t a = 0; a < animations.size(); ++a) rate[a] *= scale;
+    }
+  }
   std::vector<v1::AnimationClip> clips;
   for (size_t a = 0; a < animations.size(); ++a) {
     const Animation& anim = animations[a];
-    const double length = std::max(0.0, anim.end - anim.start);
-    double fps = frames_per_second;
-    if (max_frames > 1 && length * fps + 1 > max_frames) fps = (max_frames - 1) / length;
-    const int frames = std::max(1, std::min(max_frames, static_cast<int>(std::floor(length * fps + 1e-9)) + 1));
+    const double fps = rate[a];
+    const int frames = frames_at(a, fps);
     v1::AnimationClip& clip = clips.emplace_back();
     clip.set_name(anim.name.empty() ? absl::StrFormat("animation%d", a) : anim.name);
     clip.set_frames_per_second(static_cast<float>(fps));
     clip.set_start(static_cast<float>(anim.start));
     for (int f = 0; f < frames; ++f) {
       const double t = anim.start + f / fps;
+      Pose sampled{SampleAnimation(rig.skeleton, anim, t)};
+      // A scale key of 0 (the usual way to hide a part) becomes twice the smallest scale a pose
+      // takes (twice: it still is after rounding to float), so that every frame goes back to
+      // PoseClip as it is (it was refused there).
+      constexpr double kHidden = 2 * kMinPoseScale;
+      for (Transform& joint : sampled.local)
+        for (int c = 0; c < 3; ++c)
+          if (std::abs(joint.scale(c)) < kHidden) joint.scale(c) = std::signbit(joint.scale(c)) ? -kHidden : kHidden;
       v1::Pose* pose = clip.add_poses();
-      *pose = PoseToProto(Pose{SampleAnimation(rig.skeleton, anim, t)});
+      *pose = PoseToProto(sampled);
       if (!anim.morph_channels.empty())
         for (double w : SampleMorphWeights(anim, t, defaults)) pose->add_morph_weights(static_cast<float>(w));
     }

@@ -1,0 +1,98 @@
+// CreateRig's clips of a file's animations (SampleClips): bounded in size, and every frame one
+// that PoseClip takes back.
+#include "server/convert/gltf_import.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/rig/animation.h"
+#include "core/rig/pose.h"
+#include "server/convert/convert.h"
+#include "tests/support/fixtures.h"
+
+namespace skinning {
+namespace {
+namespace SKINNING_TEST_FILE {
+
+// Joint 1 of the two-bone tube scaled from 1 to 0 over `seconds` (a part hidden, as exporters
+// animate it) and turned about z.
+Animation Hide(double seconds) {
+  Animation a;
+  a.name = "hide";
+  a.end = seconds;
+  AnimationChannel scale;
+  scale.joint = 1;
+  scale.path = AnimationPath::kScale;
+  scale.times = {0, seconds};
+  scale.values = {1, 1, 1, 0, 0, 0};
+  AnimationChannel turn;
+  turn.joint = 1;
+  turn.path = AnimationPath::kRotation;
+  turn.times = {0, seconds};
+  turn.values = {0, 0, 0, 1, 0, 0, std::sin(0.5), std::cos(0.5)};
+  a.channels = {scale, turn};
+  return a;
+}
+
+// A scale of 0 came back as a frame PoseClip refused ("every |scale| ≥ 1e-12"): the clips keep
+// it as the smallest scale a pose takes, and every frame validates.
+TEST(ClipSamplingTest, AZeroScaleKeyGivesFramesThatPoseClipTakes) {
+  const Rig rig = testing::MakeTwoBoneTube();
+  absl::StatusOr<std::vector<v1::AnimationClip>> clips = SampleClips({Hide(1.0)}, rig, 30, 10000, 0);
+  ASSERT_TRUE(clips.ok()) << clips.status();
+  ASSERT_EQ(clips->size(), 1u);
+  const v1::AnimationClip& clip = clips->front();
+  ASSERT_EQ(clip.poses_size(), 31);
+  for (int f = 0; f < clip.poses_size(); ++f) {
+    absl::StatusOr<Pose> pose = PoseFromProto(clip.poses(f), rig.skeleton);
+    ASSERT_TRUE(pose.ok()) << "frame " << f << ": " << pose.status();
+    EXPECT_TRUE(ValidatePose(rig.skeleton, *pose).ok()) << "frame " << f << ": " << ValidatePose(rig.skeleton, *pose);
+  }
+  const v1::Transform& last = clip.poses(30).joints(1);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_GE(last.scale(c), kMinPoseScale);
+    EXPECT_LE(last.scale(c), 1e-11);
+  }
+  // Between the keys the scale is the animation's own.
+  EXPECT_NEAR(clip.poses(15).joints(1).scale(0), 0.5, 1e-6);
+}
+
+// The clips are held to `max_bytes`: past it every animation's rate is lowered by one factor (the
+// clip says its rate, and its frames are the animation at their times); when not even a frame of
+// each fits, RESOURCE_EXHAUSTED.
+TEST(ClipSamplingTest, ClipsPastTheByteBoundAreSampledAtALowerRate) {
+  const Rig rig = testing::MakeTwoBoneTube();
+  const std::vector<Animation> animations = {Hide(100.0), Hide(50.0)};
+  absl::StatusOr<std::vector<v1::AnimationClip>> full = SampleClips(animations, rig, 30, 10000, 0);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ((*full)[0].poses_size(), 3001);
+  ASSERT_EQ((*full)[1].poses_size(), 1501);
+  const size_t frame_bytes = (*full)[0].poses(0).ByteSizeLong();
+  const size_t bound = 300 * frame_bytes;  // about a fifteenth of the frames
+  absl::StatusOr<std::vector<v1::AnimationClip>> fit = SampleClips(animations, rig, 30, 10000, bound);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  size_t bytes = 0;
+  for (const v1::AnimationClip& clip : *fit) bytes += clip.ByteSizeLong();
+  EXPECT_LE(bytes, bound + bound / 10);  // the frames, and a few bytes of framing each
+  EXPECT_GT(bytes, bound / 2);
+  const double rate = (*fit)[0].frames_per_second();
+  EXPECT_LT(rate, 3.0);
+  EXPECT_FLOAT_EQ((*fit)[1].frames_per_second(), rate);  // one factor for all
+  for (int a = 0; a < 2; ++a) {
+    const v1::AnimationClip& clip = (*fit)[a];
+    EXPECT_EQ(clip.poses_size(), static_cast<int>(std::floor(animations[a].end * rate + 1e-4)) + 1);
+    const int f = clip.poses_size() / 2;
+    const std::vector<Transform> want = SampleAnimation(rig.skeleton, animations[a], f / rate);
+    EXPECT_NEAR(clip.poses(f).joints(1).scale(0), want[1].scale(0), 1e-4) << "animation " << a;
+  }
+  absl::StatusOr<std::vector<v1::AnimationClip>> none = SampleClips(animations, rig, 30, 10000, frame_bytes);
+  ASSERT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted) << none.status();
+  EXPECT_NE(std::string(none.status().message()).find("--max_message_mb"), std::string::npos);
+}
+
+}  // namespace SKINNING_TEST_FILE
+}  // namespace
+}  // namespace skinning
