@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 
 #include "absl/strings/match.h"
@@ -45,14 +46,64 @@ return 1
 )lua";
 
 // A worker starts the job (1) only while it is queued or running (a takeover), so that a cancel
-// that ended it since the worker read it is not overwritten; 0 otherwise.
-// KEYS: job. ARGV: start ns, worker.
+// that ended it since the worker read it is not overwritten; 0 otherwise. `run` names this start
+// (its worker and attempt): every later write of the run is made only while the job still names
+// it, so that a worker that stalled past its lease and was taken over writes nothing more.
+// KEYS: job. ARGV: start ns, worker, run.
 constexpr char kClaimScript[] = R"lua(
 local s = redis.call('HGET', KEYS[1], 'state')
 if s ~= '1' and s ~= '2' then return 0 end
-redis.call('HSET', KEYS[1], 'state', '2', 'stage', 'starting', 'start', ARGV[1], 'worker', ARGV[2])
+redis.call('HSET', KEYS[1], 'state', '2', 'stage', 'starting', 'start', ARGV[1], 'worker', ARGV[2], 'run', ARGV[3])
 return 1
 )lua";
+
+// Renews the run's lease (1): resets the idle time of its stream entry, only while the job names
+// the run and the entry is pending for this consumer; 0 when another worker took it over. (The
+// renewal was an XCLAIM with no condition, which took a taken-over entry back: two workers then
+// ran the bake to the end, taking the job from each other every second.)
+// KEYS: job, stream. ARGV: run, group, consumer, entry.
+constexpr char kRenewScript[] = R"lua(
+if redis.call('HGET', KEYS[1], 'run') ~= ARGV[1] then return 0 end
+local p = redis.call('XPENDING', KEYS[2], ARGV[2], ARGV[4], ARGV[4], 1)
+if #p == 0 or p[1][2] ~= ARGV[3] then return 0 end
+redis.call('XCLAIM', KEYS[2], ARGV[2], ARGV[3], 0, ARGV[4], 'JUSTID')
+return 1
+)lua";
+
+// The run's progress (1), only while the job names the run; 0 otherwise.
+// KEYS: job. ARGV: run, stage, fraction.
+constexpr char kProgressScript[] = R"lua(
+if redis.call('HGET', KEYS[1], 'run') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'stage', ARGV[2], 'fraction', ARGV[3])
+return 1
+)lua";
+
+// The run's end (1): the job's fields, its expiry, and the stream entry acknowledged and removed,
+// only while the job names the run; 0 otherwise (the entry is then another worker's).
+// KEYS: job, stream. ARGV: run, group, entry, ttl, then field/value pairs.
+constexpr char kEndRunScript[] = R"lua(
+if redis.call('HGET', KEYS[1], 'run') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])
+redis.call('XDEL', KEYS[2], ARGV[3])
+return 1
+)lua";
+
+// The run hands the job back to the queue (1) without counting its start, only while the job
+// names the run; 0 otherwise. A hand-back for the store (ARGV[3] = '1') counts in `store_waits`,
+// and only the first kMaxStoreWaits go uncounted, so that a result the store never takes does not
+// run for ever. KEYS: job. ARGV: run, stage, for the store, most uncounted store hand-backs.
+constexpr char kHandBackScript[] = R"lua(
+if redis.call('HGET', KEYS[1], 'run') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', '1', 'stage', ARGV[2])
+if ARGV[3] == '1' then
+  if redis.call('HINCRBY', KEYS[1], 'store_waits', 1) > tonumber(ARGV[4]) then return 1 end
+end
+redis.call('HINCRBY', KEYS[1], 'attempts', -1)
+return 1
+)lua";
+constexpr int kMaxStoreWaits = 5;
 
 // Cancels a queued job at once (1), flags a running one (2); 0 for anything else.
 // KEYS: job. ARGV: end ns.
@@ -232,14 +283,27 @@ absl::StatusOr<std::pair<int64_t, int64_t>> RedisBakeQueue::Lengths() {
 }
 
 bool RedisBakeQueue::Persist(const std::vector<std::string>& command, const std::string& what) {
+  return PersistInteger(command, what).has_value();
+}
+
+std::optional<int64_t> RedisBakeQueue::PersistInteger(const std::vector<std::string>& command,
+                                                      const std::string& what) {
   std::vector<absl::string_view> args(command.begin(), command.end());
-  // Retried until Redis takes it; once this process is stopping, three tries (the hand-back or
-  // the end of a job that ran into the shutdown must still be written, but Redis being away must
-  // not hold the shutdown).
+  // Retried while Redis is away (UNAVAILABLE: restarting, loading); once this process is stopping,
+  // three tries (the hand-back or the end of a job that ran into the shutdown must still be
+  // written, but Redis being away must not hold the shutdown). Any other refusal (OOM at
+  // maxmemory, an ACL) gets 8 tries over about 6 s, then this worker gives up: it was retried for
+  // ever, the worker thread held and the job shown RUNNING after its bake had ended.
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<RedisReplyPtr> r = pool_.Command(args, what);
-    if (r.ok()) return true;
-    if (stopping_ && attempt >= 2) return false;
+    if (r.ok()) return (*r)->type == REDIS_REPLY_INTEGER ? static_cast<int64_t>((*r)->integer) : int64_t{1};
+    if (stopping_ && attempt >= 2) return std::nullopt;
+    if (!absl::IsUnavailable(r.status()) && attempt >= 7) {
+      std::printf("skinning-server bake queue: gave up on %s after %d tries: %s\n", what.c_str(), attempt + 1,
+                  std::string(r.status().message()).c_str());
+      std::fflush(stdout);
+      return std::nullopt;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 50 << std::min(attempt, 5))));
   }
 }
@@ -318,7 +382,12 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
     return end(v1::BAKE_STATE_FAILED,
                {"stage", "failed", "error_code", std::to_string(static_cast<int>(absl::StatusCode::kAborted)), "error",
                 absl::StrCat("the bake was started ", *attempts - 1, " times and every worker running it stopped before "
-                             "it finished (crashed or was killed); not trying again")});
+                             "it finished (crashed or was killed)",
+                             Int(rec["store_waits"]) > 0
+                                 ? absl::StrCat(", or could not store its result (the store was unavailable ",
+                                                Int(rec["store_waits"]), " times)")
+                                 : "",
+                             "; not trying again")});
 
   BakeJob job;
   job.rig_id = rec["rig"];
@@ -330,8 +399,9 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
   job.start_time = FromNanos(Int(now));
   if (job.recipe == nullptr)
     return end(v1::BAKE_STATE_FAILED, {"stage", "failed", "error_code", "13", "error", "no recipe for the bake's method"});
+  const std::string run = absl::StrCat(consumer, "#", *attempts);
   absl::StatusOr<int64_t> claimed =
-      pool_.IntegerCommand({"EVAL", kClaimScript, "1", key, now, options_.consumer}, "bake queue: start job");
+      pool_.IntegerCommand({"EVAL", kClaimScript, "1", key, now, options_.consumer, run}, "bake queue: start job");
   if (!claimed.ok()) return;        // Redis is away: claimed again later
   if (*claimed == 0) return ack();  // cancelled (or ended) since it was read
   if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_UNSPECIFIED, v1::BAKE_STATE_RUNNING, 0});
@@ -339,7 +409,9 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
 
   // The lease: renewed (the pending entry's idle time reset) and the cancel flag read, a few
   // times per lease, by a helper thread while the job runs.
-  std::atomic<bool> cancel{false}, done{false}, user_cancelled{false};
+  // A run that another worker took over (this one stalled past its lease) is `lost`: it stops,
+  // and writes nothing more.
+  std::atomic<bool> cancel{false}, done{false}, user_cancelled{false}, lost{false};
   std::mutex mu;
   std::condition_variable cv;
   std::thread heartbeat([&] {
@@ -348,8 +420,9 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
       cv.wait_for(lock, std::min<std::chrono::milliseconds>(options_.lease / 4, std::chrono::milliseconds(200)));
       if (done) break;
       lock.unlock();
-      (void)pool_.Command({"XCLAIM", stream_, kGroup, consumer, "0", entry, "JUSTID"},
-                          "bake queue: renew lease");
+      absl::StatusOr<int64_t> renewed = pool_.IntegerCommand(
+          {"EVAL", kRenewScript, "2", key, stream_, run, kGroup, consumer, entry}, "bake queue: renew lease");
+      if (renewed.ok() && *renewed == 0) lost = cancel = true;
       absl::StatusOr<RedisReplyPtr> flag = pool_.Command({"HGET", key, "cancel"}, "bake queue: cancel flag");
       if (flag.ok() && Str(flag->get()) == "1") user_cancelled = cancel = true;
       if (stopping_) cancel = true;
@@ -367,7 +440,9 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
         if (s == stage && f < published + 0.01) return;
         stage = s;
         published = std::max(published, f);
-        (void)pool_.Command({"HSET", key, "stage", s, "fraction", absl::StrCat(published)}, "bake queue: progress");
+        absl::StatusOr<int64_t> written = pool_.IntegerCommand(
+            {"EVAL", kProgressScript, "1", key, run, s, absl::StrCat(published)}, "bake queue: progress");
+        if (written.ok() && *written == 0) lost = cancel = true;
       },
       &cancel);
   absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = run_(job, progress);
@@ -383,31 +458,54 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
   const auto tell = [&](v1::BakeState to) {
     if (observer_) observer_->OnBakeTransition({job.recipe->name(), v1::BAKE_STATE_RUNNING, to, seconds});
   };
-  if (stored.ok()) {
+  // Whether the job still names this run (a worker that stalled past its lease and was taken
+  // over ends here: it neither counts nor writes an outcome).
+  auto still_ours = [&] {
+    if (lost) return false;
+    absl::StatusOr<RedisReplyPtr> named = pool_.Command({"HGET", key, "run"}, "bake queue: run");
+    return !named.ok() || Str(named->get()) == run;  // Redis away: the writes below decide
+  };
+  auto end_run = [&](v1::BakeState to, std::vector<std::string> fields) {
+    std::vector<std::string> cmd = {"EVAL", kEndRunScript, "2", key, stream_, run, kGroup, entry, ttl,
+                                    "state", std::to_string(to), "end", std::to_string(NowNanos())};
+    cmd.insert(cmd.end(), fields.begin(), fields.end());
+    if (PersistInteger(cmd, "bake queue: end job") == int64_t{1}) ++acked_;
+  };
+  auto hand_back = [&](const char* stage, bool for_the_store) {
+    (void)PersistInteger({"EVAL", kHandBackScript, "1", key, run, stage, for_the_store ? "1" : "0",
+                          std::to_string(kMaxStoreWaits)},
+                         "bake queue: hand back");
+  };
+  if (!still_ours()) {
+    tell(v1::BAKE_STATE_UNSPECIFIED);  // no longer running here; the other worker's to count
+    std::printf(
+        "skinning-server bake queue: bake %s was taken over by another worker (this one did not renew its lease for "
+        "--bake_lease_ms); stopped here\n",
+        bake_id.c_str());
+    std::fflush(stdout);
+  } else if (stored.ok()) {
     tell(v1::BAKE_STATE_SUCCEEDED);
-    end(v1::BAKE_STATE_SUCCEEDED, {"stage", "done", "fraction", "1"});
+    end_run(v1::BAKE_STATE_SUCCEEDED, {"stage", "done", "fraction", "1"});
   } else if ((absl::IsCancelled(stored.status()) || cancel) && !user_cancelled && stopping_) {
     // This process is shutting down: the job goes back to the queue; another worker claims it
-    // once the lease runs out.
+    // once the lease runs out. A worker that shut down did not fail the job: its start does not
+    // count against --bake_max_attempts (those are for workers that died under it).
     tell(v1::BAKE_STATE_CANCELLED);
-    Persist({"HSET", key, "state", "1", "stage", "waiting for another worker (the last one shut down)"},
-            "bake queue: hand back");
-    // A worker that shut down did not fail the job: its start does not count against
-    // --bake_max_attempts (those are for workers that died under it).
-    Persist({"HINCRBY", key, "attempts", "-1"}, "bake queue: hand back");
+    hand_back("waiting for another worker (the last one shut down)", false);
   } else if (absl::IsUnavailable(stored.status()) && !user_cancelled) {
     // Redis (the store) was away when the result was written: the job stays pending, goes back
-    // to the queue, and is claimed again once its lease runs out.
+    // to the queue, and is claimed again once its lease runs out. The store being away is no
+    // worker dying: the start does not count (up to kMaxStoreWaits times).
     tell(v1::BAKE_STATE_QUEUED);
-    Persist({"HSET", key, "state", "1", "stage", "waiting to run again (the store was unavailable)"},
-            "bake queue: hand back");
+    hand_back("waiting to run again (the store was unavailable)", true);
   } else if (absl::IsCancelled(stored.status()) || user_cancelled) {
     tell(v1::BAKE_STATE_CANCELLED);
-    end(v1::BAKE_STATE_CANCELLED, {"stage", "cancelled", "error", "cancelled with CancelBake"});
+    end_run(v1::BAKE_STATE_CANCELLED, {"stage", "cancelled", "error", "cancelled with CancelBake"});
   } else {
     tell(v1::BAKE_STATE_FAILED);
     const std::string code = std::to_string(static_cast<int>(stored.status().code()));
-    end(v1::BAKE_STATE_FAILED, {"stage", "failed", "error_code", code, "error", std::string(stored.status().message())});
+    end_run(v1::BAKE_STATE_FAILED,
+            {"stage", "failed", "error_code", code, "error", std::string(stored.status().message())});
   }
 }
 

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,8 +85,11 @@ class RedisBakeQueue final : public BakeQueue {
   // Runs the job of stream entry `entry` as `consumer` (which holds the entry and renews its
   // lease); acknowledges it unless this process is stopping.
   void Process(const std::string& entry, const std::string& bake_id, const std::string& consumer);
-  // Repeats `command` until it succeeds or the queue stops (Redis may be restarting).
+  // Repeats `command` while Redis is away until it succeeds or the queue stops (a few tries for
+  // other errors); false when it did not succeed.
   bool Persist(const std::vector<std::string>& command, const std::string& what);
+  // Persist for a command that answers an integer: the integer, or nothing when it did not succeed.
+  std::optional<int64_t> PersistInteger(const std::vector<std::string>& command, const std::string& what);
 
   BakeStore* store_;
   const RecipeRegistry* recipes_;

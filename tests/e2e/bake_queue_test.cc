@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -295,6 +296,80 @@ TEST_F(BakeQueueTest, AWorkerThatShutsDownHandsItsBakeBackAndProgressNeverGoesBa
   watcher.join();
   ServerProcess* other = runner == w1_.get() ? w2_.get() : w1_.get();
   EXPECT_EQ(SumMetric({other}, "skinning_bake_queue_reclaimed_total"), 1);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(fractions.size(), 3u);
+  for (size_t i = 1; i < fractions.size(); ++i)
+    EXPECT_GE(fractions[i], fractions[i - 1]) << "update " << i << " of " << fractions.size();
+}
+
+// A worker that stalls past its lease (SIGSTOP for twice --bake_lease_ms) is taken over; once it
+// runs again it finds the job no longer names its run, stops and writes nothing more: the bake is
+// computed to the end once, counted once, and its progress never goes back. (Its lease renewal
+// used to take the job back: both workers computed it to the end, taking it from each other every
+// second, the progress going backwards and the bake counted twice.)
+TEST_F(BakeQueueTest, AWorkerThatStallsPastItsLeaseIsTakenOverAndWritesNothingMore) {
+  auto started = api_client_->StartBake(rig_, SlowBbw(88));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string name = started->bake().name();
+  const std::string bake_id = name.substr(name.rfind('/') + 1);
+  std::vector<double> fractions;
+  std::mutex mu;
+  std::thread watcher([&] {
+    auto done = api_client_->WatchBake(name, [&](const v1::Bake& b) {
+      std::lock_guard<std::mutex> lock(mu);
+      fractions.push_back(b.metadata().progress_fraction());
+      return true;
+    });
+    EXPECT_TRUE(done.ok()) << done.status();
+    if (done.ok()) {
+      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    }
+  });
+  ServerProcess* runner = nullptr;
+  bool stopped = false;
+  // Whatever happens below, the watcher is joined and the runner runs again.
+  struct Cleanup {
+    std::function<void()> f;
+    ~Cleanup() { f(); }
+  } cleanup{[&] {
+    if (stopped) kill(runner->pid(), SIGCONT);
+    watcher.join();
+  }};
+  for (int i = 0; i < 200 && runner == nullptr; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    runner = RunningWorker(bake_id);
+  }
+  ASSERT_NE(runner, nullptr) << "no worker took the bake";
+  for (int i = 0; i < 600; ++i) {  // well into the bake
+    auto now = api_client_->GetBake(name);
+    ASSERT_TRUE(now.ok()) << now.status();
+    if (now->metadata().stage() == "bbw") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(kill(runner->pid(), SIGSTOP), 0);
+  stopped = true;
+  ServerProcess* other = runner == w1_.get() ? w2_.get() : w1_.get();
+  ServerProcess* now_running = runner;
+  for (int i = 0; i < 100 && now_running != other; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    now_running = RunningWorker(bake_id);
+  }
+  ASSERT_EQ(now_running, other) << "the other worker did not take the bake over";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into its start
+  ASSERT_EQ(kill(runner->pid(), SIGCONT), 0);
+  stopped = false;
+  cleanup.f();  // the bake's end
+  cleanup.f = [] {};
+  const std::string finished = "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}";
+  EXPECT_EQ(SumMetricReaching({w1_.get(), w2_.get()}, finished, 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a second count would come now
+  EXPECT_EQ(SumMetric({w1_.get(), w2_.get()}, finished), 1) << "computed to the end twice";
+  EXPECT_EQ(SumMetric({runner}, "skinning_bakes_running{method=\"bbw\"}"), 0);
+  EXPECT_EQ(SumMetricReaching({other}, "skinning_bake_queue_acknowledged_total", 1), 1);
+  EXPECT_EQ(SumMetric({runner}, "skinning_bake_queue_acknowledged_total"), 0);
+  for (int i = 0; i < 50 && runner->Output().find("was taken over by another worker") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_THAT(runner->Output(), ::testing::HasSubstr("bake " + bake_id + " was taken over by another worker"));
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_GE(fractions.size(), 3u);
   for (size_t i = 1; i < fractions.size(); ++i)
