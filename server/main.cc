@@ -22,6 +22,7 @@
 #include "core/util/cpus.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
+#include "server/store/redis_pool.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call but Pose, and every WatchBake, in flight holds one (0 = 128); Pose calls and open sessions hold none");
@@ -221,7 +222,8 @@ int main(int argc, char** argv) {
   const auto wait_start = std::chrono::steady_clock::now();
   double reported = -1;
   absl::StatusOr<std::unique_ptr<skinning::BlobStore>> store = skinning::OpenStore(options);
-  for (; absl::IsUnavailable(store.status()); store = skinning::OpenStore(options)) {
+  for (; absl::IsUnavailable(store.status()) && !skinning::IsStoreRefusal(store.status());
+       store = skinning::OpenStore(options)) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
     if (waited >= store_wait) {
       std::cerr << "skinning-server: "

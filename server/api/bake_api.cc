@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
@@ -13,6 +14,9 @@ absl::Status BakeApi::StartBake(const CallContext& ctx, const v1::StartBakeReque
                                 v1::StartBakeResponse* resp) {
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.parent(), "parent"));
   RETURN_IF_ERROR(bakes_->rigs().CheckAccess(rig_id, ctx.tenant()));
+  // The store, not a cache: a rig deleted on another replica was queued and failed later.
+  ASSIGN_OR_RETURN(const bool stored, bakes_->rigs().Stored(rig_id));
+  if (!stored) return absl::NotFoundError(absl::StrCat("rig '", RigName(rig_id), "' not found"));
   ASSIGN_OR_RETURN(StartedBake started, bakes_->Start(rig_id, req.options(), ctx.tenant()));
   *resp->mutable_bake() = std::move(started.bake);
   resp->set_created(started.created);

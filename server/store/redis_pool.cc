@@ -4,6 +4,12 @@
 #include <sys/time.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -21,16 +27,64 @@ constexpr timeval kConnectTimeout = {2, 0};
 // within a client's deadline instead of holding a thread for 30 s.
 constexpr timeval kCommandTimeout = {5, 0};
 
-// An error reply from Redis → a status. Transient server states are UNAVAILABLE (retryable).
+constexpr char kRefusedThisServer[] = "the shared store (redis) refused this server";
+
+// One line on stdout (as the server's other lines) per store failure, at most one every 10 s of each kind (the first word of
+// Redis's reply, or "unreachable"), with how many were not printed: an operator sees Redis
+// trouble in the log (nothing was printed before, while every call and the bake workers failed).
+void LogStoreFailure(absl::string_view kind, const absl::Status& status, absl::string_view hint = "") {
+  struct Kind {
+    std::chrono::steady_clock::time_point next;
+    int64_t unprinted = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Kind, std::less<>> kinds;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto now = std::chrono::steady_clock::now();
+  auto it = kinds.find(kind);
+  if (it == kinds.end()) {
+    if (kinds.size() >= 64) kinds.clear();  // Redis's replies are few; bounded all the same
+    it = kinds.emplace(std::string(kind), Kind{}).first;
+  }
+  int64_t& unprinted = it->second.unprinted;
+  if (now < it->second.next) {
+    ++unprinted;
+    return;
+  }
+  std::printf("skinning-server store: %s: %s%s%s\n", absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str(), std::string(hint).c_str(),
+               unprinted > 0 ? absl::StrCat(" (and ", unprinted, " more store failures in the last 10 s)").c_str() : "");
+  std::fflush(stdout);
+  unprinted = 0;
+  it->second.next = now + std::chrono::seconds(10);
+}
+
+// The first word of a Redis error reply ("NOAUTH", "OOM", "ERR").
+absl::string_view ReplyKind(absl::string_view error) { return error.substr(0, error.find(' ')); }
+
+// An error reply from Redis → a status. Transient server states are UNAVAILABLE (retryable), and
+// so are the refusals of this server that its operator must mend (a Redis that now asks for a
+// password, or whose ACL refuses a command: the caller can only retry later; the log says what
+// to mend). Every failure but the expected BUSYGROUP is logged.
 absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) {
   const std::string message = absl::StrCat(what, ": redis replied ", error);
-  for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY"}) {
-    if (absl::StartsWith(error, transient)) return absl::UnavailableError(message);
+  // Expected in normal operation: the consumer group exists already.
+  if (absl::StartsWith(error, "BUSYGROUP")) return absl::AlreadyExistsError(message);
+  absl::Status status;
+  std::string hint;
+  if (absl::StartsWith(error, "NOAUTH") || absl::StartsWith(error, "WRONGPASS") || absl::StartsWith(error, "NOPERM")) {
+    status = absl::UnavailableError(absl::StrCat(what, ": ", kRefusedThisServer));
+    hint = absl::StrCat(" (redis replied ", error, "; see --redis_password_file and --redis_user)");
+    LogStoreFailure(ReplyKind(error), status, hint);
+    return status;
   }
-  if (absl::StartsWith(error, "OOM")) return absl::ResourceExhaustedError(message);
-  if (absl::StartsWith(error, "NOAUTH"))
-    return absl::PermissionDeniedError(absl::StrCat(message, " (this server sends no password: --redis_password_file)"));
-  return absl::InternalError(message);
+  status = absl::InternalError(message);
+  for (const char* transient : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "READONLY", "ERR max number of clients"}) {
+    if (absl::StartsWith(error, transient)) status = absl::UnavailableError(message);
+  }
+  if (absl::StartsWith(error, "OOM")) status = absl::ResourceExhaustedError(message);
+  LogStoreFailure(ReplyKind(error), status);
+  return status;
 }
 
 // Sends one command (binary-safe arguments) and waits for its reply; null when the connection failed.
@@ -62,9 +116,13 @@ absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
       return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ",
                                                  c->errstr[0] ? c->errstr : "connection failed"));
     // The reply names neither user nor password; a refusal is the operator's to fix, not transient.
-    if (reply->type == REDIS_REPLY_ERROR)
-      return absl::PermissionDeniedError(absl::StrCat("the shared store (redis) refused our credentials: ",
-                                                      absl::string_view(reply->str, reply->len)));
+    if (reply->type == REDIS_REPLY_ERROR) {
+      // UNAVAILABLE to callers (they can only retry); not waited for at start (IsStoreRefusal).
+      absl::Status refused = absl::UnavailableError(absl::StrCat(
+          kRefusedThisServer, ": it refused our credentials: ", absl::string_view(reply->str, reply->len)));
+      LogStoreFailure("credentials", refused, " (see --redis_password_file and --redis_user)");
+      return refused;
+    }
   }
   return c;
 }
@@ -83,7 +141,11 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
     const bool reused = c != nullptr;
     if (!reused) {
       absl::StatusOr<Connection> fresh = Connect();
-      if (!fresh.ok()) return absl::Status(fresh.status().code(), absl::StrCat(what, ": ", fresh.status().message()));
+      if (!fresh.ok()) {
+        absl::Status failed(fresh.status().code(), absl::StrCat(what, ": ", fresh.status().message()));
+        LogStoreFailure("connect", failed);
+        return failed;
+      }
       c = *std::move(fresh);
     }
     errno = 0;
@@ -100,7 +162,10 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
         idle_.clear();
         continue;
       }
-      return absl::UnavailableError(absl::StrCat(what, ": the shared store (redis) is unreachable: ", error));
+      absl::Status unreachable =
+          absl::UnavailableError(absl::StrCat(what, ": the shared store (redis) is unreachable: ", error));
+      LogStoreFailure("unreachable", unreachable);
+      return unreachable;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -121,6 +186,10 @@ absl::StatusOr<int64_t> RedisPool::IntegerCommand(const std::vector<absl::string
 absl::Status RedisPool::ForOperator(const absl::Status& status) const {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat("redis at ", Endpoint(), ": ", status.message()));
+}
+
+bool IsStoreRefusal(const absl::Status& status) {
+  return absl::IsUnavailable(status) && absl::StrContains(status.message(), kRefusedThisServer);
 }
 
 void IgnoreSigpipeForRedis() {

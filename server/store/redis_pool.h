@@ -59,6 +59,10 @@ class RedisPool {
 // otherwise kill the process instead of failing with UNAVAILABLE).
 void IgnoreSigpipeForRedis();
 
+// Whether `status` says that Redis refused this server (NOAUTH, WRONGPASS, NOPERM): UNAVAILABLE to
+// callers, who can only retry, but not worth waiting for at start (the operator must mend it).
+bool IsStoreRefusal(const absl::Status& status);
+
 }  // namespace skinning
 
 #endif  // SKINNING_SERVER_STORE_REDIS_POOL_H_

@@ -225,7 +225,20 @@ absl::Status RigStore::NotOwned(const std::string& id) {
 
 absl::Status RigStore::CheckAccess(const std::string& id, const std::string& tenant) {
   RETURN_IF_ERROR(CheckRigId(id));
-  if (tenant.empty() || OwnershipCached(id, tenant)) return absl::OkStatus();
+  if (OwnershipCached(id, tenant)) return absl::OkStatus();
+  if (tenant.empty()) {
+    // Without tenants a rig in the cache is checked against the store as an owned one is (at most
+    // kOwnershipCacheTtl old): deleted on another replica, or the store emptied, it was served
+    // from the cache for as long as it stayed there. A rig not in the cache is read from the store.
+    if (cache_.Find(id) == nullptr) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const bool stored, blobs_->Exists(RigKey(id)));
+    if (!stored) {
+      cache_.Erase(id);
+      return absl::NotFoundError(absl::StrCat(Quoted(id), " not found"));
+    }
+    CacheOwnership(id, tenant);
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(const bool owned, blobs_->Exists(OwnerKey(id, tenant)));
   if (!owned) return NotOwned(id);
   CacheOwnership(id, tenant);
@@ -291,6 +304,7 @@ absl::StatusOr<bool> RigStore::Delete(const std::string& id, const std::string& 
       if (absl::EndsWith(key, suffix)) return true;
   }
   cache_.Erase(id);
+  ForgetOwnership(id, "");
   ASSIGN_OR_RETURN(const bool removed, blobs_->Delete(RigKey(id)));
   RETURN_IF_ERROR(blobs_->Delete(InfoKey(id)).status());
   return tenant.empty() ? removed : true;

@@ -74,7 +74,7 @@ class RigStore {
   // artifact that does not parse or has another format version. No access check: for internal
   // use (bakes) after CheckAccess, or with authentication off.
   absl::StatusOr<std::shared_ptr<const LoadedRig>> Get(const std::string& rig_id);
-  // Whether `tenant` may use the rig: OK when it owns it (always for ""), PERMISSION_DENIED
+  // Whether `tenant` may use the rig: OK when it owns it (for "": when it is stored), PERMISSION_DENIED
   // "rig 'rigs/X' belongs to another tenant" when the rig is stored but not the tenant's, NOT_FOUND
   // when nobody has it. Positive answers are cached in memory for kOwnershipCacheTtl, so the
   // per-call check on the posing path is a hash lookup.

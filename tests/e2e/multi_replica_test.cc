@@ -452,6 +452,84 @@ TEST(MultiReplica, ARedisWithAPasswordIsReachedWithThePasswordFileAndRefusesOthe
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// Without tenants (no --auth_tokens) a replica checks a cached rig against the store, as it
+// checks a tenant's ownership: a rig deleted on another replica is NOT_FOUND there, not served
+// from the cache for as long as it stays there, and StartBake asks the store every time.
+TEST(MultiReplica, ARigDeletedOnAnotherReplicaIsNotServedFromTheCache) {
+  RedisProcess redis;
+  ServerProcess a(MakeTempDir("deleting"), {"--redis=" + redis.address()});
+  ServerProcess b(MakeTempDir("cached"), {"--redis=" + redis.address()});
+  Client on_a(Options(a.address())), on_b(Options(b.address()));
+  const Rig rig = MakeTwoBoneTube();
+  auto created = on_a.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string name = created->rig().name();
+  auto posed = on_b.Pose(BentRequest(rig, name, "", 30));  // B reads it into its cache
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  ASSERT_TRUE(on_a.DeleteRig(name).ok());
+  auto got = on_b.GetRig(name);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound) << got.status();
+  auto again = on_b.Pose(BentRequest(rig, name, "", 30));
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kNotFound) << again.status();
+  v1::BakeOptions options;
+  options.mutable_bone_heat();
+  auto bake = on_b.StartBake(name, options);
+  EXPECT_EQ(bake.status().code(), absl::StatusCode::kNotFound) << bake.status();
+}
+
+// A running replica whose Redis starts refusing it (too many clients; a password it does not
+// have) answers UNAVAILABLE, which clients retry, without the Redis reply or the server's flags
+// (it was INTERNAL with the raw reply, or PERMISSION_DENIED naming --redis_password_file); its
+// log says what happened and what to mend (nothing was printed); and it serves again, without a
+// restart, once Redis takes it again.
+TEST(MultiReplica, ARedisThatRefusesARunningReplicaIsUnavailableLoggedAndRecoveredFrom) {
+  RedisProcess redis;
+  ServerProcess server(MakeTempDir("refused-store"), {"--redis=" + redis.address()});
+  ClientOptions once = Options(server.address());
+  once.max_attempts = 1;
+  Client client(once);
+  ASSERT_TRUE(client.CreateRig(RigToProto(MakeTwoBoneTube())).ok());
+  RedisConnection c = ConnectRedis(redis.port());
+  ASSERT_NE(c, nullptr);
+  auto command = [&](const std::string& text) {
+    RedisReply r(static_cast<redisReply*>(redisCommand(c.get(), text.c_str())));
+    ASSERT_NE(r, nullptr) << text;
+    ASSERT_NE(r->type, REDIS_REPLY_ERROR) << text << ": " << std::string(r->str, r->len);
+  };
+  auto expect_unavailable = [&](const std::string& what) {
+    absl::StatusOr<std::vector<v1::Rig>> listed = client.ListRigs();
+    ASSERT_FALSE(listed.ok()) << what;
+    EXPECT_EQ(listed.status().code(), absl::StatusCode::kUnavailable) << what << ": " << listed.status();
+    EXPECT_THAT(std::string(listed.status().message()), ::testing::Not(::testing::HasSubstr("--redis"))) << what;
+  };
+  // Every other client cut off, and room for none: the server's reconnection is refused.
+  command("CONFIG SET maxclients 1");
+  command("CLIENT KILL TYPE normal SKIPME yes");
+  expect_unavailable("max clients");
+  command("CONFIG SET maxclients 10000");
+  // Redis now asks for a password this server does not send.
+  command("CONFIG SET requirepass later-set");
+  command("CLIENT KILL TYPE normal SKIPME yes");
+  expect_unavailable("a password");
+  std::string log;
+  for (int i = 0; i < 50; ++i) {
+    log = server.Output();
+    if (log.find("NOAUTH") != std::string::npos && log.find("max number of clients") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(log, ::testing::HasSubstr("skinning-server store: UNAVAILABLE"));
+  EXPECT_THAT(log, ::testing::HasSubstr("max number of clients"));
+  EXPECT_THAT(log, ::testing::HasSubstr("NOAUTH"));
+  EXPECT_THAT(log, ::testing::HasSubstr("--redis_password_file"));
+  RedisReply cleared(static_cast<redisReply*>(redisCommand(c.get(), "CONFIG SET requirepass %s", "")));
+  ASSERT_NE(cleared, nullptr);
+  ASSERT_NE(cleared->type, REDIS_REPLY_ERROR);
+  absl::StatusOr<std::vector<v1::Rig>> again = client.ListRigs();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->size(), 1u);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
