@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -92,6 +91,40 @@ int64_t StreamLength(int port) {
   return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 }
 
+// Watches a bake to its end on a thread of its own, keeping every progress fraction it is told;
+// the bake must succeed. Joined by Join() or when it goes.
+class ProgressWatch {
+ public:
+  ProgressWatch(Client* client, const std::string& name)
+      : thread_([this, client, name] {
+          auto done = client->WatchBake(name, [this](const v1::Bake& b) {
+            std::lock_guard<std::mutex> lock(mu_);
+            fractions_.push_back(b.metadata().progress_fraction());
+            return true;
+          });
+          EXPECT_TRUE(done.ok()) << done.status();
+          if (done.ok()) {
+            EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+          }
+        }) {}
+  ~ProgressWatch() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // After Join: the fractions seen (at least 3) never went down.
+  void ExpectNeverWentBack() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ASSERT_GE(fractions_.size(), 3u);
+    for (size_t i = 1; i < fractions_.size(); ++i)
+      EXPECT_GE(fractions_[i], fractions_[i - 1]) << "update " << i << " of " << fractions_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<double> fractions_;
+  std::thread thread_;  // last: it uses the members above
+};
+
 class BakeQueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -123,6 +156,22 @@ class BakeQueueTest : public ::testing::Test {
     for (ServerProcess* s : {w1_.get(), w2_.get()})
       if (worker.size() > 0 && worker.substr(worker.rfind('-') + 1) == std::to_string(s->pid())) return s;
     return nullptr;
+  }
+
+  // The worker running bake `name` once its BBW stage has begun (null when no worker took it).
+  ServerProcess* RunnerWellIntoTheBake(const std::string& name) {
+    const std::string bake_id = name.substr(name.rfind('/') + 1);
+    ServerProcess* runner = nullptr;
+    for (int i = 0; i < 200 && runner == nullptr; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      runner = RunningWorker(bake_id);
+    }
+    for (int i = 0; runner != nullptr && i < 600; ++i) {
+      auto now = api_client_->GetBake(name);
+      if (!now.ok() || now->metadata().stage() == "bbw") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return runner;
   }
 
   bool persistent_ = false;  // Redis with an append-only file (for restarts)
@@ -255,31 +304,9 @@ TEST_F(BakeQueueTest, AWorkerThatShutsDownHandsItsBakeBackAndProgressNeverGoesBa
   ASSERT_TRUE(started.ok()) << started.status();
   const std::string name = started->bake().name();
   const std::string bake_id = name.substr(name.rfind('/') + 1);
-  std::vector<double> fractions;
-  std::mutex mu;
-  std::thread watcher([&] {
-    auto done = api_client_->WatchBake(name, [&](const v1::Bake& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      fractions.push_back(b.metadata().progress_fraction());
-      return true;
-    });
-    EXPECT_TRUE(done.ok()) << done.status();
-    if (done.ok()) {
-      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
-    }
-  });
-  ServerProcess* runner = nullptr;
-  for (int i = 0; i < 200 && runner == nullptr; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    runner = RunningWorker(bake_id);
-  }
+  ProgressWatch watch(api_client_.get(), name);
+  ServerProcess* runner = RunnerWellIntoTheBake(name);
   ASSERT_NE(runner, nullptr) << "no worker took the bake";
-  for (int i = 0; i < 600; ++i) {  // well into the bake
-    auto now = api_client_->GetBake(name);
-    ASSERT_TRUE(now.ok()) << now.status();
-    if (now->metadata().stage() == "bbw") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(runner->Stop(SIGTERM), 0) << runner->Output();
   auto c = ConnectRedis(redis_->port());
@@ -293,13 +320,10 @@ TEST_F(BakeQueueTest, AWorkerThatShutsDownHandsItsBakeBackAndProgressNeverGoesBa
   EXPECT_EQ(field(0), std::to_string(v1::BAKE_STATE_QUEUED)) << field(2);
   EXPECT_EQ(field(1), "0") << "a clean shutdown counted as a failed start";
   EXPECT_THAT(field(2), ::testing::HasSubstr("waiting for another worker"));
-  watcher.join();
+  watch.Join();
   ServerProcess* other = runner == w1_.get() ? w2_.get() : w1_.get();
   EXPECT_EQ(SumMetric({other}, "skinning_bake_queue_reclaimed_total"), 1);
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_GE(fractions.size(), 3u);
-  for (size_t i = 1; i < fractions.size(); ++i)
-    EXPECT_GE(fractions[i], fractions[i - 1]) << "update " << i << " of " << fractions.size();
+  watch.ExpectNeverWentBack();
 }
 
 // A worker that stalls past its lease (SIGSTOP for twice --bake_lease_ms) is taken over; once it
@@ -312,42 +336,15 @@ TEST_F(BakeQueueTest, AWorkerThatStallsPastItsLeaseIsTakenOverAndWritesNothingMo
   ASSERT_TRUE(started.ok()) << started.status();
   const std::string name = started->bake().name();
   const std::string bake_id = name.substr(name.rfind('/') + 1);
-  std::vector<double> fractions;
-  std::mutex mu;
-  std::thread watcher([&] {
-    auto done = api_client_->WatchBake(name, [&](const v1::Bake& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      fractions.push_back(b.metadata().progress_fraction());
-      return true;
-    });
-    EXPECT_TRUE(done.ok()) << done.status();
-    if (done.ok()) {
-      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
-    }
-  });
-  ServerProcess* runner = nullptr;
-  bool stopped = false;
-  // Whatever happens below, the watcher is joined and the runner runs again.
-  struct Cleanup {
-    std::function<void()> f;
-    ~Cleanup() { f(); }
-  } cleanup{[&] {
-    if (stopped) kill(runner->pid(), SIGCONT);
-    watcher.join();
-  }};
-  for (int i = 0; i < 200 && runner == nullptr; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    runner = RunningWorker(bake_id);
-  }
+  ProgressWatch watch(api_client_.get(), name);
+  ServerProcess* runner = RunnerWellIntoTheBake(name);
   ASSERT_NE(runner, nullptr) << "no worker took the bake";
-  for (int i = 0; i < 600; ++i) {  // well into the bake
-    auto now = api_client_->GetBake(name);
-    ASSERT_TRUE(now.ok()) << now.status();
-    if (now->metadata().stage() == "bbw") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
   ASSERT_EQ(kill(runner->pid(), SIGSTOP), 0);
-  stopped = true;
+  // Whatever happens below, the runner runs again (before the watch is joined).
+  struct Resume {
+    pid_t pid;
+    ~Resume() { kill(pid, SIGCONT); }
+  } resume{runner->pid()};
   ServerProcess* other = runner == w1_.get() ? w2_.get() : w1_.get();
   ServerProcess* now_running = runner;
   for (int i = 0; i < 100 && now_running != other; ++i) {
@@ -357,9 +354,7 @@ TEST_F(BakeQueueTest, AWorkerThatStallsPastItsLeaseIsTakenOverAndWritesNothingMo
   ASSERT_EQ(now_running, other) << "the other worker did not take the bake over";
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into its start
   ASSERT_EQ(kill(runner->pid(), SIGCONT), 0);
-  stopped = false;
-  cleanup.f();  // the bake's end
-  cleanup.f = [] {};
+  watch.Join();  // the bake's end
   const std::string finished = "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}";
   EXPECT_EQ(SumMetricReaching({w1_.get(), w2_.get()}, finished, 1), 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a second count would come now
@@ -370,10 +365,7 @@ TEST_F(BakeQueueTest, AWorkerThatStallsPastItsLeaseIsTakenOverAndWritesNothingMo
   for (int i = 0; i < 50 && runner->Output().find("was taken over by another worker") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_THAT(runner->Output(), ::testing::HasSubstr("bake " + bake_id + " was taken over by another worker"));
-  std::lock_guard<std::mutex> lock(mu);
-  ASSERT_GE(fractions.size(), 3u);
-  for (size_t i = 1; i < fractions.size(); ++i)
-    EXPECT_GE(fractions[i], fractions[i - 1]) << "update " << i << " of " << fractions.size();
+  watch.ExpectNeverWentBack();
 }
 
 class BakeQueueRestartTest : public BakeQueueTest {

@@ -147,67 +147,47 @@ TEST(GltfMultiSkin, MeshPartsAreValidated) {
               HasSubstr("mesh.triangles[0] joins parts 0 and 1"));
 }
 
-// A mesh without a skin below a joint (a helmet) is read as one more part, weighted 1 to that
-// joint, its vertices where the spec draws it in the bind pose.
-TEST(GltfMultiSkin, ReadsAPropBelowAJointAsAPartOfThatJoint) {
-  testing::MultiSkinGltf spec;
-  spec.prop = true;
-  const std::string path = testing::WriteMultiSkinGltf(spec, TempFile("prop.gltf"));
-  SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{path});
-  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
-  ASSERT_TRUE(c.ok()) << c.status();
-  ASSERT_EQ(c->parts.size(), 4u);
-  const GltfCharacter::Part& helmet = c->parts[3];
-  EXPECT_EQ(helmet.name, "helmet");
-  EXPECT_EQ(helmet.skin, -1);
-  EXPECT_EQ(helmet.num_vertices, 8);
-  EXPECT_EQ(c->NumSkins(), spec.chains);
-  const int last_of_chain0 = spec.chain_joints;  // rig joints: root, then chain 0's joints
-  for (int v = helmet.first_vertex; v < helmet.first_vertex + 8; ++v) {
-    EXPECT_EQ(c->weights.joints(v, 0), last_of_chain0);
-    EXPECT_EQ(c->weights.weights(v, 0), 1.f);
+// A mesh without a skin below a joint (a helmet), or on the joint node itself, is read as one
+// more part, weighted 1 to that joint, its vertices where the spec draws it in the bind pose (on
+// the joint node it was given the joint's parent: right at rest, off by 1.1 once the joint
+// turned).
+TEST(GltfMultiSkin, ReadsAPropBelowOrOnAJointAsAPartOfThatJoint) {
+  for (bool on_joint : {false, true}) {
+    SCOPED_TRACE(on_joint ? "on the joint node" : "below the joint");
+    testing::MultiSkinGltf spec;
+    spec.prop = true;
+    spec.prop_on_joint = on_joint;
+    const std::string path = testing::WriteMultiSkinGltf(spec, TempFile(on_joint ? "prop_on_joint.gltf" : "prop.gltf"));
+    SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{path});
+    absl::StatusOr<GltfCharacter> c = ReadGltf(path);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->parts.size(), 4u);
+    EXPECT_EQ(c->NumSkins(), spec.chains);
+    const int joint_node = spec.chain_joints;  // nodes: root, then chain 0's joints
+    const GltfCharacter::Part* box = nullptr;
+    for (const GltfCharacter::Part& part : c->parts)
+      if (part.skin == -1) box = &part;
+    ASSERT_NE(box, nullptr);
+    if (on_joint) {
+      EXPECT_EQ(box->node, joint_node);
+    } else {
+      EXPECT_EQ(box->name, "helmet");
+    }
+    ASSERT_EQ(box->num_vertices, 8);
+    const int last_of_chain0 = spec.chain_joints;  // rig joints: root, then chain 0's joints
+    for (int v = box->first_vertex; v < box->first_vertex + 8; ++v) {
+      EXPECT_EQ(c->weights.joints(v, 0), last_of_chain0) << "vertex " << v;
+      EXPECT_EQ(c->weights.weights(v, 0), 1.f);
+    }
+    absl::StatusOr<ref::SkinnedPositions> bind = ref::SkinAtTime(path, -1, 0.0);
+    ASSERT_TRUE(bind.ok()) << bind.status();
+    ASSERT_EQ(bind->bind.size(), static_cast<size_t>(c->mesh.V.rows()));
+    double worst = 0;
+    for (size_t i = 0; i < bind->bind.size(); ++i) {
+      worst = std::max(worst, (c->mesh.V.row(i).transpose() - bind->bind[i]).norm());
+    }
+    EXPECT_LT(worst, 1e-6);
   }
-  absl::StatusOr<ref::SkinnedPositions> bind = ref::SkinAtTime(path, -1, 0.0);
-  ASSERT_TRUE(bind.ok()) << bind.status();
-  ASSERT_EQ(bind->bind.size(), static_cast<size_t>(c->mesh.V.rows()));
-  double worst = 0;
-  for (size_t i = 0; i < bind->bind.size(); ++i) {
-    worst = std::max(worst, (c->mesh.V.row(i).transpose() - bind->bind[i]).norm());
-  }
-  EXPECT_LT(worst, 1e-6);
-}
-
-// A mesh without a skin on a joint node itself moves with that joint (it was given the joint's
-// parent: right at rest, off by 1.1 once the joint turned).
-TEST(GltfMultiSkin, ReadsAPropOnAJointNodeAsAPartOfThatJoint) {
-  testing::MultiSkinGltf spec;
-  spec.prop = true;
-  spec.prop_on_joint = true;
-  const std::string path = testing::WriteMultiSkinGltf(spec, TempFile("prop_on_joint.gltf"));
-  SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{path});
-  absl::StatusOr<GltfCharacter> c = ReadGltf(path);
-  ASSERT_TRUE(c.ok()) << c.status();
-  ASSERT_EQ(c->parts.size(), 4u);
-  const int joint_node = spec.chain_joints;  // nodes: root, then chain 0's joints
-  int box = -1;
-  for (size_t p = 0; p < c->parts.size(); ++p)
-    if (c->parts[p].node == joint_node) box = static_cast<int>(p);
-  ASSERT_GE(box, 0) << "no part on nodes[" << joint_node << "]";
-  EXPECT_EQ(c->parts[box].skin, -1);
-  ASSERT_EQ(c->parts[box].num_vertices, 8);
-  const int last_of_chain0 = spec.chain_joints;  // rig joints: root, then chain 0's joints
-  for (int v = c->parts[box].first_vertex; v < c->parts[box].first_vertex + 8; ++v) {
-    EXPECT_EQ(c->weights.joints(v, 0), last_of_chain0) << "vertex " << v;
-    EXPECT_EQ(c->weights.weights(v, 0), 1.f);
-  }
-  absl::StatusOr<ref::SkinnedPositions> bind = ref::SkinAtTime(path, -1, 0.0);
-  ASSERT_TRUE(bind.ok()) << bind.status();
-  ASSERT_EQ(bind->bind.size(), static_cast<size_t>(c->mesh.V.rows()));
-  double worst = 0;
-  for (size_t i = 0; i < bind->bind.size(); ++i) {
-    worst = std::max(worst, (c->mesh.V.row(i).transpose() - bind->bind[i]).norm());
-  }
-  EXPECT_LT(worst, 1e-6);
 }
 
 TEST(GltfMultiSkin, RefusesSkinsThatBindASharedJointInconsistently) {
