@@ -399,7 +399,8 @@ void RedisBakeQueue::Process(const std::string& entry, const std::string& bake_i
   job.start_time = FromNanos(Int(now));
   if (job.recipe == nullptr)
     return end(v1::BAKE_STATE_FAILED, {"stage", "failed", "error_code", "13", "error", "no recipe for the bake's method"});
-  const std::string run = absl::StrCat(consumer, "#", *attempts);
+  // Unique to this start: a hand-back gives the count back, so the count alone may repeat.
+  const std::string run = absl::StrCat(consumer, "#", *attempts, "@", now);
   absl::StatusOr<int64_t> claimed =
       pool_.IntegerCommand({"EVAL", kClaimScript, "1", key, now, options_.consumer, run}, "bake queue: start job");
   if (!claimed.ok()) return;        // Redis is away: claimed again later
