@@ -65,10 +65,15 @@ absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Ani
     if (max_frames > 1 && length * rate[a] + 1 > max_frames) rate[a] = (max_frames - 1) / length;
     total_frames += frames_at(a, rate[a]);
   }
-  // The clips' size, from one sampled frame: when every frame of every animation would not fit
-  // max_bytes, every rate is lowered by one factor so that they do (a clip says its rate).
+  // The clips' size, from the largest a frame can be (every joint moved, turned and scaled):
+  // when every frame of every animation would not fit max_bytes, every rate is lowered by one
+  // factor so that they do (a clip says its rate).
   if (!animations.empty() && max_bytes > 0) {
-    v1::Pose probe = PoseToProto(Pose{SampleAnimation(rig.skeleton, animations[0], animations[0].start)});
+    Transform moved;
+    moved.translation = Eigen::Vector3d(1, 2, 3);
+    moved.rotation = Eigen::Quaterniond(0.5, 0.5, 0.5, 0.5);
+    moved.scale = Eigen::Vector3d(2, 3, 4);
+    v1::Pose probe = PoseToProto(Pose{std::vector<Transform>(rig.skeleton.joints.size(), moved)});
     for (size_t t = 0; t < defaults.size(); ++t) probe.add_morph_weights(1.0f);
     const double frame_bytes = static_cast<double>(probe.ByteSizeLong()) + 8;
     const double fit = static_cast<double>(max_bytes) / frame_bytes;
