@@ -280,23 +280,27 @@ size_t SkipString(const unsigned char* text, size_t size, size_t i) {
   return size;
 }
 
+// The four hex digits of a \u escape at text[i, i + 4) as *value, when they lie before `end`
+// (the string's closing quote) and are hex digits.
+bool Hex4(const unsigned char* text, size_t i, size_t end, unsigned* value) {
+  if (i + 4 > end) return false;
+  *value = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    const unsigned char c = text[k];
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (digit < 0) return false;
+    *value = *value * 16 + static_cast<unsigned>(digit);
+  }
+  return true;
+}
+
 // Whether the string text[begin, end) (quotes included) is one the parser accepts: UTF-8, no
 // control characters, valid escapes (\u surrogates paired). A member whose key is not is left to
 // the parser, so that a corrupted key is refused as before rather than removed as unknown.
 bool ValidString(const unsigned char* text, size_t begin, size_t end) {
   if (end - begin < 2 || text[begin] != '"' || text[end - 1] != '"') return false;
-  auto hex4 = [&](size_t i, unsigned* value) {
-    if (i + 4 > end - 1) return false;
-    *value = 0;
-    for (size_t k = i; k < i + 4; ++k) {
-      const unsigned char c = text[k];
-      const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                                   : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (digit < 0) return false;
-      *value = *value * 16 + static_cast<unsigned>(digit);
-    }
-    return true;
-  };
+  auto hex4 = [&](size_t i, unsigned* value) { return Hex4(text, i, end - 1, value); };
   for (size_t i = begin + 1; i < end - 1;) {
     const unsigned char c = text[i];
     if (c < 0x20) return false;
@@ -360,10 +364,7 @@ std::string DecodedString(const unsigned char* text, size_t begin, size_t end) {
   std::string out;
   auto hex4 = [&](size_t i) {
     unsigned v = 0;
-    for (size_t k = i; k < i + 4; ++k) {
-      const unsigned char c = text[k];
-      v = v * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-    }
+    Hex4(text, i, end - 1, &v);  // ValidString checked it
     return v;
   };
   auto utf8 = [&](unsigned u) {

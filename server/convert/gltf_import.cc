@@ -52,17 +52,16 @@ absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Ani
                                                            size_t max_bytes) {
   std::vector<double> defaults;
   for (const MorphTarget& target : rig.morph_targets) defaults.push_back(target.default_weight);
-  // Each animation's rate: frames_per_second, lowered to fit max_frames.
-  std::vector<double> rate(animations.size());
+  // Each animation's length and rate: frames_per_second, lowered to fit max_frames.
+  std::vector<double> length(animations.size()), rate(animations.size());
   auto frames_at = [&](size_t a, double fps) {
-    const double length = std::max(0.0, animations[a].end - animations[a].start);
-    return std::max(1, std::min(max_frames, static_cast<int>(std::floor(length * fps + 1e-9)) + 1));
+    return std::max(1, std::min(max_frames, static_cast<int>(std::floor(length[a] * fps + 1e-9)) + 1));
   };
   double total_frames = 0;
   for (size_t a = 0; a < animations.size(); ++a) {
-    const double length = std::max(0.0, animations[a].end - animations[a].start);
+    length[a] = std::max(0.0, animations[a].end - animations[a].start);
     rate[a] = frames_per_second;
-    if (max_frames > 1 && length * rate[a] + 1 > max_frames) rate[a] = (max_frames - 1) / length;
+    if (max_frames > 1 && length[a] * rate[a] + 1 > max_frames) rate[a] = (max_frames - 1) / length[a];
     total_frames += frames_at(a, rate[a]);
   }
   // The clips' size, from the largest a frame can be (every joint moved, turned and scaled):
