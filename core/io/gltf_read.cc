@@ -375,6 +375,20 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree
     for (size_t p = 0; p < mesh.primitives.size(); ++p) {
       const tinygltf::Primitive& prim = mesh.primitives[p];
       const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
+      // (The JSON scan refuses a negative mode.) Past 6 the primitive is neither points, lines
+      // nor triangles: skipped with them, the mesh seemed to have no triangles.
+      if (mode > TINYGLTF_MODE_TRIANGLE_FAN) {
+        return Invalid(absl::StrFormat("meshes[%d].primitives[%d].mode is %d, not a primitive mode (0 to 6)",
+                                       node.mesh, p, mode));
+      }
+      // The spec (3.7.2.2): every primitive of a mesh has the same number of morph targets; the
+      // reader would take a missing target as zero deltas.
+      if (prim.targets.size() != mesh.primitives[0].targets.size()) {
+        return Invalid(absl::StrFormat(
+            "meshes[%d].primitives[%d] has %d morph targets, primitives[0] has %d; the primitives of a mesh have "
+            "the same number",
+            node.mesh, p, prim.targets.size(), mesh.primitives[0].targets.size()));
+      }
       if (mode != TINYGLTF_MODE_TRIANGLES && mode != TINYGLTF_MODE_TRIANGLE_STRIP &&
           mode != TINYGLTF_MODE_TRIANGLE_FAN) {
         continue;  // points and lines are not part of the surface
@@ -826,11 +840,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
           targets.push_back(std::move(target));
           target_nodes.push_back(item.node);
         }
-      } else if (targets.size() < static_cast<size_t>(found->second + count) ||
-                 target_nodes[found->second + count - 1] != item.node) {
-        return Invalid(absl::StrFormat("%s has %d morph targets, unlike the mesh's first primitive",
-                                       where, count));
-      }
+      }  // else: the same count as the node's first primitive (CheckSupportedFeatures)
       const Eigen::Matrix3d linear = skin.offset.linear();
       for (int t = 0; t < count; ++t) {
         TargetPiece piece;
@@ -1003,9 +1013,29 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
     Animation out;
     out.name = in.name;
     bool any = false;
+    std::map<std::pair<int, std::string>, size_t> channel_of_target;  // (node, path) → channel
     for (size_t c = 0; c < in.channels.size(); ++c) {
       const tinygltf::AnimationChannel& ch = in.channels[c];
       const std::string where = absl::StrFormat("animations[%d].channels[%d]", a, c);
+      // A channel without a node (−1) is an extension's; one past the nodes, or with a path the
+      // spec does not have, animated nothing and was ignored. "pointer" is KHR_animation_pointer's
+      // (materials and cameras: nothing of a rig).
+      if (ch.target_node >= static_cast<int>(model.nodes.size())) {
+        return Invalid(absl::StrFormat("%s.target.node: node %d is out of range (%d nodes)", where, ch.target_node,
+                                       model.nodes.size()));
+      }
+      if (ch.target_path != "translation" && ch.target_path != "rotation" && ch.target_path != "scale" &&
+          ch.target_path != "weights" && ch.target_path != "pointer") {
+        return Invalid(absl::StrFormat("%s.target.path: \"%s\" is not translation, rotation, scale or weights", where,
+                                       ch.target_path));
+      }
+      if (ch.target_node >= 0) {
+        const auto [first, added] = channel_of_target.emplace(std::pair(ch.target_node, ch.target_path), c);
+        if (!added) {
+          return Invalid(absl::StrFormat("%s.target: node %d's %s is animated by channels[%d] too", where,
+                                         ch.target_node, ch.target_path, first->second));
+        }
+      }
       if (ch.target_path == "weights") {
         RETURN_IF_ERROR(ReadMorphWeightChannel(model, in, ch, a, *character, &out, &any));
         continue;
@@ -1024,7 +1054,7 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>
       } else if (ch.target_path == "scale") {
         channel.path = AnimationPath::kScale;
       } else {
-        continue;  // morph-target "weights" or an extension's path
+        continue;  // KHR_animation_pointer's "pointer"
       }
       ASSIGN_OR_RETURN(SamplerKeys keys, ReadSamplerKeys(model, in, ch, a, where));
       channel.interpolation = keys.interpolation;
