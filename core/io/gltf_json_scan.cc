@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "core/io/gltf_draco.h"
 #include "core/io/gltf_meshopt.h"
 
@@ -75,10 +76,6 @@ struct Child {
   GltfObject kind = GltfObject::kCount;
 };
 
-using Keys = std::initializer_list<std::string_view>;
-
-bool OneOf(std::string_view key, Keys keys) { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
-
 // Objects whose members are names (of attributes), every one read: a primitive's `attributes`, a
 // morph target, Draco's `attributes`.
 bool IsMap(const Frame& f) {
@@ -86,179 +83,145 @@ bool IsMap(const Frame& f) {
          (f.role == Role::kItem && f.kind == GltfObject::kMorphTarget);
 }
 
-// Whether the reader (tinygltf's parser, then ours) reads the member `key` of an object in
-// `parent`'s role: the members the Parse* functions of tinygltf 2.7 (Debian 12's libtinygltf-dev)
-// look up, and the members of the two extensions the reader decodes. Any other member is removed
-// before parsing.
-bool Reads(const Frame& parent, std::string_view key) {
-  if (IsMap(parent)) return true;
-  switch (parent.role) {
-    case Role::kRoot:
-      return OneOf(key, {"asset", "scene", "scenes", "nodes", "meshes", "accessors", "bufferViews", "buffers", "skins",
-                         "animations", "extensions", "extensionsUsed", "extensionsRequired"});
-    case Role::kExtensions:
-      return key == kDracoExtension || key == kMeshoptExtension;
-    case Role::kMeshExtras:
-      return key == "targetNames";
-    case Role::kAsset:
-      return OneOf(key, {"version", "generator", "minVersion", "copyright", "extensions"});
-    case Role::kSparse:
-      return OneOf(key, {"count", "indices", "values", "extensions"});
-    case Role::kSparseIndices:
-      return OneOf(key, {"bufferView", "byteOffset", "componentType", "extensions"});
-    case Role::kSparseValues:
-      return OneOf(key, {"bufferView", "byteOffset", "extensions"});
-    case Role::kChannelTarget:
-      return OneOf(key, {"node", "path", "extensions"});
-    case Role::kDraco:
-      return OneOf(key, {"bufferView", "attributes"});
-    case Role::kMeshopt:
-      return OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "count", "mode", "filter", "fallback"});
-    case Role::kItem:
-      switch (parent.kind) {
-        case GltfObject::kNode:
-          return OneOf(key, {"camera", "children", "skin", "matrix", "mesh", "rotation", "scale", "translation",
-                             "weights", "name", "extensions"});
-        case GltfObject::kAccessor:
-          return OneOf(key, {"bufferView", "byteOffset", "componentType", "normalized", "count", "type", "max", "min",
-                             "sparse", "name", "extensions"});
-        case GltfObject::kMesh:
-          return OneOf(key, {"primitives", "weights", "name", "extensions", "extras"});
-        case GltfObject::kPrimitive:
-          return OneOf(key, {"attributes", "indices", "material", "mode", "targets", "extensions"});
-        case GltfObject::kSkin:
-          return OneOf(key, {"inverseBindMatrices", "skeleton", "joints", "name", "extensions"});
-        case GltfObject::kAnimation:
-          return OneOf(key, {"channels", "samplers", "name", "extensions"});
-        case GltfObject::kChannel:
-          return OneOf(key, {"sampler", "target", "extensions"});
-        case GltfObject::kSampler:
-          return OneOf(key, {"input", "interpolation", "output", "extensions"});
-        case GltfObject::kBuffer:
-          return OneOf(key, {"uri", "byteLength", "name", "extensions"});
-        case GltfObject::kBufferView:
-          return OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "target", "name", "extensions"});
-        case GltfObject::kScene:
-          return OneOf(key, {"nodes", "name", "extensions"});
-        default:
-          return key != "extras";
-      }
-    default:
-      return key != "extras";
-  }
-}
-
 // What the spec says a member is when it is an integer: one non-negative integer, or an array
 // of them.
 enum class Integers { kNone, kOne, kArray };
 
-Integers IntegerMember(const Frame& parent, std::string_view key) {
-  if (parent.role == Role::kAttributes || (parent.role == Role::kItem && parent.kind == GltfObject::kMorphTarget))
-    return Integers::kOne;  // an accessor
-  bool one = false;
+// A member the reader reads (tinygltf's parser, then ours) in an object of some role: whether the
+// spec makes it an index, count, offset, length or enum (Integers), and the role of its value when
+// that is a container the scan looks into.
+struct Member {
+  std::string_view key;
+  Integers integers = Integers::kNone;
+  Child child = {};
+};
+constexpr Integers kInt = Integers::kOne, kInts = Integers::kArray, kNo = Integers::kNone;
+constexpr Child kArrayOf(GltfObject kind) { return {Role::kArray, kind}; }
+
+// The members the Parse* functions of tinygltf 2.7 (Debian 12's libtinygltf-dev) look up in each
+// glTF object, and the members of the two extensions the reader decodes. Any other member is
+// removed before parsing.
+constexpr Member kRootMembers[] = {
+    {"asset", kNo, {Role::kAsset}},
+    {"scene", kInt},
+    {"scenes", kNo, kArrayOf(GltfObject::kScene)},
+    {"nodes", kNo, kArrayOf(GltfObject::kNode)},
+    {"meshes", kNo, kArrayOf(GltfObject::kMesh)},
+    {"accessors", kNo, kArrayOf(GltfObject::kAccessor)},
+    {"bufferViews", kNo, kArrayOf(GltfObject::kBufferView)},
+    {"buffers", kNo, kArrayOf(GltfObject::kBuffer)},
+    {"skins", kNo, kArrayOf(GltfObject::kSkin)},
+    {"animations", kNo, kArrayOf(GltfObject::kAnimation)},
+    {"extensions"},
+    {"extensionsUsed", kNo, {Role::kExtensionsUsed}},
+    {"extensionsRequired"}};
+constexpr Member kExtensionsMembers[] = {{kDracoExtension, kNo, {Role::kDraco}},
+                                         {kMeshoptExtension, kNo, {Role::kMeshopt}}};
+constexpr Member kMeshExtrasMembers[] = {{"targetNames"}};
+constexpr Member kAssetMembers[] = {{"version"}, {"generator"}, {"minVersion"}, {"copyright"}, {"extensions"}};
+constexpr Member kSparseMembers[] = {
+    {"count", kInt}, {"indices", kNo, {Role::kSparseIndices}}, {"values", kNo, {Role::kSparseValues}}, {"extensions"}};
+constexpr Member kSparseIndicesMembers[] = {
+    {"bufferView", kInt}, {"byteOffset", kInt}, {"componentType", kInt}, {"extensions"}};
+constexpr Member kSparseValuesMembers[] = {{"bufferView", kInt}, {"byteOffset", kInt}, {"extensions"}};
+constexpr Member kChannelTargetMembers[] = {{"node", kInt}, {"path"}, {"extensions"}};
+constexpr Member kDracoMembers[] = {{"bufferView"}, {"attributes", kNo, {Role::kMap}}};
+constexpr Member kMeshoptMembers[] = {{"buffer"}, {"byteOffset"}, {"byteLength"}, {"byteStride"},
+                                      {"count"},  {"mode"},       {"filter"},     {"fallback"}};
+constexpr Member kNodeMembers[] = {{"camera", kInt}, {"children", kInts}, {"skin", kInt},    {"matrix"},
+                                   {"mesh", kInt},   {"rotation"},        {"scale"},         {"translation"},
+                                   {"weights"},      {"name"},            {"extensions"}};
+constexpr Member kAccessorMembers[] = {
+    {"bufferView", kInt}, {"byteOffset", kInt}, {"componentType", kInt}, {"normalized"},
+    {"count", kInt},      {"type"},             {"max"},                 {"min"},
+    {"sparse", kNo, {Role::kSparse}},           {"name"},                {"extensions"}};
+constexpr Member kMeshMembers[] = {{"primitives", kNo, kArrayOf(GltfObject::kPrimitive)},
+                                   {"weights"},
+                                   {"name"},
+                                   {"extensions"},
+                                   {"extras", kNo, {Role::kMeshExtras}}};
+constexpr Member kPrimitiveMembers[] = {{"attributes", kNo, {Role::kAttributes}},
+                                        {"indices", kInt},
+                                        {"material", kInt},
+                                        {"mode", kInt},
+                                        {"targets", kNo, kArrayOf(GltfObject::kMorphTarget)},
+                                        {"extensions"}};
+constexpr Member kSkinMembers[] = {
+    {"inverseBindMatrices", kInt}, {"skeleton", kInt}, {"joints", kInts}, {"name"}, {"extensions"}};
+constexpr Member kAnimationMembers[] = {{"channels", kNo, kArrayOf(GltfObject::kChannel)},
+                                        {"samplers", kNo, kArrayOf(GltfObject::kSampler)},
+                                        {"name"},
+                                        {"extensions"}};
+constexpr Member kChannelMembers[] = {{"sampler", kInt}, {"target", kNo, {Role::kChannelTarget}}, {"extensions"}};
+constexpr Member kSamplerMembers[] = {{"input", kInt}, {"interpolation"}, {"output", kInt}, {"extensions"}};
+constexpr Member kBufferMembers[] = {{"uri"}, {"byteLength", kInt}, {"name"}, {"extensions"}};
+constexpr Member kBufferViewMembers[] = {{"buffer", kInt},     {"byteOffset", kInt}, {"byteLength", kInt},
+                                         {"byteStride", kInt}, {"target", kInt},     {"name"},
+                                         {"extensions"}};
+constexpr Member kSceneMembers[] = {{"nodes", kInts}, {"name"}, {"extensions"}};
+
+// The member table of an object in `parent`'s role; none (an empty span) for maps and for objects
+// that are not glTF objects.
+absl::Span<const Member> MembersOf(const Frame& parent) {
   switch (parent.role) {
-    case Role::kRoot:
-      one = key == "scene";
-      break;
-    case Role::kSparse:
-      one = key == "count";
-      break;
-    case Role::kSparseIndices:
-      one = OneOf(key, {"bufferView", "byteOffset", "componentType"});
-      break;
-    case Role::kSparseValues:
-      one = OneOf(key, {"bufferView", "byteOffset"});
-      break;
-    case Role::kChannelTarget:
-      one = key == "node";
-      break;
+    case Role::kRoot: return kRootMembers;
+    case Role::kExtensions: return kExtensionsMembers;
+    case Role::kMeshExtras: return kMeshExtrasMembers;
+    case Role::kAsset: return kAssetMembers;
+    case Role::kSparse: return kSparseMembers;
+    case Role::kSparseIndices: return kSparseIndicesMembers;
+    case Role::kSparseValues: return kSparseValuesMembers;
+    case Role::kChannelTarget: return kChannelTargetMembers;
+    case Role::kDraco: return kDracoMembers;
+    case Role::kMeshopt: return kMeshoptMembers;
     case Role::kItem:
       switch (parent.kind) {
-        case GltfObject::kNode:
-          if (key == "children") return Integers::kArray;
-          one = OneOf(key, {"camera", "skin", "mesh"});
-          break;
-        case GltfObject::kAccessor:
-          one = OneOf(key, {"bufferView", "byteOffset", "componentType", "count"});
-          break;
-        case GltfObject::kPrimitive:
-          one = OneOf(key, {"indices", "material", "mode"});
-          break;
-        case GltfObject::kSkin:
-          if (key == "joints") return Integers::kArray;
-          one = OneOf(key, {"inverseBindMatrices", "skeleton"});
-          break;
-        case GltfObject::kChannel:
-          one = key == "sampler";
-          break;
-        case GltfObject::kSampler:
-          one = OneOf(key, {"input", "output"});
-          break;
-        case GltfObject::kBuffer:
-          one = key == "byteLength";
-          break;
-        case GltfObject::kBufferView:
-          one = OneOf(key, {"buffer", "byteOffset", "byteLength", "byteStride", "target"});
-          break;
-        case GltfObject::kScene:
-          if (key == "nodes") return Integers::kArray;
-          break;
-        default:
-          break;
+        case GltfObject::kNode: return kNodeMembers;
+        case GltfObject::kAccessor: return kAccessorMembers;
+        case GltfObject::kMesh: return kMeshMembers;
+        case GltfObject::kPrimitive: return kPrimitiveMembers;
+        case GltfObject::kSkin: return kSkinMembers;
+        case GltfObject::kAnimation: return kAnimationMembers;
+        case GltfObject::kChannel: return kChannelMembers;
+        case GltfObject::kSampler: return kSamplerMembers;
+        case GltfObject::kBuffer: return kBufferMembers;
+        case GltfObject::kBufferView: return kBufferViewMembers;
+        case GltfObject::kScene: return kSceneMembers;
+        default: return {};
       }
-      break;
-    default:
-      break;
+    default: return {};
   }
-  return one ? Integers::kOne : Integers::kNone;
 }
 
-// The containers whose role follows from their parent's role (and kind, for a kItem) and key.
-struct RoleEdge {
-  Role parent;
-  GltfObject parent_kind;  // for a kItem parent; else kCount
-  std::string_view key;
-  Child child;
+// What the reader makes of member `key` of an object in `parent`'s role.
+struct Reading {
+  bool read = false;
+  Integers integers = Integers::kNone;
+  Child child = {};
 };
-constexpr GltfObject kAny = GltfObject::kCount;
-constexpr RoleEdge kRoleEdges[] = {
-    {Role::kRoot, kAny, "nodes", {Role::kArray, GltfObject::kNode}},
-    {Role::kRoot, kAny, "accessors", {Role::kArray, GltfObject::kAccessor}},
-    {Role::kRoot, kAny, "meshes", {Role::kArray, GltfObject::kMesh}},
-    {Role::kRoot, kAny, "skins", {Role::kArray, GltfObject::kSkin}},
-    {Role::kRoot, kAny, "animations", {Role::kArray, GltfObject::kAnimation}},
-    {Role::kRoot, kAny, "buffers", {Role::kArray, GltfObject::kBuffer}},
-    {Role::kRoot, kAny, "bufferViews", {Role::kArray, GltfObject::kBufferView}},
-    {Role::kRoot, kAny, "scenes", {Role::kArray, GltfObject::kScene}},
-    {Role::kRoot, kAny, "asset", {Role::kAsset}},
-    {Role::kRoot, kAny, "extensionsUsed", {Role::kExtensionsUsed}},
-    {Role::kExtensions, kAny, kDracoExtension, {Role::kDraco}},
-    {Role::kExtensions, kAny, kMeshoptExtension, {Role::kMeshopt}},
-    {Role::kDraco, kAny, "attributes", {Role::kMap}},
-    {Role::kSparse, kAny, "indices", {Role::kSparseIndices}},
-    {Role::kSparse, kAny, "values", {Role::kSparseValues}},
-    {Role::kItem, GltfObject::kMesh, "extras", {Role::kMeshExtras}},
-    {Role::kItem, GltfObject::kMesh, "primitives", {Role::kArray, GltfObject::kPrimitive}},
-    {Role::kItem, GltfObject::kPrimitive, "attributes", {Role::kAttributes}},
-    {Role::kItem, GltfObject::kPrimitive, "targets", {Role::kArray, GltfObject::kMorphTarget}},
-    {Role::kItem, GltfObject::kAnimation, "channels", {Role::kArray, GltfObject::kChannel}},
-    {Role::kItem, GltfObject::kAnimation, "samplers", {Role::kArray, GltfObject::kSampler}},
-    {Role::kItem, GltfObject::kAccessor, "sparse", {Role::kSparse}},
-    {Role::kItem, GltfObject::kChannel, "target", {Role::kChannelTarget}},
-};
+Reading ReadingOf(const Frame& parent, std::string_view key) {
+  // A map's members are names, every one read: of a primitive's `attributes` and of a morph
+  // target, each an accessor.
+  if (IsMap(parent)) return {true, parent.role == Role::kMap ? kNo : kInt};
+  const absl::Span<const Member> members = MembersOf(parent);
+  if (members.empty()) {
+    // Not a glTF object: everything is read but `extras`; an `extensions` is one.
+    return {key != "extras", kNo, key == "extensions" ? Child{Role::kExtensions} : Child{}};
+  }
+  for (const Member& m : members) {
+    if (m.key == key) {
+      // An `extensions` in a glTF object holds extensions (one in `extensions` is an extension).
+      const Child child = key == "extensions" && parent.role != Role::kExtensions ? Child{Role::kExtensions} : m.child;
+      return {true, m.integers, child};
+    }
+  }
+  return {};
+}
 
 // The role of the value that starts now inside `parent` (at parent.key when it is an object).
 Child ChildOf(const Frame& parent) {
   if (!parent.object) return parent.role == Role::kArray ? Child{Role::kItem, parent.kind} : Child{};
-  const std::string& key = parent.key;
-  for (const RoleEdge& e : kRoleEdges) {
-    if (e.parent == parent.role && (e.parent != Role::kItem || e.parent_kind == parent.kind) && e.key == key) {
-      return e.child;
-    }
-  }
-  // Maps (attribute names) hold no extensions of their own.
-  if (key == "extensions" && parent.role != Role::kExtensions && !IsMap(parent)) return {Role::kExtensions};
-  return {};
+  return ReadingOf(parent, parent.key).child;
 }
 
 bool IsSpace(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -597,7 +560,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
         } else {
           f.key.clear();
         }
-        if (const Integers want = IntegerMember(f, f.key); want != Integers::kNone && layout.not_an_integer.empty()) {
+        if (const Integers want = ReadingOf(f, f.key).integers; want != Integers::kNone && layout.not_an_integer.empty()) {
           const size_t colon = SkipSpace(text, size, end);
           if (colon < size && text[colon] == ':' && !IsIntegers(text, size, colon + 1, want)) {
             const size_t v = SkipSpace(text, size, colon + 1);
@@ -610,7 +573,7 @@ GltfJsonLayout ScanGltfJson(const unsigned char* text, size_t size) {
                              want == Integers::kOne ? "a non-negative integer" : "an array of non-negative integers");
           }
         }
-        if (!Reads(f, f.key) && valid) {
+        if (!ReadingOf(f, f.key).read && valid) {
           // The whole member goes: its key, its value and a comma.
           const size_t colon = SkipSpace(text, size, end);
           const size_t value_end = colon < size && text[colon] == ':' ? ValueEnd(text, size, colon + 1) : kNone;
