@@ -6,14 +6,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
 #include "core/util/status_macros.h"
 #include "server/store/blob_framing.h"
@@ -61,6 +65,29 @@ class RedisBlobStore : public BlobStore {
     if ((*reply)->type != REDIS_REPLY_STATUS || absl::string_view((*reply)->str, (*reply)->len) != "PONG")
       return pool_.ForOperator(absl::FailedPreconditionError("did not answer PING with PONG"));
     return absl::OkStatus();
+  }
+
+  // At startup: a line for the operator when Redis would delete keys to stay under `maxmemory`
+  // (any policy but noeviction once maxmemory is set): allkeys-* takes stored rigs and bakes,
+  // volatile-* the records of ended bake jobs before their day is up (they carry a TTL).
+  // INFO rather than CONFIG GET, which managed Redis services often refuse; nothing is printed
+  // when INFO is refused (the pool prints the refusal).
+  void WarnIfEvicting() {
+    absl::StatusOr<Reply> reply = Command({"INFO", "memory"}, "INFO memory");
+    if (!reply.ok() || (*reply)->type != REDIS_REPLY_STRING) return;
+    std::string maxmemory, policy;
+    for (absl::string_view line : absl::StrSplit(absl::string_view((*reply)->str, (*reply)->len), '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (absl::ConsumePrefix(&line, "maxmemory:")) maxmemory = std::string(line);
+      if (absl::ConsumePrefix(&line, "maxmemory_policy:")) policy = std::string(line);
+    }
+    if (maxmemory.empty() || maxmemory == "0" || policy.empty() || policy == "noeviction") return;
+    std::printf(
+        "skinning-server store: warning: redis at %s evicts keys at its maxmemory (%s bytes, maxmemory-policy %s): "
+        "stored rigs, bakes or bake jobs would vanish under memory pressure; set maxmemory-policy noeviction, so "
+        "that writes fail with OOM instead\n",
+        pool_.Endpoint().c_str(), maxmemory.c_str(), policy.c_str());
+    std::fflush(stdout);
   }
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
@@ -185,6 +212,7 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenRedisBlobStore(const std::string&
   IgnoreSigpipeForRedis();
   auto store = std::make_unique<RedisBlobStore>(host, port, key_prefix, std::move(credentials));
   RETURN_IF_ERROR(store->Ping());
+  store->WarnIfEvicting();
   return std::unique_ptr<BlobStore>(std::move(store));
 }
 

@@ -452,6 +452,37 @@ TEST(MultiReplica, ARedisWithAPasswordIsReachedWithThePasswordFileAndRefusesOthe
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// A Redis that would delete keys at its maxmemory (any policy but noeviction) is named at start-up:
+// the stored rigs, bakes and ended bake jobs would vanish under memory pressure. Without a
+// maxmemory, or with noeviction, nothing is said.
+TEST(MultiReplica, ARedisThatEvictsKeysIsWarnedAboutAtStartUp) {
+  RedisProcess redis;
+  auto config = [&](const char* name, const char* value) {
+    RedisConnection c = ConnectRedis(redis.port());
+    ASSERT_NE(c, nullptr);
+    RedisReply set(static_cast<redisReply*>(redisCommand(c.get(), "CONFIG SET %s %s", name, value)));
+    ASSERT_NE(set, nullptr);
+    ASSERT_EQ(set->type, REDIS_REPLY_STATUS) << name;
+  };
+  const std::string warning = "evicts keys at its maxmemory";
+  auto started_output = [&] {
+    ServerProcess server(MakeTempDir("evicting"), {"--redis=" + redis.address()});
+    EXPECT_EQ(server.Stop(SIGTERM), 0);
+    return server.Output();
+  };
+  config("maxmemory-policy", "allkeys-lru");  // no maxmemory yet: nothing is evicted
+  EXPECT_THAT(started_output(), ::testing::Not(::testing::HasSubstr(warning)));
+  config("maxmemory", "200000000");
+  const std::string evicting = started_output();
+  EXPECT_THAT(evicting, ::testing::HasSubstr("redis at " + redis.address() + " " + warning +
+                                             " (200000000 bytes, maxmemory-policy allkeys-lru)"));
+  EXPECT_THAT(evicting, ::testing::HasSubstr("set maxmemory-policy noeviction"));
+  config("maxmemory-policy", "volatile-ttl");
+  EXPECT_THAT(started_output(), ::testing::HasSubstr("maxmemory-policy volatile-ttl"));
+  config("maxmemory-policy", "noeviction");
+  EXPECT_THAT(started_output(), ::testing::Not(::testing::HasSubstr(warning)));
+}
+
 // Without tenants (no --auth_tokens) a replica checks a cached rig against the store, as it
 // checks a tenant's ownership: a rig deleted on another replica is NOT_FOUND there, not served
 // from the cache for as long as it stays there, and StartBake asks the store every time.
