@@ -29,6 +29,7 @@ BakeQueueStats QueueStats(RedisBakeQueue& queue) {
   const RedisBakeQueueCounts counts = queue.counts();
   stats.reclaimed = counts.reclaimed;
   stats.acknowledged = counts.acked;
+  stats.store_errors = counts.store_errors;
   return stats;
 }
 

@@ -48,6 +48,7 @@ struct RedisBakeQueueOptions {
 struct RedisBakeQueueCounts {
   int64_t reclaimed = 0;  // jobs this process's workers took over from a dead worker
   int64_t acked = 0;      // jobs this process's workers ended and acknowledged
+  int64_t store_errors = 0;  // the queue's Redis commands that failed (unreachable, or an error reply)
 };
 
 class RedisBakeQueue final : public BakeQueue {
@@ -70,7 +71,7 @@ class RedisBakeQueue final : public BakeQueue {
 
   // Entries in the stream, and delivered but not yet acknowledged ones (all replicas).
   absl::StatusOr<std::pair<int64_t, int64_t>> Lengths();
-  RedisBakeQueueCounts counts() const { return {reclaimed_.load(), acked_.load()}; }
+  RedisBakeQueueCounts counts() const { return {reclaimed_.load(), acked_.load(), pool_.failures()}; }
 
  private:
   using Record = absl::flat_hash_map<std::string, std::string>;

@@ -327,6 +327,9 @@ std::string Metrics::Render() const {
                               MetricType::Counter, static_cast<double>(q.reclaimed)));
     families.push_back(Family("skinning_bake_queue_acknowledged_total", "Bake jobs this process's workers ended.",
                               MetricType::Counter, static_cast<double>(q.acknowledged)));
+    families.push_back(Family("skinning_bake_queue_store_errors_total",
+                              "The bake queue's Redis commands that failed (Redis unreachable, or an error reply).",
+                              MetricType::Counter, static_cast<double>(q.store_errors)));
   }
   if (uploads_) {
     const auto [reading, waiting] = uploads_();

@@ -64,7 +64,7 @@ const char* GrpcCodeName(int code);
 // <prefix>_entries (gauges).
 // What the shared bake queue reports (Metrics::AddBakeQueue).
 struct BakeQueueStats {
-  int64_t length = 0, pending = 0, reclaimed = 0, acknowledged = 0;
+  int64_t length = 0, pending = 0, reclaimed = 0, acknowledged = 0, store_errors = 0;
 };
 
 class CacheStatsCollectable : public prometheus::Collectable {
@@ -94,8 +94,9 @@ class Metrics : public BakeObserver, public BakeLoadObserver, public FrameObserv
   void AddCache(const std::string& prefix, const std::string& what,
                 std::function<CacheStats()> read);
   // The shared bake queue (--redis), read at scrape time: skinning_bake_queue_length and
-  // skinning_bake_queue_pending (gauges, every replica's jobs), skinning_bake_queue_reclaimed_total
-  // and skinning_bake_queue_acknowledged_total (counters, this process's workers).
+  // skinning_bake_queue_pending (gauges, every replica's jobs), skinning_bake_queue_reclaimed_total,
+  // skinning_bake_queue_acknowledged_total and skinning_bake_queue_store_errors_total (counters, this
+  // process's workers and calls).
   void AddBakeQueue(std::function<BakeQueueStats()> read) { bake_queue_ = std::move(read); }
   // The glTF uploads being read and waiting (UploadGate), read at scrape time:
   // skinning_gltf_uploads_reading and skinning_gltf_uploads_waiting (gauges).

@@ -144,6 +144,7 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
       if (!fresh.ok()) {
         absl::Status failed(fresh.status().code(), absl::StrCat(what, ": ", fresh.status().message()));
         LogStoreFailure("connect", failed);
+        failures_.fetch_add(1, std::memory_order_relaxed);
         return failed;
       }
       c = *std::move(fresh);
@@ -165,13 +166,18 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
       absl::Status unreachable =
           absl::UnavailableError(absl::StrCat(what, ": the shared store (redis) is unreachable: ", error));
       LogStoreFailure("unreachable", unreachable);
+      failures_.fetch_add(1, std::memory_order_relaxed);
       return unreachable;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (idle_.size() < kMaxIdleConnections) idle_.push_back(std::move(c));
     }
-    if (reply->type == REDIS_REPLY_ERROR) return ErrorReplyStatus(what, absl::string_view(reply->str, reply->len));
+    if (reply->type == REDIS_REPLY_ERROR) {
+      absl::Status status = ErrorReplyStatus(what, absl::string_view(reply->str, reply->len));
+      if (!absl::IsAlreadyExists(status)) failures_.fetch_add(1, std::memory_order_relaxed);  // not BUSYGROUP
+      return status;
+    }
     return reply;
   }
 }

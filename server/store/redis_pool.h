@@ -7,6 +7,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,9 @@ class RedisPool {
   // Command, expecting an integer reply.
   absl::StatusOr<int64_t> IntegerCommand(const std::vector<absl::string_view>& args, const std::string& what);
 
+  // Commands that failed so far: Redis unreachable, or an error reply (but the expected BUSYGROUP).
+  int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+
   std::string Endpoint() const { return host_ + ":" + std::to_string(port_); }
   // `status` with the endpoint in front, for messages to the operator (startup, the server's log).
   absl::Status ForOperator(const absl::Status& status) const;
@@ -53,6 +57,7 @@ class RedisPool {
   const RedisCredentials credentials_;
   std::mutex mu_;
   std::vector<Connection> idle_;  // guarded by mu_
+  std::atomic<int64_t> failures_{0};
 };
 
 // Ignores SIGPIPE when its action is the default (a write to a connection Redis closed would

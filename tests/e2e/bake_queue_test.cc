@@ -28,7 +28,7 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
-using ::skinning::testing::HttpGet;
+using ::skinning::testing::ScrapeMetric;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RedisReply;
@@ -53,12 +53,7 @@ v1::BakeOptions SlowBbw(int resolution = 80) {
 // The sum over `servers` of the metric line `series` (exact text before the value).
 double SumMetric(std::vector<ServerProcess*> servers, const std::string& series) {
   double sum = 0;
-  for (ServerProcess* s : servers) {
-    auto r = HttpGet("127.0.0.1", s->metrics_port(), "/metrics");
-    if (!r.ok()) continue;
-    for (const std::string& line : std::vector<std::string>(absl::StrSplit(r->body, '\n')))
-      if (line.rfind(series + " ", 0) == 0) sum += std::stod(line.substr(series.size() + 1));
-  }
+  for (ServerProcess* s : servers) sum += ScrapeMetric(s->metrics_port(), series);
   return sum;
 }
 

@@ -22,6 +22,7 @@
 #include "server/convert/convert.h"
 #include "skinning/internal/v1/store.pb.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/http_client.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 #include "tests/support/stored_file.h"
@@ -38,6 +39,7 @@ using ::skinning::testing::RedisConnection;
 using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RedisReply;
 using ::skinning::testing::RunCommand;
+using ::skinning::testing::ScrapeMetric;
 using ::skinning::testing::ServerProcess;
 
 // The tube without weights, its bones ending at explicit tails (as in bake_test.cc).
@@ -515,7 +517,11 @@ TEST(MultiReplica, ARigDeletedOnAnotherReplicaIsNotServedFromTheCache) {
 // restart, once Redis takes it again.
 TEST(MultiReplica, ARedisThatRefusesARunningReplicaIsUnavailableLoggedAndRecoveredFrom) {
   RedisProcess redis;
-  ServerProcess server(MakeTempDir("refused-store"), {"--redis=" + redis.address()});
+  ServerProcess server(MakeTempDir("refused-store"), {"--redis=" + redis.address(), "--metrics_address=127.0.0.1:0"});
+  // The bake queue's commands are counted apart from the store's operations (its workers poll
+  // the stream while Redis refuses them).
+  const std::string queue_errors = "skinning_bake_queue_store_errors_total";
+  EXPECT_EQ(ScrapeMetric(server.metrics_port(), queue_errors), 0);
   ClientOptions once = Options(server.address());
   once.max_attempts = 1;
   Client client(once);
@@ -552,6 +558,7 @@ TEST(MultiReplica, ARedisThatRefusesARunningReplicaIsUnavailableLoggedAndRecover
   EXPECT_THAT(log, ::testing::HasSubstr("max number of clients"));
   EXPECT_THAT(log, ::testing::HasSubstr("NOAUTH"));
   EXPECT_THAT(log, ::testing::HasSubstr("--redis_password_file"));
+  EXPECT_GT(ScrapeMetric(server.metrics_port(), queue_errors), 0);
   RedisReply cleared(static_cast<redisReply*>(redisCommand(c.get(), "CONFIG SET requirepass %s", "")));
   ASSERT_NE(cleared, nullptr);
   ASSERT_NE(cleared->type, REDIS_REPLY_ERROR);

@@ -12,6 +12,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace skinning::testing {
 
@@ -54,6 +56,15 @@ absl::StatusOr<HttpResponse> HttpCall(int port, const std::string& method, const
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::string& path, double timeout_s) {
   if (host != "127.0.0.1") return absl::InvalidArgumentError("tests call 127.0.0.1 only");
   return HttpCall(port, "GET", path, "", {}, timeout_s);
+}
+
+double ScrapeMetric(int port, const std::string& series) {
+  absl::StatusOr<HttpResponse> r = HttpGet("127.0.0.1", port, "/metrics");
+  if (!r.ok()) return 0;
+  for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
+    if (absl::ConsumePrefix(&line, series) && absl::ConsumePrefix(&line, " ")) return std::stod(std::string(line));
+  }
+  return 0;
 }
 
 namespace {

@@ -35,6 +35,11 @@ absl::StatusOr<HttpResponse> HttpCall(int port, const std::string& method, const
 absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, const std::string& path,
                                      double timeout_s = 10);
 
+// The value of the metric line `series` (the exact text before the value, labels included) that
+// the metrics endpoint on 127.0.0.1:`port` serves; 0 when the line is absent or the endpoint does not
+// answer.
+double ScrapeMetric(int port, const std::string& series);
+
 // A Connect unary call with JSON (protobuf's JSON mapping) or binary protobuf. The answer is
 // parsed into `response`; a Connect error body becomes the status (its code and message).
 absl::Status ConnectUnary(int port, const std::string& path, const google::protobuf::Message& request,
