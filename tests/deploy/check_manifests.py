@@ -207,6 +207,33 @@ def scaled_count(c, name, dep, objects):
     return dep["spec"].get("replicas", 1)
 
 
+def check_start_and_stop(c, name, pod, container, values, defaults):
+    """Start-up: with --redis the server waits up to --store_wait_seconds for Redis before it
+    listens, so the probes that run meanwhile (startupProbe, else liveness) must outlast the wait or
+    the kubelet restarts the pod in a loop whenever Redis is late. Shutdown: the grace period covers
+    preStop + --drain_seconds + a 5 s margin (the server's exit), and liveness cannot restart a
+    draining pod."""
+    if values.get("redis"):
+        wait = float(values.get("store_wait_seconds") or defaults.get("store_wait_seconds", 0))
+        probe = container.get("startupProbe") or container.get("livenessProbe", {})
+        kind = "startupProbe" if container.get("startupProbe") else "livenessProbe"
+        tolerated = probe.get("initialDelaySeconds", 0) + probe.get("periodSeconds", 10) * probe.get("failureThreshold", 3)
+        c.check(tolerated > wait, f"{name}: {kind} outlasts the wait for Redis at start (--store_wait_seconds)",
+                f"{tolerated} > {wait:g}")
+    drain = float(values.get("drain_seconds") or defaults.get("drain_seconds", 10))
+    pre_stop = 0.0
+    cmd = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    if len(cmd) == 2 and cmd[0] == "sleep":
+        pre_stop = float(cmd[1])
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    c.check(grace >= pre_stop + drain + 5, f"{name}: terminationGracePeriodSeconds >= preStop + --drain_seconds + 5",
+            f"{grace} >= {pre_stop:g} + {drain:g} + 5")
+    live = container.get("livenessProbe", {})
+    tolerated = live.get("periodSeconds", 10) * live.get("failureThreshold", 3)
+    c.check(tolerated > pre_stop + drain, f"{name}: liveness tolerates a whole drain (period x failureThreshold > preStop + drain)",
+            f"{tolerated} > {pre_stop + drain:g}")
+
+
 def check_overlay(c, name, objects, known, defaults):
     by_kind = {}
     for o in objects:
@@ -261,19 +288,7 @@ def check_overlay(c, name, objects, known, defaults):
         targets = [named.get(p.get("targetPort"), p.get("targetPort", p.get("port"))) for p in s["spec"]["ports"]]
         c.check(port in targets, f"{name}: Service {s['metadata']['name']} targets port {port}", f"targets {targets}")
 
-    # Shutdown: preStop, drain, grace period, liveness.
-    drain = float(values.get("drain_seconds") or defaults.get("drain_seconds", 10))
-    pre_stop = 0.0
-    cmd = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
-    if len(cmd) == 2 and cmd[0] == "sleep":
-        pre_stop = float(cmd[1])
-    grace = pod.get("terminationGracePeriodSeconds", 30)
-    c.check(grace >= pre_stop + drain, f"{name}: terminationGracePeriodSeconds >= preStop + --drain_seconds",
-            f"{grace} >= {pre_stop:g} + {drain:g}")
-    live = container.get("livenessProbe", {})
-    tolerated = live.get("periodSeconds", 10) * live.get("failureThreshold", 3)
-    c.check(tolerated > pre_stop + drain, f"{name}: liveness tolerates a whole drain (period x failureThreshold > preStop + drain)",
-            f"{tolerated} > {pre_stop + drain:g}")
+    check_start_and_stop(c, name, pod, container, values, defaults)
 
     # Store directory and memory.
     store_dir = values.get("store_dir", defaults.get("store_dir", ""))
@@ -350,6 +365,7 @@ def check_workers(c, name, objects, known, defaults):
         c.check(flag in known, f"{name}: worker --{flag} is a server flag", origin)
     c.check(values.get("role") == "worker", f"{name}: the workers run --role=worker", str(values.get("role")))
     check_caches(c, name, container, values, defaults)
+    check_start_and_stop(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values, defaults)
     api = next(d for d in objects if d["kind"] == "Deployment"
                and any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"]))
     api_container = next(x for x in api["spec"]["template"]["spec"]["containers"] if x["name"] == SERVER_CONTAINER)
