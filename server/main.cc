@@ -99,13 +99,13 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA certificate(s): require client certificates signed by them (mutual TLS; needs "
           "--tls_cert)");
-ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT, how long calls in flight may finish");
+ABSL_FLAG(double, drain_seconds, 10, "on SIGTERM/SIGINT/SIGHUP, how long calls in flight may finish");
 
 namespace {
 
 pthread_t main_thread;
 
-// The main thread blocks SIGTERM and SIGINT and takes them with sigwait, and every thread it starts
+// The main thread blocks SIGTERM, SIGINT and SIGHUP and takes them with sigwait, and every thread it starts
 // inherits the block. A thread that a library started before main (OpenBLAS starts its pool when
 // it is loaded) does not block them, and the kernel may give a signal sent to the process to any
 // thread that does not block it: there the default action ended the server at once, without a
@@ -139,10 +139,14 @@ int main(int argc, char** argv) {
   }
 
   // Block the shutdown signals in every thread (gRPC's included) and take them with sigwait.
+  // SIGHUP (a closed terminal; a `kill -HUP` meant as "reload", which the server has nothing to
+  // reload for) drains as SIGTERM does: its default action ended the server at once, dropping the
+  // calls in flight.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // (Installed after the block: on the main thread itself the handler would pass the signal to
   // itself again and again.)
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   sigfillset(&pass.sa_mask);
   sigaction(SIGTERM, &pass, nullptr);
   sigaction(SIGINT, &pass, nullptr);
+  sigaction(SIGHUP, &pass, nullptr);
 
   skinning::ServerOptions options;
   options.address = absl::GetFlag(FLAGS_address);

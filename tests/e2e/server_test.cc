@@ -191,6 +191,17 @@ TEST(ServerEndToEnd, SigtermTakenByAnyThreadStillDrains) {
   EXPECT_THAT(server.Output(), HasSubstr("stopped"));
 }
 
+// SIGHUP drains as SIGTERM does (its default action ended the server at once, exit 129, dropping
+// the calls in flight): the server has no configuration to reload.
+TEST(ServerEndToEnd, SighupDrainsAsSigtermDoes) {
+  ServerProcess server(MakeTempDir("store"));
+  Client client(Options(server));
+  ASSERT_TRUE(client.CreateRig(RigToProto(MakeTwoBoneTube())).ok());
+  EXPECT_EQ(server.Stop(SIGHUP, 30), 0) << server.Output();
+  EXPECT_THAT(server.Output(), HasSubstr("Hangup received, draining"));  // strsignal(SIGHUP)
+  EXPECT_THAT(server.Output(), HasSubstr("stopped"));
+}
+
 // Threads follow the CPUs the server may use, not the node's: started on one CPU (taskset, as a
 // Kubernetes static CPU policy pins a container), it says so at start and still bakes and poses.
 TEST(ServerEndToEnd, PinnedToOneCpuItCountsOneAndServes) {
