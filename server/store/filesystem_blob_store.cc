@@ -24,6 +24,7 @@
 #include "core/util/status_macros.h"
 #include "server/store/blob_framing.h"
 #include "server/store/blob_store.h"
+#include "server/store/store_log.h"
 
 namespace skinning {
 namespace {
@@ -86,15 +87,18 @@ absl::Status CheckKey(const std::string& key) {
 
 // A failed system call on the artifact `key`, as callers (and clients) see it: the key, never
 // the store's directory, so no server path reaches a client. A full disk or quota is
-// RESOURCE_EXHAUSTED; anything else INTERNAL.
+// RESOURCE_EXHAUSTED; anything else INTERNAL. Printed for the operator too (LogStoreFailure, at
+// most a line every 10 s per error): a full or read-only disk failed every bake without a line.
 absl::Status Errno(const std::string& what, const std::string& key, int err = errno) {
   const std::string message = absl::StrFormat("store: cannot %s '%s': %s", what, key, std::strerror(err));
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
+  absl::Status status = absl::InternalError(message);
+  if (err == ENOSPC || err == EDQUOT) status = absl::ResourceExhaustedError(message);
   // A disk the kernel remounted read-only (after I/O errors) or mounted so: not the server's
   // bug but the store being unavailable for writes until an operator mends it; another replica
   // may take the call.
-  if (err == EROFS) return absl::UnavailableError(message);
-  return absl::InternalError(message);
+  if (err == EROFS) status = absl::UnavailableError(message);
+  LogStoreFailure(absl::StrCat("errno ", err), status);
+  return status;
 }
 
 class FilesystemBlobStore : public BlobStore {
@@ -175,7 +179,7 @@ class FilesystemBlobStore : public BlobStore {
     RETURN_IF_ERROR(CheckKey(key));
     std::error_code ec;
     const bool removed = fs::remove(root_ / key, ec);
-    if (ec) return absl::InternalError(absl::StrCat("delete ", key, ": ", ec.message()));
+    if (ec) return Errno("delete", key, ec.value());
     return removed;
   }
 

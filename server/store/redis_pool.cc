@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "server/store/store_log.h"
 
 namespace skinning {
 namespace {
@@ -28,36 +29,6 @@ constexpr timeval kConnectTimeout = {2, 0};
 constexpr timeval kCommandTimeout = {5, 0};
 
 constexpr char kRefusedThisServer[] = "the shared store (redis) refused this server";
-
-// One line on stdout (as the server's other lines) per store failure, at most one every 10 s of each kind (the first word of
-// Redis's reply, or "unreachable"), with how many were not printed: an operator sees Redis
-// trouble in the log (nothing was printed before, while every call and the bake workers failed).
-void LogStoreFailure(absl::string_view kind, const absl::Status& status, absl::string_view hint = "") {
-  struct Kind {
-    std::chrono::steady_clock::time_point next;
-    int64_t unprinted = 0;
-  };
-  static std::mutex mu;
-  static std::map<std::string, Kind, std::less<>> kinds;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto now = std::chrono::steady_clock::now();
-  auto it = kinds.find(kind);
-  if (it == kinds.end()) {
-    if (kinds.size() >= 64) kinds.clear();  // Redis's replies are few; bounded all the same
-    it = kinds.emplace(std::string(kind), Kind{}).first;
-  }
-  int64_t& unprinted = it->second.unprinted;
-  if (now < it->second.next) {
-    ++unprinted;
-    return;
-  }
-  std::printf("skinning-server store: %s: %s%s%s\n", absl::StatusCodeToString(status.code()).c_str(),
-               std::string(status.message()).c_str(), std::string(hint).c_str(),
-               unprinted > 0 ? absl::StrCat(" (and ", unprinted, " more store failures in the last 10 s)").c_str() : "");
-  std::fflush(stdout);
-  unprinted = 0;
-  it->second.next = now + std::chrono::seconds(10);
-}
 
 // The first word of a Redis error reply ("NOAUTH", "OOM", "ERR").
 absl::string_view ReplyKind(absl::string_view error) { return error.substr(0, error.find(' ')); }

@@ -57,6 +57,8 @@ TEST(DiskFullTest, FullStoreIsResourceExhaustedNamingTheArtifactAndOlderArtifact
   EXPECT_THAT(std::string(full.message()), HasSubstr("No space left on device"));
   EXPECT_THAT(std::string(full.message()), HasSubstr("'rigs/"));
   EXPECT_THAT(std::string(full.message()), Not(HasSubstr(store)));
+  // The operator sees it in the log (nothing was printed before).
+  EXPECT_THAT(server.Output(), HasSubstr("skinning-server store: RESOURCE_EXHAUSTED: store: cannot "));
 
   // A bake whose result does not fit ends FAILED the same way, saying which bake.
   v1::BakeOptions options;
@@ -80,27 +82,48 @@ TEST(DiskFullTest, FullStoreIsResourceExhaustedNamingTheArtifactAndOlderArtifact
 }
 
 // A store on a read-only disk (as the kernel leaves one after I/O errors): the server starts and
-// serves what it has; writes fail with UNAVAILABLE (the store cannot take writes now; another
-// replica may), naming the artifact and the cause, not INTERNAL.
+// serves what it has; writes and deletes fail with UNAVAILABLE (the store cannot take writes now;
+// another replica may), naming the artifact and the cause, not INTERNAL (a delete was INTERNAL),
+// and the server's log says so.
 TEST(DiskFullTest, ReadOnlyStoreIsUnavailableForWritesNamingTheCause) {
   if (access("/usr/bin/unshare", X_OK) != 0) GTEST_FAIL() << "/usr/bin/unshare (util-linux) is missing";
+  // A rig stored first (on a writable store), copied onto the disk before it goes read-only.
+  const std::string before = MakeTempDir("before");
+  std::string kept;
+  {
+    ServerProcess writable(before);
+    ClientOptions w;
+    w.target = writable.address();
+    Client client(w);
+    auto created = client.CreateRig(RigToProto(MakeTwoBoneTube(12, 8, 3.0)));
+    ASSERT_TRUE(created.ok()) << created.status();
+    kept = created->rig().name();
+    ASSERT_EQ(writable.Stop(SIGTERM), 0);
+  }
   const std::string store = MakeTempDir("readonly");
   ServerProcess server(store, {}, {"/usr/bin/unshare", "-rm", "--", "/bin/sh", "-c",
-                                   "mount -t tmpfs -o size=3m tmpfs \"$1\" && mount -o remount,ro \"$1\" && "
-                                   "shift && exec \"$@\"",
-                                   "sh", store});
+                                   "mount -t tmpfs -o size=3m tmpfs \"$1\" && cp -a \"$2\"/. \"$1\"/ && "
+                                   "mount -o remount,ro \"$1\" && shift 2 && exec \"$@\"",
+                                   "sh", store, before});
   ClientOptions o;
   o.target = server.address();
   o.max_attempts = 1;
   Client client(o);
   auto rigs = client.ListRigs();
   ASSERT_TRUE(rigs.ok()) << rigs.status();
-  EXPECT_TRUE(rigs->empty());
+  ASSERT_EQ(rigs->size(), 1u);
   auto created = client.CreateRig(RigToProto(MakeTwoBoneTube()));
   ASSERT_EQ(created.status().code(), absl::StatusCode::kUnavailable) << created.status();
   EXPECT_THAT(std::string(created.status().message()), HasSubstr("Read-only file system"));
   EXPECT_THAT(std::string(created.status().message()), HasSubstr("'rigs/"));
   EXPECT_THAT(std::string(created.status().message()), Not(HasSubstr(store)));
+  absl::Status deleted = client.DeleteRig(kept);
+  EXPECT_EQ(deleted.code(), absl::StatusCode::kUnavailable) << deleted;
+  EXPECT_THAT(std::string(deleted.message()), HasSubstr("Read-only file system"));
+  EXPECT_THAT(std::string(deleted.message()), Not(HasSubstr(store)));
+  EXPECT_TRUE(client.GetRig(kept, v1::RIG_VIEW_FULL).ok()) << "the rig stays";
+  EXPECT_THAT(server.Output(), HasSubstr("skinning-server store: UNAVAILABLE: store: cannot "));
+  EXPECT_THAT(server.Output(), HasSubstr("Read-only file system"));
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
