@@ -40,7 +40,13 @@ absl::StatusOr<BakeRef> Bakes::Access(const std::string& tenant, const std::stri
 absl::StatusOr<std::shared_ptr<const LoadedBake>> Bakes::Result(const BakeRef& bake) {
   RETURN_IF_ERROR(CheckNotPending(bake));
   absl::StatusOr<std::shared_ptr<const LoadedBake>> loaded = store_->Load(bake.bake_id);
-  if (absl::IsNotFound(loaded.status()) || (loaded.ok() && (*loaded)->rig_id != bake.rig_id)) return NotRun(bake);
+  if (absl::IsNotFound(loaded.status()) || (loaded.ok() && (*loaded)->rig_id != bake.rig_id)) {
+    // Without tenants, Access lets a rig through that is not in the cache (it is read when used):
+    // a bake of a rig that is not stored is the rig's NOT_FOUND, not a bake to run.
+    ASSIGN_OR_RETURN(const bool rig_stored, rigs_->Stored(bake.rig_id));
+    if (!rig_stored) return absl::NotFoundError(absl::StrCat("bake '", bake.name(), "': rig '", RigName(bake.rig_id), "' not found"));
+    return NotRun(bake);
+  }
   return loaded;
 }
 

@@ -164,6 +164,16 @@ TEST(ServerApi, BakesAreOperationsUsedByName) {
   const std::string unknown = rig_name + "/bakes/bake-00000000000000000000000000000000";
   EXPECT_EQ(client.GetBake(unknown).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(client.GetWeights(unknown).status().code(), absl::StatusCode::kFailedPrecondition);
+  // A bake of a rig that is not stored (never was, or deleted) is NOT_FOUND naming the rig, as
+  // GetBake answers; it was FAILED_PRECONDITION "has not been run: start it with StartBake".
+  const std::string no_rig = "rigs/rig-0123456789abcdef0123456789abcdef/bakes/bake-00000000000000000000000000000000";
+  absl::Status never = client.GetWeights(no_rig).status();
+  EXPECT_EQ(never.code(), absl::StatusCode::kNotFound) << never;
+  EXPECT_THAT(std::string(never.message()), HasSubstr("rig-0123456789abcdef0123456789abcdef"));
+  ASSERT_TRUE(client.DeleteRig(rig_name).ok());
+  absl::Status deleted = client.GetWeights(bake.name()).status();
+  EXPECT_EQ(deleted.code(), absl::StatusCode::kNotFound) << deleted;
+  EXPECT_THAT(std::string(deleted.message()), HasSubstr(rig_name + "' not found"));
 }
 
 // GetBake, StartBake, WatchBake and CancelBake of a stored elastic bake answer from the stored
