@@ -458,7 +458,10 @@ double FastSolver::Energy(const std::vector<Affine34>& T) const {
   for (int j = 0; j < mm; ++j) {
     ToNormalizedBlock(T[j], model.center, model.scale, tn.data() + 4 * j, 4 * mm);
   }
-  return NormalizedEnergy(model, std::move(tn)) * model.energy_scale;
+  // A sum of squares: below 0 only by rounding, where quad and lin are far larger than their
+  // difference (targets of 1e38).
+  const double energy = NormalizedEnergy(model, std::move(tn)) * model.energy_scale;
+  return energy < 0 ? 0.0 : energy;  // (NaN stays NaN)
 }
 
 }  // namespace skinning

@@ -121,6 +121,9 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
     return absl::InvalidArgumentError(
         absl::StrFormat("iteration_count = %d is outside [0, %d]", iteration_count, kMaxIterations));
   const int iterations = iteration_count == 0 ? kDefaultIterations : iteration_count;
+  // Targets each finite can still overflow where they combine (±3e38 on two handles): the frame is
+  // refused as Pose refuses one, and the session goes on from the transforms it had.
+  std::vector<Affine34> before = transforms_;
   if (still_wanted) {
     RETURN_IF_ERROR(still_wanted());
     for (int done = 0; done < iterations; done += kSolveChunk) {
@@ -132,6 +135,16 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
   } else {
     RETURN_IF_ERROR(solver_->Solve(targets_, &transforms_, iterations));
   }
+  const double energy = solver_->Energy(transforms_);
+  for (size_t h = 0; h < transforms_.size(); ++h) {
+    if (!transforms_[h].cast<float>().allFinite() || !std::isfinite(energy)) {
+      transforms_ = std::move(before);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "the solution is not finite (handle %d%s): the constraints' targets overflow float (±3.4e38) where they "
+          "combine",
+          h, std::isfinite(energy) ? "" : ", energy"));
+    }
+  }
   out->set_handle_count(FastModelHandles(*model_));
   out->set_extra_handle_count(FastModelTotalHandles(*model_) - FastModelHandles(*model_));
   out->mutable_handle_joints()->Clear();
@@ -141,12 +154,22 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
   for (size_t h = 0; h < transforms_.size(); ++h)
     for (int r = 0; r < 3; ++r)
       for (int k = 0; k < 4; ++k) T[12 * h + 4 * r + k] = static_cast<float>(transforms_[h](r, k));
-  out->set_energy(solver_->Energy(transforms_));
+  out->set_energy(energy);
   if (outputs.vertices()) {
     const int n = static_cast<int>(rig_->positions.size() / 3);
     const SparseWeights& W = bake_->sparse;
     out->mutable_vertices()->Resize(3 * n, 0.f);
-    LbsFloat(rig_->positions.data(), n, W.joints.data(), W.weights.data(), W.k(), T, out->mutable_vertices()->mutable_data());
+    float* v = out->mutable_vertices()->mutable_data();
+    LbsFloat(rig_->positions.data(), n, W.joints.data(), W.weights.data(), W.k(), T, v);
+    for (int i = 0; i < 3 * n; ++i) {
+      if (!std::isfinite(v[i])) {
+        transforms_ = std::move(before);
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "vertex %d of the solution is not finite: the constraints' targets overflow float (±3.4e38) where they "
+            "combine",
+            i / 3));
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -312,6 +312,28 @@ TEST(ServerApi, SessionsAnswerFramesInOrder) {
   auto refused = (*solver)->Step(frame);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), HasSubstr("frame 3: constraints[0].joint = 17"));
+
+  // Targets each finite that overflow where they combine: INVALID_ARGUMENT as Pose answers, not an
+  // answer of NaN and infinities; one far target gives an energy that is never negative.
+  auto translate = [](v1::HandleConstraint* h, int joint, float x) {
+    h->set_joint(joint);
+    h->set_kind(v1::HandleConstraint::KIND_POSITION);
+    for (float v : {x, 0.f, 0.f}) h->add_target(v);
+  };
+  v1::SolveRequest far;
+  far.set_bake(started->bake().name());
+  far.mutable_outputs()->set_vertices(true);
+  translate(far.add_constraints(), 0, 3e38f);
+  auto one = client.Solve(far);
+  if (one.ok()) {
+    EXPECT_GE(one->energy(), 0.0);
+  } else {
+    EXPECT_EQ(one.status().code(), absl::StatusCode::kInvalidArgument) << one.status();
+  }
+  translate(far.add_constraints(), 1, -3e38f);
+  auto apart = client.Solve(far);
+  EXPECT_EQ(apart.status().code(), absl::StatusCode::kInvalidArgument) << apart.status();
+  EXPECT_THAT(std::string(apart.status().message()), HasSubstr("overflow float"));
 }
 
 }  // namespace SKINNING_TEST_FILE
