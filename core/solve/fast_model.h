@@ -5,6 +5,7 @@
 #define SKINNING_CORE_SOLVE_FAST_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <Eigen/Core>
@@ -12,6 +13,11 @@
 #include "core/solve/fast_skinning.h"
 
 namespace skinning {
+namespace fast_internal {
+// The solution operators of the constraint sets solvers on one model used last (fast_solver.cc).
+struct OperatorCache;
+std::shared_ptr<OperatorCache> NewOperatorCache();
+}  // namespace fast_internal
 
 // The per-character precomputation (all in the normalized frame).
 struct FastModel {
@@ -33,6 +39,9 @@ struct FastModel {
   Eigen::MatrixXd null_dirs;
   Eigen::MatrixXd seeds;       // extra × m: extra-weight seeds in weight space
   Eigen::VectorXd radii;       // extra: support radius 2 d_i(s_i) in weight space
+  // Filled by FastSolver::SetConstraints and shared by every solver on the model (sessions and
+  // calls): a constraint set used lately costs no KKT solve. Created with the model.
+  std::shared_ptr<fast_internal::OperatorCache> operators = fast_internal::NewOperatorCache();
   int total() const { return m + extra; }
 };
 

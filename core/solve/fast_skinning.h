@@ -66,6 +66,9 @@ absl::StatusOr<FastModelPtr> PrecomputeFast(const Mesh& mesh, const Eigen::Matri
 int FastModelHandles(const FastModel& model);       // m (original handles)
 int FastModelTotalHandles(const FastModel& model);  // m + extra handles
 int FastModelClusters(const FastModel& model);
+// Constraint sets whose solution operators the model keeps for its solvers (FastSolver::
+// SetConstraints): at most 4, and beyond the newest at most 64 MiB of them.
+int FastModelCachedConstraintSets(const FastModel& model);
 // #V by (m + extra) weights of the model (for LBS of the result).
 const Eigen::MatrixXd& FastModelWeights(const FastModel& model);
 

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <list>
+#include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -112,28 +115,108 @@ std::string FastSolveReport::BriefReport() const {
   return absl::StrFormat("%d iterations, energy %.6g", iterations, energy.back());
 }
 
-struct FastSolver::State {
-  FastModelPtr model;
-  bool ready = false;
-  std::vector<HandleConstraint> constraints;  // the current set
-  int n4 = 0;                                 // 4m'
-  int r3 = 0;                                 // 3r
-  // Constraint rows of M_eq (normalized): handle, component (0..3 for kFull, −1 for kPosition),
-  // and for kPosition the point (p̂, 1).
-  struct Row {
-    int handle;
-    int component;
-    Eigen::Vector4d a;
-  };
-  std::vector<Row> rows;
+namespace fast_internal {
+
+// Constraint rows of M_eq (normalized): handle, component (0..3 for kFull, −1 for kPosition),
+// and for kPosition the point (p̂, 1).
+struct ConstraintRow {
+  int handle;
+  int component;
+  Eigen::Vector4d a;
+};
+
+// What one constraint set makes of a model: the KKT solution operators (Eq. 15). Read-only once
+// built, shared by every solver on the model that uses the set.
+struct ConstraintOperators {
+  int n4 = 0;  // 4m'
+  int r3 = 0;  // 3r
+  std::vector<ConstraintRow> rows;
   bool combined = false;  // iterate S = G Rᵀ + S_c (3r by 3r) instead of T then S
   MatrixXfc G;            // 3r by 3r: K̃ Γ (combined only)
   MatrixXfc gamma;        // 4m' by 3r: Γ_solve (rows of kFull handles zero)
-  MatrixXfc kt;           // 3r by 4m': K̃
   MatrixXfc phi;          // 4m' by c: Φ_solve
   MatrixXfc kphi;         // 3r by c: K̃ Φ
   MatrixXfc t0;           // 4m' by 3: constant part (inert handles pulled to identity)
   MatrixXfc kt0;          // 3r by 3: K̃ t0
+  size_t bytes() const {
+    return sizeof(float) * (G.size() + gamma.size() + phi.size() + kphi.size() + t0.size() + kt0.size());
+  }
+};
+
+// The last constraint sets' operators (most recent first): at most kCachedSets, and beyond the
+// newest at most kCachedBytes in all. With 256 extra weights a set's operators take about 20 MB
+// and a second to build; by default about 30 kB and 0.3 ms. Operators a solver still uses stay
+// alive with it when they leave the cache.
+struct OperatorCache {
+  static constexpr size_t kCachedSets = 4;
+  static constexpr size_t kCachedBytes = size_t{64} << 20;
+  std::once_flag kt_once;
+  MatrixXfc kt;  // 3r by 4m': K̃ in float, the same for every set
+  std::mutex mu;
+  std::list<std::pair<std::string, std::shared_ptr<const ConstraintOperators>>> recent;  // guarded by mu
+
+  std::shared_ptr<const ConstraintOperators> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = recent.begin(); it != recent.end(); ++it) {
+      if (it->first != key) continue;
+      recent.splice(recent.begin(), recent, it);
+      return it->second;
+    }
+    return nullptr;
+  }
+  // Adds ops under key (or returns the operators another solver added meanwhile).
+  std::shared_ptr<const ConstraintOperators> Add(const std::string& key, std::shared_ptr<const ConstraintOperators> ops) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [k, v] : recent)
+      if (k == key) return v;
+    recent.emplace_front(key, std::move(ops));
+    size_t bytes = 0, kept = 0;
+    for (auto it = recent.begin(); it != recent.end();) {
+      bytes += it->second->bytes();
+      if (kept > 0 && (kept >= kCachedSets || bytes > kCachedBytes)) {
+        it = recent.erase(it);
+      } else {
+        ++kept;
+        ++it;
+      }
+    }
+    return recent.front().second;
+  }
+};
+
+std::shared_ptr<OperatorCache> NewOperatorCache() { return std::make_shared<OperatorCache>(); }
+
+}  // namespace fast_internal
+
+int FastModelCachedConstraintSets(const FastModel& model) {
+  if (model.operators == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(model.operators->mu);
+  return static_cast<int>(model.operators->recent.size());
+}
+
+namespace {
+
+using fast_internal::ConstraintOperators;
+using fast_internal::OperatorCache;
+
+// The cache key of a constraint set: per handle its kind, and a position constraint's point.
+std::string ConstraintKey(const std::vector<HandleConstraint>& constraints) {
+  std::string key;
+  for (const HandleConstraint& c : constraints) {
+    key.push_back(static_cast<char>(c.kind));
+    if (c.kind == HandleConstraint::Kind::kPosition) key.append(reinterpret_cast<const char*>(c.point.data()), sizeof(double) * 3);
+  }
+  return key;
+}
+
+}  // namespace
+
+struct FastSolver::State {
+  FastModelPtr model;
+  std::shared_ptr<OperatorCache> cache;  // the model's (its own when the model has none)
+  bool ready = false;
+  std::vector<HandleConstraint> constraints;  // the current set
+  std::shared_ptr<const ConstraintOperators> ops;  // the current set's
   // Per-frame buffers (allocated in SetConstraints).
   std::vector<Affine34> near;  // m: the frame's targets moved by −d (Solve)
   Eigen::MatrixXd tn;  // 4m' by 3 normalized T (double)
@@ -151,48 +234,36 @@ struct FastSolver::State {
 
 FastSolver::FastSolver(FastModelPtr model) : state_(std::make_unique<State>()) {
   state_->model = std::move(model);
+  if (state_->model != nullptr) {
+    state_->cache = state_->model->operators != nullptr ? state_->model->operators : fast_internal::NewOperatorCache();
+  }
 }
 FastSolver::~FastSolver() = default;
 FastSolver::FastSolver(FastSolver&&) noexcept = default;
 FastSolver& FastSolver::operator=(FastSolver&&) noexcept = default;
 
-absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& constraints) {
-  State& st = *state_;
-  if (st.model == nullptr) return absl::FailedPreconditionError("FastSolver: no model");
-  const FastModel& model = *st.model;
+namespace {
+
+// The operators of constraint set `constraints` on `model` (Eq. 15): the KKT system
+// [L̃ M_eqᵀ; M_eq 0] solved for K̃ᵀ, the identity on the constraint rows and the inert pull.
+// INVALID_ARGUMENT when the constraints pin nothing or do not determine the transforms.
+absl::StatusOr<std::shared_ptr<const ConstraintOperators>> BuildOperators(const FastModel& model,
+                                                                          const std::vector<HandleConstraint>& constraints) {
   const int m = model.m, mm = model.total();
-  if (static_cast<int>(constraints.size()) != m) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "constraints: %d given, expected one per original handle (%d)", constraints.size(), m));
-  }
-  for (int j = 0; j < m; ++j) {
-    if (!constraints[j].point.allFinite()) {
-      return absl::InvalidArgumentError(absl::StrFormat("constraints[%d].point is not finite", j));
-    }
-  }
-  if (st.ready && st.constraints.size() == constraints.size()) {
-    bool same = true;
-    for (int j = 0; j < m && same; ++j) {
-      same = st.constraints[j].kind == constraints[j].kind &&
-             (constraints[j].kind != HandleConstraint::Kind::kPosition ||
-              st.constraints[j].point == constraints[j].point);
-    }
-    if (same) return absl::OkStatus();
-  }
-  st.ready = false;
   const int n4 = 4 * mm, r3 = 3 * model.r;
-  st.rows.clear();
+  auto ops = std::make_shared<ConstraintOperators>();
+  std::vector<fast_internal::ConstraintRow>& rows = ops->rows;
   for (int j = 0; j < m; ++j) {
     if (constraints[j].kind == HandleConstraint::Kind::kFull) {
-      for (int c = 0; c < 4; ++c) st.rows.push_back({j, c, Eigen::Vector4d::Unit(c)});
+      for (int c = 0; c < 4; ++c) rows.push_back({j, c, Eigen::Vector4d::Unit(c)});
     } else if (constraints[j].kind == HandleConstraint::Kind::kPosition) {
       Eigen::Vector4d a;
       a.head<3>() = (constraints[j].point - model.center) / model.scale;
       a(3) = 1.0;
-      st.rows.push_back({j, -1, a});
+      rows.push_back({j, -1, a});
     }
   }
-  const int c = static_cast<int>(st.rows.size());
+  const int c = static_cast<int>(rows.size());
   if (c == 0) {
     return absl::InvalidArgumentError(
         "constraints: all handles are free, so nothing pins the translation");
@@ -217,17 +288,23 @@ absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& con
     A.topLeftCorner(n4, n4).noalias() += mu * model.null_dirs * model.null_dirs.transpose();
   }
   for (int i = 0; i < c; ++i) {
-    const auto& row = st.rows[i];
+    const auto& row = rows[i];
     A.block<1, 4>(n4 + i, 4 * row.handle) = row.a.transpose();
     A.block<4, 1>(4 * row.handle, n4 + i) = row.a;
   }
-  Eigen::FullPivLU<Eigen::MatrixXd> lu(A);
-  lu.setThreshold(1e-11);
-  if (!lu.isInvertible()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "constraints do not determine the handle transforms (KKT rank %d of %d): e.g. too few "
-        "constraints to pin the translation, or handles whose weights are linearly dependent",
-        lu.rank(), N));
+  // Partial pivoting, blocked; the rank-revealing full pivoting (unblocked, 20 times slower at
+  // 1,100 unknowns) only where the condition estimate says the system may be singular, for the
+  // rank the error gives.
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu(A);
+  if (!(lu.rcond() > 1e-10)) {
+    Eigen::FullPivLU<Eigen::MatrixXd> full_lu(A);
+    full_lu.setThreshold(1e-11);
+    if (!full_lu.isInvertible()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "constraints do not determine the handle transforms (KKT rank %d of %d): e.g. too few "
+          "constraints to pin the translation, or handles whose weights are linearly dependent",
+          full_lu.rank(), N));
+    }
   }
   Eigen::MatrixXd rhs = Eigen::MatrixXd::Zero(N, r3 + c + 3);
   rhs.topLeftCorner(n4, r3) = model.K.transpose();
@@ -243,20 +320,56 @@ absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& con
       t0.middleRows<4>(4 * j).setZero();
     }
   }
-  st.n4 = n4;
-  st.r3 = r3;
-  st.combined = r3 <= 2 * n4;  // (3r)² ≤ 2 · 3r · 4m' multiply-adds per iteration
-  st.gamma = gamma.cast<float>();
-  st.kt = model.K.cast<float>();
-  st.phi = phi.cast<float>();
-  st.kphi = (model.K * phi).cast<float>();
-  st.t0 = t0.cast<float>();
-  st.kt0 = (model.K * t0).cast<float>();
-  if (st.combined) {
-    st.G = (model.K * gamma).cast<float>();
-  } else {
-    st.G.resize(0, 0);
+  ops->n4 = n4;
+  ops->r3 = r3;
+  ops->combined = r3 <= 2 * n4;  // (3r)² ≤ 2 · 3r · 4m' multiply-adds per iteration
+  ops->gamma = gamma.cast<float>();
+  ops->phi = phi.cast<float>();
+  ops->kphi = (model.K * phi).cast<float>();
+  ops->t0 = t0.cast<float>();
+  ops->kt0 = (model.K * t0).cast<float>();
+  // K̃ Γ in float, from the float operands the iterations use: half the time of the double
+  // product (3 GFlop with 256 extra weights), which was rounded to float anyway.
+  if (ops->combined) ops->G.noalias() = model.K.cast<float>() * ops->gamma;
+  return std::shared_ptr<const ConstraintOperators>(std::move(ops));
+}
+
+}  // namespace
+
+absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& constraints) {
+  State& st = *state_;
+  if (st.model == nullptr) return absl::FailedPreconditionError("FastSolver: no model");
+  const FastModel& model = *st.model;
+  const int m = model.m;
+  if (static_cast<int>(constraints.size()) != m) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "constraints: %d given, expected one per original handle (%d)", constraints.size(), m));
   }
+  for (int j = 0; j < m; ++j) {
+    if (!constraints[j].point.allFinite()) {
+      return absl::InvalidArgumentError(absl::StrFormat("constraints[%d].point is not finite", j));
+    }
+  }
+  if (st.ready && st.constraints.size() == constraints.size()) {
+    bool same = true;
+    for (int j = 0; j < m && same; ++j) {
+      same = st.constraints[j].kind == constraints[j].kind &&
+             (constraints[j].kind != HandleConstraint::Kind::kPosition ||
+              st.constraints[j].point == constraints[j].point);
+    }
+    if (same) return absl::OkStatus();
+  }
+  st.ready = false;
+  const std::string key = ConstraintKey(constraints);
+  std::shared_ptr<const ConstraintOperators> ops = st.cache->Find(key);
+  if (ops == nullptr) {
+    absl::StatusOr<std::shared_ptr<const ConstraintOperators>> built = BuildOperators(model, constraints);
+    if (!built.ok()) return built.status();
+    ops = st.cache->Add(key, *std::move(built));
+  }
+  std::call_once(st.cache->kt_once, [&] { st.cache->kt = model.K.cast<float>(); });
+  st.ops = ops;
+  const int n4 = ops->n4, r3 = ops->r3, c = static_cast<int>(ops->rows.size());
   st.tn.resize(n4, 3);
   st.p.resize(c, 3);
   st.tf.resize(n4, 3);
@@ -296,7 +409,9 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vec
   }
   const Eigen::Vector3d& center = model.center;
   const double scale = model.scale;
-  const int n4 = st.n4, r3 = st.r3, c = static_cast<int>(st.rows.size());
+  const ConstraintOperators& op = *st.ops;
+  const MatrixXfc& kt = st.cache->kt;
+  const int n4 = op.n4, r3 = op.r3, c = static_cast<int>(op.rows.size());
 
   // The solve runs in floats, which far from the model (a character walked 1e8 away) would lose
   // the pose to rounding: the result was off by 5 units at 8e7. Translating every constraint
@@ -332,7 +447,7 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vec
 
   // Targets (normalized) → P_eq.
   for (int i = 0; i < c; ++i) {
-    const auto& row = st.rows[i];
+    const auto& row = op.rows[i];
     const Affine34& tg = targets[row.handle];
     if (row.component >= 0) {
       double block[12];
@@ -344,17 +459,17 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vec
     }
   }
   // Per-frame constants: T_c = Φ P + t0, S_c = K̃ T_c.
-  std::memcpy(st.tc.data(), st.t0.data(), sizeof(float) * n4 * 3);
-  MulN3(st.phi.data(), n4, c, st.p.data(), c, st.tc.data(), true);
-  std::memcpy(st.sc.data(), st.kt0.data(), sizeof(float) * r3 * 3);
-  MulN3(st.kphi.data(), r3, c, st.p.data(), c, st.sc.data(), true);
+  std::memcpy(st.tc.data(), op.t0.data(), sizeof(float) * n4 * 3);
+  MulN3(op.phi.data(), n4, c, st.p.data(), c, st.tc.data(), true);
+  std::memcpy(st.sc.data(), op.kt0.data(), sizeof(float) * r3 * 3);
+  MulN3(op.kphi.data(), r3, c, st.p.data(), c, st.sc.data(), true);
 
   // Warm start: S = K̃ T.
   for (int j = 0; j < mm; ++j) {
     ToNormalizedBlock((*T)[j], center, scale, st.tn.data() + 4 * j, n4);
   }
   st.tf = st.tn.cast<float>();  // fixed size: no allocation
-  MulN3(st.kt.data(), r3, n4, st.tf.data(), n4, st.s.data(), false);
+  MulN3(kt.data(), r3, n4, st.tf.data(), n4, st.s.data(), false);
 
   // Writes the snapped, denormalized result of tf into *T.
   auto emit = [&]() {
@@ -421,19 +536,19 @@ absl::Status FastSolver::Solve(const std::vector<Affine34>& targets_in, std::vec
     }
     // Global step: T = Γ Rᵀ + T_c, then S = K̃ T (or directly S = K̃Γ Rᵀ + S_c).
     const bool last = it + 1 == iterations;
-    if (st.combined) {
+    if (op.combined) {
       if (!last) {
         std::memcpy(st.s.data(), st.sc.data(), sizeof(float) * r3 * 3);
-        MulN3(st.G.data(), r3, r3, st.rt.data(), r3, st.s.data(), true);
+        MulN3(op.G.data(), r3, r3, st.rt.data(), r3, st.s.data(), true);
       }
       if (last || recording) {
         std::memcpy(st.tf.data(), st.tc.data(), sizeof(float) * n4 * 3);
-        MulN3(st.gamma.data(), n4, r3, st.rt.data(), r3, st.tf.data(), true);
+        MulN3(op.gamma.data(), n4, r3, st.rt.data(), r3, st.tf.data(), true);
       }
     } else {
       std::memcpy(st.tf.data(), st.tc.data(), sizeof(float) * n4 * 3);
-      MulN3(st.gamma.data(), n4, r3, st.rt.data(), r3, st.tf.data(), true);
-      if (!last) MulN3(st.kt.data(), r3, n4, st.tf.data(), n4, st.s.data(), false);
+      MulN3(op.gamma.data(), n4, r3, st.rt.data(), r3, st.tf.data(), true);
+      if (!last) MulN3(kt.data(), r3, n4, st.tf.data(), n4, st.s.data(), false);
     }
     if (recording) {
       emit();

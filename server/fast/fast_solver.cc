@@ -116,6 +116,9 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
                                     int iteration_count, const v1::PoseOutputs& outputs,
                                     const std::function<absl::Status()>& still_wanted, v1::FastSolution* out) {
   RETURN_IF_ERROR(ReadConstraints(constraints));
+  // A new constraint set may take a second to factor (256 extra weights) and cannot be stopped:
+  // not started for a call whose deadline passed or a session that closed meanwhile.
+  if (still_wanted) RETURN_IF_ERROR(still_wanted());
   RETURN_IF_ERROR(solver_->SetConstraints(constraints_));
   if (iteration_count < 0 || iteration_count > kMaxIterations)
     return absl::InvalidArgumentError(
