@@ -270,7 +270,7 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   while (inflight_.count() - callbacks_->idle() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
-  if (front_door_) front_door_->Stop();
+  if (front_door_) front_door_->Stop(deadline);
 }
 
 void SkinningServer::Wait() { server_->Wait(); }

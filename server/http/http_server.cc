@@ -683,7 +683,7 @@ bool HttpServer::StartStreamThread(std::function<void()> work) {
   return true;
 }
 
-void HttpServer::Stop() {
+void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
   if (stopping_.exchange(true)) return;
   net::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
@@ -710,7 +710,8 @@ void HttpServer::Stop() {
   open.clear();  // the sessions' own operations keep them alive until they end
   {
     std::unique_lock<std::mutex> lock(sessions_mu_);
-    sessions_done_.wait_for(lock, std::chrono::seconds(1), [this] { return sessions_.empty(); });
+    const auto deadline = std::max(sessions_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+    sessions_done_.wait_until(lock, deadline, [this] { return sessions_.empty(); });
   }
   io_.stop();
   for (std::thread& t : io_threads_) t.join();

@@ -116,9 +116,11 @@ class HttpServer {
   void Post(std::function<void()> work);
   // Stops accepting, closes every connection, joins the threads. Open WebSocket sessions get
   // the answers already computed and then a close frame, 4014 (UNAVAILABLE: the server is
-  // shutting down, reconnect), waited for up to a second, instead of a dropped socket (1006 in
-  // a browser, which cannot tell it from a network failure). Idempotent.
-  void Stop();
+  // shutting down, reconnect), waited for until `sessions_deadline` and at least a second,
+  // instead of a dropped socket (1006 in a browser, which cannot tell it from a network failure):
+  // a session answering a long frame (a FAST set of 256 extra weights, 0.6 s or more) closes
+  // once the frame is answered. Idempotent.
+  void Stop(std::chrono::steady_clock::time_point sessions_deadline = {});
   bool stopping() const { return stopping_.load(); }
   int open_connections() const { return connections_.load(); }
 
