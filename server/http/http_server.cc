@@ -318,7 +318,7 @@ class ChunkWriter : public Exchange::StreamWriter {
 class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
  public:
   WebSocketSession(HttpServer* server, beast::tcp_stream stream, std::unique_ptr<WebSocketHandler> handler)
-      : server_(server), ws_(std::move(stream)), handler_(std::move(handler)) {
+      : server_(server), ws_(std::move(stream)), handler_(std::move(handler)), message_timer_(ws_.get_executor()) {
     ++server_->connections_;
   }
   ~WebSocketSession() {
@@ -381,10 +381,14 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   size_t Held() const { return inbox_.size() + outbox_.size() + (stepping_ ? 1 : 0); }
   size_t Limit() const { return static_cast<size_t>(std::max(1, server_->options_.websocket_queue)); }
 
+  // A message is read in parts (its frames, as they come), so that one begun and never finished
+  // is noticed: it must end within --http_request_timeout_ms of its first part, as an HTTP body
+  // must arrive, or the session closes with 1008. (Read whole, a message of 50 MiB sent but for
+  // its last frame was held for as long as the client answered pings.)
   void Read() {
     if (reading_ || closing_ || Held() >= Limit()) return;
     reading_ = true;
-    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+    ws_.async_read_some(buffer_, 0, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -394,8 +398,31 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
       // (Beast closes with 1002/1009 itself): nothing more to read; answers in flight are dropped.
       closing_ = true;
       gone_ = true;
+      message_timer_.cancel();
       return;
     }
+    if (!ws_.is_message_done()) {
+      if (!message_started_) {
+        message_started_ = true;
+        message_timer_.expires_after(server_->options_.request_timeout);
+        message_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+          if (ec || !self->message_started_ || self->gone_ || self->closing_) return;
+          // As CloseWith: the answers computed go out first, then the close frame (1008).
+          NoteClientError("websocket", absl::DeadlineExceededError("a message was not completed in time"));
+          self->closing_ = true;
+          self->close_pending_ = true;
+          self->close_.code = websocket::close_code::policy_error;
+          self->close_.reason = "a message must end within --http_request_timeout_ms of its first frame";
+          self->inbox_.clear();
+          self->Write();
+        });
+      }
+      reading_ = true;
+      ws_.async_read_some(buffer_, 0, [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+      return;
+    }
+    message_started_ = false;
+    message_timer_.cancel();
     inbox_.push_back(Frame{beast::buffers_to_string(buffer_.data()), ws_.got_text()});
     buffer_.consume(buffer_.size());
     // consume() keeps the capacity: one 20 MiB frame held 20 MiB for the session's life (5 idle
@@ -470,6 +497,8 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   websocket::stream<beast::tcp_stream> ws_;
   std::unique_ptr<WebSocketHandler> handler_;
   beast::flat_buffer buffer_;
+  net::steady_timer message_timer_;  // the message being read must end by then
+  bool message_started_ = false;     // a part of a message has come, not its end
   std::deque<Frame> inbox_;
   std::deque<WebSocketHandler::Reply> outbox_;
   bool reading_ = false, stepping_ = false, writing_ = false;

@@ -347,6 +347,30 @@ TEST_F(HttpTest, BadInputGetsClearErrorsAndBothDoorsKeepServing) {
   ASSERT_TRUE((*missing)->Send(first.SerializeAsString(), false).ok());
   EXPECT_FALSE((*missing)->Receive().ok());
   EXPECT_EQ((*missing)->close_code(), 4000 + static_cast<int>(absl::StatusCode::kNotFound));
+  // A message sent in parts is answered once whole; one begun and never finished closes the
+  // session with 1008 after the request timeout (1 s here), as an unfinished body is cut off. It
+  // was held for as long as the client answered pings (4 such of 50 MiB held 200 MB).
+  {
+    auto tube = client_->CreateRig(RigToProto(::skinning::testing::MakeTwoBoneTube()));
+    ASSERT_TRUE(tube.ok()) << tube.status();
+    auto parts = WebSocketClient::Open(port_, std::string(kPoseService) + "PoseSession");
+    ASSERT_TRUE(parts.ok()) << parts.status();
+    v1::PoseSessionRequest request;
+    request.set_rig(tube->rig().name());
+    const std::string bytes = request.SerializeAsString();
+    ASSERT_TRUE((*parts)->SendPart(bytes.substr(0, 5), false, false).ok());
+    ASSERT_TRUE((*parts)->SendPart(bytes.substr(5), false, true).ok());
+    auto whole = (*parts)->Receive();
+    EXPECT_TRUE(whole.ok()) << whole.status();
+    ASSERT_TRUE((*parts)->SendPart(bytes.substr(0, 5), false, false).ok());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto unfinished = (*parts)->Receive();  // answers the server's pings meanwhile
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(absl::IsNotFound(unfinished.status())) << unfinished.status();
+    EXPECT_EQ((*parts)->close_code(), 1008);
+    EXPECT_THAT((*parts)->close_reason(), HasSubstr("--http_request_timeout_ms"));
+    EXPECT_LT(waited, 5.0);
+  }
   auto not_ws = HttpCall(port_, "GET", std::string(kPoseService) + "PoseSession");
   ASSERT_TRUE(not_ws.ok());
   EXPECT_EQ(not_ws->status, 404);

@@ -200,6 +200,14 @@ absl::Status WebSocketClient::Send(const std::string& payload, bool text) {
   return absl::OkStatus();
 }
 
+absl::Status WebSocketClient::SendPart(const std::string& payload, bool text, bool fin) {
+  impl_->ws.text(text);
+  beast::error_code ec;
+  impl_->ws.write_some(fin, net::buffer(payload), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("send: ", ec.message()));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> WebSocketClient::Receive(bool* text) {
   beast::error_code ec;
   impl_->buffer.consume(impl_->buffer.size());

@@ -69,6 +69,9 @@ class WebSocketClient {
                                                                const Headers& headers = {});
   ~WebSocketClient();
   absl::Status Send(const std::string& payload, bool text);
+  // One frame of a message: with `fin` false the message stays open and the next SendPart (same
+  // `text`) continues it.
+  absl::Status SendPart(const std::string& payload, bool text, bool fin);
   // The next message; NOT_FOUND once the server closed (close_code() says how).
   absl::StatusOr<std::string> Receive(bool* text = nullptr);
   int close_code() const { return close_code_; }
