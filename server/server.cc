@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -19,6 +20,44 @@
 namespace skinning {
 
 namespace {
+
+// The local queue's bakes that were queued or running when the server last stopped (a shutdown,
+// SIGKILL, a crash), queued again as StartBake queues them. A record whose bake is stored
+// meanwhile, whose rig is gone or whose options no longer validate goes; one the full queue
+// refuses stays for the next start.
+void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
+  absl::StatusOr<std::vector<std::pair<std::string, internal::v1::PendingBake>>> pending = store.Pending();
+  if (!pending.ok()) {
+    std::printf("skinning-server bakes: cannot read the bakes to start again: %s\n",
+                std::string(pending.status().message()).c_str());
+    return;
+  }
+  if (pending->empty()) return;
+  int queued = 0, done = 0, dropped = 0, kept = 0;
+  for (const auto& [bake_id, p] : *pending) {
+    absl::StatusOr<StartedBake> started = bakes.Start(p.rig_id(), p.options(), p.tenant());
+    if (started.ok() && started->bake.name() == BakeName(p.rig_id(), bake_id) && !started->bake.done()) {
+      ++queued;
+      continue;
+    }
+    if (absl::IsResourceExhausted(started.status()) || absl::IsUnavailable(started.status())) {
+      ++kept;
+      continue;
+    }
+    (void)store.DeletePending(bake_id);
+    if (started.ok()) {
+      ++done;
+    } else {
+      ++dropped;
+      std::printf("skinning-server bakes: %s is not started again: %s\n", BakeName(p.rig_id(), bake_id).c_str(),
+                  std::string(started.status().message()).c_str());
+    }
+  }
+  std::printf("skinning-server bakes: %d of the last run's unfinished bakes queued again (%d stored meanwhile, %d "
+              "dropped, %d left for the next start: the queue is full)\n",
+              queued, done, dropped, kept);
+  std::fflush(stdout);
+}
 
 BakeQueueStats QueueStats(RedisBakeQueue& queue) {
   BakeQueueStats stats;
@@ -119,6 +158,7 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->bake_queue_ = std::move(queue);
   }
   s->bakes_ = std::make_unique<Bakes>(s->rigs_.get(), s->bake_store_.get(), s->bake_queue_.get(), &recipes);
+  if (options.redis_address.empty()) ResumePendingBakes(*s->bake_store_, *s->bakes_);
   s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
   // The services' logic, then their gRPC adapters.
   if (options.max_gltf_reads < 0 || options.gltf_read_queue < 0)
@@ -258,8 +298,9 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   shut_down_ = true;
   draining_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
-  // Bakes in progress are cancelled (nothing half-done is stored); a client restarts them on
-  // another replica, where a finished bake is found in the shared store.
+  // Bakes in progress are cancelled (nothing half-done is stored). The local queue keeps their
+  // records, so the server restarted on this store starts them again; the Redis queue hands them
+  // back to another worker.
   bake_queue_->Shutdown();
   // New calls are refused with UNAVAILABLE while draining (clients retry elsewhere); wait for the
   // ones in flight, then shut down at once. gRPC's own Shutdown(deadline) would wait for the

@@ -25,6 +25,9 @@ std::string RigBakeKey(const std::string& rig_id, const std::string& bake_id) {
   return absl::StrCat(RigBakesPrefix(rig_id), bake_id);
 }
 
+constexpr absl::string_view kPendingPrefix = "bakejobs/", kPendingSuffix = ".pb";
+std::string PendingKey(const std::string& bake_id) { return absl::StrCat(kPendingPrefix, bake_id, kPendingSuffix); }
+
 // Headers are small (options and report; a tet mesh in the options is the exception).
 constexpr size_t kHeaderCacheBytes = size_t{16} << 20;
 
@@ -72,6 +75,31 @@ absl::Status BakeStore::Put(const internal::v1::StoredBake& stored, std::shared_
 }
 
 absl::StatusOr<bool> BakeStore::Stored(const std::string& bake_id) { return blobs_->Exists(BakeKey(bake_id)); }
+
+absl::Status BakeStore::PutPending(const std::string& bake_id, const internal::v1::PendingBake& pending) {
+  return blobs_->Put(PendingKey(bake_id), pending.SerializeAsString());
+}
+
+absl::Status BakeStore::DeletePending(const std::string& bake_id) { return blobs_->Delete(PendingKey(bake_id)).status(); }
+
+absl::StatusOr<std::vector<std::pair<std::string, internal::v1::PendingBake>>> BakeStore::Pending() {
+  ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(std::string(kPendingPrefix)));
+  std::vector<std::pair<std::string, internal::v1::PendingBake>> out;
+  for (const std::string& key : keys) {
+    absl::string_view id = key;
+    if (!absl::ConsumePrefix(&id, kPendingPrefix) || !absl::ConsumeSuffix(&id, kPendingSuffix)) continue;
+    absl::StatusOr<std::string> bytes = blobs_->Get(key);
+    if (absl::IsNotFound(bytes.status())) continue;  // ended meanwhile
+    RETURN_IF_ERROR(bytes.status());
+    internal::v1::PendingBake pending;
+    if (!pending.ParseFromString(*bytes)) {
+      (void)blobs_->Delete(key);
+      continue;
+    }
+    out.emplace_back(std::string(id), std::move(pending));
+  }
+  return out;
+}
 
 absl::StatusOr<bool> BakeStore::Delete(const std::string& rig_id, const std::string& bake_id) {
   loaded_.Erase(bake_id);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -75,6 +77,13 @@ class BakeStore {
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
   // Whether the bake is in the store now (one lookup; the caches are not asked).
   absl::StatusOr<bool> Stored(const std::string& bake_id);
+
+  // The local queue's bakes not yet ended (internal::v1::PendingBake): written when a bake is
+  // queued, deleted when it ends, read at start to queue them again (SkinningServer::Start).
+  absl::Status PutPending(const std::string& bake_id, const internal::v1::PendingBake& pending);
+  absl::Status DeletePending(const std::string& bake_id);
+  // Every record, with its bake id; records that do not parse are skipped (and deleted).
+  absl::StatusOr<std::vector<std::pair<std::string, internal::v1::PendingBake>>> Pending();
 
   // The bake's DQS vertex order (LoadedBake::dqs_lanes, for its bone weights), prepared on the
   // first call for the bake together with the payload's layout in it

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -131,16 +132,32 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   if (stored.ok()) return StartedBake{*std::move(stored), false};
   if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
 
-  std::lock_guard<std::mutex> lock(mu_);
+  // The record that lets a restarted server start the bake again, written before a worker can take
+  // it (so that its end deletes it after it is written). Without it the bake still runs.
+  internal::v1::PendingBake pending;
+  pending.set_rig_id(spec.rig_id);
+  *pending.mutable_options() = spec.options;
+  pending.set_tenant(spec.tenant);
+  pending.set_queued_unix_ms(TimeUtil::TimestampToMilliseconds(Now()));
+  if (absl::Status s = store_->PutPending(spec.bake_id, pending); !s.ok()) {
+    std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n",
+                BakeName(spec.rig_id, spec.bake_id).c_str(), std::string(s.message()).c_str());
+    std::fflush(stdout);
+  }
+  std::unique_lock<std::mutex> lock(mu_);
   if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
     return StartedBake{BakeLocked(*job), false};
   // Queued jobs an idle worker is about to take do not wait: --bake_queue=0 still runs a bake
   // on an idle worker (it refused every bake).
   const int workers = std::max(1, options_.workers);
-  if (static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue))
-    return absl::ResourceExhaustedError(absl::StrFormat(
+  if (static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue)) {
+    const absl::Status full = absl::ResourceExhaustedError(absl::StrFormat(
         "bake queue is full (%d of %d workers busy, %d waiting, at most %d (--bake_queue)); retry later", busy_,
         workers, std::max<int>(0, static_cast<int>(queue_.size()) + busy_ - workers), options_.max_queue));
+    lock.unlock();
+    (void)store_->DeletePending(spec.bake_id);
+    return full;
+  }
   auto job = std::make_shared<Job>();
   job->spec = spec;
   job->create_time = Now();
@@ -225,6 +242,9 @@ absl::StatusOr<v1::Bake> LocalBakeQueue::Cancel(const BakeRef& bake) {
     job->cancel_reason = "cancelled with CancelBake while queued";
     SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
     cv_.notify_all();
+    lock.unlock();
+    (void)store_->DeletePending(job->spec.bake_id);
+    lock.lock();
   } else if (job->state == v1::BAKE_STATE_RUNNING) {
     job->cancel_reason = "cancelled with CancelBake";
     job->cancel = true;
@@ -274,8 +294,10 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
       },
       &job->cancel);
   absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = run_(job->spec, progress);
+  bool ended_by_shutdown = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ended_by_shutdown = stopping_ && !stored.ok() && (absl::IsCancelled(stored.status()) || job->cancel);
     if (stored.ok()) {
       job->stored = *std::move(stored);
       job->fraction = 1.0;
@@ -291,6 +313,8 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
       SetStateLocked(*job, v1::BAKE_STATE_FAILED);
     }
   }
+  // A bake the shutdown stopped keeps its record: the restarted server starts it again.
+  if (!ended_by_shutdown) (void)store_->DeletePending(job->spec.bake_id);
   cv_.notify_all();
 }
 

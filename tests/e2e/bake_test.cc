@@ -564,8 +564,9 @@ TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
 }
 
 // A watch outlives a replica that restarts: the client opens the stream again until it has
-// failed for its deadline (it gave up 0.8 s after a crash). The restarted server, without
-// --redis, lost the running bake, and the watch says so instead of a bare NOT_FOUND.
+// failed for its deadline (it gave up 0.8 s after a crash). A restarted server that lost the
+// running bake (its record in the store, bakejobs/, is gone: removed here) makes the watch say so
+// instead of a bare NOT_FOUND.
 TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   const std::string store = MakeTempDir("store");
   auto server = std::make_unique<ServerProcess>(store);
@@ -577,6 +578,7 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   ASSERT_TRUE(watch && watch->running);
   EXPECT_EQ(server->Stop(SIGKILL), 128 + SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
+  std::filesystem::remove_all(std::filesystem::path(store) / "bakejobs");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   server = std::make_unique<ServerProcess>(store, std::vector<std::string>{absl::StrCat("--address=127.0.0.1:", port)});
   ASSERT_EQ(server->port(), port);
@@ -586,6 +588,69 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
               HasSubstr("the bake is gone after the server went away and came back"));
   EXPECT_GE(watch->ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
   EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// Without --redis, the bakes queued or running when the server stops (SIGTERM or SIGKILL) are
+// started again by the server restarted on the same store: each has a record in the store from
+// when it is queued until it ends (bakejobs/). One cancelled with CancelBake is not. They used to
+// be lost (NOT_FOUND after the restart: start them again).
+TEST(BakeJobs, UnfinishedBakesAreStartedAgainAfterARestart) {
+  const std::string store = MakeTempDir("store");
+  std::string rig, running, queued, cancelled;
+  {
+    ServerProcess server(store);
+    Client client(Options(server));
+    auto reg = client.CreateRig(TubeWithoutWeights());
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    rig = reg->rig().name();
+    auto a = client.StartBake(reg->rig().name(), Bbw(80));
+    ASSERT_TRUE(a.ok()) << a.status();
+    running = a->bake().name();
+    auto got_going = client.WatchBake(running, [](const v1::Bake& b) {
+      return b.metadata().state() != v1::BAKE_STATE_RUNNING || b.metadata().progress_fraction() < 0.01;
+    });
+    ASSERT_TRUE(got_going.ok()) << got_going.status();
+    ASSERT_EQ(got_going->metadata().state(), v1::BAKE_STATE_RUNNING);
+    auto b = client.StartBake(reg->rig().name(), Bbw(40));  // behind it (one worker)
+    ASSERT_TRUE(b.ok()) << b.status();
+    queued = b->bake().name();
+    ASSERT_EQ(b->bake().metadata().state(), v1::BAKE_STATE_QUEUED);
+    auto c = client.StartBake(reg->rig().name(), Bbw(72));
+    ASSERT_TRUE(c.ok()) << c.status();
+    cancelled = c->bake().name();
+    ASSERT_TRUE(client.CancelBake(cancelled).ok());
+    ASSERT_EQ(server.Stop(SIGTERM), 0);
+  }
+  {
+    ServerProcess server(store);
+    EXPECT_THAT(server.Output(), HasSubstr("2 of the last run's unfinished bakes queued again"));
+    ClientOptions o = Options(server);
+    o.deadline = std::chrono::seconds(120);
+    Client client(o);
+    for (const std::string& name : {running, queued}) {
+      auto done = client.WatchBake(name, [](const v1::Bake&) { return true; });
+      ASSERT_TRUE(done.ok()) << name << ": " << done.status();
+      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << name << ": " << done->error().message();
+    }
+    EXPECT_EQ(client.GetBake(cancelled).status().code(), absl::StatusCode::kNotFound);
+    // Killed while running: the same.
+    auto d = client.StartBake(rig, Bbw(48));
+    ASSERT_TRUE(d.ok()) << d.status();
+    running = d->bake().name();
+    auto got_going = client.WatchBake(running, [](const v1::Bake& b) { return b.metadata().state() != v1::BAKE_STATE_RUNNING; });
+    ASSERT_TRUE(got_going.ok()) << got_going.status();
+    ASSERT_EQ(server.Stop(SIGKILL), 128 + SIGKILL);
+  }
+  ServerProcess server(store);
+  EXPECT_THAT(server.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
+  ClientOptions o = Options(server);
+  o.deadline = std::chrono::seconds(120);
+  Client client(o);
+  auto done = client.WatchBake(running, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "every record goes with its bake's end";
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
 class BakeBadInputTest : public ::testing::Test {
