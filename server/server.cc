@@ -53,8 +53,8 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
                   std::string(started.status().message()).c_str());
     }
   }
-  std::printf("skinning-server bakes: %d of the last run's unfinished bakes queued again (%d stored meanwhile, %d "
-              "dropped, %d left for the next start: the queue is full)\n",
+  std::printf("skinning-server bakes: %d of the last run's unfinished bakes queued again; %d stored already, %d "
+              "dropped, %d left for the next start (the queue is full)\n",
               queued, done, dropped, kept);
   std::fflush(stdout);
 }
