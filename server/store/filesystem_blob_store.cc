@@ -186,8 +186,13 @@ class FilesystemBlobStore : public BlobStore {
   absl::StatusOr<std::vector<std::string>> List(const std::string& prefix) override {
     std::vector<std::string> keys;
     std::error_code ec;
-    if (!fs::exists(root_, ec)) return keys;
-    for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::recursive_directory_iterator();
+    // Only the folder the prefix names can hold its keys ("bakejobs/" lists bakejobs/, not the
+    // whole store: the start-up's listings walked every rig and bake).
+    const size_t slash = prefix.rfind('/');
+    const fs::path start =
+        slash == std::string::npos || absl::StrContains(prefix, "..") ? root_ : root_ / prefix.substr(0, slash);
+    if (!fs::is_directory(start, ec)) return keys;
+    for (auto it = fs::recursive_directory_iterator(start, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
       if (!it->is_regular_file()) continue;
       std::string key = fs::relative(it->path(), root_).generic_string();
