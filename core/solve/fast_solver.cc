@@ -155,8 +155,8 @@ struct OperatorCache {
   std::mutex mu;
   std::list<std::pair<std::string, std::shared_ptr<const ConstraintOperators>>> recent;  // guarded by mu
 
-  std::shared_ptr<const ConstraintOperators> Find(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu);
+  // The operators under key, moved to the front; null when not cached.
+  std::shared_ptr<const ConstraintOperators> FindLocked(const std::string& key) {
     for (auto it = recent.begin(); it != recent.end(); ++it) {
       if (it->first != key) continue;
       recent.splice(recent.begin(), recent, it);
@@ -164,11 +164,14 @@ struct OperatorCache {
     }
     return nullptr;
   }
+  std::shared_ptr<const ConstraintOperators> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu);
+    return FindLocked(key);
+  }
   // Adds ops under key (or returns the operators another solver added meanwhile).
   std::shared_ptr<const ConstraintOperators> Add(const std::string& key, std::shared_ptr<const ConstraintOperators> ops) {
     std::lock_guard<std::mutex> lock(mu);
-    for (const auto& [k, v] : recent)
-      if (k == key) return v;
+    if (std::shared_ptr<const ConstraintOperators> added = FindLocked(key)) return added;
     recent.emplace_front(key, std::move(ops));
     size_t bytes = 0, kept = 0;
     for (auto it = recent.begin(); it != recent.end();) {
@@ -247,7 +250,8 @@ namespace {
 // The operators of constraint set `constraints` on `model` (Eq. 15): the KKT system
 // [L̃ M_eqᵀ; M_eq 0] solved for K̃ᵀ, the identity on the constraint rows and the inert pull.
 // INVALID_ARGUMENT when the constraints pin nothing or do not determine the transforms.
-absl::StatusOr<std::shared_ptr<const ConstraintOperators>> BuildOperators(const FastModel& model,
+//   kt  K̃ in float (the cache's), for K̃ Γ.
+absl::StatusOr<std::shared_ptr<const ConstraintOperators>> BuildOperators(const FastModel& model, const MatrixXfc& kt,
                                                                           const std::vector<HandleConstraint>& constraints) {
   const int m = model.m, mm = model.total();
   const int n4 = 4 * mm, r3 = 3 * model.r;
@@ -330,7 +334,7 @@ absl::StatusOr<std::shared_ptr<const ConstraintOperators>> BuildOperators(const 
   ops->kt0 = (model.K * t0).cast<float>();
   // K̃ Γ in float, from the float operands the iterations use: half the time of the double
   // product (3 GFlop with 256 extra weights), which was rounded to float anyway.
-  if (ops->combined) ops->G.noalias() = model.K.cast<float>() * ops->gamma;
+  if (ops->combined) ops->G.noalias() = kt * ops->gamma;
   return std::shared_ptr<const ConstraintOperators>(std::move(ops));
 }
 
@@ -361,13 +365,13 @@ absl::Status FastSolver::SetConstraints(const std::vector<HandleConstraint>& con
   }
   st.ready = false;
   const std::string key = ConstraintKey(constraints);
+  std::call_once(st.cache->kt_once, [&] { st.cache->kt = model.K.cast<float>(); });
   std::shared_ptr<const ConstraintOperators> ops = st.cache->Find(key);
   if (ops == nullptr) {
-    absl::StatusOr<std::shared_ptr<const ConstraintOperators>> built = BuildOperators(model, constraints);
+    absl::StatusOr<std::shared_ptr<const ConstraintOperators>> built = BuildOperators(model, st.cache->kt, constraints);
     if (!built.ok()) return built.status();
     ops = st.cache->Add(key, *std::move(built));
   }
-  std::call_once(st.cache->kt_once, [&] { st.cache->kt = model.K.cast<float>(); });
   st.ops = ops;
   const int n4 = ops->n4, r3 = ops->r3, c = static_cast<int>(ops->rows.size());
   st.tn.resize(n4, 3);

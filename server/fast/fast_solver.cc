@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/math/finite.h"
 #include "core/rig/skeleton.h"
 #include "core/skinning/lbs.h"
 #include "core/util/status_macros.h"
@@ -125,8 +126,14 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
         absl::StrFormat("iteration_count = %d is outside [0, %d]", iteration_count, kMaxIterations));
   const int iterations = iteration_count == 0 ? kDefaultIterations : iteration_count;
   // Targets each finite can still overflow where they combine (±3e38 on two handles): the frame is
-  // refused as Pose refuses one, and the session goes on from the transforms it had.
-  std::vector<Affine34> before = transforms_;
+  // refused as Pose refuses one, and the session goes on from the transforms it had (kept in a
+  // buffer of the session's: no allocation per frame).
+  before_ = transforms_;
+  auto overflow = [&](const std::string& what) {
+    transforms_.swap(before_);
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of the solution is not finite: the constraints' targets overflow float (±3.4e38) where they combine"));
+  };
   if (still_wanted) {
     RETURN_IF_ERROR(still_wanted());
     for (int done = 0; done < iterations; done += kSolveChunk) {
@@ -139,15 +146,9 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
     RETURN_IF_ERROR(solver_->Solve(targets_, &transforms_, iterations));
   }
   const double energy = solver_->Energy(transforms_);
-  for (size_t h = 0; h < transforms_.size(); ++h) {
-    if (!transforms_[h].cast<float>().allFinite() || !std::isfinite(energy)) {
-      transforms_ = std::move(before);
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "the solution is not finite (handle %d%s): the constraints' targets overflow float (±3.4e38) where they "
-          "combine",
-          h, std::isfinite(energy) ? "" : ", energy"));
-    }
-  }
+  for (size_t h = 0; h < transforms_.size(); ++h)
+    if (!transforms_[h].cast<float>().allFinite()) return overflow(absl::StrCat("handle ", h));
+  if (!std::isfinite(energy)) return overflow("the energy");
   out->set_handle_count(FastModelHandles(*model_));
   out->set_extra_handle_count(FastModelTotalHandles(*model_) - FastModelHandles(*model_));
   out->mutable_handle_joints()->Clear();
@@ -164,15 +165,8 @@ absl::Status FastFrameSolver::Solve(const google::protobuf::RepeatedPtrField<v1:
     out->mutable_vertices()->Resize(3 * n, 0.f);
     float* v = out->mutable_vertices()->mutable_data();
     LbsFloat(rig_->positions.data(), n, W.joints.data(), W.weights.data(), W.k(), T, v);
-    for (int i = 0; i < 3 * n; ++i) {
-      if (!std::isfinite(v[i])) {
-        transforms_ = std::move(before);
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "vertex %d of the solution is not finite: the constraints' targets overflow float (±3.4e38) where they "
-            "combine",
-            i / 3));
-      }
-    }
+    if (const int64_t at = FirstNonFinite(v, 3 * static_cast<size_t>(n)); at >= 0)
+      return overflow(absl::StrCat("vertex ", at / 3));
   }
   return absl::OkStatus();
 }

@@ -54,6 +54,7 @@ class FastFrameSolver {
   std::vector<HandleConstraint> constraints_;
   std::vector<Affine34> targets_;
   std::vector<Affine34> transforms_;     // the last solve's (the warm start of the next)
+  std::vector<Affine34> before_;         // transforms_ before the frame (kept if it overflows)
 };
 
 }  // namespace skinning

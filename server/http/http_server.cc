@@ -407,14 +407,8 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
         message_timer_.expires_after(server_->options_.request_timeout);
         message_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
           if (ec || !self->message_started_ || self->gone_ || self->closing_) return;
-          // As CloseWith: the answers computed go out first, then the close frame (1008).
-          NoteClientError("websocket", absl::DeadlineExceededError("a message was not completed in time"));
-          self->closing_ = true;
-          self->close_pending_ = true;
-          self->close_.code = websocket::close_code::policy_error;
-          self->close_.reason = "a message must end within --http_request_timeout_ms of its first frame";
-          self->inbox_.clear();
-          self->Write();
+          // The answers computed go out first, then the close frame (1008, a bad frame).
+          self->CloseWith(BadFrame("a message must end within --http_request_timeout_ms of its first frame"));
         });
       }
       reading_ = true;

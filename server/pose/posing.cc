@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/geometry/mesh.h"
+#include "core/math/finite.h"
 #include "core/skinning/lbs.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
@@ -110,22 +111,6 @@ absl::Status MorphFrame(const LoadedRig& rig, const Deformer& deformer, const v1
   }
   frame->positions = frame->morphed_positions.data();
   return absl::OkStatus();
-}
-
-// The index of the first value of v[0, n) that is an infinity or a NaN, or -1. A test of the
-// exponent bits that vectorizes (a float sum would not, without -ffast-math): 2–4 µs for a
-// 10k-vertex frame.
-int64_t FirstNonFinite(const float* v, size_t n) {
-  uint32_t any = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, v + i, sizeof bits);
-    any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  if (any == 0) return -1;
-  for (size_t i = 0; i < n; ++i)
-    if (!std::isfinite(v[i])) return static_cast<int64_t>(i);
-  return -1;
 }
 
 // A frame whose values, each in range, overflow float where they combine (scales of 1e20 down a
