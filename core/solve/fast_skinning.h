@@ -3,6 +3,7 @@
 #ifndef SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 #define SKINNING_CORE_SOLVE_FAST_SKINNING_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,9 @@ int FastModelClusters(const FastModel& model);
 // Constraint sets whose solution operators the model keeps for its solvers (FastSolver::
 // SetConstraints): at most 4, and beyond the newest at most 64 MiB of them.
 int FastModelCachedConstraintSets(const FastModel& model);
+// The most memory those operators (and K̃ in float, which they share) have taken at once since the
+// model was made: grows as new sets come, never falls (a bound for a cache's accounting).
+size_t FastModelOperatorBytes(const FastModel& model);
 // #V by (m + extra) weights of the model (for LBS of the result).
 const Eigen::MatrixXd& FastModelWeights(const FastModel& model);
 

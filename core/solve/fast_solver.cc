@@ -154,6 +154,7 @@ struct OperatorCache {
   MatrixXfc kt;  // 3r by 4m': K̃ in float, the same for every set
   std::mutex mu;
   std::list<std::pair<std::string, std::shared_ptr<const ConstraintOperators>>> recent;  // guarded by mu
+  size_t most_bytes = 0;  // the most bytes the cache and kt held at once; guarded by mu
 
   // The operators under key, moved to the front; null when not cached.
   std::shared_ptr<const ConstraintOperators> FindLocked(const std::string& key) {
@@ -183,6 +184,9 @@ struct OperatorCache {
         ++it;
       }
     }
+    size_t held = sizeof(float) * static_cast<size_t>(kt.size());
+    for (const auto& [k, o] : recent) held += o->bytes();
+    most_bytes = std::max(most_bytes, held);
     return recent.front().second;
   }
 };
@@ -195,6 +199,12 @@ int FastModelCachedConstraintSets(const FastModel& model) {
   if (model.operators == nullptr) return 0;
   std::lock_guard<std::mutex> lock(model.operators->mu);
   return static_cast<int>(model.operators->recent.size());
+}
+
+size_t FastModelOperatorBytes(const FastModel& model) {
+  if (model.operators == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(model.operators->mu);
+  return model.operators->most_bytes;
 }
 
 namespace {

@@ -17,8 +17,10 @@ absl::Status FastApi::Solve(const CallContext& ctx, const v1::SolveRequest& req,
   RETURN_IF_ERROR(ctx.StillWanted());
   ASSIGN_OR_RETURN(std::unique_ptr<FastFrameSolver> solver, Open(ctx, req.bake()));
   if (req.warm_start_size() != 0) RETURN_IF_ERROR(solver->WarmStart(req.warm_start()));
-  return solver->Solve(req.constraints(), req.iteration_count(), req.outputs(), [&ctx] { return ctx.StillWanted(); },
-                       resp->mutable_solution());
+  const absl::Status s = solver->Solve(req.constraints(), req.iteration_count(), req.outputs(),
+                                       [&ctx] { return ctx.StillWanted(); }, resp->mutable_solution());
+  bakes_->store().ChargeGrowth(solver->bake());  // a new constraint set's operators
+  return s;
 }
 
 absl::Status FastApi::Session::Step(const v1::SolveSessionRequest& req, v1::SolveSessionResponse* resp) {
@@ -36,9 +38,10 @@ absl::Status FastApi::Session::Step(const v1::SolveSessionRequest& req, v1::Solv
   }
   resp->Clear();
   resp->set_sequence(req.sequence());
-  if (absl::Status s = solver_->Solve(req.constraints(), req.iteration_count(), req.outputs(), nullptr,
-                                      resp->mutable_solution());
-      !s.ok())
+  absl::Status s = solver_->Solve(req.constraints(), req.iteration_count(), req.outputs(), nullptr,
+                                  resp->mutable_solution());
+  api_->bakes_->store().ChargeGrowth(solver_->bake());  // a new constraint set's operators
+  if (!s.ok())
     return absl::Status(s.code(), absl::StrFormat("frame %d: %s", frames_ + 1, s.message()));  // from 1
   ++frames_;
   return absl::OkStatus();

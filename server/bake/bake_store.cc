@@ -215,6 +215,18 @@ const DqsLaneOrder& BakeStore::DqsLanes(const LoadedBake& bake) {
   return lanes;
 }
 
+void BakeStore::ChargeGrowth(const LoadedBake& bake) {
+  if (bake.payload == nullptr) return;
+  const size_t now = bake.payload->GrownBytes();
+  size_t was = bake.charged_growth.load();
+  while (now > was) {
+    if (bake.charged_growth.compare_exchange_weak(was, now)) {
+      loaded_.Grow(bake.bake_id, &bake, now - was);
+      return;
+    }
+  }
+}
+
 v1::Bake BakeFromStored(const internal::v1::StoredBake& header) {
   v1::Bake bake;
   bake.set_name(BakeName(header.rig_id(), header.bake_id()));

@@ -89,6 +89,10 @@ class BakeStore {
   // first call for the bake together with the payload's layout in it
   // (BakePayload::PrepareForLaneOrder); the cache then counts their bytes too.
   const DqsLaneOrder& DqsLanes(const LoadedBake& bake);
+  // Counts what the bake's payload has grown by since it was last counted
+  // (BakePayload::GrownBytes) in the cache, which may then evict older bakes. Cheap when it has
+  // not grown: callers call it after each use that may have grown it (a FAST solve).
+  void ChargeGrowth(const LoadedBake& bake);
 
   // The loaded bakes in memory.
   CacheStats cache_stats() const { return loaded_.stats(); }

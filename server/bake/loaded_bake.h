@@ -3,6 +3,7 @@
 #ifndef SKINNING_SERVER_BAKE_LOADED_BAKE_H_
 #define SKINNING_SERVER_BAKE_LOADED_BAKE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -27,6 +28,10 @@ class BakePayload {
   // before any frame gets the order: a payload with per-vertex data in `sparse`'s slots lays it
   // out in the order's rows and slots too, and returns the bytes that took (counted by the cache).
   virtual size_t PrepareForLaneOrder(const DqsLaneOrder& lanes, const SparseWeights& sparse) const { return 0; }
+  // Memory the payload has taken since the load for what it builds as it is used (a FAST model's
+  // constraint-set operators): the most it has held at once, so never falling. The cache counts
+  // it (BakeStore::ChargeGrowth).
+  virtual size_t GrownBytes() const { return 0; }
 };
 
 // A finished bake, ready for posing, GetWeights and FAST solves; immutable and shared (but for
@@ -51,6 +56,7 @@ struct LoadedBake {
   bool bone_weights = false;
   std::shared_ptr<const BakePayload> payload;  // the method's own part, or null
   size_t bytes = 0;                            // approximate memory footprint at load, for the cache
+  mutable std::atomic<size_t> charged_growth{0};  // the payload's GrownBytes the cache counts already
 
   const v1::BakeOptions& options() const { return header->options(); }
   const v1::BakeReport& report() const { return header->report(); }

@@ -15,6 +15,7 @@
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
+#include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -23,6 +24,7 @@ namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::DataPath;
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::ScrapeMetric;
 using ::skinning::testing::ServerProcess;
 using ::testing::HasSubstr;
 
@@ -30,7 +32,7 @@ class FastEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
     SKINNING_REQUIRE_DATA(DataPath("libigl/arm/arm.obj"));
-    server_ = std::make_unique<ServerProcess>(MakeTempDir("store"));
+    server_ = std::make_unique<ServerProcess>(MakeTempDir("store"), server_flags_);
     ClientOptions o;
     o.target = server_->address();
     o.deadline = std::chrono::seconds(120);
@@ -80,6 +82,7 @@ class FastEndToEnd : public ::testing::Test {
     for (int a = 0; a < 3; ++a) hand->add_target(static_cast<float>(target(a)));
     return req;
   }
+  std::vector<std::string> server_flags_;  // set by a derived fixture's constructor
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<Client> client_;
   TgfGraph graph_;
@@ -180,6 +183,58 @@ TEST_F(FastEndToEnd, UnarySolveReturnsVerticesAndNeedsAFastModel) {
   refused = client_->Solve(warm);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("warm_start[5] (handle 0) = nan is not finite"));
+}
+
+class FastCacheTest : public FastEndToEnd {
+ protected:
+  FastCacheTest() { server_flags_ = {"--metrics_address=127.0.0.1:0"}; }
+  double CacheBytes() { return ScrapeMetric(server_->metrics_port(), "skinning_bake_cache_bytes"); }
+  // DragHand with the hand's constrained point moved by `shift` along x: a constraint set of its
+  // own (its operators are built anew) of the same size as every other shift's.
+  v1::SolveRequest Drag(const std::string& bake, double shift) {
+    v1::SolveRequest req = DragHand(Eigen::Vector3d(graph_.C.row(graph_.E(3, 1))));
+    req.set_bake(bake);
+    req.mutable_constraints(1)->set_point(0, req.constraints(1).point(0) + static_cast<float>(shift));
+    return req;
+  }
+};
+
+// The operators a FAST model keeps for its last constraint sets (4 at most) are counted in the
+// bake cache (--bake_cache_mb), by the most they held at once: each new set adds its size, a set
+// used again or one that replaces a set dropped from the model's cache adds nothing, and a
+// session's sets count as a unary call's. The old server counted the model as loaded only: the
+// cache's bytes did not move however many sets were built (with 256 extra weights a set is 20 MB).
+TEST_F(FastCacheTest, ConstraintSetOperatorsAreCountedInTheBakeCache) {
+  const std::string bake = BakeFastModel();
+  ASSERT_TRUE(client_->Solve(Drag(bake, 0)).ok());  // loads the model; set 1
+  const double loaded = CacheBytes();
+  ASSERT_GT(loaded, 0);
+  ASSERT_TRUE(client_->Solve(Drag(bake, 0)).ok());
+  EXPECT_EQ(CacheBytes(), loaded) << "a set used again is not counted again";
+  std::vector<double> after = {loaded};
+  for (double shift : {0.01, 0.02}) {  // sets 2 and 3
+    ASSERT_TRUE(client_->Solve(Drag(bake, shift)).ok());
+    after.push_back(CacheBytes());
+  }
+  {  // set 4, in a session
+    auto session = client_->StartSolveSession(bake);
+    ASSERT_TRUE(session.ok()) << session.status();
+    v1::SolveSessionRequest frame;
+    frame.set_bake(bake);
+    *frame.mutable_constraints() = Drag(bake, 0.03).constraints();
+    ASSERT_TRUE((*session)->Write(frame).ok());
+    ASSERT_TRUE((*session)->Read().ok());
+    ASSERT_TRUE((*session)->Close().ok());
+    after.push_back(CacheBytes());
+  }
+  const double one_set = after[1] - after[0];
+  EXPECT_GT(one_set, 0) << "a new constraint set's operators are counted";
+  EXPECT_EQ(after[2] - after[1], one_set) << "set 3";
+  EXPECT_EQ(after[3] - after[2], one_set) << "set 4 (in a session)";
+  for (double shift : {0.04, 0.05}) {  // sets 5 and 6: the model keeps 4, so it holds no more
+    ASSERT_TRUE(client_->Solve(Drag(bake, shift)).ok());
+    EXPECT_EQ(CacheBytes(), after[3]) << "shift " << shift;
+  }
 }
 
 }  // namespace SKINNING_TEST_FILE
