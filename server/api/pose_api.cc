@@ -1,10 +1,16 @@
 #include "server/api/pose_api.h"
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
+
+uint64_t PoseApi::CostKey(const v1::PoseRequest& req) {
+  return absl::HashOf(req.rig(), req.bake(), static_cast<int>(req.deformer()), req.outputs().vertices(),
+                      req.outputs().normals(), req.outputs().transforms());
+}
 
 absl::Status PoseApi::Pose(const CallContext& ctx, const v1::PoseRequest& req, v1::PoseResponse* resp) {
   // A call that waited for a thread past its deadline is not worked on (the clock only: one

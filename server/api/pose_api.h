@@ -48,6 +48,10 @@ class PoseApi {
       : poser_(poser), max_clip_frames_(max_clip_frames), max_answer_bytes_(max_answer_bytes) {}
 
   absl::Status Pose(const CallContext& ctx, const v1::PoseRequest& req, v1::PoseResponse* resp);
+  // What decides a Pose call's cost, hashed: the rig and bake (loaded or not, their size), the
+  // deformer and the outputs. The doors run a call on their socket threads when the last one of
+  // its kind (and tenant) was quick (QuickKinds).
+  static uint64_t CostKey(const v1::PoseRequest& req);
   // RESOURCE_EXHAUSTED past the clip limit, and as soon as the frames made so far outgrow the
   // answer limit (before the rest are computed: a short request for many frames of a large rig
   // would otherwise build an answer of gigabytes only for the transport to refuse it); stops

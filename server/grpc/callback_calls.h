@@ -27,30 +27,16 @@
 #include <grpcpp/support/message_allocator.h>
 #include <grpcpp/support/server_callback.h>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "server/api/call_context.h"
+#include "server/api/quick.h"
 #include "server/grpc/grpc_status.h"
 
 namespace skinning {
 
 // Admits a call of either gRPC API (sync or callback) through the gate.
 absl::StatusOr<CallContext> AdmitGrpcCall(const CallGate& gate, grpc::ServerContextBase* ctx);
-
-// CPU seconds the calling thread has used.
-double ThreadCpuSeconds();
-
-// Quick: under 2 ms of CPU and 50 ms on the clock (under contention a quick frame can take long on
-// the clock; a wait on the store takes no CPU). Under 2 ms on the clock is quick without reading
-// the CPU clock again (CPU time cannot exceed it).
-struct QuickTimer {
-  QuickTimer();
-  bool Quick() const;
-  std::chrono::steady_clock::time_point wall;
-  double cpu;
-};
 
 // The pool that runs callback work that is not quick, the count of open sessions, and which
 // kinds of unary call were quick last time.
@@ -65,8 +51,8 @@ class CallbackHost {
 
   // Whether the last call of kind `key` (a hash of what decides its cost) was quick; false for a
   // kind not seen yet.
-  bool WasQuick(uint64_t key) const;
-  void RecordQuick(uint64_t key, bool quick);
+  bool WasQuick(uint64_t key) const { return quick_.WasQuick(key); }
+  void RecordQuick(uint64_t key, bool quick) { quick_.Record(key, quick); }
 
   // Counts a session in; false at the limit.
   bool TryOpen();
@@ -87,8 +73,7 @@ class CallbackHost {
   std::atomic<int> open_{0};
   std::atomic<int> idle_{0};
   std::unique_ptr<Pool> pool_;
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, bool> quick_ ABSL_GUARDED_BY(mu_);  // bounded: cleared when large
+  QuickKinds quick_;
 };
 
 // Request and response of a callback unary call allocated on one protobuf arena whose first

@@ -64,10 +64,7 @@ grpc::ServerUnaryReactor* PoseGrpcService::Pose(grpc::CallbackServerContext* ctx
     reactor->Finish(ToGrpcStatus(call.status()));
     return reactor;
   }
-  // What decides the call's cost: the rig and bake (loaded or not, their size), the deformer and
-  // whether vertices are computed.
-  const uint64_t kind = absl::HashOf(call->tenant(), req->rig(), req->bake(), static_cast<int>(req->deformer()),
-                                     req->outputs().vertices(), req->outputs().normals(), req->outputs().transforms());
+  const uint64_t kind = absl::HashOf(call->tenant(), PoseApi::CostKey(*req));
   auto run = [this, reactor, req, resp, kind, c = *std::move(call)] {
     const QuickTimer timer;
     const absl::Status s = api_->Pose(c, *req, resp);

@@ -15,12 +15,14 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "server/api/quick.h"
 #include "server/http/gzip.h"
 #include "server/http/proto_json.h"
 #include "server/http/ws_status.h"
@@ -176,6 +178,11 @@ absl::StatusOr<std::chrono::system_clock::time_point> Deadline(const HttpRequest
   return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
 }
 
+// A Connect error answer (JSON) with its HTTP status.
+HttpResponse ErrorResponse(const HttpRequest& req, unsigned http_status, const absl::Status& s) {
+  return MakeResponse(req, http_status, "application/json", ConnectErrorJson(s));
+}
+
 // A WebSocket session of a bidirectional method: one Step per frame. Counted like a gRPC
 // stream when the socket goes: handled with the status that closed it (OK when the client did),
 // handling seconds over its whole life.
@@ -256,6 +263,14 @@ ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics
   AddUnary(bake + "CancelBake", apis.bake, &BakeApi::CancelBake);
   AddUnary(bake + "GetWeights", apis.bake, &BakeApi::GetWeights);
   AddUnary(fast + "Solve", apis.fast, &FastApi::Solve);
+  // What decides a unary call's cost beyond its method and tenant (QuickKinds): for these two, the
+  // rig, bake and deformer; for the rest their method alone.
+  methods_[pose + "Pose"].cost_key = [](const Message& req) {
+    return PoseApi::CostKey(static_cast<const v1::PoseRequest&>(req));
+  };
+  methods_[fast + "Solve"].cost_key = [](const Message& req) {
+    return absl::HashOf(static_cast<const v1::SolveRequest&>(req).bake());
+  };
   {
     Method m;
     m.kind = Kind::kServerStream;
@@ -286,6 +301,13 @@ std::vector<std::string> ConnectService::Paths() const {
   return out;
 }
 
+void ConnectService::Handled(Metrics::MethodSeries* series, std::chrono::steady_clock::time_point start,
+                             const absl::Status& status) {
+  if (series == nullptr) return;
+  metrics_->Handled(*series, static_cast<int>(status.code())).Increment();
+  series->handling->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std::string& path) {
   const HttpRequest& req = exchange->request();
   const Method& m = methods_.at(path);
@@ -294,8 +316,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   const std::string json_type = stream ? "application/connect+json" : "application/json";
   const std::string proto_type = stream ? "application/connect+proto" : "application/proto";
   auto error = [&](unsigned http_status, const absl::Status& s) {
-    HttpResponse res = MakeResponse(req, http_status, "application/json", ConnectErrorJson(s));
-    exchange->Respond(std::move(res));
+    exchange->Respond(ErrorResponse(req, http_status, s));
   };
   if (media != json_type && media != proto_type) {
     HttpResponse res = MakeResponse(
@@ -316,7 +337,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     const absl::Status s = absl::UnimplementedError(
         absl::StrCat(header, " '", value, "' is not supported by ", path, " (send ",
                      header == coding_header ? "gzip or identity" : "identity", ")"));
-    HttpResponse res = MakeResponse(req, ConnectHttpStatus(s.code()), "application/json", ConnectErrorJson(s));
+    HttpResponse res = ErrorResponse(req, ConnectHttpStatus(s.code()), s);
     res.set(stream ? "Connect-Accept-Encoding" : "Accept-Encoding", "gzip, identity");
     return exchange->Respond(std::move(res));
   }
@@ -325,11 +346,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   Metrics::MethodSeries* series = m.series;
   const auto start = std::chrono::steady_clock::now();
   if (series) series->started->Increment();
-  auto finish = [&](const absl::Status& s) {
-    if (!series) return;
-    metrics_->Handled(*series, static_cast<int>(s.code())).Increment();
-    series->handling->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  };
+  auto finish = [this, series, start](const absl::Status& s) { Handled(series, start, s); };
 
   // Decode, admit, run.
   std::unique_ptr<Message> request(m.request->New());
@@ -356,35 +373,53 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   auto encode = [json](const Message& msg) { return json ? ToJson(msg) : msg.SerializeAsString(); };
 
   if (!stream) {
-    std::unique_ptr<Message> response(m.response->New());
-    if (status.ok()) status = m.unary(*ctx, *request, response.get());
-    std::string body;
-    if (status.ok()) {
-      body = encode(*response);
-      // The same bound as gRPC's on what it sends (JSON is about 3 times the binary size).
-      if (body.size() > options_.max_message_bytes)
-        status = absl::ResourceExhaustedError(absl::StrFormat(
-            "the answer (%d bytes%s) exceeds the server's message limit of %d MiB (--max_message_mb); ask for less "
-            "(fewer frames or outputs a call)%s",
-            body.size(), json ? " of JSON" : "", options_.max_message_bytes >> 20,
-            json ? ", or take it as application/proto (about a third of the size)" : ""));
+    if (!status.ok()) {
+      finish(status);
+      return error(ConnectHttpStatus(status.code()), status);
     }
-    finish(status);
-    if (!status.ok()) return error(ConnectHttpStatus(status.code()), status);
-    if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
-      auto accept = req.find(http::field::accept_encoding);
-      // Compression is an offer: if zlib fails, the answer goes plain.
-      absl::StatusOr<std::string> gz = absl::UnavailableError("gzip not accepted");
-      if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size())))
-        gz = Gzip(body, 1);
-      if (gz.ok()) {
-        HttpResponse res = MakeResponse(req, 200, media, *std::move(gz));
-        res.set(http::field::content_encoding, "gzip");
-        res.set(http::field::vary, "Accept-Encoding");
-        return exchange->Respond(std::move(res));
+    // On this socket thread when the last call of its kind was quick (QuickTimer), else on the
+    // server's pool, so that a long call (an elastic Pose, a clip, a rig from a large file) holds
+    // no socket thread: four such calls held every thread of the front door, as gRPC's sync
+    // calls held one each.
+    const uint64_t kind = absl::HashOf(path, ctx->tenant(), m.cost_key ? m.cost_key(*request) : 0);
+    std::shared_ptr<const Message> shared_request(std::move(request));
+    auto run = [this, exchange, &m, shared_request, kind, json, media, series, start, encode,
+                call = *std::move(ctx)] {
+      const HttpRequest& req = exchange->request();
+      const QuickTimer timer;
+      std::unique_ptr<Message> response(m.response->New());
+      absl::Status status = m.unary(call, *shared_request, response.get());
+      quick_.Record(kind, timer.Quick());
+      std::string body;
+      if (status.ok()) {
+        body = encode(*response);
+        // The same bound as gRPC's on what it sends (JSON is about 3 times the binary size).
+        if (body.size() > options_.max_message_bytes)
+          status = absl::ResourceExhaustedError(absl::StrFormat(
+              "the answer (%d bytes%s) exceeds the server's message limit of %d MiB (--max_message_mb); ask for less "
+              "(fewer frames or outputs a call)%s",
+              body.size(), json ? " of JSON" : "", options_.max_message_bytes >> 20,
+              json ? ", or take it as application/proto (about a third of the size)" : ""));
       }
-    }
-    exchange->Respond(MakeResponse(req, 200, media, std::move(body)));
+      Handled(series, start, status);
+      if (!status.ok()) return exchange->Respond(ErrorResponse(req, ConnectHttpStatus(status.code()), status));
+      if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
+        auto accept = req.find(http::field::accept_encoding);
+        // Compression is an offer: if zlib fails, the answer goes plain.
+        absl::StatusOr<std::string> gz = absl::UnavailableError("gzip not accepted");
+        if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size())))
+          gz = Gzip(body, 1);
+        if (gz.ok()) {
+          HttpResponse res = MakeResponse(req, 200, media, *std::move(gz));
+          res.set(http::field::content_encoding, "gzip");
+          res.set(http::field::vary, "Accept-Encoding");
+          return exchange->Respond(std::move(res));
+        }
+      }
+      exchange->Respond(MakeResponse(req, 200, media, std::move(body)));
+    };
+    if (quick_.WasQuick(kind) || exchange->server().stopping()) return run();
+    exchange->server().Post(std::move(run));
     return;
   }
   // Server streaming: HTTP 200 whatever happens; the end-of-stream message carries the status.

@@ -7,6 +7,8 @@
 #ifndef SKINNING_SERVER_HTTP_CONNECT_H_
 #define SKINNING_SERVER_HTTP_CONNECT_H_
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +23,7 @@
 #include "server/api/call_context.h"
 #include "server/api/fast_api.h"
 #include "server/api/pose_api.h"
+#include "server/api/quick.h"
 #include "server/api/rig_api.h"
 #include "server/http/connect_error.h"
 #include "server/http/http_server.h"
@@ -56,7 +59,9 @@ class ConnectService {
   // Every method path served, for documentation and the completeness test.
   std::vector<std::string> Paths() const;
 
-  // Answers a POST to a unary or server-streaming method. Blocks: call on a worker thread.
+  // Answers a POST to a unary or server-streaming method. A unary call runs on this thread when
+  // the last of its kind was quick, else on the server's pool (the answer is sent from there);
+  // a stream blocks: call it on a thread of its own.
   void Serve(const std::shared_ptr<Exchange>& exchange, const std::string& path);
 
   // A WebSocket session of a bidirectional method, admitted now (token from `authorization`):
@@ -76,7 +81,11 @@ class ConnectService {
         stream;
     std::function<std::unique_ptr<WebSocketHandler>(CallContext)> session;
     Metrics::MethodSeries* series = nullptr;  // unary and streaming calls' grpc_server_* series
+    // Unary: what decides a call's cost beyond its method and tenant, hashed (null: nothing).
+    std::function<uint64_t(const google::protobuf::Message&)> cost_key;
   };
+  // Counts a unary or streaming call's end in its grpc_server_* series (may be null).
+  void Handled(Metrics::MethodSeries* series, std::chrono::steady_clock::time_point start, const absl::Status& status);
   template <typename Api, typename Req, typename Resp>
   void AddUnary(const std::string& path, Api* api, absl::Status (Api::*fn)(const CallContext&, const Req&, Resp*));
   // A bidirectional method served as WebSocket sessions of api->OpenSession.
@@ -87,6 +96,7 @@ class ConnectService {
   Metrics* metrics_;
   const ConnectOptions options_;
   absl::flat_hash_map<std::string, Method> methods_;
+  QuickKinds quick_;  // which kinds of unary call were quick last time
 };
 
 }  // namespace skinning

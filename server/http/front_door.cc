@@ -47,6 +47,8 @@ std::string ContentTypeOf(const fs::path& p) {
 
 // Files up to this size are answered whole; larger ones in pieces (Exchange::SendFile).
 constexpr size_t kWholeFileBytes = 1 << 20;
+// A unary call's body up to this is decoded on the socket thread that read it.
+constexpr size_t kInlineBodyBytes = 1 << 20;
 
 // The file of `target` under `root`, or nullopt: no "..", no hidden segments, nothing under a
 // node_modules folder (the site's build tooling, 160 MB of it beside the viewer, is not content),
@@ -185,9 +187,10 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
         res.set(http::field::allow, "POST");
         return ex->Respond(std::move(res));
       }
-      // Unary calls run on the socket threads (there are as many as the front door's threads,
-      // so a call that blocks on the store holds one of them, as a gRPC call holds a thread);
-      // a watch lasts as long as its bake: on a thread of its own.
+      // A unary call runs on this socket thread when the last of its kind was quick, else on the
+      // pool (ConnectService::Serve); one with a body over 1 MiB (a rig, a large clip) is read
+      // on the pool too, since decoding it is work of its own. A watch lasts as long as its
+      // bake: on a thread of its own.
       if (kind == ConnectService::Kind::kServerStream) {
         if (ex->server().StartStreamThread([connect, ex, path] { connect->Serve(ex, path); })) return;
         return ex->Respond(ConnectError(
@@ -195,6 +198,7 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
             absl::ResourceExhaustedError(absl::StrCat("this replica's front door has ", ex->server().options().max_streams,
                                                       " streams open, its limit; retry later or watch over gRPC"))));
       }
+      if (req.body().size() > kInlineBodyBytes) return ex->server().Post([connect, ex, path] { connect->Serve(ex, path); });
       return connect->Serve(ex, path);
     }
     if (!opts->web_dir.empty() && (req.method() == http::verb::get || req.method() == http::verb::head)) {

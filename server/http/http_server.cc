@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api/client_errors.h"
+#include "server/api/quick.h"
 #include "server/http/connect_error.h"
 #include "server/http/framing.h"
 #include "server/http/ws_status.h"
@@ -433,15 +434,39 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     return budget > 0 && !outbox_.empty() && server_->ws_unsent_bytes_.load() >= budget;
   }
 
+  // One frame at a time, in order. On this socket thread when the session's last frame was quick
+  // (QuickTimer: most pose frames, no hand-off); the first frame (it opens the rig and bake, maybe
+  // from the store) and frames after a slow one on the server's pool, so that a long frame (a FAST
+  // set of 256 extra weights, 0.6 s; an elastic frame, 1 s) holds no socket thread: four such
+  // sessions held every thread of the front door, and every other call and session waited.
   void Step() {
     if (stepping_ || closing_ || inbox_.empty() || outbox_.size() >= Limit() || OverUnsentBudget()) return;
     stepping_ = true;
     Frame frame = std::move(inbox_.front());
     inbox_.pop_front();
-    // On this socket thread, like a unary call (a frame is one pose or one solve).
+    if (quick_ || server_->stopping()) return Stepped(Run(frame));
+    net::post(server_->workers_, [self = shared_from_this(), frame = std::move(frame)] {
+      net::post(self->ws_.get_executor(),
+                [self, reply = self->Run(frame)]() mutable { self->Stepped(std::move(reply)); });
+    });
+  }
+
+  absl::StatusOr<WebSocketHandler::Reply> Run(const Frame& frame) {
+    const QuickTimer timer;
     absl::StatusOr<WebSocketHandler::Reply> reply = handler_->OnFrame(frame.payload, frame.text);
+    quick_ = timer.Quick();
+    return reply;
+  }
+
+  // On the strand, with the frame's answer: it goes out even when the session is closing for the
+  // server's shutdown (a close waits for it: Write).
+  void Stepped(absl::StatusOr<WebSocketHandler::Reply> reply) {
     stepping_ = false;
-    if (!reply.ok()) return CloseWith(reply.status());
+    if (gone_) return;
+    if (!reply.ok()) {
+      if (close_pending_) return Write();  // closing already: that close's code stands
+      return CloseWith(reply.status());
+    }
     server_->ws_unsent_bytes_ += reply->payload.size();
     outbox_.push_back(*std::move(reply));
     Write();
@@ -452,7 +477,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   void Write() {
     if (writing_ || gone_) return;
     if (outbox_.empty()) {
-      if (close_pending_) DoClose();
+      if (close_pending_ && !stepping_) DoClose();  // else after the frame's answer (Stepped)
       return;
     }
     writing_ = true;
@@ -496,6 +521,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   std::deque<Frame> inbox_;
   std::deque<WebSocketHandler::Reply> outbox_;
   bool reading_ = false, stepping_ = false, writing_ = false;
+  bool quick_ = false;  // the last frame was quick (QuickTimer): the next runs on this thread
   bool closing_ = false, close_pending_ = false, gone_ = false, accepted_ = false;
   websocket::close_reason close_;
 };
@@ -716,14 +742,14 @@ void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
     acceptor_.close(ignored);
     accept_retry_.cancel();
   });
-  // Work in the pool and the streams' threads finish first (their writes fail once stopping;
-  // handlers see the server draining), then the sockets go with the io_context's queued
-  // operations.
+  // The streams' threads finish first (their writes fail once stopping; handlers see the server
+  // draining), then the sessions close, then the pool's work ends (a session's frame on the pool
+  // answers first: the pool is joined after the sessions are), then the sockets go with the
+  // io_context's queued operations.
   {
     std::unique_lock<std::mutex> lock(streams_mu_);
     streams_done_.wait(lock, [this] { return streams_ == 0; });
   }
-  workers_.join();
   // Open sessions are closed with a close frame rather than dropped: a browser sees 1006 for a
   // dropped socket and cannot tell it from a network failure.
   std::vector<std::shared_ptr<WebSocketSession>> open;
@@ -739,6 +765,7 @@ void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
     const auto deadline = std::max(sessions_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
     sessions_done_.wait_until(lock, deadline, [this] { return sessions_.empty(); });
   }
+  workers_.join();
   io_.stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();

@@ -38,10 +38,12 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 
 struct HttpServerOptions {
   std::string address;           // host:port; port 0 picks a free port
-  // Threads running the sockets and the routers' short calls (a unary call or a WebSocket frame
-  // runs on one, as a gRPC sync call holds a thread).
+  // Threads running the sockets and the routers' quick work (a unary call or a WebSocket frame
+  // whose last of its kind was quick).
   int io_threads = 8;
-  int worker_threads = 16;       // the pool for long work (Post): files, clips
+  // The pool for the rest (Post): files, metrics, unary calls and WebSocket frames not known to
+  // be quick.
+  int worker_threads = 16;
   // Streams that last as long as their subject (a bake's watch) run each on a thread of their
   // own (StartStreamThread), at most this many at once, so that they never hold the pool.
   int max_streams = 256;

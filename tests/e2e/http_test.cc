@@ -484,6 +484,76 @@ TEST(HttpWebSocketTest, AnUpgradeWithAMalformedKeyIsRefused) {
 
 // Calls through the front door count in the same grpc_server_* series as gRPC calls: a JSON
 // Pose by its code, a WebSocket session as a bidi stream handled when it closes.
+// A session's long frame runs on the front door's pool, not on the socket thread that read it:
+// with one socket thread (--http_threads=1), a unary call and another session's frames are
+// answered while a FAST frame of a new constraint set with 256 extra weights (about a second on
+// CesiumMan) computes. The old front door ran every frame on the socket threads: both waited
+// until the long frame was answered.
+TEST(HttpThreadsTest, ALongSessionFrameHoldsNoSocketThread) {
+  const std::string cesium = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(cesium);
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--http_threads=1"});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = std::chrono::seconds(120);
+  Client client(o);
+  auto created = client.CreateRigFromGltf(FileBytes(cesium));
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::BakeOptions fast;
+  fast.mutable_fast_model()->set_extra_weight_count(256);
+  auto started = client.StartBake(created->rig().name(), fast);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+
+  auto solve = WebSocketClient::Open(port, std::string(kFastService) + "SolveSession");
+  auto pose = WebSocketClient::Open(port, std::string(kPoseService) + "PoseSession");
+  ASSERT_TRUE(solve.ok() && pose.ok());
+  v1::PoseSessionRequest pose_frame;  // the rig's own weights, rest pose, transforms only
+  pose_frame.set_rig(created->rig().name());
+  pose_frame.mutable_outputs()->set_transforms(true);
+  ASSERT_TRUE((*pose)->Send(pose_frame.SerializeAsString(), false).ok());
+  ASSERT_TRUE((*pose)->Receive().ok()) << "the pose session's first frame";
+
+  v1::SolveSessionRequest frame;
+  frame.set_bake(started->bake().name());
+  v1::HandleConstraint* c = frame.add_constraints();
+  c->set_joint(0);
+  c->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
+  for (float x : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.5f}) c->add_target(x);
+  frame.set_iteration_count(1000);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  ASSERT_TRUE((*solve)->Send(frame.SerializeAsString(), false).ok());
+  Clock::time_point solved;
+  absl::Status solve_status;
+  std::thread reader([&] {
+    solve_status = (*solve)->Receive().status();
+    solved = Clock::now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  v1::GetRigRequest get;
+  get.set_name(created->rig().name());
+  v1::Rig got;
+  const absl::Status unary = ConnectUnary(port, std::string(kRigService) + "GetRig", get, &got, true);
+  const Clock::time_point unary_done = Clock::now();
+  ASSERT_TRUE((*pose)->Send(pose_frame.SerializeAsString(), false).ok());
+  const absl::Status posed = (*pose)->Receive().status();
+  const Clock::time_point pose_done = Clock::now();
+  reader.join();
+  ASSERT_TRUE(solve_status.ok()) << solve_status;
+  ASSERT_TRUE(unary.ok()) << unary;
+  ASSERT_TRUE(posed.ok()) << posed;
+  auto ms = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
+  std::printf("long frame answered at %.0f ms; GetRig at %.0f ms, a pose frame at %.0f ms\n", ms(solved),
+              ms(unary_done), ms(pose_done));
+  EXPECT_LT(ms(unary_done), ms(solved)) << "GetRig is answered while the long frame computes";
+  EXPECT_LT(ms(pose_done), ms(solved)) << "the other session's frame is answered while the long frame computes";
+}
+
 TEST(HttpMetricsTest, FrontDoorCallsCountInTheGrpcSeries) {
   ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0"});
   const int port = server.http_port();
