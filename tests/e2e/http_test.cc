@@ -22,6 +22,7 @@
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
+#include "tests/support/long_fast_frame.h"
 #include "tests/support/proto_bytes.h"
 #include "tests/support/raw_connection.h"
 #include "tests/support/server_process.h"
@@ -37,6 +38,9 @@ using ::skinning::testing::DataPath;
 using ::skinning::testing::DeterministicBytes;
 using ::skinning::testing::FileBytes;
 using ::skinning::testing::HttpCall;
+using ::skinning::testing::LongFastFrame;
+using ::skinning::testing::LongFastModel;
+using ::skinning::testing::BakeLongFastModel;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::HasWholeResponse;
 using ::skinning::testing::RawConnection;
@@ -482,8 +486,6 @@ TEST(HttpWebSocketTest, AnUpgradeWithAMalformedKeyIsRefused) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
-// Calls through the front door count in the same grpc_server_* series as gRPC calls: a JSON
-// Pose by its code, a WebSocket session as a bidi stream handled when it closes.
 // A session's long frame runs on the front door's pool, not on the socket thread that read it:
 // with one socket thread (--http_threads=1), a unary call and another session's frames are
 // answered while a FAST frame of a new constraint set with 256 extra weights (about a second on
@@ -499,32 +501,19 @@ TEST(HttpThreadsTest, ALongSessionFrameHoldsNoSocketThread) {
   o.target = server.address();
   o.deadline = std::chrono::seconds(120);
   Client client(o);
-  auto created = client.CreateRigFromGltf(FileBytes(cesium));
-  ASSERT_TRUE(created.ok()) << created.status();
-  v1::BakeOptions fast;
-  fast.mutable_fast_model()->set_extra_weight_count(256);
-  auto started = client.StartBake(created->rig().name(), fast);
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(baked.ok()) << baked.status();
-  ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+  const LongFastModel model = BakeLongFastModel(client);
+  ASSERT_FALSE(model.bake.empty());
 
   auto solve = WebSocketClient::Open(port, std::string(kFastService) + "SolveSession");
   auto pose = WebSocketClient::Open(port, std::string(kPoseService) + "PoseSession");
   ASSERT_TRUE(solve.ok() && pose.ok());
   v1::PoseSessionRequest pose_frame;  // the rig's own weights, rest pose, transforms only
-  pose_frame.set_rig(created->rig().name());
+  pose_frame.set_rig(model.rig);
   pose_frame.mutable_outputs()->set_transforms(true);
   ASSERT_TRUE((*pose)->Send(pose_frame.SerializeAsString(), false).ok());
   ASSERT_TRUE((*pose)->Receive().ok()) << "the pose session's first frame";
 
-  v1::SolveSessionRequest frame;
-  frame.set_bake(started->bake().name());
-  v1::HandleConstraint* c = frame.add_constraints();
-  c->set_joint(0);
-  c->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-  for (float x : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.5f}) c->add_target(x);
-  frame.set_iteration_count(1000);
+  const v1::SolveSessionRequest frame = LongFastFrame(model.bake);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   ASSERT_TRUE((*solve)->Send(frame.SerializeAsString(), false).ok());
@@ -536,7 +525,7 @@ TEST(HttpThreadsTest, ALongSessionFrameHoldsNoSocketThread) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   v1::GetRigRequest get;
-  get.set_name(created->rig().name());
+  get.set_name(model.rig);
   v1::Rig got;
   const absl::Status unary = ConnectUnary(port, std::string(kRigService) + "GetRig", get, &got, true);
   const Clock::time_point unary_done = Clock::now();
@@ -554,6 +543,8 @@ TEST(HttpThreadsTest, ALongSessionFrameHoldsNoSocketThread) {
   EXPECT_LT(ms(pose_done), ms(solved)) << "the other session's frame is answered while the long frame computes";
 }
 
+// Calls through the front door count in the same grpc_server_* series as gRPC calls: a JSON
+// Pose by its code, a WebSocket session as a bidi stream handled when it closes.
 TEST(HttpMetricsTest, FrontDoorCallsCountInTheGrpcSeries) {
   ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0"});
   const int port = server.http_port();

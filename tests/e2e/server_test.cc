@@ -22,13 +22,17 @@
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
+#include "tests/support/long_fast_frame.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
+using ::skinning::testing::BakeLongFastModel;
 using ::skinning::testing::BinaryPath;
+using ::skinning::testing::LongFastFrame;
+using ::skinning::testing::LongFastModel;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RunCommand;
@@ -205,26 +209,11 @@ TEST(ServerEndToEnd, SigtermWaitsForASessionsLongFrameThenClosesIt) {
   ClientOptions o = Options(server);
   o.deadline = std::chrono::seconds(120);
   Client client(o);
-  std::ifstream file(cesium, std::ios::binary);
-  const std::string glb((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  auto created = client.CreateRigFromGltf(glb);
-  ASSERT_TRUE(created.ok()) << created.status();
-  v1::BakeOptions fast;
-  fast.mutable_fast_model()->set_extra_weight_count(256);
-  auto started = client.StartBake(created->rig().name(), fast);
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(baked.ok()) << baked.status();
-  ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+  const LongFastModel model = BakeLongFastModel(client);
+  ASSERT_FALSE(model.bake.empty());
   auto session = WebSocketClient::Open(http, "/skinning.v1.FastService/SolveSession");
   ASSERT_TRUE(session.ok()) << session.status();
-  v1::SolveSessionRequest frame;
-  frame.set_bake(started->bake().name());
-  v1::HandleConstraint* c = frame.add_constraints();
-  c->set_joint(0);
-  c->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-  for (float x : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.5f}) c->add_target(x);
-  frame.set_iteration_count(1000);
+  v1::SolveSessionRequest frame = LongFastFrame(model.bake);
   for (int f = 0; f < 4; ++f) {
     frame.set_sequence(f);
     ASSERT_TRUE((*session)->Send(frame.SerializeAsString(), false).ok());
