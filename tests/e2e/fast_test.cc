@@ -82,6 +82,20 @@ class FastEndToEnd : public ::testing::Test {
     for (int a = 0; a < 3; ++a) hand->add_target(static_cast<float>(target(a)));
     return req;
   }
+  // A session on `bake` that has answered one frame of `constraints`; null (with a test failure)
+  // when a step fails.
+  std::unique_ptr<SolveSession> SessionAfterOneFrame(
+      const std::string& bake, const google::protobuf::RepeatedPtrField<v1::HandleConstraint>& constraints) {
+    auto session = client_->StartSolveSession(bake);
+    EXPECT_TRUE(session.ok()) << session.status();
+    if (!session.ok()) return nullptr;
+    v1::SolveSessionRequest frame;
+    frame.set_bake(bake);
+    *frame.mutable_constraints() = constraints;
+    const bool answered = (*session)->Write(frame).ok() && (*session)->Read().ok();
+    EXPECT_TRUE(answered) << "the session's first frame";
+    return answered ? *std::move(session) : nullptr;
+  }
   std::vector<std::string> server_flags_;  // set by a derived fixture's constructor
   std::unique_ptr<ServerProcess> server_;
   std::unique_ptr<Client> client_;
@@ -131,18 +145,14 @@ TEST_F(FastEndToEnd, StreamingSessionAnswersAThousandFramesInOrder) {
 // next frame once a second has passed. It used to go on solving from the model it had opened.
 TEST_F(FastEndToEnd, AnOpenSessionEndsWhenItsRigIsDeleted) {
   const std::string bake = BakeFastModel();
-  auto session = client_->StartSolveSession(bake);
-  ASSERT_TRUE(session.ok()) << session.status();
   v1::SolveSessionRequest frame;
-  frame.set_bake(bake);
   *frame.mutable_constraints() = DragHand(Eigen::Vector3d(graph_.C.row(graph_.E(3, 1)))).constraints();
-  ASSERT_TRUE((*session)->Write(frame).ok());
-  ASSERT_TRUE((*session)->Read().ok());
-  frame.clear_bake();
+  std::unique_ptr<SolveSession> session = SessionAfterOneFrame(bake, frame.constraints());
+  ASSERT_NE(session, nullptr);
   ASSERT_TRUE(client_->DeleteRig(rig_name_).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  ASSERT_TRUE((*session)->Write(frame).ok());
-  auto after = (*session)->Read();
+  ASSERT_TRUE(session->Write(frame).ok());
+  auto after = session->Read();
   EXPECT_EQ(after.status().code(), absl::StatusCode::kNotFound) << "the session solved on: " << after.status();
   EXPECT_THAT(after.status().message(), HasSubstr("frame 2: rig '" + rig_name_ + "' was deleted while the session was open"));
 }
@@ -217,14 +227,9 @@ TEST_F(FastCacheTest, ConstraintSetOperatorsAreCountedInTheBakeCache) {
     after.push_back(CacheBytes());
   }
   {  // set 4, in a session
-    auto session = client_->StartSolveSession(bake);
-    ASSERT_TRUE(session.ok()) << session.status();
-    v1::SolveSessionRequest frame;
-    frame.set_bake(bake);
-    *frame.mutable_constraints() = Drag(bake, 0.03).constraints();
-    ASSERT_TRUE((*session)->Write(frame).ok());
-    ASSERT_TRUE((*session)->Read().ok());
-    ASSERT_TRUE((*session)->Close().ok());
+    std::unique_ptr<SolveSession> session = SessionAfterOneFrame(bake, Drag(bake, 0.03).constraints());
+    ASSERT_NE(session, nullptr);
+    ASSERT_TRUE(session->Close().ok());
     after.push_back(CacheBytes());
   }
   const double one_set = after[1] - after[0];
