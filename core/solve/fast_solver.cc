@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -154,7 +155,9 @@ struct OperatorCache {
   MatrixXfc kt;  // 3r by 4m': K̃ in float, the same for every set
   std::mutex mu;
   std::list<std::pair<std::string, std::shared_ptr<const ConstraintOperators>>> recent;  // guarded by mu
-  size_t most_bytes = 0;  // the most bytes the cache and kt held at once; guarded by mu
+  // The most bytes the cache and kt held at once: written under mu, read without it (after every
+  // frame of every session: FastModelOperatorBytes).
+  std::atomic<size_t> most_bytes{0};
 
   // The operators under key, moved to the front; null when not cached.
   std::shared_ptr<const ConstraintOperators> FindLocked(const std::string& key) {
@@ -175,18 +178,18 @@ struct OperatorCache {
     if (std::shared_ptr<const ConstraintOperators> added = FindLocked(key)) return added;
     recent.emplace_front(key, std::move(ops));
     size_t bytes = 0, kept = 0;
+    size_t held = sizeof(float) * static_cast<size_t>(kt.size());  // kt and the sets kept
     for (auto it = recent.begin(); it != recent.end();) {
       bytes += it->second->bytes();
       if (kept > 0 && (kept >= kCachedSets || bytes > kCachedBytes)) {
         it = recent.erase(it);
       } else {
+        held += it->second->bytes();
         ++kept;
         ++it;
       }
     }
-    size_t held = sizeof(float) * static_cast<size_t>(kt.size());
-    for (const auto& [k, o] : recent) held += o->bytes();
-    most_bytes = std::max(most_bytes, held);
+    if (held > most_bytes.load()) most_bytes.store(held);  // written under mu only
     return recent.front().second;
   }
 };
@@ -202,9 +205,7 @@ int FastModelCachedConstraintSets(const FastModel& model) {
 }
 
 size_t FastModelOperatorBytes(const FastModel& model) {
-  if (model.operators == nullptr) return 0;
-  std::lock_guard<std::mutex> lock(model.operators->mu);
-  return model.operators->most_bytes;
+  return model.operators == nullptr ? 0 : model.operators->most_bytes.load();
 }
 
 namespace {
