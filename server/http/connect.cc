@@ -418,8 +418,10 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
       }
       exchange->Respond(MakeResponse(req, 200, media, std::move(body)));
     };
-    if (quick_.WasQuick(kind) || exchange->server().stopping()) return run();
-    exchange->server().Post(std::move(run));
+    // (A call with a large body was read on the pool already: it runs where it is.)
+    HttpServer& server = exchange->server();
+    if (quick_.WasQuick(kind) || server.stopping() || server.OnPool()) return run();
+    server.Post(std::move(run));
     return;
   }
   // Server streaming: HTTP 200 whatever happens; the end-of-stream message carries the status.

@@ -712,6 +712,8 @@ void HttpServer::AcceptLater(const beast::error_code& ec) {
 
 void HttpServer::Post(std::function<void()> work) { net::post(workers_, std::move(work)); }
 
+bool HttpServer::OnPool() { return workers_.get_executor().running_in_this_thread(); }
+
 bool HttpServer::StartStreamThread(std::function<void()> work) {
   {
     std::lock_guard<std::mutex> lock(streams_mu_);

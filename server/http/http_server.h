@@ -116,6 +116,8 @@ class HttpServer {
   // them (they see the server draining and end).
   bool StartStreamThread(std::function<void()> work);
   void Post(std::function<void()> work);
+  // Whether the calling thread is one of the pool's (work already there need not be posted again).
+  bool OnPool();
   // Stops accepting, closes every connection, joins the threads. Open WebSocket sessions get
   // the answers already computed and then a close frame, 4014 (UNAVAILABLE: the server is
   // shutting down, reconnect), waited for until `sessions_deadline` and at least a second,
