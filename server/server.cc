@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/util/process_stats.h"
 #include "core/util/status_macros.h"
 #include "server/grpc/tls.h"
 #include "server/store/instrumented_blob_store.h"
@@ -24,38 +25,67 @@ namespace {
 // The local queue's bakes that were queued or running when the server last stopped (a shutdown,
 // SIGKILL, a crash), queued again as StartBake queues them. A record whose bake is stored
 // meanwhile, whose rig is gone or whose options no longer validate goes; one the full queue
-// refuses stays for the next start.
+// refuses stays for the next start. A record whose server still runs on this machine (another
+// server on the same directory) is left to it; so is one that another server starting at the
+// same time took first (BakeStore::ClaimPending). A record from another machine (a shared
+// volume) is taken over: that machine's processes cannot be seen from here.
 void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
-  absl::StatusOr<std::vector<std::pair<std::string, internal::v1::PendingBake>>> pending = store.Pending();
+  absl::StatusOr<std::vector<BakeStore::PendingRecord>> pending = store.Pending();
   if (!pending.ok()) {
     std::printf("skinning-server bakes: cannot read the bakes to start again: %s\n",
                 std::string(pending.status().message()).c_str());
     return;
   }
   if (pending->empty()) return;
-  int queued = 0, done = 0, dropped = 0, kept = 0;
-  for (const auto& [bake_id, p] : *pending) {
+  const std::string host = HostName();
+  int queued = 0, done = 0, dropped = 0, kept = 0, others = 0;
+  for (const BakeStore::PendingRecord& record : *pending) {
+    const internal::v1::PendingBake& p = record.bake;
+    const std::string name = BakeName(p.rig_id(), record.bake_id);
+    if (p.host() == host && !p.writer().empty() && !WriterEnded(p.writer())) {
+      ++others;
+      std::printf("skinning-server bakes: %s is left to the server that queued it (pid %s, still running)\n",
+                  name.c_str(), p.writer().substr(0, p.writer().find('-')).c_str());
+      continue;
+    }
+    absl::StatusOr<bool> claimed = store.ClaimPending(record);
+    if (!claimed.ok()) {
+      ++kept;
+      std::printf("skinning-server bakes: %s is not started again now: %s\n", name.c_str(),
+                  std::string(claimed.status().message()).c_str());
+      continue;
+    }
+    if (!*claimed) {
+      ++others;
+      std::printf("skinning-server bakes: %s is left to another server that took it first\n", name.c_str());
+      continue;
+    }
     absl::StatusOr<StartedBake> started = bakes.Start(p.rig_id(), p.options(), p.tenant());
-    if (started.ok() && started->bake.name() == BakeName(p.rig_id(), bake_id) && !started->bake.done()) {
+    if (started.ok() && started->bake.name() == name && !started->bake.done()) {
       ++queued;
       continue;
     }
     if (absl::IsResourceExhausted(started.status()) || absl::IsUnavailable(started.status())) {
+      // The refusal deleted the record: it is written again, as the last run's, for the next start.
       ++kept;
+      if (absl::Status s = store.PutPending(record.bake_id, p); !s.ok())
+        std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n", name.c_str(),
+                    std::string(s.message()).c_str());
       continue;
     }
-    (void)store.DeletePending(bake_id);
+    (void)store.DeletePending(record.bake_id);
     if (started.ok()) {
       ++done;
     } else {
       ++dropped;
-      std::printf("skinning-server bakes: %s is not started again: %s\n", BakeName(p.rig_id(), bake_id).c_str(),
+      std::printf("skinning-server bakes: %s is not started again: %s\n", name.c_str(),
                   std::string(started.status().message()).c_str());
     }
   }
   std::printf("skinning-server bakes: %d of the last run's unfinished bakes queued again; %d stored already, %d "
-              "dropped, %d left for the next start (the queue is full)\n",
-              queued, done, dropped, kept);
+              "dropped, %d left for the next start (the queue is full or the store failed), %d left to other "
+              "servers on this store\n",
+              queued, done, dropped, kept, others);
   std::fflush(stdout);
 }
 

@@ -1,6 +1,11 @@
 #include "core/util/process_stats.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 
 #include <cstdio>
 #include <cstring>
@@ -70,6 +75,31 @@ int64_t ProcessStartTicks(pid_t pid) {
   }
   long long ticks = -1;
   return std::sscanf(p, " %lld", &ticks) == 1 ? ticks : -1;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
+  std::string host(name);
+  for (char& c : host)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.')) c = '_';
+  return host;
+}
+
+std::string ThisProcessWriter() {
+  static const std::string id = std::to_string(::getpid()) + "-" + std::to_string(ProcessStartTicks(::getpid()));
+  return id;
+}
+
+bool WriterEnded(const std::string& writer) {
+  const size_t dash = writer.find('-');
+  if (dash == std::string::npos || dash == 0 || dash > 9 || dash + 1 == writer.size()) return false;
+  for (size_t i = 0; i < writer.size(); ++i)
+    if (i != dash && !(writer[i] >= '0' && writer[i] <= '9')) return false;
+  const pid_t pid = static_cast<pid_t>(std::stol(writer.substr(0, dash)));
+  const int64_t start = ProcessStartTicks(pid);
+  if (start < 0) return ::kill(pid, 0) != 0 && errno == ESRCH;  // no /proc: the pid alone
+  return std::to_string(start) != writer.substr(dash + 1);
 }
 
 }  // namespace skinning

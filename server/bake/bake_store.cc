@@ -6,6 +6,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/util/process_stats.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/bake/bake_options.h"
@@ -82,23 +83,33 @@ absl::Status BakeStore::PutPending(const std::string& bake_id, const internal::v
 
 absl::Status BakeStore::DeletePending(const std::string& bake_id) { return blobs_->Delete(PendingKey(bake_id)).status(); }
 
-absl::StatusOr<std::vector<std::pair<std::string, internal::v1::PendingBake>>> BakeStore::Pending() {
+absl::StatusOr<std::vector<BakeStore::PendingRecord>> BakeStore::Pending() {
   ASSIGN_OR_RETURN(const std::vector<std::string> keys, blobs_->List(std::string(kPendingPrefix)));
-  std::vector<std::pair<std::string, internal::v1::PendingBake>> out;
+  std::vector<PendingRecord> out;
   for (const std::string& key : keys) {
     absl::string_view id = key;
     if (!absl::ConsumePrefix(&id, kPendingPrefix) || !absl::ConsumeSuffix(&id, kPendingSuffix)) continue;
     absl::StatusOr<std::string> bytes = blobs_->Get(key);
     if (absl::IsNotFound(bytes.status())) continue;  // ended meanwhile
     RETURN_IF_ERROR(bytes.status());
-    internal::v1::PendingBake pending;
-    if (!pending.ParseFromString(*bytes)) {
+    PendingRecord record;
+    if (!record.bake.ParseFromString(*bytes)) {
       (void)blobs_->Delete(key);
       continue;
     }
-    out.emplace_back(std::string(id), std::move(pending));
+    record.bake_id = std::string(id);
+    record.bytes = *std::move(bytes);
+    out.push_back(std::move(record));
   }
   return out;
+}
+
+absl::StatusOr<bool> BakeStore::ClaimPending(const PendingRecord& record) {
+  internal::v1::PendingBake mine = record.bake;
+  mine.set_host(HostName());
+  mine.set_writer(ThisProcessWriter());
+  const std::string key = PendingKey(record.bake_id);
+  return blobs_->WriteIf(key, record.bytes, {BlobStore::Write{key, mine.SerializeAsString()}});
 }
 
 absl::StatusOr<bool> BakeStore::Delete(const std::string& rig_id, const std::string& bake_id) {

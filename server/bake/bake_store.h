@@ -82,8 +82,16 @@ class BakeStore {
   // queued, deleted when it ends, read at start to queue them again (SkinningServer::Start).
   absl::Status PutPending(const std::string& bake_id, const internal::v1::PendingBake& pending);
   absl::Status DeletePending(const std::string& bake_id);
-  // Every record, with its bake id; records that do not parse are skipped (and deleted).
-  absl::StatusOr<std::vector<std::pair<std::string, internal::v1::PendingBake>>> Pending();
+  struct PendingRecord {
+    std::string bake_id;
+    internal::v1::PendingBake bake;
+    std::string bytes;  // as stored (ClaimPending compares them)
+  };
+  // Every record; records that do not parse are skipped (and deleted).
+  absl::StatusOr<std::vector<PendingRecord>> Pending();
+  // Makes `record` this process's (its host and writer) if the store still holds record.bytes
+  // under its key; false when another server took it or removed it first (BlobStore::WriteIf).
+  absl::StatusOr<bool> ClaimPending(const PendingRecord& record);
 
   // The bake's DQS vertex order (LoadedBake::dqs_lanes, for its bone weights), prepared on the
   // first call for the bake together with the payload's layout in it

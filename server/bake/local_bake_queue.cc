@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/util/process_stats.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -139,6 +140,8 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   *pending.mutable_options() = spec.options;
   pending.set_tenant(spec.tenant);
   pending.set_queued_unix_ms(TimeUtil::TimestampToMilliseconds(Now()));
+  pending.set_host(HostName());
+  pending.set_writer(ThisProcessWriter());
   if (absl::Status s = store_->PutPending(spec.bake_id, pending); !s.ok()) {
     std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n",
                 BakeName(spec.rig_id, spec.bake_id).c_str(), std::string(s.message()).c_str());

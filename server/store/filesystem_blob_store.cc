@@ -36,23 +36,6 @@ constexpr char kLockName[] = ".write-lock";
 // Temporary files older than this when a store opens are leftovers of a crash, whoever wrote them.
 constexpr std::chrono::minutes kLeftoverAge{10};
 
-// This machine's name as temporary files carry it (dots kept: the pid and counter follow).
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "host";
-  std::string host(name);
-  for (char& c : host)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.')) c = '_';
-  return host;
-}
-
-// This process as temporary files name their writer: "<pid>-<start time>" (a pid alone could be
-// a new process's: a restarted container is pid 1 again).
-std::string WriterId() {
-  static const std::string id = absl::StrCat(::getpid(), "-", ProcessStartTicks(::getpid()));
-  return id;
-}
-
 // A temporary file "<target>.tmp.<host>.<pid>-<start>.<counter>" of a write that no longer
 // runs: this host's, and no process <pid> started at <start> exists. Other hosts' files (a
 // shared volume) and files of older forms wait for kLeftoverAge.
@@ -64,15 +47,7 @@ bool WriterGone(const std::string& filename, const std::string& host) {
   if (counter_dot == std::string::npos || counter_dot == 0) return false;
   const size_t writer_dot = rest.rfind('.', counter_dot - 1);
   if (writer_dot == std::string::npos || rest.substr(0, writer_dot) != host) return false;
-  const std::string writer = rest.substr(writer_dot + 1, counter_dot - writer_dot - 1);
-  const size_t dash = writer.find('-');
-  if (dash == std::string::npos || dash == 0 || dash > 9 || dash + 1 == writer.size()) return false;
-  for (size_t i = 0; i < writer.size(); ++i)
-    if (i != dash && !(writer[i] >= '0' && writer[i] <= '9')) return false;
-  const pid_t pid = static_cast<pid_t>(std::stol(writer.substr(0, dash)));
-  const int64_t start = ProcessStartTicks(pid);
-  if (start < 0) return ::kill(pid, 0) != 0 && errno == ESRCH;  // no /proc: the pid alone
-  return std::to_string(start) != writer.substr(dash + 1);
+  return WriterEnded(rest.substr(writer_dot + 1, counter_dot - writer_dot - 1));
 }
 
 absl::Status CheckKey(const std::string& key) {
@@ -115,7 +90,7 @@ class FilesystemBlobStore : public BlobStore {
     // must not share a temporary file, and a store opening knows whose leftovers it sees.
     static std::atomic<uint64_t> counter{0};
     static const std::string host = HostName();
-    const std::string tmp = absl::StrFormat("%s.tmp.%s.%s.%d", target.string(), host, WriterId(), counter++);
+    const std::string tmp = absl::StrFormat("%s.tmp.%s.%s.%d", target.string(), host, ThisProcessWriter(), counter++);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("create", key);
     const std::string header = BlobHeader(bytes);

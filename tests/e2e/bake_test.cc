@@ -653,6 +653,73 @@ TEST(BakeJobs, UnfinishedBakesAreStartedAgainAfterARestart) {
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
+// Two servers on one store directory (one machine): a server that starts while another runs a
+// bake leaves that bake's record to it, so the bake is not computed twice. Once the first server
+// is gone, the next start takes the record over. The second server used to queue the bake again.
+TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
+  const std::string store = MakeTempDir("store");
+  auto first = std::make_unique<ServerProcess>(store);
+  Client client(Options(*first));
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto started = client.StartBake(reg->rig().name(), Bbw(80));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string bake = started->bake().name();
+  auto got_going = client.WatchBake(bake, [](const v1::Bake& b) { return b.metadata().state() != v1::BAKE_STATE_RUNNING; });
+  ASSERT_TRUE(got_going.ok()) << got_going.status();
+  ASSERT_EQ(got_going->metadata().state(), v1::BAKE_STATE_RUNNING);
+  {
+    ServerProcess second(store);
+    EXPECT_THAT(second.Output(), HasSubstr(absl::StrCat(bake, " is left to the server that queued it (pid ",
+                                                        first->pid(), ", still running)")));
+    EXPECT_THAT(second.Output(), HasSubstr("0 of the last run's unfinished bakes queued again"));
+    EXPECT_THAT(second.Output(), HasSubstr("1 left to other servers on this store"));
+    EXPECT_EQ(second.Stop(SIGTERM), 0);
+  }
+  EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the record stays with the running bake";
+  EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
+  ServerProcess third(store);
+  EXPECT_THAT(third.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
+  EXPECT_THAT(third.Output(), HasSubstr("0 left to other servers on this store"));
+  ClientOptions o = Options(third);
+  o.deadline = std::chrono::seconds(120);
+  Client again(o);
+  auto done = again.WatchBake(bake, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty());
+  EXPECT_EQ(third.Stop(SIGTERM), 0);
+}
+
+// A restarted server whose queue cannot take every unfinished bake (--bake_queue=0, one worker)
+// keeps the records it refused for the next start. They used to be deleted by the refusal, so
+// the next start found only the bake that ran.
+TEST(BakeJobs, UnfinishedBakesAFullQueueRefusesAreKeptForTheNextStart) {
+  const std::string store = MakeTempDir("store");
+  {
+    ServerProcess server(store);
+    Client client(Options(server));
+    auto reg = client.CreateRig(TubeWithoutWeights());
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    for (int resolution : {80, 72}) {  // the first runs, the second waits behind it
+      auto started = client.StartBake(reg->rig().name(), Bbw(resolution));
+      ASSERT_TRUE(started.ok()) << started.status();
+    }
+    ASSERT_EQ(server.Stop(SIGTERM), 0);
+  }
+  ASSERT_EQ(StoredFiles(store, "bakejobs/").size(), 2u);
+  {
+    ServerProcess server(store, {"--bake_queue=0"});
+    EXPECT_THAT(server.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
+    EXPECT_THAT(server.Output(), HasSubstr("1 left for the next start"));
+    ASSERT_EQ(server.Stop(SIGTERM), 0);
+  }
+  EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 2u);
+  ServerProcess server(store);
+  EXPECT_THAT(server.Output(), HasSubstr("2 of the last run's unfinished bakes queued again"));
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 class BakeBadInputTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -3,6 +3,9 @@
 // from their header.
 #include "server/bake/local_bake_queue.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -13,6 +16,8 @@
 
 #include "server/bake/bake_options.h"
 #include "server/bake/bake_store.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/process_stats.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -98,6 +103,7 @@ class LocalBakeQueueTest : public ::testing::Test {
  protected:
   void SetUp() override { Open(MakeTempDir("bakes")); }
   void Open(const std::string& dir, LocalBakeQueueOptions options = {}) {
+    dir_ = dir;
     if (runner_) runner_->Release();
     queue_.reset();
     runner_.reset();
@@ -114,6 +120,7 @@ class LocalBakeQueueTest : public ::testing::Test {
     queue_.reset();
   }
 
+  std::string dir_;
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> rigs_;
   std::unique_ptr<BakeStore> store_;
@@ -290,6 +297,60 @@ TEST_F(LocalBakeQueueTest, ShutdownCancelsQueuedAndRunningBakes) {
     EXPECT_THAT(bake->error().message(), HasSubstr("shut down"));
   }
   EXPECT_EQ(queue_->Start(Job(3)).status().code(), absl::StatusCode::kUnavailable);
+}
+
+// A queued bake's record names its server (machine and process). A record whose server has
+// ended is taken over by one server only when two start on the store at once
+// (BakeStore::ClaimPending): the second's claim, made from what it read before the first's,
+// fails.
+TEST_F(LocalBakeQueueTest, ARecordNamesItsServerAndOnlyOneServerTakesOverAnEndedServersRecord) {
+  ASSERT_TRUE(queue_->Start(Job(1)).ok());
+  absl::StatusOr<std::vector<BakeStore::PendingRecord>> records = store_->Pending();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].bake.host(), HostName());
+  EXPECT_EQ((*records)[0].bake.writer(), ThisProcessWriter());
+  EXPECT_FALSE(WriterEnded(ThisProcessWriter()));
+
+  // A real process that has ended, named as a server names itself (read while it is a zombie).
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  const std::string ended = absl::StrCat(child, "-", ProcessStartTicks(child));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WriterEnded(ended)) << ended;
+
+  const BakeJob job = Job(2);
+  internal::v1::PendingBake theirs;
+  theirs.set_rig_id(kRig);
+  *theirs.mutable_options() = job.options;
+  theirs.set_host(HostName());
+  theirs.set_writer(ended);
+  ASSERT_TRUE(store_->PutPending(job.bake_id, theirs).ok());
+  absl::StatusOr<std::unique_ptr<BlobStore>> opened = OpenFilesystemBlobStore(dir_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const std::shared_ptr<BlobStore> other_blobs = *std::move(opened);
+  RigStore other_rigs(other_blobs, 1 << 20);
+  BakeStore other(other_blobs, &other_rigs, &RecipeRegistry::Default(), 1 << 20);
+  auto ours = store_->Pending();
+  auto seen_by_other = other.Pending();
+  ASSERT_TRUE(ours.ok() && seen_by_other.ok());
+  ASSERT_EQ(ours->size(), 2u);
+  ASSERT_EQ(seen_by_other->size(), 2u);
+  auto find = [&](std::vector<BakeStore::PendingRecord>& in) -> const BakeStore::PendingRecord& {
+    return in[0].bake_id == job.bake_id ? in[0] : in[1];
+  };
+  ASSERT_EQ(find(*ours).bake.writer(), ended);
+  absl::StatusOr<bool> first = store_->ClaimPending(find(*ours));
+  absl::StatusOr<bool> second = other.ClaimPending(find(*seen_by_other));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(*first);
+  EXPECT_FALSE(*second);
+  auto after = other.Pending();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(find(*after).bake.writer(), ThisProcessWriter());
+  EXPECT_EQ(find(*after).bake.rig_id(), kRig);
 }
 
 }  // namespace SKINNING_TEST_FILE
