@@ -590,6 +590,19 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
+// Watches the bake named `bake` on `server` (started again there after a restart) to its end,
+// through a client that waits up to 120 s: it must succeed and leave no record in `store`
+// (bakejobs/).
+void ExpectStartedAgainAndSucceeds(ServerProcess& server, const std::string& store, const std::string& bake) {
+  ClientOptions o = Options(server);
+  o.deadline = std::chrono::seconds(120);
+  Client client(o);
+  auto done = client.WatchBake(bake, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "every record goes with its bake's end";
+}
+
 // Without --redis, the bakes queued or running when the server stops (SIGTERM or SIGKILL) are
 // started again by the server restarted on the same store: each has a record in the store from
 // when it is queued until it ends (bakejobs/). One cancelled with CancelBake is not. They used to
@@ -643,13 +656,7 @@ TEST(BakeJobs, UnfinishedBakesAreStartedAgainAfterARestart) {
   }
   ServerProcess server(store);
   EXPECT_THAT(server.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
-  ClientOptions o = Options(server);
-  o.deadline = std::chrono::seconds(120);
-  Client client(o);
-  auto done = client.WatchBake(running, [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok()) << done.status();
-  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
-  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "every record goes with its bake's end";
+  ExpectStartedAgainAndSucceeds(server, store, running);
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
@@ -681,13 +688,7 @@ TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   ServerProcess third(store);
   EXPECT_THAT(third.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
   EXPECT_THAT(third.Output(), HasSubstr("0 left to other servers on this store"));
-  ClientOptions o = Options(third);
-  o.deadline = std::chrono::seconds(120);
-  Client again(o);
-  auto done = again.WatchBake(bake, [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok()) << done.status();
-  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
-  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty());
+  ExpectStartedAgainAndSucceeds(third, store, bake);
   EXPECT_EQ(third.Stop(SIGTERM), 0);
 }
 
