@@ -1,7 +1,9 @@
 #include "server/server.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -25,11 +27,13 @@ namespace {
 // The local queue's bakes that were queued or running when the server last stopped (a shutdown,
 // SIGKILL, a crash), queued again as StartBake queues them. A record whose bake is stored
 // meanwhile, whose rig is gone or whose options no longer validate goes; one the full queue
-// refuses stays for the next start. A record whose server still runs on this machine (another
+// refuses stays, to be tried again. A record whose server still runs on this machine (another
 // server on the same directory) is left to it; so is one that another server starting at the
 // same time took first (BakeStore::ClaimPending). A record from another machine (a shared
-// volume) is taken over: that machine's processes cannot be seen from here.
-void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
+// volume) is taken over at start only: that machine's processes cannot be seen from here. At start
+// (`at_start`) every record left to another server is named and the counts are printed; later
+// (PendingBakeAdopter) the counts only when a record was queued or dropped.
+void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start) {
   absl::StatusOr<std::vector<BakeStore::PendingRecord>> pending = store.Pending();
   if (!pending.ok()) {
     std::printf("skinning-server bakes: cannot read the bakes to start again: %s\n",
@@ -42,10 +46,17 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
   for (const BakeStore::PendingRecord& record : *pending) {
     const internal::v1::PendingBake& p = record.bake;
     const std::string name = BakeName(p.rig_id(), record.bake_id);
-    if (p.host() == host && !p.writer().empty() && !WriterEnded(p.writer())) {
+    // After the start, another machine's records are left alone: their server cannot be seen,
+    // and taking them over every few seconds would have two machines bake each other's bakes.
+    if (!at_start && p.host() != host) {
       ++others;
-      std::printf("skinning-server bakes: %s is left to the server that queued it (pid %s, still running)\n",
-                  name.c_str(), p.writer().substr(0, p.writer().find('-')).c_str());
+      continue;
+    }
+    if (p.host() == host && !p.writer().empty() && !WriterEnded(p.writer())) {
+      ++others;  // this server's own records too, after the start
+      if (at_start)
+        std::printf("skinning-server bakes: %s is left to the server that queued it (pid %s, still running)\n",
+                    name.c_str(), p.writer().substr(0, p.writer().find('-')).c_str());
       continue;
     }
     absl::StatusOr<bool> claimed = store.ClaimPending(record);
@@ -66,9 +77,13 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
       continue;
     }
     if (absl::IsResourceExhausted(started.status()) || absl::IsUnavailable(started.status())) {
-      // The refusal deleted the record: it is written again, as the last run's, for the next start.
+      // The refusal deleted the record: it is written again as no running server's, so that the
+      // next try (here, or by another server of this machine, or at the next start) takes it.
       ++kept;
-      if (absl::Status s = store.PutPending(record.bake_id, p); !s.ok())
+      internal::v1::PendingBake again = p;
+      again.set_host(host);
+      again.clear_writer();
+      if (absl::Status s = store.PutPending(record.bake_id, again); !s.ok())
         std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n", name.c_str(),
                     std::string(s.message()).c_str());
       continue;
@@ -82,10 +97,10 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes) {
                   std::string(started.status().message()).c_str());
     }
   }
-  std::printf("skinning-server bakes: %d of the last run's unfinished bakes queued again; %d stored already, %d "
-              "dropped, %d left for the next start (the queue is full or the store failed), %d left to other "
-              "servers on this store\n",
-              queued, done, dropped, kept, others);
+  if (!at_start && queued + done + dropped == 0) return;
+  std::printf("skinning-server bakes: %d of %s unfinished bakes queued again; %d stored already, %d dropped, %d "
+              "left to try again (the queue is full or the store failed), %d left to other servers on this store\n",
+              queued, at_start ? "the last run's" : "ended servers'", done, dropped, kept, others);
   std::fflush(stdout);
 }
 
@@ -103,6 +118,37 @@ BakeQueueStats QueueStats(RedisBakeQueue& queue) {
 }
 
 }  // namespace
+
+// Without --redis, every kEvery: the records of bakes whose server ended while this one runs
+// (another server on the same directory, stopped or killed) are taken over, and records a full
+// queue refused are tried again (ResumePendingBakes, as at start).
+class PendingBakeAdopter {
+ public:
+  static constexpr std::chrono::seconds kEvery{5};
+  PendingBakeAdopter(BakeStore* store, Bakes* bakes)
+      : thread_([this, store, bakes] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!cv_.wait_for(lock, kEvery, [this] { return stop_; })) {
+            lock.unlock();
+            ResumePendingBakes(*store, *bakes, /*at_start=*/false);
+            lock.lock();
+          }
+        }) {}
+  ~PendingBakeAdopter() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the others are built
+};
 
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options) {
   if (options.redis_address.empty()) return OpenFilesystemBlobStore(options.store_dir);
@@ -188,7 +234,10 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->bake_queue_ = std::move(queue);
   }
   s->bakes_ = std::make_unique<Bakes>(s->rigs_.get(), s->bake_store_.get(), s->bake_queue_.get(), &recipes);
-  if (options.redis_address.empty()) ResumePendingBakes(*s->bake_store_, *s->bakes_);
+  if (options.redis_address.empty()) {
+    ResumePendingBakes(*s->bake_store_, *s->bakes_, /*at_start=*/true);
+    s->adopter_ = std::make_unique<PendingBakeAdopter>(s->bake_store_.get(), s->bakes_.get());
+  }
   s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
   // The services' logic, then their gRPC adapters.
   if (options.max_gltf_reads < 0 || options.gltf_read_queue < 0)
@@ -331,6 +380,7 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   // Bakes in progress are cancelled (nothing half-done is stored). The local queue keeps their
   // records, so the server restarted on this store starts them again; the Redis queue hands them
   // back to another worker.
+  adopter_.reset();  // takes no record over from now on
   bake_queue_->Shutdown();
   // New calls are refused with UNAVAILABLE while draining (clients retry elsewhere); wait for the
   // ones in flight, then shut down at once. gRPC's own Shutdown(deadline) would wait for the

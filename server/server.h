@@ -37,6 +37,8 @@
 
 namespace skinning {
 
+class PendingBakeAdopter;  // server.cc
+
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 picks a free port
   int threads = 0;  // max gRPC sync threads (each unary call but Pose, each WatchBake, in flight holds one); 0 = 128
@@ -164,6 +166,7 @@ class SkinningServer {
   std::unique_ptr<BakeQueue> bake_queue_;  // LocalBakeQueue, or RedisBakeQueue with --redis
   RedisBakeQueue* redis_queue_ = nullptr;   // bake_queue_ when it is the Redis one
   std::unique_ptr<Bakes> bakes_;
+  std::unique_ptr<PendingBakeAdopter> adopter_;  // without --redis; stopped before the queue
   std::unique_ptr<Poser> poser_;
   std::unique_ptr<UploadGate> uploads_;
   std::unique_ptr<RigApi> rig_api_;

@@ -662,7 +662,8 @@ TEST(BakeJobs, UnfinishedBakesAreStartedAgainAfterARestart) {
 
 // Two servers on one store directory (one machine): a server that starts while another runs a
 // bake leaves that bake's record to it, so the bake is not computed twice. Once the first server
-// is gone, the next start takes the record over. The second server used to queue the bake again.
+// is gone, the second takes the record over within seconds (PendingBakeAdopter) and bakes it.
+// The second server used to queue the bake again at its start.
 TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   const std::string store = MakeTempDir("store");
   auto first = std::make_unique<ServerProcess>(store);
@@ -675,27 +676,30 @@ TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   auto got_going = client.WatchBake(bake, [](const v1::Bake& b) { return b.metadata().state() != v1::BAKE_STATE_RUNNING; });
   ASSERT_TRUE(got_going.ok()) << got_going.status();
   ASSERT_EQ(got_going->metadata().state(), v1::BAKE_STATE_RUNNING);
-  {
-    ServerProcess second(store);
-    EXPECT_THAT(second.Output(), HasSubstr(absl::StrCat(bake, " is left to the server that queued it (pid ",
-                                                        first->pid(), ", still running)")));
-    EXPECT_THAT(second.Output(), HasSubstr("0 of the last run's unfinished bakes queued again"));
-    EXPECT_THAT(second.Output(), HasSubstr("1 left to other servers on this store"));
-    EXPECT_EQ(second.Stop(SIGTERM), 0);
-  }
+  ServerProcess second(store);
+  EXPECT_THAT(second.Output(), HasSubstr(absl::StrCat(bake, " is left to the server that queued it (pid ",
+                                                      first->pid(), ", still running)")));
+  EXPECT_THAT(second.Output(), HasSubstr("0 of the last run's unfinished bakes queued again"));
+  EXPECT_THAT(second.Output(), HasSubstr("1 left to other servers on this store"));
   EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the record stays with the running bake";
   EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
-  ServerProcess third(store);
-  EXPECT_THAT(third.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
-  EXPECT_THAT(third.Output(), HasSubstr("0 left to other servers on this store"));
-  ExpectStartedAgainAndSucceeds(third, store, bake);
-  EXPECT_EQ(third.Stop(SIGTERM), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  const std::string adopted = "1 of ended servers' unfinished bakes queued again";
+  while (second.Output().find(adopted) == std::string::npos &&
+         std::chrono::steady_clock::now() - killed < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_THAT(second.Output(), HasSubstr(adopted));
+  std::printf("taken over %.1f s after the first server was killed\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
+  ExpectStartedAgainAndSucceeds(second, store, bake);
+  EXPECT_EQ(second.Stop(SIGTERM), 0);
 }
 
 // A restarted server whose queue cannot take every unfinished bake (--bake_queue=0, one worker)
-// keeps the records it refused for the next start. They used to be deleted by the refusal, so
-// the next start found only the bake that ran.
-TEST(BakeJobs, UnfinishedBakesAFullQueueRefusesAreKeptForTheNextStart) {
+// keeps the records it refused: the next start finds them, and a running server tries them again
+// every few seconds (PendingBakeAdopter), so the refused bake runs once the worker is free. The
+// refusal used to delete the record: the next start found only the bake that ran.
+TEST(BakeJobs, UnfinishedBakesAFullQueueRefusesAreKeptAndTriedAgain) {
   const std::string store = MakeTempDir("store");
   {
     ServerProcess server(store);
@@ -709,16 +713,22 @@ TEST(BakeJobs, UnfinishedBakesAFullQueueRefusesAreKeptForTheNextStart) {
     ASSERT_EQ(server.Stop(SIGTERM), 0);
   }
   ASSERT_EQ(StoredFiles(store, "bakejobs/").size(), 2u);
-  {
+  for (int start = 0; start < 2; ++start) {
     ServerProcess server(store, {"--bake_queue=0"});
-    EXPECT_THAT(server.Output(), HasSubstr("1 of the last run's unfinished bakes queued again"));
-    EXPECT_THAT(server.Output(), HasSubstr("1 left for the next start"));
+    EXPECT_THAT(server.Output(), HasSubstr("1 of the last run's unfinished bakes queued again")) << "start " << start;
+    EXPECT_THAT(server.Output(), HasSubstr("1 left to try again")) << "start " << start;
+    if (start == 1) {  // the second start runs on: the refused bake is queued once the first ends
+      const std::string tried = "1 of ended servers' unfinished bakes queued again";
+      const auto t0 = std::chrono::steady_clock::now();
+      while (server.Output().find(tried) == std::string::npos &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(90))
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      EXPECT_THAT(server.Output(), HasSubstr(tried));
+      EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the first bake ended and took its record";
+    }
     ASSERT_EQ(server.Stop(SIGTERM), 0);
+    if (start == 0) EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 2u) << "the refused record is kept";
   }
-  EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 2u);
-  ServerProcess server(store);
-  EXPECT_THAT(server.Output(), HasSubstr("2 of the last run's unfinished bakes queued again"));
-  EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
 class BakeBadInputTest : public ::testing::Test {
