@@ -78,18 +78,23 @@ v1::BakeOptions Bbw(int resolution) {
   return options;
 }
 
-// Starts a bake of `rig` and watches it to its end: the finished bake, or a failure recorded and
-// an empty name when it did not succeed.
+// Watches the bake named `name` to its end: the finished bake, or a failure recorded and an
+// empty name when it did not succeed.
+v1::Bake WatchToSuccess(Client& client, const std::string& name) {
+  auto done = client.WatchBake(name, [](const v1::Bake&) { return true; });
+  EXPECT_TRUE(done.ok()) << name << ": " << done.status();
+  if (!done.ok()) return {};
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << name << ": " << done->error().message();
+  if (done->metadata().state() != v1::BAKE_STATE_SUCCEEDED) return {};
+  return *done;
+}
+
+// Starts a bake of `rig` and watches it to its end, as WatchToSuccess.
 v1::Bake BakeToTheEnd(Client& client, const std::string& rig, const v1::BakeOptions& options) {
   auto started = client.StartBake(rig, options);
   EXPECT_TRUE(started.ok()) << started.status();
   if (!started.ok()) return {};
-  auto done = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  EXPECT_TRUE(done.ok()) << done.status();
-  if (!done.ok()) return {};
-  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
-  if (done->metadata().state() != v1::BAKE_STATE_SUCCEEDED) return {};
-  return *done;
+  return WatchToSuccess(client, started->bake().name());
 }
 
 TEST(BakeJobs, ProgressIsMonotonicAndReachesOneThenWeightsAreServed) {
@@ -180,9 +185,8 @@ TEST(BakeJobs, RepeatedStartReturnsTheSameJobOrTheStoredResultWithoutRecomputing
   EXPECT_EQ(second->bake().name(), first->bake().name());
   EXPECT_FALSE(second->created());
   EXPECT_FALSE(second->bake().done()) << "the first bake has not finished yet";
-  auto done = client.WatchBake(first->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok());
-  ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  const v1::Bake done = WatchToSuccess(client, first->bake().name());
+  ASSERT_FALSE(done.name().empty());
   const auto path = StoredBakePath(store, first->bake().name());
   const auto written = std::filesystem::last_write_time(path);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -196,9 +200,9 @@ TEST(BakeJobs, RepeatedStartReturnsTheSameJobOrTheStoredResultWithoutRecomputing
   EXPECT_FALSE(third->created());
   EXPECT_EQ(third->bake().metadata().state(), v1::BAKE_STATE_SUCCEEDED);
   EXPECT_EQ(third->bake().response().report().total_duration().nanos(),
-            done->response().report().total_duration().nanos());
+            done.response().report().total_duration().nanos());
   EXPECT_EQ(third->bake().response().report().total_duration().seconds(),
-            done->response().report().total_duration().seconds());
+            done.response().report().total_duration().seconds());
   EXPECT_EQ(std::filesystem::last_write_time(path), written) << "the stored bake was not rewritten";
 
   // Different options are a different bake.
@@ -273,9 +277,7 @@ TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
     auto started = client.StartBake(rig_name, options);
     ASSERT_TRUE(started.ok()) << started.status();
     bake_name = started->bake().name();
-    auto done = client.WatchBake(bake_name, [](const v1::Bake&) { return true; });
-    ASSERT_TRUE(done.ok());
-    ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    ASSERT_FALSE(WatchToSuccess(client, bake_name).name().empty());
     auto w = client.GetWeights(bake_name, v1::WEIGHTS_FORMAT_DENSE);
     ASSERT_TRUE(w.ok());
     before = *w;
@@ -321,9 +323,7 @@ TEST(BakeJobs, StoredWeightsAreServedAfterARestart) {
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   EXPECT_EQ(restarted->bake().name(), bake_name);
   EXPECT_NE(restarted->bake().metadata().state(), v1::BAKE_STATE_SUCCEEDED) << "answered from the damaged header";
-  auto redone = again.WatchBake(bake_name, [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(redone.ok()) << redone.status();
-  ASSERT_EQ(redone->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << redone->error().message();
+  ASSERT_FALSE(WatchToSuccess(again, bake_name).name().empty());
   auto mended = again.GetWeights(bake_name, v1::WEIGHTS_FORMAT_DENSE);
   ASSERT_TRUE(mended.ok()) << mended.status();
   EXPECT_EQ(mended->weights().SerializeAsString(), before.weights().SerializeAsString());
@@ -597,9 +597,7 @@ void ExpectStartedAgainAndSucceeds(ServerProcess& server, const std::string& sto
   ClientOptions o = Options(server);
   o.deadline = std::chrono::seconds(120);
   Client client(o);
-  auto done = client.WatchBake(bake, [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok()) << done.status();
-  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  ASSERT_FALSE(WatchToSuccess(client, bake).name().empty());
   EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "every record goes with its bake's end";
 }
 
@@ -640,11 +638,7 @@ TEST(BakeJobs, UnfinishedBakesAreStartedAgainAfterARestart) {
     ClientOptions o = Options(server);
     o.deadline = std::chrono::seconds(120);
     Client client(o);
-    for (const std::string& name : {running, queued}) {
-      auto done = client.WatchBake(name, [](const v1::Bake&) { return true; });
-      ASSERT_TRUE(done.ok()) << name << ": " << done.status();
-      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << name << ": " << done->error().message();
-    }
+    for (const std::string& name : {running, queued}) ASSERT_FALSE(WatchToSuccess(client, name).name().empty());
     EXPECT_EQ(client.GetBake(cancelled).status().code(), absl::StatusCode::kNotFound);
     // Killed while running: the same.
     auto d = client.StartBake(rig, Bbw(48));
