@@ -76,7 +76,7 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
           "comma-separated origins (https://app.example.com) whose pages may call the front door; "
           "'*' allows any; empty = same-origin pages and non-browser clients only");
 ABSL_FLAG(std::string, web_dir, "web", "folder of the browser viewer served at / by the front door; empty = none");
-ABSL_FLAG(int, http_threads, 4, "threads of the front door: its sockets and the quick unary calls and session frames run on them; as many more (at least 2) run files and the calls and frames not known to be quick");
+ABSL_FLAG(int, http_threads, 4, "threads of the front door: its sockets and the quick unary calls and session frames run on them; as many more (at least 2) run the calls and frames not known to be quick; 2 more read the files of --web_dir");
 ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this");
 ABSL_FLAG(int, http_max_connections, 10000,
           "front-door connections (WebSockets included) open at once; one more is answered 503 with Retry-After "

@@ -202,7 +202,8 @@ HttpServer::Router FrontDoorRouter(ConnectService* connect, FrontDoorOptions opt
       return connect->Serve(ex, path);
     }
     if (!opts->web_dir.empty() && (req.method() == http::verb::get || req.method() == http::verb::head)) {
-      return ex->server().Post([ex, opts, path] {
+      // On the file threads: the pool may be held by slow calls and frames.
+      return ex->server().PostFile([ex, opts, path] {
         const HttpRequest& req = ex->request();
         std::optional<fs::path> file = StaticFile(opts->web_dir, path);
         if (!file) return ex->Respond(MakeResponse(req, 404, "text/plain; charset=utf-8", "not found\n"));

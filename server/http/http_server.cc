@@ -602,7 +602,8 @@ HttpServer::HttpServer(const HttpServerOptions& options, Router router)
       io_(std::max(1, options.io_threads)),
       acceptor_(net::make_strand(io_)),
       accept_retry_(acceptor_.get_executor()),
-      workers_(static_cast<size_t>(std::max(1, options.worker_threads))) {}
+      workers_(static_cast<size_t>(std::max(1, options.worker_threads))),
+      file_workers_(static_cast<size_t>(std::max(1, options.file_threads))) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Router router) {
   const size_t colon = options.address.rfind(':');
@@ -712,6 +713,8 @@ void HttpServer::AcceptLater(const beast::error_code& ec) {
 
 void HttpServer::Post(std::function<void()> work) { net::post(workers_, std::move(work)); }
 
+void HttpServer::PostFile(std::function<void()> work) { net::post(file_workers_, std::move(work)); }
+
 bool HttpServer::OnPool() { return workers_.get_executor().running_in_this_thread(); }
 
 bool HttpServer::StartStreamThread(std::function<void()> work) {
@@ -768,6 +771,7 @@ void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
     sessions_done_.wait_until(lock, deadline, [this] { return sessions_.empty(); });
   }
   workers_.join();
+  file_workers_.join();
   io_.stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();

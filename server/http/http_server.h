@@ -41,9 +41,12 @@ struct HttpServerOptions {
   // Threads running the sockets and the routers' quick work (a unary call or a WebSocket frame
   // whose last of its kind was quick).
   int io_threads = 8;
-  // The pool for the rest (Post): files, metrics, unary calls and WebSocket frames not known to
-  // be quick.
+  // The pool for the rest (Post): unary calls and WebSocket frames not known to be quick, and
+  // the metrics.
   int worker_threads = 16;
+  // Threads that read the static files (PostFile), apart from the worker pool: a file never waits
+  // behind slow calls and frames, which may hold every worker for seconds.
+  int file_threads = 2;
   // Streams that last as long as their subject (a bake's watch) run each on a thread of their
   // own (StartStreamThread), at most this many at once, so that they never hold the pool.
   int max_streams = 256;
@@ -116,6 +119,8 @@ class HttpServer {
   // them (they see the server draining and end).
   bool StartStreamThread(std::function<void()> work);
   void Post(std::function<void()> work);
+  // Runs `work` (reading a static file) on the file threads.
+  void PostFile(std::function<void()> work);
   // Whether the calling thread is one of the pool's (work already there need not be posted again).
   bool OnPool();
   // Stops accepting, closes every connection, joins the threads. Open WebSocket sessions get
@@ -155,6 +160,7 @@ class HttpServer {
   boost::asio::steady_timer accept_retry_;     // on the acceptor's strand
   std::chrono::milliseconds accept_backoff_{0};  // 0 = the last accept succeeded
   boost::asio::thread_pool workers_;
+  boost::asio::thread_pool file_workers_;
   std::vector<std::thread> io_threads_;
   std::atomic<bool> stopping_{false};
   bool at_connection_limit_ = false;  // on the acceptor's strand: logged once per episode

@@ -721,7 +721,9 @@ TEST(BakeJobs, UnfinishedBakesAFullQueueRefusesAreKeptAndTriedAgain) {
       EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the first bake ended and took its record";
     }
     ASSERT_EQ(server.Stop(SIGTERM), 0);
-    if (start == 0) EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 2u) << "the refused record is kept";
+    if (start == 0) {
+      EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 2u) << "the refused record is kept";
+    }
   }
 }
 

@@ -86,8 +86,11 @@ class HttpCancelTest : public ::testing::Test {
     queued_ = queued->bake().name();
   }
   void TearDown() override {
-    for (const std::string& bake : {running_, queued_})
-      if (!bake.empty()) EXPECT_TRUE(client_->CancelBake(bake).ok()) << bake;
+    for (const std::string& bake : {running_, queued_}) {
+      if (!bake.empty()) {
+        EXPECT_TRUE(client_->CancelBake(bake).ok()) << bake;
+      }
+    }
   }
 
   // A watch of a bake that does not exist: NOT_FOUND at once, once a thread serves it.

@@ -543,6 +543,59 @@ TEST(HttpThreadsTest, ALongSessionFrameHoldsNoSocketThread) {
   EXPECT_LT(ms(pose_done), ms(solved)) << "the other session's frame is answered while the long frame computes";
 }
 
+// The viewer's files are read on threads of their own: with --http_threads=1 the pool has two
+// threads, and two sessions' long FAST frames (a new constraint set each) hold both. A file asked
+// for meanwhile is answered at once. When files were read on the pool, it waited for one of the
+// frames to end.
+TEST(HttpThreadsTest, SlowFramesOnEveryPoolThreadDoNotHoldBackTheViewersFiles) {
+  const std::string cesium = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(cesium);
+  const std::string web = MakeTempDir("web");
+  std::ofstream(web + "/index.html") << "<p>viewer</p>\n";
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--http_threads=1", "--web_dir=" + web});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = std::chrono::seconds(120);
+  Client client(o);
+  const LongFastModel model = BakeLongFastModel(client);
+  ASSERT_FALSE(model.bake.empty());
+
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  std::vector<std::unique_ptr<WebSocketClient>> sessions;
+  for (int joint : {0, 1}) {
+    auto ws = WebSocketClient::Open(port, std::string(kFastService) + "SolveSession");
+    ASSERT_TRUE(ws.ok()) << ws.status();
+    ASSERT_TRUE((*ws)->Send(LongFastFrame(model.bake, joint).SerializeAsString(), false).ok());
+    sessions.push_back(*std::move(ws));
+  }
+  std::vector<Clock::time_point> solved(sessions.size());
+  std::vector<absl::Status> solve_status(sessions.size());
+  std::vector<std::thread> readers;
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    readers.emplace_back([&, i] {
+      solve_status[i] = sessions[i]->Receive().status();
+      solved[i] = Clock::now();
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto file = HttpCall(port, "GET", "/index.html");
+  const Clock::time_point file_done = Clock::now();
+  for (std::thread& t : readers) t.join();
+  for (const absl::Status& s : solve_status) ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->status, 200);
+  EXPECT_EQ(file->body, "<p>viewer</p>\n");
+  auto ms = [&](Clock::time_point t) { return std::chrono::duration<double, std::milli>(t - t0).count(); };
+  std::printf("long frames answered at %.0f and %.0f ms; the file at %.0f ms\n", ms(solved[0]), ms(solved[1]),
+              ms(file_done));
+  EXPECT_LT(ms(file_done), std::min(ms(solved[0]), ms(solved[1])))
+      << "the file is answered while both long frames hold the pool";
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 // Calls through the front door count in the same grpc_server_* series as gRPC calls: a JSON
 // Pose by its code, a WebSocket session as a bidi stream handled when it closes.
 TEST(HttpMetricsTest, FrontDoorCallsCountInTheGrpcSeries) {

@@ -36,12 +36,13 @@ inline LongFastModel BakeLongFastModel(Client& client) {
   return {created->rig().name(), started->bake().name()};
 }
 
-// The long frame: the root joint moved by 0.5 along z, 1,000 iterations.
-inline v1::SolveSessionRequest LongFastFrame(const std::string& bake) {
+// The long frame: joint `joint` (the root by default) moved by 0.5 along z, 1,000 iterations.
+// Frames of different joints are different constraint sets, each computed anew.
+inline v1::SolveSessionRequest LongFastFrame(const std::string& bake, int joint = 0) {
   v1::SolveSessionRequest frame;
   frame.set_bake(bake);
   v1::HandleConstraint* c = frame.add_constraints();
-  c->set_joint(0);
+  c->set_joint(joint);
   c->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
   for (float x : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.5f}) c->add_target(x);
   frame.set_iteration_count(1000);
