@@ -12,6 +12,8 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -33,11 +35,28 @@ namespace {
 // volume) is taken over at start only: that machine's processes cannot be seen from here. At start
 // (`at_start`) every record left to another server is named and the counts are printed; later
 // (PendingBakeAdopter) the counts only when a record was queued or dropped.
-void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start) {
+//
+// `failures` (the adopter's; null at start) holds the failure lines printed since the store last
+// answered every step: a failure that lasts is printed once, not every pass, and its end once.
+void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start,
+                        absl::flat_hash_set<std::string>* failures = nullptr) {
+  bool failed = false;
+  auto failure = [&](std::string line) {
+    failed = true;
+    if (failures != nullptr && !failures->insert(line).second) return;
+    std::printf("skinning-server bakes: %s\n", line.c_str());
+    std::fflush(stdout);  // the adopter may print nothing else for a long time
+  };
+  // After the pass: the end of a failure printed before.
+  auto ended = absl::MakeCleanup([&] {
+    if (failures == nullptr || failed || failures->empty()) return;
+    failures->clear();
+    std::printf("skinning-server bakes: the store answers again; unfinished bakes are taken over as before\n");
+    std::fflush(stdout);
+  });
   absl::StatusOr<std::vector<BakeStore::PendingRecord>> pending = store.Pending();
   if (!pending.ok()) {
-    std::printf("skinning-server bakes: cannot read the bakes to start again: %s\n",
-                std::string(pending.status().message()).c_str());
+    failure(absl::StrCat("cannot read the bakes to start again: ", pending.status().message()));
     return;
   }
   if (pending->empty()) return;
@@ -62,8 +81,7 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start) {
     absl::StatusOr<bool> claimed = store.ClaimPending(record);
     if (!claimed.ok()) {
       ++kept;
-      std::printf("skinning-server bakes: %s is not started again now: %s\n", name.c_str(),
-                  std::string(claimed.status().message()).c_str());
+      failure(absl::StrCat(name, " is not started again now: ", claimed.status().message()));
       continue;
     }
     if (!*claimed) {
@@ -84,8 +102,7 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start) {
       again.set_host(host);
       again.clear_writer();
       if (absl::Status s = store.PutPending(record.bake_id, again); !s.ok())
-        std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n", name.c_str(),
-                    std::string(s.message()).c_str());
+        failure(absl::StrCat(name, " will not be started again after a restart: ", s.message()));
       continue;
     }
     (void)store.DeletePending(record.bake_id);
@@ -128,9 +145,10 @@ class PendingBakeAdopter {
   PendingBakeAdopter(BakeStore* store, Bakes* bakes)
       : thread_([this, store, bakes] {
           std::unique_lock<std::mutex> lock(mu_);
+          absl::flat_hash_set<std::string> failures;  // this thread's only
           while (!cv_.wait_for(lock, kEvery, [this] { return stop_; })) {
             lock.unlock();
-            ResumePendingBakes(*store, *bakes, /*at_start=*/false);
+            ResumePendingBakes(*store, *bakes, /*at_start=*/false, &failures);
             lock.lock();
           }
         }) {}

@@ -689,6 +689,49 @@ TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   EXPECT_EQ(second.Stop(SIGTERM), 0);
 }
 
+// A store failure that lasts is printed once by the adopter, not every 5 s, and its end once.
+// The failure is real: the store's WriteIf lock file (.write-lock) is replaced by a directory, so
+// taking over the ended server's record fails (EISDIR) until it is put back. The adopter printed
+// "is not started again now" on every pass.
+TEST(BakeJobs, AStoreFailureThatLastsIsPrintedOnceByTheAdopterAndItsEndOnce) {
+  const std::string store = MakeTempDir("store");
+  auto first = std::make_unique<ServerProcess>(store);
+  Client client(Options(*first));
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  auto started = client.StartBake(reg->rig().name(), Bbw(80));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string bake = started->bake().name();
+  ServerProcess second(store);
+  ASSERT_THAT(second.Output(), HasSubstr("1 left to other servers on this store"));
+  const std::filesystem::path lock = std::filesystem::path(store) / ".write-lock";
+  std::filesystem::remove(lock);
+  std::filesystem::create_directory(lock);
+  EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
+  // At least two passes of the adopter (every 5 s) while the lock cannot be opened.
+  std::this_thread::sleep_for(std::chrono::milliseconds(11000));
+  const std::string failed = absl::StrCat(bake, " is not started again now: ");
+  auto count = [&](const std::string& what) {
+    const std::string out = second.Output();
+    int n = 0;
+    for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(failed), 1) << second.Output();
+  EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the record stays while it cannot be taken over";
+  std::filesystem::remove(lock);
+  const auto mended = std::chrono::steady_clock::now();
+  const std::string adopted = "1 of ended servers' unfinished bakes queued again";
+  while (second.Output().find(adopted) == std::string::npos &&
+         std::chrono::steady_clock::now() - mended < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_THAT(second.Output(), HasSubstr(adopted));
+  EXPECT_EQ(count("the store answers again"), 1);
+  EXPECT_EQ(count(failed), 1);
+  ExpectStartedAgainAndSucceeds(second, store, bake);
+  EXPECT_EQ(second.Stop(SIGTERM), 0);
+}
+
 // A restarted server whose queue cannot take every unfinished bake (--bake_queue=0, one worker)
 // keeps the records it refused: the next start finds them, and a running server tries them again
 // every few seconds (PendingBakeAdopter), so the refused bake runs once the worker is free. The
