@@ -299,7 +299,8 @@ std::optional<int64_t> RedisBakeQueue::PersistInteger(const std::vector<std::str
     if (r.ok()) return (*r)->type == REDIS_REPLY_INTEGER ? static_cast<int64_t>((*r)->integer) : int64_t{1};
     if (stopping_ && attempt >= 2) return std::nullopt;
     if (!absl::IsUnavailable(r.status()) && attempt >= 7) {
-      std::printf("skinning-server bake queue: gave up on %s after %d tries: %s\n", what.c_str(), attempt + 1,
+      // The message names `what` already ("bake queue: end job: redis replied OOM …").
+      std::printf("skinning-server bake queue: gave up after %d tries: %s\n", attempt + 1,
                   std::string(r.status().message()).c_str());
       std::fflush(stdout);
       return std::nullopt;

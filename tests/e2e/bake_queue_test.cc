@@ -363,6 +363,46 @@ TEST_F(BakeQueueTest, AWorkerThatStallsPastItsLeaseIsTakenOverAndWritesNothingMo
   watch.ExpectNeverWentBack();
 }
 
+// A Redis that refuses writes (OOM at maxmemory, a refusal that is not "unavailable") while a bake
+// runs: the worker cannot store the result, nor the job's end, and gives up on the end after 8
+// tries (about 4 s) instead of holding its thread for ever; the job, still pending in the stream,
+// is taken again once Redis takes writes, and the bake ends SUCCEEDED, computed to the end once
+// more. The maxmemory refusal is real (CONFIG SET maxmemory on the test's redis-server).
+TEST_F(BakeQueueTest, ARedisRefusingWritesMidBakeEndsTheWorkersTriesAndTheBakeIsDoneOnceItTakesWritesAgain) {
+  auto started = api_client_->StartBake(rig_, SlowBbw());
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string name = started->bake().name();
+  ServerProcess* runner = RunnerWellIntoTheBake(name);
+  ASSERT_NE(runner, nullptr) << "no worker took the bake";
+  auto redis = ConnectRedis(redis_->port());
+  auto config = [&](const char* bytes) {
+    RedisReply r(static_cast<redisReply*>(redisCommand(redis.get(), "CONFIG SET maxmemory %s", bytes)));
+    return r && r->type == REDIS_REPLY_STATUS;
+  };
+  ASSERT_TRUE(config("1"));  // every write is now refused with OOM (noeviction, Redis's default)
+  const std::string gave_up = "gave up after 8 tries: bake queue: end job: redis replied OOM";
+  const auto refused = std::chrono::steady_clock::now();
+  while (runner->Output().find(gave_up) == std::string::npos &&
+         std::chrono::steady_clock::now() - refused < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_THAT(runner->Output(), ::testing::HasSubstr(gave_up));
+  auto now = api_client_->GetBake(name);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_FALSE(now->done()) << "nothing could be written: the bake is not reported ended";
+  ASSERT_TRUE(config("0"));  // writes are taken again
+  auto done = api_client_->WatchBake(name, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_EQ(SumMetricReaching({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}", 1),
+            1);
+  // The worker that gave up is free: a second bake runs (whichever worker takes it).
+  auto second = api_client_->StartBake(rig_, SlowBbw(40));
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto second_done = api_client_->WatchBake(second->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(second_done.ok()) << second_done.status();
+  EXPECT_EQ(second_done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << second_done->error().message();
+}
+
 class BakeQueueRestartTest : public BakeQueueTest {
  protected:
   BakeQueueRestartTest() { persistent_ = true; }
