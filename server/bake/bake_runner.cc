@@ -28,7 +28,10 @@ absl::StatusOr<Eigen::MatrixXd> BakeRunner::SourceWeights(const LoadedRig& rig, 
 }
 
 static absl::Status RigDeleted(const std::string& rig_id, const char* when) {
-  return absl::NotFoundError(absl::StrCat("rig '", RigName(rig_id), "' was deleted ", when, "; nothing was stored"));
+  // "Deleted" is what the server sees; a store that lost its data (Redis emptied or restarted
+  // without persistence) looks the same, and the caller then only needs to register it again.
+  return absl::NotFoundError(absl::StrCat("rig '", RigName(rig_id), "' was deleted ", when,
+                                          " (by DeleteRig, or the store lost it: register it again); nothing was stored"));
 }
 
 absl::Status BakeRunner::CheckRigStored(const std::string& rig_id, const char* when) const {

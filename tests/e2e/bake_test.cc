@@ -396,7 +396,8 @@ TEST(BakeJobs, ABakeWhoseRigIsDeletedWhileItRunsEndsFailedAndStoresNothing) {
   ASSERT_TRUE(watch->status.ok()) << watch->status;
   EXPECT_EQ(watch->last.metadata().state(), v1::BAKE_STATE_FAILED) << watch->last.DebugString();
   EXPECT_EQ(watch->last.error().code(), static_cast<int>(absl::StatusCode::kNotFound));
-  EXPECT_THAT(watch->last.error().message(), HasSubstr("was deleted while its bake ran"));
+  EXPECT_THAT(watch->last.error().message(),
+              HasSubstr("was deleted while its bake ran (by DeleteRig, or the store lost it: register it again)"));
   EXPECT_FALSE(StoredBakeExists(store, watch->last.name()));
 }
 
