@@ -125,7 +125,8 @@ class BakeQueueTest : public ::testing::Test {
   void SetUp() override {
     redis_ = std::make_unique<RedisProcess>(persistent_);
     const std::string redis = "--redis=" + redis_->address();
-    const std::vector<std::string> common = {redis, "--metrics_address=127.0.0.1:0", "--bake_lease_ms=2000"};
+    std::vector<std::string> common = {redis, "--metrics_address=127.0.0.1:0", "--bake_lease_ms=2000"};
+    common.insert(common.end(), extra_flags_.begin(), extra_flags_.end());
     auto with = [&](std::vector<std::string> extra) {
       extra.insert(extra.end(), common.begin(), common.end());
       return extra;
@@ -170,6 +171,7 @@ class BakeQueueTest : public ::testing::Test {
   }
 
   bool persistent_ = false;  // Redis with an append-only file (for restarts)
+  std::vector<std::string> extra_flags_;  // given to every replica
   std::unique_ptr<RedisProcess> redis_;
   std::unique_ptr<ServerProcess> api_, w1_, w2_;
   std::unique_ptr<Client> api_client_, w1_client_, w2_client_;
@@ -401,6 +403,48 @@ TEST_F(BakeQueueTest, ARedisRefusingWritesMidBakeEndsTheWorkersTriesAndTheBakeIs
   auto second_done = api_client_->WatchBake(second->bake().name(), [](const v1::Bake&) { return true; });
   ASSERT_TRUE(second_done.ok()) << second_done.status();
   EXPECT_EQ(second_done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << second_done->error().message();
+}
+
+class BakeQueueOneAttemptTest : public BakeQueueTest {
+ protected:
+  BakeQueueOneAttemptTest() { extra_flags_ = {"--bake_max_attempts=1"}; }
+};
+
+// A result the store refuses as unavailable (here Redis's ACL denies SET to the servers' user,
+// a real refusal, mid-bake) sends the job back to the queue without counting its start: with
+// --bake_max_attempts=1 the bake is handed back twice, run a third time once SET is allowed
+// again, and ends SUCCEEDED. Counted, the second start would have ended it FAILED ("started 1
+// times").
+TEST_F(BakeQueueOneAttemptTest, ResultsTheStoreRefusesAsUnavailableAreHandedBackWithoutCountingTheStart) {
+  auto started = api_client_->StartBake(rig_, SlowBbw(64));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const std::string name = started->bake().name();
+  const std::string key = "skinning:bakequeue:job:" + name.substr(name.rfind('/') + 1);
+  ASSERT_NE(RunnerWellIntoTheBake(name), nullptr) << "no worker took the bake";
+  auto redis = ConnectRedis(redis_->port());
+  auto acl = [&](const char* rule) {
+    RedisReply r(static_cast<redisReply*>(redisCommand(redis.get(), "ACL SETUSER default %s", rule)));
+    return r && r->type == REDIS_REPLY_STATUS;
+  };
+  auto field = [&](const char* name) {
+    RedisReply r(static_cast<redisReply*>(redisCommand(redis.get(), "HGET %s %s", key.c_str(), name)));
+    return r && r->type == REDIS_REPLY_STRING ? std::stoll(std::string(r->str, r->len)) : int64_t{0};
+  };
+  ASSERT_TRUE(acl("-set"));
+  const auto denied = std::chrono::steady_clock::now();
+  while (field("store_waits") < 2 && std::chrono::steady_clock::now() - denied < std::chrono::seconds(90))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(field("store_waits"), 2) << "the result was refused twice";
+  auto between = api_client_->GetBake(name);
+  ASSERT_TRUE(between.ok()) << between.status();
+  EXPECT_FALSE(between->done()) << between->error().message();
+  ASSERT_TRUE(acl("+set"));
+  auto done = api_client_->WatchBake(name, [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_EQ(field("attempts"), 1) << "only the start that stored its result counts";
+  EXPECT_EQ(SumMetricReaching({w1_.get(), w2_.get()}, "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}", 1),
+            1);
 }
 
 class BakeQueueRestartTest : public BakeQueueTest {
