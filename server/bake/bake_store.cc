@@ -104,6 +104,17 @@ absl::StatusOr<std::vector<BakeStore::PendingRecord>> BakeStore::Pending() {
   return out;
 }
 
+absl::StatusOr<std::optional<BakeStore::PendingRecord>> BakeStore::PendingOf(const std::string& bake_id) {
+  absl::StatusOr<std::string> bytes = blobs_->Get(PendingKey(bake_id));
+  if (absl::IsNotFound(bytes.status())) return std::nullopt;
+  RETURN_IF_ERROR(bytes.status());
+  PendingRecord record;
+  if (!record.bake.ParseFromString(*bytes)) return std::nullopt;
+  record.bake_id = bake_id;
+  record.bytes = *std::move(bytes);
+  return record;
+}
+
 absl::StatusOr<bool> BakeStore::ClaimPending(const PendingRecord& record) {
   internal::v1::PendingBake mine = record.bake;
   mine.set_host(HostName());

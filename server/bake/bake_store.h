@@ -89,6 +89,8 @@ class BakeStore {
   };
   // Every record; records that do not parse are skipped (and deleted).
   absl::StatusOr<std::vector<PendingRecord>> Pending();
+  // The record of one bake; nullopt when there is none (or it does not parse).
+  absl::StatusOr<std::optional<PendingRecord>> PendingOf(const std::string& bake_id);
   // Makes `record` this process's (its host and writer) if the store still holds record.bytes
   // under its key; false when another server took it or removed it first (BlobStore::WriteIf).
   absl::StatusOr<bool> ClaimPending(const PendingRecord& record);

@@ -22,6 +22,18 @@ constexpr size_t kMaxEndedJobs = 1000;
 
 google::protobuf::Timestamp Now() { return TimeUtil::GetCurrentTime(); }
 
+// Whether the record was written by another server on this machine that still runs (one sharing
+// this store directory).
+bool QueuedByAnotherRunningServerHere(const internal::v1::PendingBake& record) {
+  return record.host() == HostName() && !record.writer().empty() && record.writer() != ThisProcessWriter() &&
+         !WriterEnded(record.writer());
+}
+
+std::string WaitingStage(const std::string& writer) {
+  return absl::StrCat("waiting for the server on this store that runs it (pid ", writer.substr(0, writer.find('-')),
+                      ")");
+}
+
 }  // namespace
 
 struct LocalBakeQueue::Job {
@@ -35,6 +47,12 @@ struct LocalBakeQueue::Job {
   std::string cancel_reason;
   absl::Status error;  // FAILED: why
   std::shared_ptr<const internal::v1::StoredBake> stored;  // SUCCEEDED: what was stored
+  // Another running server on this store (this machine) had queued the bake when it was started
+  // here: its writer ("<pid>-<start ticks>"). The job waits for it instead of computing the bake
+  // a second time (AwaitOtherServer).
+  std::string left_to;
+  // Whether the bake's record (BakeStore::PutPending) is this server's to delete at the end.
+  std::atomic<bool> owns_record{false};
 };
 
 LocalBakeQueue::LocalBakeQueue(BakeStore* store, BakeRunFunction run, LocalBakeQueueOptions options,
@@ -133,6 +151,42 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   if (stored.ok()) return StartedBake{*std::move(stored), false};
   if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
 
+  // Queued or running on another server of this store that still runs: left to it (the job
+  // waits for it, AwaitOtherServer), so that one bake is not computed twice. Its record stays.
+  std::string left_to;
+  if (absl::StatusOr<std::optional<BakeStore::PendingRecord>> existing = store_->PendingOf(spec.bake_id);
+      existing.ok() && existing->has_value() && QueuedByAnotherRunningServerHere((*existing)->bake))
+    left_to = (*existing)->bake.writer();
+  const bool owns_record = left_to.empty() && PutPendingRecord(spec);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
+    return StartedBake{BakeLocked(*job), false};
+  // Queued jobs an idle worker is about to take do not wait: --bake_queue=0 still runs a bake
+  // on an idle worker (it refused every bake).
+  const int workers = std::max(1, options_.workers);
+  if (static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue)) {
+    const absl::Status full = absl::ResourceExhaustedError(absl::StrFormat(
+        "bake queue is full (%d of %d workers busy, %d waiting, at most %d (--bake_queue)); retry later", busy_,
+        workers, std::max<int>(0, static_cast<int>(queue_.size()) + busy_ - workers), options_.max_queue));
+    lock.unlock();
+    if (owns_record) (void)store_->DeletePending(spec.bake_id);
+    return full;
+  }
+  auto job = std::make_shared<Job>();
+  job->spec = spec;
+  job->left_to = left_to;
+  job->owns_record = owns_record;
+  job->create_time = Now();
+  job->spec.create_time = job->create_time;
+  SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
+  jobs_[spec.bake_id] = job;
+  queue_.push_back(job);
+  PruneLocked();
+  cv_.notify_all();
+  return StartedBake{BakeLocked(*job), true};
+}
+
+bool LocalBakeQueue::PutPendingRecord(const BakeJob& spec) {
   // The record that lets a restarted server start the bake again, written before a worker can take
   // it (so that its end deletes it after it is written). Without it the bake still runs.
   internal::v1::PendingBake pending;
@@ -146,31 +200,9 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
     std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n",
                 BakeName(spec.rig_id, spec.bake_id).c_str(), std::string(s.message()).c_str());
     std::fflush(stdout);
+    return false;
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
-    return StartedBake{BakeLocked(*job), false};
-  // Queued jobs an idle worker is about to take do not wait: --bake_queue=0 still runs a bake
-  // on an idle worker (it refused every bake).
-  const int workers = std::max(1, options_.workers);
-  if (static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue)) {
-    const absl::Status full = absl::ResourceExhaustedError(absl::StrFormat(
-        "bake queue is full (%d of %d workers busy, %d waiting, at most %d (--bake_queue)); retry later", busy_,
-        workers, std::max<int>(0, static_cast<int>(queue_.size()) + busy_ - workers), options_.max_queue));
-    lock.unlock();
-    (void)store_->DeletePending(spec.bake_id);
-    return full;
-  }
-  auto job = std::make_shared<Job>();
-  job->spec = spec;
-  job->create_time = Now();
-  job->spec.create_time = job->create_time;
-  SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
-  jobs_[spec.bake_id] = job;
-  queue_.push_back(job);
-  PruneLocked();
-  cv_.notify_all();
-  return StartedBake{BakeLocked(*job), true};
+  return true;
 }
 
 void LocalBakeQueue::PruneLocked() {
@@ -246,7 +278,7 @@ absl::StatusOr<v1::Bake> LocalBakeQueue::Cancel(const BakeRef& bake) {
     SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
     cv_.notify_all();
     lock.unlock();
-    (void)store_->DeletePending(job->spec.bake_id);
+    if (job->owns_record) (void)store_->DeletePending(job->spec.bake_id);
     lock.lock();
   } else if (job->state == v1::BAKE_STATE_RUNNING) {
     job->cancel_reason = "cancelled with CancelBake";
@@ -296,7 +328,8 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
         if (changed) cv_.notify_all();
       },
       &job->cancel);
-  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = run_(job->spec, progress);
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored =
+      job->left_to.empty() ? run_(job->spec, progress) : AwaitOtherServer(job, progress);
   bool ended_by_shutdown = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -317,8 +350,35 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
     }
   }
   // A bake the shutdown stopped keeps its record: the restarted server starts it again.
-  if (!ended_by_shutdown) (void)store_->DeletePending(job->spec.bake_id);
+  if (!ended_by_shutdown && job->owns_record) (void)store_->DeletePending(job->spec.bake_id);
   cv_.notify_all();
+}
+
+absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> LocalBakeQueue::AwaitOtherServer(
+    const std::shared_ptr<Job>& job, const Progress& progress) {
+  const std::string& bake_id = job->spec.bake_id;
+  // While the record names another running server of this machine. When that server ends
+  // without ending the bake (stopped, killed), this server's adopter (PendingBakeAdopter, within
+  // 5 s) makes the record this server's, and the wait ends.
+  std::string shown;
+  while (true) {
+    RETURN_IF_ERROR(progress.CheckCancelled());
+    absl::StatusOr<std::optional<BakeStore::PendingRecord>> record = store_->PendingOf(bake_id);
+    if (record.ok() && (!record->has_value() || !QueuedByAnotherRunningServerHere((*record)->bake))) break;
+    // (A store error: asked again.)
+    if (record.ok() && (*record)->bake.writer() != shown) {
+      shown = (*record)->bake.writer();
+      progress.Report(WaitingStage(shown), 0.0);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return job->cancel.load(); });
+  }
+  // That server ended it: stored (answered from the store), or failed or cancelled there (computed
+  // here, for this server's caller still wants it).
+  if (absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job->spec.ref(), job->spec.recipe); stored.ok())
+    return store_->Header(bake_id);
+  job->owns_record = PutPendingRecord(job->spec);
+  return run_(job->spec, progress);
 }
 
 }  // namespace skinning

@@ -50,6 +50,11 @@ class LocalBakeQueue final : public BakeQueue {
   struct Job;
   void WorkerLoop();
   void Run(const std::shared_ptr<Job>& job);
+  // A job whose bake another running server on this store queued first (Job::left_to): waits
+  // while that server holds the bake's record, then answers the bake stored, or computes it
+  // (the record now this server's) when that server ended without storing it.
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> AwaitOtherServer(const std::shared_ptr<Job>& job,
+                                                                                  const Progress& progress);
   // The job of `bake` (its rig must match), or null; null too when it succeeded: a succeeded bake
   // is answered from the store, where it is gone once its rig is deleted (BakeStore::DeleteForRig).
   std::shared_ptr<Job> FindLocked(const BakeRef& bake) const;
@@ -59,6 +64,8 @@ class LocalBakeQueue final : public BakeQueue {
   // The stored bake's resource; NOT_FOUND naming the bake when it is not stored.
   absl::StatusOr<v1::Bake> Stored(const BakeRef& bake);
   void PruneLocked();
+  // Writes the bake's record as this server's; false (and a line printed) when the store fails.
+  bool PutPendingRecord(const BakeJob& spec);
 
   BakeStore* store_;
   const BakeRunFunction run_;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "core/io/dmat.h"
@@ -36,7 +38,9 @@ using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ClientOptions Options(const ServerProcess& server) {
   ClientOptions o;
@@ -687,6 +691,74 @@ TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   std::printf("taken over %.1f s after the first server was killed\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
   ExpectStartedAgainAndSucceeds(second, store, bake);
+  EXPECT_EQ(second.Stop(SIGTERM), 0);
+}
+
+// Two servers on one store directory (this machine, no Redis): a bake started on both is
+// computed once. The second server's job waits for the first server (its stage names the first's
+// pid) and ends SUCCEEDED from the store; when the first is killed under a bake, the second takes
+// the bake over and computes it. The second server used to compute every such bake again.
+TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
+  const std::string store = MakeTempDir("store");
+  auto first = std::make_unique<ServerProcess>(store);
+  Client one(Options(*first));
+  auto reg = one.CreateRig(TubeWithoutWeights());
+  ASSERT_TRUE(reg.ok()) << reg.status();
+  const std::string rig = reg->rig().name();
+  ServerProcess second(store);
+  Client two(Options(second));
+  const std::string waiting =
+      absl::StrCat("waiting for the server on this store that runs it (pid ", first->pid(), ")");
+  // Starts `options` on the first server, then (once it runs there) on the second; the name.
+  auto start_on_both = [&](const v1::BakeOptions& options) -> std::string {
+    auto started = one.StartBake(rig, options);
+    EXPECT_TRUE(started.ok()) << started.status();
+    if (!started.ok()) return "";
+    const std::string name = started->bake().name();
+    auto running = one.WatchBake(name, [](const v1::Bake& b) { return b.metadata().state() != v1::BAKE_STATE_RUNNING; });
+    EXPECT_TRUE(running.ok() && running->metadata().state() == v1::BAKE_STATE_RUNNING);
+    auto again = two.StartBake(rig, options);
+    EXPECT_TRUE(again.ok()) << again.status();
+    if (!again.ok()) return "";
+    EXPECT_EQ(again->bake().name(), name);
+    return name;
+  };
+  // The stages the second server's watch sees, to the end (which must be SUCCEEDED).
+  auto stages_on_second = [&](const std::string& name, const std::function<void(const v1::Bake&)>& also) {
+    std::vector<std::string> stages;
+    auto done = two.WatchBake(name, [&](const v1::Bake& b) {
+      if (stages.empty() || stages.back() != b.metadata().stage()) stages.push_back(b.metadata().stage());
+      also(b);
+      return true;
+    });
+    EXPECT_TRUE(done.ok()) << done.status();
+    if (done.ok()) {
+      EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+    }
+    return stages;
+  };
+
+  const std::string a = start_on_both(Bbw(80));
+  ASSERT_FALSE(a.empty());
+  const std::vector<std::string> left = stages_on_second(a, [](const v1::Bake&) {});
+  EXPECT_THAT(left, Contains(waiting)) << absl::StrJoin(left, " | ");
+  EXPECT_THAT(left, Not(Contains("bbw"))) << "computed on the second server too: " << absl::StrJoin(left, " | ");
+  ASSERT_FALSE(WatchToSuccess(one, a).name().empty());
+
+  // The first server killed while the second waits for it: the second computes the bake.
+  const std::string b = start_on_both(Bbw(72));
+  ASSERT_FALSE(b.empty());
+  bool killed = false;
+  const std::vector<std::string> taken = stages_on_second(b, [&](const v1::Bake& now) {
+    if (!killed && now.metadata().stage() == waiting) {
+      killed = true;
+      EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
+    }
+  });
+  EXPECT_TRUE(killed);
+  EXPECT_THAT(taken, Contains(waiting)) << absl::StrJoin(taken, " | ");
+  EXPECT_THAT(taken, Contains("bbw")) << absl::StrJoin(taken, " | ");
+  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "every record goes with its bake's end";
   EXPECT_EQ(second.Stop(SIGTERM), 0);
 }
 
