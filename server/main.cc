@@ -58,8 +58,8 @@ ABSL_FLAG(int, max_gltf_reads, 2,
           "(0 = no limit)");
 ABSL_FLAG(int, gltf_read_queue, 8,
           "glTF uploads that may wait for a turn to be read; beyond them an upload gets RESOURCE_EXHAUSTED at once");
-ABSL_FLAG(int, bake_workers, 1, "bakes computed at once (each may use several threads)");
-ABSL_FLAG(int, bake_queue, 16, "bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, bake_workers, 1, "bakes computed at once, at least 1 (each may use several threads)");
+ABSL_FLAG(int, bake_queue, 16, "without --redis: bakes waiting beyond the workers; more get RESOURCE_EXHAUSTED (0: a bake starts only on an idle worker)");
 ABSL_FLAG(std::string, role, "all",
           "all (serve calls and bake), api (serve calls; bakes go to the shared queue for workers) or "
           "worker (bake what any replica queued); api and worker need --redis");
@@ -77,7 +77,7 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origins, {},
           "'*' allows any; empty = same-origin pages and non-browser clients only");
 ABSL_FLAG(std::string, web_dir, "web", "folder of the browser viewer served at / by the front door; empty = none");
 ABSL_FLAG(int, http_threads, 4, "threads of the front door: its sockets and the quick unary calls and session frames run on them; as many more (at least 2) run the calls and frames not known to be quick; 2 more read the files of --web_dir");
-ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this");
+ABSL_FLAG(int, http_request_timeout_ms, 10000, "a request's headers and body must arrive within this (0 = 10000)");
 ABSL_FLAG(int, http_max_connections, 10000,
           "front-door connections (WebSockets included) open at once; one more is answered 503 with Retry-After "
           "and closed; 0 = no limit");

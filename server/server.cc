@@ -185,6 +185,22 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   if (blobs == nullptr) {
     ASSIGN_OR_RETURN(blobs, OpenStore(options));
   }
+  // Counts that were otherwise changed without a word (0 bake workers ran as 1).
+  if (options.bakes.workers < 1)
+    return absl::InvalidArgumentError(absl::StrFormat("bake_workers = %d must be at least 1", options.bakes.workers));
+  if (options.bakes.max_queue < 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "bake_queue = %d must not be negative (0: a bake starts only on an idle worker)", options.bakes.max_queue));
+  if (!options.http_address.empty() && options.http_threads < 1)
+    return absl::InvalidArgumentError(absl::StrFormat("http_threads = %d must be at least 1", options.http_threads));
+  if (options.http_request_timeout.count() < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("http_request_timeout_ms = %d must not be negative (0: 10000)",
+                                                      options.http_request_timeout.count()));
+  if (options.keepalive_seconds < 0 || (options.keepalive_seconds > 0 && options.keepalive_timeout_seconds < 1))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "keepalive_seconds = %d must not be negative (0: never ping), and keepalive_timeout_seconds = %d must be at "
+        "least 1 when it pings",
+        options.keepalive_seconds, options.keepalive_timeout_seconds));
   std::unique_ptr<SkinningServer> s(new SkinningServer());
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() ||

@@ -50,7 +50,7 @@ absl::StatusOr<v1::BakeOptions> BakeOptionsFromFlags() {
   }
   if (absl::GetFlag(FLAGS_influences) < 1) return absl::InvalidArgumentError("--influences must be at least 1");
   if (!options.has_elastic_model()) options.set_influence_count(absl::GetFlag(FLAGS_influences));
-  if (absl::GetFlag(FLAGS_resolution) < 0) return absl::InvalidArgumentError("--resolution must be positive");
+  if (absl::GetFlag(FLAGS_resolution) < 0) return absl::InvalidArgumentError("--resolution must not be negative (0: the server's default, 64)");
   options.mutable_domain()->set_voxel_resolution(absl::GetFlag(FLAGS_resolution));
   if (const double falloff = absl::GetFlag(FLAGS_falloff); falloff != 0) {
     if (!options.has_geodesic_voxel()) return absl::InvalidArgumentError("--falloff is for --bake_method=geodesic_voxel");

@@ -40,7 +40,7 @@ Commands:
   get RIG [--out_file=FILE.glb]
             Prints a rig's summary; with --out_file also writes it as a skinned glTF.
   delete RIG Deletes a rig.
-  bake      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=..)
+  bake      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=.. [--dmat=FILE] [--name=NAME])
             [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model|swing_twist|endpoint|elastic_model]
             [--resolution=N] [--influences=K] [--tet=FILE.mesh] [--falloff=F] [--dionne_falloff=A] [--out=DIR] [--nowait]
             [--weights_bake=BAKE] [--endpoint_method=joint_bbw|projection]

@@ -551,6 +551,26 @@ TEST(SkinctlEndToEnd, RejectsTruncatedAndCorruptGltfFiles) {
   EXPECT_TRUE(list->empty());
 }
 
+// Counts that cannot work are refused at start, naming the flag, instead of being changed
+// without a word (0 bake workers ran as 1, 0 front-door threads as 1, a negative request timeout
+// as 10 s).
+TEST(ServerFlagsTest, CountsThatCannotWorkAreRefusedAtStartNamingTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--bake_workers=0", "bake_workers = 0 must be at least 1"},
+      {"--bake_queue=-1", "bake_queue = -1 must not be negative"},
+      {"--http_threads=0", "http_threads = 0 must be at least 1"},
+      {"--http_request_timeout_ms=-5", "http_request_timeout_ms = -5 must not be negative"},
+      {"--keepalive_timeout_seconds=0", "keepalive_timeout_seconds = 0 must be at least 1 when it pings"},
+  };
+  for (const auto& [flag, message] : bad) {
+    const auto r = RunCommand({BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
+                                        "--store_dir=" + MakeTempDir("store"), "--http_address=127.0.0.1:0",
+                                        "--web_dir=", flag});
+    EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(message)) << flag;
+  }
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
