@@ -595,6 +595,39 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
+// Waits up to `limit` for `text` in the server's output; whether it came.
+bool WaitForOutput(ServerProcess& server, const std::string& text, std::chrono::seconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (server.Output().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() - t0 >= limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+// A server on `store` running a BBW bake (resolution 80, a few seconds) of the tube: the bake's
+// name, or empty after a failure.
+struct ServerWithRunningBake {
+  std::unique_ptr<ServerProcess> server;
+  std::string bake;
+};
+ServerWithRunningBake StartServerWithRunningBake(const std::string& store) {
+  ServerWithRunningBake r{std::make_unique<ServerProcess>(store), ""};
+  Client client(Options(*r.server));
+  auto reg = client.CreateRig(TubeWithoutWeights());
+  EXPECT_TRUE(reg.ok()) << reg.status();
+  if (!reg.ok()) return r;
+  auto started = client.StartBake(reg->rig().name(), Bbw(80));
+  EXPECT_TRUE(started.ok()) << started.status();
+  if (!started.ok()) return r;
+  auto got_going = client.WatchBake(started->bake().name(),
+                                    [](const v1::Bake& b) { return b.metadata().state() != v1::BAKE_STATE_RUNNING; });
+  EXPECT_TRUE(got_going.ok()) << got_going.status();
+  if (!got_going.ok() || got_going->metadata().state() != v1::BAKE_STATE_RUNNING) return r;
+  r.bake = started->bake().name();
+  return r;
+}
+
 // Watches the bake named `bake` on `server` (started again there after a restart) to its end,
 // through a client that waits up to 120 s: it must succeed and leave no record in `store`
 // (bakejobs/).
@@ -665,16 +698,8 @@ TEST(BakeJobs, UnfinishedBakesAreStartedAgainAfterARestart) {
 // The second server used to queue the bake again at its start.
 TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   const std::string store = MakeTempDir("store");
-  auto first = std::make_unique<ServerProcess>(store);
-  Client client(Options(*first));
-  auto reg = client.CreateRig(TubeWithoutWeights());
-  ASSERT_TRUE(reg.ok()) << reg.status();
-  auto started = client.StartBake(reg->rig().name(), Bbw(80));
-  ASSERT_TRUE(started.ok()) << started.status();
-  const std::string bake = started->bake().name();
-  auto got_going = client.WatchBake(bake, [](const v1::Bake& b) { return b.metadata().state() != v1::BAKE_STATE_RUNNING; });
-  ASSERT_TRUE(got_going.ok()) << got_going.status();
-  ASSERT_EQ(got_going->metadata().state(), v1::BAKE_STATE_RUNNING);
+  auto [first, bake] = StartServerWithRunningBake(store);
+  ASSERT_FALSE(bake.empty());
   ServerProcess second(store);
   EXPECT_THAT(second.Output(), HasSubstr(absl::StrCat(bake, " is left to the server that queued it (pid ",
                                                       first->pid(), ", still running)")));
@@ -683,11 +708,7 @@ TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
   EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the record stays with the running bake";
   EXPECT_EQ(first->Stop(SIGKILL), 128 + SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
-  const std::string adopted = "1 of ended servers' unfinished bakes queued again";
-  while (second.Output().find(adopted) == std::string::npos &&
-         std::chrono::steady_clock::now() - killed < std::chrono::seconds(30))
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_THAT(second.Output(), HasSubstr(adopted));
+  ASSERT_TRUE(WaitForOutput(second, "1 of ended servers' unfinished bakes queued again", std::chrono::seconds(30)));
   std::printf("taken over %.1f s after the first server was killed\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count());
   ExpectStartedAgainAndSucceeds(second, store, bake);
@@ -768,13 +789,8 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
 // "is not started again now" on every pass.
 TEST(BakeJobs, AStoreFailureThatLastsIsPrintedOnceByTheAdopterAndItsEndOnce) {
   const std::string store = MakeTempDir("store");
-  auto first = std::make_unique<ServerProcess>(store);
-  Client client(Options(*first));
-  auto reg = client.CreateRig(TubeWithoutWeights());
-  ASSERT_TRUE(reg.ok()) << reg.status();
-  auto started = client.StartBake(reg->rig().name(), Bbw(80));
-  ASSERT_TRUE(started.ok()) << started.status();
-  const std::string bake = started->bake().name();
+  auto [first, bake] = StartServerWithRunningBake(store);
+  ASSERT_FALSE(bake.empty());
   ServerProcess second(store);
   ASSERT_THAT(second.Output(), HasSubstr("1 left to other servers on this store"));
   const std::filesystem::path lock = std::filesystem::path(store) / ".write-lock";
@@ -793,12 +809,7 @@ TEST(BakeJobs, AStoreFailureThatLastsIsPrintedOnceByTheAdopterAndItsEndOnce) {
   EXPECT_EQ(count(failed), 1) << second.Output();
   EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the record stays while it cannot be taken over";
   std::filesystem::remove(lock);
-  const auto mended = std::chrono::steady_clock::now();
-  const std::string adopted = "1 of ended servers' unfinished bakes queued again";
-  while (second.Output().find(adopted) == std::string::npos &&
-         std::chrono::steady_clock::now() - mended < std::chrono::seconds(30))
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_THAT(second.Output(), HasSubstr(adopted));
+  ASSERT_TRUE(WaitForOutput(second, "1 of ended servers' unfinished bakes queued again", std::chrono::seconds(30)));
   EXPECT_EQ(count("the store answers again"), 1);
   EXPECT_EQ(count(failed), 1);
   ExpectStartedAgainAndSucceeds(second, store, bake);
@@ -828,12 +839,7 @@ TEST(BakeJobs, UnfinishedBakesAFullQueueRefusesAreKeptAndTriedAgain) {
     EXPECT_THAT(server.Output(), HasSubstr("1 of the last run's unfinished bakes queued again")) << "start " << start;
     EXPECT_THAT(server.Output(), HasSubstr("1 left to try again")) << "start " << start;
     if (start == 1) {  // the second start runs on: the refused bake is queued once the first ends
-      const std::string tried = "1 of ended servers' unfinished bakes queued again";
-      const auto t0 = std::chrono::steady_clock::now();
-      while (server.Output().find(tried) == std::string::npos &&
-             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(90))
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      EXPECT_THAT(server.Output(), HasSubstr(tried));
+      EXPECT_TRUE(WaitForOutput(server, "1 of ended servers' unfinished bakes queued again", std::chrono::seconds(90)));
       EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the first bake ended and took its record";
     }
     ASSERT_EQ(server.Stop(SIGTERM), 0);

@@ -206,10 +206,7 @@ TEST(ServerEndToEnd, SigtermWaitsForASessionsLongFrameThenClosesIt) {
   ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--drain_seconds=30"});
   const int http = server.http_port();
   ASSERT_GT(http, 0) << server.Output();
-  ClientOptions o = Options(server);
-  o.deadline = std::chrono::seconds(120);
-  Client client(o);
-  const LongFastModel model = BakeLongFastModel(client);
+  const LongFastModel model = BakeLongFastModel(server);
   ASSERT_FALSE(model.bake.empty());
   auto session = WebSocketClient::Open(http, "/skinning.v1.FastService/SolveSession");
   ASSERT_TRUE(session.ok()) << session.status();

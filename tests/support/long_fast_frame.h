@@ -4,6 +4,7 @@
 #ifndef SKINNING_TESTS_SUPPORT_LONG_FAST_FRAME_H_
 #define SKINNING_TESTS_SUPPORT_LONG_FAST_FRAME_H_
 
+#include <chrono>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "client/client.h"
 #include "skinning/v1/fast_service.pb.h"
 #include "tests/support/data.h"
+#include "tests/support/server_process.h"
 
 namespace skinning::testing {
 
@@ -34,6 +36,15 @@ inline LongFastModel BakeLongFastModel(Client& client) {
   EXPECT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
   if (baked->metadata().state() != v1::BAKE_STATE_SUCCEEDED) return {};
   return {created->rig().name(), started->bake().name()};
+}
+
+// The same through a client of `server` that waits up to 120 s (the bake takes seconds).
+inline LongFastModel BakeLongFastModel(const ServerProcess& server) {
+  ClientOptions o;
+  o.target = server.address();
+  o.deadline = std::chrono::seconds(120);
+  Client client(o);
+  return BakeLongFastModel(client);
 }
 
 // The long frame: joint `joint` (the root by default) moved by 0.5 along z, 1,000 iterations.
