@@ -167,6 +167,14 @@ absl::StatusOr<BakeStore::OlderBakes> BakeStore::IndexOlderBakes() {
     ASSIGN_OR_RETURN(const bool rig_stored, rigs_->Stored(rig_id));
     if (rig_stored) {
       RETURN_IF_ERROR(blobs_->Put(RigBakeKey(rig_id, bake_id), ""));
+      // A DeleteRig on another replica between the check above and this entry listed the rig's
+      // bakes without this one: checked again, as BakeRunner does after storing a bake.
+      ASSIGN_OR_RETURN(const bool still_stored, rigs_->Stored(rig_id));
+      if (!still_stored) {
+        RETURN_IF_ERROR(Delete(rig_id, bake_id).status());
+        ++older.deleted;
+        continue;
+      }
       ++older.indexed;
     } else {
       RETURN_IF_ERROR(Delete(rig_id, bake_id).status());
