@@ -36,8 +36,10 @@ struct StartedBake {
   bool created = false;  // this call queued it
 };
 
-// A job's change of state. `from` is BAKE_STATE_UNSPECIFIED for a job just queued;
-// `run_seconds` is the time since the job started running when it ends after running, else 0.
+// A job's change of state. `from` is BAKE_STATE_UNSPECIFIED for a job just queued; `to` is
+// BAKE_STATE_UNSPECIFIED for a job that leaves its state without an outcome this process counts
+// (another worker or server computed it); `run_seconds` is the time since the job started
+// running when it ends after running, else 0.
 struct BakeTransition {
   std::string method;  // the recipe's name, e.g. "bbw"
   v1::BakeState from = v1::BAKE_STATE_UNSPECIFIED;

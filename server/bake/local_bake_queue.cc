@@ -53,6 +53,9 @@ struct LocalBakeQueue::Job {
   std::string left_to;
   // Whether the bake's record (BakeStore::PutPending) is this server's to delete at the end.
   std::atomic<bool> owns_record{false};
+  // The bake was found stored after the wait (AwaitOtherServer): not computed here, so not
+  // counted as finished here (the metrics).
+  bool stored_elsewhere = false;
 };
 
 LocalBakeQueue::LocalBakeQueue(BakeStore* store, BakeRunFunction run, LocalBakeQueueOptions options,
@@ -84,7 +87,7 @@ void LocalBakeQueue::Shutdown() {
   workers_.clear();
 }
 
-void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
+void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state, bool counted) {
   if (BakeEnded(state)) {
     job.finished_at = Clock::now();
     job.end_time = Now();
@@ -93,7 +96,7 @@ void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state) {
     BakeTransition t;
     t.method = job.spec.recipe->name();
     t.from = job.state;
-    t.to = state;
+    t.to = counted ? state : v1::BAKE_STATE_UNSPECIFIED;
     if (job.state == v1::BAKE_STATE_RUNNING && BakeEnded(state))
       t.run_seconds = std::chrono::duration<double>(job.finished_at - job.started_at).count();
     observer_->OnBakeTransition(t);
@@ -338,7 +341,8 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
       job->stored = *std::move(stored);
       job->fraction = 1.0;
       job->stage = "done";
-      SetStateLocked(*job, v1::BAKE_STATE_SUCCEEDED);
+      // Computed by the server this job waited for: that server counts it.
+      SetStateLocked(*job, v1::BAKE_STATE_SUCCEEDED, /*counted=*/!job->stored_elsewhere);
     } else if (absl::IsCancelled(stored.status()) || job->cancel) {
       job->stage = "cancelled";
       if (job->cancel_reason.empty()) job->cancel_reason = std::string(stored.status().message());
@@ -375,8 +379,10 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> LocalBakeQueue::
   }
   // That server ended it: stored (answered from the store), or failed or cancelled there (computed
   // here, for this server's caller still wants it).
-  if (absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job->spec.ref(), job->spec.recipe); stored.ok())
+  if (absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job->spec.ref(), job->spec.recipe); stored.ok()) {
+    job->stored_elsewhere = true;
     return store_->Header(bake_id);
+  }
   job->owns_record = PutPendingRecord(job->spec);
   return run_(job->spec, progress);
 }

@@ -59,8 +59,9 @@ class LocalBakeQueue final : public BakeQueue {
   // is answered from the store, where it is gone once its rig is deleted (BakeStore::DeleteForRig).
   std::shared_ptr<Job> FindLocked(const BakeRef& bake) const;
   v1::Bake BakeLocked(const Job& job) const;
-  // Sets the state (and the end time of a final one) and tells the observer.
-  void SetStateLocked(Job& job, v1::BakeState state);
+  // Sets the state (and the end time of a final one) and tells the observer; one not `counted`
+  // is told as leaving its state only (BakeObserver: to UNSPECIFIED).
+  void SetStateLocked(Job& job, v1::BakeState state, bool counted = true);
   // The stored bake's resource; NOT_FOUND naming the bake when it is not stored.
   absl::StatusOr<v1::Bake> Stored(const BakeRef& bake);
   void PruneLocked();

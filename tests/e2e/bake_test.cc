@@ -27,6 +27,7 @@
 #include "tests/support/data.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/stored_file.h"
 
@@ -37,6 +38,7 @@ namespace SKINNING_TEST_FILE {
 using ::skinning::testing::BinaryPath;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RunCommand;
+using ::skinning::testing::ScrapeMetric;
 using ::skinning::testing::ServerProcess;
 using ::testing::Contains;
 using ::testing::HasSubstr;
@@ -726,7 +728,7 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
   auto reg = one.CreateRig(TubeWithoutWeights());
   ASSERT_TRUE(reg.ok()) << reg.status();
   const std::string rig = reg->rig().name();
-  ServerProcess second(store);
+  ServerProcess second(store, {"--metrics_address=127.0.0.1:0"});
   Client two(Options(second));
   const std::string waiting =
       absl::StrCat("waiting for the server on this store that runs it (pid ", first->pid(), ")");
@@ -765,6 +767,9 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
   EXPECT_THAT(left, Contains(waiting)) << absl::StrJoin(left, " | ");
   EXPECT_THAT(left, Not(Contains("bbw"))) << "computed on the second server too: " << absl::StrJoin(left, " | ");
   ASSERT_FALSE(WatchToSuccess(one, a).name().empty());
+  const std::string done = "skinning_bakes_finished_total{method=\"bbw\",state=\"done\"}";
+  EXPECT_EQ(ScrapeMetric(second.metrics_port(), done), 0) << "the first server computed it and counts it";
+  EXPECT_EQ(ScrapeMetric(second.metrics_port(), "skinning_bakes_running{method=\"bbw\"}"), 0);
 
   // The first server killed while the second waits for it: the second computes the bake.
   const std::string b = start_on_both(Bbw(72));
@@ -779,6 +784,7 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
   EXPECT_TRUE(killed);
   EXPECT_THAT(taken, Contains(waiting)) << absl::StrJoin(taken, " | ");
   EXPECT_THAT(taken, Contains("bbw")) << absl::StrJoin(taken, " | ");
+  EXPECT_EQ(ScrapeMetric(second.metrics_port(), done), 1) << "computed here after the takeover";
   EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "every record goes with its bake's end";
   EXPECT_EQ(second.Stop(SIGTERM), 0);
 }
