@@ -223,6 +223,10 @@ int main(int argc, char** argv) {
   // A shared store that does not answer yet (Redis starting with the pods, restarting, or loading
   // its append-only file) is waited for, so that replicas started with it do not exit and go into
   // a crash-loop back-off. Every other error (a port in use, a bad flag) stops the server at once.
+  if (absl::Status valid = skinning::ValidateServerOptions(options); !valid.ok()) {
+    std::cerr << "skinning-server: " << valid.message() << std::endl;
+    return 1;
+  }
   const double store_wait = absl::GetFlag(FLAGS_store_wait_seconds);
   const auto wait_start = std::chrono::steady_clock::now();
   double reported = -1;

@@ -71,11 +71,11 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start,
       ++others;
       continue;
     }
-    if (p.host() == host && !p.writer().empty() && !WriterEnded(p.writer())) {
+    if (QueuedByARunningServerHere(p)) {
       ++others;  // this server's own records too, after the start
       if (at_start)
         std::printf("skinning-server bakes: %s is left to the server that queued it (pid %s, still running)\n",
-                    name.c_str(), p.writer().substr(0, p.writer().find('-')).c_str());
+                    name.c_str(), WriterPid(p.writer()).c_str());
       continue;
     }
     absl::StatusOr<bool> claimed = store.ClaimPending(record);
@@ -168,24 +168,8 @@ class PendingBakeAdopter {
   std::thread thread_;  // last: starts once the others are built
 };
 
-absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options) {
-  if (options.redis_address.empty()) return OpenFilesystemBlobStore(options.store_dir);
-  const size_t colon = options.redis_address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(options.redis_address).substr(colon + 1), &port))
-    return absl::InvalidArgumentError(
-        absl::StrCat("redis address '", options.redis_address, "' is not host:port"));
-  return OpenRedisBlobStore(options.redis_address.substr(0, colon), port, options.redis_prefix,
-                            options.redis_credentials);
-}
-
-absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options,
-                                                                     std::unique_ptr<BlobStore> blobs) {
-  if (blobs == nullptr) {
-    ASSIGN_OR_RETURN(blobs, OpenStore(options));
-  }
-  // Counts that were otherwise changed without a word (0 bake workers ran as 1).
+// Counts that cannot work used to be changed without a word (0 bake workers ran as 1).
+absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.bakes.workers < 1)
     return absl::InvalidArgumentError(absl::StrFormat("bake_workers = %d must be at least 1", options.bakes.workers));
   if (options.bakes.max_queue < 0)
@@ -201,6 +185,33 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
         "keepalive_seconds = %d must not be negative (0: never ping), and keepalive_timeout_seconds = %d must be at "
         "least 1 when it pings",
         options.keepalive_seconds, options.keepalive_timeout_seconds));
+  if (options.max_gltf_reads < 0 || options.gltf_read_queue < 0)
+    return absl::InvalidArgumentError(absl::StrFormat("max_gltf_reads = %d and gltf_read_queue = %d must not be negative",
+                                                      options.max_gltf_reads, options.gltf_read_queue));
+  if (options.http_websocket_unsent_mb < 0 || options.http_websocket_unsent_mb > (int64_t{1} << 30))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "http_websocket_unsent_mb = %d must be between 0 (no limit) and 2^30", options.http_websocket_unsent_mb));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options) {
+  if (options.redis_address.empty()) return OpenFilesystemBlobStore(options.store_dir);
+  const size_t colon = options.redis_address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(options.redis_address).substr(colon + 1), &port))
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis address '", options.redis_address, "' is not host:port"));
+  return OpenRedisBlobStore(options.redis_address.substr(0, colon), port, options.redis_prefix,
+                            options.redis_credentials);
+}
+
+absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const ServerOptions& options,
+                                                                     std::unique_ptr<BlobStore> blobs) {
+  RETURN_IF_ERROR(ValidateServerOptions(options));
+  if (blobs == nullptr) {
+    ASSIGN_OR_RETURN(blobs, OpenStore(options));
+  }
   std::unique_ptr<SkinningServer> s(new SkinningServer());
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
@@ -274,12 +285,6 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   }
   s->poser_ = std::make_unique<Poser>(s->rigs_.get(), s->bakes_.get(), s->psd_models_.get(), s->metrics_.get());
   // The services' logic, then their gRPC adapters.
-  if (options.max_gltf_reads < 0 || options.gltf_read_queue < 0)
-    return absl::InvalidArgumentError(absl::StrFormat("max_gltf_reads = %d and gltf_read_queue = %d must not be negative",
-                                                      options.max_gltf_reads, options.gltf_read_queue));
-  if (options.http_websocket_unsent_mb < 0 || options.http_websocket_unsent_mb > (int64_t{1} << 30))
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "http_websocket_unsent_mb = %d must be between 0 (no limit) and 2^30", options.http_websocket_unsent_mb));
   if (options.max_gltf_reads > 0)
     s->uploads_ = std::make_unique<UploadGate>(options.max_gltf_reads, options.gltf_read_queue);
   s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), s->bake_store_.get(),

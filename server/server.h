@@ -116,6 +116,9 @@ struct ServerOptions {
 // UNAVAILABLE while Redis is unreachable or loading its data (worth waiting for); the error names
 // its address (for the operator's log).
 absl::StatusOr<std::unique_ptr<BlobStore>> OpenStore(const ServerOptions& options);
+// The options' counts and sizes; INVALID_ARGUMENT naming the first bad one. SkinningServer::Start
+// checks them first; main checks them before it waits for the store.
+absl::Status ValidateServerOptions(const ServerOptions& options);
 
 class SkinningServer {
  public:

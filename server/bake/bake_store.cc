@@ -89,31 +89,32 @@ absl::StatusOr<std::vector<BakeStore::PendingRecord>> BakeStore::Pending() {
   for (const std::string& key : keys) {
     absl::string_view id = key;
     if (!absl::ConsumePrefix(&id, kPendingPrefix) || !absl::ConsumeSuffix(&id, kPendingSuffix)) continue;
-    absl::StatusOr<std::string> bytes = blobs_->Get(key);
-    if (absl::IsNotFound(bytes.status())) continue;  // ended meanwhile
-    RETURN_IF_ERROR(bytes.status());
-    PendingRecord record;
-    if (!record.bake.ParseFromString(*bytes)) {
-      (void)blobs_->Delete(key);
-      continue;
-    }
-    record.bake_id = std::string(id);
-    record.bytes = *std::move(bytes);
-    out.push_back(std::move(record));
+    ASSIGN_OR_RETURN(std::optional<PendingRecord> record, PendingOf(std::string(id)));
+    if (record) out.push_back(*std::move(record));  // (none: ended meanwhile, or did not parse)
   }
   return out;
 }
 
 absl::StatusOr<std::optional<BakeStore::PendingRecord>> BakeStore::PendingOf(const std::string& bake_id) {
-  absl::StatusOr<std::string> bytes = blobs_->Get(PendingKey(bake_id));
+  const std::string key = PendingKey(bake_id);
+  absl::StatusOr<std::string> bytes = blobs_->Get(key);
   if (absl::IsNotFound(bytes.status())) return std::nullopt;
   RETURN_IF_ERROR(bytes.status());
   PendingRecord record;
-  if (!record.bake.ParseFromString(*bytes)) return std::nullopt;
+  if (!record.bake.ParseFromString(*bytes)) {
+    (void)blobs_->Delete(key);
+    return std::nullopt;
+  }
   record.bake_id = bake_id;
   record.bytes = *std::move(bytes);
   return record;
 }
+
+bool QueuedByARunningServerHere(const internal::v1::PendingBake& record) {
+  return record.host() == HostName() && !record.writer().empty() && !WriterEnded(record.writer());
+}
+
+std::string WriterPid(const std::string& writer) { return writer.substr(0, writer.find('-')); }
 
 absl::StatusOr<bool> BakeStore::ClaimPending(const PendingRecord& record) {
   internal::v1::PendingBake mine = record.bake;

@@ -41,6 +41,12 @@ class BakeLoadObserver {
   virtual void OnBakeLoad(const std::string& method, double seconds) = 0;
 };
 
+// Whether a pending record's server (its writer) still runs on this machine, this process
+// included; a record of another machine is never (its processes cannot be seen from here).
+bool QueuedByARunningServerHere(const internal::v1::PendingBake& record);
+// The process id in a record's writer ("<pid>-<start ticks>").
+std::string WriterPid(const std::string& writer);
+
 class BakeStore {
  public:
   // `rigs`, `recipes` and `observer` (may be null) must outlive this object. `cache_bytes`
@@ -89,7 +95,8 @@ class BakeStore {
   };
   // Every record; records that do not parse are skipped (and deleted).
   absl::StatusOr<std::vector<PendingRecord>> Pending();
-  // The record of one bake; nullopt when there is none (or it does not parse).
+  // The record of one bake; nullopt when there is none, or when it does not parse (it is then
+  // deleted).
   absl::StatusOr<std::optional<PendingRecord>> PendingOf(const std::string& bake_id);
   // Makes `record` this process's (its host and writer) if the store still holds record.bytes
   // under its key; false when another server took it or removed it first (BlobStore::WriteIf).

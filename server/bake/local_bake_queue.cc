@@ -25,13 +25,11 @@ google::protobuf::Timestamp Now() { return TimeUtil::GetCurrentTime(); }
 // Whether the record was written by another server on this machine that still runs (one sharing
 // this store directory).
 bool QueuedByAnotherRunningServerHere(const internal::v1::PendingBake& record) {
-  return record.host() == HostName() && !record.writer().empty() && record.writer() != ThisProcessWriter() &&
-         !WriterEnded(record.writer());
+  return record.writer() != ThisProcessWriter() && QueuedByARunningServerHere(record);
 }
 
 std::string WaitingStage(const std::string& writer) {
-  return absl::StrCat("waiting for the server on this store that runs it (pid ", writer.substr(0, writer.find('-')),
-                      ")");
+  return absl::StrCat("waiting for the server on this store that runs it (pid ", WriterPid(writer), ")");
 }
 
 }  // namespace
