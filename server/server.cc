@@ -101,8 +101,10 @@ void ResumePendingBakes(BakeStore& store, Bakes& bakes, bool at_start,
       internal::v1::PendingBake again = p;
       again.set_host(host);
       again.clear_writer();
-      if (absl::Status s = store.PutPending(record.bake_id, again); !s.ok())
-        failure(absl::StrCat(name, " will not be started again after a restart: ", s.message()));
+      again.clear_stage();
+      again.clear_progress_fraction();
+      if (absl::StatusOr<std::string> s = store.PutPending(record.bake_id, again); !s.ok())
+        failure(absl::StrCat(name, " will not be started again after a restart: ", s.status().message()));
       continue;
     }
     (void)store.DeletePending(record.bake_id);

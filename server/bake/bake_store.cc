@@ -77,8 +77,18 @@ absl::Status BakeStore::Put(const internal::v1::StoredBake& stored, std::shared_
 
 absl::StatusOr<bool> BakeStore::Stored(const std::string& bake_id) { return blobs_->Exists(BakeKey(bake_id)); }
 
-absl::Status BakeStore::PutPending(const std::string& bake_id, const internal::v1::PendingBake& pending) {
-  return blobs_->Put(PendingKey(bake_id), pending.SerializeAsString());
+absl::StatusOr<std::string> BakeStore::PutPending(const std::string& bake_id,
+                                                  const internal::v1::PendingBake& pending) {
+  std::string bytes = pending.SerializeAsString();
+  RETURN_IF_ERROR(blobs_->Put(PendingKey(bake_id), bytes));
+  return bytes;
+}
+
+absl::StatusOr<bool> BakeStore::UpdatePending(const std::string& bake_id, const std::string& expected,
+                                              const internal::v1::PendingBake& pending, std::string* written) {
+  *written = pending.SerializeAsString();
+  const std::string key = PendingKey(bake_id);
+  return blobs_->WriteIf(key, expected, {BlobStore::Write{key, *written}});
 }
 
 absl::Status BakeStore::DeletePending(const std::string& bake_id) { return blobs_->Delete(PendingKey(bake_id)).status(); }

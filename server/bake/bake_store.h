@@ -86,7 +86,13 @@ class BakeStore {
 
   // The local queue's bakes not yet ended (internal::v1::PendingBake): written when a bake is
   // queued, deleted when it ends, read at start to queue them again (SkinningServer::Start).
-  absl::Status PutPending(const std::string& bake_id, const internal::v1::PendingBake& pending);
+  // PutPending returns the bytes written (UpdatePending compares them).
+  absl::StatusOr<std::string> PutPending(const std::string& bake_id, const internal::v1::PendingBake& pending);
+  // Replaces the record with `pending` if the store still holds `expected` under its key; false
+  // when another server took the record or it was removed (BlobStore::WriteIf). The new bytes
+  // in *written.
+  absl::StatusOr<bool> UpdatePending(const std::string& bake_id, const std::string& expected,
+                                     const internal::v1::PendingBake& pending, std::string* written);
   absl::Status DeletePending(const std::string& bake_id);
   struct PendingRecord {
     std::string bake_id;

@@ -50,7 +50,12 @@ struct LocalBakeQueue::Job {
   // a second time (AwaitOtherServer).
   std::string left_to;
   // Whether the bake's record (BakeStore::PutPending) is this server's to delete at the end.
+  // False too once another server took the record over (UpdatePendingRecord).
   std::atomic<bool> owns_record{false};
+  // The record as this server last wrote it, and when (UpdatePendingRecord), under record_mu.
+  std::mutex record_mu;
+  std::string record_bytes;
+  Clock::time_point record_written;
   // The bake was found stored after the wait (AwaitOtherServer): not computed here, so not
   // counted as finished here (the metrics).
   bool stored_elsewhere = false;
@@ -158,7 +163,9 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   if (absl::StatusOr<std::optional<BakeStore::PendingRecord>> existing = store_->PendingOf(spec.bake_id);
       existing.ok() && existing->has_value() && QueuedByAnotherRunningServerHere((*existing)->bake))
     left_to = (*existing)->bake.writer();
-  const bool owns_record = left_to.empty() && PutPendingRecord(spec);
+  std::optional<std::string> record;
+  if (left_to.empty()) record = PutPendingRecord(spec);
+  const bool owns_record = record.has_value();
   std::unique_lock<std::mutex> lock(mu_);
   if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
     return StartedBake{BakeLocked(*job), false};
@@ -177,6 +184,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   job->spec = spec;
   job->left_to = left_to;
   job->owns_record = owns_record;
+  if (record) job->record_bytes = *std::move(record);
   job->create_time = Now();
   job->spec.create_time = job->create_time;
   SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
@@ -187,7 +195,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   return StartedBake{BakeLocked(*job), true};
 }
 
-bool LocalBakeQueue::PutPendingRecord(const BakeJob& spec) {
+std::optional<std::string> LocalBakeQueue::PutPendingRecord(const BakeJob& spec) {
   // The record that lets a restarted server start the bake again, written before a worker can take
   // it (so that its end deletes it after it is written). Without it the bake still runs.
   internal::v1::PendingBake pending;
@@ -197,13 +205,38 @@ bool LocalBakeQueue::PutPendingRecord(const BakeJob& spec) {
   pending.set_queued_unix_ms(TimeUtil::TimestampToMilliseconds(Now()));
   pending.set_host(HostName());
   pending.set_writer(ThisProcessWriter());
-  if (absl::Status s = store_->PutPending(spec.bake_id, pending); !s.ok()) {
+  absl::StatusOr<std::string> written = store_->PutPending(spec.bake_id, pending);
+  if (!written.ok()) {
     std::printf("skinning-server bakes: %s will not be started again after a restart: %s\n",
-                BakeName(spec.rig_id, spec.bake_id).c_str(), std::string(s.message()).c_str());
+                BakeName(spec.rig_id, spec.bake_id).c_str(), std::string(written.status().message()).c_str());
     std::fflush(stdout);
-    return false;
+    return std::nullopt;
   }
-  return true;
+  return *std::move(written);
+}
+
+void LocalBakeQueue::UpdatePendingRecord(Job& job, const std::string& stage, double fraction) {
+  std::lock_guard<std::mutex> lock(job.record_mu);
+  internal::v1::PendingBake record;
+  if (!job.owns_record || job.record_bytes.empty() || !record.ParseFromString(job.record_bytes)) return;
+  const Clock::time_point now = Clock::now();
+  if (record.stage() == stage && now - job.record_written < std::chrono::seconds(1)) return;
+  job.record_written = now;  // also after a failed write: the next try waits as long
+  record.set_stage(stage);
+  record.set_progress_fraction(fraction);
+  std::string bytes;
+  absl::StatusOr<bool> written = store_->UpdatePending(job.spec.bake_id, job.record_bytes, record, &bytes);
+  if (!written.ok()) return;  // the store failed: the record stays as it was, and is still this server's
+  if (!*written) {
+    // Another server took the record over (a server of another machine sharing the directory, at
+    // its start): it is that server's now, to keep or delete.
+    job.owns_record = false;
+    std::printf("skinning-server bakes: %s: its record was taken over by another server; this server leaves it\n",
+                BakeName(job.spec.rig_id, job.spec.bake_id).c_str());
+    std::fflush(stdout);
+    return;
+  }
+  job.record_bytes = std::move(bytes);
 }
 
 void LocalBakeQueue::PruneLocked() {
@@ -314,19 +347,23 @@ void LocalBakeQueue::WorkerLoop() {
 
 void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
   // Progress: never decreasing, published at most every 1% or on a stage change; 1 is for done.
+  // It goes into the bake's record too (UpdatePendingRecord), for other servers waiting for it.
   Progress progress(
       [this, job](const std::string& stage, double fraction) {
         bool changed = false;
+        double f = 0.0;
         {
           std::lock_guard<std::mutex> lock(mu_);
-          const double f = std::max(job->fraction, std::min(fraction, 0.999));
+          f = std::max(job->fraction, std::min(fraction, 0.999));
           if (stage != job->stage || f >= job->fraction + 0.01) {
             job->stage = stage;
             job->fraction = f;
             changed = true;
           }
         }
-        if (changed) cv_.notify_all();
+        if (!changed) return;
+        cv_.notify_all();
+        UpdatePendingRecord(*job, stage, f);
       },
       &job->cancel);
   absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored =
@@ -362,15 +399,16 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> LocalBakeQueue::
   // While the record names another running server of this machine. When that server ends
   // without ending the bake (stopped, killed), this server's adopter (PendingBakeAdopter, within
   // 5 s) makes the record this server's, and the wait ends.
-  std::string shown;
   while (true) {
     RETURN_IF_ERROR(progress.CheckCancelled());
     absl::StatusOr<std::optional<BakeStore::PendingRecord>> record = store_->PendingOf(bake_id);
     if (record.ok() && (!record->has_value() || !QueuedByAnotherRunningServerHere((*record)->bake))) break;
-    // (A store error: asked again.)
-    if (record.ok() && (*record)->bake.writer() != shown) {
-      shown = (*record)->bake.writer();
-      progress.Report(WaitingStage(shown), 0.0);
+    // (A store error: asked again.) The stage and progress are that server's, as its record has them.
+    if (record.ok()) {
+      const internal::v1::PendingBake& theirs = (*record)->bake;
+      std::string stage = WaitingStage(theirs.writer());
+      if (!theirs.stage().empty()) absl::StrAppend(&stage, ": ", theirs.stage());
+      progress.Report(stage, theirs.progress_fraction());
     }
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return job->cancel.load(); });
@@ -381,7 +419,11 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> LocalBakeQueue::
     job->stored_elsewhere = true;
     return store_->Header(bake_id);
   }
-  job->owns_record = PutPendingRecord(job->spec);
+  if (std::optional<std::string> record = PutPendingRecord(job->spec)) {
+    std::lock_guard<std::mutex> lock(job->record_mu);
+    job->record_bytes = *std::move(record);
+    job->owns_record = true;
+  }
   return run_(job->spec, progress);
 }
 

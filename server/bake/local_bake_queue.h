@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,8 +66,12 @@ class LocalBakeQueue final : public BakeQueue {
   // The stored bake's resource; NOT_FOUND naming the bake when it is not stored.
   absl::StatusOr<v1::Bake> Stored(const BakeRef& bake);
   void PruneLocked();
-  // Writes the bake's record as this server's; false (and a line printed) when the store fails.
-  bool PutPendingRecord(const BakeJob& spec);
+  // Writes the bake's record as this server's: the bytes written, or nullopt (and a line
+  // printed) when the store fails.
+  std::optional<std::string> PutPendingRecord(const BakeJob& spec);
+  // Writes the job's stage and progress into its record when the stage changed, else at most once
+  // a second, if the record is still this server's (else it is no longer owned: Job::owns_record).
+  void UpdatePendingRecord(Job& job, const std::string& stage, double fraction);
 
   BakeStore* store_;
   const BakeRunFunction run_;

@@ -167,15 +167,27 @@ class FilesystemBlobStore : public BlobStore {
     const fs::path start =
         slash == std::string::npos || absl::StrContains(prefix, "..") ? root_ : root_ / prefix.substr(0, slash);
     if (!fs::is_directory(start, ec)) return keys;
+    // Temporary files of writes whose writer is gone (WriterGone) are removed as they are passed:
+    // a server killed while it rewrote a record would otherwise leave its file until a store
+    // opens, and a running server lists the bakes' records every few seconds.
+    static const std::string host = HostName();
+    std::vector<fs::path> leftovers;
     for (auto it = fs::recursive_directory_iterator(start, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
       if (!it->is_regular_file()) continue;
       std::string key = fs::relative(it->path(), root_).generic_string();
-      if (absl::StrContains(key, ".tmp.")) continue;  // an interrupted write, never a key
-      if (key == kLockName) continue;                 // WriteIf's lock file
+      if (absl::StrContains(key, ".tmp.")) {  // an interrupted or running write, never a key
+        if (WriterGone(it->path().filename().string(), host)) leftovers.push_back(it->path());
+        continue;
+      }
+      if (key == kLockName) continue;  // WriteIf's lock file
       if (absl::StartsWith(key, prefix)) keys.push_back(std::move(key));
     }
     if (ec) return Errno("list", prefix, ec.value());
+    for (const fs::path& p : leftovers) {
+      std::error_code rm;
+      fs::remove(p, rm);
+    }
     std::sort(keys.begin(), keys.end());
     return keys;
   }

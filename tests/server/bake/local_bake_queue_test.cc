@@ -59,6 +59,14 @@ class FakeRunner {
     result_ = std::move(result);
     cv_.notify_all();
   }
+  // Makes every running job report `stage` (at 0.6) once, and waits until one has.
+  bool Nudge(const std::string& stage) {
+    std::unique_lock<std::mutex> lock(mu_);
+    nudge_ = stage;
+    const int before = nudged_;
+    cv_.notify_all();
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return nudged_ > before; });
+  }
   // Waits until `n` jobs have started running.
   bool WaitStarted(int n) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -72,7 +80,18 @@ class FakeRunner {
       std::unique_lock<std::mutex> lock(mu_);
       ++started_;
       cv_.notify_all();
-      while (!released_ && !progress.Cancelled()) cv_.wait_for(lock, std::chrono::milliseconds(10));
+      while (!released_ && !progress.Cancelled()) {
+        if (!nudge_.empty()) {
+          const std::string stage = std::move(nudge_);
+          nudge_.clear();
+          lock.unlock();
+          progress.Report(stage, 0.6);
+          lock.lock();
+          ++nudged_;
+          cv_.notify_all();
+        }
+        cv_.wait_for(lock, std::chrono::milliseconds(10));
+      }
       if (progress.Cancelled()) return absl::CancelledError("cancelled");
       if (!result_.ok()) return result_;
     }
@@ -97,6 +116,8 @@ class FakeRunner {
   bool released_ = false;
   absl::Status result_;
   int started_ = 0;
+  std::string nudge_;
+  int nudged_ = 0;
 };
 
 class LocalBakeQueueTest : public ::testing::Test {
@@ -351,6 +372,48 @@ TEST_F(LocalBakeQueueTest, ARecordNamesItsServerAndOnlyOneServerTakesOverAnEnded
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(find(*after).bake.writer(), ThisProcessWriter());
   EXPECT_EQ(find(*after).bake.rig_id(), kRig);
+}
+
+// A running bake writes its stage and progress into its record (for another server of the
+// store waiting for it). When another server took the record over meanwhile (a server of
+// another machine sharing the directory, at its start), the rewrite is refused and the record
+// stays that server's: the bake's end leaves it. The record used to be written once, and deleted
+// at the end whoever it named.
+TEST_F(LocalBakeQueueTest, ARunningBakeWritesItsProgressIntoItsRecordAndLeavesARecordAnotherServerTookOver) {
+  const BakeJob job = Job(3);
+  ASSERT_TRUE(queue_->Start(job).ok());
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  auto record = [&]() -> internal::v1::PendingBake {
+    absl::StatusOr<std::optional<BakeStore::PendingRecord>> r = store_->PendingOf(job.bake_id);
+    EXPECT_TRUE(r.ok() && r->has_value());
+    return r.ok() && r->has_value() ? (*r)->bake : internal::v1::PendingBake();
+  };
+  EXPECT_EQ(record().stage(), "working");
+  EXPECT_DOUBLE_EQ(record().progress_fraction(), 0.5);
+  EXPECT_EQ(record().writer(), ThisProcessWriter());
+  ASSERT_TRUE(runner_->Nudge("second stage"));
+  EXPECT_EQ(record().stage(), "second stage");
+  EXPECT_DOUBLE_EQ(record().progress_fraction(), 0.6);
+
+  internal::v1::PendingBake theirs = record();
+  theirs.set_host("another-machine");
+  theirs.set_writer("1-1");
+  theirs.clear_stage();
+  theirs.clear_progress_fraction();
+  ASSERT_TRUE(store_->PutPending(job.bake_id, theirs).ok());
+  ASSERT_TRUE(runner_->Nudge("third stage"));
+  EXPECT_EQ(record().writer(), "1-1") << "not written over";
+  EXPECT_EQ(record().stage(), "");
+  runner_->Release();
+  absl::StatusOr<v1::Bake> done;
+  for (int i = 0; i < 500; ++i) {
+    done = queue_->Get(job.ref());
+    if (done.ok() && done->done()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(done.ok() && done->done()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  EXPECT_EQ(record().host(), "another-machine") << "the other server's record stays";
 }
 
 }  // namespace SKINNING_TEST_FILE

@@ -78,6 +78,31 @@ TEST(FilesystemBlobStore, OpeningRemovesLeftoversOfGoneWritersOnly) {
   fs::remove_all(root);
 }
 
+// A server killed while it rewrote a bake's record leaves a temporary file while the other
+// servers of the store run on: listing the folder removes it (its writer is gone) and keeps a
+// live writer's. Listing used to skip both, so the file stayed until a store opened.
+TEST(FilesystemBlobStore, ListingAFolderRemovesLeftoversOfGoneWritersInIt) {
+  const fs::path root = testing::MakeTempDir("fs-store");
+  auto store = OpenFilesystemBlobStore(root.string());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Put("bakejobs/bake-a.pb", "record").ok());
+  const std::string host = Host();
+  const int64_t parent_start = ProcessStartTicks(getppid());
+  ASSERT_GE(parent_start, 0);
+  const fs::path gone = root / "bakejobs" / absl::StrCat("bake-a.pb.tmp.", host, ".", GonePid(), "-", parent_start, ".7");
+  const fs::path live = root / "bakejobs" / absl::StrCat("bake-b.pb.tmp.", host, ".", getppid(), "-", parent_start, ".2");
+  const fs::path elsewhere = root / "rigs" / absl::StrCat("rig-a.pb.tmp.", host, ".", GonePid(), "-", parent_start, ".1");
+  for (const fs::path& p : {gone, live, elsewhere}) Touch(p);
+
+  auto keys = (*store)->List("bakejobs/");
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  EXPECT_THAT(*keys, ::testing::ElementsAre("bakejobs/bake-a.pb"));
+  EXPECT_FALSE(fs::exists(gone)) << "its writer is gone";
+  EXPECT_TRUE(fs::exists(live)) << "a live writer's file";
+  EXPECT_TRUE(fs::exists(elsewhere)) << "not in the folder listed";
+  fs::remove_all(root);
+}
+
 void WriteRaw(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
 }
