@@ -46,8 +46,9 @@ struct LocalBakeQueue::Job {
   absl::Status error;  // FAILED: why
   std::shared_ptr<const internal::v1::StoredBake> stored;  // SUCCEEDED: what was stored
   // Another running server on this store (this machine) had queued the bake when it was started
-  // here: its writer ("<pid>-<start ticks>"). The job waits for it instead of computing the bake
-  // a second time (AwaitOtherServer).
+  // here: its writer ("<pid>-<start ticks>"). The job waits for it (in waiting_, QUEUED, on no
+  // worker) instead of computing the bake a second time (CheckWaitingJob); empty once it stops
+  // waiting.
   std::string left_to;
   // Whether the bake's record (BakeStore::PutPending) is this server's to delete at the end.
   // False too once another server took the record over (UpdatePendingRecord).
@@ -56,15 +57,13 @@ struct LocalBakeQueue::Job {
   std::mutex record_mu;
   std::string record_bytes;
   Clock::time_point record_written;
-  // The bake was found stored after the wait (AwaitOtherServer): not computed here, so not
-  // counted as finished here (the metrics).
-  bool stored_elsewhere = false;
 };
 
 LocalBakeQueue::LocalBakeQueue(BakeStore* store, BakeRunFunction run, LocalBakeQueueOptions options,
                                BakeObserver* observer)
     : store_(store), run_(std::move(run)), options_(options), observer_(observer) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  waiter_ = std::thread([this] { WaitLoop(); });
 }
 
 LocalBakeQueue::~LocalBakeQueue() { Shutdown(); }
@@ -74,12 +73,16 @@ void LocalBakeQueue::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
-    for (auto& job : queue_) {
-      job->cancel_reason = "the server shut down before the bake started";
-      job->stage = "server shutting down";
-      SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
-    }
-    queue_.clear();
+    auto cancel_all = [this](auto& jobs) {
+      for (auto& job : jobs) {
+        job->cancel_reason = "the server shut down before the bake started";
+        job->stage = "server shutting down";
+        SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
+      }
+      jobs.clear();
+    };
+    cancel_all(queue_);
+    cancel_all(waiting_);
     for (auto& [id, job] : jobs_) {
       if (!BakeEnded(job->state)) job->cancel_reason = "the server shut down while the bake was running";
       job->cancel = true;
@@ -88,6 +91,7 @@ void LocalBakeQueue::Shutdown() {
   cv_.notify_all();
   for (auto& w : workers_) w.join();
   workers_.clear();
+  if (waiter_.joinable()) waiter_.join();
 }
 
 void LocalBakeQueue::SetStateLocked(Job& job, v1::BakeState state, bool counted) {
@@ -121,7 +125,7 @@ v1::Bake LocalBakeQueue::BakeLocked(const Job& job) const {
         std::chrono::duration<double>((BakeEnded(job.state) ? job.finished_at : Clock::now()) - job.started_at).count();
   }
   if (BakeEnded(job.state)) state.end_time = job.end_time;
-  if (job.state == v1::BAKE_STATE_QUEUED) {
+  if (job.state == v1::BAKE_STATE_QUEUED && job.left_to.empty()) {  // (waiting for another server: no place)
     int ahead = 0;
     for (const auto& q : queue_) {
       if (q.get() == &job) break;
@@ -158,7 +162,7 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   if (!absl::IsNotFound(stored.status()) && !absl::IsDataLoss(stored.status())) return stored.status();
 
   // Queued or running on another server of this store that still runs: left to it (the job
-  // waits for it, AwaitOtherServer), so that one bake is not computed twice. Its record stays.
+  // waits for it, CheckWaitingJob), so that one bake is not computed twice. Its record stays.
   std::string left_to;
   if (absl::StatusOr<std::optional<BakeStore::PendingRecord>> existing = store_->PendingOf(spec.bake_id);
       existing.ok() && existing->has_value() && QueuedByAnotherRunningServerHere((*existing)->bake))
@@ -172,7 +176,8 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   // Queued jobs an idle worker is about to take do not wait: --bake_queue=0 still runs a bake
   // on an idle worker (it refused every bake).
   const int workers = std::max(1, options_.workers);
-  if (static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue)) {
+  // A job that waits for another server takes no worker and no place in the queue.
+  if (left_to.empty() && static_cast<int>(queue_.size()) + busy_ >= workers + std::max(0, options_.max_queue)) {
     const absl::Status full = absl::ResourceExhaustedError(absl::StrFormat(
         "bake queue is full (%d of %d workers busy, %d waiting, at most %d (--bake_queue)); retry later", busy_,
         workers, std::max<int>(0, static_cast<int>(queue_.size()) + busy_ - workers), options_.max_queue));
@@ -189,7 +194,12 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
   job->spec.create_time = job->create_time;
   SetStateLocked(*job, v1::BAKE_STATE_QUEUED);
   jobs_[spec.bake_id] = job;
-  queue_.push_back(job);
+  if (left_to.empty()) {
+    queue_.push_back(job);
+  } else {
+    job->stage = WaitingStage(left_to);
+    waiting_.push_back(job);
+  }
   PruneLocked();
   cv_.notify_all();
   return StartedBake{BakeLocked(*job), true};
@@ -307,6 +317,7 @@ absl::StatusOr<v1::Bake> LocalBakeQueue::Cancel(const BakeRef& bake) {
   }
   if (job->state == v1::BAKE_STATE_QUEUED) {
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), job), waiting_.end());
     job->stage = "cancelled while queued";
     job->cancel_reason = "cancelled with CancelBake while queued";
     SetStateLocked(*job, v1::BAKE_STATE_CANCELLED);
@@ -366,8 +377,7 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
         UpdatePendingRecord(*job, stage, f);
       },
       &job->cancel);
-  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored =
-      job->left_to.empty() ? run_(job->spec, progress) : AwaitOtherServer(job, progress);
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = run_(job->spec, progress);
   bool ended_by_shutdown = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -376,8 +386,7 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
       job->stored = *std::move(stored);
       job->fraction = 1.0;
       job->stage = "done";
-      // Computed by the server this job waited for: that server counts it.
-      SetStateLocked(*job, v1::BAKE_STATE_SUCCEEDED, /*counted=*/!job->stored_elsewhere);
+      SetStateLocked(*job, v1::BAKE_STATE_SUCCEEDED);
     } else if (absl::IsCancelled(stored.status()) || job->cancel) {
       job->stage = "cancelled";
       if (job->cancel_reason.empty()) job->cancel_reason = std::string(stored.status().message());
@@ -393,38 +402,71 @@ void LocalBakeQueue::Run(const std::shared_ptr<Job>& job) {
   cv_.notify_all();
 }
 
-absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> LocalBakeQueue::AwaitOtherServer(
-    const std::shared_ptr<Job>& job, const Progress& progress) {
-  const std::string& bake_id = job->spec.bake_id;
-  // While the record names another running server of this machine. When that server ends
-  // without ending the bake (stopped, killed), this server's adopter (PendingBakeAdopter, within
-  // 5 s) makes the record this server's, and the wait ends.
+void LocalBakeQueue::WaitLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    RETURN_IF_ERROR(progress.CheckCancelled());
-    absl::StatusOr<std::optional<BakeStore::PendingRecord>> record = store_->PendingOf(bake_id);
-    if (record.ok() && (!record->has_value() || !QueuedByAnotherRunningServerHere((*record)->bake))) break;
-    // (A store error: asked again.) The stage and progress are that server's, as its record has them.
-    if (record.ok()) {
-      const internal::v1::PendingBake& theirs = (*record)->bake;
-      std::string stage = WaitingStage(theirs.writer());
-      if (!theirs.stage().empty()) absl::StrAppend(&stage, ": ", theirs.stage());
-      progress.Report(stage, theirs.progress_fraction());
+    cv_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+    if (stopping_) return;
+    const std::vector<std::shared_ptr<Job>> waiting = waiting_;
+    lock.unlock();
+    for (const std::shared_ptr<Job>& job : waiting) CheckWaitingJob(job);
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_; });
+  }
+}
+
+void LocalBakeQueue::CheckWaitingJob(const std::shared_ptr<Job>& job) {
+  const std::string& bake_id = job->spec.bake_id;
+  absl::StatusOr<std::optional<BakeStore::PendingRecord>> record = store_->PendingOf(bake_id);
+  if (!record.ok()) return;  // a store error: asked again on the next pass
+  // While the record names another running server of this machine, its stage and progress are
+  // shown. When that server ends without ending the bake (stopped, killed), this server's adopter
+  // (PendingBakeAdopter, within 5 s) makes the record this server's, and the wait ends.
+  if (record->has_value() && QueuedByAnotherRunningServerHere((*record)->bake)) {
+    const internal::v1::PendingBake& theirs = (*record)->bake;
+    std::string stage = WaitingStage(theirs.writer());
+    if (!theirs.stage().empty()) absl::StrAppend(&stage, ": ", theirs.stage());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (job->state != v1::BAKE_STATE_QUEUED || job->left_to.empty()) return;  // cancelled meanwhile
+      job->stage = std::move(stage);
+      job->fraction = std::max(job->fraction, std::min(theirs.progress_fraction(), 0.999));
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return job->cancel.load(); });
+    cv_.notify_all();
+    return;
   }
-  // That server ended it: stored (answered from the store), or failed or cancelled there (computed
-  // here, for this server's caller still wants it).
-  if (absl::StatusOr<v1::Bake> stored = StoredAndReadable(*store_, job->spec.ref(), job->spec.recipe); stored.ok()) {
-    job->stored_elsewhere = true;
-    return store_->Header(bake_id);
+  // That server ended it: stored (answered from the store), or failed or cancelled there (queued
+  // here to be computed, for this server's caller still wants it).
+  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> stored = absl::NotFoundError("not stored");
+  if (StoredAndReadable(*store_, job->spec.ref(), job->spec.recipe).ok()) stored = store_->Header(bake_id);
+  std::optional<std::string> own;
+  if (!stored.ok()) own = PutPendingRecord(job->spec);
+  bool cancelled = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled = job->state != v1::BAKE_STATE_QUEUED || job->left_to.empty();
+    if (!cancelled) {
+      waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), job), waiting_.end());
+      job->left_to.clear();
+      if (stored.ok()) {
+        job->stored = *std::move(stored);
+        job->fraction = 1.0;
+        job->stage = "done";
+        // Computed by the server this job waited for: that server counts it.
+        SetStateLocked(*job, v1::BAKE_STATE_SUCCEEDED, /*counted=*/false);
+      } else {
+        if (own) {
+          std::lock_guard<std::mutex> record_lock(job->record_mu);
+          job->record_bytes = *own;
+          job->owns_record = true;
+        }
+        job->stage = "queued";
+        queue_.push_front(job);  // it was started before the jobs queued behind it
+      }
+    }
   }
-  if (std::optional<std::string> record = PutPendingRecord(job->spec)) {
-    std::lock_guard<std::mutex> lock(job->record_mu);
-    job->record_bytes = *std::move(record);
-    job->owns_record = true;
-  }
-  return run_(job->spec, progress);
+  if (cancelled && own) (void)store_->DeletePending(bake_id);
+  cv_.notify_all();
 }
 
 }  // namespace skinning

@@ -51,11 +51,13 @@ class LocalBakeQueue final : public BakeQueue {
   struct Job;
   void WorkerLoop();
   void Run(const std::shared_ptr<Job>& job);
-  // A job whose bake another running server on this store queued first (Job::left_to): waits
-  // while that server holds the bake's record, then answers the bake stored, or computes it
-  // (the record now this server's) when that server ended without storing it.
-  absl::StatusOr<std::shared_ptr<const internal::v1::StoredBake>> AwaitOtherServer(const std::shared_ptr<Job>& job,
-                                                                                  const Progress& progress);
+  // The jobs whose bake another running server on this store queued first (Job::left_to, in
+  // waiting_): every 250 ms, CheckWaitingJob for each. They hold no worker while they wait.
+  void WaitLoop();
+  // Shows the other server's stage and progress (from the bake's record) while that server holds
+  // the record; then ends the job SUCCEEDED from the store, or queues it to be computed here (the
+  // record now this server's) when that server ended without storing the bake.
+  void CheckWaitingJob(const std::shared_ptr<Job>& job);
   // The job of `bake` (its rig must match), or null; null too when it succeeded: a succeeded bake
   // is answered from the store, where it is gone once its rig is deleted (BakeStore::DeleteForRig).
   std::shared_ptr<Job> FindLocked(const BakeRef& bake) const;
@@ -82,9 +84,11 @@ class LocalBakeQueue final : public BakeQueue {
   std::condition_variable cv_;  // any job changed, or the queue did
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // by bake id
   std::deque<std::shared_ptr<Job>> queue_;
+  std::vector<std::shared_ptr<Job>> waiting_;  // QUEUED jobs waiting for another server (WaitLoop)
   int busy_ = 0;  // workers running a job
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::thread waiter_;  // WaitLoop
 };
 
 }  // namespace skinning

@@ -723,8 +723,9 @@ TEST(BakeJobs, AServerStartingOnTheStoreOfARunningServerLeavesItsBakesToIt) {
 // computed once. The second server's job waits for the first server (its stage names the first's
 // pid and the first's stage, its progress is the first's, from the bake's record) and ends
 // SUCCEEDED from the store; when the first is killed under a bake, the second takes the bake over
-// and computes it. The second server used to compute every such bake again, and then showed
-// progress 0 until the end of the wait.
+// and computes it. The waiting job holds none of the second server's bake workers: another bake
+// started there runs meanwhile. The second server used to compute every such bake again, then
+// showed progress 0 until the end of the wait, and the wait held a worker.
 TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
   const std::string store = MakeTempDir("store");
   auto first = std::make_unique<ServerProcess>(store);
@@ -732,7 +733,7 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
   auto reg = one.CreateRig(TubeWithoutWeights());
   ASSERT_TRUE(reg.ok()) << reg.status();
   const std::string rig = reg->rig().name();
-  ServerProcess second(store, {"--metrics_address=127.0.0.1:0"});
+  ServerProcess second(store, {"--metrics_address=127.0.0.1:0", "--bake_workers=1"});
   Client two(Options(second));
   const std::string waiting =
       absl::StrCat("waiting for the server on this store that runs it (pid ", first->pid(), ")");
@@ -767,6 +768,20 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
 
   const std::string a = start_on_both(Bbw(80));
   ASSERT_FALSE(a.empty());
+  // Another bake on the second server alone runs on its one worker while `a` waits.
+  v1::BakeOptions other;
+  other.mutable_geodesic_voxel();
+  other.mutable_domain()->set_voxel_resolution(40);
+  auto c = two.StartBake(rig, other);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto c_left_the_queue =
+      two.WatchBake(c->bake().name(), [](const v1::Bake& b) { return b.metadata().state() == v1::BAKE_STATE_QUEUED; });
+  ASSERT_TRUE(c_left_the_queue.ok()) << c_left_the_queue.status();
+  auto a_meanwhile = two.GetBake(a);
+  ASSERT_TRUE(a_meanwhile.ok()) << a_meanwhile.status();
+  EXPECT_FALSE(a_meanwhile->done()) << "the other bake ran only after the wait: " << a_meanwhile->metadata().stage();
+  EXPECT_THAT(a_meanwhile->metadata().stage(), StartsWith(waiting));
+  ASSERT_FALSE(WatchToSuccess(two, c->bake().name()).name().empty());
   double waiting_progress = 0;  // the most the second server's watch showed while waiting
   const std::vector<std::string> left = stages_on_second(a, [&](const v1::Bake& now) {
     if (absl::StartsWith(now.metadata().stage(), waiting))
@@ -803,6 +818,31 @@ TEST(BakeJobs, ABakeStartedOnTwoServersOfOneStoreIsComputedOnce) {
   while (!StoredFiles(store, "bakejobs/").empty() && std::chrono::steady_clock::now() - ended < std::chrono::seconds(12))
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_THAT(StoredFiles(store, "bakejobs/"), ::testing::IsEmpty());
+  EXPECT_EQ(second.Stop(SIGTERM), 0);
+}
+
+// A job waiting for another server of the store (QUEUED, on no worker), cancelled on its server,
+// ends CANCELLED there at once; the bake goes on where it runs, and its record stays that
+// server's until the bake's end there.
+TEST(BakeJobs, CancellingABakeThatWaitsForAnotherServerCancelsTheWaitOnly) {
+  const std::string store = MakeTempDir("store");
+  auto [first, bake] = StartServerWithRunningBake(store);
+  ASSERT_FALSE(bake.empty());
+  ServerProcess second(store);
+  Client two(Options(second));
+  auto again = two.StartBake(bake.substr(0, bake.find("/bakes/")), Bbw(80));
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->bake().name(), bake);
+  EXPECT_EQ(again->bake().metadata().state(), v1::BAKE_STATE_QUEUED);
+  EXPECT_THAT(again->bake().metadata().stage(),
+              StartsWith(absl::StrCat("waiting for the server on this store that runs it (pid ", first->pid(), ")")));
+  auto cancelled = two.CancelBake(bake);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->metadata().state(), v1::BAKE_STATE_CANCELLED);
+  EXPECT_EQ(StoredFiles(store, "bakejobs/").size(), 1u) << "the first server's record stays";
+  Client one(Options(*first));
+  ASSERT_FALSE(WatchToSuccess(one, bake).name().empty());
+  EXPECT_TRUE(StoredFiles(store, "bakejobs/").empty()) << "gone with the bake's end on the first server";
   EXPECT_EQ(second.Stop(SIGTERM), 0);
 }
 
