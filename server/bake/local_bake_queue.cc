@@ -28,6 +28,11 @@ bool QueuedByAnotherRunningServerHere(const internal::v1::PendingBake& record) {
   return record.writer() != ThisProcessWriter() && QueuedByARunningServerHere(record);
 }
 
+// Whether the record was written by this server (this process on this machine).
+bool WrittenByThisServer(const internal::v1::PendingBake& record) {
+  return record.writer() == ThisProcessWriter() && record.host() == HostName();
+}
+
 std::string WaitingStage(const std::string& writer) {
   return absl::StrCat("waiting for the server on this store that runs it (pid ", WriterPid(writer), ")");
 }
@@ -163,12 +168,16 @@ absl::StatusOr<StartedBake> LocalBakeQueue::Start(const BakeJob& spec) {
 
   // Queued or running on another server of this store that still runs: left to it (the job
   // waits for it, CheckWaitingJob), so that one bake is not computed twice. Its record stays.
+  // A record this server wrote already (it took the record over at its start or from an ended
+  // server, PendingBakeAdopter) is kept as it is, with its first queued time.
   std::string left_to;
-  if (absl::StatusOr<std::optional<BakeStore::PendingRecord>> existing = store_->PendingOf(spec.bake_id);
-      existing.ok() && existing->has_value() && QueuedByAnotherRunningServerHere((*existing)->bake))
-    left_to = (*existing)->bake.writer();
   std::optional<std::string> record;
-  if (left_to.empty()) record = PutPendingRecord(spec);
+  if (absl::StatusOr<std::optional<BakeStore::PendingRecord>> existing = store_->PendingOf(spec.bake_id);
+      existing.ok() && existing->has_value()) {
+    if (QueuedByAnotherRunningServerHere((*existing)->bake)) left_to = (*existing)->bake.writer();
+    if (WrittenByThisServer((*existing)->bake)) record = (*existing)->bytes;
+  }
+  if (left_to.empty() && !record) record = PutPendingRecord(spec);
   const bool owns_record = record.has_value();
   std::unique_lock<std::mutex> lock(mu_);
   if (std::shared_ptr<Job> job = FindLocked(spec.ref()); job && !BakeEnded(job->state))  // queued meanwhile
@@ -234,19 +243,30 @@ void LocalBakeQueue::UpdatePendingRecord(Job& job, const std::string& stage, dou
   job.record_written = now;  // also after a failed write: the next try waits as long
   record.set_stage(stage);
   record.set_progress_fraction(fraction);
-  std::string bytes;
-  absl::StatusOr<bool> written = store_->UpdatePending(job.spec.bake_id, job.record_bytes, record, &bytes);
-  if (!written.ok()) return;  // the store failed: the record stays as it was, and is still this server's
-  if (!*written) {
-    // Another server took the record over (a server of another machine sharing the directory, at
-    // its start): it is that server's now, to keep or delete.
-    job.owns_record = false;
-    std::printf("skinning-server bakes: %s: its record was taken over by another server; this server leaves it\n",
-                BakeName(job.spec.rig_id, job.spec.bake_id).c_str());
-    std::fflush(stdout);
-    return;
+  // A store failure leaves the record as it was, still this server's. A refusal means the record
+  // changed: rewritten by this server (two StartBake calls of one bake racing), it is still
+  // this server's and written again; otherwise another server took it over (a server of another
+  // machine sharing the directory, at its start) and it is that server's now, to keep or delete.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string bytes;
+    absl::StatusOr<bool> written = store_->UpdatePending(job.spec.bake_id, job.record_bytes, record, &bytes);
+    if (!written.ok()) return;
+    if (*written) {
+      job.record_bytes = std::move(bytes);
+      return;
+    }
+    absl::StatusOr<std::optional<BakeStore::PendingRecord>> now = store_->PendingOf(job.spec.bake_id);
+    if (!now.ok()) return;
+    if (!now->has_value() || !WrittenByThisServer((*now)->bake)) break;
+    job.record_bytes = (*now)->bytes;
+    record = (*now)->bake;  // what this server wrote last, with the stage and progress now
+    record.set_stage(stage);
+    record.set_progress_fraction(fraction);
   }
-  job.record_bytes = std::move(bytes);
+  job.owns_record = false;
+  std::printf("skinning-server bakes: %s: its record was taken over by another server; this server leaves it\n",
+              BakeName(job.spec.rig_id, job.spec.bake_id).c_str());
+  std::fflush(stdout);
 }
 
 void LocalBakeQueue::PruneLocked() {

@@ -141,6 +141,16 @@ class LocalBakeQueueTest : public ::testing::Test {
     queue_.reset();
   }
 
+  // The state the job's bake ends in (polled for up to 5 s; UNSPECIFIED if it does not end).
+  v1::BakeState WaitEnded(const BakeJob& job) {
+    for (int i = 0; i < 500; ++i) {
+      absl::StatusOr<v1::Bake> now = queue_->Get(job.ref());
+      if (now.ok() && now->done()) return now->metadata().state();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return v1::BAKE_STATE_UNSPECIFIED;
+  }
+
   std::string dir_;
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> rigs_;
@@ -405,15 +415,45 @@ TEST_F(LocalBakeQueueTest, ARunningBakeWritesItsProgressIntoItsRecordAndLeavesAR
   EXPECT_EQ(record().writer(), "1-1") << "not written over";
   EXPECT_EQ(record().stage(), "");
   runner_->Release();
-  absl::StatusOr<v1::Bake> done;
-  for (int i = 0; i < 500; ++i) {
-    done = queue_->Get(job.ref());
-    if (done.ok() && done->done()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(done.ok() && done->done()) << done.status();
-  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED);
+  EXPECT_EQ(WaitEnded(job), v1::BAKE_STATE_SUCCEEDED);
   EXPECT_EQ(record().host(), "another-machine") << "the other server's record stays";
+}
+
+// A record this server wrote already (taken over at its start, or from an ended server) is kept
+// as it is when the bake is queued, with its first queued time; a rewrite of the record by this
+// server (two StartBake calls of one bake racing) leaves it this server's: the progress still
+// goes into it, and the bake's end deletes it. The queue wrote the record again (a new queued
+// time), and such a rewrite would have made the running job leave its own record behind.
+TEST_F(LocalBakeQueueTest, ARecordThisServerWroteIsKeptAndStaysItsOwnWhenThisServerRewritesIt) {
+  const BakeJob job = Job(5);
+  internal::v1::PendingBake mine;
+  mine.set_rig_id(kRig);
+  *mine.mutable_options() = job.options;
+  mine.set_host(HostName());
+  mine.set_writer(ThisProcessWriter());
+  mine.set_queued_unix_ms(1234);
+  ASSERT_TRUE(store_->PutPending(job.bake_id, mine).ok());
+  ASSERT_TRUE(queue_->Start(job).ok());
+  ASSERT_TRUE(runner_->WaitStarted(1));
+  auto record = [&]() -> std::optional<internal::v1::PendingBake> {
+    absl::StatusOr<std::optional<BakeStore::PendingRecord>> r = store_->PendingOf(job.bake_id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok() || !r->has_value()) return std::nullopt;
+    return (*r)->bake;
+  };
+  ASSERT_TRUE(record());
+  EXPECT_EQ(record()->queued_unix_ms(), 1234) << "kept, not written again";
+  EXPECT_EQ(record()->stage(), "working");
+
+  mine.set_queued_unix_ms(99);
+  ASSERT_TRUE(store_->PutPending(job.bake_id, mine).ok());
+  ASSERT_TRUE(runner_->Nudge("after the rewrite"));
+  ASSERT_TRUE(record());
+  EXPECT_EQ(record()->stage(), "after the rewrite");
+  EXPECT_EQ(record()->queued_unix_ms(), 99);
+  runner_->Release();
+  EXPECT_EQ(WaitEnded(job), v1::BAKE_STATE_SUCCEEDED);
+  EXPECT_FALSE(record()) << "the end deleted it";
 }
 
 }  // namespace SKINNING_TEST_FILE
