@@ -241,13 +241,13 @@ void LocalBakeQueue::UpdatePendingRecord(Job& job, const std::string& stage, dou
   const Clock::time_point now = Clock::now();
   if (record.stage() == stage && now - job.record_written < std::chrono::seconds(1)) return;
   job.record_written = now;  // also after a failed write: the next try waits as long
-  record.set_stage(stage);
-  record.set_progress_fraction(fraction);
   // A store failure leaves the record as it was, still this server's. A refusal means the record
   // changed: rewritten by this server (two StartBake calls of one bake racing), it is still
   // this server's and written again; otherwise another server took it over (a server of another
   // machine sharing the directory, at its start) and it is that server's now, to keep or delete.
   for (int attempt = 0; attempt < 2; ++attempt) {
+    record.set_stage(stage);
+    record.set_progress_fraction(fraction);
     std::string bytes;
     absl::StatusOr<bool> written = store_->UpdatePending(job.spec.bake_id, job.record_bytes, record, &bytes);
     if (!written.ok()) return;
@@ -259,9 +259,7 @@ void LocalBakeQueue::UpdatePendingRecord(Job& job, const std::string& stage, dou
     if (!now.ok()) return;
     if (!now->has_value() || !WrittenByThisServer((*now)->bake)) break;
     job.record_bytes = (*now)->bytes;
-    record = (*now)->bake;  // what this server wrote last, with the stage and progress now
-    record.set_stage(stage);
-    record.set_progress_fraction(fraction);
+    record = (*now)->bake;  // what this server wrote last
   }
   job.owns_record = false;
   std::printf("skinning-server bakes: %s: its record was taken over by another server; this server leaves it\n",

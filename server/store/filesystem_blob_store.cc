@@ -50,6 +50,15 @@ bool WriterGone(const std::string& filename, const std::string& host) {
   return WriterEnded(rest.substr(writer_dot + 1, counter_dot - writer_dot - 1));
 }
 
+// Removes the files (collected first: removing while a directory is iterated invalidates the
+// iterator). A file already gone is no error.
+void RemoveFiles(const std::vector<fs::path>& files) {
+  for (const fs::path& p : files) {
+    std::error_code rm;
+    fs::remove(p, rm);
+  }
+}
+
 absl::Status CheckKey(const std::string& key) {
   if (key.empty() || key.front() == '/' || absl::StrContains(key, ".."))
     return absl::InvalidArgumentError(absl::StrCat("invalid store key '", key, "'"));
@@ -78,7 +87,7 @@ absl::Status Errno(const std::string& what, const std::string& key, int err = er
 
 class FilesystemBlobStore : public BlobStore {
  public:
-  explicit FilesystemBlobStore(fs::path root) : root_(std::move(root)) {}
+  explicit FilesystemBlobStore(fs::path root) : root_(std::move(root)), host_(HostName()) {}
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
     RETURN_IF_ERROR(CheckKey(key));
@@ -89,8 +98,7 @@ class FilesystemBlobStore : public BlobStore {
     // Unique per host, process and write: two store objects on one directory in one process
     // must not share a temporary file, and a store opening knows whose leftovers it sees.
     static std::atomic<uint64_t> counter{0};
-    static const std::string host = HostName();
-    const std::string tmp = absl::StrFormat("%s.tmp.%s.%s.%d", target.string(), host, ThisProcessWriter(), counter++);
+    const std::string tmp = absl::StrFormat("%s.tmp.%s.%s.%d", target.string(), host_, ThisProcessWriter(), counter++);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return Errno("create", key);
     const std::string header = BlobHeader(bytes);
@@ -170,24 +178,20 @@ class FilesystemBlobStore : public BlobStore {
     // Temporary files of writes whose writer is gone (WriterGone) are removed as they are passed:
     // a server killed while it rewrote a record would otherwise leave its file until a store
     // opens, and a running server lists the bakes' records every few seconds.
-    static const std::string host = HostName();
     std::vector<fs::path> leftovers;
     for (auto it = fs::recursive_directory_iterator(start, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
       if (!it->is_regular_file()) continue;
       std::string key = fs::relative(it->path(), root_).generic_string();
       if (absl::StrContains(key, ".tmp.")) {  // an interrupted or running write, never a key
-        if (WriterGone(it->path().filename().string(), host)) leftovers.push_back(it->path());
+        if (WriterGone(it->path().filename().string(), host_)) leftovers.push_back(it->path());
         continue;
       }
       if (key == kLockName) continue;  // WriteIf's lock file
       if (absl::StartsWith(key, prefix)) keys.push_back(std::move(key));
     }
     if (ec) return Errno("list", prefix, ec.value());
-    for (const fs::path& p : leftovers) {
-      std::error_code rm;
-      fs::remove(p, rm);
-    }
+    RemoveFiles(leftovers);
     std::sort(keys.begin(), keys.end());
     return keys;
   }
@@ -230,6 +234,7 @@ class FilesystemBlobStore : public BlobStore {
 
  private:
   fs::path root_;
+  const std::string host_;  // HostName(), in temporary files' names (WriterGone)
   std::mutex write_mu_;
 };
 
@@ -239,9 +244,8 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::st
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create store directory ", root, ": ", ec.message()));
-  // Remove leftovers of writes interrupted by a crash (collected first: removing while
-  // iterating invalidates the iterator): those whose writer is gone (WriterGone), and any old
-  // one. Another server sharing the directory may be writing a temporary file right now.
+  // Remove leftovers of writes interrupted by a crash: those whose writer is gone (WriterGone),
+  // and any old one. Another server sharing the directory may be writing a temporary file now.
   std::vector<fs::path> leftovers;
   const auto now = fs::file_time_type::clock::now();
   const std::string host = HostName();
@@ -253,10 +257,7 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::st
     if (WriterGone(it->path().filename().string(), host) || (!age && now - written > kLeftoverAge))
       leftovers.push_back(it->path());
   }
-  for (const fs::path& p : leftovers) {
-    std::error_code rm;
-    fs::remove(p, rm);
-  }
+  RemoveFiles(leftovers);
   return std::unique_ptr<BlobStore>(new FilesystemBlobStore(root));
 }
 

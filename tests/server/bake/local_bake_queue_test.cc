@@ -151,6 +151,14 @@ class LocalBakeQueueTest : public ::testing::Test {
     return v1::BAKE_STATE_UNSPECIFIED;
   }
 
+  // The job's bake's record in the store (nullopt when there is none; a store error fails the test).
+  std::optional<internal::v1::PendingBake> RecordOf(const BakeJob& job) {
+    absl::StatusOr<std::optional<BakeStore::PendingRecord>> r = store_->PendingOf(job.bake_id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok() || !r->has_value()) return std::nullopt;
+    return (*r)->bake;
+  }
+
   std::string dir_;
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> rigs_;
@@ -393,10 +401,10 @@ TEST_F(LocalBakeQueueTest, ARunningBakeWritesItsProgressIntoItsRecordAndLeavesAR
   const BakeJob job = Job(3);
   ASSERT_TRUE(queue_->Start(job).ok());
   ASSERT_TRUE(runner_->WaitStarted(1));
-  auto record = [&]() -> internal::v1::PendingBake {
-    absl::StatusOr<std::optional<BakeStore::PendingRecord>> r = store_->PendingOf(job.bake_id);
-    EXPECT_TRUE(r.ok() && r->has_value());
-    return r.ok() && r->has_value() ? (*r)->bake : internal::v1::PendingBake();
+  auto record = [&] {
+    std::optional<internal::v1::PendingBake> r = RecordOf(job);
+    EXPECT_TRUE(r.has_value());
+    return r.value_or(internal::v1::PendingBake());
   };
   EXPECT_EQ(record().stage(), "working");
   EXPECT_DOUBLE_EQ(record().progress_fraction(), 0.5);
@@ -435,12 +443,7 @@ TEST_F(LocalBakeQueueTest, ARecordThisServerWroteIsKeptAndStaysItsOwnWhenThisSer
   ASSERT_TRUE(store_->PutPending(job.bake_id, mine).ok());
   ASSERT_TRUE(queue_->Start(job).ok());
   ASSERT_TRUE(runner_->WaitStarted(1));
-  auto record = [&]() -> std::optional<internal::v1::PendingBake> {
-    absl::StatusOr<std::optional<BakeStore::PendingRecord>> r = store_->PendingOf(job.bake_id);
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok() || !r->has_value()) return std::nullopt;
-    return (*r)->bake;
-  };
+  auto record = [&] { return RecordOf(job); };
   ASSERT_TRUE(record());
   EXPECT_EQ(record()->queued_unix_ms(), 1234) << "kept, not written again";
   EXPECT_EQ(record()->stage(), "working");
