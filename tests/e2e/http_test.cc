@@ -37,6 +37,7 @@ using ::skinning::testing::ConnectUnary;
 using ::skinning::testing::DataPath;
 using ::skinning::testing::DeterministicBytes;
 using ::skinning::testing::FileBytes;
+using ::skinning::testing::FoldNegativeZeros;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::LongFastFrame;
 using ::skinning::testing::LongFastModel;
@@ -54,6 +55,14 @@ constexpr char kRigService[] = "/skinning.v1.RigService/";
 constexpr char kPoseService[] = "/skinning.v1.PoseService/";
 constexpr char kBakeService[] = "/skinning.v1.BakeService/";
 constexpr char kFastService[] = "/skinning.v1.FastService/";
+
+// A gRPC answer as a JSON answer of the same call reads back through protobuf's parser: every -0
+// the server wrote comes back as +0 (FoldNegativeZeros).
+template <typename M>
+M AsRead(M m, bool json) {
+  if (json) FoldNegativeZeros(&m);
+  return m;
+}
 
 class HttpTest : public ::testing::Test {
  protected:
@@ -108,7 +117,7 @@ TEST_F(HttpTest, RegisterPoseAndClipAnswerTheGrpcFloatsBitForBit) {
     EXPECT_FALSE(http.created());
     ASSERT_EQ(http.animations_size(), grpc.animations_size());
     for (int a = 0; a < http.animations_size(); ++a)
-      EXPECT_EQ(DeterministicBytes(http.animations(a)), DeterministicBytes(grpc.animations(a)));
+      EXPECT_EQ(DeterministicBytes(http.animations(a)), DeterministicBytes(AsRead(grpc.animations(a), json)));
   }
 
   const v1::AnimationClip& clip = grpc.animations(0);
@@ -132,11 +141,11 @@ TEST_F(HttpTest, RegisterPoseAndClipAnswerTheGrpcFloatsBitForBit) {
     v1::PoseResponse got;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kPoseService) + "Pose", pose, &got, json).ok());
     EXPECT_GT(got.frame().vertices_size(), 0);
-    EXPECT_EQ(DeterministicBytes(got.frame()), DeterministicBytes(*want));
+    EXPECT_EQ(DeterministicBytes(got.frame()), DeterministicBytes(AsRead(*want, json)));
     v1::PoseClipResponse got_clip;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kPoseService) + "PoseClip", clip_req, &got_clip, json).ok());
     EXPECT_EQ(got_clip.frames_size(), clip.poses_size());
-    EXPECT_EQ(DeterministicBytes(got_clip), DeterministicBytes(*want_clip));
+    EXPECT_EQ(DeterministicBytes(got_clip), DeterministicBytes(AsRead(*want_clip, json)));
   }
 }
 
@@ -184,7 +193,7 @@ TEST_F(HttpTest, BakeWatchWeightsAndFastSolveAnswerTheGrpcFloatsBitForBit) {
   for (bool json : {true, false}) {
     v1::GetWeightsResponse got;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kBakeService) + "GetWeights", get, &got, json).ok());
-    EXPECT_EQ(DeterministicBytes(got), DeterministicBytes(*weights)) << (json ? "JSON" : "binary");
+    EXPECT_EQ(DeterministicBytes(got), DeterministicBytes(AsRead(*weights, json))) << (json ? "JSON" : "binary");
   }
 
   // FAST: a model baked through gRPC, solved through both doors.
@@ -212,7 +221,7 @@ TEST_F(HttpTest, BakeWatchWeightsAndFastSolveAnswerTheGrpcFloatsBitForBit) {
   for (bool json : {true, false}) {
     v1::SolveResponse got;
     ASSERT_TRUE(ConnectUnary(port_, std::string(kFastService) + "Solve", solve, &got, json).ok());
-    EXPECT_EQ(DeterministicBytes(got.solution()), DeterministicBytes(*want)) << (json ? "JSON" : "binary");
+    EXPECT_EQ(DeterministicBytes(got.solution()), DeterministicBytes(AsRead(*want, json))) << (json ? "JSON" : "binary");
   }
 }
 

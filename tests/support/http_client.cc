@@ -105,6 +105,39 @@ std::string Encode(const google::protobuf::Message& m, bool json) {
 
 }  // namespace
 
+void FoldNegativeZeros(google::protobuf::Message* m) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection& r = *m->GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r.ListFields(*m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    const int n = f->is_repeated() ? r.FieldSize(*m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      switch (f->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          if (f->is_repeated()) {
+            r.SetRepeatedFloat(m, f, i, r.GetRepeatedFloat(*m, f, i) + 0.0f);
+          } else {
+            r.SetFloat(m, f, r.GetFloat(*m, f) + 0.0f);
+          }
+          break;
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+          if (f->is_repeated()) {
+            r.SetRepeatedDouble(m, f, i, r.GetRepeatedDouble(*m, f, i) + 0.0);
+          } else {
+            r.SetDouble(m, f, r.GetDouble(*m, f) + 0.0);
+          }
+          break;
+        case FieldDescriptor::CPPTYPE_MESSAGE:
+          FoldNegativeZeros(f->is_repeated() ? r.MutableRepeatedMessage(m, f, i) : r.MutableMessage(m, f));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
 absl::Status ConnectUnary(int port, const std::string& path, const google::protobuf::Message& request,
                           google::protobuf::Message* response, bool json, const Headers& headers) {
   Headers h = headers;

@@ -45,6 +45,12 @@ double ScrapeMetric(int port, const std::string& series);
 absl::Status ConnectUnary(int port, const std::string& path, const google::protobuf::Message& request,
                           google::protobuf::Message* response, bool json, const Headers& headers = {});
 
+// protobuf's JSON parser reads the number -0 as the integer 0, so a -0 the server writes ("-0", as
+// protobuf prints it; a browser's JSON.parse keeps the sign) comes back from a JSON answer of
+// ConnectUnary or ConnectStream as +0. This folds -0 into +0 in every float and double of `m`
+// (nested messages too), for comparing a binary answer with a JSON one bit for bit.
+void FoldNegativeZeros(google::protobuf::Message* m);
+
 // A Connect server-streaming call: each message parsed into a fresh copy of `prototype` and given
 // to `on_message`; returns the end-of-stream status.
 absl::Status ConnectStream(int port, const std::string& path, const google::protobuf::Message& request,
