@@ -10,10 +10,8 @@
 #include "client/skinctl/commands.h"
 #include "client/skinctl/common.h"
 #include "client/skinctl/flags.h"
-#include "core/io/gltf.h"
-#include "core/skinning/weights.h"
 #include "core/util/status_macros.h"
-#include "server/convert/convert.h"
+#include "server/convert/gltf_import.h"
 
 namespace skinning {
 
@@ -28,13 +26,10 @@ absl::Status CommandGet(const Args& args) {
   ASSIGN_OR_RETURN(v1::Rig got, client->GetRig(name, out.empty() ? v1::RIG_VIEW_UNSPECIFIED : v1::RIG_VIEW_FULL));
   PrintRig(got);
   if (out.empty()) return absl::OkStatus();
-  // Export the stored rig as a skinned glTF (sparse weights, k = 4 unless the rig has more).
-  ASSIGN_OR_RETURN(Rig rig, RigFromProto(got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10}));
-  if (!rig.has_weights()) return absl::FailedPreconditionError(absl::StrCat("rig ", name, " has no weights to export"));
-  const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
+  // The stored rig as a skinned glTF (sparse weights, k = 4 unless the rig has more).
   if (const std::string dir = std::filesystem::path(out).parent_path().string(); !dir.empty())
     RETURN_IF_ERROR(MakeOutputDir(dir));  // as --out does
-  RETURN_IF_ERROR(WriteSkinnedGltf(out, rig.mesh, rig.skeleton, W, {}, rig.mesh_parts, rig.morph_targets));
+  RETURN_IF_ERROR(ExportRigGltf(got, out));
   std::printf("%s\n", out.c_str());
   return absl::OkStatus();
 }

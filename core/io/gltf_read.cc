@@ -29,6 +29,7 @@
 #include "core/io/gltf_meshopt.h"
 #include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
+#include "core/rig/transform.h"
 #include "core/io/text_io.h"
 #include "core/util/status_macros.h"
 
@@ -278,7 +279,7 @@ absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
     const double norm = q.norm();
     if (!std::isfinite(norm) || norm < 1e-12)
       return Invalid(absl::StrFormat("nodes[%d].rotation is not a valid quaternion", index));
-    t.rotation = q.normalized();
+    t.rotation = UnitWithinFloatRounding(q);  // as the writer: an exported rig reads back the same
   }
   if (!node.scale.empty()) {
     if (node.scale.size() != 3)
@@ -564,8 +565,18 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
   absl::StatusOr<std::vector<int>> order = TopologicalOrder(skeleton);
   if (!order.ok()) return Invalid("skeleton: " + std::string(order.status().message()));
   if (node_of_joint.size() > static_cast<size_t>(num_skin_joints)) {
+    // From the rest transforms rounded to float32, as a rig stores them and a file exported from
+    // it holds them: that file then reads back with the same inverse binds (from the file's
+    // double-precision values they differed by 1e-8, and by sign in entries near 0).
+    auto to_float = [](double x) { return static_cast<double>(static_cast<float>(x) + 0.0f); };
     std::vector<Transform> rest;
-    for (const Joint& joint : skeleton.joints) rest.push_back(joint.rest);
+    for (const Joint& joint : skeleton.joints) {
+      Transform t = joint.rest;
+      t.translation = t.translation.unaryExpr(to_float);
+      t.rotation.coeffs() = t.rotation.coeffs().unaryExpr(to_float);
+      t.scale = t.scale.unaryExpr(to_float);
+      rest.push_back(t);
+    }
     const std::vector<Eigen::Affine3d> world = ForwardKinematics(skeleton, *order, rest);
     for (size_t j = num_skin_joints; j < node_of_joint.size(); ++j)
       skeleton.joints[j].inverse_bind = world[j].inverse();

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/io/text_io.h"
+#include "core/rig/transform.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -184,7 +185,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
     tinygltf::Node& node = model.nodes[j];
     node.name = joint.name;
     const Transform& t = joint.rest;
-    const Eigen::Quaterniond q = t.rotation.normalized();
+    const Eigen::Quaterniond q = UnitWithinFloatRounding(t.rotation);  // as the reader takes it
     node.translation = {t.translation.x(), t.translation.y(), t.translation.z()};
     node.rotation = {q.x(), q.y(), q.z(), q.w()};
     node.scale = {t.scale.x(), t.scale.y(), t.scale.z()};

@@ -1,5 +1,7 @@
 #include "core/rig/transform.h"
 
+#include <cmath>
+
 #include <Eigen/SVD>
 
 #include "core/math/svd3.h"
@@ -35,6 +37,10 @@ Transform DecomposeAffine(const Eigen::Affine3d& A) {
   t.rotation = Eigen::Quaterniond(R).normalized();
   t.scale = S.diagonal();
   return t;
+}
+
+Eigen::Quaterniond UnitWithinFloatRounding(const Eigen::Quaterniond& q) {
+  return std::abs(q.squaredNorm() - 1.0) <= std::ldexp(1.0, -21) ? q : q.normalized();
 }
 
 std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A) {

@@ -38,6 +38,12 @@ constexpr double kFloatRigidTolerance = 1e-5;
 // from an error of 1e-5).
 std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A);
 
+// q itself when it is a unit quaternion to float precision (|q|² within 2^-21 of 1; a unit
+// quaternion rounded to float32 is within 2^-23), else q normalized. The glTF reader and writer
+// use it for rest rotations, so that a rotation read from a file, stored as float32 and written
+// again reads back to the same bits (normalizing every time could move a component by an ulp).
+Eigen::Quaterniond UnitWithinFloatRounding(const Eigen::Quaterniond& q);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_RIG_TRANSFORM_H_

@@ -102,9 +102,15 @@ absl::Status ValidateWeights(const Eigen::MatrixXd& W, int num_vertices, int num
 }
 
 void NormalizeRows(SparseWeights* W) {
+  // A row divided by its sum and rounded to float sums to 1 within k · 2^-25 (rounding moves each
+  // weight ≤ 1 by at most half a float ulp, ≤ 2^-25); dividing it again would move some weights
+  // by an ulp. Rows within k · 2^-24 are left as they are, so that normalizing twice gives the
+  // bits of normalizing once (a rig exported and read again keeps its content address).
+  const double tolerance = W->k() * std::ldexp(1.0, -24);
   for (int i = 0; i < W->rows(); ++i) {
     const double sum = W->weights.row(i).cast<double>().sum();
-    if (sum > 0) W->weights.row(i) = (W->weights.row(i).cast<double>() / sum).cast<float>();
+    if (sum > 0 && std::abs(sum - 1.0) > tolerance)
+      W->weights.row(i) = (W->weights.row(i).cast<double>() / sum).cast<float>();
   }
 }
 

@@ -41,7 +41,8 @@ absl::Status ValidateWeights(const SparseWeights& W, int num_vertices, int num_j
 absl::Status ValidateWeights(const Eigen::MatrixXd& W, int num_vertices, int num_joints,
                              const char* field = "weights");
 
-// Divides every row by its sum (rows must have a positive sum).
+// Divides every row by its sum (rows must have a positive sum). Sparse (float) rows that already
+// sum to 1 within k float ulps are left unchanged, so that normalizing is idempotent.
 void NormalizeRows(SparseWeights* W);
 void NormalizeRows(Eigen::MatrixXd* W);
 

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/rig/pose.h"
+#include "core/skinning/weights.h"
+#include "core/util/status_macros.h"
 #include "server/convert/convert.h"
 
 namespace skinning {
@@ -45,6 +48,15 @@ GltfImport ImportGltf(GltfCharacter g) {
                                 Plural(out.rig.morph_targets.size()), out.animations.size(),
                                 Plural(out.animations.size()));
   return out;
+}
+
+absl::Status ExportRigGltf(const v1::Rig& proto, const std::string& path) {
+  // No limits but the format's: the rig was stored by a server that checked its own.
+  ASSIGN_OR_RETURN(Rig rig, RigFromProto(proto, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10}));
+  if (!rig.has_weights())
+    return absl::FailedPreconditionError(absl::StrCat("rig ", proto.name(), " has no weights to export"));
+  const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
+  return WriteSkinnedGltf(path, rig.mesh, rig.skeleton, W, {}, rig.mesh_parts, rig.morph_targets);
 }
 
 absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Animation>& animations,

@@ -25,6 +25,13 @@ struct GltfImport {
 
 GltfImport ImportGltf(GltfCharacter character);
 
+// The inverse, as `skinctl get --out_file` writes it: a stored rig (RIG_VIEW_FULL) as a skinned
+// glTF (.glb or .gltf by the path's extension) of its mesh parts, skeleton, morph targets and
+// sparse weights (dense weights as their top 4). Registering the file gives the rig back under
+// the same name. INVALID_ARGUMENT for a rig that does not read; FAILED_PRECONDITION for a rig
+// without weights; the writer's error for a file that cannot be written.
+absl::Status ExportRigGltf(const v1::Rig& rig, const std::string& path);
+
 // What CreateRig holds an uploaded file to before reading it (ReadGltfBytes): the rig limits
 // (vertices, triangles, morph targets up to the joint limit), 2^25 morph target vertices (a
 // face rig of 100k vertices and 300 shapes; 0.8 GiB of position deltas as the reader's

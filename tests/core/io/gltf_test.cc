@@ -260,11 +260,22 @@ TEST(GltfReadTest, AppendedAncestorsHaveInverseRestWorldAsInverseBind) {
   SKINNING_REQUIRE_DATA(path);
   absl::StatusOr<GltfCharacter> c = ReadGltf(path);
   ASSERT_TRUE(c.ok()) << c.status();
-  // Z_UP is a root: its world is its local; Armature's world is Z_UP · Armature.
-  const Eigen::Affine3d z_up = c->skeleton.joints[19].rest.ToAffine();
-  const Eigen::Affine3d armature = z_up * c->skeleton.joints[20].rest.ToAffine();
-  EXPECT_TRUE((c->skeleton.joints[19].inverse_bind * z_up).matrix().isIdentity(1e-9));
-  EXPECT_TRUE((c->skeleton.joints[20].inverse_bind * armature).matrix().isIdentity(1e-9));
+  // Z_UP is a root: its world is its local; Armature's world is Z_UP · Armature. The inverse
+  // binds come from the rest transforms rounded to float32, as a rig stores them (so that an
+  // export reads back with the same bits): exact for those, within float rounding of the file's.
+  auto stored = [](Transform t) {
+    auto to_float = [](double x) { return static_cast<double>(static_cast<float>(x)); };
+    t.translation = t.translation.unaryExpr(to_float);
+    t.rotation.coeffs() = t.rotation.coeffs().unaryExpr(to_float);
+    t.scale = t.scale.unaryExpr(to_float);
+    return t.ToAffine();
+  };
+  const Eigen::Affine3d z_up = stored(c->skeleton.joints[19].rest);
+  const Eigen::Affine3d armature = z_up * stored(c->skeleton.joints[20].rest);
+  EXPECT_TRUE((c->skeleton.joints[19].inverse_bind * z_up).matrix().isIdentity(1e-12));
+  EXPECT_TRUE((c->skeleton.joints[20].inverse_bind * armature).matrix().isIdentity(1e-12));
+  const Eigen::Affine3d file_armature = c->skeleton.joints[19].rest.ToAffine() * c->skeleton.joints[20].rest.ToAffine();
+  EXPECT_TRUE((c->skeleton.joints[20].inverse_bind * file_armature).matrix().isIdentity(1e-6));
   // Z_UP turns the y-up model z-up: a rotation of ±90° about x.
   EXPECT_NEAR(AngleBetween(c->skeleton.joints[19].rest.rotation, Eigen::Quaterniond::Identity()),
               kPi / 2, 1e-6);

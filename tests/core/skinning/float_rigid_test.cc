@@ -212,6 +212,47 @@ TEST(FloatRigidTest, SampleCharacterTakesTheRigidPaths) {
   EXPECT_LT(worst, 1e-6 * diagonal) << single << " vertices bound to one joint";
 }
 
+
+// Rig data read from a file is normalized once and stored as float32; an export of the rig read
+// again must give the same bits (its content address). Normalizing the stored values again
+// moved some of them by an ulp: the test counts how often the plain rule would have, so that it
+// can fail.
+TEST(FloatRigidTest, NormalizingWeightsAndRestRotationsTwiceGivesTheBitsOfOnce) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+  std::uniform_real_distribution<double> scale(0.5, 2.0), component(-1.0, 1.0);
+  for (int k : {1, 4, 8}) {
+    SparseWeights W;
+    W.joints = RowMatrixXi::Zero(2000, k);
+    W.weights.resize(2000, k);
+    for (int i = 0; i < W.rows(); ++i)
+      for (int c = 0; c < k; ++c) W.weights(i, c) = weight(rng) + 1e-3f;
+    NormalizeRows(&W);
+    const RowMatrixXf once = W.weights;
+    int moved_by_the_plain_rule = 0;
+    for (int i = 0; i < W.rows(); ++i) {
+      const double sum = once.row(i).cast<double>().sum();
+      EXPECT_LE(std::abs(sum - 1.0), k * std::ldexp(1.0, -25)) << "row " << i << " k " << k;
+      const RowMatrixXf again = (once.row(i).cast<double>() / sum).cast<float>();
+      moved_by_the_plain_rule += again != once.row(i);
+    }
+    NormalizeRows(&W);
+    EXPECT_TRUE(W.weights == once) << "k " << k;
+    if (k > 1) EXPECT_GT(moved_by_the_plain_rule, 0) << "k " << k;
+  }
+  int moved_by_the_plain_rule = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Eigen::Quaterniond q =
+        Eigen::Quaterniond(Eigen::Vector4d(component(rng), component(rng), component(rng), component(rng)).normalized() *
+                           (i % 2 ? scale(rng) : 1.0));
+    const Eigen::Vector4f stored = UnitWithinFloatRounding(q).coeffs().cast<float>();  // as a rig keeps it
+    const Eigen::Quaterniond read(stored.cast<double>());
+    EXPECT_TRUE(UnitWithinFloatRounding(read).coeffs().cast<float>() == stored) << "quaternion " << i;
+    moved_by_the_plain_rule += read.normalized().coeffs().cast<float>() != stored;
+  }
+  EXPECT_GT(moved_by_the_plain_rule, 0);
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
