@@ -105,8 +105,7 @@ absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c
 
 absl::StatusOr<Rig> FetchRig(Client& client, const std::string& name) {
   ASSIGN_OR_RETURN(const v1::Rig got, client.GetRig(name, v1::RIG_VIEW_FULL));
-  // What the server stored it already validated: no limits beyond the format's.
-  return RigFromProto(got, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10});
+  return RigFromProto(got, kStoredRigLimits);
 }
 
 void PrintRig(const v1::Rig& rig) {

@@ -25,6 +25,10 @@ struct RigLimits {
   int max_influences = 32;
 };
 
+// The limits for reading a rig a server already stored (GetRig's answer): none beyond the
+// format's, since the server checked its own when the rig was created.
+inline constexpr RigLimits kStoredRigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10};
+
 // Wire rig → core rig: checks array lengths, then ValidateRig. Errors name fields such as
 // "rig.mesh.positions" or "rig.skeleton.joints[3].parent".
 absl::StatusOr<Rig> RigFromProto(const v1::Rig& proto, const RigLimits& limits = {});

@@ -51,8 +51,7 @@ GltfImport ImportGltf(GltfCharacter g) {
 }
 
 absl::Status ExportRigGltf(const v1::Rig& proto, const std::string& path) {
-  // No limits but the format's: the rig was stored by a server that checked its own.
-  ASSIGN_OR_RETURN(Rig rig, RigFromProto(proto, RigLimits{1 << 30, 1 << 30, 1 << 20, 1 << 10}));
+  ASSIGN_OR_RETURN(Rig rig, RigFromProto(proto, kStoredRigLimits));
   if (!rig.has_weights())
     return absl::FailedPreconditionError(absl::StrCat("rig ", proto.name(), " has no weights to export"));
   const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
