@@ -568,15 +568,8 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
     // From the rest transforms rounded to float32, as a rig stores them and a file exported from
     // it holds them: that file then reads back with the same inverse binds (from the file's
     // double-precision values they differed by 1e-8, and by sign in entries near 0).
-    auto to_float = [](double x) { return static_cast<double>(static_cast<float>(x) + 0.0f); };
     std::vector<Transform> rest;
-    for (const Joint& joint : skeleton.joints) {
-      Transform t = joint.rest;
-      t.translation = t.translation.unaryExpr(to_float);
-      t.rotation.coeffs() = t.rotation.coeffs().unaryExpr(to_float);
-      t.scale = t.scale.unaryExpr(to_float);
-      rest.push_back(t);
-    }
+    for (const Joint& joint : skeleton.joints) rest.push_back(RoundedToFloat(joint.rest));
     const std::vector<Eigen::Affine3d> world = ForwardKinematics(skeleton, *order, rest);
     for (size_t j = num_skin_joints; j < node_of_joint.size(); ++j)
       skeleton.joints[j].inverse_bind = world[j].inverse();

@@ -39,6 +39,15 @@ Transform DecomposeAffine(const Eigen::Affine3d& A) {
   return t;
 }
 
+Transform RoundedToFloat(const Transform& t) {
+  auto to_float = [](double x) { return static_cast<double>(static_cast<float>(x) + 0.0f); };
+  Transform r = t;
+  r.translation = t.translation.unaryExpr(to_float);
+  r.rotation.coeffs() = t.rotation.coeffs().unaryExpr(to_float);
+  r.scale = t.scale.unaryExpr(to_float);
+  return r;
+}
+
 Eigen::Quaterniond UnitWithinFloatRounding(const Eigen::Quaterniond& q) {
   return std::abs(q.squaredNorm() - 1.0) <= std::ldexp(1.0, -21) ? q : q.normalized();
 }

@@ -38,6 +38,10 @@ constexpr double kFloatRigidTolerance = 1e-5;
 // from an error of 1e-5).
 std::optional<Eigen::Matrix3d> RotationWithinRounding(const Eigen::Matrix3d& A);
 
+// t with every translation, rotation and scale component rounded to float32 (−0 folded into +0),
+// as a rig stores it (the API's Transform is float32) and a glTF export of the rig holds it.
+Transform RoundedToFloat(const Transform& t);
+
 // q itself when it is a unit quaternion to float precision (|q|² within 2^-21 of 1; a unit
 // quaternion rounded to float32 is within 2^-23), else q normalized. The glTF reader and writer
 // use it for rest rotations, so that a rotation read from a file, stored as float32 and written

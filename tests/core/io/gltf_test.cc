@@ -32,6 +32,7 @@
 #include "core/io/gltf_json_scan.h"
 #include "core/io/gltf_patch.h"
 #include "core/rig/pose.h"
+#include "core/rig/transform.h"
 #include "tests/support/base64.h"
 #include "tests/support/data.h"
 #include "tests/support/glb.h"
@@ -263,15 +264,8 @@ TEST(GltfReadTest, AppendedAncestorsHaveInverseRestWorldAsInverseBind) {
   // Z_UP is a root: its world is its local; Armature's world is Z_UP · Armature. The inverse
   // binds come from the rest transforms rounded to float32, as a rig stores them (so that an
   // export reads back with the same bits): exact for those, within float rounding of the file's.
-  auto stored = [](Transform t) {
-    auto to_float = [](double x) { return static_cast<double>(static_cast<float>(x)); };
-    t.translation = t.translation.unaryExpr(to_float);
-    t.rotation.coeffs() = t.rotation.coeffs().unaryExpr(to_float);
-    t.scale = t.scale.unaryExpr(to_float);
-    return t.ToAffine();
-  };
-  const Eigen::Affine3d z_up = stored(c->skeleton.joints[19].rest);
-  const Eigen::Affine3d armature = z_up * stored(c->skeleton.joints[20].rest);
+  const Eigen::Affine3d z_up = RoundedToFloat(c->skeleton.joints[19].rest).ToAffine();
+  const Eigen::Affine3d armature = z_up * RoundedToFloat(c->skeleton.joints[20].rest).ToAffine();
   EXPECT_TRUE((c->skeleton.joints[19].inverse_bind * z_up).matrix().isIdentity(1e-12));
   EXPECT_TRUE((c->skeleton.joints[20].inverse_bind * armature).matrix().isIdentity(1e-12));
   const Eigen::Affine3d file_armature = c->skeleton.joints[19].rest.ToAffine() * c->skeleton.joints[20].rest.ToAffine();
