@@ -87,7 +87,7 @@ absl::Status Errno(const std::string& what, const std::string& key, int err = er
 
 class FilesystemBlobStore : public BlobStore {
  public:
-  explicit FilesystemBlobStore(fs::path root) : root_(std::move(root)), host_(HostName()) {}
+  FilesystemBlobStore(fs::path root, std::string host) : root_(std::move(root)), host_(std::move(host)) {}
 
   absl::Status Put(const std::string& key, const std::string& bytes) override {
     RETURN_IF_ERROR(CheckKey(key));
@@ -258,7 +258,7 @@ absl::StatusOr<std::unique_ptr<BlobStore>> OpenFilesystemBlobStore(const std::st
       leftovers.push_back(it->path());
   }
   RemoveFiles(leftovers);
-  return std::unique_ptr<BlobStore>(new FilesystemBlobStore(root));
+  return std::unique_ptr<BlobStore>(new FilesystemBlobStore(root, host));
 }
 
 }  // namespace skinning
