@@ -20,7 +20,7 @@ PACKAGES=(
 )
 # What the tests, benchmarks and deploy checks add.
 if [ "$MODE" = all ]; then
-  PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev redis-server chromium curl git kubernetes-client
+  PACKAGES+=(libgtest-dev libgmock-dev libbenchmark-dev redis-server openssl chromium curl git kubernetes-client
     python3-yaml gltfpack)
 fi
 missing=()

@@ -23,6 +23,7 @@
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/store/redis_pool.h"
+#include "server/store/redis_tls.h"
 
 ABSL_FLAG(std::string, address, "0.0.0.0:50051", "host:port to listen on (port 0 picks a free port)");
 ABSL_FLAG(int, threads, 0, "most gRPC worker threads; every unary call but Pose, and every WatchBake, in flight holds one (0 = 128); Pose calls and open sessions hold none");
@@ -43,6 +44,17 @@ ABSL_FLAG(std::string, redis_password_file, "",
           "with --redis: a file whose first line is the password sent to Redis's AUTH on every connection (a "
           "mounted Secret); empty = no AUTH");
 ABSL_FLAG(std::string, redis_user, "", "with --redis_password_file: the Redis ACL user (empty = the default user)");
+ABSL_FLAG(bool, redis_tls, false,
+          "with --redis: speak TLS to Redis (its tls-port; managed Redis services with in-transit encryption); the "
+          "certificate must chain to --redis_tls_ca_file and name --redis_tls_server_name");
+ABSL_FLAG(std::string, redis_tls_ca_file, "",
+          "with --redis_tls: PEM CA certificates that may sign Redis's certificate (empty = the system's trust store)");
+ABSL_FLAG(std::string, redis_tls_cert_file, "",
+          "with --redis_tls: this server's PEM certificate chain, for a Redis that asks clients for one "
+          "(tls-auth-clients); with --redis_tls_key_file");
+ABSL_FLAG(std::string, redis_tls_key_file, "", "with --redis_tls_cert_file: its unencrypted PEM private key");
+ABSL_FLAG(std::string, redis_tls_server_name, "",
+          "with --redis_tls: the DNS name or IP address Redis's certificate must carry (empty = the host of --redis)");
 ABSL_FLAG(double, store_wait_seconds, 60,
           "with --redis: how long to wait at start for Redis to answer (starting, or loading its data) before "
           "exiting 1; SIGTERM ends the wait");
@@ -191,6 +203,27 @@ int main(int argc, char** argv) {
     std::cerr << "skinning-server: --redis_user needs --redis_password_file" << std::endl;
     return 1;
   }
+  skinning::RedisTlsOptions redis_tls;
+  redis_tls.ca_file = absl::GetFlag(FLAGS_redis_tls_ca_file);
+  redis_tls.cert_file = absl::GetFlag(FLAGS_redis_tls_cert_file);
+  redis_tls.key_file = absl::GetFlag(FLAGS_redis_tls_key_file);
+  redis_tls.server_name = absl::GetFlag(FLAGS_redis_tls_server_name);
+  if (absl::GetFlag(FLAGS_redis_tls)) {
+    if (options.redis_address.empty()) {
+      std::cerr << "skinning-server: --redis_tls needs --redis (the embedded store is a directory)" << std::endl;
+      return 1;
+    }
+    absl::StatusOr<std::shared_ptr<const skinning::RedisTlsContext>> tls = skinning::RedisTlsContext::Create(redis_tls);
+    if (!tls.ok()) {
+      std::cerr << "skinning-server: " << tls.status().message() << std::endl;
+      return 1;
+    }
+    options.redis_credentials.tls = *std::move(tls);
+  } else if (!redis_tls.ca_file.empty() || !redis_tls.cert_file.empty() || !redis_tls.key_file.empty() ||
+             !redis_tls.server_name.empty()) {
+    std::cerr << "skinning-server: the --redis_tls_* flags need --redis_tls" << std::endl;
+    return 1;
+  }
   options.max_message_bytes = absl::GetFlag(FLAGS_max_message_mb) << 20;
   options.cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_cache_mb)) << 20;
   options.bake_cache_bytes = static_cast<size_t>(absl::GetFlag(FLAGS_bake_cache_mb)) << 20;
@@ -268,7 +301,8 @@ int main(int argc, char** argv) {
   // Tests and scripts read this line to learn the port.
   const std::string store_name = options.redis_address.empty()
                                      ? options.store_dir
-                                     : "redis://" + options.redis_address + " prefix " + options.redis_prefix;
+                                     : (options.redis_credentials.tls ? "rediss://" : "redis://") +
+                                           options.redis_address + " prefix " + options.redis_prefix;
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store_name.c_str());
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
   std::printf("skinning-server role: %s\n", options.role.c_str());

@@ -1,11 +1,14 @@
 #include "server/store/redis_pool.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/time.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -29,6 +32,7 @@ constexpr timeval kConnectTimeout = {2, 0};
 constexpr timeval kCommandTimeout = {5, 0};
 
 constexpr char kRefusedThisServer[] = "the shared store (redis) refused this server";
+constexpr char kNoTlsSession[] = "no TLS session with the shared store (redis)";
 
 // The first word of a Redis error reply ("NOAUTH", "OOM", "ERR").
 absl::string_view ReplyKind(absl::string_view error) { return error.substr(0, error.find(' ')); }
@@ -58,34 +62,130 @@ absl::Status ErrorReplyStatus(const std::string& what, absl::string_view error) 
   return status;
 }
 
-// Sends one command (binary-safe arguments) and waits for its reply; null when the connection failed.
-RedisReplyPtr SendCommand(redisContext* c, const std::vector<absl::string_view>& args) {
+// Why an exchange failed: the message, and whether it was the command timeout.
+struct ExchangeFailure {
+  std::string error;
+  bool timed_out = false;
+};
+
+// A failed SSL_read/SSL_write (return value r) described; errno as the call left it.
+void DescribeTlsFailure(SSL* ssl, int r, ExchangeFailure* failure) {
+  const int saved_errno = errno;
+  const int kind = SSL_get_error(ssl, r);
+  const std::string reason = TakeOpensslError();
+  if (kind == SSL_ERROR_WANT_READ || kind == SSL_ERROR_WANT_WRITE ||
+      (kind == SSL_ERROR_SYSCALL && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK))) {
+    failure->timed_out = true;
+    failure->error = "timed out";
+  } else if (kind == SSL_ERROR_ZERO_RETURN || (kind == SSL_ERROR_SYSCALL && saved_errno == 0)) {
+    failure->error = "Redis closed the connection";
+  } else if (kind == SSL_ERROR_SYSCALL) {
+    failure->error = strerror(saved_errno);
+  } else {
+    failure->error = absl::StrCat("TLS: ", reason.empty() ? "protocol error" : reason);
+  }
+}
+
+// Sends one command (binary-safe arguments) and waits for its reply; null, with *failure set, when
+// the connection failed. Plain: hiredis does it all. TLS: hiredis formats the command and parses
+// the reply; the bytes go through the TLS session.
+RedisReplyPtr SendCommand(redisContext* c, SSL* ssl, const std::vector<absl::string_view>& args,
+                          ExchangeFailure* failure) {
   std::vector<const char*> argv;
   std::vector<size_t> argv_len;
   for (absl::string_view a : args) {
     argv.push_back(a.data());
     argv_len.push_back(a.size());
   }
-  return RedisReplyPtr(
-      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+  if (ssl == nullptr) {
+    errno = 0;
+    RedisReplyPtr reply(
+        static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), argv_len.data())));
+    const int saved_errno = errno;
+    if (reply != nullptr && c->err == 0) return reply;
+    failure->timed_out = c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
+    failure->error = c->errstr[0] ? c->errstr : "connection failed";
+    return nullptr;
+  }
+  char* command = nullptr;
+  const int length = redisFormatCommandArgv(&command, static_cast<int>(argv.size()), argv.data(), argv_len.data());
+  if (length < 0) {
+    failure->error = "cannot format the command (out of memory)";
+    return nullptr;
+  }
+  const std::unique_ptr<char, void (*)(char*)> owned(command, redisFreeCommand);
+  ERR_clear_error();
+  for (int sent = 0; sent < length;) {
+    errno = 0;
+    const int n = SSL_write(ssl, command + sent, length - sent);
+    if (n <= 0) {
+      DescribeTlsFailure(ssl, n, failure);
+      return nullptr;
+    }
+    sent += n;
+  }
+  std::vector<char> buffer(16 * 1024);
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
+      failure->error = absl::StrCat("bad reply: ", c->reader->errstr);
+      return nullptr;
+    }
+    if (reply != nullptr) return RedisReplyPtr(static_cast<redisReply*>(reply));
+    errno = 0;
+    const int n = SSL_read(ssl, buffer.data(), static_cast<int>(buffer.size()));
+    if (n <= 0) {
+      DescribeTlsFailure(ssl, n, failure);
+      return nullptr;
+    }
+    if (redisReaderFeed(c->reader, buffer.data(), static_cast<size_t>(n)) != REDIS_OK) {
+      failure->error = "cannot buffer the reply (out of memory)";
+      return nullptr;
+    }
+  }
 }
 
 }  // namespace
 
 absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
-  Connection c(redisConnectWithTimeout(host_.c_str(), port_, kConnectTimeout));
+  auto link = std::make_unique<Link>();
+  link->context.reset(redisConnectWithTimeout(host_.c_str(), port_, kConnectTimeout));
+  redisContext* c = link->context.get();
   if (c == nullptr) return absl::ResourceExhaustedError("cannot allocate a redis connection");
   if (c->err) return absl::UnavailableError(absl::StrCat("cannot connect to the shared store (redis): ", c->errstr));
-  if (redisSetTimeout(c.get(), kCommandTimeout) != REDIS_OK || redisEnableKeepAlive(c.get()) != REDIS_OK)
+  if (redisSetTimeout(c, kCommandTimeout) != REDIS_OK || redisEnableKeepAlive(c) != REDIS_OK)
     return absl::UnavailableError(absl::StrCat("cannot configure the connection to the shared store (redis): ", c->errstr));
+  if (credentials_.tls != nullptr) {
+    std::string error;
+    bool untrusted = false;
+    link->ssl.reset(credentials_.tls->Handshake(c->fd, host_, &error, &untrusted));
+    if (link->ssl == nullptr) {
+      if (!untrusted)
+        return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ", error));
+      return absl::UnavailableError(absl::StrCat(kNoTlsSession, ": ", error));
+    }
+    // With TLS 1.3 a Redis that wants a client certificate (tls-auth-clients) says so only after
+    // the handshake, at the first read: one PING here tells a refused session from a working one.
+    ExchangeFailure failure;
+    RedisReplyPtr pong = SendCommand(c, link->ssl.get(), {"PING"}, &failure);
+    // A session ended at once (an alert, or a reset that came before the alert) is taken as
+    // refused: a Redis that went down would not have finished the handshake a moment before.
+    if (pong == nullptr) {
+      if (failure.timed_out)
+        return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: no answer within ",
+                                                   kCommandTimeout.tv_sec, " s"));
+      return absl::UnavailableError(absl::StrCat(kNoTlsSession, ": it ended the session: ", failure.error,
+                                                 " (does it ask for a client certificate? see --redis_tls_cert_file)"));
+    }
+  }
   if (!credentials_.password.empty()) {
     std::vector<absl::string_view> auth = {"AUTH"};
     if (!credentials_.user.empty()) auth.push_back(credentials_.user);
     auth.push_back(credentials_.password);
-    RedisReplyPtr reply = SendCommand(c.get(), auth);
-    if (reply == nullptr || c->err)
-      return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ",
-                                                 c->errstr[0] ? c->errstr : "connection failed"));
+    ExchangeFailure failure;
+    RedisReplyPtr reply = SendCommand(c, link->ssl.get(), auth, &failure);
+    if (reply == nullptr)
+      return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ", failure.error));
     // The reply names neither user nor password; a refusal is the operator's to fix, not transient.
     if (reply->type == REDIS_REPLY_ERROR) {
       // UNAVAILABLE to callers (they can only retry); not waited for at start (IsStoreRefusal).
@@ -95,7 +195,7 @@ absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
       return refused;
     }
   }
-  return c;
+  return link;
 }
 
 absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_view>& args,
@@ -120,14 +220,12 @@ absl::StatusOr<RedisReplyPtr> RedisPool::Command(const std::vector<absl::string_
       }
       c = *std::move(fresh);
     }
-    errno = 0;
-    RedisReplyPtr reply = SendCommand(c.get(), args);
-    const int saved_errno = errno;
-    if (reply == nullptr || c->err) {
-      const bool timed_out = c->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
-      const std::string error = timed_out ? absl::StrCat("no answer within ", kCommandTimeout.tv_sec, " s")
-                                : c->errstr[0]              ? c->errstr
-                                                            : "connection failed";
+    ExchangeFailure failure;
+    RedisReplyPtr reply = SendCommand(c->context.get(), c->ssl.get(), args, &failure);
+    if (reply == nullptr) {
+      const bool timed_out = failure.timed_out;
+      const std::string error =
+          timed_out ? absl::StrCat("no answer within ", kCommandTimeout.tv_sec, " s") : failure.error;
       c.reset();
       if (reused && !timed_out && attempt == 0) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -166,7 +264,8 @@ absl::Status RedisPool::ForOperator(const absl::Status& status) const {
 }
 
 bool IsStoreRefusal(const absl::Status& status) {
-  return absl::IsUnavailable(status) && absl::StrContains(status.message(), kRefusedThisServer);
+  return absl::IsUnavailable(status) && (absl::StrContains(status.message(), kRefusedThisServer) ||
+                                         absl::StrContains(status.message(), kNoTlsSession));
 }
 
 void IgnoreSigpipeForRedis() {

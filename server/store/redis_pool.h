@@ -1,7 +1,7 @@
 // Pooled hiredis connections to one Redis, for the blob store and the bake queue: one command at
 // a time per connection, errors as statuses (a lost connection is UNAVAILABLE; a command taken on
 // a pooled connection that Redis closed since, e.g. after a restart, is run once more on a fresh
-// one).
+// one). With credentials.tls, every connection runs TLS (redis_tls.h).
 #ifndef SKINNING_SERVER_STORE_REDIS_POOL_H_
 #define SKINNING_SERVER_STORE_REDIS_POOL_H_
 
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/store/redis_credentials.h"
+#include "server/store/redis_tls.h"
 
 namespace skinning {
 
@@ -49,7 +50,14 @@ class RedisPool {
   struct ContextDeleter {
     void operator()(redisContext* context) const { redisFree(context); }
   };
-  using Connection = std::unique_ptr<redisContext, ContextDeleter>;
+  // One connection: hiredis's context (the socket with its timeouts, the reply parser, and the
+  // I/O when plain) and the TLS session over its socket (null when plain), declared after it so
+  // that it goes before the socket closes.
+  struct Link {
+    std::unique_ptr<redisContext, ContextDeleter> context;
+    SslPtr ssl;
+  };
+  using Connection = std::unique_ptr<Link>;
   absl::StatusOr<Connection> Connect();
 
   const std::string host_;
@@ -64,8 +72,10 @@ class RedisPool {
 // otherwise kill the process instead of failing with UNAVAILABLE).
 void IgnoreSigpipeForRedis();
 
-// Whether `status` says that Redis refused this server (NOAUTH, WRONGPASS, NOPERM): UNAVAILABLE to
-// callers, who can only retry, but not worth waiting for at start (the operator must mend it).
+// Whether `status` says that Redis refused this server (NOAUTH, WRONGPASS, NOPERM) or that no TLS
+// session came about with a Redis that answered (a certificate not trusted, not TLS there, no
+// client certificate): UNAVAILABLE to callers, who can only retry, but not worth waiting for at
+// start (the operator must mend it).
 bool IsStoreRefusal(const absl::Status& status);
 
 }  // namespace skinning

@@ -21,11 +21,13 @@
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "skinning/internal/v1/store.pb.h"
+#include "tests/support/data.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 #include "tests/support/stored_file.h"
+#include "tests/support/test_pki.h"
 
 namespace skinning {
 namespace {
@@ -566,6 +568,79 @@ TEST(MultiReplica, ARedisThatRefusesARunningReplicaIsUnavailableLoggedAndRecover
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->size(), 1u);
   EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
+}
+
+// Two replicas on a Redis that serves only mutual TLS (a managed Redis with in-transit encryption
+// and client certificates): the rig registered and baked on one (the bake through the queue's
+// connections) is posed on the other, and the plain port of the same redis-server holds the
+// artifacts. A replica whose TLS settings the Redis refuses, or which does not trust Redis's
+// certificate, exits at once saying which flag to mend instead of waiting --store_wait_seconds.
+TEST(MultiReplica, ReplicasOnATlsRedisShareItAndAReplicaWithBadTlsSettingsStopsAtOnce) {
+  testing::TestPki pki;
+  try {
+    pki = testing::MakeTestPki();
+  } catch (const std::exception& e) {
+    if (testing::InCi()) FAIL() << e.what();  // scripts/install-deps.sh installs openssl
+    GTEST_SKIP() << e.what() << " (CI is unset, so skipping)";
+  }
+  testing::RedisTlsFiles files{pki.server_cert, pki.server_key, pki.ca_cert, /*auth_clients=*/true};
+  RedisProcess redis(files);
+  const std::vector<std::string> tls = {"--redis=" + redis.tls_address(), "--redis_tls",
+                                        "--redis_tls_ca_file=" + pki.ca_cert,
+                                        "--redis_tls_cert_file=" + pki.client_cert,
+                                        "--redis_tls_key_file=" + pki.client_key};
+  ServerProcess first(MakeTempDir("unused-store"), tls);
+  ServerProcess second(MakeTempDir("unused-store"), tls);
+  EXPECT_THAT(first.Output(), ::testing::HasSubstr("rediss://" + redis.tls_address()));
+
+  Client one(Options(first.address()));
+  const v1::Rig rig_proto = TubeWithoutWeights();
+  const Rig rig = *RigFromProto(rig_proto);
+  auto created = one.CreateRig(rig_proto);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string rig_name = created->rig().name();
+  v1::BakeOptions options;
+  options.mutable_bone_heat();
+  auto started = one.StartBake(rig_name, options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto done = one.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  const v1::PoseRequest request = BentRequest(rig, rig_name, started->bake().name(), 60);
+  auto expected = one.Pose(request);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  Client two(Options(second.address()));
+  auto posed = two.Pose(request);
+  ASSERT_TRUE(posed.ok()) << posed.status();
+  EXPECT_LT(MaxDifference(*posed, *expected), 1e-5);
+  RedisConnection plain = ConnectRedis(redis.port());
+  ASSERT_NE(plain, nullptr);
+  RedisReply keys(static_cast<redisReply*>(redisCommand(plain.get(), "KEYS skinning:rigs/*")));
+  ASSERT_NE(keys, nullptr);
+  EXPECT_EQ(keys->elements, 2u) << "the rig and its summary, written over TLS";
+
+  auto run = [&](std::vector<std::string> flags) {
+    std::vector<std::string> args = {testing::BinaryPath("server/skinning-server"), "--address=127.0.0.1:0",
+                                     "--metrics_address=", "--store_wait_seconds=30"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    testing::CommandResult r = RunCommand(args);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0)
+        << "a refused TLS session is not waited for";
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    return r.output;
+  };
+  const std::vector<std::string> no_client_cert = {"--redis=" + redis.tls_address(), "--redis_tls",
+                                                   "--redis_tls_ca_file=" + pki.ca_cert};
+  EXPECT_THAT(run(no_client_cert), ::testing::HasSubstr("--redis_tls_cert_file"));
+  std::vector<std::string> untrusted = tls;
+  untrusted[2] = "--redis_tls_ca_file=" + pki.other_ca_cert;
+  EXPECT_THAT(run(untrusted), ::testing::HasSubstr("certificate is not trusted"));
+  std::vector<std::string> without_tls_flag = {"--redis=" + redis.tls_address(), "--redis_tls_ca_file=" + pki.ca_cert};
+  EXPECT_THAT(run(without_tls_flag), ::testing::HasSubstr("the --redis_tls_* flags need --redis_tls"));
+  EXPECT_THAT(run({"--redis_tls"}), ::testing::HasSubstr("--redis_tls needs --redis"));
+  EXPECT_EQ(first.Stop(SIGTERM), 0);
+  EXPECT_EQ(second.Stop(SIGTERM), 0);
 }
 
 }  // namespace SKINNING_TEST_FILE

@@ -1,8 +1,8 @@
 // Security of the real skinning-server binary on a loopback port: bearer tokens and tenants
 // (--auth_tokens), TLS (--tls_cert, --tls_key) and mutual TLS (--tls_client_ca). The
-// certificates are made here with the openssl command line: a CA, a server certificate for
-// 127.0.0.1 and localhost, a client certificate from the CA, and a second CA with its own client
-// certificate that the server must not accept.
+// certificates come from tests/support/test_pki.h: a CA, a server certificate for 127.0.0.1 and
+// localhost, a client certificate from the CA, and a second CA with its own client certificate that
+// the server must not accept.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -18,7 +18,9 @@
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/health_check.h"
+#include "tests/support/data.h"
 #include "tests/support/server_process.h"
+#include "tests/support/test_pki.h"
 
 namespace skinning {
 namespace {
@@ -30,9 +32,9 @@ using ::skinning::testing::MakeTubeForBaking;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
+using ::skinning::testing::TestPki;
+using ::skinning::testing::MakeTestPki;
 using ::testing::HasSubstr;
-
-constexpr char kOpenssl[] = "/usr/bin/openssl";
 
 // Two tenants; alpha has two tokens.
 constexpr char kTokens[] = R"(# tokens for the security tests
@@ -42,106 +44,25 @@ token-beta	beta
 token-alpha-2 alpha
 )";
 
-// Extensions for the test PKI, independent of the system's openssl.cnf.
-constexpr char kOpensslConfig[] = R"([req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = unused
-[ca_ext]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-[server_ext]
-basicConstraints = CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1, DNS:localhost
-[client_ext]
-basicConstraints = CA:FALSE
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = clientAuth
-)";
-
-// PEM files made by openssl in a temporary directory.
-struct Pki {
-  std::string dir;
-  std::string ca_cert, server_cert, server_key, client_cert, client_key;
-  std::string other_ca_cert, other_client_cert, other_client_key;
-};
-
-void Openssl(std::vector<std::string> args) {
-  args.insert(args.begin(), kOpenssl);
-  testing::CommandResult r = RunCommand(args);
-  ASSERT_EQ(r.exit_code, 0) << "openssl " << args[1] << " failed:\n" << r.output;
-}
-
-// A self-signed CA `name`.{crt,key} (P-256).
-void MakeCa(const Pki& pki, const std::string& name, const std::string& subject) {
-  Openssl({"req",
-           "-x509",
-           "-new",
-           "-newkey",
-           "ec",
-           "-pkeyopt",
-           "ec_paramgen_curve:prime256v1",
-           "-nodes",
-           "-keyout",
-           pki.dir + "/" + name + ".key",
-           "-out",
-           pki.dir + "/" + name + ".crt",
-           "-days",
-           "2",
-           "-subj",
-           subject,
-           "-config",
-           pki.dir + "/openssl.cnf",
-           "-extensions",
-           "ca_ext"});
-}
-
-// A certificate `name`.{crt,key} signed by the CA `ca`, with the extensions section `ext`.
-void MakeLeaf(const Pki& pki, const std::string& name, const std::string& subject,
-              const std::string& ca, const std::string& ext, int serial) {
-  const std::string base = pki.dir + "/" + name;
-  Openssl({"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-           "-keyout", base + ".key", "-out", base + ".csr", "-subj", subject, "-config",
-           pki.dir + "/openssl.cnf"});
-  Openssl({"x509", "-req", "-in", base + ".csr", "-CA", pki.dir + "/" + ca + ".crt", "-CAkey",
-           pki.dir + "/" + ca + ".key", "-set_serial", std::to_string(serial), "-out",
-           base + ".crt", "-days", "2", "-extfile", pki.dir + "/openssl.cnf", "-extensions", ext});
-}
-
 class SecurityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!std::filesystem::exists(kOpenssl)) return;
-    pki_ = new Pki();
-    Pki& p = *pki_;
-    p.dir = MakeTempDir("pki");
-    std::ofstream(p.dir + "/openssl.cnf") << kOpensslConfig;
-    std::ofstream(p.dir + "/tokens.txt") << kTokens;
-    MakeCa(p, "ca", "/CN=Skinning Test CA");
-    MakeLeaf(p, "server", "/CN=localhost", "ca", "server_ext", 2);
-    MakeLeaf(p, "client", "/CN=skinning test client", "ca", "client_ext", 3);
-    MakeCa(p, "other-ca", "/CN=Some Other CA");
-    MakeLeaf(p, "other-client", "/CN=client of another CA", "other-ca", "client_ext", 4);
-    p.ca_cert = p.dir + "/ca.crt";
-    p.server_cert = p.dir + "/server.crt";
-    p.server_key = p.dir + "/server.key";
-    p.client_cert = p.dir + "/client.crt";
-    p.client_key = p.dir + "/client.key";
-    p.other_ca_cert = p.dir + "/other-ca.crt";
-    p.other_client_cert = p.dir + "/other-client.crt";
-    p.other_client_key = p.dir + "/other-client.key";
+    try {
+      pki_ = new TestPki(MakeTestPki());
+    } catch (const std::exception& e) {
+      *pki_error_ = e.what();
+      return;
+    }
+    std::ofstream(pki_->dir + "/tokens.txt") << kTokens;
   }
   static void TearDownTestSuite() {
     delete pki_;
     pki_ = nullptr;
   }
   void SetUp() override {
-    if (pki_ == nullptr) GTEST_SKIP() << kOpenssl << " is not installed";
-    ASSERT_TRUE(std::filesystem::exists(pki_->client_key)) << "the test certificates were not made";
+    // openssl is installed by scripts/install-deps.sh: in CI its absence fails the test.
+    if (pki_ == nullptr && testing::InCi()) FAIL() << *pki_error_;
+    if (pki_ == nullptr) GTEST_SKIP() << *pki_error_ << " (CI is unset, so skipping)";
   }
 
   static std::string TokensFile() { return pki_->dir + "/tokens.txt"; }
@@ -149,10 +70,12 @@ class SecurityTest : public ::testing::Test {
     return {"--tls_cert=" + pki_->server_cert, "--tls_key=" + pki_->server_key};
   }
 
-  static Pki* pki_;
+  static TestPki* pki_;
+  static std::string* pki_error_;
 };
 
-Pki* SecurityTest::pki_ = nullptr;
+TestPki* SecurityTest::pki_ = nullptr;
+std::string* SecurityTest::pki_error_ = new std::string();
 
 ClientOptions Options(const ServerProcess& server, const std::string& token = "") {
   ClientOptions o;

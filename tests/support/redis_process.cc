@@ -68,7 +68,11 @@ RedisConnection ConnectRedis(int port) {
   return c;
 }
 
-RedisProcess::RedisProcess(bool persistent) : persistent_(persistent) {
+RedisProcess::RedisProcess(bool persistent) : persistent_(persistent) { LaunchOnFreePorts(); }
+
+RedisProcess::RedisProcess(const RedisTlsFiles& tls) : tls_(tls), with_tls_(true) { LaunchOnFreePorts(); }
+
+void RedisProcess::LaunchOnFreePorts() {
   binary_ = FindRedisServer();
   if (binary_.empty())
     throw std::runtime_error(
@@ -78,17 +82,24 @@ RedisProcess::RedisProcess(bool persistent) : persistent_(persistent) {
   dir_ = MakeTempDir("redis");
   std::string log;
   for (int attempt = 0; attempt < 10; ++attempt) {
-    if (Launch(PickFreePort(), &log)) return;
+    const int port = PickFreePort();
+    int tls_port = 0;
+    while (with_tls_ && (tls_port == 0 || tls_port == port)) tls_port = PickFreePort();
+    if (Launch(port, tls_port, &log)) return;
   }
   throw std::runtime_error("redis-server did not start after 10 attempts; last output:\n" + log);
 }
 
-bool RedisProcess::Launch(int port, std::string* log) {
+bool RedisProcess::Launch(int port, int tls_port, std::string* log) {
   const std::string log_path = dir_ + "/redis-" + std::to_string(port) + ".log";
   std::vector<std::string> args = {
       binary_,        "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
       "--appendonly", persistent_ ? "yes" : "no",     "--daemonize",        "no",     "--dir",     dir_};
   if (persistent_) args.insert(args.end(), {"--appendfsync", "always"});
+  if (with_tls_)
+    args.insert(args.end(), {"--tls-port", std::to_string(tls_port), "--tls-cert-file", tls_.cert_file,
+                             "--tls-key-file", tls_.key_file, "--tls-ca-cert-file", tls_.ca_file,
+                             "--tls-auth-clients", tls_.auth_clients ? "yes" : "no"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -114,6 +125,7 @@ bool RedisProcess::Launch(int port, std::string* log) {
     if (AnswersPing(port, pid)) {
       pid_ = pid;
       port_ = port;
+      tls_port_ = tls_port;
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -144,7 +156,7 @@ void RedisProcess::Restart() {
   std::string log;
   // The old server's socket may linger for a moment; retry the same port for a few seconds.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    if (Launch(port_, &log)) return;
+    if (Launch(port_, tls_port_, &log)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   throw std::runtime_error("redis-server did not restart on port " + std::to_string(port_) +

@@ -23,6 +23,12 @@ using RedisReply = std::unique_ptr<redisReply, RedisReplyDeleter>;
 // A connection to 127.0.0.1:port, or nullptr when nothing answers there.
 RedisConnection ConnectRedis(int port);
 
+// TLS for a RedisProcess (PEM files): its tls-port serves TLS beside the plain port.
+struct RedisTlsFiles {
+  std::string cert_file, key_file, ca_file;
+  bool auth_clients = false;  // tls-auth-clients: clients must show a certificate from ca_file
+};
+
 class RedisProcess {
  public:
   // Starts `redis-server --port N --bind 127.0.0.1 --save "" --appendonly no --daemonize no`
@@ -33,11 +39,16 @@ class RedisProcess {
   // With `persistent`, --appendonly yes --appendfsync always in its own directory: Restart
   // brings back every write acknowledged before Stop.
   explicit RedisProcess(bool persistent);
+  // Also serves TLS on tls_port() (--tls-port, another free port). The plain port() stays, for
+  // the tests' own hiredis connections (ConnectRedis), which see the same data.
+  explicit RedisProcess(const RedisTlsFiles& tls);
   ~RedisProcess();  // SIGKILL if still running
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int tls_port() const { return tls_port_; }  // 0 without TLS
+  std::string tls_address() const { return "127.0.0.1:" + std::to_string(tls_port_); }
 
   // Sends `signal` to the server by its PID and waits for it; returns its exit status
   // (WEXITSTATUS, or 128 + signal number when killed), or -1 if it did not exit in `timeout_s`.
@@ -47,15 +58,19 @@ class RedisProcess {
   void Restart();
 
  private:
-  // Starts redis-server on `port` and waits for PING; false (with its output in `log`) when it
-  // exits or does not answer within 10 s.
-  bool Launch(int port, std::string* log);
+  // Starts redis-server on `port` (and `tls_port` with TLS) and waits for PING; false (with its
+  // output in `log`) when it exits or does not answer within 10 s.
+  bool Launch(int port, int tls_port, std::string* log);
+  void LaunchOnFreePorts();
 
   std::string binary_;
   std::string dir_;  // redis-server's working directory (the append-only file when persistent)
   bool persistent_ = false;
+  RedisTlsFiles tls_;
+  bool with_tls_ = false;
   pid_t pid_ = -1;
   int port_ = 0;
+  int tls_port_ = 0;
 };
 
 }  // namespace skinning::testing
