@@ -17,6 +17,8 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
   - the HPA scales this Deployment, the PDB selects its pods;
   - dev: one replica, no --redis, no Redis objects; prod: >= 3 replicas, --redis naming the
     rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted;
+  - NetworkPolicies: the server and worker pods admit every port they declare from anywhere; in
+    prod the in-cluster Redis admits only those pods and KEDA's namespace;
   - kustomization.yaml files use only fields the kustomize in Debian 12's kubectl 1.20 knows;
   - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port;
   - the bake workers: a Deployment with --role=worker that no Service selects (none in dev);
@@ -105,6 +107,84 @@ def memory_bytes(q):
 
 def labels_match(selector, labels):
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def selector_matches(selector, labels):
+    """Kubernetes label-selector semantics (matchLabels and matchExpressions, ANDed; {} matches
+    everything)."""
+    if selector is None:
+        return False
+    if not all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        ok = {"In": key in labels and labels[key] in values,
+              "NotIn": key not in labels or labels[key] not in values,
+              "Exists": key in labels,
+              "DoesNotExist": key not in labels}[op]
+        if not ok:
+            return False
+    return True
+
+
+def port_allowed(rule, port):
+    """Whether an ingress rule's ports list admits a container port {name, containerPort}."""
+    ports = rule.get("ports")
+    if not ports:
+        return True
+    return any(p.get("protocol", "TCP") == port.get("protocol", "TCP")
+               and p.get("port") in (None, port.get("name"), port["containerPort"]) for p in ports)
+
+
+def peer_admits(peer, pod_labels, pod_namespace_labels, same_namespace):
+    """Whether one `from` peer admits a pod: a podSelector alone means this namespace."""
+    if "ipBlock" in peer:
+        return False
+    if "namespaceSelector" in peer:
+        if not selector_matches(peer["namespaceSelector"], pod_namespace_labels):
+            return False
+    elif not same_namespace:
+        return False
+    return "podSelector" not in peer or selector_matches(peer["podSelector"], pod_labels)
+
+
+def admitted(policies, port, pod_labels, namespace_labels, same_namespace):
+    """Whether some ingress rule of the policies admits this source pod to `port`."""
+    return any(port_allowed(rule, port)
+               and (not rule.get("from") or any(peer_admits(peer, pod_labels, namespace_labels, same_namespace)
+                                                 for peer in rule["from"]))
+               for pol in policies for rule in pol["spec"].get("ingress", []))
+
+
+def check_network_policies(c, name, objects):
+    """The server pods (API and workers) admit every port their containers declare, from
+    anywhere (clients come through load balancers); in prod the password-less in-cluster Redis
+    admits only the server pods of its namespace and KEDA's operator (namespace keda), and no
+    other pod."""
+    policies = [o for o in objects if o["kind"] == "NetworkPolicy" and "Ingress" in o["spec"].get("policyTypes", ["Ingress"])]
+    deployments = [d for d in objects if d["kind"] == "Deployment"]
+    stranger = {"app.kubernetes.io/name": "some-other-app"}
+    for dep in deployments:
+        labels = dep["spec"]["template"]["metadata"].get("labels", {})
+        namespace = dep["metadata"].get("namespace", "default")
+        mine = [p for p in policies if p["metadata"].get("namespace", "default") == namespace
+                and selector_matches(p["spec"]["podSelector"], labels)]
+        what = f"{name}: Deployment {dep['metadata']['name']}"
+        if not c.check(bool(mine), f"{what}: a NetworkPolicy selects its pods", ", ".join(p["metadata"]["name"] for p in mine)):
+            continue
+        containers = dep["spec"]["template"]["spec"]["containers"]
+        for port in [p for x in containers for p in x.get("ports", [])]:
+            label = f"{port.get('name', '')} {port['containerPort']}".strip()
+            if "redis" in dep["metadata"]["name"]:
+                ok = (all(admitted(mine, port, d["spec"]["template"]["metadata"].get("labels", {}), {}, True)
+                          for d in deployments if "redis" not in d["metadata"]["name"])
+                      and admitted(mine, port, {}, {"kubernetes.io/metadata.name": "keda"}, False)
+                      and not admitted(mine, port, stranger, {}, True)
+                      and not admitted(mine, port, {}, {"kubernetes.io/metadata.name": "other"}, False))
+                c.check(ok, f"{what}: port {label} admits the server and worker pods and KEDA's namespace, and no other pod")
+            else:
+                c.check(admitted(mine, port, stranger, {"kubernetes.io/metadata.name": "clients"}, False),
+                        f"{what}: port {label} admits clients from anywhere")
 
 
 def check_kustomizations(c, repo):
@@ -480,6 +560,7 @@ def main():
         c.check(bool(objects), f"{overlay}: rendered {len(objects)} objects")
         summaries[overlay] = check_overlay(c, overlay, objects, known, defaults)
         check_workers(c, overlay, objects, known, defaults)
+        check_network_policies(c, overlay, objects)
 
     if summaries.get("prod"):
         check_envoy(c, args.repo, summaries["prod"])
