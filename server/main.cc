@@ -81,6 +81,10 @@ ABSL_FLAG(int, bake_lease_ms, 10000,
 ABSL_FLAG(int, bake_max_attempts, 3, "with --redis: starts of one bake (workers dying under it) before it ends FAILED");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0:9090",
           "host:port of the Prometheus /metrics endpoint (port 0 picks a free port); empty = no metrics");
+ABSL_FLAG(std::string, health_address, "",
+          "host:port of a plaintext port serving only grpc.health.v1.Health with the main port's status, for "
+          "probes that cannot speak TLS (the kubelet's gRPC probe) when --tls_cert is set (port 0 picks a free "
+          "port); empty = off");
 ABSL_FLAG(std::string, http_address, "",
           "host:port of the HTTP front door: Connect (JSON or binary protobuf) for every method, "
           "WebSocket sessions, /healthz and the browser viewer (port 0 picks a free port); empty = off");
@@ -241,6 +245,7 @@ int main(int argc, char** argv) {
   options.bake_lease = std::chrono::milliseconds(absl::GetFlag(FLAGS_bake_lease_ms));
   options.bake_max_attempts = absl::GetFlag(FLAGS_bake_max_attempts);
   options.http_address = absl::GetFlag(FLAGS_http_address);
+  options.health_address = absl::GetFlag(FLAGS_health_address);
   options.http_cors_origins = absl::GetFlag(FLAGS_http_cors_origins);
   options.web_dir = absl::GetFlag(FLAGS_web_dir);
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
@@ -316,6 +321,7 @@ int main(int argc, char** argv) {
                  "in plaintext\n");
   if ((*server)->metrics_port() != 0) std::printf("skinning-server metrics on port %d\n", (*server)->metrics_port());
   if ((*server)->http_port() != 0) std::printf("skinning-server http on port %d\n", (*server)->http_port());
+  if ((*server)->health_port() != 0) std::printf("skinning-server health on port %d\n", (*server)->health_port());
   std::fflush(stdout);
 
   int sig = 0;

@@ -399,6 +399,16 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     if (!front.ok()) return absl::Status(front.status().code(), absl::StrCat("http: ", front.status().message()));
     s->front_door_ = *std::move(front);
   }
+  if (!options.health_address.empty()) {
+    // Its own server: the default health service (EnableDefaultHealthCheckService above) and
+    // nothing else, so the plaintext port opens no way around TLS or the tokens.
+    grpc::ServerBuilder health;
+    health.AddListeningPort(options.health_address, grpc::InsecureServerCredentials(), &s->health_port_);
+    s->health_server_ = health.BuildAndStart();
+    if (!s->health_server_ || s->health_port_ == 0)
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_address, " (health port)"));
+    s->health_server_->GetHealthCheckService()->SetServingStatus(true);
+  }
   s->server_->GetHealthCheckService()->SetServingStatus(true);
   return s;
 }
@@ -418,6 +428,7 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   shut_down_ = true;
   draining_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server_) health_server_->GetHealthCheckService()->SetServingStatus(false);
   // Bakes in progress are cancelled (nothing half-done is stored). The local queue keeps their
   // records, so the server restarted on this store starts them again; the Redis queue hands them
   // back to another worker.
@@ -432,6 +443,7 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   while (inflight_.count() - callbacks_->idle() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (front_door_) front_door_->Stop(deadline);
 }
 

@@ -87,6 +87,10 @@ struct ServerOptions {
   // The HTTP front door (Connect, WebSocket sessions, the viewer; README "From a browser or a
   // phone"): host:port, port 0 picks a free port; empty = off.
   std::string http_address;
+  // A plaintext port serving only grpc.health.v1.Health, with the status of the main port
+  // (SERVING, NOT_SERVING while draining): for probes that cannot speak TLS (the kubelet's gRPC
+  // probe) when the main port does. host:port, port 0 picks a free port; empty = off.
+  std::string health_address;
   std::vector<std::string> http_cors_origins;  // FrontDoorOptions::cors_origins
   std::string web_dir;                         // the viewer's folder served at /; empty = none
   // The front door's socket threads (unary calls and session frames run on them), and as many
@@ -132,6 +136,8 @@ class SkinningServer {
   int metrics_port() const { return metrics_port_; }
   // The HTTP front door's port; 0 when it is off.
   int http_port() const { return front_door_ ? front_door_->port() : 0; }
+  // The plaintext health port's; 0 when it is off.
+  int health_port() const { return health_port_; }
   RigStore& store() { return *rigs_; }
   Bakes& bakes() { return *bakes_; }
   // The service code both doors call (for in-process callers such as the RPC fuzz target).
@@ -185,6 +191,8 @@ class SkinningServer {
   std::unique_ptr<CallbackHost> callbacks_;  // destroyed after server_, whose callback calls have ended by then
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::unique_ptr<grpc::Server> health_server_;  // only grpc.health.v1.Health, plaintext
+  int health_port_ = 0;
   bool shut_down_ = false;
   std::unique_ptr<ConnectService> connect_;
   std::unique_ptr<HttpServer> front_door_;

@@ -7,8 +7,9 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
 
   - every --flag is one `skinning-server --helpfull` lists, or is in PLANNED_FLAGS below;
   - the container port named grpc is the --address port; readiness, liveness (and startup)
-    probes are native gRPC probes on it; the ClusterIP and headless Services select the pods
-    and target it;
+    probes are native gRPC probes on the plaintext --health_address port (container port
+    health), and never on a port that serves TLS; the ClusterIP and headless Services select the
+    pods and target the grpc port; TLS files named by flags are in mounted Secrets;
   - terminationGracePeriodSeconds >= preStop sleep + --drain_seconds, and liveness cannot
     restart a pod while it drains;
   - --store_dir is on a writable volume; the three caches (--cache_mb, --bake_cache_mb,
@@ -20,7 +21,8 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
   - NetworkPolicies: the server and worker pods admit every port they declare from anywhere; in
     prod the in-cluster Redis admits only those pods and KEDA's namespace;
   - kustomization.yaml files use only fields the kustomize in Debian 12's kubectl 1.20 knows;
-  - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port;
+  - the Envoy ring-hash example routes by x-rig-id to the prod headless Service's port, over TLS
+    when the prod replicas serve it;
   - the bake workers: a Deployment with --role=worker that no Service selects (none in dev);
     in prod the API runs --role=api with the same --redis, the HPA scales the API, and a KEDA
     ScaledObject scales the workers on the length of the server's stream
@@ -287,6 +289,44 @@ def scaled_count(c, name, dep, objects):
     return dep["spec"].get("replicas", 1)
 
 
+def check_probes(c, name, container, values, defaults, port):
+    """Readiness, liveness (and startup) are native gRPC probes on the plaintext health port
+    (--health_address, its container port named health) when there is one, else on the --address
+    port; the kubelet's gRPC probe speaks plaintext only, so with --tls_cert they must not use
+    the --address port."""
+    health = values.get("health_address", defaults.get("health_address", ""))
+    m = re.fullmatch(r".*:(\d+)", health or "")
+    probe_port = int(m.group(1)) if m else port
+    if m:
+        named = [p for p in container.get("ports", []) if p.get("name") == "health"]
+        c.check(len(named) == 1 and named[0]["containerPort"] == probe_port,
+                f"{name}: {container['name']}'s container port 'health' equals the --health_address port {probe_port}",
+                f"containerPort {[p['containerPort'] for p in named]}")
+    if values.get("tls_cert"):
+        c.check(probe_port != port, f"{name}: {container['name']} serves TLS, so its probes use a plaintext health port",
+                f"--health_address {health or '(unset)'}")
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        spec = container.get(probe)
+        if spec is None and probe == "startupProbe":
+            continue
+        grpc_port = (spec or {}).get("grpc", {}).get("port")
+        c.check(grpc_port == probe_port, f"{name}: {container['name']}'s {probe} is a gRPC probe on port {probe_port}",
+                f"got {spec and {k: v for k, v in spec.items() if k in ('grpc', 'httpGet', 'tcpSocket', 'exec')}}")
+
+
+def check_tls_files(c, name, pod, container, values):
+    """Every TLS file a container's flags name lies in a read-only mount of a Secret volume."""
+    secrets = {v["name"] for v in pod.get("volumes", []) if "secret" in v}
+    for flag in ("tls_cert", "tls_key", "tls_client_ca", "redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"):
+        path = values.get(flag)
+        if not path:
+            continue
+        mounts = [mt for mt in container.get("volumeMounts", []) if mt["name"] in secrets and mt.get("readOnly")
+                  and path.startswith(mt["mountPath"].rstrip("/") + "/")]
+        c.check(bool(mounts), f"{name}: {container['name']}'s --{flag}={path} is in a mounted Secret",
+                ", ".join(mt["mountPath"] for mt in mounts))
+
+
 def check_start_and_stop(c, name, pod, container, values, defaults):
     """Start-up: with --redis the server waits up to --store_wait_seconds for Redis before it
     listens, so the probes that run meanwhile (startupProbe, else liveness) must outlast the wait or
@@ -350,13 +390,8 @@ def check_overlay(c, name, objects, known, defaults):
     c.check(len(grpc_ports) == 1 and grpc_ports[0]["containerPort"] == port,
             f"{name}: container port 'grpc' equals the --address port {port}",
             f"containerPort {[p['containerPort'] for p in grpc_ports]}")
-    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-        spec = container.get(probe)
-        if spec is None and probe == "startupProbe":
-            continue
-        grpc_port = (spec or {}).get("grpc", {}).get("port")
-        c.check(grpc_port == port, f"{name}: {probe} is a gRPC probe on port {port}",
-                f"got {spec and {k: v for k, v in spec.items() if k in ('grpc', 'httpGet', 'tcpSocket', 'exec')}}")
+    check_probes(c, name, container, values, defaults, port)
+    check_tls_files(c, name, pod, container, values)
 
     named = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
     services = [s for s in by_kind.get("Service", []) if labels_match(s["spec"].get("selector"), pod_labels)]
@@ -420,7 +455,8 @@ def check_overlay(c, name, objects, known, defaults):
         c.check(len(tls) == 1 and any(mt["name"] == tls[0]["name"] for mt in container.get("volumeMounts", [])),
                 "prod: the TLS Secret skinning-server-tls is mounted in the server container")
     return {"port": port, "headless": [s["metadata"]["name"] for s in headless],
-            "namespace": dep["metadata"].get("namespace", "default")}
+            "namespace": dep["metadata"].get("namespace", "default"), "tls": bool(values.get("tls_cert")),
+            "client_ca": bool(values.get("tls_client_ca"))}
 
 
 WORKER_CONTAINER = "worker"
@@ -446,6 +482,10 @@ def check_workers(c, name, objects, known, defaults):
     c.check(values.get("role") == "worker", f"{name}: the workers run --role=worker", str(values.get("role")))
     check_caches(c, name, container, values, defaults)
     check_start_and_stop(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values, defaults)
+    worker_port = re.fullmatch(r".*:(\d+)", values.get("address", defaults.get("address", "")) or "")
+    if worker_port:
+        check_probes(c, f"{name} workers", container, values, defaults, int(worker_port.group(1)))
+    check_tls_files(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values)
     api = next(d for d in objects if d["kind"] == "Deployment"
                and any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"]))
     api_container = next(x for x in api["spec"]["template"]["spec"]["containers"] if x["name"] == SERVER_CONTAINER)
@@ -521,6 +561,16 @@ def check_envoy(c, repo, prod):
             continue
         c.check(cl.get("lb_policy") == "RING_HASH" and cl.get("type") == "STRICT_DNS",
                 f"envoy: cluster {cl['name']} is STRICT_DNS with RING_HASH", f"{cl.get('type')} {cl.get('lb_policy')}")
+        if prod.get("tls"):
+            socket = cl.get("transport_socket", {})
+            context = socket.get("typed_config", {}).get("common_tls_context", {})
+            c.check(socket.get("name") == "envoy.transport_sockets.tls"
+                    and bool(context.get("validation_context", {}).get("trusted_ca")),
+                    f"envoy: cluster {cl['name']} speaks TLS to the prod replicas (they serve --tls_cert) and checks "
+                    "their certificate", str(socket)[:200])
+            if prod.get("client_ca"):
+                c.check(bool(context.get("tls_certificates")), f"envoy: cluster {cl['name']} shows a client certificate "
+                        "(the prod replicas ask for one: --tls_client_ca)")
         for group in cl["load_assignment"]["endpoints"]:
             for ep in group["lb_endpoints"]:
                 sa = ep["endpoint"]["address"]["socket_address"]

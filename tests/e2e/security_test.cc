@@ -375,6 +375,35 @@ TEST_F(SecurityTest, TlsConnectionWorksAndPlaintextIsRefused) {
   EXPECT_FALSE(Client(distrust).ListRigs().ok());
 }
 
+// --health_address: a plaintext port for probes that cannot speak TLS (the kubelet's gRPC probe)
+// answers grpc.health.v1.Health and nothing else, so it opens no way around TLS or the tokens.
+TEST_F(SecurityTest, ThePlaintextHealthPortAnswersHealthChecksAndNoOtherCall) {
+  std::vector<std::string> flags = TlsFlags();
+  flags.push_back("--tls_client_ca=" + pki_->ca_cert);
+  flags.push_back("--auth_tokens=" + TokensFile());
+  flags.push_back("--health_address=127.0.0.1:0");
+  ServerProcess server(MakeTempDir("store"), flags);
+  const int health = server.health_port();
+  ASSERT_GT(health, 0) << server.Output();
+  ASSERT_NE(health, server.port());
+  const std::string plain_health = "127.0.0.1:" + std::to_string(health);
+  std::string bytes;
+  grpc::Status status = HealthCheck(grpc::CreateChannel(plain_health, grpc::InsecureChannelCredentials()), &bytes);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // SERVING
+  // The skinning services are not on it, even with a valid token.
+  ClientOptions o;
+  o.target = plain_health;
+  o.deadline = std::chrono::milliseconds(5000);
+  o.max_attempts = 1;
+  o.token = "token-alpha";
+  absl::StatusOr<std::vector<v1::Rig>> listed = Client(o).ListRigs();
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kUnimplemented) << listed.status();
+  // The main port still takes mutual TLS only.
+  bytes.clear();
+  EXPECT_FALSE(HealthCheck(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()), &bytes).ok());
+}
+
 TEST_F(SecurityTest, MutualTlsRequiresAClientCertificateFromTheTrustedCa) {
   std::vector<std::string> flags = TlsFlags();
   flags.push_back("--tls_client_ca=" + pki_->ca_cert);

@@ -16,11 +16,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
 
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/health_check.h"
 #include "tests/support/http_client.h"
 #include "tests/support/long_fast_frame.h"
 #include "tests/support/server_process.h"
@@ -228,6 +230,48 @@ TEST(ServerEndToEnd, SigtermWaitsForASessionsLongFrameThenClosesIt) {
   EXPECT_EQ(exit_code.load(), 0) << server.Output();
   EXPECT_TRUE(absl::IsNotFound(after.status())) << "closed after one answer: " << after.status();
   EXPECT_EQ((*session)->close_code(), 4014) << after.status();
+}
+
+// The plaintext health port (--health_address) reports what the main port does: SERVING, then
+// NOT_SERVING as soon as the drain starts, while a long frame is still being computed (so that
+// Kubernetes takes the pod out of its Services before it stops).
+TEST(ServerEndToEnd, TheHealthPortSaysNotServingWhileTheServerDrains) {
+  const std::string cesium = ::skinning::testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(cesium);
+  ServerProcess server(MakeTempDir("store"),
+                       {"--http_address=127.0.0.1:0", "--health_address=127.0.0.1:0", "--drain_seconds=30"});
+  const int http = server.http_port();
+  const int health = server.health_port();
+  ASSERT_GT(http, 0) << server.Output();
+  ASSERT_GT(health, 0) << server.Output();
+  const auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(health), grpc::InsecureChannelCredentials());
+  std::string bytes;
+  ASSERT_TRUE(::skinning::testing::HealthCheck(channel, &bytes).ok());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // SERVING
+  const LongFastModel model = BakeLongFastModel(server);
+  ASSERT_FALSE(model.bake.empty());
+  auto session = WebSocketClient::Open(http, "/skinning.v1.FastService/SolveSession");
+  ASSERT_TRUE(session.ok()) << session.status();
+  v1::SolveSessionRequest frame = LongFastFrame(model.bake);
+  frame.set_sequence(0);
+  ASSERT_TRUE((*session)->Send(frame.SerializeAsString(), false).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::atomic<int> exit_code{-2};
+  std::thread stopper([&] { exit_code = server.Stop(SIGTERM, 60); });
+  // Within the frame's second: NOT_SERVING on the health port.
+  bool not_serving = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+  while (!not_serving && std::chrono::steady_clock::now() < until) {
+    bytes.clear();
+    const grpc::Status s = ::skinning::testing::HealthCheck(channel, &bytes);
+    not_serving = s.ok() && bytes == std::string("\x08\x02", 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto answer = (*session)->Receive();
+  stopper.join();
+  EXPECT_TRUE(not_serving) << "the health port did not say NOT_SERVING while the server drained";
+  EXPECT_TRUE(answer.ok()) << "the frame being computed is answered: " << answer.status();
+  EXPECT_EQ(exit_code.load(), 0) << server.Output();
 }
 
 // SIGHUP drains as SIGTERM does (its default action ended the server at once, exit 129, dropping

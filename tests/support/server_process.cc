@@ -123,6 +123,7 @@ ServerProcess::ServerProcess(const std::string& store_dir, const std::vector<std
 
 int ServerProcess::metrics_port() { return PortAfter("metrics on port ", &metrics_port_); }
 int ServerProcess::http_port() { return PortAfter("http on port ", &http_port_); }
+int ServerProcess::health_port() { return PortAfter("health on port ", &health_port_); }
 
 int ServerProcess::PortAfter(const char* marker, int* cached) {
   const std::string kMarker = marker;

@@ -44,6 +44,9 @@ class ServerProcess {
   // The HTTP front door's port ("http on port N"; the server runs with --http_address), the
   // same way; 0 when it is off.
   int http_port();
+  // The plaintext health port ("health on port N"; the server runs with --health_address), the
+  // same way; 0 when it is off.
+  int health_port();
 
   // Sends `signal` and waits for the process; returns its exit status (WEXITSTATUS, or 128 +
   // signal number when killed by a signal), or -1 if it did not exit within `timeout_s`.
@@ -56,6 +59,7 @@ class ServerProcess {
   int port_ = 0;
   int metrics_port_ = 0;
   int http_port_ = 0;
+  int health_port_ = 0;
   int PortAfter(const char* marker, int* cached);
   int stdout_fd_ = -1;
   std::string output_;
