@@ -18,6 +18,8 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
   - the HPA scales this Deployment, the PDB selects its pods;
   - dev: one replica, no --redis, no Redis objects; prod: >= 3 replicas, --redis naming the
     rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted;
+  - the HTTP front door: --http_address's port is container port http and a ClusterIP Service
+    port; in prod an Ingress with TLS routes to it and lets --max_message_mb through;
   - NetworkPolicies: the server and worker pods admit every port they declare from anywhere; in
     prod the in-cluster Redis admits only those pods and KEDA's namespace;
   - kustomization.yaml files use only fields the kustomize in Debian 12's kubectl 1.20 knows;
@@ -327,6 +329,49 @@ def check_tls_files(c, name, pod, container, values):
                 ", ".join(mt["mountPath"] for mt in mounts))
 
 
+def check_front_door(c, name, container, values, defaults, cluster_ip, by_kind):
+    """The HTTP front door (--http_address): its container port named http, a port of the ClusterIP
+    Service targeting it, and in prod an Ingress with TLS routing to that Service port that lets
+    requests of up to --max_message_mb through."""
+    address = values.get("http_address", defaults.get("http_address", ""))
+    m = re.fullmatch(r".*:(\d+)", address or "")
+    if not c.check(m is not None, f"{name}: the HTTP front door is on (--http_address has a port)", address or "(unset)"):
+        return
+    port = int(m.group(1))
+    named = [p for p in container.get("ports", []) if p.get("name") == "http"]
+    c.check(len(named) == 1 and named[0]["containerPort"] == port,
+            f"{name}: container port 'http' equals the --http_address port {port}",
+            f"containerPort {[p['containerPort'] for p in named]}")
+    service_ports = [p for s in cluster_ip for p in s["spec"]["ports"] if p.get("targetPort") in ("http", port)]
+    if not c.check(len(service_ports) == 1, f"{name}: the ClusterIP Service has a port for the front door",
+                   str(service_ports)):
+        return
+    if name != "prod":
+        return
+    service = cluster_ip[0]["metadata"]["name"]
+    ingresses = [i for i in by_kind.get("Ingress", [])
+                 if any(p["backend"]["service"]["name"] == service
+                        and p["backend"]["service"]["port"].get("name", p["backend"]["service"]["port"].get("number"))
+                        in (service_ports[0].get("name"), service_ports[0]["port"])
+                        for r in i["spec"].get("rules", []) for p in r.get("http", {}).get("paths", []))]
+    if not c.check(len(ingresses) == 1, f"prod: an Ingress routes to Service {service}'s front door port",
+                   ", ".join(i["metadata"]["name"] for i in ingresses)):
+        return
+    ing = ingresses[0]
+    hosts = {r.get("host") for r in ing["spec"].get("rules", [])}
+    tls_hosts = {h for t in ing["spec"].get("tls", []) for h in t.get("hosts", []) if t.get("secretName")}
+    c.check(bool(hosts) and hosts <= tls_hosts, f"prod: Ingress {ing['metadata']['name']} serves every host over TLS",
+            f"hosts {sorted(h for h in hosts if h)} vs TLS {sorted(tls_hosts)}")
+    body = ing["metadata"].get("annotations", {}).get("nginx.ingress.kubernetes.io/proxy-body-size", "1m")
+    size = memory_bytes(body.upper().replace("M", "Mi").replace("G", "Gi").replace("K", "Ki")) if body != "0" else float("inf")
+    limit = int(values.get("max_message_mb") or defaults.get("max_message_mb", 64)) * 2**20
+    c.check(size is not None and size >= limit, f"prod: Ingress {ing['metadata']['name']} lets requests of --max_message_mb through",
+            f"proxy-body-size {body} vs {limit // 2**20} MiB")
+    timeout = int(ing["metadata"].get("annotations", {}).get("nginx.ingress.kubernetes.io/proxy-read-timeout", "60"))
+    c.check(timeout >= 600, f"prod: Ingress {ing['metadata']['name']} keeps quiet WebSocket sessions open (read timeout >= 600 s)",
+            f"{timeout} s")
+
+
 def check_start_and_stop(c, name, pod, container, values, defaults):
     """Start-up: with --redis the server waits up to --store_wait_seconds for Redis before it
     listens, so the probes that run meanwhile (startupProbe, else liveness) must outlast the wait or
@@ -404,6 +449,7 @@ def check_overlay(c, name, objects, known, defaults):
         c.check(port in targets, f"{name}: Service {s['metadata']['name']} targets port {port}", f"targets {targets}")
 
     check_start_and_stop(c, name, pod, container, values, defaults)
+    check_front_door(c, name, container, values, defaults, cluster_ip, by_kind)
 
     # Store directory and memory.
     store_dir = values.get("store_dir", defaults.get("store_dir", ""))
