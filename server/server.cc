@@ -443,8 +443,9 @@ void SkinningServer::Shutdown(std::chrono::milliseconds drain) {
   while (inflight_.count() - callbacks_->idle() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
-  if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
   if (front_door_) front_door_->Stop(deadline);
+  // Last: probes see NOT_SERVING, not a closed port, until everything else has stopped.
+  if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(100));
 }
 
 void SkinningServer::Wait() { server_->Wait(); }
