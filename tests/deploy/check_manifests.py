@@ -291,22 +291,32 @@ def scaled_count(c, name, dep, objects):
     return dep["spec"].get("replicas", 1)
 
 
+def flag_port(values, defaults, flag):
+    """The port of a host:port flag (its value, else its --helpfull default), or None."""
+    m = re.fullmatch(r".*:(\d+)", values.get(flag, defaults.get(flag, "")) or "")
+    return int(m.group(1)) if m else None
+
+
+def check_named_port(c, name, container, port_name, port, flag):
+    """The container declares exactly one port named `port_name`, and it is the flag's port."""
+    named = [p for p in container.get("ports", []) if p.get("name") == port_name]
+    c.check(len(named) == 1 and named[0]["containerPort"] == port,
+            f"{name}: {container['name']}'s container port '{port_name}' equals the --{flag} port {port}",
+            f"containerPort {[p['containerPort'] for p in named]}")
+
+
 def check_probes(c, name, container, values, defaults, port):
     """Readiness, liveness (and startup) are native gRPC probes on the plaintext health port
     (--health_address, its container port named health) when there is one, else on the --address
     port; the kubelet's gRPC probe speaks plaintext only, so with --tls_cert they must not use
     the --address port."""
-    health = values.get("health_address", defaults.get("health_address", ""))
-    m = re.fullmatch(r".*:(\d+)", health or "")
-    probe_port = int(m.group(1)) if m else port
-    if m:
-        named = [p for p in container.get("ports", []) if p.get("name") == "health"]
-        c.check(len(named) == 1 and named[0]["containerPort"] == probe_port,
-                f"{name}: {container['name']}'s container port 'health' equals the --health_address port {probe_port}",
-                f"containerPort {[p['containerPort'] for p in named]}")
+    health = flag_port(values, defaults, "health_address")
+    probe_port = health if health is not None else port
+    if health is not None:
+        check_named_port(c, name, container, "health", health, "health_address")
     if values.get("tls_cert"):
         c.check(probe_port != port, f"{name}: {container['name']} serves TLS, so its probes use a plaintext health port",
-                f"--health_address {health or '(unset)'}")
+                f"port {probe_port}")
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         spec = container.get(probe)
         if spec is None and probe == "startupProbe":
@@ -333,15 +343,11 @@ def check_front_door(c, name, container, values, defaults, cluster_ip, by_kind):
     """The HTTP front door (--http_address): its container port named http, a port of the ClusterIP
     Service targeting it, and in prod an Ingress with TLS routing to that Service port that lets
     requests of up to --max_message_mb through."""
-    address = values.get("http_address", defaults.get("http_address", ""))
-    m = re.fullmatch(r".*:(\d+)", address or "")
-    if not c.check(m is not None, f"{name}: the HTTP front door is on (--http_address has a port)", address or "(unset)"):
+    port = flag_port(values, defaults, "http_address")
+    if not c.check(port is not None, f"{name}: the HTTP front door is on (--http_address has a port)",
+                   values.get("http_address") or "(unset)"):
         return
-    port = int(m.group(1))
-    named = [p for p in container.get("ports", []) if p.get("name") == "http"]
-    c.check(len(named) == 1 and named[0]["containerPort"] == port,
-            f"{name}: container port 'http' equals the --http_address port {port}",
-            f"containerPort {[p['containerPort'] for p in named]}")
+    check_named_port(c, name, container, "http", port, "http_address")
     service_ports = [p for s in cluster_ip for p in s["spec"]["ports"] if p.get("targetPort") in ("http", port)]
     if not c.check(len(service_ports) == 1, f"{name}: the ClusterIP Service has a port for the front door",
                    str(service_ports)):
@@ -426,15 +432,10 @@ def check_overlay(c, name, objects, known, defaults):
             c.check(False, f"{name}: --{flag} is a server flag", f"{origin}; not in --helpfull nor PLANNED_FLAGS")
 
     # Port: --address, the container port, the probes, the Services.
-    address = values.get("address", defaults.get("address", ""))
-    m = re.fullmatch(r".*:(\d+)", address or "")
-    if not c.check(m is not None and int(m.group(1)) > 0, f"{name}: --address has a fixed port", address):
+    port = flag_port(values, defaults, "address")
+    if not c.check(bool(port), f"{name}: --address has a fixed port", values.get("address", defaults.get("address", ""))):
         return
-    port = int(m.group(1))
-    grpc_ports = [p for p in container.get("ports", []) if p.get("name") == "grpc"]
-    c.check(len(grpc_ports) == 1 and grpc_ports[0]["containerPort"] == port,
-            f"{name}: container port 'grpc' equals the --address port {port}",
-            f"containerPort {[p['containerPort'] for p in grpc_ports]}")
+    check_named_port(c, name, container, "grpc", port, "address")
     check_probes(c, name, container, values, defaults, port)
     check_tls_files(c, name, pod, container, values)
 
@@ -528,9 +529,9 @@ def check_workers(c, name, objects, known, defaults):
     c.check(values.get("role") == "worker", f"{name}: the workers run --role=worker", str(values.get("role")))
     check_caches(c, name, container, values, defaults)
     check_start_and_stop(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values, defaults)
-    worker_port = re.fullmatch(r".*:(\d+)", values.get("address", defaults.get("address", "")) or "")
+    worker_port = flag_port(values, defaults, "address")
     if worker_port:
-        check_probes(c, f"{name} workers", container, values, defaults, int(worker_port.group(1)))
+        check_probes(c, f"{name} workers", container, values, defaults, worker_port)
     check_tls_files(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values)
     api = next(d for d in objects if d["kind"] == "Deployment"
                and any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"]))

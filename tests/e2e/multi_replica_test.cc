@@ -576,13 +576,11 @@ TEST(MultiReplica, ARedisThatRefusesARunningReplicaIsUnavailableLoggedAndRecover
 // artifacts. A replica whose TLS settings the Redis refuses, or which does not trust Redis's
 // certificate, exits at once saying which flag to mend instead of waiting --store_wait_seconds.
 TEST(MultiReplica, ReplicasOnATlsRedisShareItAndAReplicaWithBadTlsSettingsStopsAtOnce) {
-  testing::TestPki pki;
-  try {
-    pki = testing::MakeTestPki();
-  } catch (const std::exception& e) {
-    if (testing::InCi()) FAIL() << e.what();  // scripts/install-deps.sh installs openssl
-    GTEST_SKIP() << e.what() << " (CI is unset, so skipping)";
-  }
+  testing::SharedTestPki shared;
+  shared.Make();
+  shared.Require();
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  const testing::TestPki& pki = *shared;
   testing::RedisTlsFiles files{pki.server_cert, pki.server_key, pki.ca_cert, /*auth_clients=*/true};
   RedisProcess redis(files);
   const std::vector<std::string> tls = {"--redis=" + redis.tls_address(), "--redis_tls",

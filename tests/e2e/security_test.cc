@@ -32,8 +32,7 @@ using ::skinning::testing::MakeTubeForBaking;
 using ::skinning::testing::MakeTwoBoneTube;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
-using ::skinning::testing::TestPki;
-using ::skinning::testing::MakeTestPki;
+using ::skinning::testing::SharedTestPki;
 using ::testing::HasSubstr;
 
 // Two tenants; alpha has two tokens.
@@ -47,35 +46,21 @@ token-alpha-2 alpha
 class SecurityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    try {
-      pki_ = new TestPki(MakeTestPki());
-    } catch (const std::exception& e) {
-      *pki_error_ = e.what();
-      return;
-    }
-    std::ofstream(pki_->dir + "/tokens.txt") << kTokens;
+    pki_.Make();
+    if (pki_.operator->() != nullptr) std::ofstream(pki_->dir + "/tokens.txt") << kTokens;
   }
-  static void TearDownTestSuite() {
-    delete pki_;
-    pki_ = nullptr;
-  }
-  void SetUp() override {
-    // openssl is installed by scripts/install-deps.sh: in CI its absence fails the test.
-    if (pki_ == nullptr && testing::InCi()) FAIL() << *pki_error_;
-    if (pki_ == nullptr) GTEST_SKIP() << *pki_error_ << " (CI is unset, so skipping)";
-  }
+  static void TearDownTestSuite() { pki_.Reset(); }
+  void SetUp() override { pki_.Require(); }
 
   static std::string TokensFile() { return pki_->dir + "/tokens.txt"; }
   static std::vector<std::string> TlsFlags() {
     return {"--tls_cert=" + pki_->server_cert, "--tls_key=" + pki_->server_key};
   }
 
-  static TestPki* pki_;
-  static std::string* pki_error_;
+  static SharedTestPki pki_;
 };
 
-TestPki* SecurityTest::pki_ = nullptr;
-std::string* SecurityTest::pki_error_ = new std::string();
+SharedTestPki SecurityTest::pki_;
 
 ClientOptions Options(const ServerProcess& server, const std::string& token = "") {
   ClientOptions o;

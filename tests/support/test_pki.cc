@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "tests/support/data.h"
 #include "tests/support/server_process.h"
 
 namespace skinning::testing {
@@ -77,6 +80,20 @@ TestPki MakeTestPki() {
   p.other_client_cert = p.dir + "/other-client.crt";
   p.other_client_key = p.dir + "/other-client.key";
   return p;
+}
+
+void SharedTestPki::Make() {
+  try {
+    pki_ = std::make_unique<TestPki>(MakeTestPki());
+  } catch (const std::exception& e) {
+    error_ = e.what();
+  }
+}
+
+void SharedTestPki::Require() const {
+  if (pki_ != nullptr) return;
+  if (InCi()) FAIL() << error_;
+  GTEST_SKIP() << error_ << " (CI is unset, so skipping)";
 }
 
 }  // namespace skinning::testing

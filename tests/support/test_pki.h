@@ -5,6 +5,7 @@
 #ifndef SKINNING_TESTS_SUPPORT_TEST_PKI_H_
 #define SKINNING_TESTS_SUPPORT_TEST_PKI_H_
 
+#include <memory>
 #include <string>
 
 namespace skinning::testing {
@@ -22,6 +23,23 @@ inline constexpr char kOpenssl[] = "/usr/bin/openssl";
 // Makes the PKI (about 0.1 s). Throws std::runtime_error with openssl's output when a step fails
 // or openssl is not installed.
 TestPki MakeTestPki();
+
+// A suite's PKI: made once in SetUpTestSuite (Make), required by each test's SetUp (Require).
+class SharedTestPki {
+ public:
+  // Makes the PKI, or keeps MakeTestPki's error.
+  void Make();
+  // In a test's SetUp, when Make failed: a fatal failure in CI (scripts/install-deps.sh installs
+  // openssl), a skip elsewhere; the test body then does not run.
+  void Require() const;
+  void Reset() { pki_.reset(); }
+  const TestPki* operator->() const { return pki_.get(); }
+  const TestPki& operator*() const { return *pki_; }
+
+ private:
+  std::unique_ptr<TestPki> pki_;
+  std::string error_;
+};
 
 }  // namespace skinning::testing
 

@@ -15,6 +15,7 @@
 
 #include "server/store/blob_framing.h"
 #include "server/store/blob_store.h"
+#include "tests/support/random_bytes.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 #include "tests/support/stored_file.h"
@@ -24,6 +25,7 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
+using ::skinning::testing::RandomBytes;
 using ::skinning::testing::LittleEndian;
 using ::skinning::testing::RedisConnection;
 using ::skinning::testing::RedisProcess;
@@ -32,16 +34,6 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string RandomBytes(size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    const uint64_t r = rng();
-    std::memcpy(&s[i], &r, std::min<size_t>(8, n - i));
-  }
-  return s;
-}
 
 // Bitwise CRC-32 (IEEE, reflected), written independently of the store's table-driven one.
 uint32_t BitwiseCrc32(const std::string& data) {

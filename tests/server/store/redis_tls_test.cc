@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,7 +16,7 @@
 #include "server/store/blob_store.h"
 #include "server/store/redis_pool.h"
 #include "server/store/redis_tls.h"
-#include "tests/support/data.h"
+#include "tests/support/random_bytes.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_pki.h"
@@ -27,44 +26,22 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectRedis;
+using ::skinning::testing::RandomBytes;
 using ::skinning::testing::RedisConnection;
 using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RedisReply;
 using ::skinning::testing::RedisTlsFiles;
 using ::skinning::testing::RunCommand;
-using ::skinning::testing::TestPki;
+using ::skinning::testing::SharedTestPki;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string RandomBytes(size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    const uint64_t r = rng();
-    std::memcpy(&s[i], &r, std::min<size_t>(8, n - i));
-  }
-  return s;
-}
-
 class RedisTlsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    try {
-      pki_ = new TestPki(testing::MakeTestPki());
-    } catch (const std::exception& e) {
-      *pki_error_ = e.what();
-    }
-  }
-  static void TearDownTestSuite() {
-    delete pki_;
-    pki_ = nullptr;
-  }
-  void SetUp() override {
-    // openssl is installed by scripts/install-deps.sh: in CI its absence fails the test.
-    if (pki_ == nullptr && testing::InCi()) FAIL() << *pki_error_;
-    if (pki_ == nullptr) GTEST_SKIP() << *pki_error_ << " (CI is unset, so skipping)";
-  }
+  static void SetUpTestSuite() { pki_.Make(); }
+  static void TearDownTestSuite() { pki_.Reset(); }
+  void SetUp() override { pki_.Require(); }
 
   // A redis-server serving TLS with the test PKI's server certificate.
   static std::unique_ptr<RedisProcess> StartRedis(bool auth_clients = false) {
@@ -102,12 +79,10 @@ class RedisTlsTest : public ::testing::Test {
     return r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
   }
 
-  static TestPki* pki_;
-  static std::string* pki_error_;
+  static SharedTestPki pki_;
 };
 
-TestPki* RedisTlsTest::pki_ = nullptr;
-std::string* RedisTlsTest::pki_error_ = new std::string();
+SharedTestPki RedisTlsTest::pki_;
 
 TEST_F(RedisTlsTest, TheStoreRoundTripsBinaryAndLargeValuesOverTlsAndAPlainClientSeesThem) {
   std::unique_ptr<RedisProcess> redis = StartRedis();
