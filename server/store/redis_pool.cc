@@ -124,7 +124,7 @@ RedisReplyPtr SendCommand(redisContext* c, SSL* ssl, const std::vector<absl::str
     }
     sent += n;
   }
-  std::vector<char> buffer(16 * 1024);
+  char buffer[16 * 1024];
   for (;;) {
     void* reply = nullptr;
     if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
@@ -133,12 +133,12 @@ RedisReplyPtr SendCommand(redisContext* c, SSL* ssl, const std::vector<absl::str
     }
     if (reply != nullptr) return RedisReplyPtr(static_cast<redisReply*>(reply));
     errno = 0;
-    const int n = SSL_read(ssl, buffer.data(), static_cast<int>(buffer.size()));
+    const int n = SSL_read(ssl, buffer, sizeof buffer);
     if (n <= 0) {
       DescribeTlsFailure(ssl, n, failure);
       return nullptr;
     }
-    if (redisReaderFeed(c->reader, buffer.data(), static_cast<size_t>(n)) != REDIS_OK) {
+    if (redisReaderFeed(c->reader, buffer, static_cast<size_t>(n)) != REDIS_OK) {
       failure->error = "cannot buffer the reply (out of memory)";
       return nullptr;
     }
@@ -164,36 +164,39 @@ absl::StatusOr<RedisPool::Connection> RedisPool::Connect() {
         return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ", error));
       return absl::UnavailableError(absl::StrCat(kNoTlsSession, ": ", error));
     }
-    // With TLS 1.3 a Redis that wants a client certificate (tls-auth-clients) says so only after
-    // the handshake, at the first read: one PING here tells a refused session from a working one.
-    ExchangeFailure failure;
-    RedisReplyPtr pong = SendCommand(c, link->ssl.get(), {"PING"}, &failure);
-    // A session ended at once (an alert, or a reset that came before the alert) is taken as
+  }
+  // The first command: AUTH when there is a password, else a PING with TLS. With TLS 1.3 a Redis
+  // that wants a client certificate (tls-auth-clients) says so only after the handshake, at the
+  // first read, so this exchange tells a refused session from a working one.
+  std::vector<absl::string_view> first;
+  if (!credentials_.password.empty()) {
+    first = {"AUTH"};
+    if (!credentials_.user.empty()) first.push_back(credentials_.user);
+    first.push_back(credentials_.password);
+  } else if (link->ssl != nullptr) {
+    first = {"PING"};
+  }
+  if (first.empty()) return link;
+  ExchangeFailure failure;
+  RedisReplyPtr reply = SendCommand(c, link->ssl.get(), first, &failure);
+  if (reply == nullptr) {
+    // A TLS session ended at once (an alert, or a reset that came before the alert) is taken as
     // refused: a Redis that went down would not have finished the handshake a moment before.
-    if (pong == nullptr) {
-      if (failure.timed_out)
-        return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: no answer within ",
-                                                   kCommandTimeout.tv_sec, " s"));
+    if (link->ssl != nullptr && !failure.timed_out)
       return absl::UnavailableError(absl::StrCat(kNoTlsSession, ": it ended the session: ", failure.error,
                                                  " (does it ask for a client certificate? see --redis_tls_cert_file)"));
-    }
+    return absl::UnavailableError(absl::StrCat(
+        "the shared store (redis) is unreachable: ",
+        link->ssl != nullptr ? absl::StrCat("no answer within ", kCommandTimeout.tv_sec, " s") : failure.error));
   }
-  if (!credentials_.password.empty()) {
-    std::vector<absl::string_view> auth = {"AUTH"};
-    if (!credentials_.user.empty()) auth.push_back(credentials_.user);
-    auth.push_back(credentials_.password);
-    ExchangeFailure failure;
-    RedisReplyPtr reply = SendCommand(c, link->ssl.get(), auth, &failure);
-    if (reply == nullptr)
-      return absl::UnavailableError(absl::StrCat("the shared store (redis) is unreachable: ", failure.error));
-    // The reply names neither user nor password; a refusal is the operator's to fix, not transient.
-    if (reply->type == REDIS_REPLY_ERROR) {
-      // UNAVAILABLE to callers (they can only retry); not waited for at start (IsStoreRefusal).
-      absl::Status refused = absl::UnavailableError(absl::StrCat(
-          kRefusedThisServer, ": it refused our credentials: ", absl::string_view(reply->str, reply->len)));
-      LogStoreFailure("credentials", refused, " (see --redis_password_file and --redis_user)");
-      return refused;
-    }
+  // The reply to AUTH names neither user nor password; a refusal is the operator's to fix, not
+  // transient.
+  if (!credentials_.password.empty() && reply->type == REDIS_REPLY_ERROR) {
+    // UNAVAILABLE to callers (they can only retry); not waited for at start (IsStoreRefusal).
+    absl::Status refused = absl::UnavailableError(absl::StrCat(
+        kRefusedThisServer, ": it refused our credentials: ", absl::string_view(reply->str, reply->len)));
+    LogStoreFailure("credentials", refused, " (see --redis_password_file and --redis_user)");
+    return refused;
   }
   return link;
 }
