@@ -25,6 +25,7 @@
 #include "core/io/medit.h"
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
+#include "core/util/blas_kernels.h"
 #include "core/weights/bake.h"
 
 namespace skinning {
@@ -194,6 +195,7 @@ int Run(const std::string& data, const std::vector<std::string>& methods, const 
 }  // namespace skinning
 
 int main(int argc, char** argv) {
+  skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
   std::string data = SKINNING_DATA_DIR;
   if (const char* env = std::getenv("SKINNING_DATA_DIR"); env && *env) data = env;
   std::vector<std::string> methods = {"bone_heat", "geodesic_voxel", "bbw"}, characters;

@@ -22,6 +22,7 @@
 #include "core/rig/joint_frames.h"
 #include "core/rig/skeleton.h"
 #include "core/solve/elastic.h"
+#include "core/util/blas_kernels.h"
 #include "core/weights/emw.h"
 #include "core/weights/geodesic_weights.h"
 #include "core/weights/handles.h"
@@ -251,6 +252,7 @@ int Run(int resolution, int threads, bool gold_standard) {
 }  // namespace skinning
 
 int main(int argc, char** argv) {
+  skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
   const int resolution = argc > 1 ? std::atoi(argv[1]) : 55;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   const bool gold = argc > 3 ? std::atoi(argv[3]) != 0 : true;

@@ -23,6 +23,7 @@
 #include "core/rig/skeleton.h"
 #include "core/skinning/weights.h"
 #include "core/solve/fast_skinning.h"
+#include "core/util/blas_kernels.h"
 
 // Heap allocations, to show that a frame allocates nothing. Not inlined: GCC would otherwise pair
 // an inlined malloc or free with the other operator and warn -Wmismatched-new-delete.
@@ -214,3 +215,12 @@ BENCHMARK(BM_NearestRotations34)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace skinning
+
+int main(int argc, char** argv) {
+  skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

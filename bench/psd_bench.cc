@@ -36,6 +36,7 @@
 #include "core/skinning/psd.h"
 #include "core/skinning/support_joints.h"
 #include "core/solve/elastic.h"
+#include "core/util/blas_kernels.h"
 #include "core/weights/swing_twist_bake.h"
 #include "tests/support/psd_fixtures.h"
 
@@ -318,6 +319,7 @@ BENCHMARK(BM_DqsFloat)->Unit(benchmark::kMicrosecond);
 }  // namespace skinning
 
 int main(int argc, char** argv) {
+  skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
   // --volume_sweep: only the quality tables against the gold standard at more volume weights
   // (Poisson ratio ν = κ / (2κ + 3) in the small-strain limit), about 10 min of gold solves.
   bool volume_sweep = false;

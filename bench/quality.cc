@@ -40,6 +40,7 @@
 #include "core/skinning/stbs.h"
 #include "core/skinning/swing_twist.h"
 #include "core/solve/elastic.h"
+#include "core/util/blas_kernels.h"
 #include "core/weights/bbw.h"
 #include "core/weights/endpoint_weights.h"
 #include "core/weights/handles.h"
@@ -230,6 +231,7 @@ void Run(const Scene& s, const std::vector<Case>& cases) {
 }  // namespace skinning
 
 int main(int argc, char** argv) {
+  skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
   using namespace skinning;
   int resolution = 32;
   std::string shapes = "cylinder,box,arm,cesiumman";

@@ -34,6 +34,7 @@
 #include "core/rig/pose.h"
 #include "core/skinning/lbs.h"
 #include "core/skinning/weights.h"
+#include "core/util/blas_kernels.h"
 #include "core/weights/bake.h"
 
 namespace skinning {
@@ -376,4 +377,7 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace skinning
 
-int main(int argc, char** argv) { return skinning::Run(argc, argv); }
+int main(int argc, char** argv) {
+  skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
+  return skinning::Run(argc, argv);
+}

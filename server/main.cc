@@ -19,6 +19,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/util/blas_kernels.h"
 #include "core/util/cpus.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
@@ -136,6 +137,8 @@ void PassToMainThread(int sig) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: may re-execute the server with OpenBLAS's fastest kernels for this CPU.
+  skinning::UseFastestBlasKernels(argv);
   absl::SetProgramUsageMessage("The skinning service's gRPC server.\nUsage: skinning-server [flags]");
   absl::ParseCommandLine(argc, argv);
   // Debian's Abseil is built with Mutex deadlock detection on, and gRPC's locks are absl::Mutex:
@@ -315,6 +318,8 @@ int main(int argc, char** argv) {
     std::printf("skinning-server store: %s\n", (*server)->older_bakes_summary().c_str());
   // Bake, solver and callback threads follow this count, not the node's cores.
   std::printf("skinning-server cpus: %s\n", skinning::DescribeCpuLimits(skinning::ProcessCpuLimits()).c_str());
+  // The kernels of CHOLMOD's factorizations and solves (bakes, elastic and FAST solves).
+  std::printf("skinning-server blas: %s\n", skinning::DescribeBlas().c_str());
   if (!options.auth_tokens_file.empty() && options.tls_cert_file.empty())
     std::fprintf(stderr,
                  "skinning-server: warning: --auth_tokens without --tls_cert: bearer tokens travel "

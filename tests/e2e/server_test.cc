@@ -19,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "client/client.h"
+#include "core/util/blas_kernels.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
 #include "tests/support/fixtures.h"
@@ -41,6 +42,7 @@ using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 using ::skinning::testing::WebSocketClient;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ClientOptions Options(const ServerProcess& server, int deadline_ms = 10000) {
   ClientOptions o;
@@ -314,6 +316,44 @@ TEST(ServerEndToEnd, PinnedToOneCpuItCountsOneAndServes) {
   ASSERT_TRUE(posed.ok()) << posed.status();
   EXPECT_EQ(server.Stop(SIGTERM), 0);
   EXPECT_THAT(server.Output(), HasSubstr("skinning-server cpus: 1 (affinity 1 of"));
+}
+
+// OpenBLAS falls back to its Prescott (SSE3) kernels on a CPU newer than itself (Debian 12's
+// 0.3.21 on a Xeon "Emerald Rapids"), which halves the speed of CHOLMOD's factorizations. Started
+// without OPENBLAS_CORETYPE, the server re-executes itself (same process id) on the kernels the
+// CPU runs, says which at start, and bakes on them.
+TEST(ServerEndToEnd, ItRunsOpenBlasOnTheFastestKernelsTheCpuHas) {
+  ServerProcess server(MakeTempDir("store"), {},
+                       {"/usr/bin/env", "-u", "OPENBLAS_CORETYPE", "-u", "SKINNING_OPENBLAS_CHOSE"});
+  Client client(Options(server, 60000));
+  const Rig rig = MakeTwoBoneTube();
+  auto created = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::BakeOptions options;
+  options.mutable_bbw();
+  options.mutable_domain()->set_voxel_resolution(32);
+  auto started = client.StartBake(created->rig().name(), options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  EXPECT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  const std::string out = server.Output();
+  const std::string marker = "skinning-server blas: ";
+  const size_t at = out.find(marker);
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at + marker.size(), out.find('\n', at) - at - marker.size());
+  if (OpenBlasCoreName().empty()) {
+    EXPECT_EQ(line, "not OpenBLAS");
+    return;
+  }
+  // "OpenBLAS 0.3.21, SkylakeX kernels (OpenBLAS chose Prescott for this CPU)"
+  const size_t comma = line.find(", "), kernels = line.find(" kernels");
+  ASSERT_TRUE(comma != std::string::npos && kernels != std::string::npos && kernels > comma) << line;
+  const std::string core = line.substr(comma + 2, kernels - comma - 2);
+  EXPECT_EQ(BetterOpenBlasCore(core, DetectCpuVectorSupport()), "")
+      << "the server runs OpenBLAS's " << core << " kernels on a CPU with AVX2: " << line;
+  EXPECT_THAT(line, Not(HasSubstr("OPENBLAS_CORETYPE"))) << "the environment chose for it: " << line;
 }
 
 // A connected but idle client must not hold the drain open: the server stops once nothing is in

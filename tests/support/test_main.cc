@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/util/blas_kernels.h"
+
 namespace {
 
 constexpr char kRootVariable[] = "SKINNING_TEST_TMP_ROOT";
@@ -40,6 +42,8 @@ std::string MakeTestTempRoot() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The suites run CHOLMOD on the kernels the server would use (may re-execute this process).
+  skinning::UseFastestBlasKernels(argv);
   ::testing::InitGoogleTest(&argc, argv);
   // Listing the tests (CTest's discovery) writes nothing.
   const std::string root = GTEST_FLAG_GET(list_tests) ? std::string() : MakeTestTempRoot();
