@@ -81,6 +81,8 @@ class SessionRecheck {
     next_ = now + kInterval;
     return true;
   }
+  // Whether a frame now would check (Due without restarting the clock).
+  bool IsDue() const { return std::chrono::steady_clock::now() >= next_; }
   // The check just made by opening: the next one is due after kInterval.
   void Restart() { next_ = std::chrono::steady_clock::now() + kInterval; }
 

@@ -13,6 +13,11 @@ absl::StatusOr<std::unique_ptr<FastFrameSolver>> FastApi::Open(const CallContext
   return FastFrameSolver::Open(std::move(loaded), std::move(rig));
 }
 
+bool FastApi::Resident(const CallContext& ctx, const v1::SolveRequest& req) {
+  absl::StatusOr<BakeRef> ref = ParseBakeName(req.bake(), "bake");
+  return !ref.ok() || bakes_->Resident(ctx.tenant(), *ref);  // a malformed name: refused at once
+}
+
 absl::Status FastApi::Solve(const CallContext& ctx, const v1::SolveRequest& req, v1::SolveResponse* resp) {
   RETURN_IF_ERROR(ctx.StillWanted());
   ASSIGN_OR_RETURN(std::unique_ptr<FastFrameSolver> solver, Open(ctx, req.bake()));

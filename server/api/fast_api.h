@@ -24,6 +24,8 @@ class FastApi {
     // frame ("frame 3: constraints[0].joint = 17 ..."). NOT_FOUND (or PERMISSION_DENIED) when the
     // rig or bake was deleted while the session was open (asked again at most once a second).
     absl::Status Step(const v1::SolveSessionRequest& req, v1::SolveSessionResponse* resp);
+    // Whether the next Step may ask the store (as PoseApi::Session::NeedsStore).
+    bool NeedsStore() const { return solver_ == nullptr || recheck_.IsDue(); }
 
    private:
     friend class FastApi;
@@ -40,6 +42,8 @@ class FastApi {
   // Stops after the constraint set is factored and between chunks of iterations when the call
   // is no longer wanted.
   absl::Status Solve(const CallContext& ctx, const v1::SolveRequest& req, v1::SolveResponse* resp);
+  // Whether Solve would open the bake from memory now, asking the store nothing (Bakes::Resident).
+  bool Resident(const CallContext& ctx, const v1::SolveRequest& req);
   std::unique_ptr<Session> OpenSession(CallContext ctx) {
     return std::unique_ptr<Session>(new Session(this, std::move(ctx)));
   }

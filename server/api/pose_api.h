@@ -26,6 +26,13 @@ class PoseApi {
     // PERMISSION_DENIED) when the rig or bake was deleted while the session was open (asked
     // again at most once a second: SessionRecheck).
     absl::Status Step(const v1::PoseSessionRequest& req, v1::PoseSessionResponse* resp);
+    // Whether the next Step may ask the store: the first (it opens the rig and bake), one whose
+    // recheck is due, or a PSD frame whose examples' copy is stale. The transports run a quick
+    // frame on their socket threads only when it will not (a frame that switches to a PSD
+    // deformer is not foreseen: it may ask the store for the examples there, once).
+    bool NeedsStore() const {
+      return target_.rig == nullptr || recheck_.IsDue() || !poser_->Resident(ctx_.tenant(), target_, deformer_);
+    }
 
    private:
     friend class PoseApi;
@@ -52,6 +59,11 @@ class PoseApi {
   // deformer and the outputs. The doors run a call on their socket threads when the last one of
   // its kind (and tenant) was quick (QuickKinds).
   static uint64_t CostKey(const v1::PoseRequest& req);
+  // Whether Pose would answer from memory now, asking the store nothing (Poser::Resident): the
+  // doors run a quick call on their socket threads only then.
+  bool Resident(const CallContext& ctx, const v1::PoseRequest& req) {
+    return poser_->Resident(ctx.tenant(), req.rig(), req.bake(), req.deformer());
+  }
   // RESOURCE_EXHAUSTED past the clip limit, and as soon as the frames made so far outgrow the
   // answer limit (before the rest are computed: a short request for many frames of a large rig
   // would otherwise build an answer of gigabytes only for the transport to refuse it); stops

@@ -69,6 +69,8 @@ class BakeQueue {
   // The state of the bake's job while its result cannot be used: queued, running, failed or
   // cancelled. nullopt when no such job is known (the bake is stored, or was never started).
   virtual std::optional<v1::Bake> Pending(const BakeRef& bake) = 0;
+  // Whether Pending answers from memory (a local queue) rather than from the shared store.
+  virtual bool PendingFromMemory() const { return true; }
   // Calls on_change with the current state, then after every change, until the bake is done,
   // on_change returns false, or stop() returns true (polled every 100 ms; CANCELLED then).
   virtual absl::Status Watch(const BakeRef& bake, const std::function<bool(const v1::Bake&)>& on_change,

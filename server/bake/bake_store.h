@@ -81,6 +81,8 @@ class BakeStore {
   // The bake ready for use: from the cache, or read and loaded by its method's recipe (which may
   // rebuild a model). NOT_FOUND, DATA_LOSS as Header.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
+  // Whether Load would answer from the cache now.
+  bool Resident(const std::string& bake_id) { return loaded_.Find(bake_id) != nullptr; }
   // Whether the bake is in the store now (one lookup; the caches are not asked).
   absl::StatusOr<bool> Stored(const std::string& bake_id);
 

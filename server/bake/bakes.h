@@ -35,6 +35,11 @@ class Bakes {
   // A finished bake, loaded. FAILED_PRECONDITION naming the state when it is queued, running,
   // failed or cancelled, or naming the call to make when it has not been run.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Result(const BakeRef& bake);
+  // Whether Access and Result would answer from memory now, asking the store nothing (see
+  // RigStore::Resident): with a shared queue, whose job records are in the store, never.
+  bool Resident(const std::string& tenant, const BakeRef& bake) {
+    return rigs_->Resident(bake.rig_id, tenant) && queue_->PendingFromMemory() && store_->Resident(bake.bake_id);
+  }
   // For an open session: whether `tenant` may still use the rig, and the rig and the bake
   // (`bake_id` "" for none) are still stored, asking the store rather than the caches (another
   // replica may have deleted them). NOT_FOUND "rig 'rigs/X' was deleted while the session was open" (or the bake),

@@ -63,6 +63,7 @@ class RedisBakeQueue final : public BakeQueue {
   absl::StatusOr<StartedBake> Start(const BakeJob& job) override;
   absl::StatusOr<v1::Bake> Get(const BakeRef& bake) override;
   std::optional<v1::Bake> Pending(const BakeRef& bake) override;
+  bool PendingFromMemory() const override { return false; }  // the job record is in Redis
   absl::Status Watch(const BakeRef& bake, const std::function<bool(const v1::Bake&)>& on_change,
                      const std::function<bool()>& stop) override;
   absl::StatusOr<v1::Bake> Cancel(const BakeRef& bake) override;

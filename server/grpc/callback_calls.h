@@ -134,9 +134,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<Request, Response> {
   void OnReadDone(bool ok) override {
     host_->Idle(-1);
     if (!ok) return End();  // the client half-closed, went away, or the call was cancelled
-    // Inline when the last frame was quick; the first frame (it opens the rig and bake, maybe
-    // from the store) and frames after a slow one on the pool.
-    if (quick_) return RunStep();
+    // Inline when the last frame was quick and this one asks the store nothing; the first frame
+    // (it opens the rig and bake), one whose recheck of them is due, and frames after a slow one
+    // on the pool (a stalled store would hold the callback thread).
+    if (quick_ && !session_->NeedsStore()) return RunStep();
     host_->Post([this] { RunStep(); });
   }
 

@@ -65,13 +65,17 @@ grpc::ServerUnaryReactor* PoseGrpcService::Pose(grpc::CallbackServerContext* ctx
     return reactor;
   }
   const uint64_t kind = absl::HashOf(call->tenant(), PoseApi::CostKey(*req));
+  // Here on gRPC's thread only when quick last time and nothing to wait for: a call that asks
+  // the store (a stale ownership check, a shared queue's job record) waits on the pool, so a
+  // stalled store holds no callback thread.
+  const bool inline_call = callbacks_->WasQuick(kind) && api_->Resident(*call, *req);
   auto run = [this, reactor, req, resp, kind, c = *std::move(call)] {
     const QuickTimer timer;
     const absl::Status s = api_->Pose(c, *req, resp);
     callbacks_->RecordQuick(kind, timer.Quick());
     reactor->Finish(ToGrpcStatus(s));
   };
-  if (callbacks_->WasQuick(kind))
+  if (inline_call)
     run();
   else
     callbacks_->Post(std::move(run));

@@ -205,6 +205,7 @@ class SessionSocket : public WebSocketHandler {
     if (absl::Status s = session_->Step(req, &resp); !s.ok()) return ended_ = s;
     return Reply{text ? ToJson(resp) : resp.SerializeAsString(), text};
   }
+  bool NextFrameMayWait() const override { return session_->NeedsStore(); }
 
  private:
   std::unique_ptr<Session> session_;
@@ -270,6 +271,14 @@ ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics
   };
   methods_[fast + "Solve"].cost_key = [](const Message& req) {
     return absl::HashOf(static_cast<const v1::SolveRequest&>(req).bake());
+  };
+  // Only these two run on a socket thread (when quick, and answered from memory); every other
+  // method reads or writes the store, which could stall and hold the thread.
+  methods_[pose + "Pose"].resident = [api = apis.pose](const CallContext& ctx, const Message& req) {
+    return api->Resident(ctx, static_cast<const v1::PoseRequest&>(req));
+  };
+  methods_[fast + "Solve"].resident = [api = apis.fast](const CallContext& ctx, const Message& req) {
+    return api->Resident(ctx, static_cast<const v1::SolveRequest&>(req));
   };
   {
     Method m;
@@ -377,11 +386,13 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
       finish(status);
       return error(ConnectHttpStatus(status.code()), status);
     }
-    // On this socket thread when the last call of its kind was quick (QuickTimer), else on the
-    // server's pool, so that a long call (an elastic Pose, a clip, a rig from a large file) holds
+    // On this socket thread when the last call of its kind was quick (QuickTimer) and this one
+    // asks the store nothing (Method::resident), else on the server's pool, so that a long call
+    // (an elastic Pose, a clip, a rig from a large file) or one waiting for a stalled store holds
     // no socket thread: four such calls held every thread of the front door, as gRPC's sync
     // calls held one each.
     const uint64_t kind = absl::HashOf(path, ctx->tenant(), m.cost_key ? m.cost_key(*request) : 0);
+    const bool inline_call = quick_.WasQuick(kind) && m.resident && m.resident(*ctx, *request);
     std::shared_ptr<const Message> shared_request(std::move(request));
     auto run = [this, exchange, &m, shared_request, kind, json, media, series, start, encode,
                 call = *std::move(ctx)] {
@@ -420,7 +431,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     };
     // (A call with a large body was read on the pool already: it runs where it is.)
     HttpServer& server = exchange->server();
-    if (quick_.WasQuick(kind) || server.stopping() || server.OnPool()) return run();
+    if (inline_call || server.stopping() || server.OnPool()) return run();
     server.Post(std::move(run));
     return;
   }

@@ -83,6 +83,9 @@ class ConnectService {
     Metrics::MethodSeries* series = nullptr;  // unary and streaming calls' grpc_server_* series
     // Unary: what decides a call's cost beyond its method and tenant, hashed (null: nothing).
     std::function<uint64_t(const google::protobuf::Message&)> cost_key;
+    // Unary: whether a call would answer from memory, asking the store nothing (null: never
+    // known, so the call always runs on the pool).
+    std::function<bool(const CallContext&, const google::protobuf::Message&)> resident;
   };
   // Counts a unary or streaming call's end in its grpc_server_* series (may be null).
   void Handled(Metrics::MethodSeries* series, std::chrono::steady_clock::time_point start, const absl::Status& status);

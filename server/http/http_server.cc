@@ -435,16 +435,18 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   }
 
   // One frame at a time, in order. On this socket thread when the session's last frame was quick
-  // (QuickTimer: most pose frames, no hand-off); the first frame (it opens the rig and bake, maybe
-  // from the store) and frames after a slow one on the server's pool, so that a long frame (a FAST
-  // set of 256 extra weights, 0.6 s; an elastic frame, 1 s) holds no socket thread: four such
-  // sessions held every thread of the front door, and every other call and session waited.
+  // (QuickTimer: most pose frames, no hand-off) and this one asks the store nothing
+  // (NextFrameMayWait); the first frame (it opens the rig and bake), a frame whose recheck of them
+  // is due, and frames after a slow one on the server's pool, so that a long frame (a FAST set of
+  // 256 extra weights, 0.6 s; an elastic frame, 1 s) or a stalled store holds no socket thread:
+  // four such sessions held every thread of the front door, and every other call and session
+  // waited.
   void Step() {
     if (stepping_ || closing_ || inbox_.empty() || outbox_.size() >= Limit() || OverUnsentBudget()) return;
     stepping_ = true;
     Frame frame = std::move(inbox_.front());
     inbox_.pop_front();
-    if (quick_ || server_->stopping()) return Stepped(Run(frame));
+    if ((quick_ && !handler_->NextFrameMayWait()) || server_->stopping()) return Stepped(Run(frame));
     net::post(server_->workers_, [self = shared_from_this(), frame = std::move(frame)] {
       net::post(self->ws_.get_executor(),
                 [self, reply = self->Run(frame)]() mutable { self->Stepped(std::move(reply)); });

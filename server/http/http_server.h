@@ -90,6 +90,9 @@ class WebSocketHandler {
   // Called on a socket thread, one frame at a time, in the order received. A non-OK status
   // closes the session (CloseCode gives the code); the reply is sent otherwise.
   virtual absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) = 0;
+  // Whether the next frame may wait for something other than the CPU (the store): such a frame
+  // runs on the pool even when the last one was quick.
+  virtual bool NextFrameMayWait() const { return true; }
 };
 
 // The WebSocket close code of a failed frame: 1008 (policy violation) for a frame that is not

@@ -159,6 +159,29 @@ absl::StatusOr<PoseTarget> Poser::Open(const std::string& tenant, const std::str
   return target;
 }
 
+bool Poser::Resident(const std::string& tenant, const std::string& rig, const std::string& bake,
+                      v1::Deformer kind) {
+  // A malformed name is refused without the store.
+  absl::StatusOr<std::string> rig_id = ParseRigName(rig, "rig");
+  if (!rig_id.ok()) return true;
+  if (!rigs_->Resident(*rig_id, tenant)) return false;
+  if (!bake.empty()) {
+    absl::StatusOr<BakeRef> ref = ParseBakeName(bake, "bake");
+    if (ref.ok() && ref->rig_id == *rig_id && !bakes_->Resident(tenant, *ref)) return false;
+  }
+  return PsdResident(tenant, *rig_id, kind);
+}
+
+bool Poser::Resident(const std::string& tenant, const PoseTarget& target, v1::Deformer kind) {
+  return target.rig != nullptr && PsdResident(tenant, target.rig->id, kind);
+}
+
+bool Poser::PsdResident(const std::string& tenant, const std::string& rig_id, v1::Deformer kind) {
+  if (psd_ == nullptr) return true;
+  absl::StatusOr<const Deformer*> deformer = deformers_->Find(kind);
+  return !deformer.ok() || !(*deformer)->UsesPsdModel() || psd_->Resident(rig_id, tenant);
+}
+
 absl::Status Poser::StillStored(const PoseTarget& target, const std::string& tenant) {
   return bakes_->StillStored(tenant, target.rig->id, target.bake ? target.bake->bake_id : "");
 }

@@ -43,6 +43,11 @@ class Poser {
   // The deformer `kind` (INVALID_ARGUMENT for an unknown value); for the PSD deformers, sets the
   // model of the tenant's current examples in `target` (a cache lookup after the first build).
   absl::StatusOr<const Deformer*> Use(v1::Deformer kind, const std::string& tenant, PoseTarget* target);
+  // Whether Open and then Use would answer from memory now, asking the store nothing (see
+  // RigStore::Resident): the doors run a quick call on their socket threads only then.
+  bool Resident(const std::string& tenant, const std::string& rig, const std::string& bake, v1::Deformer kind);
+  // The same for Use alone, on a target already open (a session's later frames).
+  bool Resident(const std::string& tenant, const PoseTarget& target, v1::Deformer kind);
 
   // One frame: `out` gets what `outputs` asks (vertices when nothing is). INVALID_ARGUMENT for a
   // bad pose (messages start with `field`), FAILED_PRECONDITION when the deformer lacks its bake
@@ -54,6 +59,7 @@ class Poser {
                      FrameMemory* memory = nullptr) const;
 
  private:
+  bool PsdResident(const std::string& tenant, const std::string& rig_id, v1::Deformer kind);
   absl::Status FrameUntimed(const PoseTarget& target, const Deformer& deformer, const v1::Pose& pose,
                             const v1::PoseOutputs& outputs, v1::PosedFrame* out, const char* field,
                             FrameMemory* memory) const;

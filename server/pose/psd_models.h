@@ -46,6 +46,10 @@ class PsdModels {
                                                       const SparseWeights* weights, const std::string& bake,
                                                       v1::Deformer kind);
 
+  // Whether Get for the rig and tenant asks the store nothing now (the examples' copy is fresh:
+  // ExampleStore::Resident).
+  bool Resident(const std::string& rig_id, const std::string& tenant) { return examples_->Resident(rig_id, tenant); }
+
   CacheStats cache_stats() const { return cache_.stats(); }
   // Models built so far (cache misses that built one).
   uint64_t builds() const;

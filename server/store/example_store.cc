@@ -176,6 +176,12 @@ void ExampleStore::Recheck(const ExampleSet& set) {
                 std::make_shared<const Cached>(Cached{set, std::chrono::steady_clock::now()}), CachedBytes(*set.stored));
 }
 
+bool ExampleStore::Resident(const std::string& rig_id, const std::string& tenant) {
+  if (!CheckScope(rig_id, tenant).ok()) return true;
+  std::shared_ptr<const Cached> hit = cache_.Find(SetKey(rig_id, tenant));
+  return hit != nullptr && std::chrono::steady_clock::now() - hit->checked < kRecheck;
+}
+
 absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id, const std::string& tenant) {
   RETURN_IF_ERROR(CheckScope(rig_id, tenant));
   if (std::shared_ptr<const Cached> hit = cache_.Find(SetKey(rig_id, tenant))) {

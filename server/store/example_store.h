@@ -77,6 +77,9 @@ class ExampleStore {
   // the stored revision first. DATA_LOSS for a stored artifact that does not parse or has
   // another format version.
   absl::StatusOr<ExampleSet> Get(const std::string& rig_id, const std::string& tenant);
+  // Whether Get would answer from memory now, asking the store nothing: a copy checked less than
+  // kRecheck ago (see RigStore::Resident).
+  bool Resident(const std::string& rig_id, const std::string& tenant);
 
   // Adds `example` (its name field holds the id) to the tenant's examples of the rig: an empty
   // id becomes "example-<n>" (the smallest n >= count + 1 not taken). A taken id is OK with

@@ -251,6 +251,11 @@ absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::GetForTenant(const st
   return Get(id);
 }
 
+bool RigStore::Resident(const std::string& id, const std::string& tenant) {
+  if (!CheckRigId(id).ok()) return true;
+  return OwnershipCached(id, tenant) && cache_.Find(id) != nullptr;
+}
+
 absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string& id) {
   RETURN_IF_ERROR(CheckRigId(id));
   if (auto hit = cache_.Find(id)) return hit;

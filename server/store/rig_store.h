@@ -84,6 +84,11 @@ class RigStore {
   // CheckAccess, then Get.
   absl::StatusOr<std::shared_ptr<const LoadedRig>> GetForTenant(const std::string& rig_id,
                                                                 const std::string& tenant);
+  // Whether GetForTenant would answer from memory now, asking the store nothing: the rig is in
+  // the cache and the tenant's access was checked less than kOwnershipCacheTtl ago (also true for
+  // a malformed id, refused without the store). The doors run a quick call on the threads that
+  // move the sockets' bytes only then: a store that stalls would hold them.
+  bool Resident(const std::string& rig_id, const std::string& tenant);
   // Removes the tenant's ownership, and the stored rig when no tenant owns it any more (with
   // tenant "": the stored rig, whoever owns it). Returns whether the tenant had it;
   // PERMISSION_DENIED when the rig is another tenant's.
