@@ -110,6 +110,10 @@ ABSL_FLAG(std::string, auth_tokens, "",
           "file of 'TOKEN TENANT' lines: every call needs 'authorization: Bearer TOKEN' and sees "
           "only its "
           "tenant's rigs and bakes; empty = no authentication");
+ABSL_FLAG(double, auth_tokens_reload_seconds, 10,
+          "how often the --auth_tokens file is read again: tokens added, rotated or revoked in it (a Kubernetes "
+          "Secret updated in place) take effect without a restart; an invalid new content is reported and the "
+          "tokens of before stay; 0 = read once at start");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain of the server: serve TLS only (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
@@ -257,6 +261,12 @@ int main(int argc, char** argv) {
   options.http_websocket_unsent_mb = absl::GetFlag(FLAGS_http_websocket_unsent_mb);
   options.http_compress_min_bytes = static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_http_compress_min_bytes)));
   options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
+  if (const double reload = absl::GetFlag(FLAGS_auth_tokens_reload_seconds); reload >= 0 && reload <= 86400) {
+    options.auth_tokens_reload = std::chrono::milliseconds(static_cast<int64_t>(reload * 1000));
+  } else {
+    std::cerr << "skinning-server: --auth_tokens_reload_seconds must be in [0, 86400], not " << reload << std::endl;
+    return 2;
+  }
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);

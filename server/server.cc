@@ -225,17 +225,15 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
     s->mutual_tls_ = !options.tls_client_ca_file.empty();
   }
   if (!options.auth_tokens_file.empty()) {
-    absl::StatusOr<std::unique_ptr<Authenticator>> auth =
-        Authenticator::FromFile(options.auth_tokens_file);
-    if (!auth.ok())
-      return absl::Status(auth.status().code(),
-                          absl::StrCat("--auth_tokens: ", auth.status().message()));
-    s->auth_ = *std::move(auth);
-  } else {
-    s->auth_ = std::make_unique<Authenticator>();
+    absl::StatusOr<std::unique_ptr<TokenFile>> tokens =
+        TokenFile::Open(options.auth_tokens_file, options.auth_tokens_reload);
+    if (!tokens.ok())
+      return absl::Status(tokens.status().code(),
+                          absl::StrCat("--auth_tokens: ", tokens.status().message()));
+    s->tokens_ = *std::move(tokens);
   }
   if (!options.metrics_address.empty()) s->metrics_ = std::make_unique<Metrics>();
-  s->gate_ = std::make_unique<CallGate>(s->auth_.get(), &s->draining_);
+  s->gate_ = std::make_unique<CallGate>(s->tokens_.get(), &s->draining_);
   s->blobs_ = std::move(blobs);
   if (s->metrics_) s->blobs_ = std::make_shared<InstrumentedBlobStore>(s->blobs_, s->metrics_->store_errors());
   s->rigs_ = std::make_unique<RigStore>(s->blobs_, options.cache_bytes, options.limits);
@@ -415,10 +413,10 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
 
 std::string SkinningServer::SecuritySummary() const {
   std::string summary = !tls_ ? "plaintext" : mutual_tls_ ? "TLS with client certificates" : "TLS";
-  if (auth_->enabled())
-    absl::StrAppend(&summary, ", bearer tokens (", auth_->tenant_count(),
-                    auth_->tenant_count() == 1 ? " tenant)" : " tenants)");
-  else
+  if (tokens_ != nullptr) {
+    const int tenants = tokens_->Current()->tenant_count();
+    absl::StrAppend(&summary, ", bearer tokens (", tenants, tenants == 1 ? " tenant)" : " tenants)");
+  } else
     absl::StrAppend(&summary, ", no authentication");
   return summary;
 }

@@ -17,7 +17,7 @@
 #include "server/api/fast_api.h"
 #include "server/api/pose_api.h"
 #include "server/api/rig_api.h"
-#include "server/auth/auth.h"
+#include "server/auth/token_file.h"
 #include "server/bake/bake_runner.h"
 #include "server/bake/bake_store.h"
 #include "server/bake/bakes.h"
@@ -109,6 +109,9 @@ struct ServerOptions {
   // Security (see README, "Security"). A token file of `TOKEN TENANT` lines; empty = no
   // authentication (every caller is the tenant "", which sees every rig).
   std::string auth_tokens_file;
+  // How often the token file is read again (TokenFile): tokens added, rotated or revoked in it
+  // take effect without a restart. 0 = read once at start.
+  std::chrono::milliseconds auth_tokens_reload{10000};
   // PEM files. With a certificate and key the gRPC port serves TLS only; with a client CA as
   // well, clients must present a certificate signed by it (mutual TLS). Empty = plaintext.
   std::string tls_cert_file;
@@ -160,7 +163,7 @@ class SkinningServer {
   SkinningServer() = default;
   // Members are destroyed in reverse order: everything below outlives what uses it.
   std::unique_ptr<Metrics> metrics_;  // first: outlives everything that reports to it
-  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<TokenFile> tokens_;  // null: authentication off
   bool tls_ = false;
   bool mutual_tls_ = false;
   std::atomic<bool> draining_{false};

@@ -20,7 +20,10 @@ absl::StatusOr<CallContext> CallGate::Admit(std::optional<absl::string_view> aut
                                             std::chrono::system_clock::time_point deadline,
                                             std::function<bool()> cancelled) const {
   if (draining_->load()) return DrainingError();
-  ASSIGN_OR_RETURN(std::string tenant, auth_->Authenticate(authorization));
+  std::string tenant;
+  if (tokens_ != nullptr) {
+    ASSIGN_OR_RETURN(tenant, tokens_->Current()->Authenticate(authorization));
+  }
   return CallContext(std::move(tenant), deadline, std::move(cancelled), draining_);
 }
 

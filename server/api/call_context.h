@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/auth/auth.h"
+#include "server/auth/token_file.h"
 
 namespace skinning {
 
@@ -54,8 +54,8 @@ class CallContext {
 // UNAUTHENTICATED without a valid bearer token, else the call's context.
 class CallGate {
  public:
-  // Both must outlive this object.
-  CallGate(const Authenticator* auth, const std::atomic<bool>* draining) : auth_(auth), draining_(draining) {}
+  // Both must outlive this object. `tokens` null: authentication off.
+  CallGate(const TokenFile* tokens, const std::atomic<bool>* draining) : tokens_(tokens), draining_(draining) {}
 
   // `authorization`: the value of the call's authorization header or metadata, if any.
   absl::StatusOr<CallContext> Admit(std::optional<absl::string_view> authorization,
@@ -63,7 +63,7 @@ class CallGate {
                                     std::function<bool()> cancelled) const;
 
  private:
-  const Authenticator* auth_;
+  const TokenFile* tokens_;
   const std::atomic<bool>* draining_;
 };
 

@@ -9,7 +9,8 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
   - the container port named grpc is the --address port; readiness, liveness (and startup)
     probes are native gRPC probes on the plaintext --health_address port (container port
     health), and never on a port that serves TLS; the ClusterIP and headless Services select the
-    pods and target the grpc port; TLS files named by flags are in mounted Secrets;
+    pods and target the grpc port; TLS and token files named by flags are in mounted Secrets
+    (the token file's without subPath, so that updates reach it);
   - terminationGracePeriodSeconds >= preStop sleep + --drain_seconds, and liveness cannot
     restart a pod while it drains;
   - --store_dir is on a writable volume; the three caches (--cache_mb, --bake_cache_mb,
@@ -17,7 +18,8 @@ rendered ConfigMap it names (absl semantics: in order, the last value of a flag 
     the count;
   - the HPA scales this Deployment, the PDB selects its pods;
   - dev: one replica, no --redis, no Redis objects; prod: >= 3 replicas, --redis naming the
-    rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted;
+    rendered Redis Service, an HPA with minReplicas >= 3, a PDB, the TLS Secret mounted, bearer
+    tokens required;
   - the HTTP front door: --http_address's port is container port http and a ClusterIP Service
     port; in prod an Ingress with TLS routes to it and lets --max_message_mb through;
   - NetworkPolicies: the server and worker pods admit every port they declare from anywhere; in
@@ -327,16 +329,22 @@ def check_probes(c, name, container, values, defaults, port):
 
 
 def check_tls_files(c, name, pod, container, values):
-    """Every TLS file a container's flags name lies in a read-only mount of a Secret volume."""
+    """Every TLS or token file a container's flags name lies in a read-only mount of a Secret
+    volume. The token file is read again while the server runs, so its mount must not use
+    subPath (the kubelet does not update subPath mounts)."""
     secrets = {v["name"] for v in pod.get("volumes", []) if "secret" in v}
-    for flag in ("tls_cert", "tls_key", "tls_client_ca", "redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file"):
+    for flag in ("tls_cert", "tls_key", "tls_client_ca", "redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file",
+                 "redis_password_file", "auth_tokens"):
         path = values.get(flag)
         if not path:
             continue
         mounts = [mt for mt in container.get("volumeMounts", []) if mt["name"] in secrets and mt.get("readOnly")
-                  and path.startswith(mt["mountPath"].rstrip("/") + "/")]
+                  and (path.startswith(mt["mountPath"].rstrip("/") + "/") or path == mt["mountPath"])]
         c.check(bool(mounts), f"{name}: {container['name']}'s --{flag}={path} is in a mounted Secret",
                 ", ".join(mt["mountPath"] for mt in mounts))
+        if flag == "auth_tokens":
+            c.check(all("subPath" not in mt for mt in mounts),
+                    f"{name}: {container['name']}'s --auth_tokens mount has no subPath (updates of the Secret reach it)")
 
 
 def check_front_door(c, name, container, values, defaults, cluster_ip, by_kind):
@@ -501,6 +509,7 @@ def check_overlay(c, name, objects, known, defaults):
         tls = [v for v in pod.get("volumes", []) if v.get("secret", {}).get("secretName") == "skinning-server-tls"]
         c.check(len(tls) == 1 and any(mt["name"] == tls[0]["name"] for mt in container.get("volumeMounts", [])),
                 "prod: the TLS Secret skinning-server-tls is mounted in the server container")
+        c.check(bool(values.get("auth_tokens")), "prod: the server requires bearer tokens (--auth_tokens)")
     return {"port": port, "headless": [s["metadata"]["name"] for s in headless],
             "namespace": dep["metadata"].get("namespace", "default"), "tls": bool(values.get("tls_cert")),
             "client_ca": bool(values.get("tls_client_ca"))}

@@ -3,11 +3,13 @@
 // certificates come from tests/support/test_pki.h: a CA, a server certificate for 127.0.0.1 and
 // localhost, a client certificate from the CA, and a second CA with its own client certificate that
 // the server must not accept.
+#include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -171,6 +173,9 @@ TEST_F(SecurityTest, MalformedTokenFileStopsTheServer) {
   r = run("--auth_tokens=" + dir + "/absent.txt");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cannot read the token file"));
+  r = run("--auth_tokens_reload_seconds=-1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--auth_tokens_reload_seconds must be in [0, 86400], not -1"));
   // TLS flags are checked the same way.
   r = run("--tls_cert=" + pki_->server_cert);
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -181,6 +186,67 @@ TEST_F(SecurityTest, MalformedTokenFileStopsTheServer) {
   r = RunCommand(mismatched);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("is not the private key of the certificate"));
+}
+
+// The token file is read again while the server runs (a Kubernetes Secret is updated in place:
+// the kubelet swaps its files atomically). A rotated token works and the revoked one is refused
+// without a restart; a session admitted before keeps its tenant; a new content that does not
+// parse is reported once and the tokens of before stay.
+TEST_F(SecurityTest, TokensAreRotatedAndRevokedWithoutARestart) {
+  const std::string dir = MakeTempDir("tokens");
+  const std::string file = dir + "/tokens.txt";
+  auto write = [&](const std::string& text) {
+    std::ofstream(file + ".new") << text;
+    std::filesystem::rename(file + ".new", file);
+  };
+  write("token-old alpha\n");
+  ServerProcess server(MakeTempDir("store"), {"--auth_tokens=" + file, "--auth_tokens_reload_seconds=0.1"});
+  Client old_token(Options(server, "token-old"));
+  Client new_token(Refused(Options(server, "token-new")));
+  absl::StatusOr<v1::CreateRigResponse> created = old_token.CreateRig(RigToProto(MakeTwoBoneTube()));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string rig = created->rig().name();
+  absl::StatusOr<std::unique_ptr<PoseSession>> session =
+      old_token.StartPoseSession(rig, v1::DEFORMER_UNSPECIFIED, v1::PoseOutputs());
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Step(v1::Pose()).ok());
+  EXPECT_EQ(new_token.ListRigs().status().code(), absl::StatusCode::kUnauthenticated);
+
+  write("token-new alpha\n");
+  absl::StatusOr<std::vector<v1::Rig>> listed = absl::UnknownError("not asked");
+  for (int i = 0; i < 100 && !listed.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    listed = new_token.ListRigs();
+  }
+  ASSERT_TRUE(listed.ok()) << "the new token was not taken within 5 s: " << listed.status();
+  EXPECT_TRUE(Lists(listed, rig)) << "the new token is the same tenant's";
+  const absl::Status revoked = Client(Refused(Options(server, "token-old"))).ListRigs().status();
+  EXPECT_EQ(revoked.code(), absl::StatusCode::kUnauthenticated) << revoked;
+  EXPECT_THAT(revoked.message(), HasSubstr("unknown bearer token"));
+  EXPECT_TRUE((*session)->Step(v1::Pose()).ok()) << "a session admitted before keeps its tenant";
+  EXPECT_THAT(server.Output(), HasSubstr("--auth_tokens: read " + file + " again: 1 tenant"));
+
+  // Not valid: reported once (the file is read every 0.1 s), and token-new still works.
+  write("token-newer\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_TRUE(new_token.ListRigs().ok());
+  EXPECT_EQ(Client(Refused(Options(server, "token-newer"))).ListRigs().status().code(),
+            absl::StatusCode::kUnauthenticated);
+  const std::string out = server.Output();
+  const std::string refused = file + " changed and is not valid (" + file +
+                              ":1: expected 'TOKEN TENANT', found 1 fields); the tokens of before stay";
+  ASSERT_THAT(out, HasSubstr(refused));
+  EXPECT_EQ(out.find(refused), out.rfind(refused)) << "reported more than once:\n" << out;
+  // Fixed again: taken.
+  write("token-newer beta\ntoken-new alpha\n");
+  absl::Status newer = absl::UnknownError("not asked");
+  for (int i = 0; i < 100 && !newer.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    newer = Client(Refused(Options(server, "token-newer"))).ListRigs().status();
+  }
+  EXPECT_TRUE(newer.ok()) << newer;
+  EXPECT_THAT(server.Output(), HasSubstr("--auth_tokens: read " + file + " again: 2 tenants"));
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
 TEST_F(SecurityTest, TenantsSeeOnlyTheirOwnRigs) {
