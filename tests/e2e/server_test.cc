@@ -290,16 +290,9 @@ TEST(ServerEndToEnd, SighupDrainsAsSigtermDoes) {
   EXPECT_THAT(server.Output(), HasSubstr("stopped"));
 }
 
-// Threads follow the CPUs the server may use, not the node's: started on one CPU (taskset, as a
-// Kubernetes static CPU policy pins a container), it says so at start and still bakes and poses.
-TEST(ServerEndToEnd, PinnedToOneCpuItCountsOneAndServes) {
-  cpu_set_t mine;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
-  int first = 0;
-  while (first < CPU_SETSIZE && !CPU_ISSET(first, &mine)) ++first;
-  ServerProcess server(MakeTempDir("store"), {}, {"/usr/bin/taskset", "-c", std::to_string(first)});
-  Client client(Options(server, 60000));
-  const Rig rig = MakeTwoBoneTube();
+// Registers `rig` through `client` and bakes its BBW weights on a 32 grid (a failure is fatal to
+// the caller: ASSERT_NO_FATAL_FAILURE); sets the rig's and the bake's names.
+void RegisterAndBakeBbw(Client& client, const Rig& rig, std::string* rig_name, std::string* bake_name) {
   auto created = client.CreateRig(RigToProto(rig));
   ASSERT_TRUE(created.ok()) << created.status();
   v1::BakeOptions options;
@@ -310,8 +303,24 @@ TEST(ServerEndToEnd, PinnedToOneCpuItCountsOneAndServes) {
   auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
   ASSERT_TRUE(baked.ok()) << baked.status();
   ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
-  v1::PoseRequest pose = VerticesRequest(created->rig().name(), BentPose(rig, 30), v1::DEFORMER_UNSPECIFIED);
-  pose.set_bake(started->bake().name());
+  *rig_name = created->rig().name();
+  *bake_name = started->bake().name();
+}
+
+// Threads follow the CPUs the server may use, not the node's: started on one CPU (taskset, as a
+// Kubernetes static CPU policy pins a container), it says so at start and still bakes and poses.
+TEST(ServerEndToEnd, PinnedToOneCpuItCountsOneAndServes) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &mine)) ++first;
+  ServerProcess server(MakeTempDir("store"), {}, {"/usr/bin/taskset", "-c", std::to_string(first)});
+  Client client(Options(server, 60000));
+  const Rig rig = MakeTwoBoneTube();
+  std::string rig_name, bake_name;
+  ASSERT_NO_FATAL_FAILURE(RegisterAndBakeBbw(client, rig, &rig_name, &bake_name));
+  v1::PoseRequest pose = VerticesRequest(rig_name, BentPose(rig, 30), v1::DEFORMER_UNSPECIFIED);
+  pose.set_bake(bake_name);
   auto posed = client.Pose(pose);
   ASSERT_TRUE(posed.ok()) << posed.status();
   EXPECT_EQ(server.Stop(SIGTERM), 0);
@@ -326,17 +335,8 @@ TEST(ServerEndToEnd, ItRunsOpenBlasOnTheFastestKernelsTheCpuHas) {
   ServerProcess server(MakeTempDir("store"), {},
                        {"/usr/bin/env", "-u", "OPENBLAS_CORETYPE", "-u", "SKINNING_OPENBLAS_CHOSE"});
   Client client(Options(server, 60000));
-  const Rig rig = MakeTwoBoneTube();
-  auto created = client.CreateRig(RigToProto(rig));
-  ASSERT_TRUE(created.ok()) << created.status();
-  v1::BakeOptions options;
-  options.mutable_bbw();
-  options.mutable_domain()->set_voxel_resolution(32);
-  auto started = client.StartBake(created->rig().name(), options);
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(baked.ok()) << baked.status();
-  EXPECT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+  std::string rig_name, bake_name;
+  EXPECT_NO_FATAL_FAILURE(RegisterAndBakeBbw(client, MakeTwoBoneTube(), &rig_name, &bake_name));
   EXPECT_EQ(server.Stop(SIGTERM), 0);
   const std::string out = server.Output();
   const std::string marker = "skinning-server blas: ";
