@@ -8,6 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +18,7 @@
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
+#include "tests/support/health_check.h"
 #include "tests/support/http_client.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -24,6 +28,7 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ConnectUnary;
+using ::skinning::testing::HealthCheck;
 using ::skinning::testing::HttpGet;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::MakeTwoBoneTube;
@@ -40,6 +45,31 @@ v1::Pose BentPose(const Rig& rig, double degrees) {
   return PoseToProto(pose);
 }
 
+ClientOptions Options(const ServerProcess& server) {
+  ClientOptions options;
+  options.target = server.address();
+  options.deadline = std::chrono::seconds(60);
+  return options;
+}
+
+// Registers `rig`, bakes its BBW weights (grid 24) and sets *pose to a bent Pose of that bake.
+void BakedPose(Client& client, const Rig& rig, v1::PoseRequest* pose) {
+  auto created = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::BakeOptions bake_options;
+  bake_options.mutable_bbw();
+  bake_options.mutable_domain()->set_voxel_resolution(24);
+  auto started = client.StartBake(created->rig().name(), bake_options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
+  pose->set_rig(created->rig().name());
+  pose->set_bake(started->bake().name());
+  *pose->mutable_pose() = BentPose(rig, 30);
+  pose->mutable_outputs()->set_vertices(true);
+}
+
 // Seconds /healthz takes to answer on the front door's one socket thread (or 30 when it does not).
 double HealthzSeconds(int port) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -54,30 +84,13 @@ TEST(StoreStall, CallsWaitingForAStalledStoreHoldNoSocketThreadOfTheFrontDoor) {
                                               "--web_dir=", "--http_threads=1"});
   const int http = server.http_port();
   ASSERT_GT(http, 0);
-  ClientOptions options;
-  options.target = server.address();
-  options.deadline = std::chrono::seconds(60);
-  Client client(options);
+  Client client(Options(server));
   const Rig rig = MakeTwoBoneTube();
-  auto created = client.CreateRig(RigToProto(rig));
-  ASSERT_TRUE(created.ok()) << created.status();
-  const std::string rig_name = created->rig().name();
-  v1::BakeOptions bake_options;
-  bake_options.mutable_bbw();
-  bake_options.mutable_domain()->set_voxel_resolution(24);
-  auto started = client.StartBake(rig_name, bake_options);
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto baked = client.WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(baked.ok()) << baked.status();
-  ASSERT_EQ(baked->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << baked->error().message();
-
+  v1::PoseRequest pose;
+  ASSERT_NO_FATAL_FAILURE(BakedPose(client, rig, &pose));
+  const std::string rig_name = pose.rig();
   // A Pose of the bake, over the front door: quick, so its kind would run on the socket thread.
   // With the shared queue every such call reads the bake's job record from Redis.
-  v1::PoseRequest pose;
-  pose.set_rig(rig_name);
-  pose.set_bake(started->bake().name());
-  *pose.mutable_pose() = BentPose(rig, 30);
-  pose.mutable_outputs()->set_vertices(true);
   for (int i = 0; i < 5; ++i) {
     v1::PoseResponse posed;
     const absl::Status s = ConnectUnary(http, kPose, pose, &posed, false);
@@ -134,6 +147,47 @@ TEST(StoreStall, CallsWaitingForAStalledStoreHoldNoSocketThreadOfTheFrontDoor) {
   v1::PoseResponse posed;
   const absl::Status again = ConnectUnary(http, kPose, pose, &posed, false);
   EXPECT_TRUE(again.ok()) << again;
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// The same on the gRPC door: gRPC 1.51 runs every callback on two threads that also move the
+// sockets' bytes, so quick Pose calls waiting there for a stalled store held every gRPC call of
+// the server, a health check on the main port too.
+TEST(StoreStall, PosesWaitingForAStalledStoreHoldNoThreadOfTheGrpcDoor) {
+  RedisProcess redis;
+  ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address()});
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  v1::PoseRequest pose;
+  ASSERT_NO_FATAL_FAILURE(BakedPose(client, rig, &pose));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client.Pose(pose).ok());  // quick: its kind would run inline
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  std::string health;
+  ASSERT_TRUE(HealthCheck(channel, &health).ok());
+
+  ASSERT_EQ(kill(redis.pid(), SIGSTOP), 0);
+  // More Poses of the bake than gRPC has callback threads, each waiting for Redis.
+  std::atomic<int> done{0};
+  std::vector<std::thread> stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.emplace_back([&] {
+      ClientOptions o = Options(server);
+      o.max_attempts = 1;
+      (void)Client(o).Pose(pose);
+      ++done;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(done.load(), 0) << "the Poses did not wait for the stopped Redis: the test shows nothing";
+  const auto t0 = std::chrono::steady_clock::now();
+  const grpc::Status checked = HealthCheck(channel, &health);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(checked.ok()) << checked.error_message();
+  EXPECT_LT(seconds, 2.0) << "a health check waited behind Poses that wait for the store";
+
+  ASSERT_EQ(kill(redis.pid(), SIGCONT), 0);
+  for (std::thread& t : stalled) t.join();
+  EXPECT_TRUE(client.Pose(pose).ok());
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
