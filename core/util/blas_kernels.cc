@@ -78,24 +78,34 @@ void UseFastestBlasKernels(char** argv) {
   unsetenv(kChoseVariable);
 }
 
-std::string DescribeBlas() {
-  const std::string core = OpenBlasCoreName();
-  if (core.empty()) return "not OpenBLAS";
+std::string OpenBlasVersion() {
+  if (OpenBlasCoreName().empty()) return "";
   // openblas_get_config: "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64".
   std::string version = OpenBlasFunction("openblas_get_config");
   if (const size_t space = version.find(' '); space != std::string::npos) {
     version = version.substr(0, version.find(' ', space + 1));
   }
-  if (version.empty()) version = "OpenBLAS";
-  std::string out = version + ", " + core + " kernels";
+  return version.empty() ? "OpenBLAS" : version;
+}
+
+std::string ReplacedOpenBlasCore() {
+  const std::string core = OpenBlasCoreName();
   const char* forced = std::getenv(kCoreVariable);
   const char* chose = std::getenv(kChoseVariable);
-  if (forced != nullptr && forced[0] != '\0') {
-    if (chose != nullptr && chose[0] != '\0' && Lower(forced) == Lower(core)) {
-      out += " (OpenBLAS chose " + std::string(chose) + " for this CPU)";
-    } else {
-      out += " (from OPENBLAS_CORETYPE=" + std::string(forced) + ")";
-    }
+  if (core.empty() || forced == nullptr || chose == nullptr || chose[0] == '\0' || Lower(forced) != Lower(core))
+    return "";
+  return chose;
+}
+
+std::string DescribeBlas() {
+  const std::string core = OpenBlasCoreName();
+  if (core.empty()) return "not OpenBLAS";
+  std::string out = OpenBlasVersion() + ", " + core + " kernels";
+  const char* forced = std::getenv(kCoreVariable);
+  if (const std::string replaced = ReplacedOpenBlasCore(); !replaced.empty()) {
+    out += " (OpenBLAS chose " + replaced + " for this CPU)";
+  } else if (forced != nullptr && forced[0] != '\0') {
+    out += " (from OPENBLAS_CORETYPE=" + std::string(forced) + ")";
   }
   return out;
 }

@@ -44,6 +44,14 @@ void UseFastestBlasKernels(char** argv);
 // loaded BLAS is not OpenBLAS.
 std::string OpenBlasCoreName();
 
+// OpenBLAS's version ("OpenBLAS 0.3.21", from openblas_get_config), or "" when the loaded BLAS
+// is not OpenBLAS.
+std::string OpenBlasVersion();
+
+// The kernels OpenBLAS itself chose for this CPU when UseFastestBlasKernels replaced them (e.g.
+// "Prescott"), else "".
+std::string ReplacedOpenBlasCore();
+
 // One line for logs: "OpenBLAS 0.3.21, SkylakeX kernels (OpenBLAS chose Prescott for this CPU)",
 // "OpenBLAS 0.3.21, Haswell kernels", "… (from OPENBLAS_CORETYPE)", or "not OpenBLAS".
 std::string DescribeBlas();

@@ -82,7 +82,7 @@ class BakeStore {
   // rebuild a model). NOT_FOUND, DATA_LOSS as Header.
   absl::StatusOr<std::shared_ptr<const LoadedBake>> Load(const std::string& bake_id);
   // Whether Load would answer from the cache now.
-  bool Resident(const std::string& bake_id) { return loaded_.Find(bake_id) != nullptr; }
+  bool Resident(const std::string& bake_id) const { return loaded_.Peek(bake_id) != nullptr; }
   // Whether the bake is in the store now (one lookup; the caches are not asked).
   absl::StatusOr<bool> Stored(const std::string& bake_id);
 

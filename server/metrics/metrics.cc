@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/blas_kernels.h"
 
 
 namespace skinning {
@@ -193,6 +194,20 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("skinning_store_operation_errors_total")
                        .Help("Blob store operations that failed (NOT_FOUND does not count)")
                        .Register(*registry_);
+  // Which kernels CHOLMOD's dense work runs on (core/util/blas_kernels.h): a dashboard over many
+  // replicas shows the nodes whose OpenBLAS runs slow kernels.
+  {
+    const std::string version = OpenBlasVersion();
+    prometheus::BuildGauge()
+        .Name("skinning_blas_info")
+        .Help("The BLAS under CHOLMOD (always 1): its library, the kernels it runs, and the kernels OpenBLAS "
+              "chose itself when the server replaced them")
+        .Register(*registry_)
+        .Add({{"library", version.empty() ? "not OpenBLAS" : version},
+              {"kernels", OpenBlasCoreName()},
+              {"replaced", ReplacedOpenBlasCore()}})
+        .Set(1);
+  }
   // Every deformer's series exists from the start (a dashboard sees 0, not "no data").
   for (int d = v1::Deformer_MIN; d <= v1::Deformer_MAX; ++d)
     if (v1::Deformer_IsValid(d)) FrameSeconds(DeformerLabel(static_cast<v1::Deformer>(d)));

@@ -178,7 +178,7 @@ void ExampleStore::Recheck(const ExampleSet& set) {
 
 bool ExampleStore::Resident(const std::string& rig_id, const std::string& tenant) {
   if (!CheckScope(rig_id, tenant).ok()) return true;
-  std::shared_ptr<const Cached> hit = cache_.Find(SetKey(rig_id, tenant));
+  std::shared_ptr<const Cached> hit = cache_.Peek(SetKey(rig_id, tenant));
   return hit != nullptr && std::chrono::steady_clock::now() - hit->checked < kRecheck;
 }
 

@@ -34,6 +34,14 @@ class LruCache {
     return it->second->value;
   }
 
+  // The value under `key`, or nullptr, counting neither a hit nor a miss and leaving the order as
+  // it is (a look before the lookup, e.g. to decide where a call runs).
+  std::shared_ptr<const V> Peek(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : it->second->value;
+  }
+
   // Inserts or replaces; evicts least recently used entries until the total is within the
   // capacity. A value larger than the whole capacity is not cached.
   void Insert(const std::string& key, std::shared_ptr<const V> value, size_t bytes) {

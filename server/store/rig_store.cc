@@ -253,7 +253,7 @@ absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::GetForTenant(const st
 
 bool RigStore::Resident(const std::string& id, const std::string& tenant) {
   if (!CheckRigId(id).ok()) return true;
-  return OwnershipCached(id, tenant) && cache_.Find(id) != nullptr;
+  return OwnershipCached(id, tenant) && cache_.Peek(id) != nullptr;
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedRig>> RigStore::Get(const std::string& id) {

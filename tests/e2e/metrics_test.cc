@@ -365,6 +365,28 @@ TEST_F(MetricsTest, CacheSeriesAreReadAtScrapeTime) {
   EXPECT_EQ(Value("skinning_bake_cache_entries", {}), 1);
 }
 
+// The kernels under CHOLMOD, as the server's "blas:" line names them (core/util/blas_kernels.h).
+TEST_F(MetricsTest, BlasInfoNamesTheKernelsTheServerRuns) {
+  const std::vector<Sample> info = metrics_->Matching("skinning_blas_info", {});
+  ASSERT_EQ(info.size(), 1u) << *text_;
+  EXPECT_EQ(info[0].value, 1);
+  EXPECT_EQ(metrics_->types.at("skinning_blas_info"), "gauge");
+  const std::string out = server_->Output();
+  const size_t at = out.find("skinning-server blas: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  auto label = [&](const std::string& key) {  // an empty value may be left out of the text
+    auto it = info[0].labels.find(key);
+    return it == info[0].labels.end() ? std::string() : it->second;
+  };
+  if (label("library") == "not OpenBLAS") {
+    EXPECT_THAT(line, ::testing::HasSubstr("not OpenBLAS"));
+    return;
+  }
+  EXPECT_THAT(line, ::testing::HasSubstr(label("library") + ", " + label("kernels") + " kernels"));
+  if (!label("replaced").empty()) EXPECT_THAT(line, ::testing::HasSubstr("OpenBLAS chose " + label("replaced")));
+}
+
 TEST_F(MetricsTest, StoreErrorsArePresentAndNotFoundIsNoError) {
   for (const char* op : {"put", "get", "exists", "delete", "list", "write_if"})
     EXPECT_EQ(Value("skinning_store_operation_errors_total", {{"operation", op}}), 0) << op;
