@@ -171,6 +171,9 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // OpenBLAS's threads were started before this block (when it was loaded): they took SIGTERM,
+  // and while METIS ran (CHOLMOD's orderings) its handler longjmp'ed there and crashed the server.
+  skinning::RestartOpenBlasThreads();
   // (Installed after the block: on the main thread itself the handler would pass the signal to
   // itself again and again.)
   main_thread = pthread_self();

@@ -78,6 +78,15 @@ void UseFastestBlasKernels(char** argv) {
   unsetenv(kChoseVariable);
 }
 
+void RestartOpenBlasThreads() {
+  using Fn = int (*)();
+  const auto shutdown = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+  const auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
+  if (shutdown == nullptr || init == nullptr) return;
+  shutdown();
+  init();
+}
+
 std::string OpenBlasVersion() {
   if (OpenBlasCoreName().empty()) return "";
   // openblas_get_config: "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64".

@@ -44,6 +44,14 @@ void UseFastestBlasKernels(char** argv);
 // loaded BLAS is not OpenBLAS.
 std::string OpenBlasCoreName();
 
+// Stops OpenBLAS's worker threads and starts them again from the calling thread, so that they
+// take its signal mask. OpenBLAS starts them when it is loaded, before main: a server that blocks
+// its shutdown signals in main (and takes them with sigwait) still had threads that SIGTERM could
+// be delivered to, and while METIS orders a matrix for CHOLMOD its error handler (a longjmp to the
+// METIS caller's stack, GKlib's SIGTERM handler) is the process's SIGTERM handler: a SIGTERM then
+// crashed the server (SIGSEGV in ____longjmp_chk). Nothing without OpenBLAS (dlsym).
+void RestartOpenBlasThreads();
+
 // OpenBLAS's version ("OpenBLAS 0.3.21", from openblas_get_config), or "" when the loaded BLAS
 // is not OpenBLAS.
 std::string OpenBlasVersion();

@@ -290,6 +290,33 @@ TEST(ServerEndToEnd, SighupDrainsAsSigtermDoes) {
   EXPECT_THAT(server.Output(), HasSubstr("stopped"));
 }
 
+// Only the main thread takes SIGTERM, SIGINT and SIGHUP (with sigwait); every other thread blocks
+// them. OpenBLAS's threads, started when the library is loaded (before main), did not: a SIGTERM
+// delivered to one while METIS ordered a matrix for CHOLMOD ran METIS's handler (a longjmp to
+// another thread's stack) and the server died of SIGSEGV instead of draining.
+TEST(ServerEndToEnd, OnlyTheMainThreadTakesTheShutdownSignals) {
+  ServerProcess server(MakeTempDir("store"));
+  const std::string tasks = "/proc/" + std::to_string(server.pid()) + "/task";
+  int threads = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(tasks)) {
+    const std::string tid = entry.path().filename().string();
+    std::ifstream status(entry.path() / "status");
+    std::string line, blocked;
+    while (std::getline(status, line))
+      if (line.rfind("SigBlk:", 0) == 0) blocked = line.substr(line.find_first_not_of(" \t", 7));
+    if (tid == std::to_string(server.pid())) continue;  // main: in sigwait
+    ++threads;
+    const uint64_t mask = std::stoull(blocked, nullptr, 16);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+      std::string name = "?";
+      std::ifstream(entry.path() / "comm") >> name;
+      EXPECT_TRUE(mask & (uint64_t{1} << (sig - 1))) << "thread " << tid << " (" << name << ") takes " << strsignal(sig);
+    }
+  }
+  EXPECT_GT(threads, 4);
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 // Registers `rig` through `client` and bakes its BBW weights on a 32 grid (a failure is fatal to
 // the caller: ASSERT_NO_FATAL_FAILURE); sets the rig's and the bake's names.
 void RegisterAndBakeBbw(Client& client, const Rig& rig, std::string* rig_name, std::string* bake_name) {
