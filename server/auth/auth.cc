@@ -2,8 +2,6 @@
 
 #include <openssl/sha.h>
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -77,16 +75,6 @@ absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromText(const std
         absl::StrCat(source, ": no tokens (expected lines 'TOKEN TENANT')"));
   auth->tenant_count_ = static_cast<int>(tenants.size());
   return auth;
-}
-
-absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::FromFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the token file '", path, "'"));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return absl::DataLossError(absl::StrCat("error reading the token file '", path, "'"));
-  return FromText(text.str(), path);
 }
 
 absl::StatusOr<std::string> Authenticator::Authenticate(std::optional<absl::string_view> authorization) const {

@@ -37,8 +37,6 @@ class Authenticator {
   // and the line: "tokens.txt:3: expected 'TOKEN TENANT', found 3 fields".
   static absl::StatusOr<std::unique_ptr<Authenticator>> FromText(const std::string& text,
                                                                  const std::string& source);
-  // FromText on the file's content; NOT_FOUND / PERMISSION_DENIED style errors name the path.
-  static absl::StatusOr<std::unique_ptr<Authenticator>> FromFile(const std::string& path);
 
   bool enabled() const { return enabled_; }
   // Number of distinct tenants in the token file.

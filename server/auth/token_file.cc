@@ -12,7 +12,7 @@ namespace skinning {
 
 namespace {
 
-// The file's content, or the reason it cannot be read.
+// The file's content, or the reason it cannot be read (the only reader of the token file).
 absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read the token file '", path, "'"));
@@ -49,16 +49,6 @@ std::shared_ptr<const Authenticator> TokenFile::Current() const {
   return current_;
 }
 
-uint64_t TokenFile::reloads() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return reloads_;
-}
-
-uint64_t TokenFile::refused() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return refused_;
-}
-
 void TokenFile::Watch(std::chrono::milliseconds period) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
@@ -77,10 +67,6 @@ void TokenFile::CheckOnce() {
       text.ok() ? Authenticator::FromText(*text, path_) : absl::StatusOr<std::unique_ptr<Authenticator>>(text.status());
   if (!auth.ok()) {
     refused_text_ = seen;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++refused_;
-    }
     std::printf("skinning-server: --auth_tokens: %s %s (%s); the tokens of before stay\n", path_.c_str(),
                 text.ok() ? "changed and is not valid" : "cannot be read", std::string(auth.status().message()).c_str());
     std::fflush(stdout);
@@ -92,7 +78,6 @@ void TokenFile::CheckOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     current_ = *std::move(auth);
-    ++reloads_;
   }
   std::printf("skinning-server: --auth_tokens: read %s again: %d %s\n", path_.c_str(), tenants,
               tenants == 1 ? "tenant" : "tenants");

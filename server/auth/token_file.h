@@ -19,13 +19,13 @@ namespace skinning {
 
 class TokenFile {
  public:
-  // Reads the file (its errors as Authenticator::FromFile's) and, with a period above zero,
-  // starts a thread that reads it again every `period`. A changed file that parses replaces the
-  // tokens at once (calls admitted before keep their tenant); one that does not parse, or a file
-  // that cannot be read, leaves the tokens of before in force. Each outcome is printed once on
-  // stdout per distinct content: "skinning-server: --auth_tokens: read tokens.txt again: 3
-  // tenants" or "... tokens.txt changed and is not valid (tokens.txt:2: expected 'TOKEN
-  // TENANT', found 1 field); the tokens of before stay".
+  // Reads the file (NOT_FOUND naming it when it cannot be read; Authenticator::FromText's
+  // errors) and, with a period above zero, starts a thread that reads it again every `period`.
+  // A changed file that parses replaces the tokens at once (calls admitted before keep their
+  // tenant); one that does not parse, or a file that cannot be read, leaves the tokens of before
+  // in force. Each outcome is printed once on stdout per distinct content: "skinning-server:
+  // --auth_tokens: read tokens.txt again: 3 tenants" or "... tokens.txt changed and is not valid
+  // (tokens.txt:2: expected 'TOKEN TENANT', found 1 fields); the tokens of before stay".
   static absl::StatusOr<std::unique_ptr<TokenFile>> Open(const std::string& path, std::chrono::milliseconds period);
   ~TokenFile();  // stops the thread
   TokenFile(const TokenFile&) = delete;
@@ -33,9 +33,6 @@ class TokenFile {
 
   // The tokens in force.
   std::shared_ptr<const Authenticator> Current() const;
-  // Changed contents taken and refused since the start.
-  uint64_t reloads() const;
-  uint64_t refused() const;
 
  private:
   TokenFile(std::string path, std::string text, std::shared_ptr<const Authenticator> auth);
@@ -47,8 +44,6 @@ class TokenFile {
   std::shared_ptr<const Authenticator> current_;  // guarded by mu_
   std::string text_;      // the content in force (watcher thread only)
   std::string refused_text_;  // the last content refused, or the last read error (watcher only)
-  uint64_t reloads_ = 0;  // guarded by mu_
-  uint64_t refused_ = 0;  // guarded by mu_
   bool stop_ = false;     // guarded by mu_
   std::condition_variable wake_;
   std::thread watcher_;
