@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -378,11 +379,13 @@ struct HandleResult {
 class HandleSolver {
  public:
   HandleSolver(const ReducedProblem& problem, const BbwOptions& options,
-               std::atomic<int>* factorizations, std::function<bool()> stop, bool monotone_only)
+               std::atomic<int>* factorizations, std::atomic<int>* updates, std::function<bool()> stop,
+               bool monotone_only)
       : p_(problem),
         monotone_only_(monotone_only),
         options_(options),
         factorizations_(factorizations),
+        updates_(updates),
         stop_(std::move(stop)) {}
 
   // x (in: the unconstrained minimizer; out: the constrained one) for handle h. `guess`, when
@@ -510,23 +513,43 @@ class HandleSolver {
   }
 
   // x = the minimizer of ½ xᵀ A x − bᵀ x with the bound variables fixed at their bounds:
-  // A_II x_I = b_I − A_IU 1 (the lower bounds are 0), factorized in the global order.
+  // A_II x_I = b_I − A_IU 1 (the lower bounds are 0). Either from a new factorization of A_II in
+  // the global order (which becomes the reference set J), or, when I differs from J in at most
+  // options_.max_update_columns variables, from J's factorization by bordering (UpdateSolve).
   absl::Status SubspaceSolve(const Eigen::VectorXd& b, const std::vector<uint8_t>& state,
                              Eigen::VectorXd* x) {
     const int nf = static_cast<int>(b.size());
-    std::vector<int> local(nf, -1);
-    int ni = 0;
-    for (int i = 0; i < nf; ++i) {
-      if (state[i] == kFree) local[i] = ni++;
-    }
     Eigen::VectorXd fixed = Eigen::VectorXd::Zero(nf);
     bool any_upper = false;
+    int ni = 0;
     for (int i = 0; i < nf; ++i) {
       if (state[i] == kUpper) fixed(i) = 1.0, any_upper = true;
+      ni += state[i] == kFree;
     }
     *x = fixed;
     if (ni == 0) return absl::OkStatus();
+    Eigen::VectorXd full_rhs = b;
+    if (any_upper) full_rhs -= p_.full * fixed;
+    const int max_columns = options_.max_update_columns;
+    if (reference_size_ > 0 && max_columns > 0) {
+      std::vector<int> changed;  // N (free, not in J) and R (bound, in J), ascending
+      for (int i = 0; i < nf && static_cast<int>(changed.size()) <= max_columns; ++i) {
+        if ((state[i] == kFree) != (reference_local_[i] >= 0)) changed.push_back(i);
+      }
+      if (static_cast<int>(changed.size()) <= max_columns && UpdateSolve(full_rhs, state, changed, x)) {
+        updates_->fetch_add(1);
+        return absl::OkStatus();
+      }
+    }
 
+    std::vector<int>& local = reference_local_;
+    local.assign(nf, -1);
+    reference_size_ = 0;
+    columns_.clear();
+    column_of_.clear();
+    for (int i = 0; i < nf; ++i) {
+      if (state[i] == kFree) local[i] = reference_size_++;
+    }
     // A_II's lower triangle: rows and columns keep their order, so it is written directly.
     const int* outer = p_.lower.outerIndexPtr();
     const int* inner = p_.lower.innerIndexPtr();
@@ -552,12 +575,12 @@ class HandleSolver {
     for (int k : p_.order) {
       if (local[k] >= 0) order.push_back(local[k]);
     }
+    reference_size_ = 0;  // unusable until factorized
     RETURN_IF_ERROR(factor_.AnalyzeGiven(sub, order));
     RETURN_IF_ERROR(factor_.Factorize(sub, StopFor(sub, stop_)));
     factorizations_->fetch_add(1);
+    reference_size_ = ni;
 
-    Eigen::VectorXd full_rhs = b;
-    if (any_upper) full_rhs -= p_.full * fixed;
     Eigen::MatrixXd rhs(ni, 1);
     for (int i = 0; i < nf; ++i) {
       if (local[i] >= 0) rhs(local[i], 0) = full_rhs(i);
@@ -570,6 +593,106 @@ class HandleSolver {
     return absl::OkStatus();
   }
 
+  // The subspace solve for free set I from the factorization F of A_JJ (J the reference set),
+  // where I = (J \ R) ∪ N and `changed` = N ∪ R. On K = J ∪ N with x_R held at 0 by multipliers
+  // λ (x_R's bound values are already in `rhs`, which is b − A·fixed):
+  //   [A_JJ A_JN E_R] [x_J]   [rhs_J]
+  //   [A_NJ A_NN 0  ] [x_N] = [rhs_N]
+  //   [E_Rᵀ 0    0  ] [λ  ]   [0    ]
+  // With C = [A_JN E_R] and Z = F⁻¹ C, y = (x_N, λ) solves the small dense system
+  //   (D − Cᵀ Z) y = (rhs_N, 0) − Cᵀ F⁻¹ rhs_J,   D = [A_NN 0; 0 0],
+  // and x_J = F⁻¹ rhs_J − Z y (Schur complement of the bordered system). Z's columns depend only
+  // on J, so they are kept for the following iterations (one triangular solve per new column,
+  // all new ones in one multi-right-hand-side solve). The result is accepted only when the
+  // residual of A_II x_I = rhs_I is at rounding level (relative 1e-9); otherwise false, and the
+  // caller factorizes A_II.
+  bool UpdateSolve(const Eigen::VectorXd& rhs, const std::vector<uint8_t>& state,
+                   const std::vector<int>& changed, Eigen::VectorXd* x) {
+    const int nf = static_cast<int>(rhs.size());
+    const int nj = reference_size_;
+    const std::vector<int>& local = reference_local_;
+    const int k = static_cast<int>(changed.size());
+    // The new columns of C, and rhs_J, in one solve. Columns of variables that have left N ∪ R
+    // stay cached; the cache is emptied when it outgrows four times the bound.
+    if (columns_.size() + k > 4 * static_cast<size_t>(options_.max_update_columns)) {
+      columns_.clear();
+      column_of_.clear();
+    }
+    std::vector<int> missing;
+    for (int v : changed) {
+      if (column_of_.find(v) == column_of_.end()) missing.push_back(v);
+    }
+    Eigen::MatrixXd block = Eigen::MatrixXd::Zero(nj, static_cast<Eigen::Index>(missing.size()) + 1);
+    for (int i = 0; i < nf; ++i) {
+      if (local[i] >= 0) block(local[i], 0) = rhs(i);
+    }
+    for (size_t m = 0; m < missing.size(); ++m) {
+      const int v = missing[m];
+      if (local[v] >= 0) {
+        block(local[v], m + 1) = 1.0;  // R: E_R's column
+      } else {
+        for (SpMat::InnerIterator it(p_.full, v); it; ++it) {  // N: A_Jv
+          if (local[it.row()] >= 0) block(local[it.row()], m + 1) = it.value();
+        }
+      }
+    }
+    Eigen::MatrixXd solved;
+    factor_.Solve(block, &solved);
+    const Eigen::VectorXd z0 = solved.col(0);
+    for (size_t m = 0; m < missing.size(); ++m) {
+      column_of_[missing[m]] = static_cast<int>(columns_.size());
+      columns_.push_back(solved.col(m + 1));
+    }
+    // Cᵀ w for a column w over J, entry a of `changed`.
+    auto c_dot = [&](int v, const Eigen::VectorXd& w) {
+      if (local[v] >= 0) return w(local[v]);
+      double sum = 0.0;
+      for (SpMat::InnerIterator it(p_.full, v); it; ++it) {
+        if (local[it.row()] >= 0) sum += it.value() * w(local[it.row()]);
+      }
+      return sum;
+    };
+    Eigen::MatrixXd S(k, k);
+    Eigen::VectorXd y_rhs(k);
+    for (int a = 0; a < k; ++a) {
+      const int va = changed[a];
+      const bool a_new = local[va] < 0;
+      y_rhs(a) = (a_new ? rhs(va) : 0.0) - c_dot(va, z0);
+      for (int c = 0; c < k; ++c) {
+        const int vc = changed[c];
+        double d = 0.0;
+        if (a_new && local[vc] < 0) d = p_.full.coeff(va, vc);
+        S(a, c) = d - c_dot(va, columns_[column_of_[vc]]);
+      }
+    }
+    const Eigen::VectorXd y = S.fullPivLu().solve(y_rhs);
+    Eigen::VectorXd xj = z0;
+    for (int c = 0; c < k; ++c) xj -= y(c) * columns_[column_of_[changed[c]]];
+    Eigen::VectorXd candidate = *x;  // the bound values
+    for (int i = 0; i < nf; ++i) {
+      if (state[i] == kFree && local[i] >= 0) candidate(i) = xj(local[i]);
+    }
+    for (int a = 0; a < k; ++a) {
+      if (local[changed[a]] < 0) candidate(changed[a]) = y(a);
+    }
+    if (!candidate.allFinite()) return false;
+    // The residual over I, against the size of its terms.
+    Eigen::VectorXd free_part = Eigen::VectorXd::Zero(nf);
+    for (int i = 0; i < nf; ++i) {
+      if (state[i] == kFree) free_part(i) = candidate(i);
+    }
+    const Eigen::VectorXd product = p_.full * free_part;
+    double residual = 0.0, scale = 0.0;
+    for (int i = 0; i < nf; ++i) {
+      if (state[i] != kFree) continue;
+      residual = std::max(residual, std::abs(rhs(i) - product(i)));
+      scale = std::max({scale, std::abs(rhs(i)), p_.diagonal(i) * std::abs(candidate(i))});
+    }
+    if (!(residual <= 1e-9 * scale)) return false;
+    *x = std::move(candidate);
+    return true;
+  }
+
   absl::Status NotConverged(int h) const {
     return absl::FailedPreconditionError(absl::StrFormat(
         "bbw: handle %d did not converge in %d active-set iterations (BbwOptions.max_iterations)",
@@ -579,8 +702,15 @@ class HandleSolver {
   const ReducedProblem& p_;
   const bool monotone_only_;
   Factor factor_;
+  // The reference set J that factor_ holds A_JJ of: each free variable's index in J (−1 outside),
+  // and |J| (0: no usable factorization). columns_[column_of_[v]] = F⁻¹ C_v (UpdateSolve).
+  std::vector<int> reference_local_;
+  int reference_size_ = 0;
+  std::vector<Eigen::VectorXd> columns_;
+  std::unordered_map<int, int> column_of_;
   const BbwOptions& options_;
   std::atomic<int>* factorizations_;
+  std::atomic<int>* updates_;
   std::function<bool()> stop_;
 };
 
@@ -733,6 +863,7 @@ absl::Status BbwOptions::Validate() const {
   RETURN_IF_ERROR(CheckAtLeast("options.bbw.max_iterations", max_iterations, 0));
   RETURN_IF_ERROR(CheckNonNegative("options.bbw.bound_tolerance", bound_tolerance));
   RETURN_IF_ERROR(CheckAtLeast("options.bbw.admm_iterations", admm_iterations, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.bbw.max_update_columns", max_update_columns, 0));
   RETURN_IF_ERROR(CheckPositive("options.bbw.admm_rho_factor", admm_rho_factor));
   return CheckAtLeast("options.bbw.threads", threads, 0);
 }
@@ -749,8 +880,8 @@ std::string BbwReport::BriefReport() const {
                            admm_rho, admm_seconds);
   }
   return absl::StrFormat(
-      "%s%d factorizations, %d active-set iterations in all, at most %d per handle, %.3g s",
-      admm, factorizations, total, max_iterations, seconds);
+      "%s%d factorizations, %d updates, %d active-set iterations in all, at most %d per handle, %.3g s",
+      admm, factorizations, updates, total, max_iterations, seconds);
 }
 
 absl::StatusOr<Eigen::MatrixXd> BoundedBiharmonicWeights(
@@ -782,7 +913,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
   }
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(nf, num_handles);
   Eigen::MatrixXd unconstrained = x;
-  std::atomic<int> factorizations{0};
+  std::atomic<int> factorizations{0}, updates{0};
 
   if (nf > 0) {
     ASSIGN_OR_RETURN(std::unique_ptr<Factor> unconstrained_factor,
@@ -808,7 +939,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     std::vector<std::unique_ptr<HandleSolver>> solvers;
     for (int t = 0; t < threads; ++t) {
       solvers.push_back(
-          std::make_unique<HandleSolver>(p, options, &factorizations, should_stop, monotone_only));
+          std::make_unique<HandleSolver>(p, options, &factorizations, &updates, should_stop, monotone_only));
     }
 
     // Workers take handles in turn; this thread relays progress and watches for cancellation,
@@ -891,6 +1022,7 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     }
   }
   r.factorizations = factorizations.load();
+  r.updates = updates.load();
   r.seconds = SecondsSince(start);
   progress.Report("bbw", 1.0);
   if (report != nullptr) *report = std::move(r);

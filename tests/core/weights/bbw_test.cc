@@ -774,6 +774,50 @@ TEST(BbwTest, KktConditionsHoldForEveryBoneOfATwentyBoneCharacter) {
   ExpectPartitionOfUnity(*normalized, handle_of);
 }
 
+// An active-set iteration whose free set differs little from the last factorized one borders
+// that factorization (BbwOptions::max_update_columns) instead of factorizing again. To a tight
+// tolerance the result is the minimizer that factorizing every iteration reaches, for any bound
+// on the changed variables, with fewer factorizations; KKT holds for every bone.
+TEST(BbwTest, BorderedUpdatesReachTheMinimizerOfFactorizingEveryIteration) {
+  const Character c = MakeCharacter();
+  const VolumeDomain& d = c.voxels.domain;
+  const std::vector<int> handle_of = HandleOf(d.num_nodes(), c.handles);
+  const SpMat Q = Bilaplacian(d);
+  auto solve = [&](int max_update_columns, BbwReport* report) {
+    BbwOptions o;
+    o.normalize = false;
+    o.bound_tolerance = 1e-10;
+    o.max_update_columns = max_update_columns;
+    absl::StatusOr<Eigen::MatrixXd> W = BoundedBiharmonicWeights(d, c.handles, o, report);
+    EXPECT_TRUE(W.ok()) << W.status();
+    return W.ok() ? *W : Eigen::MatrixXd();
+  };
+  BbwReport factorized_report;
+  const Eigen::MatrixXd factorized = solve(0, &factorized_report);
+  ASSERT_GT(factorized.size(), 0);
+  EXPECT_EQ(factorized_report.updates, 0);
+  for (int max_update_columns : {1, 8, BbwOptions().max_update_columns}) {
+    BbwReport report;
+    const Eigen::MatrixXd W = solve(max_update_columns, &report);
+    ASSERT_EQ(W.size(), factorized.size());
+    EXPECT_GT(report.updates, 0) << "bound " << max_update_columns;
+    EXPECT_LT(report.factorizations, factorized_report.factorizations) << "bound " << max_update_columns;
+    EXPECT_LT((W - factorized).cwiseAbs().maxCoeff(), 1e-7) << "bound " << max_update_columns;
+    for (int h = 0; h < W.cols(); ++h) ExpectKkt(Q, handle_of, h, W.col(h), 1e-10);
+    std::printf("bound %d: %d factorizations and %d updates (every iteration factorized: %d)\n",
+                max_update_columns, report.factorizations, report.updates, factorized_report.factorizations);
+  }
+}
+
+TEST(BbwTest, RejectsANegativeUpdateBound) {
+  const VoxelFixture f = MakeCube(4);
+  BbwOptions o;
+  o.max_update_columns = -1;
+  absl::StatusOr<Eigen::MatrixXd> W = BoundedBiharmonicWeights(f.domain, {Line(f, 1, 1, 1, 1, 0, 0, 2)}, o);
+  EXPECT_EQ(W.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(W.status().message()), ::testing::HasSubstr("options.bbw.max_update_columns"));
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
