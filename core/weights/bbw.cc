@@ -17,6 +17,9 @@
 //     factorizing all of A with the bound variables' rows turned into identity rows (the
 //     bound variables, often a third of the nodes, drop out of the separators), which more than
 //     pays for the symbolic pass.
+//   * Later iterations mostly change a few dozen variables: within max_update_columns of the
+//     last factorized free set, an iteration solves by bordering that factorization (a dense
+//     Schur complement of the changed variables; UpdateSolve) instead of factorizing.
 //   * The primal-dual active-set method changes any number of variables per iteration (all
 //     violated bounds are added, all wrong-signed multipliers released at once).
 //   * Handles are distributed over threads, each with its own cholmod_common and factor.
