@@ -24,8 +24,9 @@ class FastApi {
     // frame ("frame 3: constraints[0].joint = 17 ..."). NOT_FOUND (or PERMISSION_DENIED) when the
     // rig or bake was deleted while the session was open (asked again at most once a second).
     absl::Status Step(const v1::SolveSessionRequest& req, v1::SolveSessionResponse* resp);
-    // Whether the next Step may ask the store (as PoseApi::Session::NeedsStore).
-    bool NeedsStore() const { return solver_ == nullptr || recheck_.IsDue(); }
+    // Whether Step(next) may ask the store (as PoseApi::Session::NeedsStore): the first frame, or
+    // one whose recheck is due; what the frame asks for does not matter.
+    bool NeedsStore(const v1::SolveSessionRequest& /*next*/) const { return solver_ == nullptr || recheck_.IsDue(); }
 
    private:
     friend class FastApi;

@@ -26,12 +26,13 @@ class PoseApi {
     // PERMISSION_DENIED) when the rig or bake was deleted while the session was open (asked
     // again at most once a second: SessionRecheck).
     absl::Status Step(const v1::PoseSessionRequest& req, v1::PoseSessionResponse* resp);
-    // Whether the next Step may ask the store: the first (it opens the rig and bake), one whose
-    // recheck is due, or a PSD frame whose examples' copy is stale. The transports run a quick
-    // frame on their socket threads only when it will not (a frame that switches to a PSD
-    // deformer is not foreseen: it may ask the store for the examples there, once).
-    bool NeedsStore() const {
-      return target_.rig == nullptr || recheck_.IsDue() || !poser_->Resident(ctx_.tenant(), target_, deformer_);
+    // Whether Step(next) may ask the store: the first frame (it opens the rig and bake), one
+    // whose recheck is due, or a PSD frame (the session's deformer, or the one `next` switches
+    // to) whose examples' copy is stale. The transports run a quick frame on their socket
+    // threads only when it will not.
+    bool NeedsStore(const v1::PoseSessionRequest& next) const {
+      const v1::Deformer deformer = next.deformer() != v1::DEFORMER_UNSPECIFIED ? next.deformer() : deformer_;
+      return target_.rig == nullptr || recheck_.IsDue() || !poser_->Resident(ctx_.tenant(), target_, deformer);
     }
 
    private:

@@ -137,7 +137,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<Request, Response> {
     // Inline when the last frame was quick and this one asks the store nothing; the first frame
     // (it opens the rig and bake), one whose recheck of them is due, and frames after a slow one
     // on the pool (a stalled store would hold the callback thread).
-    if (quick_ && !session_->NeedsStore()) return RunStep();
+    if (quick_ && !session_->NeedsStore(request_)) return RunStep();
     host_->Post([this] { RunStep(); });
   }
 

@@ -198,22 +198,36 @@ class SessionSocket : public WebSocketHandler {
   }
   absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) override {
     ++frames_;
-    Req req;
-    absl::Status decoded = text ? FromJson(payload, &req) : FromBinary(payload, &req);
-    if (!decoded.ok()) return ended_ = BadFrame(absl::StrCat("frame ", frames_, ": ", decoded.message()));
+    if (!next_decoded_) Decode(payload, text);
+    next_decoded_ = false;
+    if (!next_status_.ok()) return ended_ = BadFrame(absl::StrCat("frame ", frames_, ": ", next_status_.message()));
     Resp resp;
-    if (absl::Status s = session_->Step(req, &resp); !s.ok()) return ended_ = s;
+    if (absl::Status s = session_->Step(next_, &resp); !s.ok()) return ended_ = s;
     return Reply{text ? ToJson(resp) : resp.SerializeAsString(), text};
   }
-  bool NextFrameMayWait() const override { return session_->NeedsStore(); }
+  // Decodes the frame for its OnFrame, which follows: what it asks for (a PSD deformer, say)
+  // decides whether it may ask the store. A frame that does not decode waits for nothing.
+  bool NextFrameMayWait(const std::string& payload, bool text) override {
+    Decode(payload, text);
+    next_decoded_ = true;
+    return next_status_.ok() && session_->NeedsStore(next_);
+  }
 
  private:
   std::unique_ptr<Session> session_;
   Metrics* const metrics_;
   Metrics::MethodSeries* const series_;
   const std::chrono::steady_clock::time_point start_;
+  void Decode(const std::string& payload, bool text) {
+    next_.Clear();
+    next_status_ = text ? FromJson(payload, &next_) : FromBinary(payload, &next_);
+  }
+
   absl::Status ended_;
   int64_t frames_ = 0;
+  Req next_;                    // the frame being stepped, decoded
+  absl::Status next_status_;    // its decoding
+  bool next_decoded_ = false;   // by NextFrameMayWait, for the OnFrame that follows
 };
 
 }  // namespace

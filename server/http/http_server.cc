@@ -446,7 +446,8 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
     stepping_ = true;
     Frame frame = std::move(inbox_.front());
     inbox_.pop_front();
-    if ((quick_ && !handler_->NextFrameMayWait()) || server_->stopping()) return Stepped(Run(frame));
+    if ((quick_ && !handler_->NextFrameMayWait(frame.payload, frame.text)) || server_->stopping())
+      return Stepped(Run(frame));
     net::post(server_->workers_, [self = shared_from_this(), frame = std::move(frame)] {
       net::post(self->ws_.get_executor(),
                 [self, reply = self->Run(frame)]() mutable { self->Stepped(std::move(reply)); });

@@ -90,9 +90,10 @@ class WebSocketHandler {
   // Called on a socket thread, one frame at a time, in the order received. A non-OK status
   // closes the session (CloseCode gives the code); the reply is sent otherwise.
   virtual absl::StatusOr<Reply> OnFrame(const std::string& payload, bool text) = 0;
-  // Whether the next frame may wait for something other than the CPU (the store): such a frame
-  // runs on the pool even when the last one was quick.
-  virtual bool NextFrameMayWait() const { return true; }
+  // Whether this frame, the next OnFrame's, may wait for something other than the CPU (the
+  // store): such a frame runs on the pool even when the last one was quick. Called, if at all,
+  // just before OnFrame with the same frame (a handler may keep what it decoded for it).
+  virtual bool NextFrameMayWait(const std::string& /*payload*/, bool /*text*/) { return true; }
 };
 
 // The WebSocket close code of a failed frame: 1008 (policy violation) for a frame that is not

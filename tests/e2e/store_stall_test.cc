@@ -17,6 +17,7 @@
 
 #include "client/client.h"
 #include "server/convert/convert.h"
+#include "skinning/v1/pose_service.grpc.pb.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/health_check.h"
 #include "tests/support/http_client.h"
@@ -188,6 +189,97 @@ TEST(StoreStall, PosesWaitingForAStalledStoreHoldNoThreadOfTheGrpcDoor) {
   ASSERT_EQ(kill(redis.pid(), SIGCONT), 0);
   for (std::thread& t : stalled) t.join();
   EXPECT_TRUE(client.Pose(pose).ok());
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// A session frame that switches to a PSD deformer asks the store for the rig's examples. The
+// doors used to decide before reading the frame (from the session's deformer of before), so
+// such a frame ran on the socket thread (front door) or gRPC's callback thread and held it for
+// the stalled store's 5 s timeout. Now they read what the frame asks for first.
+TEST(StoreStall, ASessionFrameThatSwitchesToPsdHoldsNoThreadOfEitherDoor) {
+  RedisProcess redis;
+  ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address(), "--http_address=127.0.0.1:0",
+                                              "--web_dir=", "--http_threads=1"});
+  const int http = server.http_port();
+  ASSERT_GT(http, 0);
+  Client client(Options(server));
+  const Rig rig = MakeTwoBoneTube();
+  auto created = client.CreateRig(RigToProto(rig));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::string rig_name = created->rig().name();
+  auto frame = [&](int i, v1::Deformer deformer) {
+    v1::PoseSessionRequest req;
+    if (i == 0) req.set_rig(rig_name);
+    req.set_sequence(i);
+    req.set_deformer(deformer);
+    *req.mutable_pose() = BentPose(rig, i);
+    return req;
+  };
+  // A front-door session and, on the gRPC door, more sessions than gRPC has callback threads;
+  // their LBS frames are quick (so the next frame's kind would run inline).
+  auto ws = WebSocketClient::Open(http, kPoseSession);
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  auto stub = v1::PoseService::NewStub(channel);
+  constexpr int kGrpcSessions = 4;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::PoseSessionRequest, v1::PoseSessionResponse>>> streams;
+  for (int g = 0; g < kGrpcSessions; ++g) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(stub->PoseSession(contexts.back().get()));
+  }
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE((*ws)->Send(frame(i, v1::DEFORMER_UNSPECIFIED).SerializeAsString(), false).ok());
+    ASSERT_TRUE((*ws)->Receive().ok());
+    for (auto& stream : streams) {
+      v1::PoseSessionResponse answer;
+      ASSERT_TRUE(stream->Write(frame(i, v1::DEFORMER_UNSPECIFIED)));
+      ASSERT_TRUE(stream->Read(&answer));
+    }
+  }
+  std::string health;
+  ASSERT_TRUE(HealthCheck(channel, &health).ok());
+  ASSERT_LT(HealthzSeconds(http), 1.0);
+
+  // Within the second before the sessions' recheck: only the switch to PSD asks the store.
+  ASSERT_EQ(kill(redis.pid(), SIGSTOP), 0);
+  ASSERT_TRUE((*ws)->Send(frame(5, v1::DEFORMER_PSD_LBS).SerializeAsString(), false).ok());
+  for (auto& stream : streams) ASSERT_TRUE(stream->Write(frame(5, v1::DEFORMER_PSD_LBS)));
+  std::atomic<bool> ws_done{false};
+  std::atomic<int> grpc_done{0};
+  std::thread ws_frame([&] {
+    (void)(*ws)->Receive();
+    ws_done = true;
+  });
+  std::vector<std::thread> grpc_frames;
+  for (auto& stream : streams) {
+    grpc_frames.emplace_back([&grpc_done, s = stream.get()] {
+      v1::PoseSessionResponse answer;
+      (void)s->Read(&answer);
+      ++grpc_done;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(ws_done.load()) << "the front door's frame did not wait for the stopped Redis: the test shows nothing";
+  EXPECT_EQ(grpc_done.load(), 0) << "the gRPC frames did not wait for the stopped Redis: the test shows nothing";
+  // Both doors' health at once, while the frames wait.
+  grpc::Status checked;
+  double grpc_seconds = 0.0;
+  std::thread grpc_health([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    checked = HealthCheck(channel, &health);
+    grpc_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  const double healthz = HealthzSeconds(http);
+  grpc_health.join();
+  EXPECT_LT(healthz, 2.0) << "/healthz waited behind a session frame switching to PSD";
+  EXPECT_TRUE(checked.ok()) << checked.error_message();
+  EXPECT_LT(grpc_seconds, 2.0) << "a gRPC health check waited behind session frames switching to PSD";
+
+  ASSERT_EQ(kill(redis.pid(), SIGCONT), 0);
+  ws_frame.join();
+  for (std::thread& t : grpc_frames) t.join();
+  for (auto& context : contexts) context->TryCancel();
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
