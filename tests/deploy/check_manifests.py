@@ -328,10 +328,11 @@ def check_probes(c, name, container, values, defaults, port):
                 f"got {spec and {k: v for k, v in spec.items() if k in ('grpc', 'httpGet', 'tcpSocket', 'exec')}}")
 
 
-def check_tls_files(c, name, pod, container, values):
-    """Every TLS or token file a container's flags name lies in a read-only mount of a Secret
-    volume. The token file is read again while the server runs, so its mount must not use
-    subPath (the kubelet does not update subPath mounts)."""
+def check_secret_files(c, name, pod, container, values):
+    """Every secret file a container's flags name (TLS keys and certificates, the Redis password,
+    the tokens) lies in a read-only mount of a Secret volume. The token file is read again while
+    the server runs, so its mount must not use subPath (the kubelet does not update subPath
+    mounts)."""
     secrets = {v["name"] for v in pod.get("volumes", []) if "secret" in v}
     for flag in ("tls_cert", "tls_key", "tls_client_ca", "redis_tls_ca_file", "redis_tls_cert_file", "redis_tls_key_file",
                  "redis_password_file", "auth_tokens"):
@@ -445,7 +446,7 @@ def check_overlay(c, name, objects, known, defaults):
         return
     check_named_port(c, name, container, "grpc", port, "address")
     check_probes(c, name, container, values, defaults, port)
-    check_tls_files(c, name, pod, container, values)
+    check_secret_files(c, name, pod, container, values)
 
     named = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
     services = [s for s in by_kind.get("Service", []) if labels_match(s["spec"].get("selector"), pod_labels)]
@@ -541,7 +542,7 @@ def check_workers(c, name, objects, known, defaults):
     worker_port = flag_port(values, defaults, "address")
     if worker_port:
         check_probes(c, f"{name} workers", container, values, defaults, worker_port)
-    check_tls_files(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values)
+    check_secret_files(c, f"{name} workers", dep["spec"]["template"]["spec"], container, values)
     api = next(d for d in objects if d["kind"] == "Deployment"
                and any(x["name"] == SERVER_CONTAINER for x in d["spec"]["template"]["spec"]["containers"]))
     api_container = next(x for x in api["spec"]["template"]["spec"]["containers"] if x["name"] == SERVER_CONTAINER)
