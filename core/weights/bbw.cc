@@ -616,8 +616,8 @@ class HandleSolver {
     const std::vector<int>& local = reference_local_;
     const int k = static_cast<int>(changed.size());
     // The new columns of C, and rhs_J, in one solve. Columns of variables that have left N ∪ R
-    // stay cached; the cache is emptied when it outgrows four times the bound.
-    if (columns_.size() + k > 4 * static_cast<size_t>(options_.max_update_columns)) {
+    // stay cached; the cache is emptied when it would outgrow twice the bound.
+    if (columns_.size() + k > 2 * static_cast<size_t>(options_.max_update_columns)) {
       columns_.clear();
       column_of_.clear();
     }
