@@ -71,6 +71,11 @@ void BakedPose(Client& client, const Rig& rig, v1::PoseRequest* pose) {
   pose->mutable_outputs()->set_vertices(true);
 }
 
+// A server on `redis` with a front door of one socket thread (so a call held there holds them all).
+std::vector<std::string> OneSocketThreadOn(const RedisProcess& redis) {
+  return {"--redis=" + redis.address(), "--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=1"};
+}
+
 // Seconds /healthz takes to answer on the front door's one socket thread (or 30 when it does not).
 double HealthzSeconds(int port) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -81,8 +86,7 @@ double HealthzSeconds(int port) {
 
 TEST(StoreStall, CallsWaitingForAStalledStoreHoldNoSocketThreadOfTheFrontDoor) {
   RedisProcess redis;
-  ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address(), "--http_address=127.0.0.1:0",
-                                              "--web_dir=", "--http_threads=1"});
+  ServerProcess server(MakeTempDir("store"), OneSocketThreadOn(redis));
   const int http = server.http_port();
   ASSERT_GT(http, 0);
   Client client(Options(server));
@@ -198,8 +202,7 @@ TEST(StoreStall, PosesWaitingForAStalledStoreHoldNoThreadOfTheGrpcDoor) {
 // the stalled store's 5 s timeout. Now they read what the frame asks for first.
 TEST(StoreStall, ASessionFrameThatSwitchesToPsdHoldsNoThreadOfEitherDoor) {
   RedisProcess redis;
-  ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address(), "--http_address=127.0.0.1:0",
-                                              "--web_dir=", "--http_threads=1"});
+  ServerProcess server(MakeTempDir("store"), OneSocketThreadOn(redis));
   const int http = server.http_port();
   ASSERT_GT(http, 0);
   Client client(Options(server));
