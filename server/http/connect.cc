@@ -214,15 +214,15 @@ class SessionSocket : public WebSocketHandler {
   }
 
  private:
-  std::unique_ptr<Session> session_;
-  Metrics* const metrics_;
-  Metrics::MethodSeries* const series_;
-  const std::chrono::steady_clock::time_point start_;
   void Decode(const std::string& payload, bool text) {
     next_.Clear();
     next_status_ = text ? FromJson(payload, &next_) : FromBinary(payload, &next_);
   }
 
+  std::unique_ptr<Session> session_;
+  Metrics* const metrics_;
+  Metrics::MethodSeries* const series_;
+  const std::chrono::steady_clock::time_point start_;
   absl::Status ended_;
   int64_t frames_ = 0;
   Req next_;                    // the frame being stepped, decoded
