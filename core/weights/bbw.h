@@ -28,7 +28,11 @@ struct BbwOptions {
   // ADMM iterations on all handles at once (one factorization of A + ρI shared by every
   // handle) whose result gives the first active sets of the per-handle active-set solves; 0
   // starts those from the clamped unconstrained solution instead. The result satisfies the same
-  // KKT tolerance either way; the warm start only saves factorizations.
+  // KKT tolerance either way; the warm start only saves factorizations. With the bordered
+  // updates (max_update_columns) 20 was measured too (bench/bake_bench, resolutions 48–128):
+  // RiggedFigure and CesiumMan took 20 % less time, but the libigl hand needed more
+  // factorizations (its tet mesh 61 instead of 40, 2.5 s instead of 1.9 s; voxels at 96, 94 s
+  // instead of 77 s), so 60 stays.
   int admm_iterations = 60;
   // ADMM's penalty ρ = admm_rho_factor · √(λ_min λ_max(A)). The factor was measured: over
   // 0.003–0.1 on the libigl hand (tet mesh) and RiggedFigure (voxels, 64), 0.03 needed the
