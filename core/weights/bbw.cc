@@ -545,13 +545,14 @@ class HandleSolver {
       }
     }
 
-    std::vector<int>& local = reference_local_;
-    local.assign(nf, -1);
+    // I becomes the reference set: unusable until it is factorized.
     reference_size_ = 0;
     columns_.clear();
     column_of_.clear();
-    for (int i = 0; i < nf; ++i) {
-      if (state[i] == kFree) local[i] = reference_size_++;
+    std::vector<int>& local = reference_local_;
+    local.assign(nf, -1);
+    for (int i = 0, next = 0; i < nf; ++i) {
+      if (state[i] == kFree) local[i] = next++;
     }
     // A_II's lower triangle: rows and columns keep their order, so it is written directly.
     const int* outer = p_.lower.outerIndexPtr();
@@ -578,7 +579,6 @@ class HandleSolver {
     for (int k : p_.order) {
       if (local[k] >= 0) order.push_back(local[k]);
     }
-    reference_size_ = 0;  // unusable until factorized
     RETURN_IF_ERROR(factor_.AnalyzeGiven(sub, order));
     RETURN_IF_ERROR(factor_.Factorize(sub, StopFor(sub, stop_)));
     factorizations_->fetch_add(1);
@@ -646,6 +646,8 @@ class HandleSolver {
       column_of_[missing[m]] = static_cast<int>(columns_.size());
       columns_.push_back(solved.col(m + 1));
     }
+    std::vector<const Eigen::VectorXd*> z(k);  // Z's column of each changed variable
+    for (int c = 0; c < k; ++c) z[c] = &columns_[column_of_.at(changed[c])];
     // Cᵀ w for a column w over J, entry a of `changed`.
     auto c_dot = [&](int v, const Eigen::VectorXd& w) {
       if (local[v] >= 0) return w(local[v]);
@@ -665,12 +667,12 @@ class HandleSolver {
         const int vc = changed[c];
         double d = 0.0;
         if (a_new && local[vc] < 0) d = p_.full.coeff(va, vc);
-        S(a, c) = d - c_dot(va, columns_[column_of_[vc]]);
+        S(a, c) = d - c_dot(va, *z[c]);
       }
     }
     const Eigen::VectorXd y = S.fullPivLu().solve(y_rhs);
     Eigen::VectorXd xj = z0;
-    for (int c = 0; c < k; ++c) xj -= y(c) * columns_[column_of_[changed[c]]];
+    for (int c = 0; c < k; ++c) xj -= y(c) * *z[c];
     Eigen::VectorXd candidate = *x;  // the bound values
     for (int i = 0; i < nf; ++i) {
       if (state[i] == kFree && local[i] >= 0) candidate(i) = xj(local[i]);

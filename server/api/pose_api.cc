@@ -67,7 +67,7 @@ absl::Status PoseApi::Session::Step(const v1::PoseSessionRequest& req, v1::PoseS
   if (recheck_.Due()) {
     if (absl::Status s = poser_->StillStored(target_, ctx_.tenant()); !s.ok()) return SessionTargetGone(frames_ + 1, s);
   }
-  if (req.deformer() != v1::DEFORMER_UNSPECIFIED) deformer_ = req.deformer();
+  deformer_ = DeformerOf(req);
   if (req.has_outputs()) outputs_ = req.outputs();
   resp->Clear();
   resp->set_sequence(req.sequence());

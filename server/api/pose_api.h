@@ -31,11 +31,14 @@ class PoseApi {
     // to) whose examples' copy is stale. The transports run a quick frame on their socket
     // threads only when it will not.
     bool NeedsStore(const v1::PoseSessionRequest& next) const {
-      const v1::Deformer deformer = next.deformer() != v1::DEFORMER_UNSPECIFIED ? next.deformer() : deformer_;
-      return target_.rig == nullptr || recheck_.IsDue() || !poser_->Resident(ctx_.tenant(), target_, deformer);
+      return target_.rig == nullptr || recheck_.IsDue() || !poser_->Resident(ctx_.tenant(), target_, DeformerOf(next));
     }
 
    private:
+    // The deformer `req` poses with: the one it names, else the session's of before.
+    v1::Deformer DeformerOf(const v1::PoseSessionRequest& req) const {
+      return req.deformer() != v1::DEFORMER_UNSPECIFIED ? req.deformer() : deformer_;
+    }
     friend class PoseApi;
     Session(Poser* poser, CallContext ctx) : poser_(poser), ctx_(std::move(ctx)) {}
     Poser* poser_;
