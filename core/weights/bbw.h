@@ -32,7 +32,11 @@ struct BbwOptions {
   // updates (max_update_columns) 20 was measured too (bench/bake_bench, resolutions 48–128):
   // RiggedFigure and CesiumMan took 20 % less time, but the libigl hand needed more
   // factorizations (its tet mesh 61 instead of 40, 2.5 s instead of 1.9 s; voxels at 96, 94 s
-  // instead of 77 s), so 60 stays.
+  // instead of 77 s), so 60 stays. Nor does a stop "when the estimate settles" work: counted
+  // per iteration (entries of z that move between 0, (0, 1) and 1), the estimate never settles
+  // within 60 iterations. At the 60th, 460–1,240 entries of a thread's 10 handles still moved on
+  // the hand (tet mesh and voxels) and RiggedFigure, up to 216 in one handle, slowly falling from
+  // 26,000–83,000 at the first.
   int admm_iterations = 60;
   // ADMM's penalty ρ = admm_rho_factor · √(λ_min λ_max(A)). The factor was measured: over
   // 0.003–0.1 on the libigl hand (tet mesh) and RiggedFigure (voxels, 64), 0.03 needed the

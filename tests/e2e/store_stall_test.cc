@@ -12,7 +12,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "client/client.h"
@@ -71,10 +70,17 @@ void BakedPose(Client& client, const Rig& rig, v1::PoseRequest* pose) {
   pose->mutable_outputs()->set_vertices(true);
 }
 
-// A server on `redis` with a front door of one socket thread (so a call held there holds them all).
-std::vector<std::string> OneSocketThreadOn(const RedisProcess& redis) {
-  return {"--redis=" + redis.address(), "--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=1"};
-}
+// Redis; a server on it whose front door has one socket thread (so a call held there holds
+// them all) and its port; a client of the server; the rig the test poses.
+class StoreStallOnOneSocketThread : public ::testing::Test {
+ protected:
+  RedisProcess redis;
+  ServerProcess server{MakeTempDir("store"),
+                       {"--redis=" + redis.address(), "--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=1"}};
+  int http = server.http_port();
+  Client client{Options(server)};
+  const Rig rig = MakeTwoBoneTube();
+};
 
 // Seconds /healthz takes to answer on the front door's one socket thread (or 30 when it does not).
 double HealthzSeconds(int port) {
@@ -84,13 +90,8 @@ double HealthzSeconds(int port) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-TEST(StoreStall, CallsWaitingForAStalledStoreHoldNoSocketThreadOfTheFrontDoor) {
-  RedisProcess redis;
-  ServerProcess server(MakeTempDir("store"), OneSocketThreadOn(redis));
-  const int http = server.http_port();
+TEST_F(StoreStallOnOneSocketThread, CallsWaitingForAStalledStoreHoldNoSocketThreadOfTheFrontDoor) {
   ASSERT_GT(http, 0);
-  Client client(Options(server));
-  const Rig rig = MakeTwoBoneTube();
   v1::PoseRequest pose;
   ASSERT_NO_FATAL_FAILURE(BakedPose(client, rig, &pose));
   const std::string rig_name = pose.rig();
@@ -200,13 +201,8 @@ TEST(StoreStall, PosesWaitingForAStalledStoreHoldNoThreadOfTheGrpcDoor) {
 // doors used to decide before reading the frame (from the session's deformer of before), so
 // such a frame ran on the socket thread (front door) or gRPC's callback thread and held it for
 // the stalled store's 5 s timeout. Now they read what the frame asks for first.
-TEST(StoreStall, ASessionFrameThatSwitchesToPsdHoldsNoThreadOfEitherDoor) {
-  RedisProcess redis;
-  ServerProcess server(MakeTempDir("store"), OneSocketThreadOn(redis));
-  const int http = server.http_port();
+TEST_F(StoreStallOnOneSocketThread, ASessionFrameThatSwitchesToPsdHoldsNoThreadOfEitherDoor) {
   ASSERT_GT(http, 0);
-  Client client(Options(server));
-  const Rig rig = MakeTwoBoneTube();
   auto created = client.CreateRig(RigToProto(rig));
   ASSERT_TRUE(created.ok()) << created.status();
   const std::string rig_name = created->rig().name();

@@ -238,7 +238,9 @@ TEST(FloatRigidTest, NormalizingWeightsAndRestRotationsTwiceGivesTheBitsOfOnce) 
     }
     NormalizeRows(&W);
     EXPECT_TRUE(W.weights == once) << "k " << k;
-    if (k > 1) EXPECT_GT(moved_by_the_plain_rule, 0) << "k " << k;
+    if (k > 1) {
+      EXPECT_GT(moved_by_the_plain_rule, 0) << "k " << k;
+    }
   }
   int moved_by_the_plain_rule = 0;
   for (int i = 0; i < 2000; ++i) {
