@@ -26,7 +26,9 @@ case $KIND in
     export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=0:suppressions=$SUPP/asan.supp"
     export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
-    CTEST_ARGS=()
+    # Not the image check: the image ships the release build, and this build's binaries load
+    # libasan and libubsan, which check_image.py rightly finds missing from the runtime stage.
+    CTEST_ARGS=(-E '^DeployImageBuildsAndHasEveryLibrary$')
     if [ "$SCOPE" = core ]; then
       # The algorithms and kernels (where every finding so far was), without the server, client
       # and end-to-end suites: 15 to 17 of the full run's 35 minutes (README "Sanitizers").
