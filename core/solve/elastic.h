@@ -74,9 +74,9 @@ struct ElasticOptions {
   // derivative of its polar rotation; checked against finite differences of the gradient to
   // 1e-9), solved by conjugate gradients preconditioned with the L_ff factorization. At 40k
   // nodes one L_ff solve is 25 ms of a plain iteration's 36 ms, and each Newton step needed 2–10
-  // of them; from the 5° session start below it took 4–5 steps, 0.60–0.81 s against Anderson's
-  // 0.44–0.60 s, and from the default start 3–6 s against 1.0 s (1.3 s when Newton took over
-  // only once an iteration lowered E by less than 1e-3 of it).
+  // of them; from the 5° session start below it took 4–6 steps, 0.60–0.86 s against Anderson's
+  // 0.44–0.60 s, and from the default start 2.8–16 s against 1.0 s (1.2–3.5 s when Newton took
+  // over only once an iteration lowered E by less than 1e-3 of it).
   int anderson_history = 5;
   // With `initial` (or `starts`) given to Solve: the default start competes too, and the lowest
   // energy once the pinned nodes are placed is taken (a session's last frame is usually nearer
