@@ -70,13 +70,9 @@ struct ElasticOptions {
   // Anderson acceleration of the local/global iterations with this many past iterates (Peng et
   // al. 2018; 0 = plain local/global). An accelerated step is kept only when it lowers E, else
   // the plain step is taken, so E stays non-increasing. bench/emw_bench measures the default.
-  // Tried and not kept: Newton's method with the exact Hessian (L minus, per element, the
-  // derivative of its polar rotation; checked against finite differences of the gradient to
-  // 1e-9), solved by conjugate gradients preconditioned with the L_ff factorization. At 40k
-  // nodes one L_ff solve is 25 ms of a plain iteration's 36 ms, and each Newton step needed 2–10
-  // of them; from the 5° session start below it took 4–6 steps, 0.60–0.86 s against Anderson's
-  // 0.44–0.60 s, and from the default start 2.8–16 s against 1.0 s (1.2–3.5 s when Newton took
-  // over only once an iteration lowered E by less than 1e-3 of it).
+  // Newton's method (exact Hessian, CG preconditioned by the L_ff factorization) was measured
+  // and not kept: slower than Anderson from warm and cold starts (README "The gold standard's
+  // solver" has the figures).
   int anderson_history = 5;
   // With `initial` (or `starts`) given to Solve: the default start competes too, and the lowest
   // energy once the pinned nodes are placed is taken (a session's last frame is usually nearer
@@ -199,11 +195,9 @@ class ElasticModel {
   // instead of 8. A reversal (s = −1) undoes the correction; a motion across the last (s = 0) is
   // the plain carried start. Solve from {start, carried} (the multi-start Solve) so that the
   // prediction is taken only when its energy is the lower: where the path of minimizers turns,
-  // the last correction can point the wrong way. Tried and not kept: extrapolating the last two
-  // corrections to second order. In bench/emw_bench its start was nearer the minimizer for 1°
-  // steps (energy gap 1.7e-6 of E instead of 3.6e-6) but farther for 2°, 5° and 10° (2.7e-4,
-  // 9.9e-3, 6.8e-2 instead of 5.8e-5, 4.8e-3, 2.4e-2): near the 90° bend the corrections turn
-  // from one step to the next. INVALID_ARGUMENT for wrong counts or shapes.
+  // the last correction can point the wrong way. Extrapolating the last two corrections (the
+  // quadratic through them) was measured and not kept: nearer the minimizer only for 1° steps
+  // (README "The gold standard's solver"). INVALID_ARGUMENT for wrong counts or shapes.
   absl::StatusOr<Prediction> NextStart(const FrameHistory& last, const std::vector<Eigen::Affine3d>& T) const;
   // The history after solving frame T to X from `prediction` (made from `last`).
   static FrameHistory NextHistory(const FrameHistory& last, const Prediction& prediction,

@@ -77,7 +77,7 @@ class StoreStallOnOneSocketThread : public ::testing::Test {
   RedisProcess redis;
   ServerProcess server{MakeTempDir("store"),
                        {"--redis=" + redis.address(), "--http_address=127.0.0.1:0", "--web_dir=", "--http_threads=1"}};
-  int http = server.http_port();
+  const int http = server.http_port();
   Client client{Options(server)};
   const Rig rig = MakeTwoBoneTube();
 };
