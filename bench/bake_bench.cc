@@ -3,6 +3,10 @@
 //
 //   ./build/bench/bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw]
 //                            [--resolutions=48,64,96,128] [--characters=CesiumMan,hand]
+//                            [--bbw_coarsest=N]
+//
+// --bbw_coarsest sets BbwOptions::coarsest_resolution (0: BBW's first active sets from ADMM
+// alone, as before the coarse-grid start; the default is the option's).
 //
 // Each bake runs in a child process (fork) so that its peak resident memory (ru_maxrss from
 // wait4) is its own. Prints one table.
@@ -122,7 +126,7 @@ struct Row {
 };
 
 int Run(const std::string& data, const std::vector<std::string>& methods, const std::vector<int>& resolutions,
-        const std::vector<std::string>& only) {
+        const std::vector<std::string>& only, int bbw_coarsest) {
   std::vector<Character> characters;
   for (Character& c : LoadCharacters(data)) {
     bool wanted = only.empty();
@@ -143,6 +147,7 @@ int Run(const std::string& data, const std::vector<std::string>& methods, const 
       BakeOptions options;
       options.method = m == "bone_heat" ? BakeMethod::kBoneHeat : m == "bbw" ? BakeMethod::kBbw : BakeMethod::kGeodesicVoxel;
       options.domain.voxel.resolution = resolution;
+      options.bbw.coarsest_resolution = bbw_coarsest;
       if (m != "bone_heat") options.domain.tet_mesh = c.tets;  // a surface method refuses a tet mesh
       const bool surface = m == "bone_heat" || c.tets.has_value();  // the grid does not matter
       int fds[2];
@@ -200,6 +205,7 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("SKINNING_DATA_DIR"); env && *env) data = env;
   std::vector<std::string> methods = {"bone_heat", "geodesic_voxel", "bbw"}, characters;
   std::vector<int> resolutions = {skinning::VoxelGridOptions().resolution};
+  int bbw_coarsest = skinning::BbwOptions().coarsest_resolution;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--data=", 7) == 0) {
       data = argv[i] + 7;
@@ -210,12 +216,14 @@ int main(int argc, char** argv) {
     } else if (std::strncmp(argv[i], "--resolutions=", 14) == 0) {
       resolutions.clear();
       for (absl::string_view r : absl::StrSplit(argv[i] + 14, ',')) resolutions.push_back(std::atoi(std::string(r).c_str()));
+    } else if (std::strncmp(argv[i], "--bbw_coarsest=", 15) == 0) {
+      bbw_coarsest = std::atoi(argv[i] + 15);
     } else {
       std::fprintf(stderr,
                    "usage: bake_bench [--data=DIR] [--methods=bone_heat,geodesic_voxel,bbw] [--resolutions=48,64,...] "
-                   "[--characters=NAME,...]\n");
+                   "[--characters=NAME,...] [--bbw_coarsest=N]\n");
       return 2;
     }
   }
-  return skinning::Run(data, methods, resolutions, characters);
+  return skinning::Run(data, methods, resolutions, characters, bbw_coarsest);
 }

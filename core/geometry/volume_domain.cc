@@ -2,8 +2,10 @@
 // builders themselves: voxel_domain.cc, tet_domain.cc.
 #include "core/geometry/volume_domain.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -71,6 +73,43 @@ std::vector<int> NodesNear(const VolumeDomain& domain, const Eigen::Vector3d& po
   std::vector<int> out;
   for (int i = 0; i < domain.num_nodes(); ++i)
     if ((domain.nodes.row(i).transpose() - point).norm() <= reach) out.push_back(i);
+  return out;
+}
+
+absl::StatusOr<Eigen::MatrixXd> InterpolateOnGrid(const VolumeDomain& grid, const Eigen::MatrixXd& values,
+                                                  const RowMatrixX3d& points) {
+  if (grid.kind != VolumeDomain::Kind::kVoxelGrid || !(grid.spacing > 0.0))
+    return absl::InvalidArgumentError("InterpolateOnGrid needs a voxel domain");
+  if (values.rows() != grid.num_nodes())
+    return absl::InvalidArgumentError(absl::StrFormat("values have %d rows; the grid has %d nodes", values.rows(),
+                                                      grid.num_nodes()));
+  const Eigen::Vector3i& c = grid.cells;
+  const int sx = c.x() + 1, sy = c.y() + 1;
+  Eigen::MatrixXd out(points.rows(), values.cols());
+  for (Eigen::Index i = 0; i < points.rows(); ++i) {
+    const Eigen::Vector3d g = (points.row(i).transpose() - grid.origin) / grid.spacing;
+    int cell[3];
+    double t[3];
+    for (int a = 0; a < 3; ++a) {
+      cell[a] = std::clamp(static_cast<int>(std::floor(g(a))), 0, c(a) - 1);
+      t[a] = std::clamp(g(a) - cell[a], 0.0, 1.0);
+    }
+    double total = 0.0;
+    out.row(i).setZero();
+    for (int k = 0; k < 8; ++k) {
+      const int dx = k & 1, dy = (k >> 1) & 1, dz = (k >> 2) & 1;
+      const int node = grid.grid_node[(cell[0] + dx) + sx * ((cell[1] + dy) + sy * (cell[2] + dz))];
+      if (node < 0) continue;
+      const double w = (dx ? t[0] : 1.0 - t[0]) * (dy ? t[1] : 1.0 - t[1]) * (dz ? t[2] : 1.0 - t[2]);
+      out.row(i) += w * values.row(node);
+      total += w;
+    }
+    if (total > 0.0) {
+      out.row(i) /= total;
+    } else {
+      out.row(i).setConstant(std::numeric_limits<double>::quiet_NaN());
+    }
+  }
   return out;
 }
 

@@ -168,6 +168,15 @@ absl::StatusOr<double> PointReach(const VolumeDomain& domain);
 // node exactly at the radius is not lost to rounding; in increasing order.
 std::vector<int> NodesNear(const VolumeDomain& domain, const Eigen::Vector3d& point, double radius);
 
+// Values given on a voxel domain's nodes (#N by k), at `points` (#P by 3): trilinear in the grid
+// cell holding each point over that cell's corners that are domain nodes (their weights
+// renormalized), NaN in a row whose cell has no domain node (a point off the domain). Points
+// outside the grid use the nearest cell. For carrying a coarse grid's solution to a finer grid
+// of the same mesh (BBW's coarse-to-fine start). INVALID_ARGUMENT for a tet domain or values
+// with a row count other than #N.
+absl::StatusOr<Eigen::MatrixXd> InterpolateOnGrid(const VolumeDomain& grid, const Eigen::MatrixXd& values,
+                                                  const RowMatrixX3d& points);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_GEOMETRY_VOLUME_DOMAIN_H_

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -9,6 +11,7 @@
 #include "core/rig/bones.h"
 #include "core/util/status_macros.h"
 #include "core/util/timing.h"
+#include "core/weights/bbw_coarse_start.h"
 #include "core/weights/handles.h"
 #include "core/weights/swing_twist_bake.h"
 
@@ -49,10 +52,20 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
   const auto t1 = std::chrono::steady_clock::now();
   Eigen::MatrixXd node_weights;
   if (options.method == BakeMethod::kBbw) {
+    const HandleNodesOn bone_nodes = [&handles](const VolumeDomain& d) -> absl::StatusOr<std::vector<std::vector<int>>> {
+      ASSIGN_OR_RETURN(std::vector<std::vector<int>> nodes, RasterizeHandles(d, handles));
+      RETURN_IF_ERROR(SplitSharedJoints(d, handles, &nodes).status());
+      return nodes;
+    };
+    std::string coarse;
+    ASSIGN_OR_RETURN(std::optional<Eigen::MatrixXd> start,
+                     BbwCoarseStart(mesh, options.domain.voxel, domain, bone_nodes, options.bbw,
+                                    progress.Sub(0.1, 0.3), &coarse));
     BbwReport r;
     ASSIGN_OR_RETURN(node_weights, BoundedBiharmonicWeights(domain, pinned, options.bbw, &r,
-                                                            progress.Sub(0.1, 1.0)));
-    report->detail = absl::StrFormat("%d nodes shared at joints, %s", shared, r.BriefReport());
+                                                            progress.Sub(start ? 0.3 : 0.1, 1.0),
+                                                            start ? &*start : nullptr));
+    report->detail = absl::StrFormat("%d nodes shared at joints, %s%s", shared, coarse, r.BriefReport());
   } else {
     GeodesicWeightsReport r;
     ASSIGN_OR_RETURN(node_weights, GeodesicVoxelWeights(domain, pinned, options.geodesic, &r,

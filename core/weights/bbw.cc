@@ -838,7 +838,8 @@ Eigen::MatrixXd Scatter(const ReducedProblem& p, const Eigen::MatrixXd& free_val
 absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
                                       const std::vector<std::vector<int>>& handle_nodes,
                                       const BbwOptions& options, BbwReport* report,
-                                      const Progress& progress, bool monotone_only);
+                                      const Progress& progress, bool monotone_only,
+                                      const Eigen::MatrixXd* given_start = nullptr);
 
 }  // namespace
 
@@ -869,6 +870,7 @@ absl::Status BbwOptions::Validate() const {
   RETURN_IF_ERROR(CheckNonNegative("options.bbw.bound_tolerance", bound_tolerance));
   RETURN_IF_ERROR(CheckAtLeast("options.bbw.admm_iterations", admm_iterations, 0));
   RETURN_IF_ERROR(CheckAtLeast("options.bbw.max_update_columns", max_update_columns, 0));
+  RETURN_IF_ERROR(CheckAtLeast("options.bbw.coarsest_resolution", coarsest_resolution, 0));
   RETURN_IF_ERROR(CheckPositive("options.bbw.admm_rho_factor", admm_rho_factor));
   return CheckAtLeast("options.bbw.threads", threads, 0);
 }
@@ -880,7 +882,9 @@ std::string BbwReport::BriefReport() const {
     total += it;
   }
   std::string admm;
-  if (admm_iterations > 0) {
+  if (given_start) {
+    admm = "active sets from the given start, ";
+  } else if (admm_iterations > 0) {
     admm = absl::StrFormat("%d ADMM warm-start iterations (rho %.3g, %.3g s), ", admm_iterations,
                            admm_rho, admm_seconds);
   }
@@ -891,8 +895,13 @@ std::string BbwReport::BriefReport() const {
 
 absl::StatusOr<Eigen::MatrixXd> BoundedBiharmonicWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
-    const BbwOptions& options, BbwReport* report, const Progress& progress) {
-  return Solve(domain, handle_nodes, options, report, progress, /*monotone_only=*/false);
+    const BbwOptions& options, BbwReport* report, const Progress& progress, const Eigen::MatrixXd* start) {
+  if (start != nullptr &&
+      (start->rows() != domain.num_nodes() || start->cols() != static_cast<Eigen::Index>(handle_nodes.size())))
+    return absl::InvalidArgumentError(absl::StrFormat("the start is %d by %d; expected %d by %d (nodes by handles)",
+                                                      start->rows(), start->cols(), domain.num_nodes(),
+                                                      handle_nodes.size()));
+  return Solve(domain, handle_nodes, options, report, progress, /*monotone_only=*/false, start);
 }
 
 namespace {
@@ -900,7 +909,8 @@ namespace {
 absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
                                       const std::vector<std::vector<int>>& handle_nodes,
                                       const BbwOptions& options, BbwReport* report,
-                                      const Progress& progress, bool monotone_only) {
+                                      const Progress& progress, bool monotone_only,
+                                      const Eigen::MatrixXd* given_start) {
   const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(ReducedProblem problem, BuildProblem(domain, handle_nodes));
@@ -929,7 +939,11 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     threads = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
     const SingleThreadedBlas single_threaded_blas(threads > 1);
     Eigen::MatrixXd guess;
-    if (options.admm_iterations > 0 && !monotone_only) {
+    if (given_start != nullptr && !monotone_only) {
+      guess.resize(nf, num_handles);
+      for (int k = 0; k < nf; ++k) guess.row(k) = given_start->row(p.free_nodes[k]);
+      r.given_start = true;
+    } else if (options.admm_iterations > 0 && !monotone_only) {
       const auto admm_start = std::chrono::steady_clock::now();
       RETURN_IF_ERROR(AdmmWarmStart(&p, unconstrained_factor.get(), unconstrained, options,
                                     threads, [&progress] { return progress.Cancelled(); }, &guess,

@@ -49,6 +49,14 @@ struct BbwOptions {
   // when the check fails). Measured with bench/bake_bench over 32–256: 128 needed the least
   // time on the libigl hand (tet mesh and voxels) and RiggedFigure.
   int max_update_columns = 128;
+  // On a voxel grid (the bakes, through BbwCoarseStart): the first active sets come from the
+  // solution on the grid of half the resolution, itself started the same way while its half is at
+  // least this resolution; with 0, or above half the resolution, they come from ADMM alone. The
+  // coarse solve costs a fraction of the fine one and replaces ADMM, whose iterations each cost a
+  // triangular solve per handle on the fine grid; the weights are the same QP minimizers to the
+  // KKT tolerance. Measured with bench/bake_bench --bbw_coarsest (README "BBW time against
+  // resolution").
+  int coarsest_resolution = 32;
   // Solve handles on this many threads (0 = the CPUs this process may use, AvailableCpus).
   int threads = 0;
   // false: skip the clamp and the partition-of-unity division and return each handle's QP
@@ -69,6 +77,7 @@ struct BbwReport {
   int admm_iterations = 0;     // warm-start ADMM iterations run
   double admm_rho = 0.0;       // its penalty ρ
   double admm_seconds = 0.0;   // its time
+  bool given_start = false;    // the first active sets came from the caller's start (no ADMM)
   // Nodes whose clamped weights were all zero, so that the division by their sum was undefined;
   // they get their clamped unconstrained biharmonic weights (which sum to 1 before clamping, so
   // some are positive) divided by their sum instead. Expected to stay 0.
@@ -91,10 +100,15 @@ struct BbwReport {
 //   handle_nodes  #handles lists of node indices in [0, #N). A node listed by k handles (a joint
 //                 shared by k bones: SplitSharedJoints) is pinned to 1/k for each of them and 0
 //                 for the others, as libigl's boundary conditions split such nodes.
+//   start         optional #N by #handles estimate of the per-handle minimizers (e.g. a coarser
+//                 grid's, BbwCoarseStart): entries ≤ 0 and ≥ 1 give the first active sets in
+//                 place of the ADMM estimate, anything else (NaN too) starts free. The result
+//                 satisfies the same KKT tolerance whatever the start; a good start saves time.
 //
 // Method: one fill-reducing ordering and one factorization of A (the free-node block of Q) give
-// all handles' unconstrained solutions; options.admm_iterations of ADMM on all handles at once,
-// with one more factorization (of A + ρI) shared by every handle, estimate the active sets; then
+// all handles' unconstrained solutions; the given start, or else options.admm_iterations of ADMM
+// on all handles at once, with one more factorization (of A + ρI) shared by every handle,
+// estimate the active sets; then
 // a primal-dual active-set method (Hintermüller, Ito & Kunisch 2002) per handle starts from
 // those sets and stops when they repeat, which certifies the KKT conditions to
 // bound_tolerance. Should the sets cycle, a monotone primal active-set method with a feasible
@@ -111,7 +125,8 @@ struct BbwReport {
 // "bbw", fraction = handles done / handles.
 absl::StatusOr<Eigen::MatrixXd> BoundedBiharmonicWeights(
     const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
-    const BbwOptions& options = {}, BbwReport* report = nullptr, const Progress& progress = {});
+    const BbwOptions& options = {}, BbwReport* report = nullptr, const Progress& progress = {},
+    const Eigen::MatrixXd* start = nullptr);
 
 }  // namespace skinning
 

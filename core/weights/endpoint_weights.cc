@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -11,6 +13,7 @@
 #include "core/skinning/stbs.h"
 #include "core/util/status_macros.h"
 #include "core/util/timing.h"
+#include "core/weights/bbw_coarse_start.h"
 #include "core/weights/handles.h"
 
 namespace skinning {
@@ -67,32 +70,41 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
   report->domain_nodes = domain.num_nodes();
   // A bone end that is not a joint may lie outside the volume (a glTF leaf bone continued past
   // the fingertip or the top of the head): such a point handle moves to the domain node nearest
-  // to it, the end of the limb as the volume sees it.
-  const double reach = domain.kind == VolumeDomain::Kind::kVoxelGrid
-                           ? 0.5 * std::sqrt(3.0) * domain.spacing
-                           : 1e-6 * BoundingBoxDiagonal(domain.nodes);
-  for (size_t h = skeleton.size(); h < handles.size(); ++h) {
-    const Eigen::Vector3d p = handles[h].segments[0].a;
-    Eigen::Index nearest = 0;
-    const double d2 =
-        (domain.nodes.rowwise() - p.transpose()).rowwise().squaredNorm().minCoeff(&nearest);
-    if (std::sqrt(d2) > reach) {
-      const Eigen::Vector3d q = domain.nodes.row(nearest).transpose();
-      handles[h].segments[0] = Segment{q, q};
+  // to it, the end of the limb as the volume sees it (on each grid: the coarse start's too).
+  const size_t num_joints = skeleton.size();
+  const HandleNodesOn point_nodes_on = [&handles, num_joints](const VolumeDomain& d) {
+    std::vector<JointHandle> on_d = handles;
+    const double reach = d.kind == VolumeDomain::Kind::kVoxelGrid ? 0.5 * std::sqrt(3.0) * d.spacing
+                                                                  : 1e-6 * BoundingBoxDiagonal(d.nodes);
+    for (size_t h = num_joints; h < on_d.size(); ++h) {
+      const Eigen::Vector3d p = on_d[h].segments[0].a;
+      Eigen::Index nearest = 0;
+      const double d2 = (d.nodes.rowwise() - p.transpose()).rowwise().squaredNorm().minCoeff(&nearest);
+      if (std::sqrt(d2) > reach) {
+        const Eigen::Vector3d q = d.nodes.row(nearest).transpose();
+        on_d[h].segments[0] = Segment{q, q};
+      }
     }
-  }
-  ASSIGN_OR_RETURN(std::vector<std::vector<int>> pinned, RasterizeHandles(domain, handles));
+    return RasterizeHandles(d, on_d);
+  };
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> pinned, point_nodes_on(domain));
   report->domain_seconds = SecondsSince(t0);
   RETURN_IF_ERROR(progress.CheckCancelled());
   const auto t1 = std::chrono::steady_clock::now();
+  std::string coarse;
+  std::optional<Eigen::MatrixXd> start;
+  if (!options.domain.tet_mesh) {
+    ASSIGN_OR_RETURN(start, BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw,
+                                           progress.Sub(0.1, 0.3), &coarse));
+  }
   BbwReport br;
-  ASSIGN_OR_RETURN(
-      Eigen::MatrixXd node_weights,
-      BoundedBiharmonicWeights(domain, pinned, options.bbw, &br, progress.Sub(0.1, 1.0)));
+  ASSIGN_OR_RETURN(Eigen::MatrixXd node_weights,
+                   BoundedBiharmonicWeights(domain, pinned, options.bbw, &br, progress.Sub(start ? 0.3 : 0.1, 1.0),
+                                            start ? &*start : nullptr));
   report->solve_seconds = SecondsSince(t1);
-  report->detail = absl::StrFormat("%d point handles (%d at bone ends that are not joints), %d "
+  report->detail = absl::StrFormat("%d point handles (%d at bone ends that are not joints), %s%d "
                                    "factorizations, %.3g s",
-                                   handles.size(), handles.size() - skeleton.size(),
+                                   handles.size(), handles.size() - skeleton.size(), coarse,
                                    br.factorizations, br.seconds);
   // Eq. 7 on the nodes; the mesh gets them by the domain's interpolation.
   const Eigen::MatrixXd& J = node_weights;  // #N by #handles

@@ -4,13 +4,18 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "core/rig/bones.h"
 #include "core/util/status_macros.h"
 #include "core/util/timing.h"
+#include "core/weights/bbw_coarse_start.h"
 #include "core/weights/geodesic_weights.h"
 #include "core/weights/handles.h"
 
@@ -77,11 +82,22 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   // Deformer weights: point BBW at the joints.
   const Progress dprog = progress.Sub(0.1, 0.3);
   dprog.Report("deformer weights", 0.0);
-  ASSIGN_OR_RETURN(std::vector<std::vector<int>> point_nodes,
-                   RasterizeHandles(domain, JointPointHandles(skeleton)));
-  BbwReport bbw_report;
-  ASSIGN_OR_RETURN(Eigen::MatrixXd d,
-                   BoundedBiharmonicWeights(domain, point_nodes, options.bbw, &bbw_report, dprog));
+  const std::vector<JointHandle> points = JointPointHandles(skeleton);
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> point_nodes, RasterizeHandles(domain, points));
+  const auto deformer_start = Clock::now();
+  std::string coarse;
+  std::optional<Eigen::MatrixXd> start;
+  if (!options.domain.tet_mesh) {
+    const HandleNodesOn point_nodes_on = [&points](const VolumeDomain& d) { return RasterizeHandles(d, points); };
+    ASSIGN_OR_RETURN(start, BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw,
+                                           dprog.Sub(0.0, 0.2), &coarse));
+  }
+  ASSIGN_OR_RETURN(Eigen::MatrixXd d, BoundedBiharmonicWeights(domain, point_nodes, options.bbw, nullptr,
+                                                               dprog.Sub(start ? 0.2 : 0.0, 1.0),
+                                                               start ? &*start : nullptr));
+  const double deformer_seconds = SecondsSince(deformer_start);  // with the coarse start
+  const std::string deformer_start_detail =
+      coarse.empty() ? "" : absl::StrCat(" (", absl::StripSuffix(coarse, "; "), ")");
   dprog.Report("deformer weights", 1.0);
   RETURN_IF_ERROR(progress.CheckCancelled());
 
@@ -138,10 +154,11 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   for (int j = 0; j < J; ++j) emw_seconds += result.swing_reports[j].seconds + result.twist_reports[j].seconds;
   if (done > 0) {
     result.report.detail = absl::StrFormat(
-        "%d deformers; per joint s+t %.3g s; weights in [%.4g, %.4g]; deformer BBW %.3g s", done,
-        emw_seconds / done, lo, hi, bbw_report.seconds);
+        "%d deformers; per joint s+t %.3g s; weights in [%.4g, %.4g]; deformer BBW %.3g s%s", done,
+        emw_seconds / done, lo, hi, deformer_seconds, deformer_start_detail);
   } else {
-    result.report.detail = absl::StrFormat("no joint with a deformer; deformer BBW %.3g s", bbw_report.seconds);
+    result.report.detail =
+        absl::StrFormat("no joint with a deformer; deformer BBW %.3g s%s", deformer_seconds, deformer_start_detail);
   }
   result.domain = std::move(prepared.domain);
   result.report.total_seconds = SecondsSince(t0);

@@ -328,6 +328,57 @@ TEST(VolumeDomainTest, TrilinearMapReproducesLinearFunctions) {
   }
 }
 
+// Carrying a coarse grid's node values to a finer grid of the same mesh (BBW's coarse start):
+// trilinear interpolation reproduces a linear function wherever a coarse cell holds the point with
+// all its corners, and it stays a convex combination of the coarse values near the domain's
+// boundary (corners off the domain left out); a point far from the coarse domain gets NaN.
+TEST(VolumeDomainTest, InterpolateOnGridCarriesNodeValuesToAFinerGrid) {
+  const Mesh torus = Torus(1.0, 0.3);
+  const VolumeDomain coarse = VoxelDomainOrDie(torus, 20);
+  const VolumeDomain fine = VoxelDomainOrDie(torus, 40);
+  const Eigen::Vector3d a(-0.6, 0.25, 1.1);
+  Eigen::MatrixXd values(coarse.num_nodes(), 2);
+  values.col(0) = ((coarse.nodes * a).array() - 0.3).matrix();
+  values.col(1) = Eigen::VectorXd::LinSpaced(coarse.num_nodes(), 0.0, 1.0);
+  absl::StatusOr<Eigen::MatrixXd> at_fine = InterpolateOnGrid(coarse, values, fine.nodes);
+  ASSERT_TRUE(at_fine.ok()) << at_fine.status();
+  ASSERT_EQ(at_fine->rows(), fine.num_nodes());
+  ASSERT_EQ(at_fine->cols(), 2);
+  const Eigen::Vector3i& c = coarse.cells;
+  int whole_cells = 0;
+  for (int i = 0; i < fine.num_nodes(); ++i) {
+    const Eigen::Vector3d g = (fine.nodes.row(i).transpose() - coarse.origin) / coarse.spacing;
+    const Eigen::Vector3i cell = g.array().floor().cast<int>().cwiseMax(0).cwiseMin(c.array() - 1);
+    bool whole = true;
+    for (int k = 0; k < 8; ++k) {
+      const Eigen::Vector3i corner = cell + Eigen::Vector3i(k & 1, (k >> 1) & 1, (k >> 2) & 1);
+      whole &= coarse.grid_node[corner.x() + (c.x() + 1) * (corner.y() + (c.y() + 1) * corner.z())] >= 0;
+    }
+    ASSERT_FALSE(std::isnan((*at_fine)(i, 0))) << "fine node " << i << " lies in the coarse grid's domain cells";
+    if (whole) {
+      ++whole_cells;
+      EXPECT_NEAR((*at_fine)(i, 0), fine.nodes.row(i).dot(a) - 0.3, 1e-12) << "fine node " << i;
+    }
+    EXPECT_GE((*at_fine)(i, 1), -1e-15);
+    EXPECT_LE((*at_fine)(i, 1), 1.0 + 1e-15);
+  }
+  EXPECT_GT(whole_cells, fine.num_nodes() / 2);
+
+  RowMatrixX3d far(1, 3);
+  far << 0.0, 0.0, 0.0;  // the hole of the torus: no coarse domain cell there
+  absl::StatusOr<Eigen::MatrixXd> at_far = InterpolateOnGrid(coarse, values, far);
+  ASSERT_TRUE(at_far.ok());
+  EXPECT_TRUE(std::isnan((*at_far)(0, 0)));
+
+  EXPECT_EQ(InterpolateOnGrid(coarse, values.topRows(3), fine.nodes).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const TetFixture cube = TetCube(2, 0.1);
+  absl::StatusOr<VolumeDomain> tets = BuildTetDomain(cube.TV, cube.TT, cube.TV);
+  ASSERT_TRUE(tets.ok());
+  EXPECT_EQ(InterpolateOnGrid(*tets, Eigen::MatrixXd::Zero(tets->num_nodes(), 1), cube.TV).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 void ExpectPartitionOfUnity(const Eigen::SparseMatrix<double, Eigen::RowMajor>& M) {
   for (int i = 0; i < M.rows(); ++i) {
     double sum = 0;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/geometry/volume_domain.h"
@@ -15,6 +16,7 @@
 #include "core/rig/bones.h"
 #include "core/rig/pose.h"
 #include "core/skinning/lbs.h"
+#include "core/skinning/weights.h"
 #include "core/weights/bake.h"
 #include "core/weights/bbw.h"
 #include "core/weights/handles.h"
@@ -155,6 +157,39 @@ TEST(BakeAcceptance, ArmBbwIsCloseToTheGivenLibiglWeights) {
   RecordProperty("arm_bbw_mean_abs_diff", std::to_string(diff.mean()));
   RecordProperty("arm_bbw_max_abs_diff", std::to_string(diff.maxCoeff()));
   EXPECT_LT(diff.mean(), 0.05);
+}
+
+// BBW on a voxel grid starts its active sets from the grid of half the resolution
+// (BbwOptions::coarsest_resolution) instead of ADMM: the same QP minimizers to the KKT tolerance,
+// for the bone weights, the swing/twist deformer weights and the endpoint weights alike. Measured
+// against the ADMM start (coarsest_resolution = 0) on a real character at the default resolution.
+TEST(BakeAcceptance, BbwFromTheCoarseGridGivesTheWeightsOfTheAdmmStart) {
+  const std::string path = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(path);
+  auto character = ReadGltf(path);
+  ASSERT_TRUE(character.ok()) << character.status();
+  for (BakeMethod method : {BakeMethod::kBbw, BakeMethod::kSwingTwist, BakeMethod::kEndpoint}) {
+    BakeOptions options;
+    options.method = method;
+    options.source_weights = ToDense(character->weights, character->skeleton.size());
+    options.emw.max_iterations = 1;  // the swing and twist weights are not what is compared
+    BakeOptions admm = options;
+    admm.bbw.coarsest_resolution = 0;
+    auto coarse = Bake(character->mesh, character->skeleton, options);
+    auto reference = Bake(character->mesh, character->skeleton, admm);
+    ASSERT_TRUE(coarse.ok() && reference.ok()) << BakeMethodName(method) << ": " << coarse.status() << " / "
+                                                << reference.status();
+    EXPECT_THAT(coarse->report.detail, ::testing::HasSubstr("start from resolution 32")) << BakeMethodName(method);
+    EXPECT_THAT(reference->report.detail, ::testing::Not(::testing::HasSubstr("start from"))) << BakeMethodName(method);
+    const Eigen::MatrixXd& a = method == BakeMethod::kEndpoint ? coarse->endpoint : coarse->weights;
+    const Eigen::MatrixXd& b = method == BakeMethod::kEndpoint ? reference->endpoint : reference->weights;
+    ASSERT_EQ(a.rows(), b.rows());
+    ASSERT_EQ(a.cols(), b.cols());
+    const double diff = (a - b).cwiseAbs().maxCoeff();
+    std::printf("%-12s coarse start %.2f s, ADMM start %.2f s, largest weight difference %.2e\n",
+                BakeMethodName(method), coarse->report.total_seconds, reference->report.total_seconds, diff);
+    EXPECT_LT(diff, 1e-5) << BakeMethodName(method);
+  }
 }
 
 // LBS with baked weights over each character's animation against LBS with the artist weights:
