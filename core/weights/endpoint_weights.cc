@@ -72,10 +72,10 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
   // the fingertip or the top of the head): such a point handle moves to the domain node nearest
   // to it, the end of the limb as the volume sees it (on each grid: the coarse start's too).
   const size_t num_joints = skeleton.size();
-  const HandleNodesOn point_nodes_on = [&handles, num_joints](const VolumeDomain& d) {
+  const HandleNodesOn point_nodes_on =
+      [&handles, num_joints](const VolumeDomain& d) -> absl::StatusOr<std::vector<std::vector<int>>> {
     std::vector<JointHandle> on_d = handles;
-    const double reach = d.kind == VolumeDomain::Kind::kVoxelGrid ? 0.5 * std::sqrt(3.0) * d.spacing
-                                                                  : 1e-6 * BoundingBoxDiagonal(d.nodes);
+    ASSIGN_OR_RETURN(const double reach, PointReach(d));
     for (size_t h = num_joints; h < on_d.size(); ++h) {
       const Eigen::Vector3d p = on_d[h].segments[0].a;
       Eigen::Index nearest = 0;
@@ -92,11 +92,9 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
   RETURN_IF_ERROR(progress.CheckCancelled());
   const auto t1 = std::chrono::steady_clock::now();
   std::string coarse;
-  std::optional<Eigen::MatrixXd> start;
-  if (!options.domain.tet_mesh) {
-    ASSIGN_OR_RETURN(start, BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw,
-                                           progress.Sub(0.1, 0.3), &coarse));
-  }
+  ASSIGN_OR_RETURN(const std::optional<Eigen::MatrixXd> start,
+                   BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw,
+                                  progress.Sub(0.1, 0.3), &coarse));
   BbwReport br;
   ASSIGN_OR_RETURN(Eigen::MatrixXd node_weights,
                    BoundedBiharmonicWeights(domain, pinned, options.bbw, &br, progress.Sub(start ? 0.3 : 0.1, 1.0),

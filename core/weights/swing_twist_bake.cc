@@ -86,12 +86,10 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   ASSIGN_OR_RETURN(std::vector<std::vector<int>> point_nodes, RasterizeHandles(domain, points));
   const auto deformer_start = Clock::now();
   std::string coarse;
-  std::optional<Eigen::MatrixXd> start;
-  if (!options.domain.tet_mesh) {
-    const HandleNodesOn point_nodes_on = [&points](const VolumeDomain& d) { return RasterizeHandles(d, points); };
-    ASSIGN_OR_RETURN(start, BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw,
-                                           dprog.Sub(0.0, 0.2), &coarse));
-  }
+  const HandleNodesOn point_nodes_on = [&points](const VolumeDomain& d) { return RasterizeHandles(d, points); };
+  ASSIGN_OR_RETURN(const std::optional<Eigen::MatrixXd> start,
+                   BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw, dprog.Sub(0.0, 0.2),
+                                  &coarse));
   ASSIGN_OR_RETURN(Eigen::MatrixXd d, BoundedBiharmonicWeights(domain, point_nodes, options.bbw, nullptr,
                                                                dprog.Sub(start ? 0.2 : 0.0, 1.0),
                                                                start ? &*start : nullptr));
