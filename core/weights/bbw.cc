@@ -10,7 +10,8 @@
 //   * A's lower triangle is assembled once, and CHOLMOD chooses its fill-reducing ordering once
 //     (METIS/AMD, the expensive part of the analysis).
 //   * The unconstrained solutions of all handles come from ONE numeric factorization of A with
-//     #handles right-hand sides; each handle starts its active-set iterations from its own.
+//     #handles right-hand sides; they start ADMM. A start given by the caller (a coarser grid's
+//     solution) replaces both, and A is then only analysed.
 //   * An active-set iteration factorizes only the free-variable block A_II, in the global
 //     ordering restricted to I (CHOLMOD_GIVEN: the symbolic step is then a cheap elimination-tree
 //     pass, no ordering search). On a 22k-node character this has about half the flops of
@@ -391,9 +392,9 @@ class HandleSolver {
         updates_(updates),
         stop_(std::move(stop)) {}
 
-  // x (in: the unconstrained minimizer; out: the constrained one) for handle h. `guess`, when
-  // given, is an estimate of the constrained minimizer (the ADMM warm start): its entries at 0
-  // and 1 are the first active sets.
+  // x (in: the unconstrained minimizer, unused when `guess` is given; out: the constrained one)
+  // for handle h. `guess`, when given, is an estimate of the constrained minimizer (the ADMM
+  // warm start or the caller's start): its entries at 0 and 1 are the first active sets.
   absl::Status Solve(int h, Eigen::VectorXd* x, HandleResult* result,
                      const Eigen::VectorXd* guess) {
     const int nf = static_cast<int>(x->size());
@@ -719,18 +720,23 @@ class HandleSolver {
   std::function<bool()> stop_;
 };
 
-// Chooses A's fill-reducing order (into p->order), factorizes A and solves for the unconstrained
-// minimizers of all handles (#F by #handles).
-absl::StatusOr<std::unique_ptr<Factor>> SolveUnconstrained(ReducedProblem* p, Eigen::MatrixXd* x,
-                                                           std::atomic<int>* factorizations,
-                                                           const std::function<bool()>& stop) {
+// Chooses A's fill-reducing order (into p->order), which every later factorization reuses; the
+// returned factor holds that analysis of A.
+absl::StatusOr<std::unique_ptr<Factor>> AnalyzeA(ReducedProblem* p, const std::function<bool()>& stop) {
   ASSIGN_OR_RETURN(std::unique_ptr<Factor> factor, Factor::Analyze(p->lower, StopFor(p->lower, stop)));
   p->order = factor->Permutation();
+  return factor;
+}
+
+// Factorizes A with `factor` (an analysis of A) and solves for the unconstrained minimizers of
+// all handles (#F by #handles).
+absl::Status SolveUnconstrained(ReducedProblem* p, Factor* factor, Eigen::MatrixXd* x,
+                                std::atomic<int>* factorizations, const std::function<bool()>& stop) {
   RETURN_IF_ERROR(factor->Factorize(p->lower, StopFor(p->lower, stop)));
   factorizations->fetch_add(1);
   Eigen::MatrixXd b = p->rhs;
   factor->Solve(b, x);
-  return factor;
+  return absl::OkStatus();
 }
 
 // The warm start: a fixed number of ADMM iterations (Boyd et al. 2011, §5.2, with
@@ -858,7 +864,8 @@ absl::StatusOr<Eigen::MatrixXd> UnconstrainedBiharmonicWeights(
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(p.free_nodes.size(), p.num_handles);
   if (!p.free_nodes.empty()) {
     std::atomic<int> factorizations{0};
-    RETURN_IF_ERROR(SolveUnconstrained(&problem, &x, &factorizations, nullptr).status());
+    ASSIGN_OR_RETURN(std::unique_ptr<Factor> factor, AnalyzeA(&problem, nullptr));
+    RETURN_IF_ERROR(SolveUnconstrained(&problem, factor.get(), &x, &factorizations, nullptr));
   }
   return Scatter(p, x);
 }
@@ -927,26 +934,31 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     if (!handle_nodes[h].empty()) todo.push_back(h);
   }
   Eigen::MatrixXd x = Eigen::MatrixXd::Zero(nf, num_handles);
+  // The unconstrained minimizers start the active sets and ADMM. A given start replaces both, so
+  // then they are solved for only should the zero-sum fallback below need them.
   Eigen::MatrixXd unconstrained = x;
+  const bool use_start = given_start != nullptr && !monotone_only;
   std::atomic<int> factorizations{0}, updates{0};
+  const std::function<bool()> cancelled = [&progress] { return progress.Cancelled(); };
 
   if (nf > 0) {
-    ASSIGN_OR_RETURN(std::unique_ptr<Factor> unconstrained_factor,
-                     SolveUnconstrained(&p, &unconstrained, &factorizations,
-                                        [&progress] { return progress.Cancelled(); }));
+    ASSIGN_OR_RETURN(std::unique_ptr<Factor> unconstrained_factor, AnalyzeA(&p, cancelled));
+    if (!use_start) {
+      RETURN_IF_ERROR(SolveUnconstrained(&p, unconstrained_factor.get(), &unconstrained, &factorizations, cancelled));
+    }
     if (progress.Cancelled()) return absl::CancelledError("cancelled");
     int threads = ResolveThreads(options.threads);
     threads = std::max(1, std::min<int>(threads, static_cast<int>(todo.size())));
     const SingleThreadedBlas single_threaded_blas(threads > 1);
     Eigen::MatrixXd guess;
-    if (given_start != nullptr && !monotone_only) {
+    if (use_start) {
       guess.resize(nf, num_handles);
       for (int k = 0; k < nf; ++k) guess.row(k) = given_start->row(p.free_nodes[k]);
       r.given_start = true;
     } else if (options.admm_iterations > 0 && !monotone_only) {
       const auto admm_start = std::chrono::steady_clock::now();
       RETURN_IF_ERROR(AdmmWarmStart(&p, unconstrained_factor.get(), unconstrained, options,
-                                    threads, [&progress] { return progress.Cancelled(); }, &guess,
+                                    threads, cancelled, &guess,
                                     &factorizations, &r.admm_rho));
       r.admm_iterations = options.admm_iterations;
       r.admm_seconds = SecondsSince(admm_start);
@@ -1029,7 +1041,14 @@ absl::StatusOr<Eigen::MatrixXd> Solve(const VolumeDomain& domain,
     for (int i = 0; i < p.num_nodes; ++i) {
       double sum = W.row(i).sum();
       if (!(sum > 0.0)) {
-        if (fallback.size() == 0) fallback = Scatter(p, unconstrained).cwiseMax(0.0).cwiseMin(1.0);
+        if (fallback.size() == 0) {
+          if (use_start && nf > 0) {  // not solved above
+            Factor factor;
+            RETURN_IF_ERROR(factor.AnalyzeGiven(p.lower, p.order));
+            RETURN_IF_ERROR(SolveUnconstrained(&p, &factor, &unconstrained, &factorizations, cancelled));
+          }
+          fallback = Scatter(p, unconstrained).cwiseMax(0.0).cwiseMin(1.0);
+        }
         W.row(i) = fallback.row(i);
         sum = W.row(i).sum();
         ++r.zero_sum_nodes;

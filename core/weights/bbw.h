@@ -105,9 +105,9 @@ struct BbwReport {
 //                 place of the ADMM estimate, anything else (NaN too) starts free. The result
 //                 satisfies the same KKT tolerance whatever the start; a good start saves time.
 //
-// Method: one fill-reducing ordering and one factorization of A (the free-node block of Q) give
-// all handles' unconstrained solutions; the given start, or else options.admm_iterations of ADMM
-// on all handles at once, with one more factorization (of A + ρI) shared by every handle,
+// Method: one fill-reducing ordering of A (the free-node block of Q); the given start, or else
+// one factorization of A (all handles' unconstrained solutions) and options.admm_iterations of
+// ADMM on all handles at once, with one more factorization (of A + ρI) shared by every handle,
 // estimate the active sets; then
 // a primal-dual active-set method (Hintermüller, Ito & Kunisch 2002) per handle starts from
 // those sets and stops when they repeat, which certifies the KKT conditions to
