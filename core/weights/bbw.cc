@@ -400,6 +400,12 @@ class HandleSolver {
     const int nf = static_cast<int>(x->size());
     const double tol = options_.bound_tolerance;
     const Eigen::VectorXd b = p_.rhs.col(h);
+    // No bordering of the factorization the last handle left: which handles a thread solved
+    // before depends on the scheduling, and the bordered and factorized solves differ in their
+    // last bits, so a handle's weights would too (a bake run twice came out different).
+    reference_size_ = 0;
+    columns_.clear();
+    column_of_.clear();
     std::vector<uint8_t> state(nf, kFree);
     int iterations = 0;
     bool converged;

@@ -858,6 +858,31 @@ TEST(BbwTest, AGivenStartReplacesTheAdmmEstimateAndReachesTheSameMinimizer) {
   EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("nodes by handles"));
 }
 
+// The weights do not depend on how the handles fall to the worker threads: a thread that
+// bordered the factorization its last handle left (a few nodes apart on a small grid) got weights
+// a few units in the last place away from a factorized solve, so the same bake run twice could
+// differ. 2, 3 and 4 workers (each taking the next handle when free) give bit-identical weights.
+// (One thread is not compared: it leaves CHOLMOD's OpenMP loops and OpenBLAS's threads on.)
+TEST(BbwTest, WeightsAreTheSameWhateverTheThreadCount) {
+  const VoxelFixture f = MakeCube(6);
+  const std::vector<std::vector<int>> handles = {Line(f, 1, 1, 1, 1, 0, 0, 4), Line(f, 4, 1, 4, 0, 1, 0, 4),
+                                                 Line(f, 1, 4, 2, 0, 0, 1, 3), Line(f, 2, 3, 3, 1, 0, 0, 2),
+                                                 Line(f, 4, 4, 1, 0, 0, 1, 2), Line(f, 1, 2, 4, 1, 0, 0, 2)};
+  Eigen::MatrixXd first;
+  for (int threads : {2, 3, 4}) {
+    BbwOptions o;
+    o.threads = threads;
+    BbwReport report;
+    absl::StatusOr<Eigen::MatrixXd> W = BoundedBiharmonicWeights(f.domain, handles, o, &report);
+    ASSERT_TRUE(W.ok()) << W.status();
+    if (threads == 2) {
+      first = *W;
+      continue;
+    }
+    EXPECT_EQ((*W - first).cwiseAbs().maxCoeff(), 0.0) << threads << " threads";
+  }
+}
+
 TEST(BbwTest, RejectsANegativeUpdateBound) {
   const VoxelFixture f = MakeCube(4);
   BbwOptions o;
