@@ -177,6 +177,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::body_limit) return RefuseBody();
     if (ReadEndedByClient(ec)) return Close();
     if (ec) return RespondAndClose(400, absl::InvalidArgumentError(BodyError(ec)));
+    // RFC 6455 section 4.1: the client waits for the 101 before it sends frames. Bytes read with
+    // the upgrade request would never reach the WebSocket (its handshake takes the parsed
+    // request, not our buffer): refused, not silently lost.
+    if (websocket::is_upgrade(parser_->get()) && buffer_.size() > 0)
+      return RespondAndClose(400, absl::InvalidArgumentError(absl::StrCat(
+                                      buffer_.size(), " bytes came after the WebSocket upgrade request, before the "
+                                      "handshake's 101: a client must wait for the 101 before it sends frames "
+                                      "(RFC 6455 section 4.1)")));
     stream_.expires_never();
     std::shared_ptr<Exchange> exchange(new Exchange(server_, shared_from_this(), parser_->release()));
     server_->router_(std::move(exchange));

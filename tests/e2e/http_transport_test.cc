@@ -271,6 +271,32 @@ int OpenFiles(pid_t pid) {
   return n;
 }
 
+// RFC 6455 section 4.1: a client waits for the 101 before it sends frames. Bytes that came with the
+// upgrade request were read with it and never reached the session (a frame silently lost); they
+// are refused with a 400 that says so. A client that waits is served (a ping gets its pong).
+TEST_F(HttpTransportTest, FramesSentBeforeThe101AreRefusedNotLost) {
+  const std::string upgrade =
+      "GET /skinning.v1.PoseService/PoseSession HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+      "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+  // A masked ping with the payload "hi" (mask 0: the payload as is).
+  const std::string ping("\x89\x82\x00\x00\x00\x00hi", 8);
+  bool closed = false;
+  const std::string refused = RawExchange(port_, upgrade + ping, 5, &closed);
+  EXPECT_THAT(refused, StartsWith("HTTP/1.1 400"));
+  EXPECT_THAT(refused, HasSubstr("before the handshake's 101"));
+  EXPECT_THAT(refused, HasSubstr("RFC 6455"));
+  EXPECT_THAT(refused, Not(HasSubstr("101 Switching")));
+  EXPECT_TRUE(closed);
+
+  RawConnection waits(port_);
+  ASSERT_TRUE(waits.Send(upgrade));
+  ASSERT_THAT(waits.Read(5, HasWholeResponse), StartsWith("HTTP/1.1 101"));
+  ASSERT_TRUE(waits.Send(ping));
+  // The pong: FIN + opcode 0xA, unmasked, the same payload.
+  const std::string pong = waits.Read(5, [](const std::string& got) { return got.size() >= 4; });
+  EXPECT_EQ(pong, std::string("\x8a\x02hi", 4));
+}
+
 // Out of descriptors, a connection stays queued and the acceptor ready: accepting again at once
 // spun the front-door threads. The server waits (100 ms doubling to 1 s), logs the episode once,
 // and serves again as soon as descriptors are free.
