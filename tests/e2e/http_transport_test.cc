@@ -381,10 +381,14 @@ TEST(HttpAcceptTest, OutOfFileDescriptorsTheServerWaitsLogsOnceAndRecovers) {
   held.clear();  // the server sees them close and frees their descriptors
   const auto t0 = std::chrono::steady_clock::now();
   auto health = HttpCall(port, "GET", "/healthz", "", {}, 10);
-  ASSERT_TRUE(health.ok()) << health.status();
+  auto server_log = [&err] {
+    std::ifstream in(err);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_TRUE(health.ok()) << health.status() << "\nserver stderr:\n" << server_log();
   EXPECT_EQ(health->status, 200);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
-  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server_log();
   std::ifstream in(err);
   int lines = 0;
   for (std::string line; std::getline(in, line);) {
