@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -58,13 +57,9 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
       return nodes;
     };
     std::string coarse;
-    ASSIGN_OR_RETURN(std::optional<Eigen::MatrixXd> start,
-                     BbwCoarseStart(mesh, options.domain.voxel, domain, bone_nodes, options.bbw,
-                                    progress.Sub(0.1, 0.3), &coarse));
     BbwReport r;
-    ASSIGN_OR_RETURN(node_weights, BoundedBiharmonicWeights(domain, pinned, options.bbw, &r,
-                                                            progress.Sub(start ? 0.3 : 0.1, 1.0),
-                                                            start ? &*start : nullptr));
+    ASSIGN_OR_RETURN(node_weights, BbwFromCoarseStart(mesh, options.domain.voxel, domain, pinned, bone_nodes,
+                                                      options.bbw, &r, progress.Sub(0.1, 1.0), &coarse));
     report->detail = absl::StrFormat("%d nodes shared at joints, %s%s", shared, coarse, r.BriefReport());
   } else {
     GeodesicWeightsReport r;

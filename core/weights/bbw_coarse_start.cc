@@ -23,13 +23,11 @@ absl::StatusOr<std::optional<Eigen::MatrixXd>> BbwCoarseStart(const Mesh& mesh, 
   if (!coarse.ok()) return std::nullopt;
   absl::StatusOr<std::vector<std::vector<int>>> pinned = handle_nodes_on(*coarse);
   if (!pinned.ok()) return std::nullopt;
-  ASSIGN_OR_RETURN(std::optional<Eigen::MatrixXd> start,
-                   BbwCoarseStart(mesh, coarse_voxel, *coarse, handle_nodes_on, options, progress.Sub(0.1, 0.3), detail));
   BbwOptions raw = options;
   raw.normalize = false;  // the per-handle minimizers: their zero sets are the active sets
   BbwReport report;
-  absl::StatusOr<Eigen::MatrixXd> W =
-      BoundedBiharmonicWeights(*coarse, *pinned, raw, &report, progress.Sub(0.3, 1.0), start ? &*start : nullptr);
+  absl::StatusOr<Eigen::MatrixXd> W = BbwFromCoarseStart(mesh, coarse_voxel, *coarse, *pinned, handle_nodes_on, raw,
+                                                         &report, progress.Sub(0.1, 1.0), detail);
   RETURN_IF_ERROR(progress.CheckCancelled());
   if (!W.ok()) return std::nullopt;
   ASSIGN_OR_RETURN(Eigen::MatrixXd at_fine, InterpolateOnGrid(*coarse, *W, fine.nodes));
@@ -38,6 +36,17 @@ absl::StatusOr<std::optional<Eigen::MatrixXd>> BbwCoarseStart(const Mesh& mesh, 
   absl::StrAppendFormat(detail, "start from resolution %d (%d nodes, %s); ", resolution, coarse->num_nodes(),
                         report.BriefReport());
   return std::optional<Eigen::MatrixXd>(std::move(at_fine));
+}
+
+absl::StatusOr<Eigen::MatrixXd> BbwFromCoarseStart(const Mesh& mesh, const VoxelGridOptions& voxel,
+                                                   const VolumeDomain& fine, const std::vector<std::vector<int>>& pinned,
+                                                   const HandleNodesOn& handle_nodes_on, const BbwOptions& options,
+                                                   BbwReport* report, const Progress& progress, std::string* detail) {
+  constexpr double kCoarseShare = 0.2;
+  ASSIGN_OR_RETURN(const std::optional<Eigen::MatrixXd> start,
+                   BbwCoarseStart(mesh, voxel, fine, handle_nodes_on, options, progress.Sub(0.0, kCoarseShare), detail));
+  return BoundedBiharmonicWeights(fine, pinned, options, report, progress.Sub(start ? kCoarseShare : 0.0, 1.0),
+                                  start ? &*start : nullptr);
 }
 
 }  // namespace skinning

@@ -36,6 +36,16 @@ absl::StatusOr<std::optional<Eigen::MatrixXd>> BbwCoarseStart(const Mesh& mesh, 
                                                              const BbwOptions& options, const Progress& progress,
                                                              std::string* detail);
 
+// BoundedBiharmonicWeights(fine, pinned, options, report) started from BbwCoarseStart's start where
+// there is one (else from ADMM, as BoundedBiharmonicWeights does alone): the three bakes that run
+// BBW on a grid, and each coarse grid of BbwCoarseStart itself. `pinned` are fine's handle nodes
+// (handle_nodes_on(fine)). The coarse grids report in the first fifth of `progress`; `detail`
+// gets BbwCoarseStart's text. Errors as BoundedBiharmonicWeights's, and CANCELLED.
+absl::StatusOr<Eigen::MatrixXd> BbwFromCoarseStart(const Mesh& mesh, const VoxelGridOptions& voxel,
+                                                   const VolumeDomain& fine, const std::vector<std::vector<int>>& pinned,
+                                                   const HandleNodesOn& handle_nodes_on, const BbwOptions& options,
+                                                   BbwReport* report, const Progress& progress, std::string* detail);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_WEIGHTS_BBW_COARSE_START_H_

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,13 +91,10 @@ absl::StatusOr<Eigen::MatrixXd> JointBbwEndpoints(const Mesh& mesh, const Skelet
   RETURN_IF_ERROR(progress.CheckCancelled());
   const auto t1 = std::chrono::steady_clock::now();
   std::string coarse;
-  ASSIGN_OR_RETURN(const std::optional<Eigen::MatrixXd> start,
-                   BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw,
-                                  progress.Sub(0.1, 0.3), &coarse));
   BbwReport br;
   ASSIGN_OR_RETURN(Eigen::MatrixXd node_weights,
-                   BoundedBiharmonicWeights(domain, pinned, options.bbw, &br, progress.Sub(start ? 0.3 : 0.1, 1.0),
-                                            start ? &*start : nullptr));
+                   BbwFromCoarseStart(mesh, options.domain.voxel, domain, pinned, point_nodes_on, options.bbw, &br,
+                                      progress.Sub(0.1, 1.0), &coarse));
   report->solve_seconds = SecondsSince(t1);
   report->detail = absl::StrFormat("%d point handles (%d at bone ends that are not joints), %s%d "
                                    "factorizations, %.3g s",

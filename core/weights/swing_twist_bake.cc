@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <optional>
 #include <string>
 #include <utility>
 
@@ -83,16 +82,12 @@ absl::StatusOr<SwingTwistBakeResult> BakeSwingTwist(const Mesh& mesh, const Skel
   const Progress dprog = progress.Sub(0.1, 0.3);
   dprog.Report("deformer weights", 0.0);
   const std::vector<JointHandle> points = JointPointHandles(skeleton);
-  ASSIGN_OR_RETURN(std::vector<std::vector<int>> point_nodes, RasterizeHandles(domain, points));
+  const HandleNodesOn point_nodes_on = [&points](const VolumeDomain& d) { return RasterizeHandles(d, points); };
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> point_nodes, point_nodes_on(domain));
   const auto deformer_start = Clock::now();
   std::string coarse;
-  const HandleNodesOn point_nodes_on = [&points](const VolumeDomain& d) { return RasterizeHandles(d, points); };
-  ASSIGN_OR_RETURN(const std::optional<Eigen::MatrixXd> start,
-                   BbwCoarseStart(mesh, options.domain.voxel, domain, point_nodes_on, options.bbw, dprog.Sub(0.0, 0.2),
-                                  &coarse));
-  ASSIGN_OR_RETURN(Eigen::MatrixXd d, BoundedBiharmonicWeights(domain, point_nodes, options.bbw, nullptr,
-                                                               dprog.Sub(start ? 0.2 : 0.0, 1.0),
-                                                               start ? &*start : nullptr));
+  ASSIGN_OR_RETURN(Eigen::MatrixXd d, BbwFromCoarseStart(mesh, options.domain.voxel, domain, point_nodes,
+                                                         point_nodes_on, options.bbw, nullptr, dprog, &coarse));
   const double deformer_seconds = SecondsSince(deformer_start);  // with the coarse start
   const std::string deformer_start_detail =
       coarse.empty() ? "" : absl::StrCat(" (", absl::StripSuffix(coarse, "; "), ")");
