@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_rigs.h"
+#include "bench/bench_stats.h"
 #include "bench/spawned_server.h"
 #include "client/client.h"
 #include "google/protobuf/util/time_util.h"
@@ -85,12 +86,6 @@ v1::BakeOptions Options() {
   else o.mutable_bbw();
   o.mutable_domain()->set_voxel_resolution(absl::GetFlag(FLAGS_resolution));
   return o;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
 int Run(int workers) {

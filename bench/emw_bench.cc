@@ -7,16 +7,33 @@
 //   ./build/bench/emw_bench [resolution=55] [threads=2] [gold_standard=1]
 //
 // Resolution 55 gives 40,890 nodes.
+//
+//   ./build/bench/emw_bench --animation=CesiumMan [--resolution=64] [--threads=2] [--frames=0]
+//
+// A session of the gold standard over a real character's animation (../shared/data/gltf/NAME,
+// its first animation sampled at 30 frames/s; --frames > 0 takes only that many): the model the
+// server's elastic_model bake builds (BuildElasticModel at the given voxel resolution), then
+// every frame solved as the server's elastic deformer solves a session's frame (NextStart, then
+// Solve from the lower-energy of its starts) and from the default start (cold). Prints each
+// frame's largest joint step, both solves' iterations and times, and the share of the cold
+// solve a session frame takes, with its median and 90th percentile overall and by step size.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include <Eigen/Geometry>
 
+#include "bench/bench_stats.h"
 #include "core/geometry/mesh.h"
+#include "core/io/gltf.h"
+#include "core/rig/animation.h"
+#include "core/rig/pose.h"
 #include "core/geometry/volume_domain.h"
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
@@ -26,6 +43,7 @@
 #include "core/weights/emw.h"
 #include "core/weights/geodesic_weights.h"
 #include "core/weights/handles.h"
+#include "core/weights/swing_twist_bake.h"
 
 namespace skinning {
 namespace {
@@ -248,11 +266,119 @@ int Run(int resolution, int threads, bool gold_standard) {
   return 0;
 }
 
+
+int RunAnimation(const std::string& name, int resolution, int threads, int max_frames) {
+  const std::string path = std::string(SKINNING_DATA_DIR) + "/gltf/" + name + "/" + name + ".glb";
+  absl::StatusOr<GltfCharacter> g = ReadGltf(path);
+  if (!g.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), g.status().ToString().c_str());
+    return 1;
+  }
+  if (g->animations.empty()) {
+    std::fprintf(stderr, "%s has no animation\n", path.c_str());
+    return 1;
+  }
+  const Skeleton& skeleton = g->skeleton;
+  absl::StatusOr<std::vector<int>> order = TopologicalOrder(skeleton);
+  if (!order.ok()) return 1;
+  DomainOptions domain;
+  domain.voxel.resolution = resolution;
+  auto t = Clock::now();
+  absl::StatusOr<std::shared_ptr<const ElasticModel>> model = BuildElasticModel(g->mesh, skeleton, domain);
+  if (!model.ok()) {
+    std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  const double build_s = Since(t);
+  const Animation& anim = g->animations[0];
+  int frames = std::max(2, static_cast<int>(std::ceil((anim.end - anim.start) * 30)) + 1);
+  if (max_frames > 0) frames = std::min(frames, max_frames);
+  std::vector<std::vector<Eigen::Affine3d>> T(frames);
+  for (int f = 0; f < frames; ++f) {
+    const double time = anim.start + f / 30.0;
+    absl::StatusOr<std::vector<Eigen::Affine3d>> tf =
+        SkinningTransforms(skeleton, *order, Pose{SampleAnimation(skeleton, anim, std::min(time, anim.end))});
+    if (!tf.ok()) return 1;
+    T[f] = *tf;
+  }
+  std::printf("%s, animation \"%s\" at 30 frames/s: %d frames; %d nodes (voxel resolution %d), model built in %.2f s, "
+              "%d threads\n",
+              name.c_str(), anim.name.empty() ? "(unnamed)" : anim.name.c_str(), frames, (*model)->domain().num_nodes(), resolution, build_s, threads);
+  ElasticOptions cold_options;
+  cold_options.threads = threads;
+  ElasticOptions session_options = cold_options;
+  session_options.keep_lower_start = true;  // as the server's elastic deformer
+  // Frame 0 opens the session (a cold solve, as a session's first frame is).
+  ElasticReport first;
+  absl::StatusOr<RowMatrixX3d> X0 = (*model)->Solve(T[0], nullptr, cold_options, &first);
+  if (!X0.ok()) return 1;
+  ElasticModel::FrameHistory history{T[0], *X0, {}, {}};
+  std::printf("%5s %9s %16s %16s %8s %s\n", "frame", "step deg", "cold s / it", "session s / it", "share",
+              "final E, session rel. to cold");
+  std::vector<double> shares, iteration_shares, steps;
+  double cold_total = 0, session_total = 0;
+  for (int f = 1; f < frames; ++f) {
+    // The largest rotation of any joint's skinning transform from the last frame.
+    double step = 0;
+    for (int j = 0; j < skeleton.size(); ++j) {
+      const Eigen::Matrix3d R = T[f][j].linear() * T[f - 1][j].linear().inverse();
+      step = std::max(step, Eigen::AngleAxisd(Eigen::Quaterniond(R).normalized()).angle() * 180 / M_PI);
+    }
+    ElasticReport cold, session;
+    const auto t_session = Clock::now();
+    absl::StatusOr<ElasticModel::Prediction> next = (*model)->NextStart(history, T[f]);
+    if (!next.ok()) return 1;
+    absl::StatusOr<RowMatrixX3d> X = (*model)->Solve(T[f], next->Starts(), session_options, &session);
+    const double session_s = Since(t_session);
+    if (!X.ok() || !(*model)->Solve(T[f], nullptr, cold_options, &cold).ok()) {
+      std::fprintf(stderr, "frame %d: solve failed\n", f);
+      return 1;
+    }
+    history = ElasticModel::NextHistory(history, *next, T[f], *X);
+    const double share = session_s / cold.seconds;
+    shares.push_back(share);
+    iteration_shares.push_back(static_cast<double>(session.iterations) / std::max(1, cold.iterations));
+    steps.push_back(step);
+    cold_total += cold.seconds;
+    session_total += session_s;
+    std::printf("%5d %9.2f %8.3f / %4d %8.3f / %4d %7.0f%% %+.1e\n", f, step, cold.seconds, cold.iterations, session_s,
+                session.iterations, 100 * share, (session.energy.back() - cold.energy.back()) / cold.energy.back());
+  }
+  std::printf("session frames: time share of the cold solve median %.0f%%, 90th percentile %.0f%%; iterations median "
+              "%.0f%%; all frames %.2f s against %.2f s cold (%.0f%%)\n",
+              100 * Percentile(shares, 0.5), 100 * Percentile(shares, 0.9), 100 * Percentile(iteration_shares, 0.5),
+              session_total, cold_total, 100 * session_total / cold_total);
+  const double edges[] = {0, 2, 5, 10, 1e9};
+  for (int b = 0; b < 4; ++b) {
+    std::vector<double> in;
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i] > edges[b] && steps[i] <= edges[b + 1]) in.push_back(shares[i]);
+    if (in.empty()) continue;
+    std::printf("  largest joint step in (%g, %g] deg: %zu frames, share median %.0f%%, 90th percentile %.0f%%\n",
+                edges[b], edges[b + 1] > 1e8 ? 180.0 : edges[b + 1], in.size(), 100 * Percentile(in, 0.5),
+                100 * Percentile(in, 0.9));
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace skinning
 
 int main(int argc, char** argv) {
   skinning::UseFastestBlasKernels(argv);  // may re-execute with faster OpenBLAS kernels
+  if (argc > 1 && std::strncmp(argv[1], "--animation=", 12) == 0) {
+    int resolution = skinning::VoxelGridOptions().resolution, threads = 2, frames = 0;
+    for (int i = 2; i < argc; ++i) {
+      if (std::strncmp(argv[i], "--resolution=", 13) == 0) resolution = std::atoi(argv[i] + 13);
+      else if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
+      else if (std::strncmp(argv[i], "--frames=", 9) == 0) frames = std::atoi(argv[i] + 9);
+      else {
+        std::fprintf(stderr, "unknown argument %s (--resolution=R --threads=N --frames=F)\n", argv[i]);
+        return 2;
+      }
+    }
+    return skinning::RunAnimation(argv[1] + 12, resolution, threads, frames);
+  }
   const int resolution = argc > 1 ? std::atoi(argv[1]) : 55;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   const bool gold = argc > 3 ? std::atoi(argv[3]) != 0 : true;

@@ -59,6 +59,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_rigs.h"
+#include "bench/bench_stats.h"
 #include "bench/spawned_server.h"
 #include "client/client.h"
 #include "core/util/process_stats.h"
@@ -495,11 +496,6 @@ struct RunResult {
   double p50 = 0, p99 = 0, p999 = 0;
 };
 
-double Percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return NAN;
-  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))];
-}
-
 // Closed loop when rate == 0 (threads = concurrency), else open loop at `rate` calls/s.
 RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   const double warmup = absl::GetFlag(FLAGS_warmup), duration = absl::GetFlag(FLAGS_duration);
@@ -565,9 +561,9 @@ RunResult Run(const Fixture& fx, Workload workload, int threads, double rate) {
   std::sort(all.begin(), all.end());
   out.calls = static_cast<int64_t>(all.size());
   for (const auto& [code, n] : out.errors) out.calls += n;
-  out.p50 = Percentile(all, 0.5);
-  out.p99 = Percentile(all, 0.99);
-  out.p999 = Percentile(all, 0.999);
+  out.p50 = PercentileOfSorted(all, 0.5);
+  out.p99 = PercentileOfSorted(all, 0.99);
+  out.p999 = PercentileOfSorted(all, 0.999);
   return out;
 }
 

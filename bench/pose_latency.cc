@@ -13,17 +13,13 @@
 #include <vector>
 
 #include "bench/bench_rigs.h"
+#include "bench/bench_stats.h"
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "server/server.h"
 
 namespace skinning {
 namespace {
-
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 int Run(int calls, int vertices) {
   const std::string store = std::filesystem::temp_directory_path() / ("pose-latency-" + std::to_string(getpid()));
