@@ -5,7 +5,7 @@
 // should be below.
 //
 //   ./build/bench/weights_quality [--resolution=64] [--falloff=12] [--heat=4] [--heat_mode=default|paper|normals|blender] [--methods=nearest_bone,bone_heat,geodesic_voxel,bbw]
-//                                 [--characters=arm,RiggedSimple,RiggedFigure,CesiumMan] [--blender=blender]
+//                                 [--characters=arm,RiggedSimple,RiggedFigure,CesiumMan,SimpleSkin] [--blender=blender]
 //                                 [--per_joint]  (also the error of the animation and of each joint's bends)
 //
 // With --blender, Blender's bone heat ("parent with automatic weights", run headless by
@@ -103,7 +103,8 @@ bool LoadArm(Character* c) {
 bool LoadGltf(const std::string& name, Character* c) {
   const std::string file = name == "RiggedSimple" || name == "RiggedFigure" || name == "CesiumMan"
                                ? DataPath("gltf/" + name + "/" + name + ".glb")
-                               : "";
+                           : name == "SimpleSkin" ? DataPath("gltf/SimpleSkin/SimpleSkin.gltf")
+                                                  : "";
   if (file.empty()) return false;
   auto g = ReadGltf(file);
   if (!g.ok()) return false;
@@ -285,7 +286,7 @@ int Run(int argc, char** argv) {
   // "normals" (default + Blender's normal-weighted distance), "blender" (normals + its 1e-4 ties).
   std::string heat_mode = "default";
   std::vector<std::string> methods = {"nearest_bone", "bone_heat", "geodesic_voxel", "bbw"};
-  std::vector<std::string> names = {"arm", "RiggedSimple", "RiggedFigure", "CesiumMan"};
+  std::vector<std::string> names = {"arm", "RiggedSimple", "RiggedFigure", "CesiumMan", "SimpleSkin"};
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     if (arg.rfind("--resolution=", 0) == 0) resolution = std::atoi(arg.c_str() + 13);
