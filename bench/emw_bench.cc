@@ -31,12 +31,12 @@
 
 #include "bench/bench_stats.h"
 #include "core/geometry/mesh.h"
+#include "core/geometry/volume_domain.h"
 #include "core/io/gltf.h"
 #include "core/rig/animation.h"
-#include "core/rig/pose.h"
-#include "core/geometry/volume_domain.h"
 #include "core/rig/bones.h"
 #include "core/rig/joint_frames.h"
+#include "core/rig/pose.h"
 #include "core/rig/skeleton.h"
 #include "core/solve/elastic.h"
 #include "core/util/blas_kernels.h"
@@ -266,7 +266,6 @@ int Run(int resolution, int threads, bool gold_standard) {
   return 0;
 }
 
-
 int RunAnimation(const std::string& name, int resolution, int threads, int max_frames) {
   const std::string path = std::string(SKINNING_DATA_DIR) + "/gltf/" + name + "/" + name + ".glb";
   absl::StatusOr<GltfCharacter> g = ReadGltf(path);
@@ -303,7 +302,8 @@ int RunAnimation(const std::string& name, int resolution, int threads, int max_f
   }
   std::printf("%s, animation \"%s\" at 30 frames/s: %d frames; %d nodes (voxel resolution %d), model built in %.2f s, "
               "%d threads\n",
-              name.c_str(), anim.name.empty() ? "(unnamed)" : anim.name.c_str(), frames, (*model)->domain().num_nodes(), resolution, build_s, threads);
+              name.c_str(), anim.name.empty() ? "(unnamed)" : anim.name.c_str(), frames, (*model)->domain().num_nodes(),
+              resolution, build_s, threads);
   ElasticOptions cold_options;
   cold_options.threads = threads;
   ElasticOptions session_options = cold_options;
