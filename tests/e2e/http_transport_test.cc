@@ -9,8 +9,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -23,6 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/support/data.h"
 #include "tests/support/http_client.h"
 #include "tests/support/raw_connection.h"
 #include "tests/support/server_process.h"
@@ -31,6 +30,7 @@ namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
+using ::skinning::testing::FileBytes;
 using ::skinning::testing::HasWholeResponse;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
@@ -252,8 +252,7 @@ TEST_F(HttpTransportTest, TransportRefusalsCarryCorsHeadersForAnAllowedOriginOnl
 
 // utime + stime of process `pid`, in seconds.
 double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = FileBytes("/proc/" + std::to_string(pid) + "/stat");
   std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
   std::string field;
   long ticks = 0;
@@ -346,8 +345,7 @@ TEST(HttpAcceptTest, ConnectionsPastTheLimitGet503AndTheNextIsServedOnceOneClose
   EXPECT_THAT(got, StartsWith("HTTP/1.1 200"));
   held.clear();
   EXPECT_EQ(server.Stop(SIGTERM), 0);
-  std::ifstream in(err);
-  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string log = FileBytes(err);
   size_t logged = 0;
   for (size_t at = log.find("connections open, its limit"); at != std::string::npos;
        at = log.find("connections open, its limit", at + 1))
@@ -381,15 +379,11 @@ TEST(HttpAcceptTest, OutOfFileDescriptorsTheServerWaitsLogsOnceAndRecovers) {
   held.clear();  // the server sees them close and frees their descriptors
   const auto t0 = std::chrono::steady_clock::now();
   auto health = HttpCall(port, "GET", "/healthz", "", {}, 10);
-  auto server_log = [&err] {
-    std::ifstream in(err);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  ASSERT_TRUE(health.ok()) << health.status() << "\nserver stderr:\n" << server_log();
+  ASSERT_TRUE(health.ok()) << health.status() << "\nserver stderr:\n" << FileBytes(err);
   EXPECT_EQ(health->status, 200);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 3.0);
-  EXPECT_EQ(server.Stop(SIGTERM), 0) << server_log();
-  std::ifstream in(err);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << FileBytes(err);
+  std::istringstream in(FileBytes(err));
   int lines = 0;
   for (std::string line; std::getline(in, line);) {
     if (!absl::StrContains(line, "cannot accept connections")) continue;
