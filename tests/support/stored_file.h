@@ -1,22 +1,17 @@
-// What a store wrote, read from outside the server: whole files, the little-endian fields of the
-// stores' 20-byte header (magic "SKB1", version, length, CRC-32; server/store/blob_framing.h),
-// and a stored file's payload, for tests that look at or damage what the server stored.
+// What a store wrote, read from outside the server (whole files with data.h's FileBytes): the
+// little-endian fields of the stores' 20-byte header (magic "SKB1", version, length, CRC-32;
+// server/store/blob_framing.h), and a stored file's payload, for tests that look at or damage
+// what the server stored.
 #ifndef SKINNING_TESTS_SUPPORT_STORED_FILE_H_
 #define SKINNING_TESTS_SUPPORT_STORED_FILE_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <string>
 
-namespace skinning::testing {
+#include "tests/support/data.h"
 
-// The bytes of the file `path`; empty when it cannot be read.
-inline std::string ReadRawFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+namespace skinning::testing {
 
 // The unsigned little-endian integer of `bytes` bytes at `at` in `s`.
 inline uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
@@ -28,7 +23,7 @@ inline uint64_t LittleEndian(const std::string& s, size_t at, int bytes) {
 // The payload of the stored file `path`; a file without the header (written before the
 // framing) as it is; empty when it cannot be read.
 inline std::string StoredPayload(const std::string& path) {
-  const std::string raw = ReadRawFile(path);
+  const std::string raw = FileBytes(path);
   constexpr size_t kHeader = 20;
   return raw.size() >= kHeader && raw.compare(0, 4, "SKB1") == 0 ? raw.substr(kHeader) : raw;
 }

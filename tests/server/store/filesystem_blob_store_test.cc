@@ -116,7 +116,7 @@ TEST(FilesystemBlobStore, FilesAreFramedAndADamagedOneIsDataLoss) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   BlobStore& store = **opened;
   ASSERT_TRUE(store.Put("check/crc", "123456789").ok());
-  const std::string raw = testing::ReadRawFile((root / "check" / "crc").string());
+  const std::string raw = testing::FileBytes((root / "check" / "crc").string());
   ASSERT_EQ(raw.size(), kBlobHeaderBytes + 9);
   EXPECT_EQ(raw.substr(0, 4), "SKB1");
   EXPECT_EQ(testing::LittleEndian(raw, 4, 4), kBlobFormatVersion);
@@ -129,7 +129,7 @@ TEST(FilesystemBlobStore, FilesAreFramedAndADamagedOneIsDataLoss) {
   ASSERT_TRUE(store.Put("bakes/b.pb", payload).ok());
   EXPECT_EQ(*store.Get("bakes/b.pb"), payload);
   const fs::path file = root / "bakes" / "b.pb";
-  const std::string good = testing::ReadRawFile(file.string());
+  const std::string good = testing::FileBytes(file.string());
   const auto expect_loss = [&](const std::string& why) {
     const absl::Status s = store.Get("bakes/b.pb").status();
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;

@@ -177,7 +177,7 @@ TEST(RigStore, RefusesCorruptOrForeignVersionArtifactsWithDataLoss) {
   ASSERT_TRUE(stored.ParseFromString(*payload));
   // The file cut in half (the blob store's length check), then the payload cut in half and
   // written whole (the artifact does not parse).
-  const std::string file = testing::ReadRawFile(path);
+  const std::string file = testing::FileBytes(path);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << file.substr(0, file.size() / 2);
   auto loaded = OpenStore(dir)->Get(id);
   EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss) << loaded.status();
@@ -258,8 +258,8 @@ TEST(RigStore, ARigWithoutAReadableSummaryIsListedAndRegisteringItWritesTheSumma
   const v1::Rig proto = RigToProto(MakeTwoBoneTube());
   const std::string id = OpenStore(dir)->Register(proto)->rig_id;
   const std::string info = dir + "/rigs/" + id + ".info";
-  const std::string good = testing::ReadRawFile(info);
-  const auto read_info = [&] { return testing::ReadRawFile(info); };
+  const std::string good = testing::FileBytes(info);
+  const auto read_info = [&] { return testing::FileBytes(info); };
   const auto expect_listed = [&](RigStore& store) {
     absl::StatusOr<std::vector<v1::Rig>> listed = store.List();
     ASSERT_TRUE(listed.ok()) << listed.status();
