@@ -23,7 +23,7 @@ json Parse(absl::string_view text) {
 // overflow ..."), for a file that did not parse.
 std::string ParseError(absl::string_view text) {
   try {
-    (void)json::parse(text.begin(), text.end());
+    [[maybe_unused]] const json parsed = json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
     return e.what();
   }

@@ -384,7 +384,9 @@ TEST_F(MetricsTest, BlasInfoNamesTheKernelsTheServerRuns) {
     return;
   }
   EXPECT_THAT(line, ::testing::HasSubstr(label("library") + ", " + label("kernels") + " kernels"));
-  if (!label("replaced").empty()) EXPECT_THAT(line, ::testing::HasSubstr("OpenBLAS chose " + label("replaced")));
+  if (!label("replaced").empty()) {
+    EXPECT_THAT(line, ::testing::HasSubstr("OpenBLAS chose " + label("replaced")));
+  }
 }
 
 TEST_F(MetricsTest, StoreErrorsArePresentAndNotFoundIsNoError) {
