@@ -14,12 +14,17 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/stubs/common.h>
+#include <grpcpp/grpcpp.h>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/util/blas_kernels.h"
+#include "core/util/build_info.h"
 #include "core/util/cpus.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
@@ -144,6 +149,15 @@ int main(int argc, char** argv) {
   // Before anything else: may re-execute the server with OpenBLAS's fastest kernels for this CPU.
   skinning::UseFastestBlasKernels(argv);
   absl::SetProgramUsageMessage("The skinning service's gRPC server.\nUsage: skinning-server [flags]");
+  // "skinning-server 0.1.0 (Release build; gRPC …, protobuf …, Eigen …, CHOLMOD …)": --version and
+  // the start's "version:" line (Abseil's own --version said "Debug build" for any build, from
+  // how Debian built Abseil).
+  const std::string version = skinning::DescribeBuild(
+      {absl::StrCat("gRPC ", grpc::Version()),
+       absl::StrCat("protobuf ", google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION))});
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [version] { return absl::StrCat("skinning-server ", version, "\n"); };
+  absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
   // Debian's Abseil is built with Mutex deadlock detection on, and gRPC's locks are absl::Mutex:
   // every lock and unlock updated a global lock-order graph (4-5 % of the server's CPU under
@@ -325,6 +339,7 @@ int main(int argc, char** argv) {
                                      : (options.redis_credentials.tls ? "rediss://" : "redis://") +
                                            options.redis_address + " prefix " + options.redis_prefix;
   std::printf("skinning-server listening on port %d (store %s)\n", (*server)->port(), store_name.c_str());
+  std::printf("skinning-server version: %s\n", version.c_str());
   std::printf("skinning-server security: %s\n", (*server)->SecuritySummary().c_str());
   std::printf("skinning-server role: %s\n", options.role.c_str());
   if (!(*server)->older_bakes_summary().empty())

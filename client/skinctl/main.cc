@@ -1,5 +1,8 @@
 // skinctl: register, list, inspect, delete, bake and pose rigs on a skinning server. One file
 // per command (commands.h); this file holds the usage text and the dispatch.
+#include <google/protobuf/stubs/common.h>
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -12,10 +15,12 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "client/skinctl/commands.h"
+#include "core/util/build_info.h"
 #include "core/util/status_macros.h"
 
 namespace skinning {
@@ -160,6 +165,16 @@ absl::Status Run(const Args& args, const std::vector<std::string>& flags_given) 
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(skinning::kUsage);
+  // "skinctl 0.1.0 (Release build; gRPC …, protobuf …, Eigen …, CHOLMOD …)".
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = [] {
+    return absl::StrCat(
+        "skinctl ",
+        skinning::DescribeBuild({absl::StrCat("gRPC ", grpc::Version()),
+                                 absl::StrCat("protobuf ", google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION))}),
+        "\n");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   const std::vector<std::string> flags_given = skinning::FlagsGiven(argc, argv);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   absl::Status s = skinning::Run(args, flags_given);

@@ -1,5 +1,6 @@
 #include "server/metrics/metrics.h"
 
+#include <grpcpp/grpcpp.h>
 #include <prometheus/text_serializer.h>
 
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/blas_kernels.h"
+#include "core/util/build_info.h"
 
 
 namespace skinning {
@@ -208,6 +210,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
               {"replaced", ReplacedOpenBlasCore()}})
         .Set(1);
   }
+  // Which build each replica runs (the start's "version:" line says the same), so that a rollout
+  // shows on a dashboard as one series giving way to the next.
+  prometheus::BuildGauge()
+      .Name("skinning_build_info")
+      .Help("This server's build (always 1): the project's version, its CMake build type and the gRPC library's version")
+      .Register(*registry_)
+      .Add({{"version", ProjectVersion()}, {"build_type", BuildType()}, {"grpc", grpc::Version()}})
+      .Set(1);
   // Every deformer's series exists from the start (a dashboard sees 0, not "no data").
   for (int d = v1::Deformer_MIN; d <= v1::Deformer_MAX; ++d)
     if (v1::Deformer_IsValid(d)) FrameSeconds(DeformerLabel(static_cast<v1::Deformer>(d)));

@@ -2,6 +2,7 @@
 // every series with the right labels and counts.
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
+#include <grpcpp/grpcpp.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
@@ -387,6 +388,27 @@ TEST_F(MetricsTest, BlasInfoNamesTheKernelsTheServerRuns) {
   if (!label("replaced").empty()) {
     EXPECT_THAT(line, ::testing::HasSubstr("OpenBLAS chose " + label("replaced")));
   }
+}
+
+// Which build the replica runs: the labels say what the server's "version:" line says.
+TEST_F(MetricsTest, BuildInfoNamesTheVersionTheServerPrints) {
+  const std::vector<Sample> info = metrics_->Matching("skinning_build_info", {});
+  ASSERT_EQ(info.size(), 1u) << *text_;
+  EXPECT_EQ(info[0].value, 1);
+  EXPECT_EQ(metrics_->types.at("skinning_build_info"), "gauge");
+  const std::string out = server_->Output();
+  const size_t at = out.find("skinning-server version: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  const auto label = [&](const std::string& key) {
+    auto it = info[0].labels.find(key);
+    return it == info[0].labels.end() ? std::string() : it->second;
+  };
+  ASSERT_FALSE(label("version").empty());
+  ASSERT_FALSE(label("build_type").empty()) << "the suite is built with a build type";
+  EXPECT_THAT(line, ::testing::HasSubstr("version: " + label("version") + " (" + label("build_type") + " build; gRPC " +
+                                         label("grpc") + ", "));
+  EXPECT_EQ(label("grpc"), grpc::Version());
 }
 
 TEST_F(MetricsTest, StoreErrorsArePresentAndNotFoundIsNoError) {

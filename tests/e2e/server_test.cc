@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -381,6 +382,38 @@ TEST(ServerEndToEnd, ItRunsOpenBlasOnTheFastestKernelsTheCpuHas) {
   EXPECT_EQ(BetterOpenBlasCore(core, DetectCpuVectorSupport()), "")
       << "the server runs OpenBLAS's " << core << " kernels on a CPU with AVX2: " << line;
   EXPECT_THAT(line, Not(HasSubstr("OPENBLAS_CORETYPE"))) << "the environment chose for it: " << line;
+}
+
+// The version both programs report comes from the project's own records, read here
+// independently: CMakeLists.txt's project() line and the build folder's CMakeCache.txt. The
+// server says it at start too. (Abseil's default --version said "Debug build (NDEBUG not
+// #defined)" for a release build, from how Debian compiled Abseil.)
+std::string FileLineValue(const std::string& path, const std::string& prefix) {
+  std::istringstream in(testing::FileBytes(path));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  return "";
+}
+TEST(ServerEndToEnd, BothProgramsReportTheProjectVersionAndBuildType) {
+  std::string version = FileLineValue(std::string(SKINNING_SOURCE_DIR) + "/CMakeLists.txt", "project(skinning VERSION ");
+  version = version.substr(0, version.find(' '));
+  ASSERT_FALSE(version.empty()) << "no project(skinning VERSION …) line in CMakeLists.txt";
+  const std::string build_type = FileLineValue(std::string(SKINNING_BINARY_DIR) + "/CMakeCache.txt", "CMAKE_BUILD_TYPE:STRING=");
+  // "0.1.0 (Release build; gRPC 1.51.1, protobuf …, Eigen …, CHOLMOD …)"
+  const std::string expected = version + " (" + (build_type.empty() ? "no build type" : build_type + " build") +
+                               "; gRPC " + grpc::Version() + ", protobuf ";
+  for (const std::string program : {"server/skinning-server", "client/skinctl"}) {
+    const auto result = RunCommand({BinaryPath(program), "--version"});
+    EXPECT_EQ(result.exit_code, 0) << program << ": " << result.output;
+    const std::string name = program.substr(program.rfind('/') + 1);
+    EXPECT_EQ(result.output.rfind(name + " " + expected, 0), 0u) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(", Eigen ")) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(", CHOLMOD ")) << result.output;
+    EXPECT_THAT(result.output, Not(HasSubstr("NDEBUG"))) << result.output;
+  }
+  ServerProcess server(MakeTempDir("store"));
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_THAT(server.Output(), HasSubstr("skinning-server version: " + expected)) << server.Output();
 }
 
 // A connected but idle client must not hold the drain open: the server stops once nothing is in
