@@ -280,6 +280,7 @@ int Run(int argc, char** argv) {
   double falloff = 0;  // 0: the default
   double heat = 0;     // bone heat's c; 0: the default
   double dionne = -1;  // geodesic voxel with Dionne & de Lasa's weight function and this α; < 0: off
+  int smoothing = 0;   // geodesic voxel's smoothing passes
   std::string blender;  // the Blender binary, for its bone heat row
   bool per_joint = false;  // also the error of the animation and of each joint's bends
   // Bone heat's variant: "default" (the library's), "paper" (the nearest visible bone, c = 1),
@@ -293,13 +294,14 @@ int Run(int argc, char** argv) {
     else if (arg.rfind("--falloff=", 0) == 0) falloff = std::atof(arg.c_str() + 10);
     else if (arg.rfind("--heat=", 0) == 0) heat = std::atof(arg.c_str() + 7);
     else if (arg.rfind("--dionne_falloff=", 0) == 0) dionne = std::atof(arg.c_str() + 17);
+    else if (arg.rfind("--smoothing=", 0) == 0) smoothing = std::atoi(arg.c_str() + 12);
     else if (arg.rfind("--blender=", 0) == 0) blender = arg.substr(10);
     else if (arg == "--per_joint") per_joint = true;
     else if (arg.rfind("--heat_mode=", 0) == 0) heat_mode = arg.substr(12);
     else if (arg.rfind("--methods=", 0) == 0) methods = absl::StrSplit(arg.substr(10), ',');
     else if (arg.rfind("--characters=", 0) == 0) names = absl::StrSplit(arg.substr(13), ',');
     else {
-      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--dionne_falloff=A] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN] [--per_joint]\n");
+      std::fprintf(stderr, "usage: weights_quality [--resolution=N] [--falloff=F] [--heat=C] [--dionne_falloff=A] [--smoothing=N] [--heat_mode=M] [--methods=a,b] [--characters=a,b] [--blender=BIN] [--per_joint]\n");
       return 2;
     }
   }
@@ -341,6 +343,7 @@ int Run(int argc, char** argv) {
         options.domain.voxel.resolution = resolution;
         if (falloff > 0) options.geodesic.falloff = falloff;
         options.geodesic.dionne_falloff = dionne;
+        options.geodesic.smoothing = smoothing;
         if (heat > 0) options.bone_heat.heat_coefficient = heat;
         if (heat_mode == "paper") {
           options.bone_heat.nearest_must_be_visible = false;

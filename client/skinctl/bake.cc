@@ -61,6 +61,10 @@ absl::StatusOr<v1::BakeOptions> BakeOptionsFromFlags() {
       return absl::InvalidArgumentError("--dionne_falloff is for --bake_method=geodesic_voxel");
     options.mutable_geodesic_voxel()->set_dionne_falloff(alpha);  // the server checks the range
   }
+  if (const int passes = absl::GetFlag(FLAGS_smoothing); passes != 0) {
+    if (!options.has_geodesic_voxel()) return absl::InvalidArgumentError("--smoothing is for --bake_method=geodesic_voxel");
+    options.mutable_geodesic_voxel()->set_smoothing(passes);  // the server checks the range
+  }
   if (const std::string tet = absl::GetFlag(FLAGS_tet); !tet.empty()) {
     ASSIGN_OR_RETURN(TetMesh tets, ReadMedit(tet));
     v1::TetMesh* t = options.mutable_domain()->mutable_tet_mesh();

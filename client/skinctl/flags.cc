@@ -41,6 +41,7 @@ ABSL_FLAG(std::string, tet, "", "bake: a MEDIT .mesh tet mesh to run the volumet
 ABSL_FLAG(double, falloff, 0, "bake: geodesic falloff exponent (0 = server default, 12)");
 ABSL_FLAG(double, dionne_falloff, -1,
           "bake: geodesic voxel with Dionne & de Lasa's weight function and this falloff in [0, 1] (negative = the power law)");
+ABSL_FLAG(int, smoothing, 0, "bake: geodesic voxel smoothing passes over the voxel grid, in [0, 100] (0 = none)");
 ABSL_FLAG(bool, wait, true, "bake: wait for the bake and write its results (--nowait: print its name)");
 ABSL_FLAG(std::string, bake, "", "pose: use this bake's weights; solve: the fast_model bake (rigs/{rig}/bakes/{bake})");
 ABSL_FLAG(std::string, constraints, "", "solve: a JSON constraints file (see the README)");

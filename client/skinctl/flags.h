@@ -35,6 +35,7 @@ ABSL_DECLARE_FLAG(int, influences);
 ABSL_DECLARE_FLAG(std::string, tet);
 ABSL_DECLARE_FLAG(double, falloff);
 ABSL_DECLARE_FLAG(double, dionne_falloff);
+ABSL_DECLARE_FLAG(int, smoothing);
 ABSL_DECLARE_FLAG(bool, wait);
 ABSL_DECLARE_FLAG(std::string, bake);
 ABSL_DECLARE_FLAG(std::string, constraints);

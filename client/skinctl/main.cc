@@ -47,7 +47,7 @@ Commands:
   delete RIG Deletes a rig.
   bake      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=.. [--dmat=FILE] [--name=NAME])
             [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model|swing_twist|endpoint|elastic_model]
-            [--resolution=N] [--influences=K] [--tet=FILE.mesh] [--falloff=F] [--dionne_falloff=A] [--out=DIR] [--nowait]
+            [--resolution=N] [--influences=K] [--tet=FILE.mesh] [--falloff=F] [--dionne_falloff=A] [--smoothing=N] [--out=DIR] [--nowait]
             [--weights_bake=BAKE] [--endpoint_method=joint_bbw|projection]
             Bakes on the server with progress, then writes DIR/<rig>-<method>.dmat (dense
             #V x #joints: bone weights; swing_twist: the deformer weights d, plus -swing.dmat and
@@ -84,7 +84,7 @@ const std::map<std::string, std::vector<std::string>>& CommandFlags() {
         {"list", {}},
         {"get", {"out_file"}},
         {"delete", {}},
-        {"bake", {"rig", "bake_method", "resolution", "influences", "tet", "falloff", "dionne_falloff", "out", "wait",
+        {"bake", {"rig", "bake_method", "resolution", "influences", "tet", "falloff", "dionne_falloff", "smoothing", "out", "wait",
                   "weights_bake", "endpoint_method"}},
         {"bake-status", {}},
         {"cancel", {}},

@@ -66,8 +66,10 @@ absl::StatusOr<Eigen::MatrixXd> VolumetricBoneWeights(const Mesh& mesh,
     ASSIGN_OR_RETURN(node_weights, GeodesicVoxelWeights(domain, pinned, options.geodesic, &r,
                                                         progress.Sub(0.1, 1.0)));
     report->detail = options.geodesic.dionne_falloff >= 0
-                         ? absl::StrFormat("Dionne & de Lasa falloff %g, %s", options.geodesic.dionne_falloff, r.BriefReport())
-                         : absl::StrFormat("falloff %g, %s", options.geodesic.falloff, r.BriefReport());
+                         ? absl::StrFormat("Dionne & de Lasa falloff %g, ", options.geodesic.dionne_falloff)
+                         : absl::StrFormat("falloff %g, ", options.geodesic.falloff);
+    if (options.geodesic.smoothing > 0) absl::StrAppendFormat(&report->detail, "%d smoothing passes, ", options.geodesic.smoothing);
+    report->detail += r.BriefReport();
   }
   report->solve_seconds = SecondsSince(t1);
   // To the mesh: interpolation keeps rows summing to one and entries in [0, 1].

@@ -202,6 +202,51 @@ std::vector<int> NearestReached(const RowMatrixX3d& nodes, const std::vector<int
   return result;
 }
 
+using RowMajorMatrixXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Keeps the `k` largest entries of `row` (non-negative, summing to 1; ties to the lower column),
+// zeroes the rest and scales the kept ones to sum to 1.
+void KeepLargest(Eigen::Ref<Eigen::RowVectorXd> row, int k, std::vector<int>& order) {
+  order.clear();
+  for (int c = 0; c < row.size(); ++c)
+    if (row(c) > 0) order.push_back(c);
+  if (static_cast<int>(order.size()) <= k) return;
+  std::nth_element(order.begin(), order.begin() + k, order.end(),
+                   [&row](int a, int b) { return row(a) > row(b) || (row(a) == row(b) && a < b); });
+  for (size_t s = k; s < order.size(); ++s) row(order[s]) = 0.0;
+  row /= row.sum();
+}
+
+// `passes` smoothing passes of W (#N by #handles) over the domain's node graph (see
+// GeodesicWeightsOptions::smoothing); the nodes of `handle_nodes` stay as they are.
+absl::Status SmoothOverGraph(const VolumeDomain& domain, const std::vector<std::vector<int>>& handle_nodes,
+                             int passes, int k, const Progress& progress, Eigen::MatrixXd& W) {
+  const int n = domain.num_nodes();
+  std::vector<char> fixed(n, 0);
+  for (const std::vector<int>& nodes : handle_nodes)
+    for (int node : nodes) fixed[node] = 1;
+  RowMajorMatrixXd current = W, next(n, W.cols());
+  std::vector<int> order;
+  for (int pass = 0; pass < passes; ++pass) {
+    RETURN_IF_ERROR(progress.CheckCancelled());
+    progress.Report("smoothing", static_cast<double>(pass) / passes);
+    for (int i = 0; i < n; ++i) {
+      const int begin = domain.graph_offsets[i], end = domain.graph_offsets[i + 1];
+      if (fixed[i] || begin == end) {
+        next.row(i) = current.row(i);
+        continue;
+      }
+      next.row(i).setZero();
+      for (int e = begin; e < end; ++e) next.row(i) += current.row(domain.graph_targets[e]);
+      next.row(i) = 0.5 * current.row(i) + (0.5 / (end - begin)) * next.row(i);
+      KeepLargest(next.row(i), k, order);
+    }
+    current.swap(next);
+  }
+  W = current;
+  return absl::OkStatus();
+}
+
 // (1 − α) d + α d²: Dionne & de Lasa's weight is its inverse square.
 double DionneDenominator(double d, double alpha) { return (1 - alpha) * d + alpha * d * d; }
 
@@ -212,6 +257,7 @@ absl::Status GeodesicWeightsOptions::Validate() const {
   if (std::isnan(dionne_falloff) || dionne_falloff > 1)
     return absl::InvalidArgumentError(absl::StrFormat(
         "options.geodesic.dionne_falloff = %g must be in [0, 1] (or negative for the power law)", dionne_falloff));
+  RETURN_IF_ERROR(CheckInRange("options.geodesic.smoothing", smoothing, 0, kMaxSmoothing));
   return CheckAtLeast("options.geodesic.max_influences", max_influences, 1);
 }
 
@@ -305,6 +351,9 @@ absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(
     const std::vector<int> source = NearestReached(domain.nodes, reached, unreached);
     for (size_t q = 0; q < unreached.size(); ++q) W.row(unreached[q]) = W.row(source[q]);
   }
+  // 4. Smoothing.
+  if (options.smoothing > 0)
+    RETURN_IF_ERROR(SmoothOverGraph(domain, handle_nodes, options.smoothing, k, progress.Sub(0.95, 1.0), W));
 
   if (report) {
     report->max_finite_distance = max_distance;

@@ -32,6 +32,18 @@ struct GeodesicWeightsOptions {
   // shared characters (bench/weights_quality; README, "Automatic weights").
   double dionne_falloff = -1.0;
   int max_influences = 4;
+  // Smoothing passes over the node graph once the weights are computed, in [0, 100]: each pass
+  // moves every node that is not a handle's own node halfway to the mean of its graph neighbours
+  // (w_i ← ½ w_i + ½ mean_j w_j, all nodes at once), then keeps its `max_influences` largest
+  // weights, scaled to sum to 1. Rows still sum to 1 and handle nodes keep their weights; where
+  // nothing is cut, a pass lowers Σ over graph edges |w_i − w_j|². It widens the transitions
+  // the sharp falloff makes at the joints by a few cells, locally, where a smaller falloff would
+  // widen them everywhere.
+  // 0 (the default) leaves the weights as the falloff gives them: on the shared characters
+  // smoothing brings the arm and CesiumMan nearer their own weights and RiggedSimple and
+  // RiggedFigure farther (bench/weights_quality --smoothing=N; README, "Automatic weights").
+  int smoothing = 0;
+  static constexpr int kMaxSmoothing = 100;
 
   // INVALID_ARGUMENT naming the first bad field and its value.
   absl::Status Validate() const;
@@ -55,7 +67,8 @@ struct GeodesicWeightsReport {
 //                 RasterizeHandles); a node listed for several handles is split evenly among them
 // Distances: one label-setting Dijkstra over (node, handle) pairs from all handles at once, in
 // which each node settles only its `max_influences` nearest handles — O(k · #edges · log) work
-// for k = max_influences, independent of the number of handles (single-threaded).
+// for k = max_influences, independent of the number of handles (single-threaded); then
+// options.smoothing passes over the graph.
 // INVALID_ARGUMENT for a malformed graph, an out-of-range handle node, no handles, every handle
 // empty, falloff ≤ 0 or max_influences < 1; CANCELLED when cancelled.
 absl::StatusOr<Eigen::MatrixXd> GeodesicVoxelWeights(

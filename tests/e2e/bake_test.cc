@@ -1052,24 +1052,26 @@ TEST(SkinctlBake, WritesDmatAndSkinnedGltfWithPlainProgressLines) {
   SKINNING_EXPECT_VALID_GLTF(testing::GltfFilesIn(out));
 }
 
-// skinctl's --dionne_falloff reaches the bake: the written weights are core's Bake with Dionne &
-// de Lasa's weight function on the rig the server holds, and differ from the power law's; an α
-// outside [0, 1] is refused naming the field, and the flag is refused for another method.
-TEST(SkinctlBake, DionneFalloffBakesThePapersWeightFunction) {
+// A skinctl flag of geodesic voxel bakes reaches the bake: the written weights are core's Bake
+// with the option (`set`) on the rig the server holds, and differ from the default's by more than
+// `min_change`; `bad` (the flag with a value out of range) is refused naming the field
+// (`bad_message`), and the flag is refused for another method.
+void ExpectGeodesicFlagReachesTheBake(const std::string& flag, const std::function<void(GeodesicWeightsOptions&)>& set,
+                                      double min_change, const std::string& bad, const std::string& bad_message) {
   const std::string store = MakeTempDir("store");
   ServerProcess server(store);
   const std::string obj = testing::DataPath("libigl/arm/arm.obj"), tgf = testing::DataPath("libigl/arm/arm.tgf");
   SKINNING_REQUIRE_DATA(obj);
   const std::string skinctl = BinaryPath("client/skinctl"), at = "--server=" + server.address();
-  const std::string paper = MakeTempDir("dionne"), power = MakeTempDir("power");
+  const std::string with = MakeTempDir("with"), plain = MakeTempDir("plain");
   auto baked = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel",
-                           "--resolution=32", "--dionne_falloff=1", "--out=" + paper});
+                           "--resolution=32", flag, "--out=" + with});
   ASSERT_EQ(baked.exit_code, 0) << baked.output;
   baked = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel",
-                      "--resolution=32", "--out=" + power});
+                      "--resolution=32", "--out=" + plain});
   ASSERT_EQ(baked.exit_code, 0) << baked.output;
-  auto W_paper = ReadDmat(paper + "/arm-geodesic_voxel.dmat"), W_power = ReadDmat(power + "/arm-geodesic_voxel.dmat");
-  ASSERT_TRUE(W_paper.ok() && W_power.ok());
+  auto W_with = ReadDmat(with + "/arm-geodesic_voxel.dmat"), W_plain = ReadDmat(plain + "/arm-geodesic_voxel.dmat");
+  ASSERT_TRUE(W_with.ok() && W_plain.ok());
 
   Client client(Options(server));
   auto rigs = client.ListRigs();
@@ -1082,21 +1084,35 @@ TEST(SkinctlBake, DionneFalloffBakesThePapersWeightFunction) {
   BakeOptions options;
   options.method = BakeMethod::kGeodesicVoxel;
   options.domain.voxel.resolution = 32;
-  options.geodesic.dionne_falloff = 1;
+  set(options.geodesic);
   auto expected = Bake(rig->mesh, rig->skeleton, options);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  ASSERT_EQ(W_paper->rows(), expected->weights.rows());
-  ASSERT_EQ(W_paper->cols(), expected->weights.cols());
-  EXPECT_LT((*W_paper - expected->weights).cwiseAbs().maxCoeff(), 1e-6);
-  EXPECT_GT((*W_paper - *W_power).cwiseAbs().maxCoeff(), 0.05) << "the paper's function blends wider";
+  ASSERT_EQ(W_with->rows(), expected->weights.rows());
+  ASSERT_EQ(W_with->cols(), expected->weights.cols());
+  EXPECT_LT((*W_with - expected->weights).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_GT((*W_with - *W_plain).cwiseAbs().maxCoeff(), min_change);
 
-  auto refused = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel",
-                             "--dionne_falloff=1.5", "--out=" + paper});
+  auto refused = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--bake_method=geodesic_voxel", bad,
+                             "--out=" + with});
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_THAT(refused.output, ::testing::HasSubstr("options.geodesic_voxel.dionne_falloff = 1.5 must be in [0, 1]"));
-  refused = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, "--dionne_falloff=0.5", "--out=" + paper});
+  EXPECT_THAT(refused.output, ::testing::HasSubstr(bad_message));
+  refused = RunCommand({skinctl, at, "bake", "--obj=" + obj, "--tgf=" + tgf, flag, "--out=" + with});
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_THAT(refused.output, ::testing::HasSubstr("--dionne_falloff is for --bake_method=geodesic_voxel"));
+  EXPECT_THAT(refused.output, ::testing::HasSubstr(flag.substr(0, flag.find('=')) + " is for --bake_method=geodesic_voxel"));
+}
+
+// Dionne & de Lasa's weight function (--dionne_falloff) blends wider than the power law.
+TEST(SkinctlBake, DionneFalloffBakesThePapersWeightFunction) {
+  ExpectGeodesicFlagReachesTheBake(
+      "--dionne_falloff=1", [](GeodesicWeightsOptions& o) { o.dionne_falloff = 1; }, 0.05, "--dionne_falloff=1.5",
+      "options.geodesic_voxel.dionne_falloff = 1.5 must be in [0, 1]");
+}
+
+// Smoothing passes (--smoothing) widen the transitions at the joints.
+TEST(SkinctlBake, SmoothingBakesSmoothedGeodesicWeights) {
+  ExpectGeodesicFlagReachesTheBake(
+      "--smoothing=10", [](GeodesicWeightsOptions& o) { o.smoothing = 10; }, 0.02, "--smoothing=101",
+      "options.geodesic_voxel.smoothing = 101 must be in [0, 100]");
 }
 
 }  // namespace SKINNING_TEST_FILE

@@ -1,5 +1,6 @@
 // Geodesic voxel weights (Dijkstra over the voxel grid, inverse-power falloff or Dionne & de
-// Lasa's weight function): options `geodesic_voxel {falloff, dionne_falloff}`.
+// Lasa's weight function, then optional smoothing): options `geodesic_voxel {falloff,
+// dionne_falloff, smoothing}`.
 #include "absl/strings/str_format.h"
 #include "server/bake/recipes/bone_weights.h"
 
@@ -22,6 +23,9 @@ class GeodesicVoxelRecipe final : public BoneWeightsRecipe {
     if (o.has_dionne_falloff() && !(o.dionne_falloff() >= 0 && o.dionne_falloff() <= 1))
       return absl::InvalidArgumentError(
           absl::StrFormat("options.geodesic_voxel.dionne_falloff = %g must be in [0, 1]", o.dionne_falloff()));
+    if (o.smoothing() < 0 || o.smoothing() > GeodesicWeightsOptions::kMaxSmoothing)
+      return absl::InvalidArgumentError(absl::StrFormat("options.geodesic_voxel.smoothing = %d must be in [0, %d]",
+                                                        o.smoothing(), GeodesicWeightsOptions::kMaxSmoothing));
     return absl::OkStatus();
   }
 
@@ -29,6 +33,7 @@ class GeodesicVoxelRecipe final : public BoneWeightsRecipe {
     core->method = BakeMethod::kGeodesicVoxel;
     core->geodesic.falloff = options.geodesic_voxel().falloff();
     if (options.geodesic_voxel().has_dionne_falloff()) core->geodesic.dionne_falloff = options.geodesic_voxel().dionne_falloff();
+    core->geodesic.smoothing = options.geodesic_voxel().smoothing();
   }
 };
 

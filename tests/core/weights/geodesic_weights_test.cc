@@ -205,6 +205,78 @@ TEST(GeodesicWeightsTest, KeepsExactlyTheNearestHandlesInABox) {
   EXPECT_GT(checked, 200);
 }
 
+// Σ over the graph's edges (each once) of |w_i − w_j|²: what a smoothing pass lowers.
+double GraphEnergy(const VolumeDomain& d, const Eigen::MatrixXd& W) {
+  double e = 0.0;
+  for (int i = 0; i < d.num_nodes(); ++i)
+    for (int k = d.graph_offsets[i]; k < d.graph_offsets[i + 1]; ++k)
+      if (d.graph_targets[k] > i) e += (W.row(i) - W.row(d.graph_targets[k])).squaredNorm();
+  return e;
+}
+
+// Smoothing, with as many influences as handles (no truncation): one pass is, at every node off
+// the handles, half its weights plus half its neighbours' mean, computed here from the unsmoothed
+// weights; handle nodes keep theirs; every pass lowers the graph energy.
+TEST(GeodesicWeightsTest, SmoothingPassesAverageWithTheNeighboursAndLowerTheGraphEnergy) {
+  const GridDomain g = Box();
+  const std::vector<std::vector<int>> handles = {{g.Node(0, 0, 0), g.Node(1, 0, 0)}, {g.Node(6, 5, 2)}, {g.Node(6, 0, 1)}};
+  GeodesicWeightsOptions options;
+  options.max_influences = 3;
+  const absl::StatusOr<Eigen::MatrixXd> plain = GeodesicVoxelWeights(g.domain, handles, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  std::vector<bool> on_handle(g.domain.num_nodes(), false);
+  for (const auto& nodes : handles)
+    for (int node : nodes) on_handle[node] = true;
+  Eigen::MatrixXd expected = *plain;
+  for (int i = 0; i < g.domain.num_nodes(); ++i) {
+    if (on_handle[i]) continue;
+    Eigen::RowVectorXd mean = Eigen::RowVectorXd::Zero(3);
+    const int begin = g.domain.graph_offsets[i], end = g.domain.graph_offsets[i + 1];
+    for (int k = begin; k < end; ++k) mean += plain->row(g.domain.graph_targets[k]);
+    expected.row(i) = 0.5 * plain->row(i) + 0.5 * mean / (end - begin);
+  }
+  options.smoothing = 1;
+  const absl::StatusOr<Eigen::MatrixXd> once = GeodesicVoxelWeights(g.domain, handles, options);
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_LT((*once - expected).cwiseAbs().maxCoeff(), 1e-14);
+  double energy = GraphEnergy(g.domain, *plain);
+  for (int passes : {1, 2, 5, 20}) {
+    options.smoothing = passes;
+    const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain, handles, options);
+    ASSERT_TRUE(W.ok()) << W.status();
+    const double e = GraphEnergy(g.domain, *W);
+    EXPECT_LT(e, energy) << passes << " passes";
+    energy = e;
+    EXPECT_LT((W->rowwise().sum().array() - 1).abs().maxCoeff(), 1e-12) << passes;
+    EXPECT_GE(W->minCoeff(), 0.0);
+    for (int i = 0; i < g.domain.num_nodes(); ++i)
+      if (on_handle[i]) EXPECT_EQ(W->row(i), plain->row(i)) << "node " << i;
+  }
+}
+
+// With fewer influences than handles a smoothed node keeps its largest weights only, scaled to
+// sum to 1 (a mean over neighbours whose two handles differ would hold three or four); out-of-range
+// pass counts are refused, naming the field.
+TEST(GeodesicWeightsTest, SmoothingKeepsTheInfluenceCountAndRefusesBadPassCounts) {
+  const GridDomain g = Box();
+  const std::vector<std::vector<int>> handles = {{g.Node(0, 0, 0)}, {g.Node(6, 5, 2)}, {g.Node(6, 0, 1)}, {g.Node(0, 5, 2)}};
+  GeodesicWeightsOptions options;
+  options.max_influences = 2;
+  options.smoothing = 10;
+  const absl::StatusOr<Eigen::MatrixXd> W = GeodesicVoxelWeights(g.domain, handles, options);
+  ASSERT_TRUE(W.ok()) << W.status();
+  for (int i = 0; i < W->rows(); ++i) {
+    EXPECT_LE((W->row(i).array() > 0).count(), 2) << "node " << i << ": " << W->row(i);
+    EXPECT_NEAR(W->row(i).sum(), 1.0, 1e-12);
+  }
+  for (int passes : {-1, GeodesicWeightsOptions::kMaxSmoothing + 1}) {
+    options.smoothing = passes;
+    const absl::Status s = GeodesicVoxelWeights(g.domain, handles, options).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << passes;
+    EXPECT_NE(s.message().find("options.geodesic.smoothing"), std::string::npos) << s;
+  }
+}
+
 TEST(GeodesicWeightsTest, GeodesicDistanceAroundTheUIsLongerThanEuclidean) {
   const GridDomain g = UDomain();
   const std::vector<int> top_right =

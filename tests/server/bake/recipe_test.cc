@@ -86,6 +86,11 @@ TEST(NormalizeBakeOptions, FillsEveryDefaultExplicitly) {
   v1::BakeOptions dionne = geo;
   dionne.mutable_geodesic_voxel()->set_dionne_falloff(0);
   EXPECT_NE(BakeId(kRig, NormalizeBakeOptions(dionne)->options), BakeId(kRig, NormalizeBakeOptions(geo)->options));
+  // Smoothing makes another bake; none (0) is the bake of before the option existed.
+  EXPECT_EQ(NormalizeBakeOptions(geo)->options.geodesic_voxel().smoothing(), 0);
+  v1::BakeOptions smoothed = geo;
+  smoothed.mutable_geodesic_voxel()->set_smoothing(10);
+  EXPECT_NE(BakeId(kRig, NormalizeBakeOptions(smoothed)->options), BakeId(kRig, NormalizeBakeOptions(geo)->options));
   // The same request, filled in or not, is the same bake.
   v1::BakeOptions explicit_bbw = NormalizeBakeOptions(v1::BakeOptions())->options;
   EXPECT_EQ(BakeId(kRig, NormalizeBakeOptions(explicit_bbw)->options),
@@ -107,6 +112,9 @@ TEST(NormalizeBakeOptions, RefusesBadValuesNamingTheField) {
   o = v1::BakeOptions();
   o.mutable_geodesic_voxel()->set_dionne_falloff(1.5);
   EXPECT_THAT(message(o), HasSubstr("options.geodesic_voxel.dionne_falloff = 1.5 must be in [0, 1]"));
+  o = v1::BakeOptions();
+  o.mutable_geodesic_voxel()->set_smoothing(-1);
+  EXPECT_THAT(message(o), HasSubstr("options.geodesic_voxel.smoothing = -1 must be in [0, 100]"));
   o = v1::BakeOptions();
   o.mutable_bone_heat();
   o.mutable_domain()->mutable_tet_mesh()->add_tets(0);
