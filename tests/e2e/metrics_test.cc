@@ -273,6 +273,21 @@ class MetricsTest : public ::testing::Test {
     return *v;
   }
 
+  // An info series (`name`, a gauge of one sample, always 1) and the line of the server's start
+  // output that begins with `marker`: fills *labels (a label with an empty value may be left out
+  // of the text: it reads as "") and *line; fails the test when either is missing.
+  static void InfoAndLine(const std::string& name, const std::string& marker, Labels* labels, std::string* line) {
+    const std::vector<Sample> info = metrics_->Matching(name, {});
+    ASSERT_EQ(info.size(), 1u) << *text_;
+    EXPECT_EQ(info[0].value, 1);
+    EXPECT_EQ(metrics_->types.at(name), "gauge");
+    *labels = info[0].labels;
+    const std::string out = server_->Output();
+    const size_t at = out.find(marker);
+    ASSERT_NE(at, std::string::npos) << out;
+    *line = out.substr(at, out.find('\n', at) - at);
+  }
+
   static ServerProcess* server_;
   static std::string* text_;
   static Exposition* metrics_;
@@ -368,18 +383,10 @@ TEST_F(MetricsTest, CacheSeriesAreReadAtScrapeTime) {
 
 // The kernels under CHOLMOD, as the server's "blas:" line names them (core/util/blas_kernels.h).
 TEST_F(MetricsTest, BlasInfoNamesTheKernelsTheServerRuns) {
-  const std::vector<Sample> info = metrics_->Matching("skinning_blas_info", {});
-  ASSERT_EQ(info.size(), 1u) << *text_;
-  EXPECT_EQ(info[0].value, 1);
-  EXPECT_EQ(metrics_->types.at("skinning_blas_info"), "gauge");
-  const std::string out = server_->Output();
-  const size_t at = out.find("skinning-server blas: ");
-  ASSERT_NE(at, std::string::npos) << out;
-  const std::string line = out.substr(at, out.find('\n', at) - at);
-  auto label = [&](const std::string& key) {  // an empty value may be left out of the text
-    auto it = info[0].labels.find(key);
-    return it == info[0].labels.end() ? std::string() : it->second;
-  };
+  Labels labels;
+  std::string line;
+  ASSERT_NO_FATAL_FAILURE(InfoAndLine("skinning_blas_info", "skinning-server blas: ", &labels, &line));
+  auto label = [&labels](const std::string& key) { return labels[key]; };
   if (label("library") == "not OpenBLAS") {
     EXPECT_THAT(line, ::testing::HasSubstr("not OpenBLAS"));
     return;
@@ -392,18 +399,10 @@ TEST_F(MetricsTest, BlasInfoNamesTheKernelsTheServerRuns) {
 
 // Which build the replica runs: the labels say what the server's "version:" line says.
 TEST_F(MetricsTest, BuildInfoNamesTheVersionTheServerPrints) {
-  const std::vector<Sample> info = metrics_->Matching("skinning_build_info", {});
-  ASSERT_EQ(info.size(), 1u) << *text_;
-  EXPECT_EQ(info[0].value, 1);
-  EXPECT_EQ(metrics_->types.at("skinning_build_info"), "gauge");
-  const std::string out = server_->Output();
-  const size_t at = out.find("skinning-server version: ");
-  ASSERT_NE(at, std::string::npos) << out;
-  const std::string line = out.substr(at, out.find('\n', at) - at);
-  const auto label = [&](const std::string& key) {
-    auto it = info[0].labels.find(key);
-    return it == info[0].labels.end() ? std::string() : it->second;
-  };
+  Labels labels;
+  std::string line;
+  ASSERT_NO_FATAL_FAILURE(InfoAndLine("skinning_build_info", "skinning-server version: ", &labels, &line));
+  auto label = [&labels](const std::string& key) { return labels[key]; };
   ASSERT_FALSE(label("version").empty());
   ASSERT_FALSE(label("build_type").empty()) << "the suite is built with a build type";
   EXPECT_THAT(line, ::testing::HasSubstr("version: " + label("version") + " (" + label("build_type") + " build; gRPC " +
