@@ -74,13 +74,17 @@ start_server() {
   $ENGINE run -d --name "$NAME" "${RUN_EXTRA[@]}" -v "$VOLUME:/data" -p 127.0.0.1::50051 -p 127.0.0.1::8080 \
     -v "$(pwd)/deploy/k8s/base/base.flags:/etc/skinning/flags/base.flags:ro" \
     -v "$(pwd)/deploy/k8s/overlays/dev/overlay.flags:/etc/skinning/flags/overlay.flags:ro" "$TAG" "$@" >/dev/null
+  # (Output is read into a variable before grep: with pipefail, `grep -q` closing the pipe early
+  # would fail the pipeline through the writer's SIGPIPE.)
+  local log=""
   for _ in $(seq 1 100); do
-    $ENGINE logs "$NAME" 2>&1 | grep -q "listening on port" && break
+    log=$($ENGINE logs "$NAME" 2>&1)
+    grep -q "listening on port" <<<"$log" && break
     [ "$($ENGINE inspect --format '{{.State.Running}}' "$NAME")" = true ] || break
     sleep 0.1
   done
-  if ! $ENGINE logs "$NAME" 2>&1 | grep -q "listening on port"; then
-    $ENGINE logs "$NAME" >&2
+  if ! grep -q "listening on port" <<<"$log"; then
+    echo "$log" >&2
     echo "image.sh: the server did not start" >&2
     exit 1
   fi
@@ -120,10 +124,11 @@ stop_server first
 start_server --flagfile=/etc/skinning/flags/base.flags --flagfile=/etc/skinning/flags/overlay.flags
 HEALTH=$(curl -sS "http://$PUBLISHED_HTTP/healthz")
 [ "$HEALTH" = ok ] || { echo "image.sh: /healthz answered '$HEALTH'" >&2; exit 1; }
-curl -sS -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$RIG\"}" \
-  "http://$PUBLISHED_HTTP/skinning.v1.RigService/GetRig" | grep -q "\"name\": *\"$RIG\"" ||
-  { echo "image.sh: GetRig over HTTP did not answer $RIG" >&2; exit 1; }
-skinctl list | grep -q "$RIG" || { echo "image.sh: $RIG is gone after a restart" >&2; exit 1; }
+GOT=$(curl -sS -X POST -H 'Content-Type: application/json' -d "{\"name\": \"$RIG\"}" \
+  "http://$PUBLISHED_HTTP/skinning.v1.RigService/GetRig")
+grep -q "\"name\": *\"$RIG\"" <<<"$GOT" || { echo "image.sh: GetRig over HTTP answered: ${GOT:0:300}" >&2; exit 1; }
+LISTED=$(skinctl list)
+grep -q "$RIG" <<<"$LISTED" || { echo "image.sh: $RIG is gone after a restart" >&2; exit 1; }
 AGAIN=$(skinctl bake --rig="$RIG" --bake_method=bbw --nowait 2>&1)
 grep -q "found bake $BAKE (succeeded)" <<<"$AGAIN" || { echo "image.sh: after a restart: $AGAIN" >&2; exit 1; }
 stop_server second
