@@ -6,7 +6,6 @@
 #include <optional>
 #include <random>
 #include <sstream>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -84,6 +83,20 @@ bool RetryableStatus(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::CANCELLED;
 }
 
+// Waits out a retry's backoff on the channel instead of in a bare sleep. gRPC learns how a
+// connection attempt ended only while some thread polls the channel, and a call fails fast while
+// the channel is in TRANSIENT_FAILURE, so during a bare sleep nothing polled it: a server that had
+// come up was seen only by gRPC's backup poller, every 5 s, and a retried call waited 5 to 10 s
+// for a server that answered at once (or ran out of attempts first). Watching the channel's state
+// polls it and asks it to connect; the wait still lasts the whole backoff, so a server that
+// answers UNAVAILABLE on a live connection (it is draining) is not retried in a tight loop.
+void WaitOnChannel(grpc::Channel& channel, std::chrono::milliseconds backoff) {
+  const auto until = std::chrono::system_clock::now() + backoff;
+  while (std::chrono::system_clock::now() < until) {
+    channel.WaitForStateChange(channel.GetState(/*try_to_connect=*/true), until);
+  }
+}
+
 }  // namespace
 
 template <typename Call>
@@ -102,7 +115,7 @@ absl::Status Client::WithRetry(const char* what, Call call) {
     std::uniform_int_distribution<int64_t> jitter(backoff.count() / 2, backoff.count());
     const auto sleep = std::chrono::milliseconds(jitter(rng));
     if (std::chrono::system_clock::now() + sleep >= deadline) break;
-    std::this_thread::sleep_for(sleep);
+    WaitOnChannel(*channel_, sleep);
     backoff = std::min(options_.max_backoff,
                        std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));
   }
@@ -303,7 +316,7 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
                                                  RetryableStatus(s) ? " (reconnecting for the call deadline)" : ""));
     }
     resumed = true;
-    std::this_thread::sleep_for(backoff);
+    WaitOnChannel(*channel_, backoff);
     backoff = std::min(options_.max_backoff,
                        std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));
   }

@@ -32,7 +32,11 @@ TEST(Client, RetriesUnavailableUntilTheServerComesUp) {
   const int port = PickFreePort();
   ClientOptions o;
   o.target = "127.0.0.1:" + std::to_string(port);
-  o.deadline = std::chrono::seconds(20);
+  // The deadline is under gRPC's 5 s backup-poll period: a client that sleeps between attempts
+  // without polling its channel learns that the server came up only from that poller (its next
+  // connection attempt, begun before the server listened, is reported refused at 5 s and the one
+  // after succeeds unseen until 10 s), so it fails here; one that polls sees the server at once.
+  o.deadline = std::chrono::milliseconds(4500);
   o.max_attempts = 50;
   o.initial_backoff = std::chrono::milliseconds(50);
   o.max_backoff = std::chrono::milliseconds(300);
