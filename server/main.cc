@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <google/protobuf/stubs/common.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -24,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/util/blas_kernels.h"
-#include "core/util/build_info.h"
 #include "core/util/cpus.h"
+#include "server/convert/program_build.h"
 #include "server/protobuf_log.h"
 #include "server/server.h"
 #include "server/store/redis_pool.h"
@@ -152,9 +150,7 @@ int main(int argc, char** argv) {
   // "skinning-server 0.1.0 (Release build; gRPC …, protobuf …, Eigen …, CHOLMOD …)": --version and
   // the start's "version:" line (Abseil's own --version said "Debug build" for any build, from
   // how Debian built Abseil).
-  const std::string version = skinning::DescribeBuild(
-      {absl::StrCat("gRPC ", grpc::Version()),
-       absl::StrCat("protobuf ", google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION))});
+  const std::string version = skinning::DescribeProgramBuild();
   absl::FlagsUsageConfig usage_config;
   usage_config.version_string = [version] { return absl::StrCat("skinning-server ", version, "\n"); };
   absl::SetFlagsUsageConfig(usage_config);

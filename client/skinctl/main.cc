@@ -1,7 +1,5 @@
 // skinctl: register, list, inspect, delete, bake and pose rigs on a skinning server. One file
 // per command (commands.h); this file holds the usage text and the dispatch.
-#include <google/protobuf/stubs/common.h>
-#include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <iostream>
@@ -20,8 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "client/skinctl/commands.h"
-#include "core/util/build_info.h"
 #include "core/util/status_macros.h"
+#include "server/convert/program_build.h"
 
 namespace skinning {
 namespace {
@@ -168,11 +166,7 @@ int main(int argc, char** argv) {
   // "skinctl 0.1.0 (Release build; gRPC …, protobuf …, Eigen …, CHOLMOD …)".
   absl::FlagsUsageConfig usage_config;
   usage_config.version_string = [] {
-    return absl::StrCat(
-        "skinctl ",
-        skinning::DescribeBuild({absl::StrCat("gRPC ", grpc::Version()),
-                                 absl::StrCat("protobuf ", google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION))}),
-        "\n");
+    return absl::StrCat("skinctl ", skinning::DescribeProgramBuild(), "\n");
   };
   absl::SetFlagsUsageConfig(usage_config);
   const std::vector<std::string> flags_given = skinning::FlagsGiven(argc, argv);
