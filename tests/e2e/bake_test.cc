@@ -588,13 +588,16 @@ TEST(BakeJobs, AWatchCutByTheServersShutdownEndsUnavailable) {
 // A watch outlives a replica that restarts: the client opens the stream again until it has
 // failed for its deadline (it gave up 0.8 s after a crash). A restarted server that lost the
 // running bake (its record in the store, bakejobs/, is gone: removed here) makes the watch say so
-// instead of a bare NOT_FOUND.
+// instead of a bare NOT_FOUND. The watch finds the restarted server within its backoff (at most
+// 200 ms here) and an answer: the client used to sleep between attempts without polling the
+// channel, and learned of the server only from gRPC's backup poller, every 5 s.
 TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   const std::string store = MakeTempDir("store");
   auto server = std::make_unique<ServerProcess>(store);
   const int port = server->port();
   ClientOptions o = Options(*server);
   o.deadline = std::chrono::seconds(20);
+  o.max_backoff = std::chrono::milliseconds(200);
   Client client(o);
   const std::unique_ptr<BackgroundWatch> watch = WatchARunningBake(client);
   ASSERT_TRUE(watch && watch->running);
@@ -604,11 +607,15 @@ TEST(BakeJobs, AWatchReconnectsToARestartedServerAndSaysTheBakeIsGone) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   server = std::make_unique<ServerProcess>(store, std::vector<std::string>{absl::StrCat("--address=127.0.0.1:", port)});
   ASSERT_EQ(server->port(), port);
+  const auto came_back = std::chrono::steady_clock::now();
   watch->Join();
   EXPECT_EQ(watch->status.code(), absl::StatusCode::kNotFound) << watch->status;
   EXPECT_THAT(std::string(watch->status.message()),
               HasSubstr("the bake is gone after the server went away and came back"));
   EXPECT_GE(watch->ended - killed, std::chrono::milliseconds(1500)) << "the watch ended before the server came back";
+  EXPECT_LT(watch->ended - came_back, std::chrono::seconds(2))
+      << "the watch took " << std::chrono::duration<double>(watch->ended - came_back).count()
+      << " s to find the restarted server";
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
