@@ -2,13 +2,17 @@
 // drives the page like a user (register the bundled sample, play, DQS, bake BBW, drag a FAST
 // handle) and writes what it saw; this test checks it, and checks the vertices the page received
 // against a gRPC Pose of the same request. Screenshots: build/test-artifacts/viewer/*.png.
+// tests/web/viewer_restart.mjs keeps a pose session going across a server restart.
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
@@ -121,6 +125,67 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   for (const char* shot : {"1-bind.png", "2-animation.png", "3-dqs.png", "4-bbw-weights.png", "5-fast-drag.png"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + shot)) << shot;
   EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// Waits up to `seconds` for `path` to exist; whether it does.
+bool WaitForFile(const std::string& path, int seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// A rolling update seen from a browser: the server posing the page's joint slider and solving
+// its FAST handles drains (closing both sessions with 4014), the user moves the slider while
+// nothing listens, and a server comes back on the same address and store. The page opens the
+// sessions again and sends that pose on its own, with no error shown. It used to show "closed by
+// the server (14)" as an error at the drain, drop the pose asked for meanwhile (the next slider
+// move opened a session) and leave FAST closed until the user started it again.
+TEST(ViewerBrowserTest, APoseSessionOutlivesAServerRestart) {
+  if (const std::string missing = MissingTool(); !missing.empty()) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
+  }
+  const std::string src = SKINNING_SOURCE_DIR;
+  const std::string store = MakeTempDir("store");
+  auto server = std::make_unique<ServerProcess>(
+      store, std::vector<std::string>{"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
+  const int http = server->http_port();
+  ASSERT_GT(http, 0) << server->Output();
+  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-restart";
+  std::filesystem::remove_all(out);
+  auto run = std::async(std::launch::async, [&] {
+    return RunCommand({OnPath("node"), src + "/tests/web/viewer_restart.mjs",
+                       "--url=http://127.0.0.1:" + std::to_string(http),
+                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  });
+  const bool posed = WaitForFile(out + "/posed", 120);
+  EXPECT_TRUE(posed) << "the page posed nothing before the restart";
+  if (posed) {
+    EXPECT_EQ(server->Stop(SIGTERM), 0) << server->Output();
+    std::ofstream(out + "/down").flush();
+    EXPECT_TRUE(WaitForFile(out + "/moved", 60)) << "the page did not move the slider";
+    server = std::make_unique<ServerProcess>(
+        store, std::vector<std::string>{"--http_address=127.0.0.1:" + std::to_string(http), "--web_dir=" + src + "/web"});
+    ASSERT_EQ(server->http_port(), http) << server->Output();
+  }
+  const auto ran = run.get();
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
+  const nlohmann::json r = nlohmann::json::parse(in);
+  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "posed", "moved", "resent"}));
+  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
+  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  EXPECT_GT(r["framesAfter"].get<int>(), r["framesBefore"].get<int>()) << "the pose asked for while away never came";
+  EXPECT_GT(r["fastFramesBefore"].get<int>(), 0) << "the FAST session never answered";
+  EXPECT_GT(r["fastFramesAfter"].get<int>(), r["fastFramesBefore"].get<int>()) << "the FAST session was not opened again";
+  EXPECT_EQ(r["statusWhileDown"], "The server went away; reconnecting…");
+  EXPECT_EQ(r["status"], "Connected to the server again.");
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
 }  // namespace SKINNING_TEST_FILE

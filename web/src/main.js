@@ -31,7 +31,7 @@ const bakes = createClient(BakeService, transport);
 
 // What tests read (tests/web/viewer_test.mjs).
 const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false,
-  sessionBakes: [], sessionFrames: 0, bakeName: null };
+  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null };
 window.__viewer = probe;
 
 // ---- Errors in plain words --------------------------------------------------------------
@@ -340,14 +340,42 @@ function openPoseSession() {
     showVertices(res.frame.vertices);
     probe.sessionFrames++;
     ws.busy = false;
+    if (ws.reopen) say("Connected to the server again.");
+    ws.reopen = null;
     if (ws.pending) sendPose(ws, ws.pending);
   };
   ws.onclose = (ev) => {
+    if (SERVER_WENT_AWAY.has(ev.code)) return reopenPoseSession(ws);
     if (ev.code >= 4000) fail("The pose session", { message: `closed by the server (${ev.code - 4000}): ${ev.reason}` });
     if (ev.code === 1008) fail("The pose session", { message: ev.reason });
   };
   S.poseWs = ws;
   return ws;
+}
+
+// Close codes of a server that went away rather than refused: 4014 (UNAVAILABLE: it drains, as in
+// a rolling update or a scale-down), 1001 (going away) and 1006 (the connection dropped or could
+// not be made: a crash, a restart, the network). Not an error: a session is opened again (another
+// replica, or this one restarted, takes it) and the pose the old one had not answered is sent on
+// it, with backoff while nothing answers; an error only after REOPEN_LIMIT_MS of that.
+const SERVER_WENT_AWAY = new Set([4014, 1001, 1006]);
+const REOPEN_LIMIT_MS = 30000;
+
+function reopenPoseSession(old) {
+  const pose = old.pending ?? (old.busy ? old.sent : null);
+  if (!pose) return;  // nothing unanswered: the next pose opens a session
+  const reopen = old.reopen ?? { since: performance.now(), delay: 100 };
+  if (performance.now() - reopen.since > REOPEN_LIMIT_MS) {
+    fail("The pose session", { message: `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s` });
+    return;
+  }
+  say("The server went away; reconnecting…");
+  setTimeout(() => {
+    if (S.poseWs !== old) return;  // a newer pose opened a session already (or the rig changed)
+    const ws = openPoseSession();
+    ws.reopen = { since: reopen.since, delay: Math.min(2000, 2 * reopen.delay) };
+    sendPose(ws, pose);
+  }, reopen.delay);
 }
 
 function sendPose(ws, pose) {
@@ -367,6 +395,7 @@ function sendPose(ws, pose) {
     probe.sessionBakes.push(req.bake);  // the session's bake: the server takes it from this message only
     ws.first = false;
   }
+  ws.sent = pose;
   ws.send(toBinary(PoseSessionRequestSchema, req));
 }
 
@@ -468,39 +497,69 @@ async function startFast() {
     if (!S.full.influenceCount && !S.bakes.weights)
       throw new Error("FAST needs weights: bake some first (Start bake)");
     S.fastBake = await runBake("fast_model", { method: { case: "fastModel", value: { weightsBake: S.bakes.weights ?? "" } } });
-    const ws = new WebSocket(sessionUrl("/skinning.v1.FastService/SolveSession"));
-    ws.binaryType = "arraybuffer";
-    ws.sequence = 0;
-    ws.busy = false;
-    ws.pending = null;
-    S.fastWs = ws;
-    ws.onopen = () => solve(null);
-    ws.onmessage = (ev) => {
-      const res = fromBinary(SolveSessionResponseSchema, new Uint8Array(ev.data));
-      S.solution = res.solution;
-      if (res.solution.vertices.length) {
-        if (!ws.framed) fitCamera(res.solution.vertices);
-        ws.framed = true;
-        showVertices(res.solution.vertices);
-      }
-      placeHandles();
-      if (ws.lastDrag) {
-        const h = S.handles.findIndex((x) => x.joint === ws.lastDrag.joint);
-        probe.fast = { ...ws.lastDrag, transform: Array.from(res.solution.transforms.slice(12 * h, 12 * h + 12)) };
-      }
-      probe.fastReady = true;
-      ws.busy = false;
-      if (ws.pending) solve(ws.pending);
-    };
-    ws.onclose = (ev) => {
-      if (ev.code >= 4000 || ev.code === 1008) fail("The FAST session", { message: `closed: ${ev.reason}` });
-    };
+    openFastSession(null);
     say("FAST model ready: drag a handle (the spheres) with the mouse.");
   } catch (e) {
     fail("FAST", e);
   } finally {
     $("fast").disabled = false;
   }
+}
+
+// The FAST session (`reopen` null), or a new one for a session whose server went away
+// (SERVER_WENT_AWAY): it starts from the drag the old one had not answered, or its last one, so
+// the character keeps its pose. The model (S.fastBake) is a stored bake, so any replica serves it.
+function openFastSession(reopen) {
+  const ws = new WebSocket(sessionUrl("/skinning.v1.FastService/SolveSession"));
+  ws.binaryType = "arraybuffer";
+  ws.sequence = 0;
+  ws.busy = false;
+  ws.pending = null;
+  ws.reopen = reopen;
+  ws.framed = reopen?.framed ?? false;
+  S.fastWs = ws;
+  ws.onopen = () => solve(reopen?.drag ?? null);
+  ws.onmessage = (ev) => {
+    const res = fromBinary(SolveSessionResponseSchema, new Uint8Array(ev.data));
+    S.solution = res.solution;
+    if (res.solution.vertices.length) {
+      if (!ws.framed) fitCamera(res.solution.vertices);
+      ws.framed = true;
+      showVertices(res.solution.vertices);
+    }
+    placeHandles();
+    if (ws.lastDrag) {
+      const h = S.handles.findIndex((x) => x.joint === ws.lastDrag.joint);
+      probe.fast = { ...ws.lastDrag, transform: Array.from(res.solution.transforms.slice(12 * h, 12 * h + 12)) };
+    }
+    probe.fastReady = true;
+    probe.fastFrames++;
+    if (ws.reopen) say("Connected to the server again.");
+    ws.reopen = null;
+    ws.busy = false;
+    if (ws.pending) solve(ws.pending);
+  };
+  ws.onclose = (ev) => {
+    if (SERVER_WENT_AWAY.has(ev.code)) return reopenFastSession(ws);
+    if (ev.code >= 4000 || ev.code === 1008) fail("The FAST session", { message: `closed: ${ev.reason}` });
+  };
+  return ws;
+}
+
+function reopenFastSession(old) {
+  if (S.fastWs !== old) return;  // closed on purpose (another rig)
+  const reopen = old.reopen ?? { since: performance.now(), delay: 100 };
+  if (performance.now() - reopen.since > REOPEN_LIMIT_MS) {
+    fail("The FAST session", { message: `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s` });
+    return;
+  }
+  say("The server went away; reconnecting…");
+  setTimeout(() => {
+    if (S.fastWs !== old) return;
+    // Drags made while it was away wait on the old socket (solve keeps the last).
+    const drag = old.pending ?? old.lastDrag ?? old.reopen?.drag ?? null;
+    openFastSession({ since: reopen.since, delay: Math.min(2000, 2 * reopen.delay), drag, framed: old.framed });
+  }, reopen.delay);
 }
 
 // The fixed handle: the first root joint among the handles.
@@ -512,8 +571,8 @@ function fixedJoint() {
 
 function solve(drag) {
   const ws = S.fastWs;
-  if (!ws || ws.readyState !== 1) return;
-  if (ws.busy) {
+  if (!ws) return;
+  if (ws.readyState !== 1 || ws.busy) {
     ws.pending = drag;
     return;
   }

@@ -1,0 +1,82 @@
+// The browser viewer across a server restart (a rolling update, a crash): a joint-slider pose
+// session and a FAST session are closed by the draining server, a pose is asked for while no
+// server listens, and the page sends it once one does and opens the FAST session again, without
+// an error. tests/e2e/viewer_test.cc restarts the server
+// between the steps; the two sides meet through files in OUT:
+//   this script writes OUT/posed (a first session frame arrived), waits for OUT/down (the server
+//   stopped), moves the slider and writes OUT/moved, then waits for the frame of that pose.
+//
+//   node tests/web/viewer_restart.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
+import { existsSync, writeFileSync, mkdirSync } from "node:fs";
+import { chromium } from "playwright-core";
+
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2)));
+mkdirSync(args.out, { recursive: true });
+const result = { consoleErrors: [], steps: [] };
+const save = () => writeFileSync(`${args.out}/result.json`, JSON.stringify(result, null, 1));
+const step = (name) => { result.steps.push(name); save(); };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const waitFile = async (name, timeoutMs) => {
+  for (const t0 = Date.now(); !existsSync(`${args.out}/${name}`);) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`no ${name} after ${timeoutMs} ms`);
+    await sleep(50);
+  }
+};
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 800, height: 500 } });
+  // The browser logs every WebSocket that cannot connect while the server is away: expected here.
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().includes("WebSocket connection to")) result.consoleErrors.push(m.text());
+  });
+  page.on("pageerror", (e) => result.consoleErrors.push(String(e.stack ?? e)));
+  const probe = (expr, arg) => page.evaluate(expr, arg);
+  const waitProbe = (expr, arg, timeout = 60000) => page.waitForFunction(expr, arg, { timeout, polling: 50 });
+  const setSlider = (deg) =>
+    page.$eval("#rx", (e, v) => { e.value = String(v); e.dispatchEvent(new Event("input")); }, deg);
+
+  await page.goto(args.url, { waitUntil: "load" });
+  await waitProbe(() => window.__viewer?.ready);
+  await page.setInputFiles("#file", args.glb);
+  await waitProbe(() => window.__viewer.registered);
+  step("registered");
+
+  await setSlider(30);
+  await waitProbe(() => window.__viewer.sessionFrames > 0 || window.__viewer.errors.length);
+  result.framesBefore = await probe(() => window.__viewer.sessionFrames);
+  // A FAST session too (on the file's own weights): the drain closes it with the other.
+  await page.click("#fast");
+  await waitProbe(() => window.__viewer.fastReady || window.__viewer.errors.length, undefined, 120000);
+  result.fastFramesBefore = await probe(() => window.__viewer.fastFrames);
+  writeFileSync(`${args.out}/posed`, "");
+  step("posed");
+
+  // The server drains (its open session is closed with 4014), then is gone.
+  await waitFile("down", 60000);
+  await setSlider(-40);
+  await sleep(500);  // the page's first attempts find nothing listening
+  result.statusWhileDown = await page.$eval("#status", (e) => e.textContent);
+  writeFileSync(`${args.out}/moved`, "");
+  step("moved");
+
+  // The restarted server answers the pose asked for while it was away, and the FAST session is
+  // open again on it.
+  await waitProbe(([n, f]) => (window.__viewer.sessionFrames > n && window.__viewer.fastFrames > f) ||
+    window.__viewer.errors.length, [result.framesBefore, result.fastFramesBefore], 30000);
+  result.framesAfter = await probe(() => window.__viewer.sessionFrames);
+  result.fastFramesAfter = await probe(() => window.__viewer.fastFrames);
+  result.status = await page.$eval("#status", (e) => e.textContent);
+  result.pageErrors = await probe(() => window.__viewer.errors);
+  step("resent");
+} catch (e) {
+  result.failure = String(e?.stack ?? e);
+} finally {
+  result.pageErrors ??= [];
+  save();
+  await browser.close();
+}
