@@ -326,9 +326,15 @@ absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std:
                                                                        const v1::PoseOutputs& outputs,
                                                                        const std::string& bake) {
   std::unique_ptr<PoseSession> session(new PoseSession());
+  std::shared_ptr<v1::PoseService::Stub> stub = v1::PoseService::NewStub(channel_);
+  session->open_ = [stub, token = options_.token](grpc::ClientContext* context) {
+    if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+    return stub->PoseSession(context);
+  };
+  session->channel_ = channel_;
+  session->options_ = options_;
   session->context_ = std::make_unique<grpc::ClientContext>();
-  Authorize(session->context_.get());
-  session->stream_ = poses_->PoseSession(session->context_.get());
+  session->stream_ = session->open_(session->context_.get());
   if (!session->stream_) return absl::UnavailableError("PoseSession: cannot open the stream");
   session->rig_ = rig;
   session->bake_ = bake;
@@ -347,9 +353,15 @@ absl::StatusOr<v1::FastSolution> Client::Solve(const v1::SolveRequest& req) {
 
 absl::StatusOr<std::unique_ptr<SolveSession>> Client::StartSolveSession(const std::string& bake) {
   std::unique_ptr<SolveSession> session(new SolveSession());
+  std::shared_ptr<v1::FastService::Stub> stub = v1::FastService::NewStub(channel_);
+  session->open_ = [stub, token = options_.token](grpc::ClientContext* context) {
+    if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+    return stub->SolveSession(context);
+  };
+  session->channel_ = channel_;
+  session->options_ = options_;
   session->context_ = std::make_unique<grpc::ClientContext>();
-  Authorize(session->context_.get());
-  session->stream_ = fast_->SolveSession(session->context_.get());
+  session->stream_ = session->open_(session->context_.get());
   if (!session->stream_) return absl::UnavailableError("SolveSession: cannot open the stream");
   session->bake_ = bake;
   return session;
@@ -401,6 +413,33 @@ absl::Status BidiSession<Request, Response>::Close() {
   return Finish();
 }
 
+template <typename Request, typename Response>
+absl::Status BidiSession<Request, Response>::Reopen(const absl::Status& failure,
+                                                    std::optional<std::chrono::steady_clock::time_point>* failing_since,
+                                                    std::chrono::milliseconds* backoff) {
+  if (!absl::IsUnavailable(failure) && !absl::IsCancelled(failure)) return failure;
+  const auto now = std::chrono::steady_clock::now();
+  if (!*failing_since) {
+    *failing_since = now;
+    *backoff = options_.initial_backoff;
+  }
+  if (now - **failing_since + *backoff > options_.deadline)
+    return absl::Status(failure.code(), absl::StrCat(failure.message(), " (reopening the session for the call deadline)"));
+  if (!closed_) {  // a Read that failed has finished the stream; a Write that failed too
+    context_->TryCancel();
+    stream_->Finish().IgnoreError();
+  }
+  WaitOnChannel(*channel_, *backoff);
+  *backoff = std::min(options_.max_backoff,
+                      std::chrono::milliseconds(static_cast<int64_t>(backoff->count() * options_.backoff_multiplier)));
+  stream_.reset();  // before its context, as the destructor does
+  context_ = std::make_unique<grpc::ClientContext>();
+  stream_ = open_(context_.get());
+  if (!stream_) return absl::UnavailableError("session: cannot open the stream again");
+  closed_ = false;
+  return absl::OkStatus();
+}
+
 template class BidiSession<v1::PoseSessionRequest, v1::PoseSessionResponse>;
 template class BidiSession<v1::SolveSessionRequest, v1::SolveSessionResponse>;
 
@@ -420,6 +459,17 @@ absl::Status PoseSession::Send(const v1::Pose& pose, int64_t sequence) {
 }
 
 absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  std::chrono::milliseconds backoff{0};
+  for (;;) {
+    absl::StatusOr<v1::PosedFrame> frame = StepOnce(pose);
+    if (frame.ok()) return frame;
+    RETURN_IF_ERROR(Reopen(frame.status(), &failing_since, &backoff));
+    first_ = true;
+  }
+}
+
+absl::StatusOr<v1::PosedFrame> PoseSession::StepOnce(const v1::Pose& pose) {
   const int64_t seq = next_sequence_++;
   RETURN_IF_ERROR(Send(pose, seq));
   ASSIGN_OR_RETURN(v1::PoseSessionResponse resp, Read());
@@ -429,6 +479,17 @@ absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
 }
 
 absl::StatusOr<v1::FastSolution> SolveSession::Step(v1::SolveSessionRequest frame) {
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  std::chrono::milliseconds backoff{0};
+  for (;;) {
+    absl::StatusOr<v1::FastSolution> solution = StepOnce(frame);
+    if (solution.ok()) return solution;
+    RETURN_IF_ERROR(Reopen(solution.status(), &failing_since, &backoff));
+    first_ = true;
+  }
+}
+
+absl::StatusOr<v1::FastSolution> SolveSession::StepOnce(v1::SolveSessionRequest frame) {
   const int64_t seq = next_sequence_++;
   if (first_) frame.set_bake(bake_);
   frame.set_sequence(seq);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,7 +121,8 @@ class Client {
   absl::StatusOr<v1::Bake> WatchBake(const std::string& name, const std::function<bool(const v1::Bake&)>& on_bake);
 
   // Opens an interactive pose session on one rig (one stream, one replica). Frames are sent
-  // and answered in order. The session has no overall deadline.
+  // and answered in order. The session has no overall deadline. A session's Step outlives the
+  // server going away (see BidiSession).
   absl::StatusOr<std::unique_ptr<PoseSession>> StartPoseSession(const std::string& rig, v1::Deformer deformer,
                                                                 const v1::PoseOutputs& outputs,
                                                                 const std::string& bake = "");
@@ -153,6 +155,14 @@ class Client {
 
 // A bidirectional stream of one session (one HTTP/2 stream, one replica). Not thread-safe: one
 // thread sends and receives. Explicitly instantiated for the two session types below.
+//
+// Step (of either session) outlives the server going away: when the stream ends UNAVAILABLE (a
+// server draining closes its sessions so, as in a rolling update, or none answers) or CANCELLED by
+// a server shutting down, the session opens a new stream (another replica, or the restarted one),
+// with the client's backoff, sends the first frame's settings again with the frame that failed,
+// and returns its answer, until it has failed for the client's `deadline` in a row. A FAST
+// session's next frame then starts cold (the warm start lived on the old replica). Write, Read,
+// Send and Receive do not reopen: a caller that pipelines frames handles the end itself.
 template <typename Request, typename Response>
 class BidiSession {
  public:
@@ -166,9 +176,19 @@ class BidiSession {
  protected:
   BidiSession() = default;
   absl::Status Finish();
+  // After `failure` of a Step: OK once a new stream is open (the caller sends its frame again,
+  // with the first frame's settings), else `failure` (not a server going away, or failing for
+  // longer than the deadline; *failing_since is when the failures began).
+  absl::Status Reopen(const absl::Status& failure,
+                      std::optional<std::chrono::steady_clock::time_point>* failing_since,
+                      std::chrono::milliseconds* backoff);
 
  private:
   friend class Client;
+  // Opens the session's stream on a new context (with the client's token).
+  std::function<std::unique_ptr<grpc::ClientReaderWriter<Request, Response>>(grpc::ClientContext*)> open_;
+  std::shared_ptr<grpc::Channel> channel_;
+  ClientOptions options_;
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientReaderWriter<Request, Response>> stream_;
   bool closed_ = false;
@@ -181,10 +201,11 @@ class PoseSession : public BidiSession<v1::PoseSessionRequest, v1::PoseSessionRe
   // outputs and bake.
   absl::Status Send(const v1::Pose& pose, int64_t sequence);
   absl::StatusOr<v1::PoseSessionResponse> Receive() { return Read(); }
-  // Send then Receive.
+  // Send then Receive; reopens the stream when the server went away (BidiSession).
   absl::StatusOr<v1::PosedFrame> Step(const v1::Pose& pose);
 
  private:
+  absl::StatusOr<v1::PosedFrame> StepOnce(const v1::Pose& pose);
   friend class Client;
   std::string rig_;
   std::string bake_;
@@ -197,10 +218,12 @@ class PoseSession : public BidiSession<v1::PoseSessionRequest, v1::PoseSessionRe
 // Interactive FAST solves: each frame warm-starts from the previous one on the server.
 class SolveSession : public BidiSession<v1::SolveSessionRequest, v1::SolveSessionResponse> {
  public:
-  // Sends `frame` (bake filled in on the first, sequence numbered) and returns its answer.
+  // Sends `frame` (bake filled in on the first, sequence numbered) and returns its answer;
+  // reopens the stream when the server went away (BidiSession).
   absl::StatusOr<v1::FastSolution> Step(v1::SolveSessionRequest frame);
 
  private:
+  absl::StatusOr<v1::FastSolution> StepOnce(v1::SolveSessionRequest frame);
   friend class Client;
   std::string bake_;
   bool first_ = true;

@@ -133,9 +133,11 @@ absl::StatusOr<std::unique_ptr<PoseSession>> OpenVerticesSession(Client& client,
   return client.StartPoseSession(reg->rig().name(), v1::DEFORMER_UNSPECIFIED, outputs);
 }
 
+// (With no server to come back, the session's Step tries to open it again for the client's
+// deadline, 2 s here, and then ends with the server's answer.)
 TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
   ServerProcess server(MakeTempDir("store"));
-  Client client(Options(server));
+  Client client(Options(server, 2000));
   const Rig rig = MakeTwoBoneTube();
   auto session = OpenVerticesSession(client, rig);
   ASSERT_TRUE(session.ok()) << session.status();
@@ -158,6 +160,7 @@ TEST(ServerEndToEnd, SigtermDuringAStreamingSessionEndsCleanly) {
   stopper.join();
   EXPECT_FALSE(ended.ok()) << "the session should end when the server stops";
   EXPECT_TRUE(absl::IsUnavailable(ended) || absl::IsCancelled(ended)) << ended;
+  EXPECT_THAT(std::string(ended.message()), HasSubstr("(reopening the session for the call deadline)"));
   EXPECT_EQ(exit_code.load(), 0) << server.Output();
   EXPECT_THAT(server.Output(), HasSubstr("stopped"));
 }
@@ -473,10 +476,11 @@ TEST(ServerEndToEnd, SigtermClosesOpenWebSocketSessionsWithUnavailable) {
 
 // A session waiting for its client's next frame is not work in flight either: it used to hold the
 // drain to its deadline (and then ended anyway). It ends with the shutdown, UNAVAILABLE, so its
-// client reconnects elsewhere.
+// client reconnects elsewhere (here there is nowhere: Step tries to reopen it for the client's
+// deadline, 1 s, then ends UNAVAILABLE).
 TEST(ServerEndToEnd, SigtermWithAnIdleSessionOpenDoesNotWaitForTheDrainDeadline) {
   ServerProcess server(MakeTempDir("store"), {"--drain_seconds=30"});
-  Client client(Options(server));
+  Client client(Options(server, 1000));
   const Rig rig = MakeTwoBoneTube();
   auto session = OpenVerticesSession(client, rig);
   ASSERT_TRUE(session.ok()) << session.status();
@@ -505,6 +509,9 @@ TEST(ServerEndToEnd, AFrozenClientsSessionIsClosedByKeepaliveAndItsSlotFreed) {
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   // The frozen client: a process of its own (forked before this one uses gRPC) with one session.
+  // Run after other tests in one process (a --gtest_filter), wait for their gRPC objects to be
+  // torn down (gRPC does it in the background): a child forked meanwhile hung in its first call.
+  for (int i = 0; i < 50 && grpc_is_initialized(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
