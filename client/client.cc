@@ -21,6 +21,11 @@ absl::Status FromGrpcStatus(const grpc::Status& s) {
 
 namespace {
 
+// The bearer token (if any) in a call's metadata.
+void AddToken(const std::string& token, grpc::ClientContext* context) {
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
 absl::StatusOr<std::string> ReadPemFile(const char* what, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read '", path, "'"));
@@ -69,9 +74,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 
 Client::~Client() = default;
 
-void Client::Authorize(grpc::ClientContext* context) const {
-  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
-}
+void Client::Authorize(grpc::ClientContext* context) const { AddToken(options_.token, context); }
 
 namespace {
 
@@ -326,16 +329,10 @@ absl::StatusOr<std::unique_ptr<PoseSession>> Client::StartPoseSession(const std:
                                                                        const v1::PoseOutputs& outputs,
                                                                        const std::string& bake) {
   std::unique_ptr<PoseSession> session(new PoseSession());
+  // A stub of the session's own: a session may outlive its Client.
   std::shared_ptr<v1::PoseService::Stub> stub = v1::PoseService::NewStub(channel_);
-  session->open_ = [stub, token = options_.token](grpc::ClientContext* context) {
-    if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
-    return stub->PoseSession(context);
-  };
-  session->channel_ = channel_;
-  session->options_ = options_;
-  session->context_ = std::make_unique<grpc::ClientContext>();
-  session->stream_ = session->open_(session->context_.get());
-  if (!session->stream_) return absl::UnavailableError("PoseSession: cannot open the stream");
+  RETURN_IF_ERROR(session->Start(
+      channel_, options_, [stub](grpc::ClientContext* context) { return stub->PoseSession(context); }, "PoseSession"));
   session->rig_ = rig;
   session->bake_ = bake;
   session->deformer_ = deformer;
@@ -354,15 +351,9 @@ absl::StatusOr<v1::FastSolution> Client::Solve(const v1::SolveRequest& req) {
 absl::StatusOr<std::unique_ptr<SolveSession>> Client::StartSolveSession(const std::string& bake) {
   std::unique_ptr<SolveSession> session(new SolveSession());
   std::shared_ptr<v1::FastService::Stub> stub = v1::FastService::NewStub(channel_);
-  session->open_ = [stub, token = options_.token](grpc::ClientContext* context) {
-    if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
-    return stub->SolveSession(context);
-  };
-  session->channel_ = channel_;
-  session->options_ = options_;
-  session->context_ = std::make_unique<grpc::ClientContext>();
-  session->stream_ = session->open_(session->context_.get());
-  if (!session->stream_) return absl::UnavailableError("SolveSession: cannot open the stream");
+  RETURN_IF_ERROR(session->Start(
+      channel_, options_, [stub](grpc::ClientContext* context) { return stub->SolveSession(context); },
+      "SolveSession"));
   session->bake_ = bake;
   return session;
 }
@@ -414,6 +405,25 @@ absl::Status BidiSession<Request, Response>::Close() {
 }
 
 template <typename Request, typename Response>
+absl::Status BidiSession<Request, Response>::Start(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options,
+                                                   Opener open, const char* what) {
+  channel_ = std::move(channel);
+  options_ = options;
+  open_ = std::move(open);
+  OpenStream();
+  if (!stream_) return absl::UnavailableError(absl::StrCat(what, ": cannot open the stream"));
+  return absl::OkStatus();
+}
+
+template <typename Request, typename Response>
+void BidiSession<Request, Response>::OpenStream() {
+  stream_.reset();  // before its context, as the destructor does
+  context_ = std::make_unique<grpc::ClientContext>();
+  AddToken(options_.token, context_.get());
+  stream_ = open_(context_.get());
+}
+
+template <typename Request, typename Response>
 absl::Status BidiSession<Request, Response>::Reopen(const absl::Status& failure,
                                                     std::optional<std::chrono::steady_clock::time_point>* failing_since,
                                                     std::chrono::milliseconds* backoff) {
@@ -432,12 +442,23 @@ absl::Status BidiSession<Request, Response>::Reopen(const absl::Status& failure,
   WaitOnChannel(*channel_, *backoff);
   *backoff = std::min(options_.max_backoff,
                       std::chrono::milliseconds(static_cast<int64_t>(backoff->count() * options_.backoff_multiplier)));
-  stream_.reset();  // before its context, as the destructor does
-  context_ = std::make_unique<grpc::ClientContext>();
-  stream_ = open_(context_.get());
+  OpenStream();
   if (!stream_) return absl::UnavailableError("session: cannot open the stream again");
   closed_ = false;
+  first_ = true;
   return absl::OkStatus();
+}
+
+template <typename Request, typename Response>
+template <typename Result, typename Once>
+absl::StatusOr<Result> BidiSession<Request, Response>::WithReopen(Once once) {
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  std::chrono::milliseconds backoff{0};
+  for (;;) {
+    absl::StatusOr<Result> result = once();
+    if (result.ok()) return result;
+    RETURN_IF_ERROR(Reopen(result.status(), &failing_since, &backoff));
+  }
 }
 
 template class BidiSession<v1::PoseSessionRequest, v1::PoseSessionResponse>;
@@ -459,14 +480,7 @@ absl::Status PoseSession::Send(const v1::Pose& pose, int64_t sequence) {
 }
 
 absl::StatusOr<v1::PosedFrame> PoseSession::Step(const v1::Pose& pose) {
-  std::optional<std::chrono::steady_clock::time_point> failing_since;
-  std::chrono::milliseconds backoff{0};
-  for (;;) {
-    absl::StatusOr<v1::PosedFrame> frame = StepOnce(pose);
-    if (frame.ok()) return frame;
-    RETURN_IF_ERROR(Reopen(frame.status(), &failing_since, &backoff));
-    first_ = true;
-  }
+  return WithReopen<v1::PosedFrame>([&] { return StepOnce(pose); });
 }
 
 absl::StatusOr<v1::PosedFrame> PoseSession::StepOnce(const v1::Pose& pose) {
@@ -479,14 +493,7 @@ absl::StatusOr<v1::PosedFrame> PoseSession::StepOnce(const v1::Pose& pose) {
 }
 
 absl::StatusOr<v1::FastSolution> SolveSession::Step(v1::SolveSessionRequest frame) {
-  std::optional<std::chrono::steady_clock::time_point> failing_since;
-  std::chrono::milliseconds backoff{0};
-  for (;;) {
-    absl::StatusOr<v1::FastSolution> solution = StepOnce(frame);
-    if (solution.ok()) return solution;
-    RETURN_IF_ERROR(Reopen(solution.status(), &failing_since, &backoff));
-    first_ = true;
-  }
+  return WithReopen<v1::FastSolution>([&] { return StepOnce(frame); });
 }
 
 absl::StatusOr<v1::FastSolution> SolveSession::StepOnce(v1::SolveSessionRequest frame) {

@@ -182,11 +182,23 @@ class BidiSession {
   absl::Status Reopen(const absl::Status& failure,
                       std::optional<std::chrono::steady_clock::time_point>* failing_since,
                       std::chrono::milliseconds* backoff);
+  // `once()` (one frame sent and answered), run again on a reopened stream while Reopen allows.
+  template <typename Result, typename Once>
+  absl::StatusOr<Result> WithReopen(Once once);
+
+  bool first_ = true;  // the next frame is the stream's first (it carries the settings)
+  int64_t next_sequence_ = 0;
 
  private:
   friend class Client;
-  // Opens the session's stream on a new context (with the client's token).
-  std::function<std::unique_ptr<grpc::ClientReaderWriter<Request, Response>>(grpc::ClientContext*)> open_;
+  using Opener = std::function<std::unique_ptr<grpc::ClientReaderWriter<Request, Response>>(grpc::ClientContext*)>;
+  // Keeps what Reopen needs (`open` issues the session's call on a context) and opens the first
+  // stream; UNAVAILABLE "<what>: cannot open the stream" when gRPC gives none.
+  absl::Status Start(std::shared_ptr<grpc::Channel> channel, const ClientOptions& options, Opener open,
+                     const char* what);
+  // A new context (with the client's token) and the stream on it.
+  void OpenStream();
+  Opener open_;
   std::shared_ptr<grpc::Channel> channel_;
   ClientOptions options_;
   std::unique_ptr<grpc::ClientContext> context_;
@@ -211,8 +223,6 @@ class PoseSession : public BidiSession<v1::PoseSessionRequest, v1::PoseSessionRe
   std::string bake_;
   v1::Deformer deformer_ = v1::DEFORMER_UNSPECIFIED;
   v1::PoseOutputs outputs_;
-  bool first_ = true;
-  int64_t next_sequence_ = 0;
 };
 
 // Interactive FAST solves: each frame warm-starts from the previous one on the server.
@@ -226,8 +236,6 @@ class SolveSession : public BidiSession<v1::SolveSessionRequest, v1::SolveSessio
   absl::StatusOr<v1::FastSolution> StepOnce(v1::SolveSessionRequest frame);
   friend class Client;
   std::string bake_;
-  bool first_ = true;
-  int64_t next_sequence_ = 0;
 };
 
 // gRPC status → absl status (same code numbering, message kept).

@@ -5,21 +5,9 @@
 // gRPC calls of the same requests.
 //
 //   node tests/web/viewer.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
-import { writeFileSync, mkdirSync } from "node:fs";
-import { chromium } from "playwright-core";
+import { args, launchChromium, result, save, step } from "./harness.mjs";
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2)));
-mkdirSync(args.out, { recursive: true });
-const result = { consoleErrors: [], steps: [] };
-const save = () => writeFileSync(`${args.out}/result.json`, JSON.stringify(result, null, 1));
-const step = (name) => { result.steps.push(name); save(); };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  // Root in CI needs --no-sandbox; WebGL runs on SwiftShader (no GPU).
-  args: ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"],
-});
+const browser = await launchChromium();
 try {
   const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
   page.on("console", (m) => { if (m.type() === "error") result.consoleErrors.push(m.text()); });

@@ -7,14 +7,8 @@
 //   stopped), moves the slider and writes OUT/moved, then waits for the frame of that pose.
 //
 //   node tests/web/viewer_restart.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
-import { existsSync, writeFileSync, mkdirSync } from "node:fs";
-import { chromium } from "playwright-core";
-
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, "").split(/=(.*)/s).slice(0, 2)));
-mkdirSync(args.out, { recursive: true });
-const result = { consoleErrors: [], steps: [] };
-const save = () => writeFileSync(`${args.out}/result.json`, JSON.stringify(result, null, 1));
-const step = (name) => { result.steps.push(name); save(); };
+import { existsSync, writeFileSync } from "node:fs";
+import { args, launchChromium, result, save, step } from "./harness.mjs";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const waitFile = async (name, timeoutMs) => {
   for (const t0 = Date.now(); !existsSync(`${args.out}/${name}`);) {
@@ -23,11 +17,7 @@ const waitFile = async (name, timeoutMs) => {
   }
 };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"],
-});
+const browser = await launchChromium();
 try {
   const page = await browser.newPage({ viewport: { width: 800, height: 500 } });
   // The browser logs every WebSocket that cannot connect while the server is away: expected here.

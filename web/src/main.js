@@ -361,21 +361,27 @@ function openPoseSession() {
 const SERVER_WENT_AWAY = new Set([4014, 1001, 1006]);
 const REOPEN_LIMIT_MS = 30000;
 
-function reopenPoseSession(old) {
-  const pose = old.pending ?? (old.busy ? old.sent : null);
-  if (!pose) return;  // nothing unanswered: the next pose opens a session
-  const reopen = old.reopen ?? { since: performance.now(), delay: 100 };
-  if (performance.now() - reopen.since > REOPEN_LIMIT_MS) {
-    fail("The pose session", { message: `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s` });
+// Calls open(next) after the backoff of `last` (the failing session's reopen state, null at the
+// first failure), or fails after REOPEN_LIMIT_MS of failures; `next` is the new session's state.
+function scheduleReopen(what, last, open) {
+  const state = last ?? { since: performance.now(), delay: 100 };
+  if (performance.now() - state.since > REOPEN_LIMIT_MS) {
+    fail(what, { message: `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s` });
     return;
   }
   say("The server went away; reconnecting…");
-  setTimeout(() => {
+  setTimeout(() => open({ since: state.since, delay: Math.min(2000, 2 * state.delay) }), state.delay);
+}
+
+function reopenPoseSession(old) {
+  const pose = old.pending ?? (old.busy ? old.sent : null);
+  if (!pose) return;  // nothing unanswered: the next pose opens a session
+  scheduleReopen("The pose session", old.reopen, (next) => {
     if (S.poseWs !== old) return;  // a newer pose opened a session already (or the rig changed)
     const ws = openPoseSession();
-    ws.reopen = { since: reopen.since, delay: Math.min(2000, 2 * reopen.delay) };
+    ws.reopen = next;
     sendPose(ws, pose);
-  }, reopen.delay);
+  });
 }
 
 function sendPose(ws, pose) {
@@ -548,18 +554,12 @@ function openFastSession(reopen) {
 
 function reopenFastSession(old) {
   if (S.fastWs !== old) return;  // closed on purpose (another rig)
-  const reopen = old.reopen ?? { since: performance.now(), delay: 100 };
-  if (performance.now() - reopen.since > REOPEN_LIMIT_MS) {
-    fail("The FAST session", { message: `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s` });
-    return;
-  }
-  say("The server went away; reconnecting…");
-  setTimeout(() => {
+  scheduleReopen("The FAST session", old.reopen, (next) => {
     if (S.fastWs !== old) return;
     // Drags made while it was away wait on the old socket (solve keeps the last).
     const drag = old.pending ?? old.lastDrag ?? old.reopen?.drag ?? null;
-    openFastSession({ since: reopen.since, delay: Math.min(2000, 2 * reopen.delay), drag, framed: old.framed });
-  }, reopen.delay);
+    openFastSession({ ...next, drag, framed: old.framed });
+  });
 }
 
 // The fixed handle: the first root joint among the handles.
