@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
-#include <optional>
 #include <random>
 #include <sstream>
 
@@ -82,8 +81,15 @@ namespace {
 // which are not retried): gRPC cancels the calls that reach a server in the last moments of its
 // shutdown, after its drain has answered UNAVAILABLE to those before; the next attempt finds
 // another replica, or the restarted one.
-bool RetryableStatus(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::CANCELLED;
+bool RetryableCode(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kCancelled;
+}
+bool RetryableStatus(const grpc::Status& s) { return RetryableCode(static_cast<absl::StatusCode>(s.error_code())); }
+
+// The backoff after `backoff`: times the multiplier, at most max_backoff.
+std::chrono::milliseconds NextBackoff(const ClientOptions& options, std::chrono::milliseconds backoff) {
+  return std::min(options.max_backoff,
+                  std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options.backoff_multiplier)));
 }
 
 // Waits out a retry's backoff on the channel instead of in a bare sleep. gRPC learns how a
@@ -102,6 +108,36 @@ void WaitOnChannel(grpc::Channel& channel, std::chrono::milliseconds backoff) {
 
 }  // namespace
 
+// How a dropped stream (WatchBake, a session's Step) is opened again: with backoff, spent on the
+// channel, until it has failed for the client's `deadline` in a row. A replica that restarts (a
+// rolling update, a crash) takes seconds, more than max_attempts quick retries.
+class StreamBackoff {
+ public:
+  explicit StreamBackoff(const ClientOptions& options) : options_(options) {}
+  // The stream delivered something: the next failure begins a new run.
+  void Delivered() { failing_ = false; }
+  // After a failure: false when the failures, with the next backoff, outlast the deadline; else
+  // waits out the backoff on `channel` and returns true.
+  bool Wait(grpc::Channel& channel) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!failing_) {
+      failing_ = true;
+      failing_since_ = now;
+      backoff_ = options_.initial_backoff;
+    }
+    if (now - failing_since_ + backoff_ > options_.deadline) return false;
+    WaitOnChannel(channel, backoff_);
+    backoff_ = NextBackoff(options_, backoff_);
+    return true;
+  }
+
+ private:
+  const ClientOptions& options_;
+  bool failing_ = false;  // since failing_since_
+  std::chrono::steady_clock::time_point failing_since_;
+  std::chrono::milliseconds backoff_{0};
+};
+
 template <typename Call>
 absl::Status Client::WithRetry(const char* what, Call call) {
   const auto deadline = std::chrono::system_clock::now() + options_.deadline;
@@ -119,8 +155,7 @@ absl::Status Client::WithRetry(const char* what, Call call) {
     const auto sleep = std::chrono::milliseconds(jitter(rng));
     if (std::chrono::system_clock::now() + sleep >= deadline) break;
     WaitOnChannel(*channel_, sleep);
-    backoff = std::min(options_.max_backoff,
-                       std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));
+    backoff = NextBackoff(options_, backoff);
   }
   if (status.ok()) return absl::OkStatus();
   absl::Status s = FromGrpcStatus(status);
@@ -281,12 +316,9 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
                                            const std::function<bool(const v1::Bake&)>& on_bake) {
   v1::WatchBakeRequest req;
   req.set_name(name);
-  auto backoff = options_.initial_backoff;
   v1::Bake last;
   bool resumed = false;  // the stream was dropped and opened again
-  // A dropped stream is opened again until it has failed for `deadline` in a row: a replica that
-  // restarts (a rolling update, a crash) takes seconds, more than max_attempts quick retries.
-  std::optional<std::chrono::steady_clock::time_point> failing_since;
+  StreamBackoff reconnect(options_);
   for (;;) {
     grpc::ClientContext ctx;
     Authorize(&ctx);
@@ -304,12 +336,8 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
     }
     grpc::Status s = reader->Finish();
     if (stopped || s.ok()) return last;
-    const auto now = std::chrono::steady_clock::now();
-    if (read || !failing_since) {
-      failing_since = now;
-      backoff = options_.initial_backoff;
-    }
-    if (!RetryableStatus(s) || now - *failing_since + backoff > options_.deadline) {
+    if (read) reconnect.Delivered();
+    if (!RetryableStatus(s) || !reconnect.Wait(*channel_)) {
       absl::Status e = FromGrpcStatus(s);
       if (resumed && absl::IsNotFound(e))
         return absl::NotFoundError(absl::StrCat(
@@ -319,9 +347,6 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
                                                  RetryableStatus(s) ? " (reconnecting for the call deadline)" : ""));
     }
     resumed = true;
-    WaitOnChannel(*channel_, backoff);
-    backoff = std::min(options_.max_backoff,
-                       std::chrono::milliseconds(static_cast<int64_t>(backoff.count() * options_.backoff_multiplier)));
   }
 }
 
@@ -424,24 +449,15 @@ void BidiSession<Request, Response>::OpenStream() {
 }
 
 template <typename Request, typename Response>
-absl::Status BidiSession<Request, Response>::Reopen(const absl::Status& failure,
-                                                    std::optional<std::chrono::steady_clock::time_point>* failing_since,
-                                                    std::chrono::milliseconds* backoff) {
-  if (!absl::IsUnavailable(failure) && !absl::IsCancelled(failure)) return failure;
-  const auto now = std::chrono::steady_clock::now();
-  if (!*failing_since) {
-    *failing_since = now;
-    *backoff = options_.initial_backoff;
-  }
-  if (now - **failing_since + *backoff > options_.deadline)
-    return absl::Status(failure.code(), absl::StrCat(failure.message(), " (reopening the session for the call deadline)"));
+absl::Status BidiSession<Request, Response>::Reopen(const absl::Status& failure, StreamBackoff* backoff) {
+  if (!RetryableCode(failure.code())) return failure;
   if (!closed_) {  // a Read that failed has finished the stream; a Write that failed too
     context_->TryCancel();
     stream_->Finish().IgnoreError();
+    closed_ = true;
   }
-  WaitOnChannel(*channel_, *backoff);
-  *backoff = std::min(options_.max_backoff,
-                      std::chrono::milliseconds(static_cast<int64_t>(backoff->count() * options_.backoff_multiplier)));
+  if (!backoff->Wait(*channel_))
+    return absl::Status(failure.code(), absl::StrCat(failure.message(), " (reopening the session for the call deadline)"));
   OpenStream();
   if (!stream_) return absl::UnavailableError("session: cannot open the stream again");
   closed_ = false;
@@ -452,12 +468,11 @@ absl::Status BidiSession<Request, Response>::Reopen(const absl::Status& failure,
 template <typename Request, typename Response>
 template <typename Result, typename Once>
 absl::StatusOr<Result> BidiSession<Request, Response>::WithReopen(Once once) {
-  std::optional<std::chrono::steady_clock::time_point> failing_since;
-  std::chrono::milliseconds backoff{0};
+  StreamBackoff backoff(options_);
   for (;;) {
     absl::StatusOr<Result> result = once();
     if (result.ok()) return result;
-    RETURN_IF_ERROR(Reopen(result.status(), &failing_since, &backoff));
+    RETURN_IF_ERROR(Reopen(result.status(), &backoff));
   }
 }
 

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +64,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> TlsChannelCredentials(
     const std::string& key_file = "");
 
 class PoseSession;
+class StreamBackoff;  // client.cc: how a dropped stream is opened again
 class SolveSession;
 
 class Client {
@@ -178,10 +178,8 @@ class BidiSession {
   absl::Status Finish();
   // After `failure` of a Step: OK once a new stream is open (the caller sends its frame again,
   // with the first frame's settings), else `failure` (not a server going away, or failing for
-  // longer than the deadline; *failing_since is when the failures began).
-  absl::Status Reopen(const absl::Status& failure,
-                      std::optional<std::chrono::steady_clock::time_point>* failing_since,
-                      std::chrono::milliseconds* backoff);
+  // longer than the deadline since the Step's first failure, which `backoff` keeps).
+  absl::Status Reopen(const absl::Status& failure, StreamBackoff* backoff);
   // `once()` (one frame sent and answered), run again on a reopened stream while Reopen allows.
   template <typename Result, typename Once>
   absl::StatusOr<Result> WithReopen(Once once);
