@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "server/convert/convert.h"
+#include "tests/support/fast_constraints.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/health_check.h"
 #include "tests/support/server_process.h"
@@ -89,10 +90,7 @@ TEST(Client, SessionStepsOutliveAServerRestart) {
   auto solver = client.StartSolveSession(started->bake().name());
   ASSERT_TRUE(solver.ok()) << solver.status();
   v1::SolveSessionRequest frame;
-  v1::HandleConstraint* fixed = frame.add_constraints();
-  fixed->set_joint(0);
-  fixed->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-  for (float x : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) fixed->add_target(x);
+  *frame.add_constraints() = testing::FixedJoint(0);
   v1::HandleConstraint* drag = frame.add_constraints();
   drag->set_joint(1);
   drag->set_kind(v1::HandleConstraint::KIND_POSITION);

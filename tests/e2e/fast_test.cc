@@ -15,6 +15,7 @@
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
 #include "tests/support/data.h"
+#include "tests/support/fast_constraints.h"
 #include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
 
@@ -70,10 +71,7 @@ class FastEndToEnd : public ::testing::Test {
   // Root bone fully fixed, the hand (the last bone's tail) dragged to `target`.
   v1::SolveRequest DragHand(const Eigen::Vector3d& target) {
     v1::SolveRequest req;
-    auto* root = req.add_constraints();
-    root->set_joint(0);
-    root->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-    for (float v : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) root->add_target(v);
+    *req.add_constraints() = testing::FixedJoint(0);
     auto* hand = req.add_constraints();
     hand->set_joint(3);
     hand->set_kind(v1::HandleConstraint::KIND_POSITION);

@@ -20,6 +20,7 @@
 #include "skinning/v1/pose_service.pb.h"
 #include "skinning/v1/rig_service.pb.h"
 #include "tests/support/data.h"
+#include "tests/support/fast_constraints.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/long_fast_frame.h"
@@ -206,10 +207,7 @@ TEST_F(HttpTest, BakeWatchWeightsAndFastSolveAnswerTheGrpcFloatsBitForBit) {
   ASSERT_EQ(fast_done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << fast_done->error().message();
   v1::SolveRequest solve;
   solve.set_bake(fast_started->bake().name());
-  auto* root = solve.add_constraints();
-  root->set_joint(0);
-  root->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-  for (float v : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) root->add_target(v);
+  *solve.add_constraints() = testing::FixedJoint(0);
   auto* tip = solve.add_constraints();
   tip->set_joint(1);
   tip->set_kind(v1::HandleConstraint::KIND_POSITION);

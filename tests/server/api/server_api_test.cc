@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "client/client.h"
 #include "server/convert/convert.h"
+#include "tests/support/fast_constraints.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/server_process.h"
@@ -295,10 +296,7 @@ TEST(ServerApi, SessionsAnswerFramesInOrder) {
   ASSERT_EQ(WaitDone(client, started->bake().name()).metadata().state(), v1::BAKE_STATE_SUCCEEDED);
   v1::SolveRequest solve;
   solve.set_bake(started->bake().name());
-  v1::HandleConstraint* c = solve.add_constraints();
-  c->set_joint(0);
-  c->set_kind(v1::HandleConstraint::KIND_TRANSFORM);
-  for (float x : {1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 0.f, 1.f, 0.f}) c->add_target(x);
+  *solve.add_constraints() = testing::FixedJoint(0);
   auto solution = client.Solve(solve);
   ASSERT_TRUE(solution.ok()) << solution.status();
   EXPECT_EQ(solution->handle_count(), 2);
