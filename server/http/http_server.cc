@@ -611,6 +611,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, Router router)
     : options_(options),
       router_(std::move(router)),
       io_(std::max(1, options.io_threads)),
+      io_work_(io_.get_executor()),
       acceptor_(net::make_strand(io_)),
       accept_retry_(acceptor_.get_executor()),
       workers_(static_cast<size_t>(std::max(1, options.worker_threads))),
@@ -758,8 +759,8 @@ void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
     acceptor_.close(ignored);
     accept_retry_.cancel();
   });
-  // The streams' threads finish first (their writes fail once stopping; handlers see the server
-  // draining), then the sessions close, then the pool's work ends (a session's frame on the pool
+  // The streams' threads finish first (handlers see the server draining and write their end; a
+  // write still waiting for its client fails once stopping), then the sessions close, then the pool's work ends (a session's frame on the pool
   // answers first: the pool is joined after the sessions are), then the sockets go with the
   // io_context's queued operations.
   {
@@ -783,6 +784,7 @@ void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
   }
   workers_.join();
   file_workers_.join();
+  io_work_.reset();
   io_.stop();
   for (std::thread& t : io_threads_) t.join();
   io_threads_.clear();

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -160,6 +161,11 @@ class HttpServer {
   std::atomic<int> connections_{0};
   std::atomic<size_t> ws_unsent_bytes_{0};  // WebSocket answers computed and not yet sent
   boost::asio::io_context io_;
+  // Keeps io_'s threads running until Stop ends them. Once the listener has closed, a stream
+  // whose thread is about to write (its end-of-stream, as the server drains) has no operation
+  // pending on its socket; with no other socket waiting, run() returned for want of work and that
+  // write was never made (the client saw the body cut off).
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> io_work_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;     // on the acceptor's strand
   std::chrono::milliseconds accept_backoff_{0};  // 0 = the last accept succeeded

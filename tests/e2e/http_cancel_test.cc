@@ -3,6 +3,7 @@
 // abandoned ones (a browser tab closed) held their threads until the bake ahead finished; when
 // watches ran on the front door's worker pool, the next watch or file waited that long (71 s in a
 // probe).
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "client/client.h"
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 #include "tests/support/http_client.h"
 #include "tests/support/raw_connection.h"
+#include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -27,6 +30,7 @@ using ::skinning::testing::ConnectEnvelope;
 using ::skinning::testing::ConnectLoopback;
 using ::skinning::testing::HttpCall;
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RedisProcess;
 using ::skinning::testing::ServerProcess;
 
 v1::BakeOptions Bbw(int resolution) {
@@ -141,6 +145,45 @@ TEST_F(HttpCancelTest, OpenWatchesBeyondTheWorkerCountDoNotHoldBackOtherCalls) {
   ASSERT_TRUE(answered.ok()) << answered.status();
   EXPECT_NE(answered->body.find("not_found"), std::string::npos) << answered->body;
   for (int fd : open) close(fd);
+}
+
+// A watch open when the server shuts down ends with its end-of-stream message, UNAVAILABLE
+// ("watch again elsewhere"), and the chunked body's last chunk: a Connect client tells a draining
+// replica from a network failure by it. It used to be cut off (curl: "transfer closed with
+// outstanding read data remaining", chromium: ERR_INCOMPLETE_CHUNKED_ENCODING) whenever the
+// watch wrote its end after the listener had closed: with no other socket waiting, the front
+// door's event loop had no work left and its threads returned, so the end was never written. A
+// watch of the Redis queue polls every 100 ms, so its end comes late (the local queue's ends as
+// the shutdown begins); an api replica leaves the bake queued; the gRPC client is gone (an open
+// gRPC connection held the shutdown up to 100 ms), as for a browser's watch.
+TEST(HttpShutdownTest, AWatchOpenAtShutdownEndsWithUnavailable) {
+  RedisProcess redis;
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=", "--role=api",
+                                              "--redis=" + redis.address()});
+  const int port = server.http_port();
+  ASSERT_GT(port, 0) << server.Output();
+  std::string bake;
+  {
+    ClientOptions o;
+    o.target = server.address();
+    Client client(o);
+    auto rig = client.CreateRig(RigToProto(::skinning::testing::MakeTubeForBaking()));
+    ASSERT_TRUE(rig.ok()) << rig.status();
+    auto queued = client.StartBake(rig->rig().name(), Bbw(48));
+    ASSERT_TRUE(queued.ok()) << queued.status();
+    bake = queued->bake().name();
+  }
+  const int fd = OpenWatch(port, bake);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(server.Stop(SIGTERM), 0) << server.Output();
+  std::string rest;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) rest.append(buf, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_NE(rest.find("{\"error\":{\"code\":\"unavailable\",\"message\":\"server is shutting down; watch again elsewhere\"}}"),
+            std::string::npos)
+      << rest;
+  EXPECT_TRUE(absl::EndsWith(rest, "\r\n0\r\n\r\n")) << "no last chunk: " << rest;
 }
 
 }  // namespace SKINNING_TEST_FILE
