@@ -2,7 +2,9 @@
 // drives the page like a user (register the bundled sample, play, DQS, bake BBW, drag a FAST
 // handle) and writes what it saw; this test checks it, and checks the vertices the page received
 // against a gRPC Pose of the same request. Screenshots: build/test-artifacts/viewer/*.png.
-// tests/web/viewer_restart.mjs keeps a pose session going across a server restart.
+// tests/web/viewer_restart.mjs keeps a pose session going across a server restart, and
+// tests/web/viewer_bake_restart.mjs a bake watch and a unary call across a restart of the replica
+// they went to.
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,7 +24,9 @@
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "skinning/v1/pose_service.pb.h"
+#include "skinning/v1/bake_service.pb.h"
 #include "tests/support/data.h"
+#include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -30,6 +34,7 @@ namespace {
 namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 
@@ -186,6 +191,80 @@ TEST(ViewerBrowserTest, APoseSessionOutlivesAServerRestart) {
   EXPECT_EQ(r["statusWhileDown"], "The server went away; reconnecting…");
   EXPECT_EQ(r["status"], "Connected to the server again.");
   EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// A rolling update of the replica a browser talks to, in a deployment with a shared store (an api
+// replica and bake workers on Redis, as deploy/'s prod overlay runs them): the page watches a
+// bake it started (queued: no worker runs yet) when the replica drains and is gone, and the user
+// switches to DQS meanwhile (a unary Pose). The replica comes back on the same address and a
+// worker starts: the page's watch sees the bake done and the pose arrives, with no error shown.
+// The viewer used to fail both at once: "Baking bbw: The server is not reachable or is
+// restarting; try again" and the same for the pose, although the bake went on.
+TEST(ViewerBrowserTest, ABakeWatchAndACallOutliveARestartOfTheirReplica) {
+  if (const std::string missing = MissingTool(); !missing.empty()) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
+  }
+  const std::string src = SKINNING_SOURCE_DIR;
+  RedisProcess redis;
+  const std::vector<std::string> api_flags = {"--redis=" + redis.address(), "--role=api", "--web_dir=" + src + "/web"};
+  auto api_with = [&](const std::string& http) {
+    std::vector<std::string> flags = api_flags;
+    flags.push_back("--http_address=127.0.0.1:" + http);
+    return flags;
+  };
+  auto api = std::make_unique<ServerProcess>(MakeTempDir("api"), api_with("0"));
+  const int http = api->http_port();
+  ASSERT_GT(http, 0) << api->Output();
+  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-bake-restart";
+  std::filesystem::remove_all(out);
+  auto run = std::async(std::launch::async, [&] {
+    return RunCommand({OnPath("node"), src + "/tests/web/viewer_bake_restart.mjs",
+                       "--url=http://127.0.0.1:" + std::to_string(http),
+                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  });
+  std::unique_ptr<ServerProcess> worker;
+  const bool queued = WaitForFile(out + "/queued", 120);
+  EXPECT_TRUE(queued) << "the page started no bake";
+  if (queued) {
+    EXPECT_EQ(api->Stop(SIGTERM), 0) << api->Output();
+    std::ofstream(out + "/down").flush();
+    EXPECT_TRUE(WaitForFile(out + "/moved", 60)) << "the page did not switch the method";
+    api = std::make_unique<ServerProcess>(MakeTempDir("api"), api_with(std::to_string(http)));
+    ASSERT_EQ(api->http_port(), http) << api->Output();
+    worker = std::make_unique<ServerProcess>(
+        MakeTempDir("worker"), std::vector<std::string>{"--redis=" + redis.address(), "--role=worker"});
+  }
+  const auto ran = run.get();
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
+  const nlohmann::json r = nlohmann::json::parse(in);
+  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "queued", "moved", "done"}));
+  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
+  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  EXPECT_EQ(r["statusQueued"], "Baking bbw: queued 0 %");
+  EXPECT_EQ(r["statusWhileDown"], "The server went away; reconnecting…");
+  EXPECT_EQ(r["posesWhileDown"], 0) << "a pose arrived with no server";
+  // The pose asked for while away (DQS), then the one after the bake (DQS with its weights).
+  EXPECT_EQ(r["poses"], 2);
+  ASSERT_TRUE(r["bakeName"].is_string());
+  const std::string bake = r["bakeName"].get<std::string>();
+  v1::PoseRequest last;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r["lastPose"]["request"].get<std::string>(), &last).ok());
+  EXPECT_EQ(last.deformer(), v1::DEFORMER_DQS);
+  EXPECT_EQ(last.bake(), bake);
+  EXPECT_EQ(r["status"], "Posed with DQS and " + bake.substr(bake.rfind('/') + 1) + ".");
+  // The bake the page saw done is stored, done by the worker.
+  ClientOptions o;
+  o.target = api->address();
+  Client client(o);
+  auto done = client.GetBake(bake);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  EXPECT_EQ(worker->Stop(SIGTERM), 0);
+  EXPECT_EQ(api->Stop(SIGTERM), 0);
 }
 
 }  // namespace SKINNING_TEST_FILE

@@ -7,15 +7,8 @@
 //   stopped), moves the slider and writes OUT/moved, then waits for the frame of that pose.
 //
 //   node tests/web/viewer_restart.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
-import { existsSync, writeFileSync } from "node:fs";
-import { args, launchChromium, result, save, step } from "./harness.mjs";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const waitFile = async (name, timeoutMs) => {
-  for (const t0 = Date.now(); !existsSync(`${args.out}/${name}`);) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`no ${name} after ${timeoutMs} ms`);
-    await sleep(50);
-  }
-};
+import { writeFileSync } from "node:fs";
+import { args, launchChromium, result, save, sleep, step, waitFile } from "./harness.mjs";
 
 const browser = await launchChromium();
 try {

@@ -24,14 +24,16 @@ import {
 } from "../gen/skinning/v1/fast_service_pb.js";
 
 const $ = (id) => document.getElementById(id);
-const transport = createConnectTransport({ baseUrl: location.origin, useBinaryFormat: true });
+const transport = createConnectTransport({
+  baseUrl: location.origin, useBinaryFormat: true, interceptors: [(next) => (req) => retryWhileAway(next, req)],
+});
 const rigs = createClient(RigService, transport);
 const poses = createClient(PoseService, transport);
 const bakes = createClient(BakeService, transport);
 
-// What tests read (tests/web/viewer_test.mjs).
+// What tests read (tests/web/*.mjs).
 const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false,
-  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null };
+  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null, poses: 0 };
 window.__viewer = probe;
 
 // ---- Errors in plain words --------------------------------------------------------------
@@ -60,6 +62,48 @@ function fail(what, err) {
   $("status").textContent = text;
   $("status").className = "error";
   probe.errors.push(text);
+}
+
+// ---- The server going away ---------------------------------------------------------------
+// A replica that drains (a rolling update, a scale-down) answers UNAVAILABLE (HTTP 503) and
+// closes its WebSocket sessions; one that crashed or restarts refuses or drops connections (fetch
+// fails with a TypeError). Neither is an error: another replica, or this one restarted, takes
+// the work. Every call of this page may be made again (rigs are content-addressed, an identical
+// bake is reused), so calls, the bake watch and sessions are made again with backoff (100 ms
+// doubling to 2 s) while the status line says so; an error only after REOPEN_LIMIT_MS of that.
+const REOPEN_LIMIT_MS = 30000;
+const AWAY_TOO_LONG = `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function wentAway(e) {
+  if (e instanceof TypeError) return true;  // fetch: nothing listens, or the connection dropped
+  if (!(e instanceof ConnectError)) return false;
+  return e.code === Code.Unavailable || (e.code === Code.Unknown && e.cause instanceof TypeError);
+}
+
+// The backoff after `last` (null at the first failure): { since, delay } with `delay` the wait
+// before the next attempt, or null once the failures have lasted REOPEN_LIMIT_MS.
+function nextBackoff(last) {
+  const since = last?.since ?? performance.now();
+  if (performance.now() - since > REOPEN_LIMIT_MS) return null;
+  return { since, delay: last ? Math.min(2000, 2 * last.delay) : 100 };
+}
+
+// A unary call (the transport's interceptor), made again while the server is away.
+async function retryWhileAway(next, req) {
+  if (req.stream) return next(req);  // the bake watch: runBake opens it again
+  for (let backoff = null; ;) {
+    try {
+      const res = await next(req);
+      if (backoff) say("Connected to the server again.");
+      return res;
+    } catch (e) {
+      if (!wentAway(e) || req.signal.aborted) throw e;
+      if (!(backoff = nextBackoff(backoff))) throw new ConnectError(AWAY_TOO_LONG, Code.Unavailable, undefined, undefined, e);
+      say("The server went away; reconnecting…");
+      await sleep(backoff.delay);
+    }
+  }
 }
 
 // ---- Scene -------------------------------------------------------------------------------
@@ -272,6 +316,7 @@ async function poseOnce() {
   try {
     const res = await poses.pose(request);
     showVertices(res.frame.vertices);
+    probe.poses++;
     probe.lastPose = { request: toJsonString(PoseRequestSchema, request), vertices: Array.from(res.frame.vertices) };
     say(`Posed with ${$("method").value}${request.bake ? " and " + request.bake.split("/").pop() : ""}.`);
   } catch (e) {
@@ -353,24 +398,22 @@ function openPoseSession() {
   return ws;
 }
 
-// Close codes of a server that went away rather than refused: 4014 (UNAVAILABLE: it drains, as in
-// a rolling update or a scale-down), 1001 (going away) and 1006 (the connection dropped or could
-// not be made: a crash, a restart, the network). Not an error: a session is opened again (another
-// replica, or this one restarted, takes it) and the pose the old one had not answered is sent on
-// it, with backoff while nothing answers; an error only after REOPEN_LIMIT_MS of that.
+// Close codes of a server that went away rather than refused: 4014 (UNAVAILABLE: it drains),
+// 1001 (going away) and 1006 (the connection dropped or could not be made). The session is opened
+// again and the pose the old one had not answered is sent on it ("The server going away" above).
 const SERVER_WENT_AWAY = new Set([4014, 1001, 1006]);
-const REOPEN_LIMIT_MS = 30000;
 
-// Calls open(next) after the backoff of `last` (the failing session's reopen state, null at the
-// first failure), or fails after REOPEN_LIMIT_MS of failures; `next` is the new session's state.
+// Calls open(next) after the backoff that follows `last` (the failing session's reopen state,
+// null at the first failure), or fails after REOPEN_LIMIT_MS of failures; `next` is the new
+// session's state.
 function scheduleReopen(what, last, open) {
-  const state = last ?? { since: performance.now(), delay: 100 };
-  if (performance.now() - state.since > REOPEN_LIMIT_MS) {
-    fail(what, { message: `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s` });
+  const next = nextBackoff(last);
+  if (!next) {
+    fail(what, { message: AWAY_TOO_LONG });
     return;
   }
   say("The server went away; reconnecting…");
-  setTimeout(() => open({ since: state.since, delay: Math.min(2000, 2 * state.delay) }), state.delay);
+  setTimeout(() => open(next), next.delay);
 }
 
 function reopenPoseSession(old) {
@@ -434,12 +477,29 @@ async function runBake(method, options) {
   const name = started.bake.name;
   $("progress").value = 0;
   let last = null;
-  for await (const b of bakes.watchBake({ name })) {
-    last = b;
-    const f = b.metadata?.progressFraction ?? 0;
-    $("progress").value = f;
-    probe.progress.push(f);
-    say(`Baking ${method}: ${b.metadata?.stage || "queued"} ${(100 * f).toFixed(0)} %`);
+  // The watch, opened again while the server is away. The bake goes on meanwhile where it runs
+  // (a worker on Redis; a server restarted on its own store queues its unfinished bakes again).
+  for (let backoff = null, resumed = false; ;) {
+    try {
+      for await (const b of bakes.watchBake({ name })) {
+        backoff = null;
+        last = b;
+        const f = b.metadata?.progressFraction ?? 0;
+        $("progress").value = f;
+        probe.progress.push(f);
+        say(`Baking ${method}: ${b.metadata?.stage || "queued"} ${(100 * f).toFixed(0)} %`);
+      }
+      break;
+    } catch (e) {
+      if (resumed && e instanceof ConnectError && e.code === Code.NotFound)
+        throw new Error(`the ${method} bake is gone: the server that answers since the restart does not know it ` +
+                        "(without --redis each replica keeps its own queue); start it again");
+      if (!wentAway(e)) throw e;
+      if (!(backoff = nextBackoff(backoff))) throw new Error(`watching the ${method} bake: ${AWAY_TOO_LONG}`);
+      say("The server went away; reconnecting…");
+      await sleep(backoff.delay);
+      resumed = true;
+    }
   }
   if (!last || last.metadata.state !== BakeState.SUCCEEDED) {
     const why = last?.result?.case === "error" ? last.result.value.message : "it did not finish";
