@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -142,6 +143,42 @@ bool WaitForFile(const std::string& path, int seconds) {
   return true;
 }
 
+// Runs tests/web/`script` (a restart script: viewer_restart.mjs, viewer_bake_restart.mjs) on the
+// page at `http`, into build/test-artifacts/`artifacts`. The two sides meet through files there:
+// the script writes `ready` once the page is where its server should go away; then `stop` runs,
+// OUT/down tells the script, which acts while nothing listens and writes OUT/moved; then `start`
+// brings a server back. *result: the script's result.json, whose steps must be `steps`, with no
+// failure and no page or console error.
+void RunAcrossARestart(const std::string& script, int http, const std::string& artifacts, const std::string& ready,
+                       const std::function<void()>& stop, const std::function<void()>& start,
+                       const nlohmann::json& steps, nlohmann::json* result) {
+  const std::string src = SKINNING_SOURCE_DIR;
+  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + artifacts;
+  std::filesystem::remove_all(out);
+  auto run = std::async(std::launch::async, [&] {
+    return RunCommand({OnPath("node"), src + "/tests/web/" + script, "--url=http://127.0.0.1:" + std::to_string(http),
+                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  });
+  const bool at_ready = WaitForFile(out + "/" + ready, 120);
+  EXPECT_TRUE(at_ready) << "the page never wrote " << ready;
+  if (at_ready) {
+    stop();
+    std::ofstream(out + "/down").flush();
+    EXPECT_TRUE(WaitForFile(out + "/moved", 60)) << "the page did not act while the server was away";
+    start();
+  }
+  const auto ran = run.get();
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
+  *result = nlohmann::json::parse(in);
+  const nlohmann::json& r = *result;
+  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  EXPECT_EQ(r["steps"], steps);
+  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
+  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+}
+
 // A rolling update seen from a browser: the server posing the page's joint slider and solving
 // its FAST handles drains (closing both sessions with 4014), the user moves the slider while
 // nothing listens, and a server comes back on the same address and store. The page opens the
@@ -159,32 +196,16 @@ TEST(ViewerBrowserTest, APoseSessionOutlivesAServerRestart) {
       store, std::vector<std::string>{"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
   const int http = server->http_port();
   ASSERT_GT(http, 0) << server->Output();
-  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-restart";
-  std::filesystem::remove_all(out);
-  auto run = std::async(std::launch::async, [&] {
-    return RunCommand({OnPath("node"), src + "/tests/web/viewer_restart.mjs",
-                       "--url=http://127.0.0.1:" + std::to_string(http),
-                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
-  });
-  const bool posed = WaitForFile(out + "/posed", 120);
-  EXPECT_TRUE(posed) << "the page posed nothing before the restart";
-  if (posed) {
-    EXPECT_EQ(server->Stop(SIGTERM), 0) << server->Output();
-    std::ofstream(out + "/down").flush();
-    EXPECT_TRUE(WaitForFile(out + "/moved", 60)) << "the page did not move the slider";
-    server = std::make_unique<ServerProcess>(
-        store, std::vector<std::string>{"--http_address=127.0.0.1:" + std::to_string(http), "--web_dir=" + src + "/web"});
-    ASSERT_EQ(server->http_port(), http) << server->Output();
-  }
-  const auto ran = run.get();
-  ASSERT_EQ(ran.exit_code, 0) << ran.output;
-  std::ifstream in(out + "/result.json");
-  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
-  const nlohmann::json r = nlohmann::json::parse(in);
-  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
-  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "posed", "moved", "resent"}));
-  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
-  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunAcrossARestart(
+      "viewer_restart.mjs", http, "viewer-restart", "posed",
+      [&] { EXPECT_EQ(server->Stop(SIGTERM), 0) << server->Output(); },
+      [&] {
+        server = std::make_unique<ServerProcess>(
+            store, std::vector<std::string>{"--http_address=127.0.0.1:" + std::to_string(http), "--web_dir=" + src + "/web"});
+        ASSERT_EQ(server->http_port(), http) << server->Output();
+      },
+      {"registered", "posed", "moved", "resent"}, &r));
   EXPECT_GT(r["framesAfter"].get<int>(), r["framesBefore"].get<int>()) << "the pose asked for while away never came";
   EXPECT_GT(r["fastFramesBefore"].get<int>(), 0) << "the FAST session never answered";
   EXPECT_GT(r["fastFramesAfter"].get<int>(), r["fastFramesBefore"].get<int>()) << "the FAST session was not opened again";
@@ -216,34 +237,19 @@ TEST(ViewerBrowserTest, ABakeWatchAndACallOutliveARestartOfTheirReplica) {
   auto api = std::make_unique<ServerProcess>(MakeTempDir("api"), api_with("0"));
   const int http = api->http_port();
   ASSERT_GT(http, 0) << api->Output();
-  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-bake-restart";
-  std::filesystem::remove_all(out);
-  auto run = std::async(std::launch::async, [&] {
-    return RunCommand({OnPath("node"), src + "/tests/web/viewer_bake_restart.mjs",
-                       "--url=http://127.0.0.1:" + std::to_string(http),
-                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
-  });
   std::unique_ptr<ServerProcess> worker;
-  const bool queued = WaitForFile(out + "/queued", 120);
-  EXPECT_TRUE(queued) << "the page started no bake";
-  if (queued) {
-    EXPECT_EQ(api->Stop(SIGTERM), 0) << api->Output();
-    std::ofstream(out + "/down").flush();
-    EXPECT_TRUE(WaitForFile(out + "/moved", 60)) << "the page did not switch the method";
-    api = std::make_unique<ServerProcess>(MakeTempDir("api"), api_with(std::to_string(http)));
-    ASSERT_EQ(api->http_port(), http) << api->Output();
-    worker = std::make_unique<ServerProcess>(
-        MakeTempDir("worker"), std::vector<std::string>{"--redis=" + redis.address(), "--role=worker"});
-  }
-  const auto ran = run.get();
-  ASSERT_EQ(ran.exit_code, 0) << ran.output;
-  std::ifstream in(out + "/result.json");
-  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
-  const nlohmann::json r = nlohmann::json::parse(in);
-  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
-  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "queued", "moved", "done"}));
-  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
-  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunAcrossARestart(
+      "viewer_bake_restart.mjs", http, "viewer-bake-restart", "queued",
+      [&] { EXPECT_EQ(api->Stop(SIGTERM), 0) << api->Output(); },
+      [&] {
+        api = std::make_unique<ServerProcess>(MakeTempDir("api"), api_with(std::to_string(http)));
+        ASSERT_EQ(api->http_port(), http) << api->Output();
+        worker = std::make_unique<ServerProcess>(
+            MakeTempDir("worker"), std::vector<std::string>{"--redis=" + redis.address(), "--role=worker"});
+      },
+      {"registered", "queued", "moved", "done"}, &r));
+  ASSERT_TRUE(worker) << "no restart";
   EXPECT_EQ(r["statusQueued"], "Baking bbw: queued 0 %");
   EXPECT_EQ(r["statusWhileDown"], "The server went away; reconnecting…");
   EXPECT_EQ(r["posesWhileDown"], 0) << "a pose arrived with no server";

@@ -1,5 +1,6 @@
 // What the browser tests' scripts share: their --name=value arguments, the result.json they
-// write step by step into --out, and Debian's chromium, headless, through playwright-core.
+// write step by step into --out, Debian's chromium, headless, through playwright-core, and the
+// viewer's page opened in it.
 import { existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -24,3 +25,34 @@ export const waitFile = async (name, timeoutMs) => {
     await sleep(50);
   }
 };
+
+// Opens the viewer at --url in a new page (`viewport`), waits until it is ready and runs
+// `body(page)`. Console errors (but those `expected(text)` allows) and page errors go to
+// result.consoleErrors, a throw to result.failure; result.json is written and the browser closed
+// whatever happens.
+export async function withViewer({ viewport, expected = () => false }, body) {
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage({ viewport });
+    page.on("console", (m) => {
+      if (m.type() === "error" && !expected(m.text())) result.consoleErrors.push(`${m.text()} (${m.location().url})`);
+    });
+    page.on("pageerror", (e) => result.consoleErrors.push(String(e.stack ?? e)));
+    await page.goto(args.url, { waitUntil: "load" });
+    await page.waitForFunction(() => window.__viewer?.ready, null, { timeout: 60000, polling: 50 });
+    await body(page);
+  } catch (e) {
+    result.failure = String(e?.stack ?? e);
+  } finally {
+    result.pageErrors ??= [];
+    save();
+    await browser.close();
+  }
+}
+
+// Registers --glb through the page's file chooser (the restart scripts' first step).
+export async function registerSample(page) {
+  await page.setInputFiles("#file", args.glb);
+  await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
+  step("registered");
+}

@@ -5,19 +5,13 @@
 // gRPC calls of the same requests.
 //
 //   node tests/web/viewer.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
-import { args, launchChromium, result, save, step } from "./harness.mjs";
+import { args, result, step, withViewer } from "./harness.mjs";
 
-const browser = await launchChromium();
-try {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
-  page.on("console", (m) => { if (m.type() === "error") result.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => result.consoleErrors.push(String(e.stack ?? e)));
+await withViewer({ viewport: { width: 1100, height: 700 } }, async (page) => {
   const probe = (expr) => page.evaluate(expr);
   const waitProbe = (expr, timeout = 60000) => page.waitForFunction(expr, null, { timeout, polling: 100 });
   const frame = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 
-  await page.goto(args.url, { waitUntil: "load" });
-  await waitProbe(() => window.__viewer?.ready);
   step("loaded");
 
   await page.setInputFiles("#file", args.glb);
@@ -106,9 +100,4 @@ try {
   await page.screenshot({ path: `${args.out}/5-fast-drag.png` });
   result.pageErrors = await probe(() => window.__viewer.errors);
   step("dragged");
-} catch (e) {
-  result.failure = String(e?.stack ?? e);
-} finally {
-  save();
-  await browser.close();
-}
+});

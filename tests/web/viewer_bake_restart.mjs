@@ -9,24 +9,15 @@
 //
 //   node tests/web/viewer_bake_restart.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
 import { writeFileSync } from "node:fs";
-import { args, launchChromium, result, save, sleep, step, waitFile } from "./harness.mjs";
+import { args, registerSample, result, sleep, step, waitFile, withViewer } from "./harness.mjs";
 
-const browser = await launchChromium();
-try {
-  const page = await browser.newPage({ viewport: { width: 800, height: 500 } });
-  // The browser logs every fetch that cannot connect while the server is away: expected here.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().includes("net::ERR_CONNECTION_REFUSED")) result.consoleErrors.push(`${m.text()} (${m.location().url})`);
-  });
-  page.on("pageerror", (e) => result.consoleErrors.push(String(e.stack ?? e)));
+// The browser logs every fetch that cannot connect while the server is away: expected here.
+const expected = (text) => text.includes("net::ERR_CONNECTION_REFUSED");
+await withViewer({ viewport: { width: 800, height: 500 }, expected }, async (page) => {
   const probe = (expr, arg) => page.evaluate(expr, arg);
   const waitProbe = (expr, arg, timeout = 60000) => page.waitForFunction(expr, arg, { timeout, polling: 50 });
 
-  await page.goto(args.url, { waitUntil: "load" });
-  await waitProbe(() => window.__viewer?.ready);
-  await page.setInputFiles("#file", args.glb);
-  await waitProbe(() => window.__viewer.registered);
-  step("registered");
+  await registerSample(page);
 
   // A BBW bake: queued, and watched.
   await page.selectOption("#bake-method", "bbw");
@@ -55,10 +46,4 @@ try {
   result.status = await page.$eval("#status", (e) => e.textContent);
   result.pageErrors = await probe(() => window.__viewer.errors);
   step("done");
-} catch (e) {
-  result.failure = String(e?.stack ?? e);
-} finally {
-  result.pageErrors ??= [];
-  save();
-  await browser.close();
-}
+});

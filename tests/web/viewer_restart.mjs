@@ -8,26 +8,17 @@
 //
 //   node tests/web/viewer_restart.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
 import { writeFileSync } from "node:fs";
-import { args, launchChromium, result, save, sleep, step, waitFile } from "./harness.mjs";
+import { args, registerSample, result, sleep, step, waitFile, withViewer } from "./harness.mjs";
 
-const browser = await launchChromium();
-try {
-  const page = await browser.newPage({ viewport: { width: 800, height: 500 } });
-  // The browser logs every WebSocket that cannot connect while the server is away: expected here.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().includes("WebSocket connection to")) result.consoleErrors.push(m.text());
-  });
-  page.on("pageerror", (e) => result.consoleErrors.push(String(e.stack ?? e)));
+// The browser logs every WebSocket that cannot connect while the server is away: expected here.
+const expected = (text) => text.includes("WebSocket connection to");
+await withViewer({ viewport: { width: 800, height: 500 }, expected }, async (page) => {
   const probe = (expr, arg) => page.evaluate(expr, arg);
   const waitProbe = (expr, arg, timeout = 60000) => page.waitForFunction(expr, arg, { timeout, polling: 50 });
   const setSlider = (deg) =>
     page.$eval("#rx", (e, v) => { e.value = String(v); e.dispatchEvent(new Event("input")); }, deg);
 
-  await page.goto(args.url, { waitUntil: "load" });
-  await waitProbe(() => window.__viewer?.ready);
-  await page.setInputFiles("#file", args.glb);
-  await waitProbe(() => window.__viewer.registered);
-  step("registered");
+  await registerSample(page);
 
   await setSlider(30);
   await waitProbe(() => window.__viewer.sessionFrames > 0 || window.__viewer.errors.length);
@@ -56,10 +47,4 @@ try {
   result.status = await page.$eval("#status", (e) => e.textContent);
   result.pageErrors = await probe(() => window.__viewer.errors);
   step("resent");
-} catch (e) {
-  result.failure = String(e?.stack ?? e);
-} finally {
-  result.pageErrors ??= [];
-  save();
-  await browser.close();
-}
+});
