@@ -148,17 +148,19 @@ bool WaitForFile(const std::string& path, int seconds) {
 // the script writes `ready` once the page is where its server should go away; then `stop` runs,
 // OUT/down tells the script, which acts while nothing listens and writes OUT/moved; then `start`
 // brings a server back. *result: the script's result.json, whose steps must be `steps`, with no
-// failure and no page or console error.
+// failure and no page or console error. `extra_args` go to the script too.
 void RunAcrossARestart(const std::string& script, int http, const std::string& artifacts, const std::string& ready,
                        const std::function<void()>& stop, const std::function<void()>& start,
-                       const nlohmann::json& steps, nlohmann::json* result) {
+                       const nlohmann::json& steps, nlohmann::json* result,
+                       const std::vector<std::string>& extra_args = {}) {
   const std::string src = SKINNING_SOURCE_DIR;
   const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + artifacts;
   std::filesystem::remove_all(out);
-  auto run = std::async(std::launch::async, [&] {
-    return RunCommand({OnPath("node"), src + "/tests/web/" + script, "--url=http://127.0.0.1:" + std::to_string(http),
-                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
-  });
+  std::vector<std::string> command = {OnPath("node"), src + "/tests/web/" + script,
+                                      "--url=http://127.0.0.1:" + std::to_string(http),
+                                      "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out};
+  command.insert(command.end(), extra_args.begin(), extra_args.end());
+  auto run = std::async(std::launch::async, [&] { return RunCommand(command); });
   const bool at_ready = WaitForFile(out + "/" + ready, 120);
   EXPECT_TRUE(at_ready) << "the page never wrote " << ready;
   if (at_ready) {
@@ -271,6 +273,50 @@ TEST(ViewerBrowserTest, ABakeWatchAndACallOutliveARestartOfTheirReplica) {
   EXPECT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
   EXPECT_EQ(worker->Stop(SIGTERM), 0);
   EXPECT_EQ(api->Stop(SIGTERM), 0);
+}
+
+// A Redis outage under a browser: the page registers a .glb while its server's store is out. The
+// server refuses the upload UNAVAILABLE, naming the store; the page says so ("The server is
+// unavailable (…); retrying…"), sends it again with backoff and opens the rig once Redis is back
+// on the same port (with its data: append-only file). The viewer used to fail at once ("The
+// server is not reachable or is restarting; try again"), and a retrying page that said "The
+// server went away" would have blamed the wrong part.
+TEST(ViewerBrowserTest, ARigRegisteredDuringAStoreOutageIsSentAgainUntilTheStoreIsBack) {
+  if (const std::string missing = MissingTool(); !missing.empty()) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
+  }
+  const std::string second = ::skinning::testing::DataPath("gltf/RiggedFigure/RiggedFigure.glb");
+  if (!std::filesystem::exists(second)) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << second;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << second;
+  }
+  const std::string src = SKINNING_SOURCE_DIR;
+  RedisProcess redis(/*persistent=*/true);
+  ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address(), "--http_address=127.0.0.1:0",
+                                              "--web_dir=" + src + "/web"});
+  const int http = server.http_port();
+  ASSERT_GT(http, 0) << server.Output();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunAcrossARestart(
+      "viewer_store_outage.mjs", http, "viewer-store-outage", "ready", [&] { EXPECT_EQ(redis.Stop(SIGTERM), 0); },
+      [&] { redis.Restart(); }, {"registered", "moved", "opened"}, &r, {"--glb2=" + second}));
+  const std::string status = r["statusWhileDown"].get<std::string>();
+  EXPECT_THAT(status, ::testing::StartsWith("The server is unavailable (")) << status;
+  EXPECT_THAT(status, ::testing::HasSubstr("edis")) << "the store is not named: " << status;
+  EXPECT_THAT(status, ::testing::EndsWith("); retrying…")) << status;
+  EXPECT_EQ(r["registeredWhileDown"], r["firstRig"]) << "a rig was registered with no store";
+  ASSERT_TRUE(r["secondRig"].is_string());
+  EXPECT_NE(r["secondRig"], r["firstRig"]);
+  // The rig the page opened is stored.
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  auto rig = client.GetRig(r["secondRig"].get<std::string>());
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  EXPECT_EQ(rig->joint_count(), 21) << "RiggedFigure: 19 skin joints and their ancestors Z_UP and Armature";
+  EXPECT_THAT(rig->joint_names(), ::testing::Contains("neck_joint_2"));
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 
 }  // namespace SKINNING_TEST_FILE

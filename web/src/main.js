@@ -67,8 +67,8 @@ function fail(what, err) {
 // ---- The server going away ---------------------------------------------------------------
 // A replica that drains (a rolling update, a scale-down) answers UNAVAILABLE (HTTP 503) and
 // closes its WebSocket sessions; one that crashed or restarts refuses or drops connections (fetch
-// fails with a TypeError). Neither is an error: another replica, or this one restarted, takes
-// the work. Every call of this page may be made again (rigs are content-addressed, an identical
+// fails with a TypeError); one whose Redis store is out answers UNAVAILABLE naming it. None is
+// an error: another replica, this one restarted, or the store back, takes the work. Every call of this page may be made again (rigs are content-addressed, an identical
 // bake is reused), so calls, the bake watch and sessions are made again with backoff (100 ms
 // doubling to 2 s) while the status line says so; an error only after REOPEN_LIMIT_MS of that.
 const REOPEN_LIMIT_MS = 30000;
@@ -76,10 +76,20 @@ const AWAY_TOO_LONG = `the server went away and did not come back in ${REOPEN_LI
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function wentAway(e) {
-  if (e instanceof TypeError) return true;  // fetch: nothing listens, or the connection dropped
-  if (!(e instanceof ConnectError)) return false;
-  return e.code === Code.Unavailable || (e.code === Code.Unknown && e.cause instanceof TypeError);
+  return e instanceof TypeError || answeredUnavailable(e) ||  // fetch: nothing listens, or the connection dropped
+         (e instanceof ConnectError && e.code === Code.Unknown && e.cause instanceof TypeError);
 }
+// A server that answered, UNAVAILABLE: it drains, or what it needs is (its Redis store): its
+// message says which.
+const answeredUnavailable = (e) => e instanceof ConnectError && e.code === Code.Unavailable;
+
+// The status line while retrying after `e`, and the error once the retries are over.
+function sayRetrying(e) {
+  say(answeredUnavailable(e) ? `The server is unavailable (${e.rawMessage}); retrying…`
+                             : "The server went away; reconnecting…");
+}
+const retriesOver = (e) =>
+  answeredUnavailable(e) ? e : new ConnectError(AWAY_TOO_LONG, Code.Unavailable, undefined, undefined, e);
 
 // The backoff after `last` (null at the first failure): { since, delay } with `delay` the wait
 // before the next attempt, or null once the failures have lasted REOPEN_LIMIT_MS.
@@ -99,8 +109,8 @@ async function retryWhileAway(next, req) {
       return res;
     } catch (e) {
       if (!wentAway(e) || req.signal.aborted) throw e;
-      if (!(backoff = nextBackoff(backoff))) throw new ConnectError(AWAY_TOO_LONG, Code.Unavailable, undefined, undefined, e);
-      say("The server went away; reconnecting…");
+      if (!(backoff = nextBackoff(backoff))) throw retriesOver(e);
+      sayRetrying(e);
       await sleep(backoff.delay);
     }
   }
@@ -495,8 +505,8 @@ async function runBake(method, options) {
         throw new Error(`the ${method} bake is gone: the server that answers since the restart does not know it ` +
                         "(without --redis each replica keeps its own queue); start it again");
       if (!wentAway(e)) throw e;
-      if (!(backoff = nextBackoff(backoff))) throw new Error(`watching the ${method} bake: ${AWAY_TOO_LONG}`);
-      say("The server went away; reconnecting…");
+      if (!(backoff = nextBackoff(backoff))) throw retriesOver(e);
+      sayRetrying(e);
       await sleep(backoff.delay);
       resumed = true;
     }

@@ -1,0 +1,34 @@
+// The browser viewer while its server's Redis store is out: a .glb registered meanwhile is
+// refused UNAVAILABLE by the server (it names the store), and the page says so and sends it again
+// until the store is back, then opens the new rig, without an error. tests/e2e/viewer_test.cc
+// stops and restarts Redis between the steps; the two sides meet through files in OUT:
+//   this script writes OUT/ready (a first rig registered), waits for OUT/down (Redis stopped),
+//   registers --glb2 and writes OUT/moved, then waits for the second rig to open.
+//
+//   node tests/web/viewer_store_outage.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --glb2=OTHER.glb --out=DIR
+import { writeFileSync } from "node:fs";
+import { args, registerSample, result, sleep, step, waitFile, withViewer } from "./harness.mjs";
+
+// The browser logs every refused attempt (503) while the store is out: expected here.
+const expected = (text) => text.includes("the server responded with a status of 503");
+await withViewer({ viewport: { width: 800, height: 500 }, expected }, async (page) => {
+  const probe = (expr, arg) => page.evaluate(expr, arg);
+  await registerSample(page);
+  result.firstRig = await probe(() => window.__viewer.registered);
+  writeFileSync(`${args.out}/ready`, "");
+
+  await waitFile("down", 60000);
+  await page.setInputFiles("#file", args.glb2);
+  await sleep(1000);  // the page's first attempts meet the store's outage
+  result.statusWhileDown = await page.$eval("#status", (e) => e.textContent);
+  result.registeredWhileDown = await probe(() => window.__viewer.registered);
+  writeFileSync(`${args.out}/moved`, "");
+  step("moved");
+
+  await page.waitForFunction((first) => window.__viewer.registered !== first || window.__viewer.errors.length,
+                             result.firstRig, { timeout: 60000, polling: 50 });
+  result.secondRig = await probe(() => window.__viewer.registered);
+  result.status = await page.$eval("#status", (e) => e.textContent);
+  result.pageErrors = await probe(() => window.__viewer.errors);
+  step("opened");
+});
