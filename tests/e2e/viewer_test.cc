@@ -275,12 +275,13 @@ TEST(ViewerBrowserTest, ABakeWatchAndACallOutliveARestartOfTheirReplica) {
   EXPECT_EQ(api->Stop(SIGTERM), 0);
 }
 
-// A Redis outage under a browser: the page registers a .glb while its server's store is out. The
-// server refuses the upload UNAVAILABLE, naming the store; the page says so ("The server is
-// unavailable (…); retrying…"), sends it again with backoff and opens the rig once Redis is back
-// on the same port (with its data: append-only file). The viewer used to fail at once ("The
-// server is not reachable or is restarting; try again"), and a retrying page that said "The
-// server went away" would have blamed the wrong part.
+// A Redis outage under a browser: while its server's store is out, the page opens a pose session
+// (a joint slider; the server keeps no rig in memory) and registers a .glb. The server closes the
+// session with 4014 and refuses the upload UNAVAILABLE, both naming the store; the page says so
+// ("The server is unavailable (…); retrying…"), tries again with backoff and opens the rig once
+// Redis is back on the same port (with its data: append-only file). The viewer used to fail the
+// upload at once ("The server is not reachable or is restarting; try again"), and a retrying page
+// that said "The server went away" would have blamed the wrong part.
 TEST(ViewerBrowserTest, ARigRegisteredDuringAStoreOutageIsSentAgainUntilTheStoreIsBack) {
   if (const std::string missing = MissingTool(); !missing.empty()) {
     if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
@@ -294,17 +295,20 @@ TEST(ViewerBrowserTest, ARigRegisteredDuringAStoreOutageIsSentAgainUntilTheStore
   const std::string src = SKINNING_SOURCE_DIR;
   RedisProcess redis(/*persistent=*/true);
   ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address(), "--http_address=127.0.0.1:0",
-                                              "--web_dir=" + src + "/web"});
+                                              "--web_dir=" + src + "/web", "--cache_mb=0"});
   const int http = server.http_port();
   ASSERT_GT(http, 0) << server.Output();
   nlohmann::json r;
   ASSERT_NO_FATAL_FAILURE(RunAcrossARestart(
       "viewer_store_outage.mjs", http, "viewer-store-outage", "ready", [&] { EXPECT_EQ(redis.Stop(SIGTERM), 0); },
       [&] { redis.Restart(); }, {"registered", "moved", "opened"}, &r, {"--glb2=" + second}));
-  const std::string status = r["statusWhileDown"].get<std::string>();
-  EXPECT_THAT(status, ::testing::StartsWith("The server is unavailable (")) << status;
-  EXPECT_THAT(status, ::testing::HasSubstr("edis")) << "the store is not named: " << status;
-  EXPECT_THAT(status, ::testing::EndsWith("); retrying…")) << status;
+  for (const char* when : {"sessionStatusWhileDown", "statusWhileDown"}) {
+    const std::string status = r[when].get<std::string>();
+    EXPECT_THAT(status, ::testing::StartsWith("The server is unavailable (")) << when << ": " << status;
+    EXPECT_THAT(status, ::testing::HasSubstr("edis")) << when << ": the store is not named: " << status;
+    EXPECT_THAT(status, ::testing::EndsWith("); retrying…")) << when << ": " << status;
+  }
+  EXPECT_EQ(r["sessionFramesWhileDown"], 0) << "a session frame was posed with no store";
   EXPECT_EQ(r["registeredWhileDown"], r["firstRig"]) << "a rig was registered with no store";
   ASSERT_TRUE(r["secondRig"].is_string());
   EXPECT_NE(r["secondRig"], r["firstRig"]);

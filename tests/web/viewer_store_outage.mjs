@@ -1,9 +1,10 @@
-// The browser viewer while its server's Redis store is out: a .glb registered meanwhile is
-// refused UNAVAILABLE by the server (it names the store), and the page says so and sends it again
-// until the store is back, then opens the new rig, without an error. tests/e2e/viewer_test.cc
+// The browser viewer while its server's Redis store is out: a pose session opened meanwhile is
+// closed by the server with 4014 and a .glb registered meanwhile is refused UNAVAILABLE (both
+// name the store); the page says so, opens the session and sends the file again until the store
+// is back, then opens the new rig, without an error. tests/e2e/viewer_test.cc
 // stops and restarts Redis between the steps; the two sides meet through files in OUT:
 //   this script writes OUT/ready (a first rig registered), waits for OUT/down (Redis stopped),
-//   registers --glb2 and writes OUT/moved, then waits for the second rig to open.
+//   moves a joint slider, registers --glb2 and writes OUT/moved, then waits for the second rig.
 //
 //   node tests/web/viewer_store_outage.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --glb2=OTHER.glb --out=DIR
 import { writeFileSync } from "node:fs";
@@ -18,6 +19,12 @@ await withViewer({ viewport: { width: 800, height: 500 }, expected }, async (pag
   writeFileSync(`${args.out}/ready`, "");
 
   await waitFile("down", 60000);
+  // A joint slider: its pose session's first frame needs the rig from the store (the server
+  // keeps no rig in memory, --cache_mb=0), so the server closes it with 4014 and the reason.
+  await page.$eval("#rx", (e) => { e.value = "30"; e.dispatchEvent(new Event("input")); });
+  await sleep(1000);
+  result.sessionStatusWhileDown = await page.$eval("#status", (e) => e.textContent);
+  result.sessionFramesWhileDown = await probe(() => window.__viewer.sessionFrames);
   await page.setInputFiles("#file", args.glb2);
   await sleep(1000);  // the page's first attempts meet the store's outage
   result.statusWhileDown = await page.$eval("#status", (e) => e.textContent);

@@ -68,26 +68,31 @@ function fail(what, err) {
 // A replica that drains (a rolling update, a scale-down) answers UNAVAILABLE (HTTP 503) and
 // closes its WebSocket sessions; one that crashed or restarts refuses or drops connections (fetch
 // fails with a TypeError); one whose Redis store is out answers UNAVAILABLE naming it. None is
-// an error: another replica, this one restarted, or the store back, takes the work. Every call of this page may be made again (rigs are content-addressed, an identical
-// bake is reused), so calls, the bake watch and sessions are made again with backoff (100 ms
-// doubling to 2 s) while the status line says so; an error only after REOPEN_LIMIT_MS of that.
+// an error: another replica, this one restarted, or the store once back, takes the work. Every
+// call of this page may be made again (rigs are content-addressed, an identical bake is reused),
+// so calls, the bake watch and sessions are made again with backoff (100 ms doubling to 2 s)
+// while the status line says so; an error only after REOPEN_LIMIT_MS of that.
 const REOPEN_LIMIT_MS = 30000;
 const AWAY_TOO_LONG = `the server went away and did not come back in ${REOPEN_LIMIT_MS / 1000} s`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function wentAway(e) {
-  return e instanceof TypeError || answeredUnavailable(e) ||  // fetch: nothing listens, or the connection dropped
-         (e instanceof ConnectError && e.code === Code.Unknown && e.cause instanceof TypeError);
-}
 // A server that answered, UNAVAILABLE: it drains, or what it needs is (its Redis store): its
 // message says which.
 const answeredUnavailable = (e) => e instanceof ConnectError && e.code === Code.Unavailable;
 
-// The status line while retrying after `e`, and the error once the retries are over.
-function sayRetrying(e) {
-  say(answeredUnavailable(e) ? `The server is unavailable (${e.rawMessage}); retrying…`
-                             : "The server went away; reconnecting…");
+function wentAway(e) {
+  if (e instanceof TypeError) return true;  // fetch: nothing listens, or the connection dropped
+  if (answeredUnavailable(e)) return true;
+  return e instanceof ConnectError && e.code === Code.Unknown && e.cause instanceof TypeError;  // the same, wrapped
 }
+
+// The status line while retrying: the server's own reason when it answered UNAVAILABLE (a call's
+// message, a session's close reason), else that it went away. And the error once the retries
+// are over.
+function sayRetrying(reason) {
+  say(reason ? `The server is unavailable (${reason}); retrying…` : "The server went away; reconnecting…");
+}
+const unavailableReason = (e) => (answeredUnavailable(e) ? e.rawMessage : "");
 const retriesOver = (e) =>
   answeredUnavailable(e) ? e : new ConnectError(AWAY_TOO_LONG, Code.Unavailable, undefined, undefined, e);
 
@@ -110,7 +115,7 @@ async function retryWhileAway(next, req) {
     } catch (e) {
       if (!wentAway(e) || req.signal.aborted) throw e;
       if (!(backoff = nextBackoff(backoff))) throw retriesOver(e);
-      sayRetrying(e);
+      sayRetrying(unavailableReason(e));
       await sleep(backoff.delay);
     }
   }
@@ -400,7 +405,7 @@ function openPoseSession() {
     if (ws.pending) sendPose(ws, ws.pending);
   };
   ws.onclose = (ev) => {
-    if (SERVER_WENT_AWAY.has(ev.code)) return reopenPoseSession(ws);
+    if (SERVER_WENT_AWAY.has(ev.code)) return reopenPoseSession(ws, closeReason(ev));
     if (ev.code >= 4000) fail("The pose session", { message: `closed by the server (${ev.code - 4000}): ${ev.reason}` });
     if (ev.code === 1008) fail("The pose session", { message: ev.reason });
   };
@@ -412,21 +417,23 @@ function openPoseSession() {
 // 1001 (going away) and 1006 (the connection dropped or could not be made). The session is opened
 // again and the pose the old one had not answered is sent on it ("The server going away" above).
 const SERVER_WENT_AWAY = new Set([4014, 1001, 1006]);
+// What the server said when it closed a session with 4014 (it drains, or its store is out).
+const closeReason = (ev) => (ev.code === 4014 ? ev.reason : "");
 
 // Calls open(next) after the backoff that follows `last` (the failing session's reopen state,
 // null at the first failure), or fails after REOPEN_LIMIT_MS of failures; `next` is the new
-// session's state.
-function scheduleReopen(what, last, open) {
+// session's state. `reason`: the server's, when it closed the session with 4014.
+function scheduleReopen(what, last, open, reason) {
   const next = nextBackoff(last);
   if (!next) {
-    fail(what, { message: AWAY_TOO_LONG });
+    fail(what, { message: reason || AWAY_TOO_LONG });
     return;
   }
-  say("The server went away; reconnecting…");
+  sayRetrying(reason);
   setTimeout(() => open(next), next.delay);
 }
 
-function reopenPoseSession(old) {
+function reopenPoseSession(old, reason) {
   const pose = old.pending ?? (old.busy ? old.sent : null);
   if (!pose) return;  // nothing unanswered: the next pose opens a session
   scheduleReopen("The pose session", old.reopen, (next) => {
@@ -434,7 +441,7 @@ function reopenPoseSession(old) {
     const ws = openPoseSession();
     ws.reopen = next;
     sendPose(ws, pose);
-  });
+  }, reason);
 }
 
 function sendPose(ws, pose) {
@@ -506,7 +513,7 @@ async function runBake(method, options) {
                         "(without --redis each replica keeps its own queue); start it again");
       if (!wentAway(e)) throw e;
       if (!(backoff = nextBackoff(backoff))) throw retriesOver(e);
-      sayRetrying(e);
+      sayRetrying(unavailableReason(e));
       await sleep(backoff.delay);
       resumed = true;
     }
@@ -616,20 +623,20 @@ function openFastSession(reopen) {
     if (ws.pending) solve(ws.pending);
   };
   ws.onclose = (ev) => {
-    if (SERVER_WENT_AWAY.has(ev.code)) return reopenFastSession(ws);
+    if (SERVER_WENT_AWAY.has(ev.code)) return reopenFastSession(ws, closeReason(ev));
     if (ev.code >= 4000 || ev.code === 1008) fail("The FAST session", { message: `closed: ${ev.reason}` });
   };
   return ws;
 }
 
-function reopenFastSession(old) {
+function reopenFastSession(old, reason) {
   if (S.fastWs !== old) return;  // closed on purpose (another rig)
   scheduleReopen("The FAST session", old.reopen, (next) => {
     if (S.fastWs !== old) return;
     // Drags made while it was away wait on the old socket (solve keeps the last).
     const drag = old.pending ?? old.lastDrag ?? old.reopen?.drag ?? null;
     openFastSession({ ...next, drag, framed: old.framed });
-  });
+  }, reason);
 }
 
 // The fixed handle: the first root joint among the handles.
