@@ -342,7 +342,8 @@ absl::StatusOr<v1::Bake> Client::WatchBake(const std::string& name,
       if (resumed && absl::IsNotFound(e))
         return absl::NotFoundError(absl::StrCat(
             "WatchBake: the bake is gone after the server went away and came back: the server answering now has no "
-            "record of it (without --redis each replica keeps its queue in its own store); start it again (", e.message(), ")"));
+            "record of it (without --redis each replica keeps its queue in its own store); start it again (",
+            e.message(), ")"));
       return absl::Status(e.code(), absl::StrCat("WatchBake: ", e.message(),
                                                  RetryableStatus(s) ? " (reconnecting for the call deadline)" : ""));
     }

@@ -760,9 +760,9 @@ void HttpServer::Stop(std::chrono::steady_clock::time_point sessions_deadline) {
     accept_retry_.cancel();
   });
   // The streams' threads finish first (handlers see the server draining and write their end; a
-  // write still waiting for its client fails once stopping), then the sessions close, then the pool's work ends (a session's frame on the pool
-  // answers first: the pool is joined after the sessions are), then the sockets go with the
-  // io_context's queued operations.
+  // write still waiting for its client fails once stopping), then the sessions close, then the
+  // pool's work ends (a session's frame on the pool answers first: the pool is joined after the
+  // sessions are), then the sockets go with the io_context's queued operations.
   {
     std::unique_lock<std::mutex> lock(streams_mu_);
     streams_done_.wait(lock, [this] { return streams_ == 0; });

@@ -17,8 +17,10 @@ export const launchChromium = () => chromium.launch({
   args: ["--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--ignore-gpu-blocklist"],
 });
 
-// The restart scripts meet their C++ test through files in --out: waits for one to exist.
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The restart scripts meet their C++ test through files in --out: one side writes one (signal),
+// the other waits for it to exist (waitFile).
+export const signal = (name) => writeFileSync(`${args.out}/${name}`, "");
 export const waitFile = async (name, timeoutMs) => {
   for (const t0 = Date.now(); !existsSync(`${args.out}/${name}`);) {
     if (Date.now() - t0 > timeoutMs) throw new Error(`no ${name} after ${timeoutMs} ms`);
@@ -56,3 +58,7 @@ export async function registerSample(page) {
   await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
   step("registered");
 }
+
+// Moves the page's first joint slider (rx) to `deg` degrees, as a user drags it.
+export const setSlider = (page, deg) =>
+  page.$eval("#rx", (e, v) => { e.value = String(v); e.dispatchEvent(new Event("input")); }, deg);

@@ -5,7 +5,7 @@
 // gRPC calls of the same requests.
 //
 //   node tests/web/viewer.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
-import { args, result, step, withViewer } from "./harness.mjs";
+import { args, result, setSlider, step, withViewer } from "./harness.mjs";
 
 await withViewer({ viewport: { width: 1100, height: 700 } }, async (page) => {
   const probe = (expr) => page.evaluate(expr);
@@ -50,7 +50,7 @@ await withViewer({ viewport: { width: 1100, height: 700 } }, async (page) => {
   // A joint slider poses over the session WebSocket (with the rig's own weights so far).
   const slide = async (deg) => {
     const before = await probe(() => window.__viewer.sessionFrames);
-    await page.$eval("#rx", (e, v) => { e.value = String(v); e.dispatchEvent(new Event("input")); }, deg);
+    await setSlider(page, deg);
     await page.waitForFunction((n) => window.__viewer.sessionFrames > n || window.__viewer.errors.length, before,
       { timeout: 30000, polling: 100 });
   };

@@ -8,8 +8,7 @@
 //   OUT/moved, then waits for the bake to finish and the pose to arrive.
 //
 //   node tests/web/viewer_bake_restart.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
-import { writeFileSync } from "node:fs";
-import { args, registerSample, result, sleep, step, waitFile, withViewer } from "./harness.mjs";
+import { registerSample, result, signal, sleep, step, waitFile, withViewer } from "./harness.mjs";
 
 // The browser logs every fetch that cannot connect while the server is away: expected here.
 const expected = (text) => text.includes("net::ERR_CONNECTION_REFUSED");
@@ -24,7 +23,7 @@ await withViewer({ viewport: { width: 800, height: 500 }, expected }, async (pag
   await page.click("#bake");
   await waitProbe(() => window.__viewer.progress.length > 0 || window.__viewer.errors.length);
   result.statusQueued = await page.$eval("#status", (e) => e.textContent);
-  writeFileSync(`${args.out}/queued`, "");
+  signal("queued");
   step("queued");
 
   // The replica drains and is gone; the user switches to DQS meanwhile (a unary Pose).
@@ -33,7 +32,7 @@ await withViewer({ viewport: { width: 800, height: 500 }, expected }, async (pag
   await sleep(500);  // the page's first attempts find nothing listening
   result.statusWhileDown = await page.$eval("#status", (e) => e.textContent);
   result.posesWhileDown = await probe(() => window.__viewer.poses);
-  writeFileSync(`${args.out}/moved`, "");
+  signal("moved");
   step("moved");
 
   // The restarted replica answers the pose; a worker bakes, and the watch sees the bake done

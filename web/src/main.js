@@ -87,14 +87,10 @@ function wentAway(e) {
 }
 
 // The status line while retrying: the server's own reason when it answered UNAVAILABLE (a call's
-// message, a session's close reason), else that it went away. And the error once the retries
-// are over.
+// message, a session's close reason), else that it went away.
 function sayRetrying(reason) {
   say(reason ? `The server is unavailable (${reason}); retrying…` : "The server went away; reconnecting…");
 }
-const unavailableReason = (e) => (answeredUnavailable(e) ? e.rawMessage : "");
-const retriesOver = (e) =>
-  answeredUnavailable(e) ? e : new ConnectError(AWAY_TOO_LONG, Code.Unavailable, undefined, undefined, e);
 
 // The backoff after `last` (null at the first failure): { since, delay } with `delay` the wait
 // before the next attempt, or null once the failures have lasted REOPEN_LIMIT_MS.
@@ -102,6 +98,17 @@ function nextBackoff(last) {
   const since = last?.since ?? performance.now();
   if (performance.now() - since > REOPEN_LIMIT_MS) return null;
   return { since, delay: last ? Math.min(2000, 2 * last.delay) : 100 };
+}
+
+// After `e`, a failure that found the server away (wentAway): says so, waits out the backoff that
+// follows `last` and returns it; once the retries are over, throws the server's answer, or that
+// it did not come back.
+async function waitToRetry(e, last) {
+  const next = nextBackoff(last);
+  if (!next) throw answeredUnavailable(e) ? e : new ConnectError(AWAY_TOO_LONG, Code.Unavailable, undefined, undefined, e);
+  sayRetrying(answeredUnavailable(e) ? e.rawMessage : "");
+  await sleep(next.delay);
+  return next;
 }
 
 // A unary call (the transport's interceptor), made again while the server is away.
@@ -114,9 +121,7 @@ async function retryWhileAway(next, req) {
       return res;
     } catch (e) {
       if (!wentAway(e) || req.signal.aborted) throw e;
-      if (!(backoff = nextBackoff(backoff))) throw retriesOver(e);
-      sayRetrying(unavailableReason(e));
-      await sleep(backoff.delay);
+      backoff = await waitToRetry(e, backoff);
     }
   }
 }
@@ -512,9 +517,7 @@ async function runBake(method, options) {
         throw new Error(`the ${method} bake is gone: the server that answers since the restart does not know it ` +
                         "(without --redis each replica keeps its own queue); start it again");
       if (!wentAway(e)) throw e;
-      if (!(backoff = nextBackoff(backoff))) throw retriesOver(e);
-      sayRetrying(unavailableReason(e));
-      await sleep(backoff.delay);
+      backoff = await waitToRetry(e, backoff);
       resumed = true;
     }
   }
