@@ -4,7 +4,7 @@
 // against a gRPC Pose of the same request. Screenshots: build/test-artifacts/viewer/*.png.
 // tests/web/viewer_restart.mjs keeps a pose session going across a server restart, and
 // tests/web/viewer_bake_restart.mjs a bake watch and a unary call across a restart of the replica
-// they went to.
+// they went to; tests/web/viewer_phone.mjs uses the page on an emulated phone's touch screen.
 #include <signal.h>
 #include <unistd.h>
 
@@ -57,6 +57,26 @@ std::string MissingTool() {
   if (!std::filesystem::exists(src + "/web/dist/viewer.js")) return "web/dist/viewer.js (scripts/install-deps.sh builds it)";
   if (OnPath("node").empty()) return "node on PATH";
   return "";
+}
+
+// The page's FAST drag (r["fast"]: the handle's rest point, the drag's target and the answer's
+// transform of that handle) moved the handle, and the answer puts it where it was dragged.
+void ExpectDraggedHandleFollowed(const nlohmann::json& r) {
+  ASSERT_GT(r["handleCount"].get<int>(), 1);
+  ASSERT_TRUE(r.contains("fast"));
+  const auto& f = r["fast"];
+  const auto& T = f["transform"];
+  ASSERT_EQ(T.size(), 12u);
+  double gap2 = 0, moved2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    double q = T[4 * a + 3].get<double>();
+    for (int b = 0; b < 3; ++b) q += T[4 * a + b].get<double>() * f["point"][b].get<double>();
+    gap2 += std::pow(q - f["target"][a].get<double>(), 2);
+    moved2 += std::pow(f["target"][a].get<double>() - f["point"][a].get<double>(), 2);
+  }
+  const double diag = r["diag"].get<double>();
+  EXPECT_LE(std::sqrt(gap2), 1e-4 * diag);
+  EXPECT_GT(std::sqrt(moved2), 1e-3 * diag) << "the drag did not move the handle";
 }
 
 TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
@@ -112,24 +132,58 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   ASSERT_TRUE(r["bakeName"].is_string());
   EXPECT_EQ(r["sessionBakes"], nlohmann::json({"", r["bakeName"].get<std::string>()}));
 
-  // The dragged FAST handle lands where it was dragged.
-  ASSERT_GT(r["handleCount"].get<int>(), 1);
-  ASSERT_TRUE(r.contains("fast"));
-  const auto& f = r["fast"];
-  const auto& T = f["transform"];
-  ASSERT_EQ(T.size(), 12u);
-  double gap2 = 0, moved2 = 0;
-  for (int a = 0; a < 3; ++a) {
-    double q = T[4 * a + 3].get<double>();
-    for (int b = 0; b < 3; ++b) q += T[4 * a + b].get<double>() * f["point"][b].get<double>();
-    gap2 += std::pow(q - f["target"][a].get<double>(), 2);
-    moved2 += std::pow(f["target"][a].get<double>() - f["point"][a].get<double>(), 2);
-  }
-  const double diag = r["diag"].get<double>();
-  EXPECT_LE(std::sqrt(gap2), 1e-4 * diag);
-  EXPECT_GT(std::sqrt(moved2), 1e-3 * diag) << "the drag did not move the handle";
+  ExpectDraggedHandleFollowed(r);
   for (const char* shot : {"1-bind.png", "2-animation.png", "3-dqs.png", "4-bbw-weights.png", "5-fast-drag.png"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + shot)) << shot;
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
+// tests/web/viewer_phone.mjs: the page on a 390 × 844 touch screen, used with a finger.
+TEST(ViewerBrowserTest, OnAPhoneTheViewSpansTheScreenAndAFingerBesideAHandleDragsIt) {
+  if (const std::string missing = MissingTool(); !missing.empty()) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
+  }
+  const std::string src = SKINNING_SOURCE_DIR;
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
+  ASSERT_GT(server.http_port(), 0) << server.Output();
+  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-phone";
+  std::filesystem::remove_all(out);
+  const auto run = RunCommand({OnPath("node"), src + "/tests/web/viewer_phone.mjs",
+                               "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
+                               "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
+  const nlohmann::json r = nlohmann::json::parse(in);
+  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "laid out", "fast", "dragged", "orbited"}));
+  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
+
+  // The view spans the screen's width and most of its height, and nothing is wider than the
+  // screen (no sideways scrolling); it is still there after the page scrolled to the FAST button.
+  const double width = r["viewport"]["width"].get<double>(), height = r["viewport"]["height"].get<double>();
+  for (const char* when : {"view", "viewAfterScroll"}) {
+    SCOPED_TRACE(when);
+    const auto& view = r[when];
+    EXPECT_NEAR(view["x"].get<double>(), 0.0, 1.0);
+    EXPECT_GE(view["width"].get<double>(), width - 1.0);
+    EXPECT_GE(view["height"].get<double>(), 0.45 * height);
+    EXPECT_NEAR(view["y"].get<double>(), 0.0, 1.0);
+  }
+  EXPECT_LE(r["scrollWidth"].get<double>(), width);
+
+  // The finger landed beside the handle's sphere, not on it, and dragged that handle: the FAST
+  // answer puts it where the finger went, and the camera did not turn meanwhile.
+  EXPECT_GT(r["dragged"]["offsetPx"].get<double>(), r["dragged"]["r"].get<double>());
+  ExpectDraggedHandleFollowed(r);
+  EXPECT_EQ(r["fast"]["joint"], r["dragged"]["joint"]);
+  EXPECT_EQ(r["cameraDuringDrag"][0], r["cameraDuringDrag"][1]);
+  // A finger far from the handles turns the camera instead.
+  EXPECT_GT(r["farFromHandles"].get<double>(), 40.0);
+  EXPECT_NE(r["cameraAfterOrbit"], r["cameraDuringDrag"][1]);
+  EXPECT_TRUE(std::filesystem::exists(out + "/1-phone.png"));
   EXPECT_EQ(server.Stop(SIGTERM), 0);
 }
 

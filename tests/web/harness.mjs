@@ -28,14 +28,14 @@ export const waitFile = async (name, timeoutMs) => {
   }
 };
 
-// Opens the viewer at --url in a new page (`viewport`), waits until it is ready and runs
-// `body(page)`. Console errors (but those `expected(text)` allows) and page errors go to
+// Opens the viewer at --url in a new page (`viewport`; `device`: more of the page's context
+// options, e.g. isMobile and hasTouch), waits until it is ready and runs `body(page)`. Console errors (but those `expected(text)` allows) and page errors go to
 // result.consoleErrors, a throw to result.failure; result.json is written and the browser closed
 // whatever happens.
-export async function withViewer({ viewport, expected = () => false }, body) {
+export async function withViewer({ viewport, device = {}, expected = () => false }, body) {
   const browser = await launchChromium();
   try {
-    const page = await browser.newPage({ viewport });
+    const page = await browser.newPage({ viewport, ...device });
     page.on("console", (m) => {
       if (m.type() === "error" && !expected(m.text())) result.consoleErrors.push(`${m.text()} (${m.location().url})`);
     });

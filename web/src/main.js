@@ -584,7 +584,7 @@ async function startFast() {
       throw new Error("FAST needs weights: bake some first (Start bake)");
     S.fastBake = await runBake("fast_model", { method: { case: "fastModel", value: { weightsBake: S.bakes.weights ?? "" } } });
     openFastSession(null);
-    say("FAST model ready: drag a handle (the spheres) with the mouse.");
+    say("FAST model ready: drag a handle (the spheres) with the mouse or a finger.");
   } catch (e) {
     fail("FAST", e);
   } finally {
@@ -696,14 +696,37 @@ function pointerRay(ev) {
   const r = canvas.getBoundingClientRect();
   raycaster.setFromCamera(new THREE.Vector2(((ev.clientX - r.left) / r.width) * 2 - 1, -((ev.clientY - r.top) / r.height) * 2 + 1), camera);
 }
-canvas.addEventListener("pointerdown", (ev) => {
-  if (!S.handles.length) return;
+// Where a point of the scene is on the screen, in CSS pixels of the viewport (as a pointer
+// event's clientX and clientY).
+function toScreen(p) {
+  const v = p.clone().project(camera);
+  const r = canvas.getBoundingClientRect();
+  return { x: r.left + ((v.x + 1) / 2) * r.width, y: r.top + ((1 - v.y) / 2) * r.height };
+}
+// The handle a pointer lands on: the sphere its ray hits or, for a finger (a fingertip covers
+// far more than a handle's few pixels), the handle nearest to it within 24 CSS px.
+function handleAt(ev) {
   pointerRay(ev);
   const hit = raycaster.intersectObjects(S.handles.map((h) => h.sphere))[0];
-  if (!hit) return;
-  const handle = S.handles.find((h) => h.sphere === hit.object);
+  if (hit) return S.handles.find((h) => h.sphere === hit.object);
+  if (ev.pointerType !== "touch") return null;
+  let nearest = null, reach = 24;
+  for (const h of S.handles) {
+    const p = toScreen(h.sphere.position);
+    const d = Math.hypot(p.x - ev.clientX, p.y - ev.clientY);
+    if (d < reach) [nearest, reach] = [h, d];
+  }
+  return nearest;
+}
+canvas.addEventListener("pointerdown", (ev) => {
+  if (!S.handles.length) return;
+  const handle = handleAt(ev);
+  if (!handle) return;
   const normal = camera.getWorldDirection(new THREE.Vector3());
-  dragging = { handle, plane: new THREE.Plane().setFromNormalAndCoplanarPoint(normal, handle.sphere.position.clone()) };
+  const plane = new THREE.Plane().setFromNormalAndCoplanarPoint(normal, handle.sphere.position.clone());
+  // The handle keeps its offset from the pointer (it does not jump under a finger beside it).
+  const at = raycaster.ray.intersectPlane(plane, new THREE.Vector3());
+  dragging = { handle, plane, grab: at ? at.sub(handle.sphere.position) : new THREE.Vector3() };
   controls.enabled = false;
   canvas.setPointerCapture(ev.pointerId);
 });
@@ -712,6 +735,7 @@ canvas.addEventListener("pointermove", (ev) => {
   pointerRay(ev);
   const target = raycaster.ray.intersectPlane(dragging.plane, new THREE.Vector3());
   if (!target) return;
+  target.sub(dragging.grab);
   const p = dragging.handle.point;
   solve({ joint: dragging.handle.joint, point: [p.x, p.y, p.z], target: [target.x, target.y, target.z] });
 });
@@ -720,14 +744,16 @@ canvas.addEventListener("pointerup", () => {
   controls.enabled = true;
 });
 
-// Where handle `i` is on the screen (CSS pixels of the page), for tests.
+// Where handle `i` is on the screen and its sphere's radius there (CSS pixels), for tests.
 probe.handleScreen = (i) => {
   const h = S.handles[i];
   if (!h) return null;
-  const v = h.sphere.position.clone().project(camera);
-  const r = canvas.getBoundingClientRect();
-  return { x: r.left + ((v.x + 1) / 2) * r.width, y: r.top + ((1 - v.y) / 2) * r.height, joint: h.joint };
+  const c = toScreen(h.sphere.position);
+  const right = new THREE.Vector3().setFromMatrixColumn(camera.matrixWorld, 0);
+  const edge = toScreen(h.sphere.position.clone().addScaledVector(right, h.sphere.geometry.parameters.radius));
+  return { ...c, r: Math.hypot(edge.x - c.x, edge.y - c.y), joint: h.joint };
 };
+probe.cameraPosition = () => camera.position.toArray();
 // Every 7th pixel's RGBA of the last drawn frame, for tests.
 probe.pixels = () => {
   const gl = renderer.getContext();
