@@ -173,6 +173,9 @@ TEST(ViewerBrowserTest, OnAPhoneTheViewSpansTheScreenAndAFingerBesideAHandleDrag
     EXPECT_NEAR(view["y"].get<double>(), 0.0, 1.0);
   }
   EXPECT_LE(r["scrollWidth"].get<double>(), width);
+  // Drawn at the phone's 2 device pixels per CSS pixel, not blurred up from 1.
+  ASSERT_EQ(r["devicePixelRatio"].get<double>(), 2.0);
+  EXPECT_EQ(r["buffer"], nlohmann::json({2 * r["viewCss"][0].get<int>(), 2 * r["viewCss"][1].get<int>()}));
 
   // The finger landed beside the handle's sphere, not on it, and dragged that handle: the FAST
   // answer puts it where the finger went, and the camera did not turn meanwhile.

@@ -22,6 +22,9 @@ await withViewer({ viewport: { width: 390, height: 844 }, device }, async (page)
   result.viewport = page.viewportSize();
   result.view = await rect("#view");
   result.scrollWidth = await probe(() => document.documentElement.scrollWidth);
+  result.viewCss = await page.$eval("#view", (e) => [e.clientWidth, e.clientHeight]);
+  result.devicePixelRatio = await probe(() => window.devicePixelRatio);
+  result.buffer = await probe(() => window.__viewer.bufferSize());
   await page.screenshot({ path: `${args.out}/1-phone.png` });
   step("laid out");
 

@@ -129,7 +129,8 @@ async function retryWhileAway(next, req) {
 // ---- Scene -------------------------------------------------------------------------------
 const canvas = $("view");
 const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
-renderer.setPixelRatio(1);
+// Sharp on a phone's or a laptop's dense screen (up to 2 device pixels per CSS pixel).
+renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
 const scene = new THREE.Scene();
 scene.background = new THREE.Color(0xe8ecf0);
 const camera = new THREE.PerspectiveCamera(40, 1, 0.01, 1000);
@@ -145,7 +146,8 @@ scene.add(handleGroup);
 
 function resize() {
   const w = canvas.clientWidth, h = canvas.clientHeight;
-  if (canvas.width !== w || canvas.height !== h) {
+  const ratio = renderer.getPixelRatio();
+  if (canvas.width !== Math.floor(w * ratio) || canvas.height !== Math.floor(h * ratio)) {
     renderer.setSize(w, h, false);
     camera.aspect = w / h;
     camera.updateProjectionMatrix();
@@ -754,6 +756,8 @@ probe.handleScreen = (i) => {
   return { ...c, r: Math.hypot(edge.x - c.x, edge.y - c.y), joint: h.joint };
 };
 probe.cameraPosition = () => camera.position.toArray();
+// The drawing buffer's size in device pixels, for tests.
+probe.bufferSize = () => [renderer.getContext().drawingBufferWidth, renderer.getContext().drawingBufferHeight];
 // Every 7th pixel's RGBA of the last drawn frame, for tests.
 probe.pixels = () => {
   const gl = renderer.getContext();
