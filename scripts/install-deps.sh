@@ -57,7 +57,7 @@ if [ ! -f web/node_modules/.package-lock.json ] || [ web/package-lock.json -nt w
   echo "install-deps: npm ci in web/"
   (cd web && npm ci --no-audit --no-fund --loglevel=error)
 fi
-if [ ! -f web/dist/viewer.js ] || [ -n "$(find web/src web/index.html web/package-lock.json proto/skinning/v1 -newer web/dist/viewer.js 2>/dev/null | head -1)" ]; then
+if [ ! -f web/dist/viewer.js ] || [ -n "$(find web/src web/index.html web/package-lock.json web/buf.gen.yaml proto/skinning/v1 -newer web/dist/viewer.js 2>/dev/null | head -1)" ]; then
   echo "install-deps: building the viewer (web/dist)"
   (cd web && rm -rf gen && npm run --silent generate && npm run --silent build)
 fi

@@ -17,12 +17,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "server/api/quick.h"
+#include "server/http/grpc_web.h"
 #include "server/http/gzip.h"
 #include "server/http/proto_json.h"
 #include "server/http/ws_status.h"
@@ -137,11 +139,15 @@ std::string Envelope(uint8_t flags, absl::string_view payload) {
   return out;
 }
 
-// The one message of a server-streaming request body; a compressed one (flag 0x01) is inflated
-// when the stream's Connect-Content-Encoding is gzip (`gzip`), refused otherwise.
-absl::StatusOr<std::string> OneEnvelope(absl::string_view body, bool gzip, size_t max_bytes) {
+// The one message of an enveloped request body (a Connect stream's, a gRPC-Web call's); a
+// compressed one (flag 0x01) is inflated when the request's `coding_header` (the stream's
+// Connect-Content-Encoding, gRPC-Web's grpc-encoding) is gzip (`gzip`), refused otherwise.
+absl::StatusOr<std::string> OneEnvelope(absl::string_view body, bool gzip, size_t max_bytes,
+                                        absl::string_view coding_header) {
   if (body.size() < 5)
-    return absl::InvalidArgumentError("a streaming request body is one enveloped message (5-byte prefix + message)");
+    return absl::InvalidArgumentError(absl::StrCat(
+        coding_header == "grpc-encoding" ? "a gRPC-Web" : "a streaming",
+        " request body is one enveloped message (5-byte prefix + message)"));
   const auto flags = static_cast<uint8_t>(body[0]);
   uint32_t n = 0;
   for (int i = 1; i <= 4; ++i) n = (n << 8) | static_cast<uint8_t>(body[i]);
@@ -149,8 +155,11 @@ absl::StatusOr<std::string> OneEnvelope(absl::string_view body, bool gzip, size_
     return absl::InvalidArgumentError(absl::StrCat("the request envelope says ", n, " bytes but the body holds ",
                                                    body.size() - 5, " (one message expected)"));
   if (!(flags & 0x01)) return std::string(body.substr(5));
-  if (!gzip)
-    return absl::InvalidArgumentError("a compressed envelope needs Connect-Content-Encoding: gzip (or send identity)");
+  if (!gzip) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a compressed envelope needs ", coding_header == "grpc-encoding" ? "grpc-encoding" : "Connect-Content-Encoding",
+        ": gzip (or send identity)"));
+  }
   return Gunzip(body.substr(5), max_bytes);
 }
 
@@ -167,8 +176,16 @@ std::optional<absl::string_view> Authorization(const HttpRequest& req) {
   return absl::string_view(it->value().data(), it->value().size());
 }
 
-// Connect-Timeout-Ms: at most 10 digits of milliseconds.
-absl::StatusOr<std::chrono::system_clock::time_point> Deadline(const HttpRequest& req) {
+// Connect-Timeout-Ms: at most 10 digits of milliseconds; for gRPC-Web (`grpc_web`), grpc-timeout.
+absl::StatusOr<std::chrono::system_clock::time_point> Deadline(const HttpRequest& req, bool grpc_web) {
+  if (grpc_web) {
+    auto it = req.find("grpc-timeout");
+    if (it == req.end()) return std::chrono::system_clock::time_point::max();
+    absl::StatusOr<std::chrono::nanoseconds> timeout =
+        grpc_web::ParseTimeout(absl::string_view(it->value().data(), it->value().size()));
+    if (!timeout.ok()) return timeout.status();
+    return std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(*timeout);
+  }
   auto it = req.find("connect-timeout-ms");
   if (it == req.end()) return std::chrono::system_clock::time_point::max();
   const absl::string_view v(it->value().data(), it->value().size());
@@ -181,6 +198,26 @@ absl::StatusOr<std::chrono::system_clock::time_point> Deadline(const HttpRequest
 // A Connect error answer (JSON) with its HTTP status.
 HttpResponse ErrorResponse(const HttpRequest& req, unsigned http_status, const absl::Status& s) {
   return MakeResponse(req, http_status, "application/json", ConnectErrorJson(s));
+}
+
+// The gRPC-Web media types, for Accept-Post.
+constexpr char kGrpcWebTypes[] =
+    "application/grpc-web+proto, application/grpc-web+json, application/grpc-web-text+proto";
+
+// How a call came and how its answers go: Connect (JSON or binary) or gRPC-Web.
+struct Wire {
+  std::string media;      // the request's media type, also the answer's
+  bool grpc_web = false;  // gRPC-Web framing and trailers
+  bool text = false;      // gRPC-Web's -text: base64 bodies
+  bool json = false;      // messages in protobuf's JSON mapping
+};
+
+// A unary call's error: Connect's error body with the code's HTTP status, or gRPC-Web's HTTP 200
+// with only a trailers frame.
+HttpResponse UnaryError(const HttpRequest& req, const Wire& wire, const absl::Status& s) {
+  if (!wire.grpc_web) return ErrorResponse(req, ConnectHttpStatus(s.code()), s);
+  std::string frame = Envelope(0x80, grpc_web::Trailers(s));
+  return MakeResponse(req, 200, wire.media, wire.text ? absl::Base64Escape(frame) : std::move(frame));
 }
 
 // A WebSocket session of a bidirectional method: one Step per frame. Counted like a gRPC
@@ -335,33 +372,42 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   const HttpRequest& req = exchange->request();
   const Method& m = methods_.at(path);
   const bool stream = m.kind == Kind::kServerStream;
-  const std::string media = MediaType(std::string(req[http::field::content_type]));
+  Wire wire;
+  wire.media = MediaType(std::string(req[http::field::content_type]));
   const std::string json_type = stream ? "application/connect+json" : "application/json";
   const std::string proto_type = stream ? "application/connect+proto" : "application/proto";
-  auto error = [&](unsigned http_status, const absl::Status& s) {
-    exchange->Respond(ErrorResponse(req, http_status, s));
-  };
-  if (media != json_type && media != proto_type) {
+  if (const std::optional<grpc_web::Format> web = grpc_web::ParseMediaType(wire.media)) {
+    wire.grpc_web = true;
+    wire.text = web->text;
+    wire.json = web->json;
+  } else if (wire.media == json_type || wire.media == proto_type) {
+    wire.json = wire.media == json_type;
+  } else {
     HttpResponse res = MakeResponse(
         req, 415, "application/json",
-        ConnectErrorJson(absl::InvalidArgumentError(absl::StrCat(
-            "content type '", media, "' is not supported by ", path, ": send ", json_type, " or ", proto_type))));
-    res.set("Accept-Post", json_type + ", " + proto_type);
+        ConnectErrorJson(absl::InvalidArgumentError(absl::StrCat("content type '", wire.media, "' is not supported by ",
+                                                                 path, ": send ", json_type, " or ", proto_type,
+                                                                 " (Connect), or application/grpc-web+proto, "
+                                                                 "+json or application/grpc-web-text (gRPC-Web)"))));
+    res.set("Accept-Post", absl::StrCat(json_type, ", ", proto_type, ", ", kGrpcWebTypes));
     return exchange->Respond(std::move(res));
   }
-  const bool json = media == json_type;
-  // A unary body is compressed as a whole (Content-Encoding), a stream's messages one by one
-  // (Connect-Content-Encoding); gzip and identity are taken.
-  const char* coding_header = stream ? "connect-content-encoding" : "content-encoding";
-  const char* other_header = stream ? "content-encoding" : "connect-content-encoding";
+  auto error = [&](const absl::Status& s) { exchange->Respond(UnaryError(req, wire, s)); };
+  // Connect compresses a unary body as a whole (Content-Encoding), a stream's messages one by one
+  // (Connect-Content-Encoding); gRPC-Web, its one message (grpc-encoding). gzip and identity
+  // are taken.
+  const bool enveloped = stream || wire.grpc_web;
+  const char* coding_header = wire.grpc_web ? "grpc-encoding" : stream ? "connect-content-encoding" : "content-encoding";
+  const char* other_header = wire.grpc_web || stream ? "content-encoding" : "connect-content-encoding";
   const std::string coding = Coding(req, coding_header), other = Coding(req, other_header);
   for (const auto& [header, value] : {std::pair{coding_header, coding}, std::pair{other_header, other}}) {
     if (value == "identity" || (value == "gzip" && header == coding_header)) continue;
     const absl::Status s = absl::UnimplementedError(
         absl::StrCat(header, " '", value, "' is not supported by ", path, " (send ",
                      header == coding_header ? "gzip or identity" : "identity", ")"));
-    HttpResponse res = ErrorResponse(req, ConnectHttpStatus(s.code()), s);
-    res.set(stream ? "Connect-Accept-Encoding" : "Accept-Encoding", "gzip, identity");
+    HttpResponse res = UnaryError(req, wire, s);
+    res.set(wire.grpc_web ? "Grpc-Accept-Encoding" : stream ? "Connect-Accept-Encoding" : "Accept-Encoding",
+            "gzip, identity");
     return exchange->Respond(std::move(res));
   }
   const bool gzip_request = coding == "gzip";
@@ -375,16 +421,24 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   std::unique_ptr<Message> request(m.request->New());
   absl::Status status;
   absl::string_view payload = req.body();
-  std::string unwrapped;  // the request's message when it came in an envelope or compressed
-  if (stream || gzip_request) {
-    absl::StatusOr<std::string> message = stream ? OneEnvelope(payload, gzip_request, options_.max_message_bytes)
-                                                 : Gunzip(payload, options_.max_message_bytes);
+  std::string unwrapped;  // the request's message when it came in an envelope, compressed or in base64
+  if (wire.text) {
+    absl::StatusOr<std::string> decoded = grpc_web::DecodeText(payload);
+    if (decoded.ok()) unwrapped = *std::move(decoded);
+    else status = decoded.status();
+    payload = unwrapped;
+  }
+  if (status.ok() && (enveloped || gzip_request)) {
+    absl::StatusOr<std::string> message = enveloped ? OneEnvelope(payload, gzip_request, options_.max_message_bytes,
+                                                                  coding_header)
+                                                    : Gunzip(payload, options_.max_message_bytes);
     if (message.ok()) unwrapped = *std::move(message);
     else status = message.status();
     payload = unwrapped;
   }
+  const bool json = wire.json;
   if (status.ok()) status = json ? FromJson(payload, request.get()) : FromBinary(payload, request.get());
-  absl::StatusOr<std::chrono::system_clock::time_point> deadline = Deadline(req);
+  absl::StatusOr<std::chrono::system_clock::time_point> deadline = Deadline(req, wire.grpc_web);
   if (status.ok() && !deadline.ok()) status = deadline.status();
   absl::StatusOr<CallContext> ctx = absl::UnknownError("not admitted");
   if (status.ok()) {
@@ -398,7 +452,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   if (!stream) {
     if (!status.ok()) {
       finish(status);
-      return error(ConnectHttpStatus(status.code()), status);
+      return error(status);
     }
     // On this socket thread when the last call of its kind was quick (QuickTimer) and this one
     // asks the store nothing (Method::resident), else on the server's pool, so that a long call
@@ -408,8 +462,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     const uint64_t kind = absl::HashOf(path, ctx->tenant(), m.cost_key ? m.cost_key(*request) : 0);
     const bool inline_call = quick_.WasQuick(kind) && m.resident && m.resident(*ctx, *request);
     std::shared_ptr<const Message> shared_request(std::move(request));
-    auto run = [this, exchange, &m, shared_request, kind, json, media, series, start, encode,
-                call = *std::move(ctx)] {
+    auto run = [this, exchange, &m, shared_request, kind, wire, series, start, encode, call = *std::move(ctx)] {
       const HttpRequest& req = exchange->request();
       const QuickTimer timer;
       std::unique_ptr<Message> response(m.response->New());
@@ -423,11 +476,19 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
           status = absl::ResourceExhaustedError(absl::StrFormat(
               "the answer (%d bytes%s) exceeds the server's message limit of %d MiB (--max_message_mb); ask for less "
               "(fewer frames or outputs a call)%s",
-              body.size(), json ? " of JSON" : "", options_.max_message_bytes >> 20,
-              json ? ", or take it as application/proto (about a third of the size)" : ""));
+              body.size(), wire.json ? " of JSON" : "", options_.max_message_bytes >> 20,
+              wire.json ? absl::StrCat(", or take it as ", wire.grpc_web ? "application/grpc-web+proto" : "application/proto",
+                                       " (about a third of the size)")
+                        : ""));
       }
       Handled(series, start, status);
-      if (!status.ok()) return exchange->Respond(ErrorResponse(req, ConnectHttpStatus(status.code()), status));
+      if (!status.ok()) return exchange->Respond(UnaryError(req, wire, status));
+      if (wire.grpc_web) {
+        // The message, then the trailers; the -text variant in base64.
+        std::string frames = Envelope(0, body) + Envelope(0x80, grpc_web::Trailers(absl::OkStatus()));
+        return exchange->Respond(
+            MakeResponse(req, 200, wire.media, wire.text ? absl::Base64Escape(frames) : std::move(frames)));
+      }
       if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
         auto accept = req.find(http::field::accept_encoding);
         // Compression is an offer: if zlib fails, the answer goes plain.
@@ -435,13 +496,13 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
         if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size())))
           gz = Gzip(body, 1);
         if (gz.ok()) {
-          HttpResponse res = MakeResponse(req, 200, media, *std::move(gz));
+          HttpResponse res = MakeResponse(req, 200, wire.media, *std::move(gz));
           res.set(http::field::content_encoding, "gzip");
           res.set(http::field::vary, "Accept-Encoding");
           return exchange->Respond(std::move(res));
         }
       }
-      exchange->Respond(MakeResponse(req, 200, media, std::move(body)));
+      exchange->Respond(MakeResponse(req, 200, wire.media, std::move(body)));
     };
     // (A call with a large body was read on the pool already: it runs where it is.)
     HttpServer& server = exchange->server();
@@ -449,14 +510,21 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     server.Post(std::move(run));
     return;
   }
-  // Server streaming: HTTP 200 whatever happens; the end-of-stream message carries the status.
-  HttpResponse head = MakeResponse(req, 200, media, "");
+  // Server streaming: HTTP 200 whatever happens; the end-of-stream message (Connect) or the
+  // trailers frame (gRPC-Web) carries the status. A -text stream sends each frame in base64.
+  HttpResponse head = MakeResponse(req, 200, wire.media, "");
   std::unique_ptr<Exchange::StreamWriter> writer = exchange->StartStream(std::move(head));
-  if (status.ok())
-    status = m.stream(*ctx, *request, [&](const Message& msg) { return writer->Write(Envelope(0, encode(msg))); });
+  auto write = [&](uint8_t flags, const std::string& payload) {
+    const std::string frame = Envelope(flags, payload);
+    return writer->Write(wire.text ? absl::Base64Escape(frame) : frame);
+  };
+  if (status.ok()) status = m.stream(*ctx, *request, [&](const Message& msg) { return write(0, encode(msg)); });
   finish(status);
-  const std::string end = status.ok() ? "{}" : absl::StrCat("{\"error\":", ConnectErrorJson(status), "}");
-  writer->Write(Envelope(0x02, end));
+  if (wire.grpc_web) {
+    write(0x80, grpc_web::Trailers(status));
+  } else {
+    write(0x02, status.ok() ? "{}" : absl::StrCat("{\"error\":", ConnectErrorJson(status), "}"));
+  }
   writer->Finish();
 }
 

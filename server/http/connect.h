@@ -2,7 +2,8 @@
 // handlers of server/api, the same ones the gRPC door calls: every unary method and the
 // server-streaming WatchBake as `POST /skinning.v1.<Service>/<Method>`, JSON (protobuf's
 // canonical mapping: server/http/proto_json.h, else protobuf's JSON utilities) or binary
-// protobuf; and the two bidirectional sessions as WebSockets. Calls are admitted by the same CallGate (bearer token,
+// protobuf, and the same methods in gRPC-Web (server/http/grpc_web.h); and the two
+// bidirectional sessions as WebSockets. Calls are admitted by the same CallGate (bearer token,
 // tenant, draining) and counted in the same grpc_server_* metrics as gRPC calls.
 #ifndef SKINNING_SERVER_HTTP_CONNECT_H_
 #define SKINNING_SERVER_HTTP_CONNECT_H_
@@ -59,9 +60,10 @@ class ConnectService {
   // Every method path served, for documentation and the completeness test.
   std::vector<std::string> Paths() const;
 
-  // Answers a POST to a unary or server-streaming method. A unary call runs on this thread when
-  // the last of its kind was quick, else on the server's pool (the answer is sent from there);
-  // a stream blocks: call it on a thread of its own.
+  // Answers a POST to a unary or server-streaming method, in Connect or gRPC-Web by its
+  // Content-Type. A unary call runs on this thread when the last of its kind was quick, else on
+  // the server's pool (the answer is sent from there); a stream blocks: call it on a thread of
+  // its own.
   void Serve(const std::shared_ptr<Exchange>& exchange, const std::string& path);
 
   // A WebSocket session of a bidirectional method, admitted now (token from `authorization`):

@@ -23,7 +23,8 @@ namespace {
 
 constexpr char kAllowHeaders[] =
     "Content-Type, Connect-Protocol-Version, Connect-Timeout-Ms, Connect-Accept-Encoding, "
-    "Connect-Content-Encoding, Content-Encoding, Authorization, X-User-Agent, X-Grpc-Web, Grpc-Timeout";
+    "Connect-Content-Encoding, Content-Encoding, Authorization, X-User-Agent, X-Grpc-Web, Grpc-Timeout, "
+    "Grpc-Encoding, Grpc-Accept-Encoding";
 
 std::string Field(const HttpRequest& req, http::field f) {
   auto it = req.find(f);
