@@ -312,6 +312,37 @@ TEST_F(GrpcWebTest, TextBodiesCompressedMessagesTimeoutsAndRefusalsOnTheWire) {
   EXPECT_EQ(t["grpc-status"], std::to_string(static_cast<int>(bad.status().code())));
   // (The C++ client puts the method's name before the server's message.)
   EXPECT_EQ(absl::StrCat("GetRig: ", t["grpc-message"]), bad.status().message());
+  // WatchBake in -text: each frame in base64 on its own (a finished bake: its one message, then
+  // OK trailers), as gRPC's GetBake answers.
+  v1::BakeOptions options;
+  options.mutable_bone_heat();
+  auto started = client_->StartBake(pose.rig(), options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto done = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  v1::WatchBakeRequest watch;
+  watch.set_name(started->bake().name());
+  res = Call("/skinning.v1.BakeService/WatchBake", "application/grpc-web-text",
+             absl::Base64Escape(ConnectEnvelope(0, watch.SerializeAsString())));
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->status, 200);
+  std::string decoded;
+  for (absl::string_view piece : absl::StrSplit(res->body, absl::ByChar('='), absl::SkipEmpty())) {
+    // Each frame's base64 is padded on its own: split there and decode piece by piece.
+    std::string bytes;
+    std::string padded(piece);
+    while (padded.size() % 4 != 0) padded.push_back('=');
+    ASSERT_TRUE(absl::Base64Unescape(padded, &bytes)) << padded;
+    decoded += bytes;
+  }
+  const std::vector<Frame> watched = Frames(decoded);
+  ASSERT_EQ(watched.size(), 2u);
+  v1::Bake bake;
+  ASSERT_TRUE(bake.ParseFromString(watched[0].payload));
+  EXPECT_EQ(DeterministicBytes(bake), DeterministicBytes(*done));
+  EXPECT_EQ(watched[1].flags, 0x80);
+  EXPECT_EQ(watched[1].payload, "grpc-status:0\r\n");
+
   // An unknown content type names the gRPC-Web ones among those it takes.
   res = Call(kPose, "application/grpc-web+thrift", frame);
   ASSERT_TRUE(res.ok()) << res.status();
