@@ -125,6 +125,18 @@ class GrpcWebTest : public ::testing::Test {
     *answer = *want;
   }
 
+  // A bone-heat bake of `rig` through gRPC, to its end (SUCCEEDED).
+  void BoneHeatBake(const std::string& rig, v1::Bake* done) {
+    v1::BakeOptions options;
+    options.mutable_bone_heat();
+    auto started = client_->StartBake(rig, options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    auto end = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
+    ASSERT_TRUE(end.ok()) << end.status();
+    ASSERT_EQ(end->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << end->error().message();
+    *done = *end;
+  }
+
   // A gRPC-Web call: `body` as given, Content-Type `type`, plus `headers`.
   static absl::StatusOr<::skinning::testing::HttpResponse> Call(const std::string& path, const std::string& type,
                                                                const std::string& body, Headers headers = {}) {
@@ -158,13 +170,8 @@ TEST_F(GrpcWebTest, ConnectWebsGrpcWebTransportGetsTheGrpcAnswersInBothFormats) 
   v1::PoseRequest pose;
   v1::PosedFrame want_pose;
   ASSERT_NO_FATAL_FAILURE(PoseOfTheSample(&pose, &want_pose));
-  v1::BakeOptions options;
-  options.mutable_bone_heat();
-  auto started = client_->StartBake(pose.rig(), options);
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto done = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok()) << done.status();
-  ASSERT_EQ(done->metadata().state(), v1::BAKE_STATE_SUCCEEDED) << done->error().message();
+  v1::Bake done;
+  ASSERT_NO_FATAL_FAILURE(BoneHeatBake(pose.rig(), &done));
   v1::GetRigRequest bad_name;
   bad_name.set_name("rigs/rig-nope%\xC3\xA9");  // the script asks for the same name
   auto bad = client_->GetRig(bad_name.name());
@@ -175,7 +182,7 @@ TEST_F(GrpcWebTest, ConnectWebsGrpcWebTransportGetsTheGrpcAnswersInBothFormats) 
   const auto run = RunCommand({"/usr/bin/node", src + "/tests/web/grpc_web_client.mjs",
                                "--url=http://127.0.0.1:" + std::to_string(server_->http_port()),
                                "--pose=" + absl::Base64Escape(pose.SerializeAsString()),
-                               "--bake=" + started->bake().name(), "--out=" + out});
+                               "--bake=" + done.name(), "--out=" + out});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::ifstream in(out + "/result.json");
   ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
@@ -201,7 +208,7 @@ TEST_F(GrpcWebTest, ConnectWebsGrpcWebTransportGetsTheGrpcAnswersInBothFormats) 
     ASSERT_TRUE(absl::Base64Unescape(f["watch"][0].get<std::string>(), &bytes));
     v1::Bake bake;
     ASSERT_TRUE(bake.ParseFromString(bytes));
-    EXPECT_EQ(DeterministicBytes(bake), DeterministicBytes(*done));
+    EXPECT_EQ(DeterministicBytes(bake), DeterministicBytes(done));
   }
 }
 
@@ -314,14 +321,10 @@ TEST_F(GrpcWebTest, TextBodiesCompressedMessagesTimeoutsAndRefusalsOnTheWire) {
   EXPECT_EQ(absl::StrCat("GetRig: ", t["grpc-message"]), bad.status().message());
   // WatchBake in -text: each frame in base64 on its own (a finished bake: its one message, then
   // OK trailers), as gRPC's GetBake answers.
-  v1::BakeOptions options;
-  options.mutable_bone_heat();
-  auto started = client_->StartBake(pose.rig(), options);
-  ASSERT_TRUE(started.ok()) << started.status();
-  auto done = client_->WatchBake(started->bake().name(), [](const v1::Bake&) { return true; });
-  ASSERT_TRUE(done.ok()) << done.status();
+  v1::Bake done;
+  ASSERT_NO_FATAL_FAILURE(BoneHeatBake(pose.rig(), &done));
   v1::WatchBakeRequest watch;
-  watch.set_name(started->bake().name());
+  watch.set_name(done.name());
   res = Call("/skinning.v1.BakeService/WatchBake", "application/grpc-web-text",
              absl::Base64Escape(ConnectEnvelope(0, watch.SerializeAsString())));
   ASSERT_TRUE(res.ok()) << res.status();
@@ -339,7 +342,7 @@ TEST_F(GrpcWebTest, TextBodiesCompressedMessagesTimeoutsAndRefusalsOnTheWire) {
   ASSERT_EQ(watched.size(), 2u);
   v1::Bake bake;
   ASSERT_TRUE(bake.ParseFromString(watched[0].payload));
-  EXPECT_EQ(DeterministicBytes(bake), DeterministicBytes(*done));
+  EXPECT_EQ(DeterministicBytes(bake), DeterministicBytes(done));
   EXPECT_EQ(watched[1].flags, 0x80);
   EXPECT_EQ(watched[1].payload, "grpc-status:0\r\n");
 

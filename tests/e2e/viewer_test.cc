@@ -59,6 +59,34 @@ std::string MissingTool() {
   return "";
 }
 
+// A server of its own store that serves the viewer's files.
+std::unique_ptr<ServerProcess> ViewerServer() {
+  const std::string src = SKINNING_SOURCE_DIR;
+  return std::make_unique<ServerProcess>(MakeTempDir("store"), std::vector<std::string>{
+                                                                   "--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
+}
+
+// Runs tests/web/`script` on the page `server` serves (ViewerServer), with the bundled
+// CesiumMan; its files go to build/test-artifacts/`artifacts` (emptied first). *r is its
+// result.json, which must hold no failure and no console or page error.
+void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& artifacts,
+                     nlohmann::json* r) {
+  ASSERT_GT(server.http_port(), 0) << server.Output();
+  const std::string src = SKINNING_SOURCE_DIR;
+  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + artifacts;
+  std::filesystem::remove_all(out);
+  const auto run = RunCommand({OnPath("node"), src + "/tests/web/" + script,
+                               "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
+                               "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
+  *r = nlohmann::json::parse(in);
+  ASSERT_FALSE(r->contains("failure")) << (*r)["failure"].get<std::string>() << "\nsteps: " << (*r)["steps"].dump();
+  EXPECT_TRUE((*r)["consoleErrors"].empty()) << (*r)["consoleErrors"].dump();
+  EXPECT_TRUE((*r)["pageErrors"].empty()) << (*r)["pageErrors"].dump();
+}
+
 // The page's FAST drag (r["fast"]: the handle's rest point, the drag's target and the answer's
 // transform of that handle) moved the handle, and the answer puts it where it was dragged.
 void ExpectDraggedHandleFollowed(const nlohmann::json& r) {
@@ -84,22 +112,11 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
     if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
     GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
   }
-  const std::string src = SKINNING_SOURCE_DIR;
-  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
-  ASSERT_GT(server.http_port(), 0) << server.Output();
+  std::unique_ptr<ServerProcess> server = ViewerServer();
   const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer";
-  std::filesystem::remove_all(out);
-  const auto run = RunCommand({OnPath("node"), src + "/tests/web/viewer.mjs",
-                               "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
-                               "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  std::ifstream in(out + "/result.json");
-  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
-  const nlohmann::json r = nlohmann::json::parse(in);
-  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer.mjs", "viewer", &r));
   EXPECT_EQ(r["steps"], nlohmann::json({"loaded", "registered", "played", "dqs", "baked", "dragged"}));
-  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
-  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
 
   // The animation moved the picture.
   EXPECT_GT(r["changedPixelFraction"].get<double>(), 0.01) << "bind and posed frames look the same";
@@ -109,7 +126,7 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r["dqsPose"]["request"].get<std::string>(), &request).ok());
   EXPECT_EQ(request.deformer(), v1::DEFORMER_DQS);
   ClientOptions o;
-  o.target = server.address();
+  o.target = server->address();
   Client client(o);
   auto want = client.Pose(request);
   ASSERT_TRUE(want.ok()) << want.status();
@@ -135,7 +152,7 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   ExpectDraggedHandleFollowed(r);
   for (const char* shot : {"1-bind.png", "2-animation.png", "3-dqs.png", "4-bbw-weights.png", "5-fast-drag.png"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + shot)) << shot;
-  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
 // tests/web/viewer_phone.mjs: the page on a 390 × 844 touch screen, used with a finger.
@@ -144,22 +161,11 @@ TEST(ViewerBrowserTest, OnAPhoneTheViewSpansTheScreenAndAFingerBesideAHandleDrag
     if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
     GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
   }
-  const std::string src = SKINNING_SOURCE_DIR;
-  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
-  ASSERT_GT(server.http_port(), 0) << server.Output();
+  std::unique_ptr<ServerProcess> server = ViewerServer();
   const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-phone";
-  std::filesystem::remove_all(out);
-  const auto run = RunCommand({OnPath("node"), src + "/tests/web/viewer_phone.mjs",
-                               "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
-                               "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  std::ifstream in(out + "/result.json");
-  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
-  const nlohmann::json r = nlohmann::json::parse(in);
-  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_phone.mjs", "viewer-phone", &r));
   EXPECT_EQ(r["steps"], nlohmann::json({"registered", "laid out", "fast", "dragged", "orbited"}));
-  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
-  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
 
   // The view spans the screen's width and most of its height, and nothing is wider than the
   // screen (no sideways scrolling); it is still there after the page scrolled to the FAST button.
@@ -187,7 +193,7 @@ TEST(ViewerBrowserTest, OnAPhoneTheViewSpansTheScreenAndAFingerBesideAHandleDrag
   EXPECT_GT(r["farFromHandles"].get<double>(), 40.0);
   EXPECT_NE(r["cameraAfterOrbit"], r["cameraDuringDrag"][1]);
   EXPECT_TRUE(std::filesystem::exists(out + "/1-phone.png"));
-  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
 // Waits up to `seconds` for `path` to exist; whether it does.
