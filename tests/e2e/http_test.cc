@@ -331,6 +331,10 @@ TEST_F(HttpTest, BadInputGetsClearErrorsAndBothDoorsKeepServing) {
   EXPECT_EQ(preflight->headers["access-control-allow-origin"], "https://allowed.example");
   EXPECT_THAT(preflight->headers["access-control-allow-methods"], HasSubstr("POST"));
   EXPECT_THAT(preflight->headers["access-control-allow-headers"], HasSubstr("Connect-Protocol-Version"));
+  // The headers gRPC-Web clients send are allowed too (Google's grpc-web and connect-web's
+  // gRPC-Web transport send X-Grpc-Web, X-User-Agent and, with a deadline, Grpc-Timeout).
+  for (const char* header : {"X-Grpc-Web", "X-User-Agent", "Grpc-Timeout", "Grpc-Encoding", "Grpc-Accept-Encoding"})
+    EXPECT_THAT(preflight->headers["access-control-allow-headers"], HasSubstr(header));
   auto allowed = HttpCall(port_, "POST", std::string(kRigService) + "ListRigs", "{}",
                           {{"Content-Type", "application/json"}, {"Origin", "https://allowed.example"}});
   ASSERT_TRUE(allowed.ok());
