@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(obj_fuzz off_fuzz medit_fuzz tgf_fuzz dmat_fuzz gltf_fuzz create_rig_fuzz
-  pose_json_fuzz fast_json_fuzz connect_json_fuzz gzip_fuzz http_head_fuzz rpc_fuzz)
+  pose_json_fuzz fast_json_fuzz connect_json_fuzz gzip_fuzz grpc_web_fuzz http_head_fuzz rpc_fuzz)
 RUNS=${RUNS:-1000000}
 SECONDS_PER_TARGET=${SECONDS_PER_TARGET:-1800}
 DATA=${SKINNING_DATA_DIR:-$(cd .. && pwd)/shared/data}
@@ -39,6 +39,7 @@ for t in "${TARGETS[@]}"; do
     fast_json_fuzz) seeds=(tests/fuzz/seeds/fast_json) ;;
     connect_json_fuzz) seeds=(tests/fuzz/seeds/connect_json) ;;
     gzip_fuzz) seeds=(tests/fuzz/seeds/gzip) ;;
+    grpc_web_fuzz) seeds=(tests/fuzz/seeds/grpc_web) ;;
     http_head_fuzz) seeds=(tests/fuzz/seeds/http_head) ;;
     *) seeds=("tests/fuzz/seeds/${t%_fuzz}" "$DATA/libigl" "$DATA/deformation-benchmark") ;;
   esac
