@@ -484,10 +484,22 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
       Handled(series, start, status);
       if (!status.ok()) return exchange->Respond(UnaryError(req, wire, status));
       if (wire.grpc_web) {
-        // The message, then the trailers; the -text variant in base64.
-        std::string frames = Envelope(0, body) + Envelope(0x80, grpc_web::Trailers(absl::OkStatus()));
-        return exchange->Respond(
-            MakeResponse(req, 200, wire.media, wire.text ? absl::Base64Escape(frames) : std::move(frames)));
+        // The message (gzip-compressed, flag 0x01, on the same terms as a Connect answer, when
+        // grpc-accept-encoding takes gzip), then the trailers; the -text variant in base64.
+        uint8_t flags = 0;
+        if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
+          auto accept = req.find("grpc-accept-encoding");
+          if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size()))) {
+            if (absl::StatusOr<std::string> gz = Gzip(body, 1); gz.ok()) {
+              body = *std::move(gz);
+              flags = 0x01;
+            }
+          }
+        }
+        std::string frames = Envelope(flags, body) + Envelope(0x80, grpc_web::Trailers(absl::OkStatus()));
+        HttpResponse res = MakeResponse(req, 200, wire.media, wire.text ? absl::Base64Escape(frames) : std::move(frames));
+        if (flags & 0x01) res.set("Grpc-Encoding", "gzip");
+        return exchange->Respond(std::move(res));
       }
       if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
         auto accept = req.find(http::field::accept_encoding);

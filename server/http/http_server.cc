@@ -67,7 +67,7 @@ void SetCorsHeaders(HttpResponse* response, const std::string& origin) {
   response->set(http::field::access_control_allow_origin, origin);
   response->set(http::field::vary, "Origin");
   response->set(http::field::access_control_expose_headers,
-                "Content-Type, Connect-Content-Encoding, Grpc-Status, Grpc-Message");
+                "Content-Type, Connect-Content-Encoding, Grpc-Status, Grpc-Message, Grpc-Encoding");
 }
 
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";

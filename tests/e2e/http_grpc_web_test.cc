@@ -353,6 +353,49 @@ TEST_F(GrpcWebTest, TextBodiesCompressedMessagesTimeoutsAndRefusalsOnTheWire) {
   EXPECT_THAT(res->headers["accept-post"], HasSubstr("application/grpc-web-text+proto"));
 }
 
+// With --http_compress_min_bytes, a unary answer that large goes gzip-compressed (flag 0x01,
+// grpc-encoding: gzip) to a client whose grpc-accept-encoding takes gzip, and plain to others.
+TEST(GrpcWebCompressionTest, LargeAnswersGoGzippedToClientsThatTakeGzip) {
+  SKINNING_REQUIRE_DATA(DataPath("gltf/RiggedSimple/RiggedSimple.glb"));
+  ServerProcess server(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir=",
+                                              "--http_compress_min_bytes=1024"});
+  ASSERT_GT(server.http_port(), 0) << server.Output();
+  ClientOptions o;
+  o.target = server.address();
+  Client client(o);
+  auto rig = client.CreateRigFromGltf(FileBytes(DataPath("gltf/RiggedSimple/RiggedSimple.glb")));
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  v1::PoseRequest pose;
+  pose.set_rig(rig->rig().name());
+  pose.mutable_outputs()->set_vertices(true);
+  v1::PoseResponse want;
+  auto frame = client.Pose(pose);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  *want.mutable_frame() = *frame;
+  ASSERT_GT(want.ByteSizeLong(), 1024u);
+  for (const char* accept : {"gzip", "identity, gzip;q=0.5", "identity", ""}) {
+    SCOPED_TRACE(accept);
+    Headers headers = {{"Content-Type", "application/grpc-web+proto"}};
+    if (*accept) headers.emplace_back("grpc-accept-encoding", accept);
+    auto res = HttpCall(server.http_port(), "POST", kPose, ConnectEnvelope(0, pose.SerializeAsString()), headers);
+    ASSERT_TRUE(res.ok()) << res.status();
+    const std::vector<Frame> frames = Frames(res->body);
+    ASSERT_EQ(frames.size(), 2u);
+    const bool gzip = std::string(accept).find("gzip") != std::string::npos;
+    EXPECT_EQ(frames[0].flags, gzip ? 0x01 : 0x00);
+    EXPECT_EQ(res->headers.count("grpc-encoding"), gzip ? 1u : 0u);
+    // Inflated by the gzip program, not by the server's own code.
+    const std::string message = gzip ? GzipProgram(frames[0].payload, "-dc") : frames[0].payload;
+    v1::PoseResponse got;
+    ASSERT_TRUE(got.ParseFromString(message));
+    EXPECT_EQ(DeterministicBytes(got), DeterministicBytes(want));
+    if (gzip) {
+      EXPECT_LT(frames[0].payload.size(), message.size());
+    }
+  }
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
