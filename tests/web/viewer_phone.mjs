@@ -1,8 +1,8 @@
 // The viewer on a phone: chromium emulating a 390 × 844 touch screen (isMobile, hasTouch), used
 // with a finger. The 3D view must take the screen's width, with the controls below it; a tap
 // starts FAST; a finger that lands next to a handle (a handle is a few pixels, a fingertip far
-// more) drags that handle and leaves the camera where it was; a finger on empty space turns the
-// camera. Writes OUT/result.json and OUT/*.png; tests/e2e/viewer_test.cc checks them.
+// more) drags that handle and leaves the camera where it was; a drag the browser cancels ends;
+// a finger on empty space turns the camera. Writes OUT/result.json and OUT/*.png; tests/e2e/viewer_test.cc checks them.
 //
 //   node tests/web/viewer_phone.mjs --url=http://127.0.0.1:PORT --glb=samples/CesiumMan/CesiumMan.glb --out=DIR
 import { args, registerSample, result, step, withViewer } from "./harness.mjs";
@@ -69,10 +69,21 @@ await withViewer({ viewport: { width: 390, height: 844 }, device }, async (page)
   await page.screenshot({ path: `${args.out}/2-phone-fast-drag.png` });
   step("dragged");
 
+  // A drag that the browser cancels (a system gesture takes the touch) ends as well: the next
+  // finger on empty space turns the camera again.
+  const index = handles.indexOf(pick);
+  const moved = await probe((k) => window.__viewer.handleScreen(k), index);
+  await touch("touchStart", moved.x, moved.y);
+  await touch("touchMove", moved.x - 3, moved.y - 3);
+  await cdp.send("Input.dispatchTouchEvent", { type: "touchCancel", touchPoints: [] });
+  await page.waitForTimeout(300);
+  step("cancelled");
+
   // A finger far from every handle turns the camera.
   const view = result.viewAfterScroll;
   const far = { x: view.x + 0.1 * view.width, y: view.y + 0.9 * view.height };
   result.farFromHandles = Math.min(...handles.map((h) => Math.hypot(h.x - far.x, h.y - far.y)));
+  result.cameraBeforeOrbit = await probe(() => window.__viewer.cameraPosition());
   await swipe(far.x, far.y, 6, 0);
   await frame();
   result.cameraAfterOrbit = await probe(() => window.__viewer.cameraPosition());

@@ -741,10 +741,13 @@ canvas.addEventListener("pointermove", (ev) => {
   const p = dragging.handle.point;
   solve({ joint: dragging.handle.joint, point: [p.x, p.y, p.z], target: [target.x, target.y, target.z] });
 });
-canvas.addEventListener("pointerup", () => {
-  dragging = null;
-  controls.enabled = true;
-});
+// A drag ends when the pointer goes up or the browser cancels it (a system gesture on a phone).
+for (const end of ["pointerup", "pointercancel"]) {
+  canvas.addEventListener(end, () => {
+    dragging = null;
+    controls.enabled = true;
+  });
+}
 
 // Where handle `i` is on the screen and its sphere's radius there (CSS pixels), for tests.
 probe.handleScreen = (i) => {
