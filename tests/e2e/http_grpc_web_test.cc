@@ -1,7 +1,8 @@
 // gRPC-Web on the HTTP front door of the real server binary (server/http/grpc_web.h): an
 // independent client (connect-web's gRPC-Web transport, tests/web/grpc_web_client.mjs) gets the
-// gRPC answers byte for byte in both of its formats, and the parts it does not use (the -text
-// variant, compressed messages, grpc-timeout, refusals) are checked on the wire.
+// gRPC answers byte for byte in both of its formats, a page of another origin calls in chromium
+// (tests/web/grpc_web_cors.mjs), and the parts those do not use (compressed messages,
+// grpc-timeout, refusals) are checked on the wire.
 #include <signal.h>
 #include <unistd.h>
 
@@ -94,7 +95,12 @@ std::map<std::string, std::string> Trailers(const std::string& payload) {
 class GrpcWebTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServerProcess(MakeTempDir("store"), {"--http_address=127.0.0.1:0", "--web_dir="});
+    // A second server serves the viewer's page: its origin is the one the API server allows.
+    const std::string src = SKINNING_SOURCE_DIR;
+    page_server_ = new ServerProcess(MakeTempDir("page"), {"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
+    page_origin_ = "http://127.0.0.1:" + std::to_string(page_server_->http_port());
+    server_ = new ServerProcess(MakeTempDir("store"),
+                                {"--http_address=127.0.0.1:0", "--web_dir=", "--http_cors_origins=" + page_origin_});
     ClientOptions o;
     o.target = server_->address();
     o.deadline = std::chrono::seconds(120);
@@ -104,8 +110,13 @@ class GrpcWebTest : public ::testing::Test {
     delete client_;
     EXPECT_EQ(server_->Stop(SIGTERM), 0);
     delete server_;
+    EXPECT_EQ(page_server_->Stop(SIGTERM), 0);
+    delete page_server_;
   }
-  void SetUp() override { ASSERT_GT(server_->http_port(), 0) << server_->Output(); }
+  void SetUp() override {
+    ASSERT_GT(server_->http_port(), 0) << server_->Output();
+    ASSERT_GT(page_server_->http_port(), 0) << page_server_->Output();
+  }
 
   // A DQS pose of RiggedSimple (registered through gRPC) in the middle of its animation, with
   // every output, and gRPC's answer to it.
@@ -147,9 +158,13 @@ class GrpcWebTest : public ::testing::Test {
 
   static ServerProcess* server_;
   static Client* client_;
+  static ServerProcess* page_server_;
+  static std::string page_origin_;
 };
 ServerProcess* GrpcWebTest::server_ = nullptr;
 Client* GrpcWebTest::client_ = nullptr;
+ServerProcess* GrpcWebTest::page_server_ = nullptr;
+std::string GrpcWebTest::page_origin_;
 
 // What tests/web/grpc_web_client.mjs needs; in CI all of it is installed (scripts/install-deps.sh).
 std::string MissingTool() {
@@ -209,6 +224,48 @@ TEST_F(GrpcWebTest, ConnectWebsGrpcWebTransportGetsTheGrpcAnswersInBothFormats) 
     v1::Bake bake;
     ASSERT_TRUE(bake.ParseFromString(bytes));
     EXPECT_EQ(DeterministicBytes(bake), DeterministicBytes(done));
+  }
+}
+
+TEST_F(GrpcWebTest, APageOfAnAllowedOriginCallsFromChromium) {
+  SKINNING_REQUIRE_DATA(DataPath("gltf/RiggedSimple/RiggedSimple.glb"));
+  if (const std::string missing = MissingTool(); !missing.empty()) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
+    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
+  }
+  if (access("/usr/bin/chromium", X_OK) != 0) {
+    if (::skinning::testing::InCi()) FAIL() << "missing in CI: /usr/bin/chromium";
+    GTEST_SKIP() << "missing (CI is unset, so skipping): /usr/bin/chromium";
+  }
+  v1::PoseRequest pose;
+  v1::PosedFrame want;
+  ASSERT_NO_FATAL_FAILURE(PoseOfTheSample(&pose, &want));
+  const std::string src = SKINNING_SOURCE_DIR;
+  const std::string out = MakeTempDir("grpc-web-cors");
+  const auto run = RunCommand({"/usr/bin/node", src + "/tests/web/grpc_web_cors.mjs", "--url=" + page_origin_ + "/",
+                               "--api=http://127.0.0.1:" + std::to_string(server_->http_port()),
+                               "--pose=" + absl::Base64Escape(ConnectEnvelope(0, pose.SerializeAsString())),
+                               "--out=" + out});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(out + "/result.json");
+  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
+  const nlohmann::json r = nlohmann::json::parse(in);
+  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>();
+  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  EXPECT_EQ(r["pageOrigin"], page_origin_);
+  for (const char* type : {"application/grpc-web+proto", "application/grpc-web-text"}) {
+    SCOPED_TRACE(type);
+    const nlohmann::json& call = r["calls"][type];
+    EXPECT_EQ(call["status"], 200);
+    EXPECT_EQ(call["contentType"], type);
+    std::string body;
+    ASSERT_TRUE(absl::Base64Unescape(call["body"].get<std::string>(), &body));
+    const std::vector<Frame> frames = Frames(body);
+    ASSERT_EQ(frames.size(), 2u);
+    v1::PoseResponse got;
+    ASSERT_TRUE(got.ParseFromString(frames[0].payload));
+    EXPECT_EQ(DeterministicBytes(got.frame()), DeterministicBytes(want));
+    EXPECT_EQ(frames[1].payload, "grpc-status:0\r\n");
   }
 }
 
