@@ -212,12 +212,30 @@ struct Wire {
   bool json = false;      // messages in protobuf's JSON mapping
 };
 
+// Answer bytes as they go on `wire`: in base64 for gRPC-Web's -text, else as they are.
+std::string OnWire(const Wire& wire, std::string bytes) {
+  return wire.text ? absl::Base64Escape(bytes) : std::move(bytes);
+}
+
 // A unary call's error: Connect's error body with the code's HTTP status, or gRPC-Web's HTTP 200
 // with only a trailers frame.
 HttpResponse UnaryError(const HttpRequest& req, const Wire& wire, const absl::Status& s) {
   if (!wire.grpc_web) return ErrorResponse(req, ConnectHttpStatus(s.code()), s);
-  std::string frame = Envelope(0x80, grpc_web::Trailers(s));
-  return MakeResponse(req, 200, wire.media, wire.text ? absl::Base64Escape(frame) : std::move(frame));
+  return MakeResponse(req, 200, wire.media, OnWire(wire, Envelope(0x80, grpc_web::Trailers(s))));
+}
+
+// `body` gzip-compressed for an answer of at least `min_bytes` (0: never) to a request whose
+// `accept_header` (Accept-Encoding; gRPC-Web's grpc-accept-encoding) takes gzip; nullopt
+// otherwise. Compression is an offer: if zlib fails, the answer goes plain.
+std::optional<std::string> GzipIfAccepted(const HttpRequest& req, absl::string_view accept_header,
+                                          const std::string& body, size_t min_bytes) {
+  if (min_bytes == 0 || body.size() < min_bytes) return std::nullopt;
+  auto accept = req.find(boost::beast::string_view(accept_header.data(), accept_header.size()));
+  if (accept == req.end() || !AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size())))
+    return std::nullopt;
+  absl::StatusOr<std::string> gz = Gzip(body, 1);
+  if (!gz.ok()) return std::nullopt;
+  return *std::move(gz);
 }
 
 // A WebSocket session of a bidirectional method: one Step per frame. Counted like a gRPC
@@ -397,7 +415,8 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   // (Connect-Content-Encoding); gRPC-Web, its one message (grpc-encoding). gzip and identity
   // are taken.
   const bool enveloped = stream || wire.grpc_web;
-  const char* coding_header = wire.grpc_web ? "grpc-encoding" : stream ? "connect-content-encoding" : "content-encoding";
+  const char* coding_header =
+      wire.grpc_web ? "grpc-encoding" : stream ? "connect-content-encoding" : "content-encoding";
   const char* other_header = wire.grpc_web || stream ? "content-encoding" : "connect-content-encoding";
   const std::string coding = Coding(req, coding_header), other = Coding(req, other_header);
   for (const auto& [header, value] : {std::pair{coding_header, coding}, std::pair{other_header, other}}) {
@@ -477,42 +496,29 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
               "the answer (%d bytes%s) exceeds the server's message limit of %d MiB (--max_message_mb); ask for less "
               "(fewer frames or outputs a call)%s",
               body.size(), wire.json ? " of JSON" : "", options_.max_message_bytes >> 20,
-              wire.json ? absl::StrCat(", or take it as ", wire.grpc_web ? "application/grpc-web+proto" : "application/proto",
+              wire.json ? absl::StrCat(", or take it as ",
+                                       wire.grpc_web ? "application/grpc-web+proto" : "application/proto",
                                        " (about a third of the size)")
                         : ""));
       }
       Handled(series, start, status);
       if (!status.ok()) return exchange->Respond(UnaryError(req, wire, status));
       if (wire.grpc_web) {
-        // The message (gzip-compressed, flag 0x01, on the same terms as a Connect answer, when
-        // grpc-accept-encoding takes gzip), then the trailers; the -text variant in base64.
-        uint8_t flags = 0;
-        if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
-          auto accept = req.find("grpc-accept-encoding");
-          if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size()))) {
-            if (absl::StatusOr<std::string> gz = Gzip(body, 1); gz.ok()) {
-              body = *std::move(gz);
-              flags = 0x01;
-            }
-          }
-        }
-        std::string frames = Envelope(flags, body) + Envelope(0x80, grpc_web::Trailers(absl::OkStatus()));
-        HttpResponse res = MakeResponse(req, 200, wire.media, wire.text ? absl::Base64Escape(frames) : std::move(frames));
-        if (flags & 0x01) res.set("Grpc-Encoding", "gzip");
+        // The message (gzip-compressed, flag 0x01, on the same terms as a Connect answer), then
+        // the trailers.
+        std::optional<std::string> gz =
+            GzipIfAccepted(req, "grpc-accept-encoding", body, options_.compress_min_bytes);
+        std::string frames =
+            Envelope(gz ? 0x01 : 0, gz ? *gz : body) + Envelope(0x80, grpc_web::Trailers(absl::OkStatus()));
+        HttpResponse res = MakeResponse(req, 200, wire.media, OnWire(wire, std::move(frames)));
+        if (gz) res.set("Grpc-Encoding", "gzip");
         return exchange->Respond(std::move(res));
       }
-      if (options_.compress_min_bytes > 0 && body.size() >= options_.compress_min_bytes) {
-        auto accept = req.find(http::field::accept_encoding);
-        // Compression is an offer: if zlib fails, the answer goes plain.
-        absl::StatusOr<std::string> gz = absl::UnavailableError("gzip not accepted");
-        if (accept != req.end() && AcceptsGzip(absl::string_view(accept->value().data(), accept->value().size())))
-          gz = Gzip(body, 1);
-        if (gz.ok()) {
-          HttpResponse res = MakeResponse(req, 200, wire.media, *std::move(gz));
-          res.set(http::field::content_encoding, "gzip");
-          res.set(http::field::vary, "Accept-Encoding");
-          return exchange->Respond(std::move(res));
-        }
+      if (std::optional<std::string> gz = GzipIfAccepted(req, "accept-encoding", body, options_.compress_min_bytes)) {
+        HttpResponse res = MakeResponse(req, 200, wire.media, *std::move(gz));
+        res.set(http::field::content_encoding, "gzip");
+        res.set(http::field::vary, "Accept-Encoding");
+        return exchange->Respond(std::move(res));
       }
       exchange->Respond(MakeResponse(req, 200, wire.media, std::move(body)));
     };
@@ -527,8 +533,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
   HttpResponse head = MakeResponse(req, 200, wire.media, "");
   std::unique_ptr<Exchange::StreamWriter> writer = exchange->StartStream(std::move(head));
   auto write = [&](uint8_t flags, const std::string& payload) {
-    const std::string frame = Envelope(flags, payload);
-    return writer->Write(wire.text ? absl::Base64Escape(frame) : frame);
+    return writer->Write(OnWire(wire, Envelope(flags, payload)));
   };
   if (status.ok()) status = m.stream(*ctx, *request, [&](const Message& msg) { return write(0, encode(msg)); });
   finish(status);

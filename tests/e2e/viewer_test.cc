@@ -62,8 +62,8 @@ std::string MissingTool() {
 // A server of its own store that serves the viewer's files.
 std::unique_ptr<ServerProcess> ViewerServer() {
   const std::string src = SKINNING_SOURCE_DIR;
-  return std::make_unique<ServerProcess>(MakeTempDir("store"), std::vector<std::string>{
-                                                                   "--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"});
+  const std::vector<std::string> flags = {"--http_address=127.0.0.1:0", "--web_dir=" + src + "/web"};
+  return std::make_unique<ServerProcess>(MakeTempDir("store"), flags);
 }
 
 // Runs tests/web/`script` on the page `server` serves (ViewerServer), with the bundled
