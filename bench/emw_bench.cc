@@ -234,15 +234,16 @@ int Run(int resolution, int threads, bool gold_standard) {
     // The session's history: the frame before solved cold, then the 90° frame (X, solved above).
     absl::StatusOr<RowMatrixX3d> X0 = solve(T0, nullptr, history, tol, &before);
     if (!X0.ok()) return 1;
-    const ElasticModel::FrameHistory first{T0, *X0, {}, {}};
+    const ElasticModel::FrameHistory first{T0, *X0, {}, {}, before.energy.back()};
     absl::StatusOr<ElasticModel::Prediction> at90 = (*model)->NextStart(first, T);
     if (!at90.ok()) return 1;
-    const ElasticModel::FrameHistory last = ElasticModel::NextHistory(first, *at90, T, *X);
+    const ElasticModel::FrameHistory last = ElasticModel::NextHistory(first, *at90, T, *X, accelerated.energy.back());
     // The session's frame: NextStart, then Solve from the lower-energy of its starts (both timed).
     const auto t_predict = Clock::now();
     absl::StatusOr<ElasticModel::Prediction> next = (*model)->NextStart(last, T2);
     ElasticOptions session = solve_options(history, tol);
     session.keep_lower_start = true;  // as the server's elastic deformer
+    if (next.ok()) session.first_start_enough = next->enough;
     const bool predicted_ok = next.ok() && (*model)->Solve(T2, next->Starts(), session, &predicted).ok();
     const double predicted_seconds = Since(t_predict);
     if (!predicted_ok || !solve(T2, nullptr, history, tol, &cold).ok() || !solve(T2, &*X, history, tol, &warm).ok() ||
@@ -312,7 +313,7 @@ int RunAnimation(const std::string& name, int resolution, int threads, int max_f
   ElasticReport first;
   absl::StatusOr<RowMatrixX3d> X0 = (*model)->Solve(T[0], nullptr, cold_options, &first);
   if (!X0.ok()) return 1;
-  ElasticModel::FrameHistory history{T[0], *X0, {}, {}};
+  ElasticModel::FrameHistory history{T[0], *X0, {}, {}, first.energy.back()};
   std::printf("%5s %9s %16s %16s %8s %s\n", "frame", "step deg", "cold s / it", "session s / it", "share",
               "final E, session rel. to cold");
   std::vector<double> shares, iteration_shares, steps;
@@ -328,13 +329,14 @@ int RunAnimation(const std::string& name, int resolution, int threads, int max_f
     const auto t_session = Clock::now();
     absl::StatusOr<ElasticModel::Prediction> next = (*model)->NextStart(history, T[f]);
     if (!next.ok()) return 1;
+    session_options.first_start_enough = next->enough;  // as the server's elastic deformer
     absl::StatusOr<RowMatrixX3d> X = (*model)->Solve(T[f], next->Starts(), session_options, &session);
     const double session_s = Since(t_session);
     if (!X.ok() || !(*model)->Solve(T[f], nullptr, cold_options, &cold).ok()) {
       std::fprintf(stderr, "frame %d: solve failed\n", f);
       return 1;
     }
-    history = ElasticModel::NextHistory(history, *next, T[f], *X);
+    history = ElasticModel::NextHistory(history, *next, T[f], *X, session.energy.back());
     const double share = session_s / cold.seconds;
     shares.push_back(share);
     iteration_shares.push_back(static_cast<double>(session.iterations) / std::max(1, cold.iterations));

@@ -105,6 +105,7 @@ absl::Status ElasticOptions::Validate() const {
   RETURN_IF_ERROR(CheckIterationLimits("options", max_iterations, relative_tolerance));
   RETURN_IF_ERROR(CheckAtLeast("options.threads", threads, 0));
   RETURN_IF_ERROR(CheckAtLeast("options.anderson_history", anderson_history, 0));
+  RETURN_IF_ERROR(CheckNonNegative("options.first_start_enough", first_start_enough));
   return CheckNonNegative("options.volume_weight", volume_weight);
 }
 
@@ -376,6 +377,7 @@ absl::StatusOr<ElasticModel::Prediction> ElasticModel::NextStart(const FrameHist
                                                                  const std::vector<Eigen::Affine3d>& T) const {
   Prediction p;
   ASSIGN_OR_RETURN(p.carried, CarryForward(last.X, last.T, T));
+  p.enough = last.energy > 0.0 ? 1.25 * last.energy : 0.0;
   p.start = p.carried;
   if (last.correction.size() == 0) return p;
   if (last.T_before.size() != T.size() || last.correction.rows() != last.X.rows() || last.correction.cols() != 3)
@@ -404,8 +406,10 @@ std::vector<const RowMatrixX3d*> ElasticModel::Prediction::Starts() const {
 }
 
 ElasticModel::FrameHistory ElasticModel::NextHistory(const FrameHistory& last, const Prediction& prediction,
-                                                     std::vector<Eigen::Affine3d> T, RowMatrixX3d X) {
+                                                     std::vector<Eigen::Affine3d> T, RowMatrixX3d X,
+                                                     double energy) {
   FrameHistory h;
+  h.energy = energy;
   h.correction = X - prediction.carried;
   h.T = std::move(T);
   h.X = std::move(X);
@@ -524,6 +528,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
     std::swap(X, Xk);  // local() reads X
     Eigen::MatrixXd bk;
     const double Ek = local(&bk);
+    rep.starts_tried = k + 1;
     if (k == 0 || Ek < E_prev) {
       E_prev = Ek;
       b = std::move(bk);
@@ -531,6 +536,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
     } else {
       std::swap(X, Xk);  // keep the better start in X
     }
+    if (k == 0 && !is_default && options.first_start_enough > 0.0 && Ek <= options.first_start_enough) break;
   }
   rep.initial_energy = E_prev;
   rep.stop_reason = "max_iterations";

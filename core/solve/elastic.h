@@ -78,6 +78,10 @@ struct ElasticOptions {
   // energy once the pinned nodes are placed is taken (a session's last frame is usually nearer
   // the new minimizer; after a jump in the pose the default start may be).
   bool keep_lower_start = false;
+  // > 0: the first of the given starts is taken, without trying the others or the default start
+  // (a local step each), when its energy is at most this. Sessions pass Prediction::enough, so
+  // that a frame of a smooth motion costs one local step before its iterations instead of three.
+  double first_start_enough = 0.0;
   // κ ≥ 0: adds κ · Σ_e ½ ω_e Σ_edges |d − V_e d̃|² to E, V_e the matrix of determinant 1 nearest
   // (Frobenius) to the element's best-fit deformation gradient F_e — the volume constraint of
   // Projective Dynamics (Bouaziz et al. 2014) as a penalty. 0 (the default) is the gold standard
@@ -106,6 +110,7 @@ struct ElasticReport {
   // The start taken: an index into `starts` (0 for `initial`), or −1 for the default start (none
   // given, or keep_lower_start chose it over the given ones).
   int start_index = -1;
+  int starts_tried = 0;  // starts whose energy was computed (1 when the first was enough)
   // With options.volume_weight > 0, `energy` and `initial_energy` are the combined energy.
 
   // "87 iterations (converged), energy 0.0312 → 0.00451, 1.2 s"
@@ -177,6 +182,7 @@ class ElasticModel {
     // forward from it (X − CarryForward(X_before, T_before, T)); empty after a first frame.
     std::vector<Eigen::Affine3d> T_before;
     RowMatrixX3d correction;
+    double energy = 0.0;  // E(X) as its solve reported it; 0 when not known
   };
   struct Prediction {
     RowMatrixX3d start;    // the start for the new frame
@@ -185,6 +191,11 @@ class ElasticModel {
     bool predicted = false;     // start is a prediction (s ≠ 0; else it is `carried`)
     // The starts to give Solve: {&start, &carried} after a prediction, else {&carried}.
     std::vector<const RowMatrixX3d*> Starts() const;
+    // For ElasticOptions::first_start_enough: 1.25 × the last frame's energy (0 when the history
+    // does not know it). In a smooth motion the energy changes by a few percent a frame, so a
+    // start below this bound is as near the minimizer as a warm start gets, and the other starts
+    // are not tried; after a jump of the pose it is above, and every start competes.
+    double enough = 0.0;
   };
   // The next frame's start from the last frame: X carried forward (CarryForward) plus the last
   // correction carried along with it, scaled by s, the new joint motion's projection onto the
@@ -199,9 +210,10 @@ class ElasticModel {
   // quadratic through them) was measured and not kept: nearer the minimizer only for 1° steps
   // (README "The gold standard's solver"). INVALID_ARGUMENT for wrong counts or shapes.
   absl::StatusOr<Prediction> NextStart(const FrameHistory& last, const std::vector<Eigen::Affine3d>& T) const;
-  // The history after solving frame T to X from `prediction` (made from `last`).
+  // The history after solving frame T to X from `prediction` (made from `last`); `energy` is
+  // E(X), the solve's report.energy.back() (0 when not known).
   static FrameHistory NextHistory(const FrameHistory& last, const Prediction& prediction,
-                                  std::vector<Eigen::Affine3d> T, RowMatrixX3d X);
+                                  std::vector<Eigen::Affine3d> T, RowMatrixX3d X, double energy = 0.0);
 
   double Energy(const RowMatrixX3d& X) const;        // ElasticEnergyValue on this domain
   RowMatrixX3d ToMesh(const RowMatrixX3d& X) const;  // domain.to_mesh * X  (#V by 3)

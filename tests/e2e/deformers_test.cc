@@ -203,7 +203,7 @@ TEST_F(DeformersEndToEnd, ElasticPoseMatchesALocalGoldStandardSolveAndSurvivesAR
 
 // Consecutive elastic frames of a clip and of a session start from the last frame's solution
 // carried forward, or predicted along the motion (ElasticModel::NextStart), kept when its energy
-// is below the default start's. Every frame equals that warm-started chain computed locally, whose energies are
+// is below the default start's (or below Prediction::enough, when the others are not tried). Every frame equals that warm-started chain computed locally, whose energies are
 // those of cold solves of the same poses to 1 %.
 TEST_F(DeformersEndToEnd, ElasticClipAndSessionFramesAreWarmStartedAndMatchColdSolves) {
   const std::string bake = BakeMethod(&v1::BakeOptions::mutable_elastic_model);
@@ -236,6 +236,7 @@ TEST_F(DeformersEndToEnd, ElasticClipAndSessionFramesAreWarmStartedAndMatchColdS
       start = *std::move(predicted);
     }
     ElasticReport report;
+    warm_options.first_start_enough = start ? start->enough : 0.0;
     auto X = (*model)->Solve(T, start ? start->Starts() : std::vector<const RowMatrixX3d*>{}, warm_options, &report);
     ASSERT_TRUE(X.ok()) << X.status();
     carried += start && report.start_index != -1;
@@ -245,7 +246,8 @@ TEST_F(DeformersEndToEnd, ElasticClipAndSessionFramesAreWarmStartedAndMatchColdS
     // the price of frames that follow the motion. Both are converged minima of nearly equal energy.
     EXPECT_NEAR(report.energy.back(), cold_report.energy.back(), 0.01 * cold_report.energy.back());
     warm_chain.push_back((*model)->ToMesh(*X));
-    last = start ? ElasticModel::NextHistory(*last, *start, T, *X) : ElasticModel::FrameHistory{T, *X, {}, {}};
+    last = start ? ElasticModel::NextHistory(*last, *start, T, *X, report.energy.back())
+                 : ElasticModel::FrameHistory{T, *X, {}, {}, report.energy.back()};
   }
   EXPECT_EQ(carried, 5) << "every frame after the first starts from the last one";
   EXPECT_GE(predicted, 1) << "the bend goes on at one pace: frames after the second start from a prediction";

@@ -37,16 +37,21 @@ class ElasticDeformer final : public Deformer {
     }
     ElasticOptions options;
     options.keep_lower_start = true;
+    // A start as near as the motion lets it be is taken without trying the others.
+    if (prediction) options.first_start_enough = prediction->enough;
+    ElasticReport report;
     ASSIGN_OR_RETURN(RowMatrixX3d X, model.Solve(frame.transforms,
                                                  prediction ? prediction->Starts() : std::vector<const RowMatrixX3d*>{},
-                                                 options));
+                                                 options, &report));
+    const double energy = report.energy.empty() ? report.initial_energy : report.energy.back();
     const RowMatrixX3d U = model.ToMesh(X);
     for (int i = 0; i < U.size(); ++i) out->positions[i] = static_cast<float>(U.data()[i]);
     if (memory != nullptr) {
       auto next = std::make_shared<WarmStart>();
       next->model = shared;
-      next->history = prediction ? ElasticModel::NextHistory(last->history, *prediction, frame.transforms, std::move(X))
-                                 : ElasticModel::FrameHistory{frame.transforms, std::move(X), {}, {}};
+      next->history =
+          prediction ? ElasticModel::NextHistory(last->history, *prediction, frame.transforms, std::move(X), energy)
+                     : ElasticModel::FrameHistory{frame.transforms, std::move(X), {}, {}, energy};
       memory->owner = &model;
       memory->state = std::move(next);
     }

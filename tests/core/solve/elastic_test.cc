@@ -396,6 +396,65 @@ TEST(ElasticModel, NextStartPredictsAlongAMotionThatGoesOnAndUndoesItOnAReversal
   EXPECT_EQ(c.model->NextStart(broken, Bend(110)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Prediction::enough and ElasticOptions::first_start_enough: in a motion that goes on at one pace
+// (100°, 105°, then 106°) the prediction's energy is below 1.25 × the last frame's, so Solve takes
+// it after one local step instead of three, and returns exactly what comparing every start gives
+// (the prediction is the lowest of them too). After a jump (105° to 150°) the first start is above
+// the bound and every start competes. A history without its energy gives no bound.
+TEST(ElasticModel, AStartBelowTheLastFramesEnergyBoundIsTakenWithoutTryingTheOthers) {
+  CylinderModel c = MakeCylinderModel(20);
+  ElasticReport r100, r105;
+  absl::StatusOr<RowMatrixX3d> X100 = c.model->Solve(Bend(100), nullptr, ElasticOptions(), &r100);
+  absl::StatusOr<RowMatrixX3d> X105 = c.model->Solve(Bend(105), nullptr, ElasticOptions(), &r105);
+  ASSERT_TRUE(X100.ok() && X105.ok());
+  const ElasticModel::FrameHistory first{Bend(100), *X100, {}, {}, r100.energy.back()};
+  absl::StatusOr<ElasticModel::Prediction> at105 = c.model->NextStart(first, Bend(105));
+  ASSERT_TRUE(at105.ok()) << at105.status();
+  EXPECT_DOUBLE_EQ(at105->enough, 1.25 * r100.energy.back());
+  const ElasticModel::FrameHistory h = ElasticModel::NextHistory(first, *at105, Bend(105), *X105, r105.energy.back());
+  EXPECT_EQ(h.energy, r105.energy.back());
+
+  absl::StatusOr<ElasticModel::Prediction> on = c.model->NextStart(h, Bend(106));
+  ASSERT_TRUE(on.ok()) << on.status();
+  ASSERT_TRUE(on->predicted);
+  EXPECT_DOUBLE_EQ(on->enough, 1.25 * r105.energy.back());
+  EXPECT_LE(c.model->Energy(on->start), on->enough);
+  ElasticOptions every;
+  every.keep_lower_start = true;
+  ElasticOptions bounded = every;
+  bounded.first_start_enough = on->enough;
+  ElasticReport all, one;
+  absl::StatusOr<RowMatrixX3d> X_all = c.model->Solve(Bend(106), on->Starts(), every, &all);
+  absl::StatusOr<RowMatrixX3d> X_one = c.model->Solve(Bend(106), on->Starts(), bounded, &one);
+  ASSERT_TRUE(X_all.ok() && X_one.ok());
+  EXPECT_EQ(all.starts_tried, 3) << "the prediction, the carried start and the default start";
+  EXPECT_EQ(all.start_index, 0);
+  EXPECT_EQ(one.starts_tried, 1);
+  EXPECT_EQ(one.start_index, 0);
+  EXPECT_EQ(one.iterations, all.iterations);
+  EXPECT_EQ(*X_one, *X_all);
+
+  absl::StatusOr<ElasticModel::Prediction> jump = c.model->NextStart(h, Bend(150));
+  ASSERT_TRUE(jump.ok()) << jump.status();
+  EXPECT_GT(c.model->Energy(jump->start), jump->enough);
+  bounded.first_start_enough = jump->enough;
+  ElasticReport far;
+  ASSERT_TRUE(c.model->Solve(Bend(150), jump->Starts(), bounded, &far).ok());
+  EXPECT_EQ(far.starts_tried, static_cast<int>(jump->Starts().size()) + 1);
+  absl::StatusOr<RowMatrixX3d> fallback = c.model->DefaultStart(Bend(150));
+  ASSERT_TRUE(fallback.ok());
+  double lowest = c.model->Energy(*fallback);
+  for (const RowMatrixX3d* start : jump->Starts()) lowest = std::min(lowest, c.model->Energy(*start));
+  EXPECT_NEAR(far.initial_energy, lowest, 1e-9 * lowest) << "the lowest of all the starts";
+
+  const ElasticModel::FrameHistory unknown{Bend(105), *X105, {}, {}};
+  absl::StatusOr<ElasticModel::Prediction> blind = c.model->NextStart(unknown, Bend(106));
+  ASSERT_TRUE(blind.ok());
+  EXPECT_EQ(blind->enough, 0.0);
+  bounded.first_start_enough = -1.0;
+  EXPECT_EQ(c.model->Solve(Bend(106), on->Starts(), bounded).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // The volume term in closed form, at the start (no iteration). Uniform scaling by s: the nearest
 // rotation and the nearest determinant-1 matrix are both I, so E = (1 + κ) ½ (s − 1)² × volume.
 // A volume-keeping stretch F = diag(2, 1/√2, 1/√2): the volume term is 0 (V = F) and the ARAP term

@@ -249,8 +249,11 @@ TEST(GeodesicWeightsTest, SmoothingPassesAverageWithTheNeighboursAndLowerTheGrap
     energy = e;
     EXPECT_LT((W->rowwise().sum().array() - 1).abs().maxCoeff(), 1e-12) << passes;
     EXPECT_GE(W->minCoeff(), 0.0);
-    for (int i = 0; i < g.domain.num_nodes(); ++i)
-      if (on_handle[i]) EXPECT_EQ(W->row(i), plain->row(i)) << "node " << i;
+    for (int i = 0; i < g.domain.num_nodes(); ++i) {
+      if (on_handle[i]) {
+        EXPECT_EQ(W->row(i), plain->row(i)) << "node " << i;
+      }
+    }
   }
 }
 
