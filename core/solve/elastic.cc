@@ -106,6 +106,7 @@ absl::Status ElasticOptions::Validate() const {
   RETURN_IF_ERROR(CheckAtLeast("options.threads", threads, 0));
   RETURN_IF_ERROR(CheckAtLeast("options.anderson_history", anderson_history, 0));
   RETURN_IF_ERROR(CheckNonNegative("options.first_start_enough", first_start_enough));
+  RETURN_IF_ERROR(CheckNonNegative("options.floor_strain", floor_strain));
   return CheckNonNegative("options.volume_weight", volume_weight);
 }
 
@@ -540,6 +541,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
   }
   rep.initial_energy = E_prev;
   rep.stop_reason = "max_iterations";
+  const double energy_floor = 0.5 * options.floor_strain * options.floor_strain * en.volume.sum();
 
   // Anderson acceleration (Peng et al. 2018, "Anderson Acceleration for Geometry Optimization
   // and Physics Simulation", Sec. 4) of the fixed-point map G(x) = global(local(x)) on the free
@@ -636,7 +638,7 @@ absl::StatusOr<RowMatrixX3d> ElasticModel::Solve(const std::vector<Eigen::Affine
     rep.energy.push_back(E);
     rep.iterations = it + 1;
     progress.Report("elastic solve", static_cast<double>(it + 1) / std::max(1, options.max_iterations));
-    bool done = E_prev - E <= options.relative_tolerance * E_prev;
+    bool done = E_prev - E <= options.relative_tolerance * std::max(E_prev, energy_floor);
     force_plain = false;
     if (done && accelerated) {
       done = false;

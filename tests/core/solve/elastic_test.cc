@@ -455,6 +455,52 @@ TEST(ElasticModel, AStartBelowTheLastFramesEnergyBoundIsTakenWithoutTryingTheOth
   EXPECT_EQ(c.model->Solve(Bend(106), on->Starts(), bounded).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// floor_strain: near the rest pose the stopping rule compares the decrease with the energy of a
+// uniform 1 % strain instead of the ever smaller E. A 2° bend, whose energy is below that floor,
+// stops in fewer iterations than with the relative rule alone, and its nodes are no farther from
+// a tightly converged reference than a 90° bend's are from its own. The 90° bend, far above the
+// floor, is solved bit for bit as without it.
+TEST(ElasticModel, AnEnergyFloorStopsPosesNearRestAsPreciselyAsBentOnes) {
+  CylinderModel c = MakeCylinderModel(20);
+  const double floor = 0.5 * 0.01 * 0.01 * c.model->energy().volume.sum();
+  ElasticOptions relative_only;
+  relative_only.floor_strain = 0.0;
+  ElasticOptions tight = relative_only;
+  tight.relative_tolerance = 1e-13;
+  tight.max_iterations = 5000;
+  auto error = [&](double degrees, const ElasticOptions& options, ElasticReport* report) {
+    absl::StatusOr<RowMatrixX3d> X = c.model->Solve(Bend(degrees), nullptr, options, report);
+    absl::StatusOr<RowMatrixX3d> reference = c.model->Solve(Bend(degrees), nullptr, tight);
+    EXPECT_TRUE(X.ok() && reference.ok());
+    return (*X - *reference).rowwise().norm().maxCoeff();
+  };
+  ElasticReport floored, relative, bent;
+  const double near_rest = error(2, ElasticOptions(), &floored);
+  const double near_rest_relative = error(2, relative_only, &relative);
+  const double bend = error(90, ElasticOptions(), &bent);
+  EXPECT_LT(floored.energy.back(), floor);
+  EXPECT_LT(floored.iterations, relative.iterations);
+  EXPECT_EQ(floored.stop_reason, "converged");
+  EXPECT_LE(near_rest, bend) << "2°: " << near_rest << " (relative rule alone " << near_rest_relative << "), 90°: " << bend;
+  double last = floored.initial_energy;
+  for (double e : floored.energy) {
+    EXPECT_LE(e, last);
+    last = e;
+  }
+
+  EXPECT_GT(bent.energy.back(), floor);
+  absl::StatusOr<RowMatrixX3d> with = c.model->Solve(Bend(90), nullptr, ElasticOptions());
+  absl::StatusOr<RowMatrixX3d> without = c.model->Solve(Bend(90), nullptr, relative_only);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_EQ(*with, *without);
+
+  for (double bad : {-0.01, std::nan("")}) {
+    ElasticOptions o;
+    o.floor_strain = bad;
+    EXPECT_EQ(c.model->Solve(Bend(2), nullptr, o).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 // The volume term in closed form, at the start (no iteration). Uniform scaling by s: the nearest
 // rotation and the nearest determinant-1 matrix are both I, so E = (1 + κ) ½ (s − 1)² × volume.
 // A volume-keeping stretch F = diag(2, 1/√2, 1/√2): the volume term is 0 (V = F) and the ARAP term
