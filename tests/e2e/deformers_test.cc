@@ -203,8 +203,9 @@ TEST_F(DeformersEndToEnd, ElasticPoseMatchesALocalGoldStandardSolveAndSurvivesAR
 
 // Consecutive elastic frames of a clip and of a session start from the last frame's solution
 // carried forward, or predicted along the motion (ElasticModel::NextStart), kept when its energy
-// is below the default start's (or below Prediction::enough, when the others are not tried). Every frame equals that warm-started chain computed locally, whose energies are
-// those of cold solves of the same poses to 1 %.
+// is below the default start's (or below Prediction::enough, when the others are not tried).
+// Every frame equals that warm-started chain computed locally, whose energies are those of cold
+// solves of the same poses to 1 %.
 TEST_F(DeformersEndToEnd, ElasticClipAndSessionFramesAreWarmStartedAndMatchColdSolves) {
   const std::string bake = BakeMethod(&v1::BakeOptions::mutable_elastic_model);
   VoxelGridOptions voxel;

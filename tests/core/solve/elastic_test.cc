@@ -481,7 +481,8 @@ TEST(ElasticModel, AnEnergyFloorStopsPosesNearRestAsPreciselyAsBentOnes) {
   EXPECT_LT(floored.energy.back(), floor);
   EXPECT_LT(floored.iterations, relative.iterations);
   EXPECT_EQ(floored.stop_reason, "converged");
-  EXPECT_LE(near_rest, bend) << "2°: " << near_rest << " (relative rule alone " << near_rest_relative << "), 90°: " << bend;
+  EXPECT_LE(near_rest, bend) << "2°: " << near_rest << " (relative rule alone " << near_rest_relative
+                             << "), 90°: " << bend;
   double last = floored.initial_energy;
   for (double e : floored.energy) {
     EXPECT_LE(e, last);
