@@ -455,8 +455,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     else status = message.status();
     payload = unwrapped;
   }
-  const bool json = wire.json;
-  if (status.ok()) status = json ? FromJson(payload, request.get()) : FromBinary(payload, request.get());
+  if (status.ok()) status = wire.json ? FromJson(payload, request.get()) : FromBinary(payload, request.get());
   absl::StatusOr<std::chrono::system_clock::time_point> deadline = Deadline(req, wire.grpc_web);
   if (status.ok() && !deadline.ok()) status = deadline.status();
   absl::StatusOr<CallContext> ctx = absl::UnknownError("not admitted");
@@ -466,7 +465,7 @@ void ConnectService::Serve(const std::shared_ptr<Exchange>& exchange, const std:
     ctx = gate_->Admit(Authorization(req), *deadline, [exchange] { return exchange->ClientGone(); });
     if (!ctx.ok()) status = ctx.status();
   }
-  auto encode = [json](const Message& msg) { return json ? ToJson(msg) : msg.SerializeAsString(); };
+  auto encode = [json = wire.json](const Message& msg) { return json ? ToJson(msg) : msg.SerializeAsString(); };
 
   if (!stream) {
     if (!status.ok()) {
