@@ -178,10 +178,7 @@ std::string MissingTool() {
 
 TEST_F(GrpcWebTest, ConnectWebsGrpcWebTransportGetsTheGrpcAnswersInBothFormats) {
   SKINNING_REQUIRE_DATA(DataPath("gltf/RiggedSimple/RiggedSimple.glb"));
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
   v1::PoseRequest pose;
   v1::PosedFrame want_pose;
   ASSERT_NO_FATAL_FAILURE(PoseOfTheSample(&pose, &want_pose));
@@ -229,14 +226,8 @@ TEST_F(GrpcWebTest, ConnectWebsGrpcWebTransportGetsTheGrpcAnswersInBothFormats) 
 
 TEST_F(GrpcWebTest, APageOfAnAllowedOriginCallsFromChromium) {
   SKINNING_REQUIRE_DATA(DataPath("gltf/RiggedSimple/RiggedSimple.glb"));
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
-  if (access("/usr/bin/chromium", X_OK) != 0) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: /usr/bin/chromium";
-    GTEST_SKIP() << "missing (CI is unset, so skipping): /usr/bin/chromium";
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  SKINNING_REQUIRE_TOOL(access("/usr/bin/chromium", X_OK) == 0 ? "" : "/usr/bin/chromium");
   v1::PoseRequest pose;
   v1::PosedFrame want;
   ASSERT_NO_FATAL_FAILURE(PoseOfTheSample(&pose, &want));

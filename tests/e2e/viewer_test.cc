@@ -66,14 +66,17 @@ std::unique_ptr<ServerProcess> ViewerServer() {
   return std::make_unique<ServerProcess>(MakeTempDir("store"), flags);
 }
 
+// Where a browser test keeps its files: build/test-artifacts/`name`.
+std::string ArtifactsDir(const std::string& name) {
+  return std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + name;
+}
+
 // Runs tests/web/`script` on the page `server` serves (ViewerServer), with the bundled
-// CesiumMan; its files go to build/test-artifacts/`artifacts` (emptied first). *r is its
-// result.json, which must hold no failure and no console or page error.
-void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& artifacts,
-                     nlohmann::json* r) {
+// CesiumMan; its files go to `out` (ArtifactsDir, emptied first). *r is its result.json, which
+// must hold no failure and no console or page error.
+void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& out, nlohmann::json* r) {
   ASSERT_GT(server.http_port(), 0) << server.Output();
   const std::string src = SKINNING_SOURCE_DIR;
-  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + artifacts;
   std::filesystem::remove_all(out);
   const auto run = RunCommand({OnPath("node"), src + "/tests/web/" + script,
                                "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
@@ -108,14 +111,11 @@ void ExpectDraggedHandleFollowed(const nlohmann::json& r) {
 }
 
 TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
-  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer";
+  const std::string out = ArtifactsDir("viewer");
   nlohmann::json r;
-  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer.mjs", "viewer", &r));
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer.mjs", out, &r));
   EXPECT_EQ(r["steps"], nlohmann::json({"loaded", "registered", "played", "dqs", "baked", "dragged"}));
 
   // The animation moved the picture.
@@ -157,14 +157,11 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
 
 // tests/web/viewer_phone.mjs: the page on a 390 × 844 touch screen, used with a finger.
 TEST(ViewerBrowserTest, OnAPhoneTheViewSpansTheScreenAndAFingerBesideAHandleDragsIt) {
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
-  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/viewer-phone";
+  const std::string out = ArtifactsDir("viewer-phone");
   nlohmann::json r;
-  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_phone.mjs", "viewer-phone", &r));
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_phone.mjs", out, &r));
   EXPECT_EQ(r["steps"], nlohmann::json({"registered", "laid out", "fast", "dragged", "cancelled", "orbited"}));
 
   // The view spans the screen's width and most of its height, and nothing is wider than the
@@ -218,7 +215,7 @@ void RunAcrossARestart(const std::string& script, int http, const std::string& a
                        const nlohmann::json& steps, nlohmann::json* result,
                        const std::vector<std::string>& extra_args = {}) {
   const std::string src = SKINNING_SOURCE_DIR;
-  const std::string out = std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + artifacts;
+  const std::string out = ArtifactsDir(artifacts);
   std::filesystem::remove_all(out);
   std::vector<std::string> command = {OnPath("node"), src + "/tests/web/" + script,
                                       "--url=http://127.0.0.1:" + std::to_string(http),
@@ -252,10 +249,7 @@ void RunAcrossARestart(const std::string& script, int http, const std::string& a
 // the server (14)" as an error at the drain, drop the pose asked for meanwhile (the next slider
 // move opened a session) and leave FAST closed until the user started it again.
 TEST(ViewerBrowserTest, APoseSessionOutlivesAServerRestart) {
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
   const std::string src = SKINNING_SOURCE_DIR;
   const std::string store = MakeTempDir("store");
   auto server = std::make_unique<ServerProcess>(
@@ -288,10 +282,7 @@ TEST(ViewerBrowserTest, APoseSessionOutlivesAServerRestart) {
 // The viewer used to fail both at once: "Baking bbw: The server is not reachable or is
 // restarting; try again" and the same for the pose, although the bake went on.
 TEST(ViewerBrowserTest, ABakeWatchAndACallOutliveARestartOfTheirReplica) {
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
   const std::string src = SKINNING_SOURCE_DIR;
   RedisProcess redis;
   const std::vector<std::string> api_flags = {"--redis=" + redis.address(), "--role=api", "--web_dir=" + src + "/web"};
@@ -347,15 +338,9 @@ TEST(ViewerBrowserTest, ABakeWatchAndACallOutliveARestartOfTheirReplica) {
 // upload at once ("The server is not reachable or is restarting; try again"), and a retrying page
 // that said "The server went away" would have blamed the wrong part.
 TEST(ViewerBrowserTest, ARigRegisteredDuringAStoreOutageIsSentAgainUntilTheStoreIsBack) {
-  if (const std::string missing = MissingTool(); !missing.empty()) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing;
-  }
+  SKINNING_REQUIRE_TOOL(MissingTool());
   const std::string second = ::skinning::testing::DataPath("gltf/RiggedFigure/RiggedFigure.glb");
-  if (!std::filesystem::exists(second)) {
-    if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << second;
-    GTEST_SKIP() << "missing (CI is unset, so skipping): " << second;
-  }
+  SKINNING_REQUIRE_DATA(second);
   const std::string src = SKINNING_SOURCE_DIR;
   RedisProcess redis(/*persistent=*/true);
   ServerProcess server(MakeTempDir("store"), {"--redis=" + redis.address(), "--http_address=127.0.0.1:0",

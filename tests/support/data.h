@@ -46,4 +46,15 @@ inline bool InCi() {
     }                                                                                       \
   } while (0)
 
+// The same for a tool the test needs (a browser, node, installed node modules): `missing` names
+// what is missing, or is empty when nothing is. In CI, where scripts/install-deps.sh installs
+// all of them, a missing tool fails the test.
+#define SKINNING_REQUIRE_TOOL(missing)                                                       \
+  do {                                                                                       \
+    if (const std::string missing_tool = (missing); !missing_tool.empty()) {                 \
+      if (::skinning::testing::InCi()) FAIL() << "missing in CI: " << missing_tool;          \
+      GTEST_SKIP() << "missing (CI is unset, so skipping): " << missing_tool;                \
+    }                                                                                        \
+  } while (0)
+
 #endif  // SKINNING_TESTS_SUPPORT_DATA_H_
