@@ -23,8 +23,9 @@ absl::Status VoxelGridOptions::Validate() const {
 }
 
 std::string VoxelGridReport::BriefReport() const {
-  return absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g)",
-                         resolution, cells.x(), cells.y(), cells.z(), inside_cells, nodes, spacing);
+  return absl::StrFormat("voxel grid %d (%dx%dx%d cells, %d in the domain, %d nodes, spacing %g%s)", resolution,
+                         cells.x(), cells.y(), cells.z(), inside_cells, nodes, spacing,
+                         surface_only ? "; surface cells only: the mesh encloses no volume" : "");
 }
 
 absl::Status DomainOptions::Validate() const {

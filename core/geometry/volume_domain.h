@@ -95,20 +95,27 @@ struct VoxelGridReport {
   double seconds = 0.0;
   int components = 0;           // 6-connected components of non-surface cells
   int winding_evaluations = 0;  // cell centres whose winding number was evaluated
+  // The mesh encloses no volume (no cell centre is inside: a flat or open sheet), so the domain
+  // is its surface cells alone, a sheet one or two cells thick.
+  bool surface_only = false;
 
-  // "voxel grid 64 (66x14x14 cells, 5210 in the domain, 6342 nodes, spacing 0.0313)"
+  // "voxel grid 64 (66x14x14 cells, 5210 in the domain, 6342 nodes, spacing 0.0313)", with
+  // "; surface cells only: the mesh encloses no volume" before the ")" when surface_only.
   std::string BriefReport() const;
 };
 
-// Embeds a closed (or nearly closed) triangle mesh in a regular grid. INVALID_ARGUMENT when the
-// resolution is outside [kMinResolution, kMaxResolution] or the mesh encloses no cell ("mesh has
-// no inside"), CANCELLED when cancelled.
+// Embeds a closed (or nearly closed) triangle mesh in a regular grid: the cells inside it and the
+// cells its surface passes through. A mesh that encloses no volume (no cell centre at all,
+// surface cells included, has |winding number| ≥ the threshold: a flat cut-out, an open sheet)
+// gets the surface cells alone, a sheet one or two cells thick (report->surface_only), as
+// geodesic voxel binding (Dionne & de Lasa 2013) voxelizes open meshes. INVALID_ARGUMENT when
+// the resolution is outside [kMinResolution, kMaxResolution] or every vertex coincides,
+// CANCELLED when cancelled.
 // Details: the grid is the mesh's bounding box padded by at least one cell on every side, with
-// spacing = longest side / resolution. "No inside" means that no cell centre at all (surface
-// cells included) has |winding number| ≥ the threshold, e.g. an open flat sheet. Nodes are the
-// corners of domain cells; K is the assembled trilinear (Q1) stiffness, mass lumps h³/8 per cell
-// corner, and the graph joins two nodes when a domain cell holds both (lengths h, h√2, h√3).
-// to_mesh interpolates trilinearly in the domain cell that contains each vertex.
+// spacing = longest side / resolution. Nodes are the corners of domain cells; K is the
+// assembled trilinear (Q1) stiffness, mass lumps h³/8 per cell corner, and the graph joins two
+// nodes when a domain cell holds both (lengths h, h√2, h√3). to_mesh interpolates trilinearly
+// in the domain cell that contains each vertex.
 absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridOptions& options,
                                               VoxelGridReport* report = nullptr,
                                               const Progress& progress = {});

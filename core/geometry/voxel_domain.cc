@@ -197,11 +197,12 @@ struct Labels {
   std::vector<uint8_t> inside;  // per cell: in the domain (surface cells always are)
   int64_t surface_cells = 0;
   int64_t winding_evaluations = 0;
+  bool surface_only = false;  // no cell centre is inside: the domain is the surface cells alone
 };
 
 // Stage 3: inside/outside labels.
 absl::StatusOr<Labels> LabelInside(const Mesh& mesh, const Grid& g, const std::vector<uint8_t>& surface,
-                                   const CellComponents& components, double threshold, int res,
+                                   const CellComponents& components, double threshold,
                                    const Progress& progress) {
   const int n[3] = {g.nx, g.ny, g.nz};
   const int64_t num_cells = g.num_cells();
@@ -322,11 +323,10 @@ absl::StatusOr<Labels> LabelInside(const Mesh& mesh, const Grid& g, const std::v
         }))
       return absl::CancelledError("cancelled while voxelizing");
     evaluations += static_cast<int64_t>(surface_cells.size());
-    if (!found)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "mesh has no inside: no cell centre has a winding number of magnitude >= %g at "
-          "resolution %d (an open or flat surface encloses no volume)",
-          threshold, res));
+    // An open or flat surface that encloses no volume (a flat cut-out character, a sheet of
+    // cloth): the domain is the cells it passes through, a sheet one or two cells thick, as
+    // geodesic voxel binding voxelizes open meshes.
+    out.surface_only = !found;
   }
   return out;
 }
@@ -486,7 +486,7 @@ absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridO
   ASSIGN_OR_RETURN(const std::vector<uint8_t> surface, SurfaceCells(mesh, g, progress));
   ASSIGN_OR_RETURN(const CellComponents components, NonSurfaceComponents(g, surface, progress));
   ASSIGN_OR_RETURN(const Labels labels,
-                   LabelInside(mesh, g, surface, components, options.winding_threshold, res, progress));
+                   LabelInside(mesh, g, surface, components, options.winding_threshold, progress));
   if (progress.Cancelled()) return absl::CancelledError("cancelled while voxelizing");
 
   progress.Report("voxelize: assemble", 0.0);
@@ -511,6 +511,7 @@ absl::StatusOr<VolumeDomain> BuildVoxelDomain(const Mesh& mesh, const VoxelGridO
     report->spacing = g.h;
     report->components = components.count();
     report->winding_evaluations = static_cast<int>(labels.winding_evaluations);
+    report->surface_only = labels.surface_only;
     report->seconds =
         SecondsSince(start_time);
   }

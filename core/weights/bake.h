@@ -94,7 +94,7 @@ inline constexpr double kMinBakeDiagonal = 1e-6;
 // surface; geodesic voxel or BBW weights on the domain's nodes pinned by RasterizeHandles, mapped
 // to the vertices (clamped to [0, 1], rows renormalized); BakeSwingTwist; BakeEndpointWeights;
 // PrecomputeFast on the source weights' handle columns; or BuildElasticModel. INVALID_ARGUMENT for
-// bad options or input (a zero-length bone, a mesh with no inside, a resolution over the limit,
+// bad options or input (a zero-length bone, a degenerate mesh, a resolution over the limit,
 // source weights of the wrong shape), FAILED_PRECONDITION for a skeleton outside the mesh,
 // CANCELLED when cancelled. Except for the FAST and elastic models, the bake runs on the welded
 // mesh (Weld: copies of one point become one vertex) and every copy gets its point's results.

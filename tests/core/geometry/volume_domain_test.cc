@@ -227,6 +227,7 @@ TEST(VolumeDomainTest, MassSumsToDomainVolume) {
   const Mesh sphere = MakeSphere(Eigen::Vector3d::Zero(), r, 96, 48);
   VoxelGridReport report;
   const VolumeDomain voxels = VoxelDomainOrDie(sphere, 48, &report);
+  EXPECT_FALSE(report.surface_only);
   const double h = voxels.spacing;
   EXPECT_NEAR(voxels.mass.sum(), report.inside_cells * h * h * h, 1e-12);
   EXPECT_TRUE((voxels.mass.array() > 0).all());
@@ -531,7 +532,9 @@ TEST(VolumeDomainTest, EveryMeshVertexLiesInADomainCell) {
   }
 }
 
-TEST(VolumeDomainTest, OpenPlaneHasNoInside) {
+TEST(VolumeDomainTest, AnOpenPlaneIsASheetOfItsSurfaceCells) {
+  // A flat square encloses no volume (no cell centre has |w| >= 1/2: a finite plane subtends less
+  // than a hemisphere from every point off it), so the domain is the cells it passes through.
   Mesh plane;
   const int n = 10;
   plane.V.resize((n + 1) * (n + 1), 3);
@@ -544,22 +547,58 @@ TEST(VolumeDomainTest, OpenPlaneHasNoInside) {
       plane.F.row(f++) << a, a + 1, a + n + 2;
       plane.F.row(f++) << a, a + n + 2, a + n + 1;
     }
-  absl::StatusOr<VolumeDomain> d = BuildVoxelDomain(plane, VoxelGridOptions{});
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(d.status().message()), HasSubstr("mesh has no inside"));
-
-  // The same plane tilted, so that no cell centre lies on it: a finite plane subtends less
-  // than a hemisphere (|w| < 1/2) from every point off it. (A curved open sheet may enclose
-  // w > 1/2 on its concave side, and then has an inside by this definition.)
-  const Eigen::Matrix3d R = (Eigen::AngleAxisd(0.3, Eigen::Vector3d::UnitX()) *
-                             Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitY()))
-                                .toRotationMatrix();
-  plane.V = plane.V * R.transpose();
-  d = BuildVoxelDomain(plane, VoxelGridOptions{});
-  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-
-  EXPECT_EQ(BuildVoxelDomain(Mesh{}, VoxelGridOptions{}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  // Flat on a grid plane, then tilted so that the sheet crosses cells at every angle. (A curved
+  // open sheet may enclose |w| > 1/2 on its concave side, and then has an inside.)
+  const Eigen::Matrix3d tilt = (Eigen::AngleAxisd(0.3, Eigen::Vector3d::UnitX()) *
+                                Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitY()))
+                                   .toRotationMatrix();
+  for (const Eigen::Matrix3d& R : {Eigen::Matrix3d(Eigen::Matrix3d::Identity()), tilt}) {
+    SCOPED_TRACE(R.isIdentity() ? "flat" : "tilted");
+    Mesh sheet = plane;
+    sheet.V = plane.V * R.transpose();
+    VoxelGridOptions options;
+    options.resolution = 16;  // K is checked densely below
+    VoxelGridReport report;
+    absl::StatusOr<VolumeDomain> d = BuildVoxelDomain(sheet, options, &report);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(report.surface_only);
+    EXPECT_THAT(report.BriefReport(), HasSubstr("surface cells only: the mesh encloses no volume"));
+    EXPECT_EQ(report.inside_cells, report.surface_cells);
+    const double h = d->spacing;
+    const Eigen::Vector3d normal = R.col(2), corner = Eigen::Vector3d::Zero();
+    // Every domain cell touches the sheet's plane: its centre is within half a cell diagonal.
+    int cells = 0;
+    for (int z = 0; z < d->cells.z(); ++z)
+      for (int y = 0; y < d->cells.y(); ++y)
+        for (int x = 0; x < d->cells.x(); ++x) {
+          if (!d->cell_inside[x + d->cells.x() * (y + d->cells.y() * z)]) continue;
+          ++cells;
+          const Eigen::Vector3d centre = d->origin + h * Eigen::Vector3d(x + 0.5, y + 0.5, z + 0.5);
+          EXPECT_LE(std::abs(normal.dot(centre - corner)), std::sqrt(3.0) / 2 * h * (1 + 1e-9));
+        }
+    EXPECT_EQ(cells, report.inside_cells);
+    // Every point of the square lies in a domain cell (one of the cells whose closed box holds it).
+    for (int i = 0; i <= 40; ++i)
+      for (int j = 0; j <= 40; ++j) {
+        const Eigen::Vector3d p = R * Eigen::Vector3d(i / 40.0, j / 40.0, 0.0);
+        const Eigen::Vector3d g = (p - d->origin) / h;
+        bool covered = false;
+        for (int k = 0; k < 8; ++k) {
+          Eigen::Vector3i c;
+          for (int a = 0; a < 3; ++a) c[a] = static_cast<int>(std::floor(g[a] + ((k >> a) & 1 ? 1e-9 : -1e-9)));
+          covered |= (c.array() >= 0).all() && (c.array() < d->cells.array()).all() &&
+                     d->cell_inside[c.x() + d->cells.x() * (c.y() + d->cells.y() * c.z())];
+        }
+        EXPECT_TRUE(covered) << "point " << p.transpose() << " of the sheet is in no domain cell";
+      }
+    // The vertices interpolate exactly from the sheet's nodes, and the operators are those of any
+    // domain: K symmetric positive semi-definite with zero row sums, the mass the cells' volume.
+    const RowMatrixX3d back = d->to_mesh * d->nodes;
+    EXPECT_LT((back - sheet.V).cwiseAbs().maxCoeff(), 1e-12);
+    ExpectSymmetricPsdWithZeroRowSums(d->K);
+    EXPECT_NEAR(d->mass.sum(), report.inside_cells * h * h * h, 1e-12);
+    EXPECT_TRUE((d->mass.array() > 0).all());
+  }
 }
 
 TEST(VolumeDomainTest, ResolutionOverTheLimitIsRejected) {

@@ -232,8 +232,8 @@ TEST_P(CharacterBakeTest, LbsWithBakedWeightsFollowsTheArtistWeights) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedData, CharacterBakeTest,
-                         ::testing::Values("gltf/RiggedSimple/RiggedSimple.glb", "gltf/RiggedFigure/RiggedFigure.glb",
-                                           "gltf/CesiumMan/CesiumMan.glb"),
+                         ::testing::Values("gltf/SimpleSkin/SimpleSkin.gltf", "gltf/RiggedSimple/RiggedSimple.glb",
+                                           "gltf/RiggedFigure/RiggedFigure.glb", "gltf/CesiumMan/CesiumMan.glb"),
                          [](const auto& info) { return testing::DataFileTestName(info.param); });
 
 }  // namespace SKINNING_TEST_FILE

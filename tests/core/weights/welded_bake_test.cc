@@ -142,7 +142,7 @@ TEST_P(WeldedBakeTest, CopiesOfAPointGetTheIndexedMeshsWeightsAndThePoseDoesNotT
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedData, WeldedBakeTest,
-                         ::testing::Values("arm", "gltf/RiggedSimple/RiggedSimple.glb",
+                         ::testing::Values("arm", "gltf/SimpleSkin/SimpleSkin.gltf", "gltf/RiggedSimple/RiggedSimple.glb",
                                            "gltf/RiggedFigure/RiggedFigure.glb", "gltf/CesiumMan/CesiumMan.glb"),
                          [](const auto& info) { return testing::DataFileTestName(info.param); });
 
