@@ -94,7 +94,7 @@ absl::StatusOr<Grid> MakeGrid(const Mesh& mesh, int res) {
   const Vector3d extent = hi - lo;
   const double longest = extent.maxCoeff();
   if (!(longest > 0.0))
-    return absl::InvalidArgumentError("mesh has no inside: all its vertices coincide");
+    return absl::InvalidArgumentError("mesh: all its vertices coincide (no volume and no surface to embed)");
   Grid g;
   g.h = longest / res;
   int n[3];

@@ -599,6 +599,12 @@ TEST(VolumeDomainTest, AnOpenPlaneIsASheetOfItsSurfaceCells) {
     EXPECT_NEAR(d->mass.sum(), report.inside_cells * h * h * h, 1e-12);
     EXPECT_TRUE((d->mass.array() > 0).all());
   }
+  // A mesh whose vertices all coincide has no surface to embed either.
+  Mesh point = plane;
+  point.V = plane.V.row(5).replicate(plane.V.rows(), 1);
+  absl::StatusOr<VolumeDomain> d = BuildVoxelDomain(point, VoxelGridOptions{});
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("all its vertices coincide"));
 }
 
 TEST(VolumeDomainTest, ResolutionOverTheLimitIsRejected) {
