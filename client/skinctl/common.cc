@@ -36,13 +36,17 @@ absl::StatusOr<Character> LoadCharacter() {
   const std::string obj = absl::GetFlag(FLAGS_obj);
   if (!gltf.empty() && !obj.empty()) return absl::InvalidArgumentError("give --gltf or --obj (with --tgf), not both");
   if (!gltf.empty()) {
-    absl::StatusOr<GltfCharacter> g = ReadGltf(gltf);
+    GltfReadOptions read_options;
+    read_options.skip_static_meshes = absl::GetFlag(FLAGS_skip_static_meshes);
+    absl::StatusOr<GltfCharacter> g = ReadGltf(gltf, read_options);
     if (!g.ok()) return g.status();  // its message starts with the file's path
     GltfImport imported = ImportGltf(*std::move(g));
     c.rig = std::move(imported.rig);
     c.rig.name = fs::path(gltf).stem().string();
     c.animations = std::move(imported.animations);
     c.source_summary = std::move(imported.summary);
+  } else if (absl::GetFlag(FLAGS_skip_static_meshes)) {
+    return absl::InvalidArgumentError("--skip_static_meshes goes with --gltf");
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

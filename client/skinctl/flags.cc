@@ -13,6 +13,9 @@ ABSL_FLAG(std::string, tls_cert, "",
           "TLS client certificate (PEM) for servers that require one (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "private key (PEM) of --tls_cert");
 ABSL_FLAG(std::string, gltf, "", "a glTF 2.0 character (.gltf or .glb)");
+ABSL_FLAG(bool, skip_static_meshes, false,
+          "with --gltf: leave out meshes without a skin below no joint (a ground plane, scenery) instead of "
+          "refusing the file");
 ABSL_FLAG(std::string, obj, "", "a mesh: .obj, .off or MEDIT .mesh (with --tgf)");
 ABSL_FLAG(std::string, tgf, "", "a libigl .tgf skeleton: one joint per bone (with --obj)");
 ABSL_FLAG(std::string, dmat, "", "a libigl .dmat weight matrix, #vertices by #bones (with --obj)");

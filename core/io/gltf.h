@@ -51,6 +51,17 @@ struct GltfCharacter {
   SparseWeights weights;           // from JOINTS_n/WEIGHTS_n (k = 4 per set), rows renormalized
   std::vector<int> node_of_joint;  // glTF node index of each skeleton joint
   std::vector<Animation> animations;
+  // With GltfReadOptions::skip_static_meshes: the static meshes left out, in node order, as
+  // `nodes[5] ("Ground")` (the name when the node has one).
+  std::vector<std::string> skipped_static_meshes;
+};
+
+// What ReadGltf may leave out of a file, when asked to; by default it refuses it.
+struct GltfReadOptions {
+  // Triangle meshes without a skin that hang below no skin joint (a ground plane, a pedestal,
+  // scenery exported with the character) are left out and named in
+  // GltfCharacter::skipped_static_meshes, instead of refusing the file.
+  bool skip_static_meshes = false;
 };
 
 // Sizes ReadGltfBytes refuses before anything is decoded or read (RESOURCE_EXHAUSTED naming the
@@ -92,8 +103,9 @@ struct GltfSizeLimits {
 // targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What
 // is not supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions other than
 // KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, more than one
-// scene, triangle meshes without a skin that hang below no skin joint or are animated
-// up to it (those below a joint are props: weighted 1 to it, they move rigidly with it), and
+// scene, triangle meshes without a skin that hang below no skin joint (left out instead with
+// options.skip_static_meshes) or are animated up to it (those below a joint are props: weighted
+// 1 to it, they move rigidly with it), and
 // skins that bind a shared joint differently other than by one transform for the whole skin.
 // KHR_mesh_quantization is read (integer positions, normals and morph deltas, where the file
 // declares it; normals renormalized; the mesh moved out of the integer grid into the rest pose's
@@ -104,14 +116,14 @@ struct GltfSizeLimits {
 // and animation channels on their weights (morph_channels). Validates every accessor against its
 // buffer view and buffer (a truncated or corrupt file is an error naming the accessor, never a
 // crash). Mesh node transforms are ignored, as the glTF spec requires for skinned meshes.
-absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path);
+absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path, const GltfReadOptions& options = {});
 
 // ReadGltf of a file's bytes (a request's): .glb, or .gltf whose buffers are embedded (data:
 // URIs). Nothing is read from the filesystem: a file that refers to an external buffer is
 // INVALID_ARGUMENT naming it. `label` prefixes every message ("gltf: accessors[3] ..."); a
 // character whose file names no mesh is called "character".
 absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label,
-                                            const GltfSizeLimits& limits = {});
+                                            const GltfSizeLimits& limits = {}, const GltfReadOptions& options = {});
 
 // Writes a skinned glTF: mesh (positions, normals when present, indices), a node per joint with
 // its rest transform (node j = joint j), a skin with inverse bind matrices whose joints are every

@@ -345,8 +345,10 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 }
 
 // Refuses what the reader does not support yet instead of dropping it: every message names the
-// feature and where it is.
-absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree) {
+// feature and where it is. Static meshes are left out instead, and named in `skipped`, with
+// options.skip_static_meshes.
+absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree, const GltfReadOptions& options,
+                                    std::vector<std::string>* skipped) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
     if (!gltf_internal::SupportedExtension(e)) unsupported.push_back(e);
@@ -404,9 +406,13 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree
       // animated, so that it moves rigidly with the joint.
       ASSIGN_OR_RETURN(const int joint_node, tree.PropJointNode(static_cast<int>(n)));
       if (joint_node < 0) {
+        if (options.skip_static_meshes) {
+          skipped->push_back(absl::StrFormat("nodes[%d]%s", n, name));
+          continue;
+        }
         return Invalid(absl::StrFormat(
             "nodes[%d]%s has a triangle mesh, no skin, is no skin joint and has none above it; static meshes "
-            "are not supported yet",
+            "are not supported yet (skip_static_meshes leaves them out)",
             n, name));
       }
       for (int m = static_cast<int>(n); m != joint_node; m = tree.parent[m]) {
@@ -1223,13 +1229,15 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
 // The character of a parsed model; `label` prefixes every message, `stem` names a character
 // whose file names none.
 absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::string& label,
-                                            const std::string& stem, const GltfSizeLimits& limits = {}) {
+                                            const std::string& stem, const GltfSizeLimits& limits,
+                                            const GltfReadOptions& options) {
   auto fail = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   };
   GltfCharacter character;
   const NodeTree tree(model);
-  if (absl::Status s = CheckSupportedFeatures(model, tree); !s.ok()) return fail(s);
+  if (absl::Status s = CheckSupportedFeatures(model, tree, options, &character.skipped_static_meshes); !s.ok())
+    return fail(s);
   if (absl::Status s = CheckDeclaredSize(model, limits); !s.ok()) return fail(s);
   // One budget for both codecs: Draco gets what the meshopt views leave.
   const double decompress_limit = limits.max_decompressed_bytes > 0
@@ -1255,16 +1263,16 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
 
 }  // namespace
 
-absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path) {
+absl::StatusOr<GltfCharacter> ReadGltf(const std::string& path, const GltfReadOptions& options) {
   ASSIGN_OR_RETURN(tinygltf::Model model, LoadModel(path));
-  return ReadCharacter(std::move(model), path, std::filesystem::path(path).stem().string());
+  return ReadCharacter(std::move(model), path, std::filesystem::path(path).stem().string(), {}, options);
 }
 
 absl::StatusOr<GltfCharacter> ReadGltfBytes(absl::string_view bytes, const std::string& label,
-                                            const GltfSizeLimits& limits) {
+                                            const GltfSizeLimits& limits, const GltfReadOptions& options) {
   ASSIGN_OR_RETURN(tinygltf::Model model,
                    LoadModelFromBytes(std::vector<unsigned char>(bytes.begin(), bytes.end()), label, std::nullopt, limits));
-  return ReadCharacter(std::move(model), label, "character", limits);
+  return ReadCharacter(std::move(model), label, "character", limits, options);
 }
 
 }  // namespace skinning

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/rig/pose.h"
 #include "core/skinning/weights.h"
 #include "core/util/status_macros.h"
@@ -47,6 +48,11 @@ GltfImport ImportGltf(GltfCharacter g) {
                                 Plural(skins), nodes, Plural(nodes), out.rig.morph_targets.size(),
                                 Plural(out.rig.morph_targets.size()), out.animations.size(),
                                 Plural(out.animations.size()));
+  out.skipped_static_meshes = std::move(g.skipped_static_meshes);
+  if (!out.skipped_static_meshes.empty())
+    absl::StrAppend(&out.summary, absl::StrFormat("; left out: %d static mesh%s, ", out.skipped_static_meshes.size(),
+                                                  out.skipped_static_meshes.size() == 1 ? "" : "es"),
+                    absl::StrJoin(out.skipped_static_meshes, ", "));
   return out;
 }
 

@@ -19,8 +19,10 @@ namespace skinning {
 struct GltfImport {
   Rig rig;  // named after the character (GltfCharacter::name); not validated yet
   std::vector<Animation> animations;
-  // "2 skins, 3 mesh nodes, 1 morph target, 1 animation"
+  // "2 skins, 3 mesh nodes, 1 morph target, 1 animation", then with skipped static meshes
+  // "; left out: 1 static mesh, nodes[5] ("Ground")"
   std::string summary;
+  std::vector<std::string> skipped_static_meshes;  // GltfCharacter::skipped_static_meshes
 };
 
 GltfImport ImportGltf(GltfCharacter character);

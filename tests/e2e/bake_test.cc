@@ -213,8 +213,12 @@ TEST(BakeJobs, AFlatMeshBakesWithTheVolumetricMethodsOnASheetOfItsSurfaceCells) 
       const double elbow = (sw.joints(2 * i) == 1 ? sw.weights(2 * i) : 0.0) +
                            (sw.joints(2 * i + 1) == 1 ? sw.weights(2 * i + 1) : 0.0);
       const double x = flat.mesh.V(i, 0);
-      if (x <= 0.5) EXPECT_LT(elbow, 0.05) << "vertex " << i << " at x = " << x;
-      if (x >= 1.5) EXPECT_GT(elbow, 0.95) << "vertex " << i << " at x = " << x;
+      if (x <= 0.5) {
+        EXPECT_LT(elbow, 0.05) << "vertex " << i << " at x = " << x;
+      }
+      if (x >= 1.5) {
+        EXPECT_GT(elbow, 0.95) << "vertex " << i << " at x = " << x;
+      }
     }
     // Posed: the far end turns with the elbow, and the two layers of the strip stay together.
     v1::PoseRequest req;

@@ -574,6 +574,33 @@ TEST_F(CharactersTest, MultiSkinFilePosesEveryNodeLikeTheSpecWithLbsAndDqs) {
 
 // The libigl arm twisted 180° about bone 2's axis: LBS collapses the cross-section at the joint
 // (candy wrapper), DQS keeps it.
+// Scenery exported with the character (a mesh without a skin at the scene's root): CreateRig from
+// the file's bytes refuses it by name, or with skip_static_meshes leaves it out and names it, and
+// the rig is then the one of the same file without the scenery (the same content address).
+TEST_F(CharactersTest, StaticMeshesAreRefusedByNameOrLeftOutWhenAsked) {
+  testing::MultiSkinGltf spec;
+  spec.prop = true;  // a helmet below a joint: a prop, read either way
+  const std::string dir = MakeTempDir("scenery");
+  const std::string plain = testing::WriteMultiSkinGltf(spec, dir + "/plain.gltf");
+  spec.scenery = true;
+  const std::string scenery = testing::WriteMultiSkinGltf(spec, dir + "/scenery.gltf");
+  auto refused = client_->CreateRigFromGltf(FileBytes(scenery));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("(\"ground\") has a triangle mesh, no skin"),
+                               ::testing::HasSubstr("skip_static_meshes leaves them out")));
+  auto skipped = client_->CreateRigFromGltf(FileBytes(scenery), "", /*skip_static_meshes=*/true);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  ASSERT_EQ(skipped->skipped_static_meshes_size(), 1);
+  EXPECT_THAT(skipped->skipped_static_meshes(0), ::testing::MatchesRegex(R"(nodes\[[0-9]+\] \("ground"\))"));
+  auto expected = client_->CreateRigFromGltf(FileBytes(plain));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(expected->skipped_static_meshes_size(), 0);
+  EXPECT_EQ(skipped->rig().name(), expected->rig().name()) << "the rig is the file's without the scenery";
+  EXPECT_FALSE(expected->created()) << "the same rig: stored by the call that left the scenery out";
+  EXPECT_EQ(skipped->animations_size(), expected->animations_size());
+}
+
 TEST_F(CharactersTest, ArmTwistedAtBoneTwoCollapsesWithLbsButNotDqs) {
   const std::string obj = DataPath("libigl/arm/arm.obj"), tgf = DataPath("libigl/arm/arm.tgf"),
                     dmat = DataPath("libigl/arm/arm-weights.dmat");

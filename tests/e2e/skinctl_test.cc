@@ -341,6 +341,24 @@ TEST_F(SkinctlTest, AFolderAsAFileIsAnErrorAndDisplayNamesStayInsideOut) {
   EXPECT_THAT(obj.output, HasSubstr("name it .glb or .gltf"));
 }
 
+// register --gltf of a file with scenery: refused by name, or registered with the scenery left out
+// and named in the summary line with --skip_static_meshes (with --gltf only).
+TEST_F(SkinctlTest, RegisterSkipsStaticMeshesOnlyWhenAsked) {
+  testing::MultiSkinGltf spec;
+  spec.scenery = true;
+  const std::string dir = MakeTempDir("scenery");
+  const std::string gltf = testing::WriteMultiSkinGltf(spec, dir + "/scenery.gltf");
+  auto refused = Skinctl({"register", "--gltf=" + gltf});
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("skip_static_meshes leaves them out"));
+  auto reg = Skinctl({"register", "--gltf=" + gltf, "--skip_static_meshes"});
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  EXPECT_THAT(reg.output, ::testing::ContainsRegex(R"(; left out: 1 static mesh, nodes\[[0-9]+\] \("ground"\)\))"));
+  auto obj = Skinctl({"register", "--obj=" + dir + "/x.obj", "--tgf=" + dir + "/x.tgf", "--skip_static_meshes"});
+  EXPECT_EQ(obj.exit_code, 2) << obj.output;
+  EXPECT_THAT(obj.output, HasSubstr("--skip_static_meshes goes with --gltf"));
+}
+
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   auto missing = Skinctl({"get", "rigs/rig-0123456789abcdef0123456789abcdef"});
   EXPECT_EQ(missing.exit_code, 2);

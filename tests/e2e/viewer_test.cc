@@ -27,6 +27,7 @@
 #include "skinning/v1/pose_service.pb.h"
 #include "skinning/v1/bake_service.pb.h"
 #include "tests/support/data.h"
+#include "tests/support/multi_skin_gltf.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
@@ -72,15 +73,18 @@ std::string ArtifactsDir(const std::string& name) {
 }
 
 // Runs tests/web/`script` on the page `server` serves (ViewerServer), with the bundled
-// CesiumMan; its files go to `out` (ArtifactsDir, emptied first). *r is its result.json, which
-// must hold no failure and no console or page error.
-void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& out, nlohmann::json* r) {
+// CesiumMan (`more_args` after); its files go to `out` (ArtifactsDir, emptied first). *r is its
+// result.json, which must hold no failure and no console or page error.
+void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& out, nlohmann::json* r,
+                     const std::vector<std::string>& more_args = {}) {
   ASSERT_GT(server.http_port(), 0) << server.Output();
   const std::string src = SKINNING_SOURCE_DIR;
   std::filesystem::remove_all(out);
-  const auto run = RunCommand({OnPath("node"), src + "/tests/web/" + script,
-                               "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
-                               "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out});
+  std::vector<std::string> command = {OnPath("node"), src + "/tests/web/" + script,
+                                      "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
+                                      "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out};
+  command.insert(command.end(), more_args.begin(), more_args.end());
+  const auto run = RunCommand(command);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   std::ifstream in(out + "/result.json");
   ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
@@ -152,6 +156,33 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
   ExpectDraggedHandleFollowed(r);
   for (const char* shot : {"1-bind.png", "2-animation.png", "3-dqs.png", "4-bbw-weights.png", "5-fast-drag.png"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + shot)) << shot;
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// tests/web/viewer_scenery.mjs: a file exported with scenery (a mesh at the scene's root that no
+// skin or joint moves, which CreateRig refuses by default) registers from the page with the
+// scenery left out (the rig of the same file without it), and the status line names it.
+TEST(ViewerBrowserTest, AFileWithSceneryRegistersWithoutItAndThePageSaysWhatWasLeftOut) {
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  std::unique_ptr<ServerProcess> server = ViewerServer();
+  testing::MultiSkinGltf spec;
+  const std::string dir = MakeTempDir("scenery");
+  const std::string plain = testing::WriteMultiSkinGltf(spec, dir + "/character.gltf");
+  spec.scenery = true;
+  const std::string scenery = testing::WriteMultiSkinGltf(spec, MakeTempDir("scenery") + "/character.gltf");
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(
+      RunViewerScript(*server, "viewer_scenery.mjs", ArtifactsDir("viewer-scenery"), &r, {"--scenery=" + scenery}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered"}));
+  EXPECT_THAT(r["status"].get<std::string>(),
+              ::testing::ContainsRegex(R"(; left out \(no skin or joint moves them\): nodes\[[0-9]+\] \("ground"\)$)"));
+  ClientOptions o;
+  o.target = server->address();
+  Client client(o);
+  auto want = client.CreateRigFromGltf(testing::FileBytes(plain), "character");
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(r["rig"].get<std::string>(), want->rig().name());
+  EXPECT_FALSE(want->created()) << "the page stored the same rig";
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

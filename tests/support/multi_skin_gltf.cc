@@ -150,6 +150,11 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
     }
   }
 
+  if (spec.scenery) {
+    scene_nodes.push_back(static_cast<int>(nodes.size()));
+    nodes.push_back(R"({"name":"ground","mesh":0,"translation":[0,-3,0]})");
+  }
+
   // Skins: [root, chain c's joints]; IBM = inverse(bind world) · P_c.
   const Eigen::Vector3d root_t(0.1, -0.2, 0.3);
   std::vector<std::string> skins;

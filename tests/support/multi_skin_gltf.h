@@ -29,6 +29,9 @@ struct MultiSkinGltf {
   // With prop: the box is chain 0's last joint node's own mesh (no node of its own below it),
   // which moves with that joint.
   bool prop_on_joint = false;
+  // When true, the scene also holds "ground", an instance of the tube mesh without a skin at the
+  // scene's root, 3 below it: a static mesh, which the reader refuses unless it is to skip them.
+  bool scenery = false;
   // The animation's key times (0, 0.5 and 1.5 s) multiplied by this: a long animation.
   double key_time_scale = 1.0;
 };

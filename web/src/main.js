@@ -240,7 +240,8 @@ function bindPositions(rig) {
   return world.map((m) => new THREE.Vector3().setFromMatrixPosition(m));
 }
 
-async function openRig(name, clips = []) {
+// `note` ends the status line (what the upload left out).
+async function openRig(name, clips = [], note = "") {
   const rig = await rigs.getRig({ name, view: RigView.FULL });
   S.rig = name;
   S.full = rig;
@@ -298,16 +299,21 @@ async function openRig(name, clips = []) {
   $("rigs").value = name;
   say(`${rig.displayName || name}: ${rig.vertexCount} vertices, ${rig.jointCount} joints` +
       (rig.influenceCount ? `, ${rig.influenceCount} influences per vertex` : ", no weights (bake some)") +
-      (clips.length ? `, ${clips.length} animation(s)` : ""));
+      (clips.length ? `, ${clips.length} animation(s)` : "") + note);
 }
 
 async function register(file) {
   try {
     say(`Sending ${file.name} (${(file.size / 1024).toFixed(0)} KiB)…`);
     const bytes = new Uint8Array(await file.arrayBuffer());
-    const res = await rigs.createRig({ source: { case: "gltf", value: bytes }, displayName: file.name.replace(/\.[^.]*$/, "") });
+    // Scenery exported with the character (a ground plane, a pedestal) is left out, and said so.
+    const res = await rigs.createRig({
+      source: { case: "gltf", value: bytes }, displayName: file.name.replace(/\.[^.]*$/, ""), skipStaticMeshes: true,
+    });
     await listRigs();
-    await openRig(res.rig.name, res.animations);
+    const skipped = res.skippedStaticMeshes;
+    await openRig(res.rig.name, res.animations,
+                  skipped.length ? `; left out (no skin or joint moves them): ${skipped.join(", ")}` : "");
     probe.registered = res.rig.name;
   } catch (e) {
     fail(`Registering ${file.name}`, e);

@@ -1039,6 +1039,39 @@ TEST(GltfRobustnessTest, RejectsMalformedSparseAccessors) {
   }
 }
 
+// Scenery beside the character (meshes without a skin at the root, named or not) is refused by
+// default (RefusesUnsupportedFeaturesByName); with skip_static_meshes it is left out and named,
+// and the character reads as without it, a prop below the bone included.
+TEST(GltfRobustnessTest, SkipStaticMeshesLeavesSceneryOutAndNamesIt) {
+  const std::string dir = TempDir();
+  HandMade prop;
+  prop.bone_transform = R"("children":[2])";
+  prop.extra_nodes = R"({"name":"helmet","mesh":0})";
+  HandMade scenery = prop;
+  scenery.extra_nodes += R"(,{"name":"ground","mesh":0,"translation":[0,-3,0]},{"mesh":0})";
+  const std::string path = WriteHandMade(scenery, dir + "/scenery.gltf");
+  absl::StatusOr<GltfCharacter> refused = ReadGltf(path);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::AllOf(HasSubstr("nodes[3] (\"ground\") has a triangle mesh, no skin"),
+                               HasSubstr("skip_static_meshes leaves them out")));
+  GltfReadOptions options;
+  options.skip_static_meshes = true;
+  absl::StatusOr<GltfCharacter> read = ReadGltf(path, options);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(read->skipped_static_meshes, ::testing::ElementsAre("nodes[3] (\"ground\")", "nodes[4]"));
+  absl::StatusOr<GltfCharacter> expected = ReadGltf(WriteHandMade(prop, dir + "/prop.gltf"), options);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_TRUE(expected->skipped_static_meshes.empty());
+  ASSERT_EQ(read->parts.size(), 2u);
+  EXPECT_EQ(read->parts[1].node, 2);
+  EXPECT_EQ(read->parts[1].skin, -1) << "the helmet below the bone is a prop, read";
+  EXPECT_EQ(read->mesh.V, expected->mesh.V);
+  EXPECT_EQ(read->mesh.F, expected->mesh.F);
+  EXPECT_EQ(read->skeleton.size(), expected->skeleton.size());
+  EXPECT_EQ(read->animations.size(), expected->animations.size());
+}
+
 // Every feature the reader does not support is refused with INVALID_ARGUMENT naming it (and
 // where it is), never dropped. The plain hand-made file reads, so each refusal is the feature's.
 TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {

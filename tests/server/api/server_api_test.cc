@@ -98,6 +98,20 @@ TEST(ServerApi, RigsHaveNamesAndTheStandardMethods) {
     v1::ListRigsResponse resp;
     EXPECT_EQ(stub->ListRigs(&ctx, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
+  {  // The glTF-only fields with a rig: refused, not ignored.
+    for (const bool skip : {false, true}) {
+      grpc::ClientContext ctx;
+      v1::CreateRigRequest req;
+      *req.mutable_rig() = rig;
+      if (skip) req.set_skip_static_meshes(true);
+      else req.set_display_name("label");
+      v1::CreateRigResponse resp;
+      const grpc::Status status = stub->CreateRig(&ctx, req, &resp);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_THAT(status.error_message(),
+                  HasSubstr(skip ? "skip_static_meshes goes with gltf" : "display_name goes with gltf"));
+    }
+  }
   auto bad = client.GetRig(summary.name().substr(5));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("name '" + summary.name().substr(5) + "' is not a rig name"));
