@@ -35,6 +35,7 @@ namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
+using ::skinning::testing::CommandResult;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::RedisProcess;
 using ::skinning::testing::RunCommand;
@@ -72,26 +73,37 @@ std::string ArtifactsDir(const std::string& name) {
   return std::string(SKINNING_BINARY_DIR) + "/test-artifacts/" + name;
 }
 
-// Runs tests/web/`script` on the page `server` serves (ViewerServer), with the bundled
-// CesiumMan (`more_args` after); its files go to `out` (ArtifactsDir, emptied first). *r is its
-// result.json, which must hold no failure and no console or page error.
-void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& out, nlohmann::json* r,
-                     const std::vector<std::string>& more_args = {}) {
-  ASSERT_GT(server.http_port(), 0) << server.Output();
+// The command that runs tests/web/`script` on the page at port `http` with the bundled CesiumMan
+// (`more_args` after), its files in `out` (ArtifactsDir), which is emptied first.
+std::vector<std::string> ViewerScriptCommand(const std::string& script, int http, const std::string& out,
+                                             const std::vector<std::string>& more_args) {
   const std::string src = SKINNING_SOURCE_DIR;
   std::filesystem::remove_all(out);
   std::vector<std::string> command = {OnPath("node"), src + "/tests/web/" + script,
-                                      "--url=http://127.0.0.1:" + std::to_string(server.http_port()),
+                                      "--url=http://127.0.0.1:" + std::to_string(http),
                                       "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out};
   command.insert(command.end(), more_args.begin(), more_args.end());
-  const auto run = RunCommand(command);
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  return command;
+}
+
+// *r: the result.json a script that exited 0 wrote in `out` (`ran`: the script's run), which must
+// hold no failure and no console or page error.
+void ReadViewerResult(const CommandResult& ran, const std::string& out, nlohmann::json* r) {
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
   std::ifstream in(out + "/result.json");
-  ASSERT_TRUE(in) << "no result.json; node said: " << run.output;
+  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
   *r = nlohmann::json::parse(in);
   ASSERT_FALSE(r->contains("failure")) << (*r)["failure"].get<std::string>() << "\nsteps: " << (*r)["steps"].dump();
   EXPECT_TRUE((*r)["consoleErrors"].empty()) << (*r)["consoleErrors"].dump();
   EXPECT_TRUE((*r)["pageErrors"].empty()) << (*r)["pageErrors"].dump();
+}
+
+// Runs tests/web/`script` on the page `server` serves (ViewerServer), as ViewerScriptCommand, and
+// reads its result into *r (ReadViewerResult).
+void RunViewerScript(ServerProcess& server, const std::string& script, const std::string& out, nlohmann::json* r,
+                     const std::vector<std::string>& more_args = {}) {
+  ASSERT_GT(server.http_port(), 0) << server.Output();
+  ReadViewerResult(RunCommand(ViewerScriptCommand(script, server.http_port(), out, more_args)), out, r);
 }
 
 // The page's FAST drag (r["fast"]: the handle's rest point, the drag's target and the answer's
@@ -245,13 +257,8 @@ void RunAcrossARestart(const std::string& script, int http, const std::string& a
                        const std::function<void()>& stop, const std::function<void()>& start,
                        const nlohmann::json& steps, nlohmann::json* result,
                        const std::vector<std::string>& extra_args = {}) {
-  const std::string src = SKINNING_SOURCE_DIR;
   const std::string out = ArtifactsDir(artifacts);
-  std::filesystem::remove_all(out);
-  std::vector<std::string> command = {OnPath("node"), src + "/tests/web/" + script,
-                                      "--url=http://127.0.0.1:" + std::to_string(http),
-                                      "--glb=" + src + "/samples/CesiumMan/CesiumMan.glb", "--out=" + out};
-  command.insert(command.end(), extra_args.begin(), extra_args.end());
+  const std::vector<std::string> command = ViewerScriptCommand(script, http, out, extra_args);
   auto run = std::async(std::launch::async, [&] { return RunCommand(command); });
   const bool at_ready = WaitForFile(out + "/" + ready, 120);
   EXPECT_TRUE(at_ready) << "the page never wrote " << ready;
@@ -261,16 +268,8 @@ void RunAcrossARestart(const std::string& script, int http, const std::string& a
     EXPECT_TRUE(WaitForFile(out + "/moved", 60)) << "the page did not act while the server was away";
     start();
   }
-  const auto ran = run.get();
-  ASSERT_EQ(ran.exit_code, 0) << ran.output;
-  std::ifstream in(out + "/result.json");
-  ASSERT_TRUE(in) << "no result.json; node said: " << ran.output;
-  *result = nlohmann::json::parse(in);
-  const nlohmann::json& r = *result;
-  ASSERT_FALSE(r.contains("failure")) << r["failure"].get<std::string>() << "\nsteps: " << r["steps"].dump();
-  EXPECT_EQ(r["steps"], steps);
-  EXPECT_TRUE(r["pageErrors"].empty()) << r["pageErrors"].dump();
-  EXPECT_TRUE(r["consoleErrors"].empty()) << r["consoleErrors"].dump();
+  ASSERT_NO_FATAL_FAILURE(ReadViewerResult(run.get(), out, result));
+  EXPECT_EQ((*result)["steps"], steps);
 }
 
 // A rolling update seen from a browser: the server posing the page's joint slider and solving
