@@ -181,11 +181,12 @@ absl::StatusOr<v1::CreateRigResponse> Client::CreateRig(const v1::Rig& rig) {
 
 absl::StatusOr<v1::CreateRigResponse> Client::CreateRigFromGltf(std::string gltf_bytes,
                                                                 const std::string& display_name,
-                                                                bool skip_static_meshes) {
+                                                                bool skip_static_meshes, int scene) {
   v1::CreateRigRequest req;
   req.set_gltf(std::move(gltf_bytes));
   req.set_display_name(display_name);
   req.set_skip_static_meshes(skip_static_meshes);
+  if (scene >= 0) req.set_scene(scene);
   return Unary<v1::CreateRigResponse>(
       "CreateRig", [&](grpc::ClientContext* ctx, v1::CreateRigResponse* resp) { return rigs_->CreateRig(ctx, req, resp); });
 }

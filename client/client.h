@@ -78,9 +78,10 @@ class Client {
   // The same from a .glb (or a .gltf with embedded buffers) that the server reads; the response
   // carries the file's animations sampled as poses. `display_name` empty: the file's. With
   // `skip_static_meshes` the file's meshes that no skin or joint moves (a ground plane, scenery)
-  // are left out and named in the response, instead of refusing the file.
+  // are left out and named in the response, instead of refusing the file. `scene` ≥ 0: of a file
+  // with several scenes, that one (−1: the file's default scene); the response's `scene` says which.
   absl::StatusOr<v1::CreateRigResponse> CreateRigFromGltf(std::string gltf_bytes, const std::string& display_name = "",
-                                                          bool skip_static_meshes = false);
+                                                          bool skip_static_meshes = false, int scene = -1);
   // The summary by default; mesh, skeleton and weights too with RIG_VIEW_FULL.
   absl::StatusOr<v1::Rig> GetRig(const std::string& name, v1::RigView view = v1::RIG_VIEW_UNSPECIFIED);
   // Every rig of the caller (summaries), following page tokens.

@@ -38,6 +38,9 @@ absl::StatusOr<Character> LoadCharacter() {
   if (!gltf.empty()) {
     GltfReadOptions read_options;
     read_options.skip_static_meshes = absl::GetFlag(FLAGS_skip_static_meshes);
+    read_options.scene = absl::GetFlag(FLAGS_scene);
+    if (read_options.scene < -1)
+      return absl::InvalidArgumentError(absl::StrFormat("--scene=%d: a scene index is 0 or more", read_options.scene));
     absl::StatusOr<GltfCharacter> g = ReadGltf(gltf, read_options);
     if (!g.ok()) return g.status();  // its message starts with the file's path
     GltfImport imported = ImportGltf(*std::move(g));
@@ -47,6 +50,8 @@ absl::StatusOr<Character> LoadCharacter() {
     c.source_summary = std::move(imported.summary);
   } else if (absl::GetFlag(FLAGS_skip_static_meshes)) {
     return absl::InvalidArgumentError("--skip_static_meshes goes with --gltf");
+  } else if (absl::GetFlag(FLAGS_scene) != -1) {
+    return absl::InvalidArgumentError("--scene goes with --gltf");
   } else if (!obj.empty()) {
     const std::string tgf = absl::GetFlag(FLAGS_tgf);
     if (tgf.empty()) return absl::InvalidArgumentError("--obj needs --tgf (the skeleton)");

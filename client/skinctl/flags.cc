@@ -16,6 +16,9 @@ ABSL_FLAG(std::string, gltf, "", "a glTF 2.0 character (.gltf or .glb)");
 ABSL_FLAG(bool, skip_static_meshes, false,
           "with --gltf: leave out meshes without a skin below no joint (a ground plane, scenery) instead of "
           "refusing the file");
+ABSL_FLAG(int, scene, -1,
+          "with --gltf: of a file with several scenes, the one to read (its index; default: the file's default "
+          "scene)");
 ABSL_FLAG(std::string, obj, "", "a mesh: .obj, .off or MEDIT .mesh (with --tgf)");
 ABSL_FLAG(std::string, tgf, "", "a libigl .tgf skeleton: one joint per bone (with --obj)");
 ABSL_FLAG(std::string, dmat, "", "a libigl .dmat weight matrix, #vertices by #bones (with --obj)");

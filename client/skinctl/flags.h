@@ -14,6 +14,7 @@ ABSL_DECLARE_FLAG(std::string, tls_cert);
 ABSL_DECLARE_FLAG(std::string, tls_key);
 ABSL_DECLARE_FLAG(std::string, gltf);
 ABSL_DECLARE_FLAG(bool, skip_static_meshes);
+ABSL_DECLARE_FLAG(int, scene);
 ABSL_DECLARE_FLAG(std::string, obj);
 ABSL_DECLARE_FLAG(std::string, tgf);
 ABSL_DECLARE_FLAG(std::string, dmat);

@@ -36,11 +36,12 @@ Resources are named rigs/{rig} (RIG; a bare rig id is accepted too), rigs/{rig}/
 (BAKE) and rigs/{rig}/examples/{example}, as skinctl prints them.
 
 Commands:
-  register  --gltf=FILE [--skip_static_meshes] | --obj=FILE --tgf=FILE [--dmat=FILE]  [--name=NAME]
+  register  --gltf=FILE [--skip_static_meshes] [--scene=N] | --obj=FILE --tgf=FILE [--dmat=FILE]  [--name=NAME]
             Registers a rig (idempotent) and prints its name, rigs/{rig}. --obj takes .obj, .off
             or a MEDIT .mesh (its triangles over all its vertices). A glTF file with meshes that
             no skin or joint moves (a ground plane, scenery) is refused unless
-            --skip_static_meshes leaves them out (the summary names them).
+            --skip_static_meshes leaves them out (the summary names them). Of a file with several
+            scenes the default one is read, or --scene=N (the summary says which).
   list      Lists the stored rigs.
   get RIG [--out_file=FILE.glb]
             Prints a rig's summary; with --out_file also writes it as a skinned glTF.
@@ -76,7 +77,7 @@ Commands:
 // The flags each command reads, beside the connection flags every command takes. A flag given on
 // the command line that the command does not read is an error: it was silently ignored (bake
 // --method=bone_heat baked bbw: --method is pose's).
-constexpr const char* kCharacterFlags[] = {"gltf", "skip_static_meshes", "obj", "tgf", "dmat", "name"};
+constexpr const char* kCharacterFlags[] = {"gltf", "skip_static_meshes", "scene", "obj", "tgf", "dmat", "name"};
 const std::map<std::string, std::vector<std::string>>& CommandFlags() {
   static const auto* const flags = [] {
     auto* m = new std::map<std::string, std::vector<std::string>>{

@@ -54,6 +54,9 @@ struct GltfCharacter {
   // With GltfReadOptions::skip_static_meshes: the static meshes left out, in node order, as
   // `nodes[5] ("Ground")` (the name when the node has one).
   std::vector<std::string> skipped_static_meshes;
+  // With several scenes, the one read (GltfReadOptions::scene), as `scenes[1] ("Main") of 3`;
+  // empty with one scene or none.
+  std::string scene;
 };
 
 // What ReadGltf may leave out of a file, when asked to; by default it refuses it.
@@ -62,6 +65,11 @@ struct GltfReadOptions {
   // scenery exported with the character) are left out and named in
   // GltfCharacter::skipped_static_meshes, instead of refusing the file.
   bool skip_static_meshes = false;
+  // With several scenes, the one to read: its nodes (those its `nodes` reach through `children`),
+  // the skins their meshes use and the animations that move them; the other scenes' are left out.
+  // −1: the file's default scene (its `scene`, else scenes[0]). An index the file does not have
+  // is INVALID_ARGUMENT.
+  int scene = -1;
 };
 
 // Sizes ReadGltfBytes refuses before anything is decoded or read (RESOURCE_EXHAUSTED naming the
@@ -102,11 +110,12 @@ struct GltfSizeLimits {
 // up, materials, textures, images, samplers and cameras among them; extras but a mesh's
 // targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What
 // is not supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions other than
-// KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, more than one
-// scene, triangle meshes without a skin that hang below no skin joint (left out instead with
+// KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, triangle meshes without a skin that hang below no skin joint (left out instead with
 // options.skip_static_meshes) or are animated up to it (those below a joint are props: weighted
 // 1 to it, they move rigidly with it), and
-// skins that bind a shared joint differently other than by one transform for the whole skin.
+// skins that bind a shared joint differently other than by one transform for the whole skin. Of a
+// file with several scenes, one is read (GltfReadOptions::scene; its skinned meshes' skins, and
+// skins no mesh uses), and GltfCharacter::scene says which.
 // KHR_mesh_quantization is read (integer positions, normals and morph deltas, where the file
 // declares it; normals renormalized; the mesh moved out of the integer grid into the rest pose's
 // world space when every skin joint's rest skinning transform is one similarity), EXT_meshopt_compression (the views decoded first) and

@@ -298,7 +298,7 @@ struct NodeTree {
   std::vector<int> parent;
   std::vector<bool> skin_joint;
 
-  explicit NodeTree(const tinygltf::Model& model)
+  NodeTree(const tinygltf::Model& model, const std::vector<bool>& skins_read)
       : parent(model.nodes.size(), -1), skin_joint(model.nodes.size(), false) {
     const int n = static_cast<int>(model.nodes.size());
     for (int p = 0; p < n; ++p) {
@@ -306,8 +306,9 @@ struct NodeTree {
         if (c >= 0 && c < n && parent[c] == -1) parent[c] = p;
       }
     }
-    for (const tinygltf::Skin& skin : model.skins) {
-      for (int j : skin.joints) {
+    for (size_t s = 0; s < model.skins.size(); ++s) {
+      if (!skins_read[s]) continue;
+      for (int j : model.skins[s].joints) {
         if (j >= 0 && j < n) skin_joint[j] = true;
       }
     }
@@ -325,6 +326,102 @@ struct NodeTree {
     return -1;
   }
 };
+
+// What of the file the character is read from. With several scenes, one: the nodes it reaches
+// (from its `nodes`, through `children`), the skins that its mesh nodes use or that no mesh node
+// uses, and the animations that move one of its nodes or no node at all. Else everything, as
+// before scenes were looked at (a node outside the one scene is read too).
+struct SceneSelection {
+  std::vector<bool> node, skin, animation;
+  std::string read;  // with several scenes, the one read: `scenes[1] ("Main") of 3`; else empty
+};
+
+absl::StatusOr<SceneSelection> SelectScene(const tinygltf::Model& model, const GltfReadOptions& options) {
+  SceneSelection s;
+  s.node.assign(model.nodes.size(), true);
+  s.skin.assign(model.skins.size(), true);
+  s.animation.assign(model.animations.size(), true);
+  const int num_scenes = static_cast<int>(model.scenes.size());
+  if (options.scene >= num_scenes) {
+    return Invalid(absl::StrFormat("scene %d was asked for; the file has %d scene%s", options.scene, num_scenes,
+                                   num_scenes == 1 ? "" : "s"));
+  }
+  if (num_scenes <= 1) return s;
+  const int chosen = options.scene >= 0 ? options.scene : std::max(model.defaultScene, 0);
+  if (chosen >= num_scenes) {
+    return Invalid(absl::StrFormat("scene: scene %d is out of range (%d scenes)", chosen, num_scenes));
+  }
+  auto describe = [&](int scene) {
+    const std::string& name = model.scenes[scene].name;
+    return absl::StrFormat("scenes[%d]%s", scene, name.empty() ? "" : absl::StrFormat(" (\"%s\")", name));
+  };
+  const int num_nodes = static_cast<int>(model.nodes.size());
+  // The nodes the scene reaches (a node reached twice, or through a cycle, is visited once; the
+  // skeleton reader refuses cycles, nodes with two parents and children out of range).
+  const std::vector<int>& roots = model.scenes[chosen].nodes;
+  for (int n : roots) {
+    if (n < 0 || n >= num_nodes) {
+      return Invalid(absl::StrFormat("scenes[%d].nodes: node %d is out of range (%d nodes)", chosen, n, num_nodes));
+    }
+  }
+  s.node.assign(num_nodes, false);
+  std::vector<int> stack(roots.rbegin(), roots.rend());
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    if (n < 0 || n >= num_nodes || s.node[n]) continue;
+    s.node[n] = true;
+    stack.insert(stack.end(), model.nodes[n].children.rbegin(), model.nodes[n].children.rend());
+  }
+  const int num_skins = static_cast<int>(model.skins.size());
+  auto skinned_mesh = [&](int n) {
+    const tinygltf::Node& node = model.nodes[n];
+    return node.mesh >= 0 && node.skin >= 0 && node.skin < num_skins;
+  };
+  std::vector<bool> used(num_skins, false), used_here(num_skins, false);
+  bool any_skinned = false, skinned_here = false;
+  for (int n = 0; n < num_nodes; ++n) {
+    if (!skinned_mesh(n)) continue;
+    used[model.nodes[n].skin] = true;
+    any_skinned = true;
+    if (s.node[n]) used_here[model.nodes[n].skin] = skinned_here = true;
+  }
+  if (any_skinned && !skinned_here) {
+    // Name a scene that has one: the first that reaches the first skinned mesh node any scene
+    // reaches (each node labelled with the first scene to reach it, in one walk).
+    std::vector<int> scene_of(num_nodes, -1);
+    for (int other = 0; other < num_scenes; ++other) {
+      std::vector<int> todo;
+      for (int n : model.scenes[other].nodes) todo.push_back(n);
+      while (!todo.empty()) {
+        const int n = todo.back();
+        todo.pop_back();
+        if (n < 0 || n >= num_nodes || scene_of[n] != -1) continue;
+        scene_of[n] = other;
+        todo.insert(todo.end(), model.nodes[n].children.begin(), model.nodes[n].children.end());
+      }
+    }
+    const char* which = options.scene >= 0 ? "the one asked for" : "the file's default scene";
+    for (int n = 0; n < num_nodes; ++n) {
+      if (!skinned_mesh(n) || scene_of[n] == -1) continue;
+      return Invalid(absl::StrFormat("%s, %s, has no skinned mesh; %s has one (nodes[%d])", describe(chosen), which,
+                                     describe(scene_of[n]), n));
+    }
+    return Invalid(absl::StrFormat("%s, %s, has no skinned mesh, and no scene reaches one", describe(chosen), which));
+  }
+  for (int k = 0; k < num_skins; ++k) s.skin[k] = used_here[k] || !used[k];
+  for (size_t a = 0; a < model.animations.size(); ++a) {
+    bool here = false, any_node = false;
+    for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
+      if (ch.target_node < 0 || ch.target_node >= num_nodes) continue;
+      any_node = true;
+      here = here || s.node[ch.target_node];
+    }
+    s.animation[a] = here || !any_node;
+  }
+  s.read = absl::StrFormat("%s of %d", describe(chosen), num_scenes);
+  return s;
+}
 
 // A node's local transform as a matrix (a `matrix` as given, else T·R·S).
 absl::StatusOr<Eigen::Affine3d> LocalAffine(const tinygltf::Node& node, int index) {
@@ -347,8 +444,8 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 // Refuses what the reader does not support yet instead of dropping it: every message names the
 // feature and where it is. Static meshes are left out instead, and named in `skipped`, with
 // options.skip_static_meshes.
-absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree& tree, const GltfReadOptions& options,
-                                    std::vector<std::string>* skipped) {
+absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSelection& selection, const NodeTree& tree,
+                                    const GltfReadOptions& options, std::vector<std::string>* skipped) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
     if (!gltf_internal::SupportedExtension(e)) unsupported.push_back(e);
@@ -359,19 +456,17 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
         unsupported.size() == 1 ? "is" : "are", kMeshQuantizationExtension, kMeshoptExtension, kDracoExtension));
   }
-  if (model.scenes.size() > 1) {
-    return Invalid(absl::StrFormat(
-        "scenes: the file has %d scenes; more than one scene is not supported", model.scenes.size()));
-  }
   // The first animation that moves each node (translation, rotation or scale), for props.
   std::map<int, size_t> moved_by;
   for (size_t a = 0; a < model.animations.size(); ++a) {
+    if (!selection.animation[a]) continue;
     for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
       if (ch.target_path != "weights") moved_by.emplace(ch.target_node, a);
     }
   }
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
+    if (!selection.node[n]) continue;  // in another scene
     if (node.mesh < 0 || static_cast<size_t>(node.mesh) >= model.meshes.size()) continue;
     const tinygltf::Mesh& mesh = model.meshes[node.mesh];
     bool triangles = false;
@@ -440,7 +535,7 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const NodeTree
 // later skin s may bind its joints differently only by one transform for the whole skin,
 // IBM_s(j) = IBM(j) · D_s (exporters that bind each mesh at its own place), and its vertices
 // are then pre-transformed by D_s, which poses them exactly as the spec does.
-absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character,
+absl::Status ReadSkeleton(const tinygltf::Model& model, const SceneSelection& selection, GltfCharacter* character,
                           std::vector<int>* joint_of_node, std::vector<SkinMap>* skins) {
   const int num_nodes = static_cast<int>(model.nodes.size());
   std::vector<int> parent(num_nodes, -1);
@@ -463,6 +558,7 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
   node_of_joint.clear();
   skins->assign(model.skins.size(), SkinMap());
   for (size_t s = 0; s < model.skins.size(); ++s) {
+    if (!selection.skin[s]) continue;  // only another scene's meshes use it
     const tinygltf::Skin& skin = model.skins[s];
     if (skin.joints.empty()) return Invalid(absl::StrFormat("skins[%d] has no joints", s));
     std::set<int> seen;
@@ -513,6 +609,7 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, GltfCharacter* character
   // Inverse bind matrices: the first listing skin's, then each skin's offset D_s.
   std::vector<bool> bound(num_skin_joints, false);
   for (size_t s = 0; s < model.skins.size(); ++s) {
+    if (!selection.skin[s]) continue;
     const tinygltf::Skin& skin = model.skins[s];
     const int count = static_cast<int>(skin.joints.size());
     std::vector<Eigen::Affine3d> ibm(count, Eigen::Affine3d::Identity());
@@ -607,7 +704,7 @@ absl::StatusOr<std::vector<int>> PrimitiveTriangles(const std::vector<uint32_t>&
   return tri;
 }
 
-absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
+absl::Status ReadMesh(const tinygltf::Model& model, const SceneSelection& selection, const NodeTree& tree,
                       const std::vector<SkinMap>& skins, const std::vector<int>& joint_of_node,
                       GltfCharacter* character) {
   struct Item {
@@ -618,7 +715,7 @@ absl::Status ReadMesh(const tinygltf::Model& model, const NodeTree& tree,
   std::vector<Item> items;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
-    if (node.mesh < 0) continue;
+    if (node.mesh < 0 || !selection.node[n]) continue;
     // A prop (CheckSupportedFeatures: below a skin joint, not animated up to it) is weighted 1
     // to that joint, its vertices taken to where the joint's inverse bind expects them:
     // v' = IBM(J)⁻¹ · R · v, R the rest transforms from the joint down to the node, so that
@@ -1016,9 +1113,10 @@ absl::Status ReadMorphWeightChannel(const tinygltf::Model& model, const tinygltf
   return absl::OkStatus();
 }
 
-absl::Status ReadAnimations(const tinygltf::Model& model, const std::vector<int>& joint_of_node,
-                            GltfCharacter* character) {
+absl::Status ReadAnimations(const tinygltf::Model& model, const SceneSelection& selection,
+                            const std::vector<int>& joint_of_node, GltfCharacter* character) {
   for (size_t a = 0; a < model.animations.size(); ++a) {
+    if (!selection.animation[a]) continue;  // it moves another scene's nodes only
     const tinygltf::Animation& in = model.animations[a];
     Animation out;
     out.name = in.name;
@@ -1235,8 +1333,12 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
     return absl::Status(s.code(), absl::StrFormat("%s: %s", label, s.message()));
   };
   GltfCharacter character;
-  const NodeTree tree(model);
-  if (absl::Status s = CheckSupportedFeatures(model, tree, options, &character.skipped_static_meshes); !s.ok())
+  absl::StatusOr<SceneSelection> selection = SelectScene(model, options);
+  if (!selection.ok()) return fail(selection.status());
+  character.scene = selection->read;
+  const NodeTree tree(model, selection->skin);
+  if (absl::Status s = CheckSupportedFeatures(model, *selection, tree, options, &character.skipped_static_meshes);
+      !s.ok())
     return fail(s);
   if (absl::Status s = CheckDeclaredSize(model, limits); !s.ok()) return fail(s);
   // One budget for both codecs: Draco gets what the meshopt views leave.
@@ -1251,12 +1353,12 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   std::vector<SkinMap> skins;
-  if (absl::Status s = ReadSkeleton(model, &character, &joint_of_node, &skins); !s.ok())
+  if (absl::Status s = ReadSkeleton(model, *selection, &character, &joint_of_node, &skins); !s.ok())
     return fail(s);
-  if (absl::Status s = ReadMesh(model, tree, skins, joint_of_node, &character); !s.ok())
+  if (absl::Status s = ReadMesh(model, *selection, tree, skins, joint_of_node, &character); !s.ok())
     return fail(s);
   if (UsesMeshQuantization(model)) BindQuantizedMeshInRestSpace(&character);
-  if (absl::Status s = ReadAnimations(model, joint_of_node, &character); !s.ok()) return fail(s);
+  if (absl::Status s = ReadAnimations(model, *selection, joint_of_node, &character); !s.ok()) return fail(s);
   if (character.name.empty()) character.name = stem;
   return character;
 }

@@ -53,10 +53,16 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
     // The limits apply to what the file declares, before it is decompressed or read.
     GltfReadOptions read_options;
     read_options.skip_static_meshes = req.skip_static_meshes();
+    if (req.has_scene()) {
+      if (req.scene() < 0)
+        return absl::InvalidArgumentError(absl::StrFormat("scene is %d; a scene index is 0 or more", req.scene()));
+      read_options.scene = req.scene();
+    }
     ASSIGN_OR_RETURN(GltfCharacter character,
                      ReadGltfBytes(req.gltf(), "gltf", UploadLimits(rigs_->limits()), read_options));
     GltfImport imported = ImportGltf(std::move(character));
     for (std::string& skipped : imported.skipped_static_meshes) resp->add_skipped_static_meshes(std::move(skipped));
+    resp->set_scene(imported.scene);
     if (!req.display_name().empty()) imported.rig.name = req.display_name();
     // A quarter of the answer's limit: the Connect JSON of a clip is about three times its binary.
     ASSIGN_OR_RETURN(std::vector<v1::AnimationClip> clips,
@@ -69,6 +75,8 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
     return absl::InvalidArgumentError("display_name goes with gltf; a rig carries its own (rig.display_name)");
   } else if (req.skip_static_meshes()) {
     return absl::InvalidArgumentError("skip_static_meshes goes with gltf; a rig has no static meshes to leave out");
+  } else if (req.has_scene()) {
+    return absl::InvalidArgumentError("scene goes with gltf; a rig has no scenes to choose from");
   }
   // Checked again between validation, hashing and storing (each linear in the rig's size).
   ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.has_gltf() ? from_file : req.rig(), ctx.tenant(),

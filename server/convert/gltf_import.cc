@@ -53,6 +53,8 @@ GltfImport ImportGltf(GltfCharacter g) {
     absl::StrAppend(&out.summary, absl::StrFormat("; left out: %d static mesh%s, ", out.skipped_static_meshes.size(),
                                                   out.skipped_static_meshes.size() == 1 ? "" : "es"),
                     absl::StrJoin(out.skipped_static_meshes, ", "));
+  out.scene = std::move(g.scene);
+  if (!out.scene.empty()) absl::StrAppend(&out.summary, "; read ", out.scene);
   return out;
 }
 

@@ -23,6 +23,7 @@ struct GltfImport {
   // "; left out: 1 static mesh, nodes[5] ("Ground")"
   std::string summary;
   std::vector<std::string> skipped_static_meshes;  // GltfCharacter::skipped_static_meshes
+  std::string scene;                               // GltfCharacter::scene
 };
 
 GltfImport ImportGltf(GltfCharacter character);

@@ -601,6 +601,47 @@ TEST_F(CharactersTest, StaticMeshesAreRefusedByNameOrLeftOutWhenAsked) {
   EXPECT_EQ(skipped->animations_size(), expected->animations_size());
 }
 
+// Of a file with several scenes the server reads the default one, or the one asked for, and says
+// which: the ground of a second scene is neither refused nor read.
+TEST_F(CharactersTest, OfSeveralScenesTheDefaultOrTheOneAskedForIsRead) {
+  testing::MultiSkinGltf spec;
+  spec.prop = true;
+  const std::string dir = MakeTempDir("scenes");
+  const std::string plain = testing::WriteMultiSkinGltf(spec, dir + "/plain.gltf");
+  spec.scenery = spec.scenery_scene = true;
+  const std::string scenes = testing::WriteMultiSkinGltf(spec, dir + "/scenes.gltf");
+  auto expected = client_->CreateRigFromGltf(FileBytes(plain));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(expected->scene(), "") << "one scene: nothing to say";
+  auto read = client_->CreateRigFromGltf(FileBytes(scenes));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->scene(), "scenes[0] (\"Character\") of 2");
+  EXPECT_EQ(read->skipped_static_meshes_size(), 0);
+  EXPECT_EQ(read->rig().name(), expected->rig().name()) << "the rig is the first scene's";
+  EXPECT_EQ(read->animations_size(), expected->animations_size());
+
+  auto props = client_->CreateRigFromGltf(FileBytes(scenes), "", false, /*scene=*/1);
+  EXPECT_EQ(props.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(props.status().message()),
+              ::testing::HasSubstr("scenes[1] (\"Props\"), the one asked for, has no skinned mesh; scenes[0] "
+                                   "(\"Character\") has one"));
+  auto missing = client_->CreateRigFromGltf(FileBytes(scenes), "", false, /*scene=*/2);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()),
+              ::testing::HasSubstr("gltf: scene 2 was asked for; the file has 2 scenes"));
+
+  spec.default_scene = 1;
+  const std::string props_default = testing::WriteMultiSkinGltf(spec, dir + "/props_default.gltf");
+  auto refused = client_->CreateRigFromGltf(FileBytes(props_default));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("scenes[1] (\"Props\"), the file's default scene, has no skinned mesh"));
+  auto asked = client_->CreateRigFromGltf(FileBytes(props_default), "", false, /*scene=*/0);
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ(asked->scene(), "scenes[0] (\"Character\") of 2");
+  EXPECT_EQ(asked->rig().name(), expected->rig().name());
+}
+
 TEST_F(CharactersTest, ArmTwistedAtBoneTwoCollapsesWithLbsButNotDqs) {
   const std::string obj = DataPath("libigl/arm/arm.obj"), tgf = DataPath("libigl/arm/arm.tgf"),
                     dmat = DataPath("libigl/arm/arm-weights.dmat");

@@ -359,6 +359,25 @@ TEST_F(SkinctlTest, RegisterSkipsStaticMeshesOnlyWhenAsked) {
   EXPECT_THAT(obj.output, HasSubstr("--skip_static_meshes goes with --gltf"));
 }
 
+// Of a file with several scenes, register reads the default one or --scene, and says which.
+TEST_F(SkinctlTest, RegisterReadsTheDefaultSceneOrTheOneAskedFor) {
+  testing::MultiSkinGltf spec;
+  spec.scenery = spec.scenery_scene = true;
+  spec.default_scene = 1;  // the ground's: the character is to be asked for
+  const std::string dir = MakeTempDir("scenes");
+  const std::string gltf = testing::WriteMultiSkinGltf(spec, dir + "/scenes.gltf");
+  auto refused = Skinctl({"register", "--gltf=" + gltf});
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, HasSubstr("scenes[1] (\"Props\"), the file's default scene, has no skinned mesh; "
+                                        "scenes[0] (\"Character\") has one"));
+  auto reg = Skinctl({"register", "--gltf=" + gltf, "--scene=0"});
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  EXPECT_THAT(reg.output, HasSubstr("; read scenes[0] (\"Character\") of 2"));
+  auto obj = Skinctl({"register", "--obj=" + dir + "/x.obj", "--tgf=" + dir + "/x.tgf", "--scene=0"});
+  EXPECT_EQ(obj.exit_code, 2) << obj.output;
+  EXPECT_THAT(obj.output, HasSubstr("--scene goes with --gltf"));
+}
+
 TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   auto missing = Skinctl({"get", "rigs/rig-0123456789abcdef0123456789abcdef"});
   EXPECT_EQ(missing.exit_code, 2);

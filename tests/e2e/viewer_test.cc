@@ -173,21 +173,24 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
 
 // tests/web/viewer_scenery.mjs: a file exported with scenery (a mesh at the scene's root that no
 // skin or joint moves, which CreateRig refuses by default) registers from the page with the
-// scenery left out (the rig of the same file without it), and the status line names it.
+// scenery left out (the rig of the same file without it), and the status line names it, and
+// which of the file's two scenes was read.
 TEST(ViewerBrowserTest, AFileWithSceneryRegistersWithoutItAndThePageSaysWhatWasLeftOut) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
   testing::MultiSkinGltf spec;
   const std::string dir = MakeTempDir("scenery");
   const std::string plain = testing::WriteMultiSkinGltf(spec, dir + "/character.gltf");
-  spec.scenery = true;
+  // The ground beside the character, and in a second scene of its own: the page reads the default.
+  spec.scenery = spec.scenery_scene = spec.ground_in_both_scenes = true;
   const std::string scenery = testing::WriteMultiSkinGltf(spec, MakeTempDir("scenery") + "/character.gltf");
   nlohmann::json r;
   ASSERT_NO_FATAL_FAILURE(
       RunViewerScript(*server, "viewer_scenery.mjs", ArtifactsDir("viewer-scenery"), &r, {"--scenery=" + scenery}));
   EXPECT_EQ(r["steps"], nlohmann::json({"registered"}));
   EXPECT_THAT(r["status"].get<std::string>(),
-              ::testing::ContainsRegex(R"(; left out \(no skin or joint moves them\): nodes\[[0-9]+\] \("ground"\)$)"));
+              ::testing::ContainsRegex(R"(; read scenes\[0\] \("Character"\) of 2; left out \(no skin or joint moves )"
+                                       R"(them\): nodes\[[0-9]+\] \("ground"\)$)"));
   ClientOptions o;
   o.target = server->address();
   Client client(o);

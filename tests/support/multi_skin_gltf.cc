@@ -150,9 +150,19 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
     }
   }
 
+  std::string scenes = absl::StrFormat(R"("scene":0,"scenes":[{"nodes":[%s]}],)", absl::StrJoin(scene_nodes, ","));
   if (spec.scenery) {
-    scene_nodes.push_back(static_cast<int>(nodes.size()));
+    const int ground = static_cast<int>(nodes.size());
     nodes.push_back(R"({"name":"ground","mesh":0,"translation":[0,-3,0]})");
+    if (spec.scenery_scene) {
+      if (spec.ground_in_both_scenes) scene_nodes.push_back(ground);
+      scenes = absl::StrFormat(R"("scene":%d,"scenes":[{"name":"Character","nodes":[%s]},)"
+                               R"({"name":"Props","nodes":[%d]}],)",
+                               spec.default_scene, absl::StrJoin(scene_nodes, ","), ground);
+    } else {
+      scene_nodes.push_back(ground);
+      scenes = absl::StrFormat(R"("scene":0,"scenes":[{"nodes":[%s]}],)", absl::StrJoin(scene_nodes, ","));
+    }
   }
 
   // Skins: [root, chain c's joints]; IBM = inverse(bind world) · P_c.
@@ -214,8 +224,7 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
   while (b.buffer.size() % 4) b.buffer.push_back('\0');
 
   const std::string json = absl::StrCat(
-      R"({"asset":{"version":"2.0","generator":"skinning tests"},"scene":0,)",
-      absl::StrFormat(R"("scenes":[{"nodes":[%s]}],)", absl::StrJoin(scene_nodes, ",")),
+      R"({"asset":{"version":"2.0","generator":"skinning tests"},)", scenes,
       R"("nodes":[)", absl::StrJoin(nodes, ","), "],",
       absl::StrFormat(R"("meshes":[{"name":"tube","primitives":[{"attributes":{"POSITION":%d,)"
                       R"("JOINTS_0":%d,"WEIGHTS_0":%d},"indices":%d,"mode":4}]}%s],)",

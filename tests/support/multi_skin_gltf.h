@@ -32,6 +32,12 @@ struct MultiSkinGltf {
   // When true, the scene also holds "ground", an instance of the tube mesh without a skin at the
   // scene's root, 3 below it: a static mesh, which the reader refuses unless it is to skip them.
   bool scenery = false;
+  // With scenery: the ground is the only node of a second scene ("Props"; the first is then
+  // "Character"), in the first too with `ground_in_both_scenes`; the file's default scene is
+  // `default_scene`.
+  bool scenery_scene = false;
+  bool ground_in_both_scenes = false;
+  int default_scene = 0;
   // The animation's key times (0, 0.5 and 1.5 s) multiplied by this: a long animation.
   double key_time_scale = 1.0;
 };

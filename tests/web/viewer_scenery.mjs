@@ -1,7 +1,7 @@
 // The browser viewer given a character file exported with scenery (a mesh that no skin or joint
 // moves, which CreateRig refuses unless told to leave such meshes out): the page registers it
-// with the scenery left out and its status line names what was left out. Writes OUT/result.json
-// for tests/e2e/viewer_test.cc.
+// with the scenery left out and its status line names what was left out (and, of a file with
+// several scenes, which one was read). Writes OUT/result.json for tests/e2e/viewer_test.cc.
 //
 //   node tests/web/viewer_scenery.mjs --url=http://127.0.0.1:PORT --glb=UNUSED --scenery=FILE.gltf --out=DIR
 import { args, result, step, withViewer } from "./harness.mjs";

@@ -312,8 +312,10 @@ async function register(file) {
     });
     await listRigs();
     const skipped = res.skippedStaticMeshes;
-    await openRig(res.rig.name, res.animations,
-                  skipped.length ? `; left out (no skin or joint moves them): ${skipped.join(", ")}` : "");
+    // Of a file with several scenes the server reads the default one and says which.
+    const note = (res.scene ? `; read ${res.scene}` : "") +
+                 (skipped.length ? `; left out (no skin or joint moves them): ${skipped.join(", ")}` : "");
+    await openRig(res.rig.name, res.animations, note);
     probe.registered = res.rig.name;
   } catch (e) {
     fail(`Registering ${file.name}`, e);

@@ -107,6 +107,7 @@ struct HandMade {
   std::string extra_skins;
   std::string extra_primitives;  // primitives of mesh 0 after the built-in one
   std::string scenes = R"([{"nodes":[0,1]}])";
+  int default_scene = 0;  // the file's "scene" (−1: none)
   int channel_node = 0;  // the node the animation channel moves
   std::string extra_channels;  // channels of animation 0 after the built-in one
 };
@@ -142,7 +143,7 @@ std::string WriteHandMade(const HandMade& h, const std::string& file) {
   }
   while (buffer.size() % 4) buffer.push_back('\0');
   const std::string json = absl::StrFormat(
-      R"({"asset":{"version":"2.0"}%s,"scene":0,"scenes":%s,)"
+      R"({"asset":{"version":"2.0"}%s%s,"scenes":%s,)"
       R"("nodes":[{"name":"bone"%s},{"mesh":0,"skin":0}%s],)"
       R"("meshes":[{"name":"handmade","primitives":[{"attributes":{"POSITION":0,"JOINTS_0":1,)"
       R"("WEIGHTS_0":2}%s%s,"mode":%d}%s]}],)"
@@ -151,7 +152,8 @@ std::string WriteHandMade(const HandMade& h, const std::string& file) {
       R"("samplers":[{"input":3,"output":4,"interpolation":"%s"}]}],)"
       R"("buffers":[{"byteLength":%d,"uri":"data:application/octet-stream;base64,%s"}],)"
       R"("bufferViews":[%s],"accessors":[%s]})",
-      h.top_level.empty() ? "" : "," + h.top_level, h.scenes,
+      h.top_level.empty() ? "" : "," + h.top_level,
+      h.default_scene < 0 ? "" : absl::StrFormat(",\"scene\":%d", h.default_scene), h.scenes,
       h.bone_transform.empty() ? "" : "," + h.bone_transform,
       h.extra_nodes.empty() ? "" : "," + h.extra_nodes, indices_member,
       h.primitive_extra.empty() ? "" : "," + h.primitive_extra, h.mode,
@@ -1072,6 +1074,95 @@ TEST(GltfRobustnessTest, SkipStaticMeshesLeavesSceneryOutAndNamesIt) {
   EXPECT_EQ(read->animations.size(), expected->animations.size());
 }
 
+// Of a file with several scenes, one is read: the default (`scene`) or the one asked for, with the
+// skins its meshes use and the animations that move its nodes; the other scenes' meshes (a second
+// character, scenery that would be refused) are left out. Each reading equals a one-scene file of
+// that content.
+TEST(GltfRobustnessTest, OfSeveralScenesOneIsReadAndTheOthersLeftOut) {
+  const std::string dir = TempDir();
+  HandMade plain;
+  HandMade scenes = plain;
+  // Scene 1: a second character (bone2 with its own skin) and a ground plane without a skin.
+  scenes.extra_nodes = R"({"name":"bone2","translation":[0,2,0]},{"name":"other","mesh":0,"skin":1},)"
+                       R"({"name":"ground","mesh":0,"translation":[0,-3,0]})";
+  scenes.extra_skins = R"({"joints":[2]})";
+  scenes.scenes = R"([{"name":"Main","nodes":[0,1]},{"name":"Other","nodes":[2,3,4]}])";
+  absl::StatusOr<GltfCharacter> expected = ReadGltf(WriteHandMade(plain, dir + "/plain.gltf"));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(expected->scene, "") << "one scene: nothing to say";
+
+  const std::string path = WriteHandMade(scenes, dir + "/scenes.gltf");
+  absl::StatusOr<GltfCharacter> main = ReadGltf(path);
+  ASSERT_TRUE(main.ok()) << main.status();
+  EXPECT_EQ(main->scene, "scenes[0] (\"Main\") of 2");
+  EXPECT_TRUE(main->skipped_static_meshes.empty()) << "the ground is another scene's";
+  ASSERT_EQ(main->parts.size(), 1u);
+  EXPECT_EQ(main->parts[0].node, 1);
+  EXPECT_EQ(main->mesh.V, expected->mesh.V);
+  EXPECT_EQ(main->mesh.F, expected->mesh.F);
+  ASSERT_EQ(main->skeleton.size(), 1) << "skins[1] is only the other scene's";
+  EXPECT_EQ(main->skeleton.joints[0].name, "bone");
+  EXPECT_EQ(main->weights.joints, expected->weights.joints);
+  EXPECT_EQ(main->weights.weights, expected->weights.weights);
+  ASSERT_EQ(main->animations.size(), 1u);
+  EXPECT_EQ(main->animations[0].channels.size(), expected->animations[0].channels.size());
+
+  // The other scene, asked for: its ground is refused as in a one-scene file, or left out.
+  GltfReadOptions other;
+  other.scene = 1;
+  absl::StatusOr<GltfCharacter> refused = ReadGltf(path, other);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("nodes[4] (\"ground\") has a triangle mesh"));
+  other.skip_static_meshes = true;
+  absl::StatusOr<GltfCharacter> second = ReadGltf(path, other);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->scene, "scenes[1] (\"Other\") of 2");
+  EXPECT_THAT(second->skipped_static_meshes, ::testing::ElementsAre("nodes[4] (\"ground\")"));
+  ASSERT_EQ(second->parts.size(), 1u);
+  EXPECT_EQ(second->parts[0].node, 3);
+  EXPECT_EQ(second->mesh.V, expected->mesh.V) << "the same mesh, bound with identity inverse binds";
+  ASSERT_EQ(second->skeleton.size(), 1);
+  EXPECT_EQ(second->skeleton.joints[0].name, "bone2");
+  EXPECT_TRUE(second->skeleton.joints[0].rest.translation.isApprox(Eigen::Vector3d(0, 2, 0)));
+  EXPECT_TRUE(second->animations.empty()) << "the animation moves only the first scene's bone";
+
+  // The file's default, when it names the second; the first asked for instead.
+  scenes.default_scene = 1;
+  const std::string second_default = WriteHandMade(scenes, dir + "/second_default.gltf");
+  GltfReadOptions skip;
+  skip.skip_static_meshes = true;
+  absl::StatusOr<GltfCharacter> by_default = ReadGltf(second_default, skip);
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  EXPECT_EQ(by_default->scene, "scenes[1] (\"Other\") of 2");
+  EXPECT_EQ(by_default->skeleton.joints[0].name, "bone2");
+  GltfReadOptions first;
+  first.scene = 0;
+  absl::StatusOr<GltfCharacter> asked = ReadGltf(second_default, first);
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ(asked->scene, "scenes[0] (\"Main\") of 2");
+  EXPECT_EQ(asked->skeleton.joints[0].name, "bone");
+  // Without "scene", the first.
+  scenes.default_scene = -1;
+  absl::StatusOr<GltfCharacter> no_default = ReadGltf(WriteHandMade(scenes, dir + "/no_default.gltf"));
+  ASSERT_TRUE(no_default.ok()) << no_default.status();
+  EXPECT_EQ(no_default->scene, "scenes[0] (\"Main\") of 2");
+
+  // A scene the file does not have; a default scene without a skinned mesh, naming one that has.
+  GltfReadOptions third;
+  third.scene = 2;
+  absl::StatusOr<GltfCharacter> missing = ReadGltf(path, third);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("scene 2 was asked for; the file has 2 scenes"));
+  HandMade bare = plain;
+  bare.extra_nodes = R"({"name":"ground","mesh":0})";
+  bare.scenes = R"([{"nodes":[2]},{"name":"Main","nodes":[0,1]}])";
+  absl::StatusOr<GltfCharacter> empty = ReadGltf(WriteHandMade(bare, dir + "/bare.gltf"));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(empty.status().message()),
+              HasSubstr("scenes[0], the file's default scene, has no skinned mesh; scenes[1] (\"Main\") has one "
+                        "(nodes[1])"));
+}
+
 // Every feature the reader does not support is refused with INVALID_ARGUMENT naming it (and
 // where it is), never dropped. The plain hand-made file reads, so each refusal is the feature's.
 TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
@@ -1097,8 +1188,6 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
                         R"("extensionsRequired":["EXT_texture_webp","KHR_materials_x"])";
        },
        {"\"EXT_texture_webp\", \"KHR_materials_x\" are not supported"}},
-      {"scenes", [](HandMade* h) { h->scenes = R"([{"nodes":[0,1]},{"nodes":[0]}])"; },
-       {"2 scenes", "more than one scene is not supported"}},
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
        {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
       {"negative skin", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":-2})"; },

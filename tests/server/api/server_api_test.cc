@@ -98,19 +98,27 @@ TEST(ServerApi, RigsHaveNamesAndTheStandardMethods) {
     v1::ListRigsResponse resp;
     EXPECT_EQ(stub->ListRigs(&ctx, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
-  {  // The glTF-only fields with a rig: refused, not ignored.
-    for (const bool skip : {false, true}) {
+  {  // The glTF-only fields with a rig: refused, not ignored (scene 0 too: it is set).
+    for (const std::string field : {"display_name", "skip_static_meshes", "scene"}) {
       grpc::ClientContext ctx;
       v1::CreateRigRequest req;
       *req.mutable_rig() = rig;
-      if (skip) req.set_skip_static_meshes(true);
-      else req.set_display_name("label");
+      if (field == "display_name") req.set_display_name("label");
+      if (field == "skip_static_meshes") req.set_skip_static_meshes(true);
+      if (field == "scene") req.set_scene(0);
       v1::CreateRigResponse resp;
       const grpc::Status status = stub->CreateRig(&ctx, req, &resp);
       EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-      EXPECT_THAT(status.error_message(),
-                  HasSubstr(skip ? "skip_static_meshes goes with gltf" : "display_name goes with gltf"));
+      EXPECT_THAT(status.error_message(), HasSubstr(field + " goes with gltf"));
     }
+    grpc::ClientContext ctx;
+    v1::CreateRigRequest req;
+    req.set_gltf("not read: the scene is checked first");
+    req.set_scene(-1);
+    v1::CreateRigResponse resp;
+    const grpc::Status status = stub->CreateRig(&ctx, req, &resp);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr("scene is -1; a scene index is 0 or more"));
   }
   auto bad = client.GetRig(summary.name().substr(5));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
