@@ -3,6 +3,7 @@
 #include <tiny_gltf.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 #include <map>
 #include <string>
@@ -470,6 +471,15 @@ bool RemovalSpan(const unsigned char* text, size_t size, const Frame& f, size_t 
 
 bool SupportedExtension(std::string_view name) {
   return name == kMeshQuantizationExtension || name == kMeshoptExtension || name == kDracoExtension;
+}
+
+bool UnreadExtension(std::string_view name) {
+  static constexpr std::string_view kUnread[] = {
+      "KHR_texture_basisu",  "KHR_texture_transform",  "EXT_texture_webp", "EXT_texture_avif",
+      "KHR_lights_punctual", "EXT_lights_image_based", "KHR_xmp_json_ld"};
+  constexpr std::string_view kMaterials = "KHR_materials_";
+  if (name.size() > kMaterials.size() && name.substr(0, kMaterials.size()) == kMaterials) return true;
+  return std::find(std::begin(kUnread), std::end(kUnread), name) != std::end(kUnread);
 }
 
 JsonShape ScanJson(const unsigned char* text, size_t size) {

@@ -42,6 +42,13 @@ inline constexpr char kMeshQuantizationExtension[] = "KHR_mesh_quantization";
 // KHR_draco_mesh_compression (required ones are refused otherwise; other used ones are removed).
 bool SupportedExtension(std::string_view name);
 
+// Whether extension `name` extends only what the reader never reads: materials (KHR_materials_*),
+// textures and images (KHR_texture_basisu, KHR_texture_transform, EXT_texture_webp,
+// EXT_texture_avif), lights (KHR_lights_punctual, EXT_lights_image_based) and metadata
+// (KHR_xmp_json_ld). A file that requires one has the same meshes, skins and animations without
+// it, so it is read (a file requiring any other unsupported extension is refused).
+bool UnreadExtension(std::string_view name);
+
 // Text to remove, [begin, end) as offsets into the JSON text: members of an object (each from its
 // key through its value) or elements of an array that the reader never uses, with the comma that
 // goes with each (the one before it when a kept one precedes it, else the one after it) and the

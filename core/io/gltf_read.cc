@@ -448,10 +448,11 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSel
                                     const GltfReadOptions& options, std::vector<std::string>* skipped) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
-    if (!gltf_internal::SupportedExtension(e)) unsupported.push_back(e);
+    if (!gltf_internal::SupportedExtension(e) && !gltf_internal::UnreadExtension(e)) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
-        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s)",
+        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s, "
+        "and those of materials, textures, lights and metadata, which it does not read)",
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
         unsupported.size() == 1 ? "is" : "are", kMeshQuantizationExtension, kMeshoptExtension, kDracoExtension));

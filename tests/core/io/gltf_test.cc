@@ -1163,6 +1163,45 @@ TEST(GltfRobustnessTest, OfSeveralScenesOneIsReadAndTheOthersLeftOut) {
                         "(nodes[1])"));
 }
 
+// A file that requires extensions of materials, textures, lights or metadata only (KTX2 or WebP
+// textures, material extensions: what gltfpack and glTF-Transform write) is read, as the same
+// character as the file without them: the reader reads none of these.
+TEST(GltfRobustnessTest, ReadsPastRequiredExtensionsOfMaterialsAndTextures) {
+  const std::string dir = TempDir();
+  absl::StatusOr<GltfCharacter> expected = ReadGltf(WriteHandMade(HandMade(), dir + "/plain.gltf"));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  const std::string extensions =
+      R"(["KHR_texture_basisu","EXT_texture_webp","KHR_texture_transform","KHR_materials_emissive_strength",)"
+      R"("KHR_materials_variants","KHR_lights_punctual","KHR_xmp_json_ld"])";
+  HandMade textured;
+  textured.top_level =
+      absl::StrCat(R"("extensionsUsed":)", extensions, R"(,"extensionsRequired":)", extensions,
+                   R"(,"images":[{"uri":"data:image/ktx2;base64,q0tUWCAyMLsNChoK"},)"
+                   R"({"uri":"data:image/webp;base64,UklGRg=="}],)"
+                   R"("textures":[{"extensions":{"KHR_texture_basisu":{"source":0},"EXT_texture_webp":{"source":1}}}],)"
+                   R"("materials":[{"pbrMetallicRoughness":{"baseColorTexture":{"index":0,"extensions":)"
+                   R"({"KHR_texture_transform":{"scale":[2,2]}}}},"emissiveFactor":[1,1,1],)"
+                   R"("extensions":{"KHR_materials_emissive_strength":{"emissiveStrength":4}}}],)"
+                   R"("extensions":{"KHR_lights_punctual":{"lights":[{"type":"point"}]}})");
+  textured.primitive_extra =
+      R"("material":0,"extensions":{"KHR_materials_variants":{"mappings":[{"material":0,"variants":[0]}]}})";
+  absl::StatusOr<GltfCharacter> read = ReadGltf(WriteHandMade(textured, dir + "/textured.gltf"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->mesh.V, expected->mesh.V);
+  EXPECT_EQ(read->mesh.F, expected->mesh.F);
+  EXPECT_EQ(read->skeleton.size(), expected->skeleton.size());
+  EXPECT_EQ(read->weights.joints, expected->weights.joints);
+  EXPECT_EQ(read->weights.weights, expected->weights.weights);
+  EXPECT_EQ(read->animations.size(), expected->animations.size());
+  // Of these, only the reader's own are known to it: a made-up material-like name is refused.
+  for (const char* other : {"KHR_materialsx", "EXT_mesh_gpu_instancing"}) {
+    HandMade h;
+    h.top_level = absl::StrFormat(R"("extensionsUsed":["%s"],"extensionsRequired":["%s"])", other, other);
+    absl::StatusOr<GltfCharacter> refused = ReadGltf(WriteHandMade(h, dir + "/refused.gltf"));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << other;
+  }
+}
+
 // Every feature the reader does not support is refused with INVALID_ARGUMENT naming it (and
 // where it is), never dropped. The plain hand-made file reads, so each refusal is the feature's.
 TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
@@ -1181,13 +1220,13 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
        },
        {"extensionsRequired: \"EXT_mesh_gpu_instancing\" is not supported",
         "the required extensions the reader supports are KHR_mesh_quantization, EXT_meshopt_compression and "
-        "KHR_draco_mesh_compression"}},
-      {"webp and an unknown one",
+        "KHR_draco_mesh_compression, and those of materials, textures, lights and metadata"}},
+      {"two unknown ones beside a texture's",  // the texture's is not named: it is read past
        [](HandMade* h) {
-         h->top_level = R"("extensionsUsed":["EXT_texture_webp","KHR_materials_x"],)"
-                        R"("extensionsRequired":["EXT_texture_webp","KHR_materials_x"])";
+         h->top_level = R"("extensionsUsed":["EXT_texture_webp","KHR_animation_pointer","VENDOR_x"],)"
+                        R"("extensionsRequired":["EXT_texture_webp","KHR_animation_pointer","VENDOR_x"])";
        },
-       {"\"EXT_texture_webp\", \"KHR_materials_x\" are not supported"}},
+       {"extensionsRequired: \"KHR_animation_pointer\", \"VENDOR_x\" are not supported"}},
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
        {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
       {"negative skin", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":-2})"; },
