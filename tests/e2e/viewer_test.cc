@@ -22,8 +22,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
+#include "core/io/gltf.h"
+#include "server/convert/convert.h"
+#include "server/convert/gltf_import.h"
 #include "skinning/v1/pose_service.pb.h"
 #include "skinning/v1/bake_service.pb.h"
 #include "tests/support/data.h"
@@ -198,6 +202,39 @@ TEST(ViewerBrowserTest, AFileWithSceneryRegistersWithoutItAndThePageSaysWhatWasL
   ASSERT_TRUE(want.ok()) << want.status();
   EXPECT_EQ(r["rig"].get<std::string>(), want->rig().name());
   EXPECT_FALSE(want->created()) << "the page stored the same rig";
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// tests/web/viewer_gltf_files.mjs: SimpleSkin, a .gltf with four .bin files beside it. Chosen
+// alone, the page names the first file it also needs; chosen with them, it registers the rig that
+// reading the file from disk gives (the same content address).
+TEST(ViewerBrowserTest, AGltfChosenWithItsBinFilesRegistersAsTheFileReadFromDisk) {
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  const std::string gltf = testing::DataPath("gltf/SimpleSkin/SimpleSkin.gltf");
+  SKINNING_REQUIRE_DATA(gltf);
+  std::vector<std::string> bins;
+  for (const char* bin : {"inverseBindMatrices.bin", "skinAnimation.bin", "skinGeometry.bin", "skinningData.bin"})
+    bins.push_back(testing::DataPath(std::string("gltf/SimpleSkin/") + bin));
+  std::unique_ptr<ServerProcess> server = ViewerServer();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_gltf_files.mjs", ArtifactsDir("viewer-gltf-files"), &r,
+                                          {"--gltf=" + gltf, "--bins=" + absl::StrJoin(bins, ",")}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"refused alone", "registered"}));
+  EXPECT_THAT(r["alone"].get<std::string>(),
+              ::testing::HasSubstr("SimpleSkin.gltf keeps a buffer in skinGeometry.bin: choose or drop it together "
+                                   "with the .gltf"));
+  absl::StatusOr<GltfCharacter> read = ReadGltf(gltf);
+  ASSERT_TRUE(read.ok()) << read.status();
+  GltfImport imported = ImportGltf(*std::move(read));
+  imported.rig.name = "SimpleSkin";  // the page's display name: the file's
+  ClientOptions o;
+  o.target = server->address();
+  Client client(o);
+  auto want = client.CreateRig(RigToProto(imported.rig));
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(r["rig"].get<std::string>(), want->rig().name());
+  EXPECT_FALSE(want->created()) << "the page stored the same rig";
+  EXPECT_THAT(r["status"].get<std::string>(), ::testing::StartsWith("SimpleSkin: "));
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

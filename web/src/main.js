@@ -302,10 +302,46 @@ async function openRig(name, clips = [], note = "") {
       (clips.length ? `, ${clips.length} animation(s)` : "") + note);
 }
 
-async function register(file) {
+// A file's bytes as a data: URI of application/octet-stream (one the server's glTF reader takes,
+// whatever type the browser gives the file: some map .bin to application/macbinary).
+const octetStreamUri = (file) => new Promise((resolve, reject) => {
+  const reader = new FileReader();
+  reader.onload = () => resolve(reader.result);
+  reader.onerror = () => reject(reader.error);
+  reader.readAsDataURL(new Blob([file], { type: "application/octet-stream" }));
+});
+
+// The character among the chosen or dropped files: a .glb as it is, or a .gltf whose buffers are
+// files beside it (Blender's "glTF Separate", the glTF sample models) with those files embedded
+// as data: URIs, since the server reads nothing but what it is sent. Image files are not needed:
+// the server reads no image.
+async function characterFile(files) {
+  const characters = files.filter((f) => /\.(glb|gltf)$/i.test(f.name));
+  if (characters.length !== 1) {
+    throw new Error(characters.length ? `choose one .glb or .gltf at a time, not ${characters.length}`
+                                      : "choose a .glb, or a .gltf with the .bin files it names");
+  }
+  const file = characters[0];
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  if (/\.glb$/i.test(file.name) || new TextDecoder().decode(bytes.subarray(0, 4)) === "glTF") return { file, bytes };
+  const doc = JSON.parse(new TextDecoder().decode(bytes));
+  let embedded = 0;
+  for (const buffer of doc.buffers ?? []) {
+    if (typeof buffer.uri !== "string" || buffer.uri.startsWith("data:")) continue;
+    const name = decodeURIComponent(buffer.uri).split("/").pop();
+    const part = files.find((f) => f.name === name);
+    if (!part) throw new Error(`${file.name} keeps a buffer in ${name}: choose or drop it together with the .gltf`);
+    buffer.uri = await octetStreamUri(part);
+    ++embedded;
+  }
+  return { file, bytes: embedded ? new TextEncoder().encode(JSON.stringify(doc)) : bytes };
+}
+
+async function register(files) {
+  const names = files.map((f) => f.name).join(", ");
   try {
-    say(`Sending ${file.name} (${(file.size / 1024).toFixed(0)} KiB)…`);
-    const bytes = new Uint8Array(await file.arrayBuffer());
+    const { file, bytes } = await characterFile(files);
+    say(`Sending ${file.name} (${(bytes.length / 1024).toFixed(0)} KiB)…`);
     // Scenery exported with the character (a ground plane, a pedestal) is left out, and said so.
     const res = await rigs.createRig({
       source: { case: "gltf", value: bytes }, displayName: file.name.replace(/\.[^.]*$/, ""), skipStaticMeshes: true,
@@ -318,7 +354,7 @@ async function register(file) {
     await openRig(res.rig.name, res.animations, note);
     probe.registered = res.rig.name;
   } catch (e) {
-    fail(`Registering ${file.name}`, e);
+    fail(`Registering ${names}`, e);
   }
 }
 
@@ -781,14 +817,14 @@ probe.pixels = () => {
 };
 
 // ---- Wiring -------------------------------------------------------------------------------
-$("file").addEventListener("change", (ev) => ev.target.files[0] && register(ev.target.files[0]));
+$("file").addEventListener("change", (ev) => ev.target.files.length && register([...ev.target.files]));
 const drop = $("drop");
 drop.addEventListener("dragover", (ev) => { ev.preventDefault(); drop.classList.add("over"); });
 drop.addEventListener("dragleave", () => drop.classList.remove("over"));
 drop.addEventListener("drop", (ev) => {
   ev.preventDefault();
   drop.classList.remove("over");
-  if (ev.dataTransfer.files[0]) register(ev.dataTransfer.files[0]);
+  if (ev.dataTransfer.files.length) register([...ev.dataTransfer.files]);
 });
 $("rigs").addEventListener("change", async () => {
   try { await openRig($("rigs").value); } catch (e) { fail("Opening the rig", e); }
@@ -830,7 +866,7 @@ requestAnimationFrame(loop);
 
 listRigs()
   .then(() => {
-    say("Choose a rig, or drop a .glb to register it.");
+    say("Choose a rig, or drop a .glb (or a .gltf with its .bin files) to register it.");
     probe.ready = true;
   })
   .catch((e) => fail("Listing the rigs", e));

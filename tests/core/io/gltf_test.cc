@@ -1734,7 +1734,8 @@ TEST(GltfRobustnessTest, BoundsTheJsonBeforeParsingIt) {
 TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
   const std::string seeds = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/";
   std::vector<std::string> files = {seeds + "quad.gltf", seeds + "sparse_triangle.gltf", seeds + "quad_draco.glb",
-                                    seeds + "quad_draco_sequential.glb", seeds + "triangle_meshopt.glb"};
+                                    seeds + "quad_draco_sequential.glb", seeds + "triangle_meshopt.glb",
+                                    seeds + "two_scenes.gltf"};
   for (const char* sample : {"CesiumMan/CesiumMan.glb", "RiggedFigure/RiggedFigure.glb",
                              "RiggedFigure/RiggedFigure.gltf", "RiggedSimple/RiggedSimple.glb",
                              "RiggedSimple/RiggedSimple.gltf", "SimpleSkin/SimpleSkin.gltf"}) {
