@@ -25,7 +25,8 @@ struct GltfCharacter {
   // through D_s, so that the rig's inverse binds pose them as the spec does.
   Mesh mesh;
   // The joints of every skin (skins in order, each skin's joints in order, a node listed by
-  // several skins once), then their non-joint ancestors. With one skin, glTF joint index j is
+  // several skins once), then their non-joint ancestors, then the nodes that animated props move
+  // with and those between them and their skin joint. With one skin, glTF joint index j is
   // skeleton joint j.
   Skeleton skeleton;
   int num_skin_joints = 0;  // joints listed by some skin (the first num_skin_joints)
@@ -110,12 +111,14 @@ struct GltfSizeLimits {
 // up, materials, textures, images, samplers and cameras among them; extras but a mesh's
 // targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What
 // is not supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions other than
-// KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression, triangle meshes without a skin that hang below no skin joint (left out instead with
-// options.skip_static_meshes) or are animated up to it (those below a joint are props: weighted
-// 1 to it, they move rigidly with it), and
-// skins that bind a shared joint differently other than by one transform for the whole skin. Of a
-// file with several scenes, one is read (GltfReadOptions::scene; its skinned meshes' skins, and
-// skins no mesh uses), and GltfCharacter::scene says which.
+// KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression (but those of
+// materials, textures, lights and metadata, which are read past), triangle meshes without a skin
+// that hang below no skin joint (left out instead with options.skip_static_meshes; those below a
+// joint are props: weighted 1 to it, they move rigidly with it, or with the nearest node between
+// them that an animation moves, which becomes a joint), and skins that bind a shared joint
+// differently other than by one transform for the whole skin. Of a file with several scenes, one
+// is read (GltfReadOptions::scene; its skinned meshes' skins, and skins no mesh uses), and
+// GltfCharacter::scene says which.
 // KHR_mesh_quantization is read (integer positions, normals and morph deltas, where the file
 // declares it; normals renormalized; the mesh moved out of the integer grid into the rest pose's
 // world space when every skin joint's rest skinning transform is one similarity), EXT_meshopt_compression (the views decoded first) and

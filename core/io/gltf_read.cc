@@ -293,13 +293,15 @@ absl::StatusOr<Transform> NodeTransform(const tinygltf::Node& node, int index) {
 }
 
 // What props need of the node tree, computed once per file: each node's parent (the first one
-// found; the skeleton reader rejects nodes with two parents) and whether a skin lists it.
+// found; the skeleton reader rejects nodes with two parents), whether a skin read lists it and
+// whether an animation read moves it (translation, rotation or scale).
 struct NodeTree {
   std::vector<int> parent;
   std::vector<bool> skin_joint;
+  std::vector<bool> animated;
 
-  NodeTree(const tinygltf::Model& model, const std::vector<bool>& skins_read)
-      : parent(model.nodes.size(), -1), skin_joint(model.nodes.size(), false) {
+  NodeTree(const tinygltf::Model& model, const std::vector<bool>& skins_read, const std::vector<bool>& animations_read)
+      : parent(model.nodes.size(), -1), skin_joint(model.nodes.size(), false), animated(model.nodes.size(), false) {
     const int n = static_cast<int>(model.nodes.size());
     for (int p = 0; p < n; ++p) {
       for (int c : model.nodes[p].children) {
@@ -310,6 +312,13 @@ struct NodeTree {
       if (!skins_read[s]) continue;
       for (int j : model.skins[s].joints) {
         if (j >= 0 && j < n) skin_joint[j] = true;
+      }
+    }
+    for (size_t a = 0; a < model.animations.size(); ++a) {
+      if (!animations_read[a]) continue;
+      for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
+        if (ch.target_node >= 0 && ch.target_node < n && ch.target_path != "weights" && ch.target_path != "pointer")
+          animated[ch.target_node] = true;
       }
     }
   }
@@ -324,6 +333,15 @@ struct NodeTree {
       if (skin_joint[p]) return p;
     }
     return -1;
+  }
+
+  // The node a prop n below skin joint node `joint` (PropJointNode) moves with: the nearest node
+  // from n up to the joint (n included, the joint not) that an animation moves, else the joint.
+  int PropAnchorNode(int n, int joint) const {
+    for (int p = n; p != joint; p = parent[p]) {
+      if (animated[p]) return p;
+    }
+    return joint;
   }
 };
 
@@ -443,9 +461,11 @@ bool UsesMeshQuantization(const tinygltf::Model& model) {
 
 // Refuses what the reader does not support yet instead of dropping it: every message names the
 // feature and where it is. Static meshes are left out instead, and named in `skipped`, with
-// options.skip_static_meshes.
+// options.skip_static_meshes. Props that an animation moves below their joint add the nodes from
+// their anchor (NodeTree::PropAnchorNode) up to the joint to `prop_joints`, anchors in `anchors`.
 absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSelection& selection, const NodeTree& tree,
-                                    const GltfReadOptions& options, std::vector<std::string>* skipped) {
+                                    const GltfReadOptions& options, std::vector<std::string>* skipped,
+                                    std::set<int>* prop_joints, std::set<int>* anchors) {
   std::vector<std::string> unsupported;
   for (const std::string& e : model.extensionsRequired)
     if (!gltf_internal::SupportedExtension(e) && !gltf_internal::UnreadExtension(e)) unsupported.push_back(e);
@@ -456,14 +476,6 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSel
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
         unsupported.size() == 1 ? "is" : "are", kMeshQuantizationExtension, kMeshoptExtension, kDracoExtension));
-  }
-  // The first animation that moves each node (translation, rotation or scale), for props.
-  std::map<int, size_t> moved_by;
-  for (size_t a = 0; a < model.animations.size(); ++a) {
-    if (!selection.animation[a]) continue;
-    for (const tinygltf::AnimationChannel& ch : model.animations[a].channels) {
-      if (ch.target_path != "weights") moved_by.emplace(ch.target_node, a);
-    }
   }
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
@@ -498,8 +510,8 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSel
     const std::string name =
         node.name.empty() ? std::string() : absl::StrFormat(" (\"%s\")", node.name);
     if (node.skin < 0 && !model.skins.empty()) {  // no skin at all: ReadSkeleton says so
-      // A prop: it must hang below a skin joint, and nothing from it up to that joint may be
-      // animated, so that it moves rigidly with the joint.
+      // A prop: it must hang below a skin joint. It moves rigidly with the nearest node up to that
+      // joint that an animation moves, or with the joint: such nodes become joints of the rig.
       ASSIGN_OR_RETURN(const int joint_node, tree.PropJointNode(static_cast<int>(n)));
       if (joint_node < 0) {
         if (options.skip_static_meshes) {
@@ -511,13 +523,10 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSel
             "are not supported yet (skip_static_meshes leaves them out)",
             n, name));
       }
-      for (int m = static_cast<int>(n); m != joint_node; m = tree.parent[m]) {
-        if (const auto it = moved_by.find(m); it != moved_by.end()) {
-          return Invalid(absl::StrFormat(
-              "nodes[%d]%s is a mesh without a skin below joint nodes[%d], but animations[%d] "
-              "moves nodes[%d] between them; such props are not supported",
-              n, name, joint_node, it->second, m));
-        }
+      const int anchor = tree.PropAnchorNode(static_cast<int>(n), joint_node);
+      if (anchor != joint_node) {
+        anchors->insert(anchor);
+        for (int m = anchor; m != joint_node; m = tree.parent[m]) prop_joints->insert(m);
       }
       continue;
     }
@@ -530,13 +539,15 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSel
 }
 
 // Fills skeleton, num_skin_joints, node_of_joint and the skins' joint maps and bind offsets
-// from every skin and the node hierarchy. The rig's joints are the union of the skins' joints
+// from every skin read and the node hierarchy. The rig's joints are the union of the skins' joints
 // (skins in order, each skin's joints in order, a node listed by several skins once), then
-// their non-joint ancestors. A joint's inverse bind matrix is the first listing skin's; a
+// their non-joint ancestors, then `prop_joints` (CheckSupportedFeatures; of them `anchors` carry
+// weight). A joint's inverse bind matrix is the first listing skin's; a
 // later skin s may bind its joints differently only by one transform for the whole skin,
 // IBM_s(j) = IBM(j) · D_s (exporters that bind each mesh at its own place), and its vertices
 // are then pre-transformed by D_s, which poses them exactly as the spec does.
-absl::Status ReadSkeleton(const tinygltf::Model& model, const SceneSelection& selection, GltfCharacter* character,
+absl::Status ReadSkeleton(const tinygltf::Model& model, const SceneSelection& selection,
+                          const std::set<int>& prop_joints, const std::set<int>& anchors, GltfCharacter* character,
                           std::vector<int>* joint_of_node, std::vector<SkinMap>* skins) {
   const int num_nodes = static_cast<int>(model.nodes.size());
   std::vector<int> parent(num_nodes, -1);
@@ -594,6 +605,13 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, const SceneSelection& se
     (*joint_of_node)[n] = static_cast<int>(node_of_joint.size());
     node_of_joint.push_back(n);
   }
+  // Then the nodes animated props move with, and those between them and their skin joint (a node
+  // that is also a joint's ancestor is there once).
+  for (int n : prop_joints) {
+    if ((*joint_of_node)[n] != -1) continue;
+    (*joint_of_node)[n] = static_cast<int>(node_of_joint.size());
+    node_of_joint.push_back(n);
+  }
 
   Skeleton& skeleton = character->skeleton;
   skeleton.joints.assign(node_of_joint.size(), Joint());
@@ -603,8 +621,9 @@ absl::Status ReadSkeleton(const tinygltf::Model& model, const SceneSelection& se
     joint.name = model.nodes[n].name.empty() ? absl::StrFormat("node%d", n) : model.nodes[n].name;
     joint.parent = parent[n] == -1 ? -1 : (*joint_of_node)[parent[n]];
     ASSIGN_OR_RETURN(joint.rest, NodeTransform(model.nodes[n], n));
-    // Non-joint ancestors carry no weights (an "Armature" or "Z_UP" node).
-    joint.deforms = static_cast<int>(j) < num_skin_joints;
+    // Non-joint ancestors carry no weights (an "Armature" or "Z_UP" node), nor do the nodes
+    // between an animated prop's anchor and its joint; the anchor carries the prop's.
+    joint.deforms = static_cast<int>(j) < num_skin_joints || anchors.count(n) > 0;
   }
 
   // Inverse bind matrices: the first listing skin's, then each skin's offset D_s.
@@ -717,15 +736,17 @@ absl::Status ReadMesh(const tinygltf::Model& model, const SceneSelection& select
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
     if (node.mesh < 0 || !selection.node[n]) continue;
-    // A prop (CheckSupportedFeatures: below a skin joint, not animated up to it) is weighted 1
-    // to that joint, its vertices taken to where the joint's inverse bind expects them:
-    // v' = IBM(J)⁻¹ · R · v, R the rest transforms from the joint down to the node, so that
-    // world(J) · IBM(J) · v' = world(J) · R · v, the spec's pose of a non-skinned node.
+    // A prop (CheckSupportedFeatures: below a skin joint) is weighted 1 to the joint it moves with
+    // (its anchor: the nearest animated node up to its skin joint, else that joint), its vertices
+    // taken to where the joint's inverse bind expects them: v' = IBM(J)⁻¹ · R · v, R the rest
+    // transforms from J down to the node, so that world(J) · IBM(J) · v' = world(J) · R · v, the
+    // spec's pose of a non-skinned node.
     int prop_joint = -1;
     Eigen::Affine3d prop_matrix = Eigen::Affine3d::Identity();
     if (node.skin < 0) {
-      ASSIGN_OR_RETURN(const int joint_node, tree.PropJointNode(static_cast<int>(n)));
-      if (joint_node < 0) continue;  // no skin in the file: ReadSkeleton said so
+      ASSIGN_OR_RETURN(const int skin_joint_node, tree.PropJointNode(static_cast<int>(n)));
+      if (skin_joint_node < 0) continue;  // no skin in the file: ReadSkeleton said so
+      const int joint_node = tree.PropAnchorNode(static_cast<int>(n), skin_joint_node);
       prop_joint = joint_of_node[joint_node];
       Eigen::Affine3d R = Eigen::Affine3d::Identity();
       for (int m = static_cast<int>(n); m != joint_node; m = tree.parent[m]) {
@@ -1337,8 +1358,10 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
   absl::StatusOr<SceneSelection> selection = SelectScene(model, options);
   if (!selection.ok()) return fail(selection.status());
   character.scene = selection->read;
-  const NodeTree tree(model, selection->skin);
-  if (absl::Status s = CheckSupportedFeatures(model, *selection, tree, options, &character.skipped_static_meshes);
+  const NodeTree tree(model, selection->skin, selection->animation);
+  std::set<int> prop_joints, anchors;
+  if (absl::Status s = CheckSupportedFeatures(model, *selection, tree, options, &character.skipped_static_meshes,
+                                              &prop_joints, &anchors);
       !s.ok())
     return fail(s);
   if (absl::Status s = CheckDeclaredSize(model, limits); !s.ok()) return fail(s);
@@ -1354,7 +1377,8 @@ absl::StatusOr<GltfCharacter> ReadCharacter(tinygltf::Model model, const std::st
   if (absl::Status s = CheckAllAccessors(model); !s.ok()) return fail(s);
   std::vector<int> joint_of_node;
   std::vector<SkinMap> skins;
-  if (absl::Status s = ReadSkeleton(model, *selection, &character, &joint_of_node, &skins); !s.ok())
+  if (absl::Status s = ReadSkeleton(model, *selection, prop_joints, anchors, &character, &joint_of_node, &skins);
+      !s.ok())
     return fail(s);
   if (absl::Status s = ReadMesh(model, *selection, tree, skins, joint_of_node, &character); !s.ok())
     return fail(s);

@@ -509,66 +509,71 @@ TEST_F(CharactersTest, MorphTargetsThenSkinningFollowTheSpec) {
 
 // A file of the shape Unity writes: one mesh instanced by three nodes, each with its own skin
 // over a different joint chain of one tree (skins sharing the root, binding the mesh at three
-// places), plus a helmet mesh without a skin below one joint (a prop). Registered as one rig and
-// posed through the server, every node's vertices follow the independent glTF-spec reference at
-// the keys and between them, with LBS and with DQS (the prop rigidly, as the spec draws it).
+// places), plus a helmet mesh without a skin below one joint (a prop), and again with the helmet
+// below a node that the animation turns. Registered as one rig and posed through the server, every
+// node's vertices follow the independent glTF-spec reference at the keys and between them, with
+// LBS and with DQS (the prop rigidly, as the spec draws it).
 TEST_F(CharactersTest, MultiSkinFilePosesEveryNodeLikeTheSpecWithLbsAndDqs) {
-  testing::MultiSkinGltf spec;
-  spec.prop = true;  // and a helmet without a skin below chain 0's last joint
-  const std::string path = testing::WriteMultiSkinGltf(spec, MakeTempDir("multi") + "/multi.gltf");
-  absl::StatusOr<GltfCharacter> character = ReadGltf(path);
-  ASSERT_TRUE(character.ok()) << character.status();
-  ASSERT_EQ(character->parts.size(), 4u);
-  auto reg = client_->CreateRig(RigToProto(RigOf(*character, "multi-skin")));
-  ASSERT_TRUE(reg.ok()) << reg.status();
+  for (const bool animated_prop : {false, true}) {
+    SCOPED_TRACE(animated_prop ? "the helmet below a mount the animation turns" : "the helmet below the joint");
+    testing::MultiSkinGltf spec;
+    spec.prop = true;  // and a helmet without a skin below chain 0's last joint
+    spec.animated_prop = animated_prop;
+    const std::string path = testing::WriteMultiSkinGltf(spec, MakeTempDir("multi") + "/multi.gltf");
+    absl::StatusOr<GltfCharacter> character = ReadGltf(path);
+    ASSERT_TRUE(character.ok()) << character.status();
+    ASSERT_EQ(character->parts.size(), 4u);
+    auto reg = client_->CreateRig(RigToProto(RigOf(*character, "multi-skin")));
+    ASSERT_TRUE(reg.ok()) << reg.status();
 
-  auto bind = ref::SkinAtTime(path, -1, 0.0);
-  ASSERT_TRUE(bind.ok()) << bind.status();
-  Eigen::Vector3d lo = bind->bind[0], hi = bind->bind[0];
-  for (const auto& p : bind->bind) lo = lo.cwiseMin(p), hi = hi.cwiseMax(p);
-  const double diag = (hi - lo).norm();
-  ASSERT_EQ(bind->nodes.size(), 4u);
-  // Keys 0, 0.5, 1.5 s; between keys; before and after the animation (clamped).
-  const std::vector<double> times = {0.0, 0.5, 1.5, 0.2, 0.9, 1.3, -0.4, 2.0};
-  for (const auto& [deformer, blend] :
-       {std::pair{v1::DEFORMER_UNSPECIFIED, ref::Blend::kLinear},
-        std::pair{v1::DEFORMER_DQS, ref::Blend::kDualQuaternion}}) {
-    v1::PoseClipRequest req;
-    req.set_rig(reg->rig().name());
-    req.set_deformer(deformer);
-    req.mutable_outputs()->set_vertices(true);
-    for (double t : times) {
-      *req.add_poses() =
-          PoseToProto(Pose{SampleAnimation(character->skeleton, character->animations[0], t)});
-    }
-    auto clip = client_->PoseClip(req);
-    ASSERT_TRUE(clip.ok()) << clip.status();
-    ASSERT_EQ(clip->frames_size(), static_cast<int>(times.size()));
-    double moved = 0;
-    for (size_t f = 0; f < times.size(); ++f) {
-      auto expected = ref::SkinAtTime(path, 0, times[f], blend);
-      ASSERT_TRUE(expected.ok()) << expected.status();
-      const auto& posed = clip->frames(static_cast<int>(f));
-      ASSERT_EQ(posed.vertices_size(), 3 * static_cast<int>(expected->posed.size()));
-      for (size_t node = 0; node < expected->nodes.size(); ++node) {
-        const int first = expected->first_vertex[node];
-        const int end = node + 1 < expected->nodes.size() ? expected->first_vertex[node + 1]
-                                                          : static_cast<int>(expected->posed.size());
-        EXPECT_EQ(character->parts[node].first_vertex, first);
-        double worst = 0;
-        for (int i = first; i < end; ++i) {
-          const Eigen::Vector3d got(posed.vertices(3 * i), posed.vertices(3 * i + 1),
-                                    posed.vertices(3 * i + 2));
-          worst = std::max(worst, (got - expected->posed[i]).norm());
-          moved = std::max(moved, (expected->posed[i] - bind->bind[i]).norm());
-        }
-        EXPECT_LE(worst, 1e-5 * diag)
-            << (blend == ref::Blend::kLinear ? "LBS" : "DQS") << ", node "
-            << expected->nodes[node] << " at t = " << times[f] << ": worst " << worst
-            << " (diagonal " << diag << ")";
+    auto bind = ref::SkinAtTime(path, -1, 0.0);
+    ASSERT_TRUE(bind.ok()) << bind.status();
+    Eigen::Vector3d lo = bind->bind[0], hi = bind->bind[0];
+    for (const auto& p : bind->bind) lo = lo.cwiseMin(p), hi = hi.cwiseMax(p);
+    const double diag = (hi - lo).norm();
+    ASSERT_EQ(bind->nodes.size(), 4u);
+    // Keys 0, 0.5, 1.5 s; between keys; before and after the animation (clamped).
+    const std::vector<double> times = {0.0, 0.5, 1.5, 0.2, 0.9, 1.3, -0.4, 2.0};
+    for (const auto& [deformer, blend] :
+         {std::pair{v1::DEFORMER_UNSPECIFIED, ref::Blend::kLinear},
+          std::pair{v1::DEFORMER_DQS, ref::Blend::kDualQuaternion}}) {
+      v1::PoseClipRequest req;
+      req.set_rig(reg->rig().name());
+      req.set_deformer(deformer);
+      req.mutable_outputs()->set_vertices(true);
+      for (double t : times) {
+        *req.add_poses() =
+            PoseToProto(Pose{SampleAnimation(character->skeleton, character->animations[0], t)});
       }
+      auto clip = client_->PoseClip(req);
+      ASSERT_TRUE(clip.ok()) << clip.status();
+      ASSERT_EQ(clip->frames_size(), static_cast<int>(times.size()));
+      double moved = 0;
+      for (size_t f = 0; f < times.size(); ++f) {
+        auto expected = ref::SkinAtTime(path, 0, times[f], blend);
+        ASSERT_TRUE(expected.ok()) << expected.status();
+        const auto& posed = clip->frames(static_cast<int>(f));
+        ASSERT_EQ(posed.vertices_size(), 3 * static_cast<int>(expected->posed.size()));
+        for (size_t node = 0; node < expected->nodes.size(); ++node) {
+          const int first = expected->first_vertex[node];
+          const int end = node + 1 < expected->nodes.size() ? expected->first_vertex[node + 1]
+                                                            : static_cast<int>(expected->posed.size());
+          EXPECT_EQ(character->parts[node].first_vertex, first);
+          double worst = 0;
+          for (int i = first; i < end; ++i) {
+            const Eigen::Vector3d got(posed.vertices(3 * i), posed.vertices(3 * i + 1),
+                                      posed.vertices(3 * i + 2));
+            worst = std::max(worst, (got - expected->posed[i]).norm());
+            moved = std::max(moved, (expected->posed[i] - bind->bind[i]).norm());
+          }
+          EXPECT_LE(worst, 1e-5 * diag)
+              << (blend == ref::Blend::kLinear ? "LBS" : "DQS") << ", node "
+              << expected->nodes[node] << " at t = " << times[f] << ": worst " << worst
+              << " (diagonal " << diag << ")";
+        }
+      }
+      EXPECT_GT(moved, 0.05 * diag) << "the animation should bend every chain";
     }
-    EXPECT_GT(moved, 0.05 * diag) << "the animation should bend every chain";
   }
 }
 

@@ -144,7 +144,11 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
     b.accessors[prop_positions].pop_back();
     b.accessors[prop_positions] += R"(,"min":[-0.15,-0.1,-0.05],"max":[0.15,0.1,0.05]})";
     prop_indices = b.Add(faces, 5123, "SCALAR", faces.size());
-    if (!spec.prop_on_joint) {
+    if (!spec.prop_on_joint && spec.animated_prop) {
+      nodes.push_back(absl::StrFormat(R"({"name":"mount","translation":[0.3,0.1,-0.05],"children":[%d]})",
+                                      prop_node + 1));
+      nodes.push_back(R"({"name":"helmet","mesh":1,"translation":[0.1,0,0],"rotation":[0,0,0.258819,0.965926]})");
+    } else if (!spec.prop_on_joint) {
       nodes.push_back(
           R"({"name":"helmet","mesh":1,"translation":[0.3,0.1,-0.05],"rotation":[0,0,0.258819,0.965926]})");
     }
@@ -216,6 +220,7 @@ std::string WriteMultiSkinGltf(const MultiSkinGltf& spec, const std::string& pat
                                        samplers.size() - 1, node));
   };
   animate(0, Eigen::Vector3d(0.3, 1, 0.2), 25);
+  if (spec.prop && spec.animated_prop && !spec.prop_on_joint) animate(prop_node, Eigen::Vector3d(1, 0.2, 0.4), 50);
   for (int c = 0; c < spec.chains; ++c) {
     for (int j = 0; j < n; ++j) {
       animate(chain_nodes[c][j], Eigen::Vector3d(0.2 + 0.3 * j, 0.7, 1.0 - 0.2 * c), 35 + 10 * j);

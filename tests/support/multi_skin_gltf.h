@@ -29,6 +29,9 @@ struct MultiSkinGltf {
   // With prop: the box is chain 0's last joint node's own mesh (no node of its own below it),
   // which moves with that joint.
   bool prop_on_joint = false;
+  // With prop (below the joint): the box hangs from a node "mount" between it and the joint, 0.1
+  // from it, which the animation turns: an animated prop.
+  bool animated_prop = false;
   // When true, the scene also holds "ground", an instance of the tube mesh without a skin at the
   // scene's root, 3 below it: a static mesh, which the reader refuses unless it is to skip them.
   bool scenery = false;

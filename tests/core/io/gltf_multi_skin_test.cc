@@ -150,14 +150,20 @@ TEST(GltfMultiSkin, MeshPartsAreValidated) {
 // A mesh without a skin below a joint (a helmet), or on the joint node itself, is read as one
 // more part, weighted 1 to that joint, its vertices where the spec draws it in the bind pose (on
 // the joint node it was given the joint's parent: right at rest, off by 1.1 once the joint
-// turned).
+// turned). Below a node that an animation turns ("mount", between the helmet and the joint; such
+// props were refused), that node becomes a joint of the rig, child of the skin joint, and the
+// helmet is weighted 1 to it.
 TEST(GltfMultiSkin, ReadsAPropBelowOrOnAJointAsAPartOfThatJoint) {
-  for (bool on_joint : {false, true}) {
-    SCOPED_TRACE(on_joint ? "on the joint node" : "below the joint");
+  enum class Prop { kBelow, kOnJoint, kBelowAnimatedMount };
+  for (const Prop kind : {Prop::kBelow, Prop::kOnJoint, Prop::kBelowAnimatedMount}) {
+    const bool on_joint = kind == Prop::kOnJoint, animated = kind == Prop::kBelowAnimatedMount;
+    SCOPED_TRACE(on_joint ? "on the joint node" : (animated ? "below an animated mount" : "below the joint"));
     testing::MultiSkinGltf spec;
     spec.prop = true;
     spec.prop_on_joint = on_joint;
-    const std::string path = testing::WriteMultiSkinGltf(spec, TempFile(on_joint ? "prop_on_joint.gltf" : "prop.gltf"));
+    spec.animated_prop = animated;
+    const std::string path = testing::WriteMultiSkinGltf(
+        spec, TempFile(on_joint ? "prop_on_joint.gltf" : (animated ? "prop_animated.gltf" : "prop.gltf")));
     SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{path});
     absl::StatusOr<GltfCharacter> c = ReadGltf(path);
     ASSERT_TRUE(c.ok()) << c.status();
@@ -175,8 +181,23 @@ TEST(GltfMultiSkin, ReadsAPropBelowOrOnAJointAsAPartOfThatJoint) {
     }
     ASSERT_EQ(box->num_vertices, 8);
     const int last_of_chain0 = spec.chain_joints;  // rig joints: root, then chain 0's joints
+    int prop_joint = last_of_chain0;
+    if (animated) {
+      ASSERT_EQ(c->skeleton.size(), c->num_skin_joints + 1) << "the mount, after the skins' joints";
+      prop_joint = c->num_skin_joints;
+      const Joint& mount = c->skeleton.joints[prop_joint];
+      EXPECT_EQ(mount.name, "mount");
+      EXPECT_EQ(mount.parent, last_of_chain0);
+      EXPECT_TRUE(mount.deforms) << "it carries the helmet's weight";
+      ASSERT_EQ(c->animations.size(), 1u);
+      int mount_channels = 0;
+      for (const AnimationChannel& channel : c->animations[0].channels) mount_channels += channel.joint == prop_joint;
+      EXPECT_EQ(mount_channels, 1);
+    } else {
+      EXPECT_EQ(c->skeleton.size(), c->num_skin_joints);
+    }
     for (int v = box->first_vertex; v < box->first_vertex + 8; ++v) {
-      EXPECT_EQ(c->weights.joints(v, 0), last_of_chain0) << "vertex " << v;
+      EXPECT_EQ(c->weights.joints(v, 0), prop_joint) << "vertex " << v;
       EXPECT_EQ(c->weights.weights(v, 0), 1.f);
     }
     absl::StatusOr<ref::SkinnedPositions> bind = ref::SkinAtTime(path, -1, 0.0);
