@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -235,6 +236,47 @@ TEST(ViewerBrowserTest, AGltfChosenWithItsBinFilesRegistersAsTheFileReadFromDisk
   EXPECT_EQ(r["rig"].get<std::string>(), want->rig().name());
   EXPECT_FALSE(want->created()) << "the page stored the same rig";
   EXPECT_THAT(r["status"].get<std::string>(), ::testing::StartsWith("SimpleSkin: "));
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// tests/web/viewer_images.mjs: CesiumMan (a 210 kB JPEG texture after its mesh data) and the
+// same file packed by gltfpack (the texture first, the meshopt-compressed data after it, so that
+// every range moves). The page sends each without its image, and registers the rig that the whole
+// file gives (the same content address).
+TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  SKINNING_REQUIRE_TOOL(OnPath("gltfpack").empty() ? std::string("gltfpack on PATH") : std::string());
+  const std::string cesium = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(cesium);
+  const std::string packed = MakeTempDir("images") + "/CesiumMan-packed.glb";
+  ASSERT_EQ(std::system(("gltfpack -i " + cesium + " -o " + packed + " -cc >/dev/null 2>&1").c_str()), 0);
+  std::unique_ptr<ServerProcess> server = ViewerServer();
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_images.mjs", ArtifactsDir("viewer-images"), &r,
+                                          {"--glbs=" + cesium + "," + packed}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered"}));
+  ASSERT_EQ(r["files"].size(), 2u);
+  ClientOptions o;
+  o.target = server->address();
+  Client client(o);
+  const std::vector<std::string> files = {cesium, packed};
+  for (size_t f = 0; f < files.size(); ++f) {
+    SCOPED_TRACE(files[f]);
+    const std::string bytes = testing::FileBytes(files[f]);
+    // The image's bytes, from the file's own JSON.
+    uint32_t json_length = 0;
+    std::memcpy(&json_length, bytes.data() + 12, 4);
+    const nlohmann::json doc = nlohmann::json::parse(bytes.substr(20, json_length));
+    ASSERT_EQ(doc["images"].size(), 1u);
+    const int64_t image = doc["bufferViews"][doc["images"][0]["bufferView"].get<int>()]["byteLength"].get<int64_t>();
+    EXPECT_GT(image, 200000);
+    const int64_t sent = r["files"][f]["uploadBytes"].get<int64_t>();
+    EXPECT_LE(sent, static_cast<int64_t>(bytes.size()) - image + 1024) << "the image was sent";
+    auto want = client.CreateRigFromGltf(bytes, std::filesystem::path(files[f]).stem().string());
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(r["files"][f]["rig"].get<std::string>(), want->rig().name());
+    EXPECT_FALSE(want->created()) << "the page stored the same rig";
+  }
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

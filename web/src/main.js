@@ -33,7 +33,7 @@ const bakes = createClient(BakeService, transport);
 
 // What tests read (tests/web/*.mjs).
 const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false,
-  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null, poses: 0 };
+  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null, poses: 0, uploadBytes: 0 };
 window.__viewer = probe;
 
 // ---- Errors in plain words --------------------------------------------------------------
@@ -311,10 +311,90 @@ const octetStreamUri = (file) => new Promise((resolve, reject) => {
   reader.readAsDataURL(new Blob([file], { type: "application/octet-stream" }));
 });
 
+// A .glb's embedded images (its textures: often most of an exported character's bytes) cut out of
+// its binary chunk before it is sent: the server reads no image, so a phone need not send them,
+// nor does a file need to fit --max_message_mb with them. Each image's buffer view becomes one byte
+// at offset 0; every other view of the chunk, and EXT_meshopt_compression's ranges in it, move
+// down by what was cut before them, in multiples of 4 bytes so that every accessor keeps its
+// alignment. Bytes that anything but an image uses are never cut. A file that is not a plain
+// glTF 2.0 binary, or has no embedded image, is sent as it is.
+function withoutGlbImages(bytes) {
+  const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const u32 = (at) => (at + 4 <= bytes.length ? data.getUint32(at, true) : -1);
+  const jsonLength = u32(12);
+  if (u32(0) !== 0x46546c67 || u32(4) !== 2 || u32(16) !== 0x4e4f534a || jsonLength < 0) return bytes;
+  const binAt = 20 + jsonLength, binLength = u32(binAt);
+  if (u32(binAt + 4) !== 0x004e4942 || binLength < 0 || binAt + 8 + binLength > bytes.length) return bytes;
+  let doc;
+  try {
+    doc = JSON.parse(new TextDecoder().decode(bytes.subarray(20, binAt)));
+  } catch {
+    return bytes;  // the server says what is wrong with it
+  }
+  const views = Array.isArray(doc.bufferViews) ? doc.bufferViews : [];
+  const images = new Set((doc.images ?? []).map((image) => image?.bufferView).filter(Number.isInteger));
+  const inChunk = (v) => v && (v.buffer ?? 0) === 0 && Number.isInteger(v.byteLength);
+  if (!images.size || doc.buffers?.[0]?.uri !== undefined) return bytes;
+  // The ranges of the chunk that something but an image reads.
+  const used = [];
+  views.forEach((v, i) => {
+    if (inChunk(v) && !images.has(i)) used.push([v.byteOffset ?? 0, (v.byteOffset ?? 0) + v.byteLength]);
+    const packed = v?.extensions?.EXT_meshopt_compression;
+    if (inChunk(packed)) used.push([packed.byteOffset ?? 0, (packed.byteOffset ?? 0) + packed.byteLength]);
+  });
+  const cuts = [];
+  for (const i of images) {
+    const v = views[i];
+    if (!inChunk(v)) continue;
+    const start = Math.ceil((v.byteOffset ?? 0) / 4) * 4, end = Math.floor(((v.byteOffset ?? 0) + v.byteLength) / 4) * 4;
+    if (end - start >= 4 && end <= binLength && !used.some(([a, b]) => a < end && start < b)) cuts.push([start, end]);
+  }
+  if (!cuts.length) return bytes;
+  cuts.sort((x, y) => x[0] - y[0]);
+  const merged = [];
+  for (const [a, b] of cuts) {
+    const last = merged[merged.length - 1];
+    if (last && a <= last[1]) last[1] = Math.max(last[1], b);
+    else merged.push([a, b]);
+  }
+  const cutBefore = (offset) => merged.reduce((sum, [a, b]) => sum + (b <= offset ? b - a : 0), 0);
+  const isCut = (v) => merged.some(([a, b]) => a < (v.byteOffset ?? 0) + v.byteLength && (v.byteOffset ?? 0) < b);
+  views.forEach((v, i) => {
+    if (inChunk(v) && images.has(i) && isCut(v)) Object.assign(v, { byteOffset: 0, byteLength: 1 });
+    else if (inChunk(v)) v.byteOffset = (v.byteOffset ?? 0) - cutBefore(v.byteOffset ?? 0);
+    const packed = v?.extensions?.EXT_meshopt_compression;
+    if (inChunk(packed)) packed.byteOffset = (packed.byteOffset ?? 0) - cutBefore(packed.byteOffset ?? 0);
+  });
+  const removed = merged.reduce((sum, [a, b]) => sum + b - a, 0);
+  doc.buffers[0].byteLength -= removed;
+  const pad4 = (n) => Math.ceil(n / 4) * 4;
+  const json = new TextEncoder().encode(JSON.stringify(doc));
+  const binOut = binLength - removed;
+  const out = new Uint8Array(12 + 8 + pad4(json.length) + 8 + pad4(binOut));
+  const put = new DataView(out.buffer);
+  put.setUint32(0, 0x46546c67, true);
+  put.setUint32(4, 2, true);
+  put.setUint32(8, out.length, true);
+  put.setUint32(12, pad4(json.length), true);
+  put.setUint32(16, 0x4e4f534a, true);
+  out.set(json, 20);
+  out.fill(0x20, 20 + json.length, 20 + pad4(json.length));  // JSON is padded with spaces
+  const at = 20 + pad4(json.length);
+  put.setUint32(at, pad4(binOut), true);
+  put.setUint32(at + 4, 0x004e4942, true);
+  let write = at + 8, read = 0;
+  for (const [a, b] of [...merged, [binLength, binLength]]) {
+    out.set(bytes.subarray(binAt + 8 + read, binAt + 8 + a), write);
+    write += a - read;
+    read = b;
+  }
+  return out;
+}
+
 // The character among the chosen or dropped files: a .glb as it is, or a .gltf whose buffers are
 // files beside it (Blender's "glTF Separate", the glTF sample models) with those files embedded
 // as data: URIs, since the server reads nothing but what it is sent. Image files are not needed:
-// the server reads no image.
+// the server reads no image (a .glb's embedded ones, and a .gltf's data: URI ones, are left out).
 async function characterFile(files) {
   const characters = files.filter((f) => /\.(glb|gltf)$/i.test(f.name));
   if (characters.length !== 1) {
@@ -323,18 +403,27 @@ async function characterFile(files) {
   }
   const file = characters[0];
   const bytes = new Uint8Array(await file.arrayBuffer());
-  if (/\.glb$/i.test(file.name) || new TextDecoder().decode(bytes.subarray(0, 4)) === "glTF") return { file, bytes };
+  if (/\.glb$/i.test(file.name) || new TextDecoder().decode(bytes.subarray(0, 4)) === "glTF") {
+    return { file, bytes: withoutGlbImages(bytes) };
+  }
   const doc = JSON.parse(new TextDecoder().decode(bytes));
-  let embedded = 0;
+  let changed = 0;
+  // Images embedded as data: URIs are left out, as a .glb's are.
+  for (const image of doc.images ?? []) {
+    if (typeof image?.uri === "string" && image.uri.startsWith("data:")) {
+      delete image.uri;
+      ++changed;
+    }
+  }
   for (const buffer of doc.buffers ?? []) {
     if (typeof buffer.uri !== "string" || buffer.uri.startsWith("data:")) continue;
     const name = decodeURIComponent(buffer.uri).split("/").pop();
     const part = files.find((f) => f.name === name);
     if (!part) throw new Error(`${file.name} keeps a buffer in ${name}: choose or drop it together with the .gltf`);
     buffer.uri = await octetStreamUri(part);
-    ++embedded;
+    ++changed;
   }
-  return { file, bytes: embedded ? new TextEncoder().encode(JSON.stringify(doc)) : bytes };
+  return { file, bytes: changed ? new TextEncoder().encode(JSON.stringify(doc)) : bytes };
 }
 
 async function register(files) {
@@ -342,6 +431,7 @@ async function register(files) {
   try {
     const { file, bytes } = await characterFile(files);
     say(`Sending ${file.name} (${(bytes.length / 1024).toFixed(0)} KiB)…`);
+    probe.uploadBytes = bytes.length;
     // Scenery exported with the character (a ground plane, a pedestal) is left out, and said so.
     const res = await rigs.createRig({
       source: { case: "gltf", value: bytes }, displayName: file.name.replace(/\.[^.]*$/, ""), skipStaticMeshes: true,
