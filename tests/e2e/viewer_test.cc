@@ -239,39 +239,72 @@ TEST(ViewerBrowserTest, AGltfChosenWithItsBinFilesRegistersAsTheFileReadFromDisk
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
+// A .glb's bytes with its JSON chunk replaced by `json` (padded with spaces, as the spec says).
+std::string WithGlbJson(const std::string& glb, const nlohmann::json& json) {
+  uint32_t json_length = 0;
+  std::memcpy(&json_length, glb.data() + 12, 4);
+  std::string text = json.dump();
+  text.resize((text.size() + 3) / 4 * 4, ' ');
+  const std::string bin = glb.substr(20 + json_length);
+  std::string out = glb.substr(0, 12);
+  auto put = [&out](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); };
+  put(static_cast<uint32_t>(text.size()));
+  put(0x4e4f534a);  // "JSON"
+  out += text + bin;
+  const uint32_t total = static_cast<uint32_t>(out.size());
+  std::memcpy(out.data() + 8, &total, 4);
+  return out;
+}
+
+// The JSON chunk of a .glb.
+nlohmann::json GlbJson(const std::string& glb) {
+  uint32_t json_length = 0;
+  std::memcpy(&json_length, glb.data() + 12, 4);
+  return nlohmann::json::parse(glb.substr(20, json_length));
+}
+
 // tests/web/viewer_images.mjs: CesiumMan (a 210 kB JPEG texture after its mesh data) and the
 // same file packed by gltfpack (the texture first, the meshopt-compressed data after it, so that
 // every range moves). The page sends each without its image, and registers the rig that the whole
-// file gives (the same content address).
+// file gives (the same content address). A third copy names the mesh's index view as its image:
+// nothing is cut from it.
 TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   SKINNING_REQUIRE_TOOL(OnPath("gltfpack").empty() ? std::string("gltfpack on PATH") : std::string());
   const std::string cesium = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
   SKINNING_REQUIRE_DATA(cesium);
-  const std::string packed = MakeTempDir("images") + "/CesiumMan-packed.glb";
+  const std::string dir = MakeTempDir("images");
+  const std::string packed = dir + "/CesiumMan-packed.glb", shared = dir + "/CesiumMan-shared.glb";
   ASSERT_EQ(std::system(("gltfpack -i " + cesium + " -o " + packed + " -cc >/dev/null 2>&1").c_str()), 0);
+  {
+    const std::string bytes = testing::FileBytes(cesium);
+    nlohmann::json doc = GlbJson(bytes);
+    doc["images"][0]["bufferView"] = doc["accessors"][0]["bufferView"];
+    std::ofstream(shared, std::ios::binary) << WithGlbJson(bytes, doc);
+  }
   std::unique_ptr<ServerProcess> server = ViewerServer();
   nlohmann::json r;
   ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_images.mjs", ArtifactsDir("viewer-images"), &r,
-                                          {"--glbs=" + cesium + "," + packed}));
+                                          {"--glbs=" + cesium + "," + packed + "," + shared}));
   EXPECT_EQ(r["steps"], nlohmann::json({"registered"}));
-  ASSERT_EQ(r["files"].size(), 2u);
+  ASSERT_EQ(r["files"].size(), 3u);
   ClientOptions o;
   o.target = server->address();
   Client client(o);
-  const std::vector<std::string> files = {cesium, packed};
+  const std::vector<std::string> files = {cesium, packed, shared};
   for (size_t f = 0; f < files.size(); ++f) {
     SCOPED_TRACE(files[f]);
     const std::string bytes = testing::FileBytes(files[f]);
-    // The image's bytes, from the file's own JSON.
-    uint32_t json_length = 0;
-    std::memcpy(&json_length, bytes.data() + 12, 4);
-    const nlohmann::json doc = nlohmann::json::parse(bytes.substr(20, json_length));
+    const nlohmann::json doc = GlbJson(bytes);
     ASSERT_EQ(doc["images"].size(), 1u);
     const int64_t image = doc["bufferViews"][doc["images"][0]["bufferView"].get<int>()]["byteLength"].get<int64_t>();
-    EXPECT_GT(image, 200000);
     const int64_t sent = r["files"][f]["uploadBytes"].get<int64_t>();
-    EXPECT_LE(sent, static_cast<int64_t>(bytes.size()) - image + 1024) << "the image was sent";
+    if (files[f] == shared) {
+      EXPECT_GE(sent, static_cast<int64_t>(bytes.size()) - 1024) << "the mesh's view was cut";
+    } else {
+      EXPECT_GT(image, 200000);
+      EXPECT_LE(sent, static_cast<int64_t>(bytes.size()) - image + 1024) << "the image was sent";
+    }
     auto want = client.CreateRigFromGltf(bytes, std::filesystem::path(files[f]).stem().string());
     ASSERT_TRUE(want.ok()) << want.status();
     EXPECT_EQ(r["files"][f]["rig"].get<std::string>(), want->rig().name());

@@ -332,7 +332,16 @@ function withoutGlbImages(bytes) {
     return bytes;  // the server says what is wrong with it
   }
   const views = Array.isArray(doc.bufferViews) ? doc.bufferViews : [];
-  const images = new Set((doc.images ?? []).map((image) => image?.bufferView).filter(Number.isInteger));
+  // Views the mesh reads (accessors, sparse parts, Draco streams) are no image's, whatever uses them.
+  const meshViews = new Set();
+  for (const a of doc.accessors ?? []) {
+    for (const v of [a?.bufferView, a?.sparse?.indices?.bufferView, a?.sparse?.values?.bufferView]) meshViews.add(v);
+  }
+  for (const mesh of doc.meshes ?? []) {
+    for (const p of mesh?.primitives ?? []) meshViews.add(p?.extensions?.KHR_draco_mesh_compression?.bufferView);
+  }
+  const images = new Set((doc.images ?? []).map((image) => image?.bufferView)
+    .filter((v) => Number.isInteger(v) && !meshViews.has(v)));
   const inChunk = (v) => v && (v.buffer ?? 0) === 0 && Number.isInteger(v.byteLength);
   if (!images.size || doc.buffers?.[0]?.uri !== undefined) return bytes;
   // The ranges of the chunk that something but an image reads.
