@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -32,6 +31,7 @@
 #include "skinning/v1/pose_service.pb.h"
 #include "skinning/v1/bake_service.pb.h"
 #include "tests/support/data.h"
+#include "tests/support/glb.h"
 #include "tests/support/multi_skin_gltf.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -239,30 +239,6 @@ TEST(ViewerBrowserTest, AGltfChosenWithItsBinFilesRegistersAsTheFileReadFromDisk
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
-// A .glb's bytes with its JSON chunk replaced by `json` (padded with spaces, as the spec says).
-std::string WithGlbJson(const std::string& glb, const nlohmann::json& json) {
-  uint32_t json_length = 0;
-  std::memcpy(&json_length, glb.data() + 12, 4);
-  std::string text = json.dump();
-  text.resize((text.size() + 3) / 4 * 4, ' ');
-  const std::string bin = glb.substr(20 + json_length);
-  std::string out = glb.substr(0, 12);
-  auto put = [&out](uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); };
-  put(static_cast<uint32_t>(text.size()));
-  put(0x4e4f534a);  // "JSON"
-  out += text + bin;
-  const uint32_t total = static_cast<uint32_t>(out.size());
-  std::memcpy(out.data() + 8, &total, 4);
-  return out;
-}
-
-// The JSON chunk of a .glb.
-nlohmann::json GlbJson(const std::string& glb) {
-  uint32_t json_length = 0;
-  std::memcpy(&json_length, glb.data() + 12, 4);
-  return nlohmann::json::parse(glb.substr(20, json_length));
-}
-
 // tests/web/viewer_images.mjs: CesiumMan (a 210 kB JPEG texture after its mesh data) and the
 // same file packed by gltfpack (the texture first, the meshopt-compressed data after it, so that
 // every range moves). The page sends each without its image, and registers the rig that the whole
@@ -277,10 +253,10 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
   const std::string packed = dir + "/CesiumMan-packed.glb", shared = dir + "/CesiumMan-shared.glb";
   ASSERT_EQ(std::system(("gltfpack -i " + cesium + " -o " + packed + " -cc >/dev/null 2>&1").c_str()), 0);
   {
-    const std::string bytes = testing::FileBytes(cesium);
-    nlohmann::json doc = GlbJson(bytes);
+    const testing::GlbChunks chunks = testing::SplitGlb(testing::FileBytes(cesium));
+    nlohmann::json doc = nlohmann::json::parse(chunks.json);
     doc["images"][0]["bufferView"] = doc["accessors"][0]["bufferView"];
-    std::ofstream(shared, std::ios::binary) << WithGlbJson(bytes, doc);
+    std::ofstream(shared, std::ios::binary) << testing::JoinGlb(doc.dump(), chunks.rest);
   }
   std::unique_ptr<ServerProcess> server = ViewerServer();
   nlohmann::json r;
@@ -295,7 +271,7 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
   for (size_t f = 0; f < files.size(); ++f) {
     SCOPED_TRACE(files[f]);
     const std::string bytes = testing::FileBytes(files[f]);
-    const nlohmann::json doc = GlbJson(bytes);
+    const nlohmann::json doc = nlohmann::json::parse(testing::SplitGlb(bytes).json);
     ASSERT_EQ(doc["images"].size(), 1u);
     const int64_t image = doc["bufferViews"][doc["images"][0]["bufferView"].get<int>()]["byteLength"].get<int64_t>();
     const int64_t sent = r["files"][f]["uploadBytes"].get<int64_t>();
