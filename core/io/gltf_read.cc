@@ -374,23 +374,29 @@ absl::StatusOr<SceneSelection> SelectScene(const tinygltf::Model& model, const G
     return absl::StrFormat("scenes[%d]%s", scene, name.empty() ? "" : absl::StrFormat(" (\"%s\")", name));
   };
   const int num_nodes = static_cast<int>(model.nodes.size());
-  // The nodes the scene reaches (a node reached twice, or through a cycle, is visited once; the
-  // skeleton reader refuses cycles, nodes with two parents and children out of range).
-  const std::vector<int>& roots = model.scenes[chosen].nodes;
-  for (int n : roots) {
+  // Walks the nodes a scene reaches through `children`: visit(n) marks n and says whether it was
+  // unmarked; a node reached twice, or through a cycle, is walked once (the skeleton reader
+  // refuses cycles, nodes with two parents and children out of range).
+  auto walk = [&](int scene, auto&& visit) {
+    std::vector<int> stack(model.scenes[scene].nodes.rbegin(), model.scenes[scene].nodes.rend());
+    while (!stack.empty()) {
+      const int n = stack.back();
+      stack.pop_back();
+      if (n < 0 || n >= num_nodes || !visit(n)) continue;
+      stack.insert(stack.end(), model.nodes[n].children.rbegin(), model.nodes[n].children.rend());
+    }
+  };
+  for (int n : model.scenes[chosen].nodes) {
     if (n < 0 || n >= num_nodes) {
       return Invalid(absl::StrFormat("scenes[%d].nodes: node %d is out of range (%d nodes)", chosen, n, num_nodes));
     }
   }
   s.node.assign(num_nodes, false);
-  std::vector<int> stack(roots.rbegin(), roots.rend());
-  while (!stack.empty()) {
-    const int n = stack.back();
-    stack.pop_back();
-    if (n < 0 || n >= num_nodes || s.node[n]) continue;
+  walk(chosen, [&](int n) {
+    if (s.node[n]) return false;
     s.node[n] = true;
-    stack.insert(stack.end(), model.nodes[n].children.rbegin(), model.nodes[n].children.rend());
-  }
+    return true;
+  });
   const int num_skins = static_cast<int>(model.skins.size());
   auto skinned_mesh = [&](int n) {
     const tinygltf::Node& node = model.nodes[n];
@@ -406,18 +412,14 @@ absl::StatusOr<SceneSelection> SelectScene(const tinygltf::Model& model, const G
   }
   if (any_skinned && !skinned_here) {
     // Name a scene that has one: the first that reaches the first skinned mesh node any scene
-    // reaches (each node labelled with the first scene to reach it, in one walk).
+    // reaches (each node labelled with the first scene to reach it, each node walked once).
     std::vector<int> scene_of(num_nodes, -1);
     for (int other = 0; other < num_scenes; ++other) {
-      std::vector<int> todo;
-      for (int n : model.scenes[other].nodes) todo.push_back(n);
-      while (!todo.empty()) {
-        const int n = todo.back();
-        todo.pop_back();
-        if (n < 0 || n >= num_nodes || scene_of[n] != -1) continue;
+      walk(other, [&](int n) {
+        if (scene_of[n] != -1) return false;
         scene_of[n] = other;
-        todo.insert(todo.end(), model.nodes[n].children.begin(), model.nodes[n].children.end());
-      }
+        return true;
+      });
     }
     const char* which = options.scene >= 0 ? "the one asked for" : "the file's default scene";
     for (int n = 0; n < num_nodes; ++n) {
