@@ -179,7 +179,9 @@ TEST(ViewerBrowserTest, RegistersPlaysSwitchesBakesAndDragsInChromium) {
 // tests/web/viewer_scenery.mjs: a file exported with scenery (a mesh at the scene's root that no
 // skin or joint moves, which CreateRig refuses by default) registers from the page with the
 // scenery left out (the rig of the same file without it), and the status line names it, and
-// which of the file's two scenes was read.
+// which of the file's two scenes was read; a chooser offers both. The same file whose default
+// scene is the scenery alone is refused, naming the scene with the character, and registers that
+// scene once it is chosen.
 TEST(ViewerBrowserTest, AFileWithSceneryRegistersWithoutItAndThePageSaysWhatWasLeftOut) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
@@ -189,13 +191,31 @@ TEST(ViewerBrowserTest, AFileWithSceneryRegistersWithoutItAndThePageSaysWhatWasL
   // The ground beside the character, and in a second scene of its own: the page reads the default.
   spec.scenery = spec.scenery_scene = spec.ground_in_both_scenes = true;
   const std::string scenery = testing::WriteMultiSkinGltf(spec, MakeTempDir("scenery") + "/character.gltf");
+  // The same with the scenery's scene the default.
+  spec.default_scene = 1;
+  const std::string props_first = testing::WriteMultiSkinGltf(spec, MakeTempDir("scenery") + "/props-first.gltf");
   nlohmann::json r;
-  ASSERT_NO_FATAL_FAILURE(
-      RunViewerScript(*server, "viewer_scenery.mjs", ArtifactsDir("viewer-scenery"), &r, {"--scenery=" + scenery}));
-  EXPECT_EQ(r["steps"], nlohmann::json({"registered"}));
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_scenery.mjs", ArtifactsDir("viewer-scenery"), &r,
+                                          {"--scenery=" + scenery, "--props_first=" + props_first}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "refused the default scene", "registered the scene chosen"}));
+  const std::string left_out = R"(; left out \(no skin or joint moves them\): nodes\[[0-9]+\] \("ground"\)$)";
   EXPECT_THAT(r["status"].get<std::string>(),
-              ::testing::ContainsRegex(R"(; read scenes\[0\] \("Character"\) of 2; left out \(no skin or joint moves )"
-                                       R"(them\): nodes\[[0-9]+\] \("ground"\)$)"));
+              ::testing::ContainsRegex(R"(; read scenes\[0\] \("Character"\) of 2)" + left_out));
+  const nlohmann::json options = {R"(scenes[0] ("Character") (the file's default))", R"(scenes[1] ("Props"))"};
+  EXPECT_EQ(r["scenes"], nlohmann::json({{"shown", true}, {"options", options}, {"chosen", "0"}}));
+
+  // Refused, with the chooser left on the scene that was refused.
+  EXPECT_THAT(r["refused"].get<std::string>(),
+              ::testing::ContainsRegex(R"(^Registering props-first.gltf, scenes\[1\] \("Props"\): .*scenes\[1\] )"
+                                       R"(\("Props"\), the file's default scene, has no skinned mesh; scenes\[0\] )"
+                                       R"(\("Character"\) has one)"));
+  const nlohmann::json props_options = {R"(scenes[0] ("Character"))", R"(scenes[1] ("Props") (the file's default))"};
+  EXPECT_EQ(r["refusedScenes"], nlohmann::json({{"shown", true}, {"options", props_options}, {"chosen", "1"}}));
+  EXPECT_THAT(r["chosenStatus"].get<std::string>(),
+              ::testing::ContainsRegex(R"(; read scenes\[0\] \("Character"\) of 2)" + left_out));
+  EXPECT_EQ(r["chosenScenes"], nlohmann::json({{"shown", true}, {"options", props_options}, {"chosen", "0"}}));
+
+  // Both are the rig of the file without the scenery.
   ClientOptions o;
   o.target = server->address();
   Client client(o);
@@ -203,6 +223,7 @@ TEST(ViewerBrowserTest, AFileWithSceneryRegistersWithoutItAndThePageSaysWhatWasL
   ASSERT_TRUE(want.ok()) << want.status();
   EXPECT_EQ(r["rig"].get<std::string>(), want->rig().name());
   EXPECT_FALSE(want->created()) << "the page stored the same rig";
+  EXPECT_EQ(r["chosenRig"].get<std::string>(), want->rig().name());
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

@@ -158,7 +158,7 @@ function resize() {
 const S = {
   rig: "", full: null, bind: null, diag: 1, clips: [], clipFrames: null, clipKey: "", frame: 0, playing: false,
   source: "rest", manual: null, bakes: {}, weights: null, fastBake: "", fastWs: null, handles: [],
-  solution: null, poseWs: null,
+  solution: null, poseWs: null, upload: null,
 };
 
 const DEFORMERS = {
@@ -311,26 +311,36 @@ const octetStreamUri = (file) => new Promise((resolve, reject) => {
   reader.readAsDataURL(new Blob([file], { type: "application/octet-stream" }));
 });
 
+// A glTF 2.0 binary's JSON, and where its binary chunk starts and how long it is (binLength −1
+// when it has none that fits the file); null for anything else, and for JSON that does not parse
+// (the server says what is wrong with it).
+function glbParts(bytes) {
+  const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const u32 = (at) => (at + 4 <= bytes.length ? data.getUint32(at, true) : -1);
+  const jsonLength = u32(12);
+  if (u32(0) !== 0x46546c67 || u32(4) !== 2 || u32(16) !== 0x4e4f534a || jsonLength < 0) return null;
+  const binAt = 20 + jsonLength;
+  let doc;
+  try {
+    doc = JSON.parse(new TextDecoder().decode(bytes.subarray(20, binAt)));
+  } catch {
+    return null;
+  }
+  const binLength = u32(binAt);
+  const fits = u32(binAt + 4) === 0x004e4942 && binLength >= 0 && binAt + 8 + binLength <= bytes.length;
+  return { doc, binAt, binLength: fits ? binLength : -1 };
+}
+
 // A .glb's embedded images (its textures: often most of an exported character's bytes) cut out of
 // its binary chunk before it is sent: the server reads no image, so a phone need not send them,
 // nor does a file need to fit --max_message_mb with them. Each image's buffer view becomes one byte
 // at offset 0; every other view of the chunk, and EXT_meshopt_compression's ranges in it, move
 // down by what was cut before them, in multiples of 4 bytes so that every accessor keeps its
 // alignment. Bytes that anything but an image uses are never cut. A file that is not a plain
-// glTF 2.0 binary, or has no embedded image, is sent as it is.
-function withoutGlbImages(bytes) {
-  const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const u32 = (at) => (at + 4 <= bytes.length ? data.getUint32(at, true) : -1);
-  const jsonLength = u32(12);
-  if (u32(0) !== 0x46546c67 || u32(4) !== 2 || u32(16) !== 0x4e4f534a || jsonLength < 0) return bytes;
-  const binAt = 20 + jsonLength, binLength = u32(binAt);
-  if (u32(binAt + 4) !== 0x004e4942 || binLength < 0 || binAt + 8 + binLength > bytes.length) return bytes;
-  let doc;
-  try {
-    doc = JSON.parse(new TextDecoder().decode(bytes.subarray(20, binAt)));
-  } catch {
-    return bytes;  // the server says what is wrong with it
-  }
+// glTF 2.0 binary (`glb`, from glbParts, is null), or has no embedded image, is sent as it is.
+function withoutGlbImages(bytes, glb) {
+  if (!glb || glb.binLength < 0) return bytes;
+  const { doc, binAt, binLength } = glb;
   const views = Array.isArray(doc.bufferViews) ? doc.bufferViews : [];
   // Views the mesh reads (accessors, sparse parts, Draco streams) are no image's, whatever uses them.
   const meshViews = new Set();
@@ -343,19 +353,21 @@ function withoutGlbImages(bytes) {
   const images = new Set((doc.images ?? []).map((image) => image?.bufferView)
     .filter((v) => Number.isInteger(v) && !meshViews.has(v)));
   const inChunk = (v) => v && (v.buffer ?? 0) === 0 && Number.isInteger(v.byteLength);
+  const range = (v) => [v.byteOffset ?? 0, (v.byteOffset ?? 0) + v.byteLength];  // [first byte, past the last)
   if (!images.size || doc.buffers?.[0]?.uri !== undefined) return bytes;
   // The ranges of the chunk that something but an image reads.
   const used = [];
   views.forEach((v, i) => {
-    if (inChunk(v) && !images.has(i)) used.push([v.byteOffset ?? 0, (v.byteOffset ?? 0) + v.byteLength]);
+    if (inChunk(v) && !images.has(i)) used.push(range(v));
     const packed = v?.extensions?.EXT_meshopt_compression;
-    if (inChunk(packed)) used.push([packed.byteOffset ?? 0, (packed.byteOffset ?? 0) + packed.byteLength]);
+    if (inChunk(packed)) used.push(range(packed));
   });
   const cuts = [];
   for (const i of images) {
     const v = views[i];
     if (!inChunk(v)) continue;
-    const start = Math.ceil((v.byteOffset ?? 0) / 4) * 4, end = Math.floor(((v.byteOffset ?? 0) + v.byteLength) / 4) * 4;
+    const [first, past] = range(v);
+    const start = Math.ceil(first / 4) * 4, end = Math.floor(past / 4) * 4;
     if (end - start >= 4 && end <= binLength && !used.some(([a, b]) => a < end && start < b)) cuts.push([start, end]);
   }
   if (!cuts.length) return bytes;
@@ -367,12 +379,13 @@ function withoutGlbImages(bytes) {
     else merged.push([a, b]);
   }
   const cutBefore = (offset) => merged.reduce((sum, [a, b]) => sum + (b <= offset ? b - a : 0), 0);
-  const isCut = (v) => merged.some(([a, b]) => a < (v.byteOffset ?? 0) + v.byteLength && (v.byteOffset ?? 0) < b);
+  const moveDown = (v) => { v.byteOffset = range(v)[0] - cutBefore(range(v)[0]); };
+  const isCut = (v) => merged.some(([a, b]) => a < range(v)[1] && range(v)[0] < b);
   views.forEach((v, i) => {
     if (inChunk(v) && images.has(i) && isCut(v)) Object.assign(v, { byteOffset: 0, byteLength: 1 });
-    else if (inChunk(v)) v.byteOffset = (v.byteOffset ?? 0) - cutBefore(v.byteOffset ?? 0);
+    else if (inChunk(v)) moveDown(v);
     const packed = v?.extensions?.EXT_meshopt_compression;
-    if (inChunk(packed)) packed.byteOffset = (packed.byteOffset ?? 0) - cutBefore(packed.byteOffset ?? 0);
+    if (inChunk(packed)) moveDown(packed);
   });
   const removed = merged.reduce((sum, [a, b]) => sum + b - a, 0);
   doc.buffers[0].byteLength -= removed;
@@ -400,10 +413,23 @@ function withoutGlbImages(bytes) {
   return out;
 }
 
+// The scenes a file offers when it has several (Blender writes one per scene of the .blend):
+// their labels as the server names them, and the one it reads unless told (the file's `scene`,
+// else the first). Null for a file with one scene or none.
+function sceneChoices(doc) {
+  const scenes = Array.isArray(doc?.scenes) ? doc.scenes : [];
+  if (scenes.length < 2) return null;
+  const named = (sc) => typeof sc?.name === "string" && sc.name;
+  const labels = scenes.map((sc, i) => `scenes[${i}]` + (named(sc) ? ` ("${sc.name}")` : ""));
+  const fallback = Number.isInteger(doc.scene) && doc.scene >= 0 && doc.scene < scenes.length ? doc.scene : 0;
+  return { labels, fallback };
+}
+
 // The character among the chosen or dropped files: a .glb as it is, or a .gltf whose buffers are
 // files beside it (Blender's "glTF Separate", the glTF sample models) with those files embedded
 // as data: URIs, since the server reads nothing but what it is sent. Image files are not needed:
 // the server reads no image (a .glb's embedded ones, and a .gltf's data: URI ones, are left out).
+// Answers {file, bytes, scenes} (scenes from sceneChoices).
 async function characterFile(files) {
   const characters = files.filter((f) => /\.(glb|gltf)$/i.test(f.name));
   if (characters.length !== 1) {
@@ -413,7 +439,9 @@ async function characterFile(files) {
   const file = characters[0];
   const bytes = new Uint8Array(await file.arrayBuffer());
   if (/\.glb$/i.test(file.name) || new TextDecoder().decode(bytes.subarray(0, 4)) === "glTF") {
-    return { file, bytes: withoutGlbImages(bytes) };
+    const glb = glbParts(bytes);
+    const scenes = sceneChoices(glb?.doc);  // before withoutGlbImages edits the JSON
+    return { file, bytes: withoutGlbImages(bytes, glb), scenes };
   }
   const doc = JSON.parse(new TextDecoder().decode(bytes));
   let changed = 0;
@@ -432,28 +460,62 @@ async function characterFile(files) {
     buffer.uri = await octetStreamUri(part);
     ++changed;
   }
-  return { file, bytes: changed ? new TextEncoder().encode(JSON.stringify(doc)) : bytes };
+  return { file, bytes: changed ? new TextEncoder().encode(JSON.stringify(doc)) : bytes, scenes: sceneChoices(doc) };
+}
+
+// The chooser of the last file's scenes, shown only for a file with several; `chosen` is the
+// scene the upload asks for (undefined: the server's default, the file's own).
+function showScenes(upload, chosen) {
+  const select = $("scene");
+  $("scene-row").hidden = !upload?.scenes;
+  select.innerHTML = "";
+  if (!upload?.scenes) return;
+  upload.scenes.labels.forEach((label, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = label + (i === upload.scenes.fallback ? " (the file's default)" : "");
+    select.appendChild(o);
+  });
+  select.value = String(chosen ?? upload.scenes.fallback);
 }
 
 async function register(files) {
   const names = files.map((f) => f.name).join(", ");
+  let upload;
   try {
-    const { file, bytes } = await characterFile(files);
+    upload = await characterFile(files);
+  } catch (e) {
+    fail(`Registering ${names}`, e);
+    return;
+  }
+  S.upload = upload;
+  await sendCharacter(upload);
+}
+
+// Registers the chosen file, of a file with several scenes the one `chosen` (undefined: the file's
+// default). When that fails, the scene chooser stays, so that another scene can be tried (the
+// server names one that has a skinned mesh when the default has none).
+async function sendCharacter(upload, chosen) {
+  const { file, bytes } = upload;
+  showScenes(upload, chosen);
+  try {
     say(`Sending ${file.name} (${(bytes.length / 1024).toFixed(0)} KiB)…`);
     probe.uploadBytes = bytes.length;
     // Scenery exported with the character (a ground plane, a pedestal) is left out, and said so.
     const res = await rigs.createRig({
       source: { case: "gltf", value: bytes }, displayName: file.name.replace(/\.[^.]*$/, ""), skipStaticMeshes: true,
+      ...(chosen === undefined ? {} : { scene: chosen }),
     });
     await listRigs();
     const skipped = res.skippedStaticMeshes;
-    // Of a file with several scenes the server reads the default one and says which.
+    // Of a file with several scenes the server reads one and says which.
     const note = (res.scene ? `; read ${res.scene}` : "") +
                  (skipped.length ? `; left out (no skin or joint moves them): ${skipped.join(", ")}` : "");
     await openRig(res.rig.name, res.animations, note);
     probe.registered = res.rig.name;
   } catch (e) {
-    fail(`Registering ${names}`, e);
+    const scene = upload.scenes ? `, ${upload.scenes.labels[chosen ?? upload.scenes.fallback]}` : "";
+    fail(`Registering ${file.name}${scene}`, e);
   }
 }
 
@@ -925,7 +987,9 @@ drop.addEventListener("drop", (ev) => {
   drop.classList.remove("over");
   if (ev.dataTransfer.files.length) register([...ev.dataTransfer.files]);
 });
+$("scene").addEventListener("change", () => S.upload && sendCharacter(S.upload, Number($("scene").value)));
 $("rigs").addEventListener("change", async () => {
+  showScenes(null);  // the chooser is of the last file's scenes, not of a rig from the list
   try { await openRig($("rigs").value); } catch (e) { fail("Opening the rig", e); }
 });
 $("method").addEventListener("change", async () => {
