@@ -111,9 +111,10 @@ struct GltfSizeLimits {
 // up, materials, textures, images, samplers and cameras among them; extras but a mesh's
 // targetNames; other extensions) is removed before the JSON is parsed (gltf_json_scan.h). What
 // is not supported yet is INVALID_ARGUMENT naming it, never dropped: required extensions other than
-// KHR_mesh_quantization, EXT_meshopt_compression and KHR_draco_mesh_compression (but those of
-// materials, textures, lights and metadata, which are read past), triangle meshes without a skin
-// that hang below no skin joint (left out instead with options.skip_static_meshes; those below a
+// KHR_mesh_quantization, EXT_meshopt_compression, KHR_draco_mesh_compression and
+// KHR_animation_pointer (whose channels of a node's transform or weights are read as core ones),
+// but those of materials, textures, lights and metadata, which are read past; triangle meshes
+// without a skin that hang below no skin joint (left out instead with options.skip_static_meshes; those below a
 // joint are props: weighted 1 to it, they move rigidly with it, or with the nearest node between
 // them that an animation moves, which becomes a joint), and skins that bind a shared joint
 // differently other than by one transform for the whole skin. Of a file with several scenes, one

@@ -48,6 +48,7 @@ enum class Role {
   kChannelTarget,   // an animation channel's `target`
   kDraco,           // a primitive's KHR_draco_mesh_compression
   kMeshopt,         // a buffer view's or buffer's EXT_meshopt_compression
+  kAnimationPointer,  // a channel target's KHR_animation_pointer
   kExtensionsUsed,  // the top `extensionsUsed`
   kMap,             // an object whose every member is read (Draco's `attributes`)
   kOther,           // anything else; only its `extras` goes
@@ -100,7 +101,7 @@ constexpr Integers kInt = Integers::kOne, kInts = Integers::kArray, kNo = Intege
 constexpr Child kArrayOf(GltfObject kind) { return {Role::kArray, kind}; }
 
 // The members the Parse* functions of tinygltf 2.7 (Debian 12's libtinygltf-dev) look up in each
-// glTF object, and the members of the two extensions the reader decodes. Any other member is
+// glTF object, and the members of the three extensions the reader decodes. Any other member is
 // removed before parsing.
 constexpr Member kRootMembers[] = {
     {"asset", kNo, {Role::kAsset}},
@@ -117,7 +118,8 @@ constexpr Member kRootMembers[] = {
     {"extensionsUsed", kNo, {Role::kExtensionsUsed}},
     {"extensionsRequired"}};
 constexpr Member kExtensionsMembers[] = {{kDracoExtension, kNo, {Role::kDraco}},
-                                         {kMeshoptExtension, kNo, {Role::kMeshopt}}};
+                                         {kMeshoptExtension, kNo, {Role::kMeshopt}},
+                                         {kAnimationPointerExtension, kNo, {Role::kAnimationPointer}}};
 constexpr Member kMeshExtrasMembers[] = {{"targetNames"}};
 constexpr Member kAssetMembers[] = {{"version"}, {"generator"}, {"minVersion"}, {"copyright"}, {"extensions"}};
 constexpr Member kSparseMembers[] = {
@@ -129,6 +131,7 @@ constexpr Member kChannelTargetMembers[] = {{"node", kInt}, {"path"}, {"extensio
 constexpr Member kDracoMembers[] = {{"bufferView"}, {"attributes", kNo, {Role::kMap}}};
 constexpr Member kMeshoptMembers[] = {{"buffer"}, {"byteOffset"}, {"byteLength"}, {"byteStride"},
                                       {"count"},  {"mode"},       {"filter"},     {"fallback"}};
+constexpr Member kAnimationPointerMembers[] = {{"pointer"}};
 constexpr Member kNodeMembers[] = {{"camera", kInt}, {"children", kInts}, {"skin", kInt},    {"matrix"},
                                    {"mesh", kInt},   {"rotation"},        {"scale"},         {"translation"},
                                    {"weights"},      {"name"},            {"extensions"}};
@@ -175,6 +178,7 @@ absl::Span<const Member> MembersOf(const Frame& parent) {
     case Role::kChannelTarget: return kChannelTargetMembers;
     case Role::kDraco: return kDracoMembers;
     case Role::kMeshopt: return kMeshoptMembers;
+    case Role::kAnimationPointer: return kAnimationPointerMembers;
     case Role::kItem:
       switch (parent.kind) {
         case GltfObject::kNode: return kNodeMembers;
@@ -470,7 +474,8 @@ bool RemovalSpan(const unsigned char* text, size_t size, const Frame& f, size_t 
 }  // namespace
 
 bool SupportedExtension(std::string_view name) {
-  return name == kMeshQuantizationExtension || name == kMeshoptExtension || name == kDracoExtension;
+  return name == kMeshQuantizationExtension || name == kMeshoptExtension || name == kDracoExtension ||
+         name == kAnimationPointerExtension;
 }
 
 bool UnreadExtension(std::string_view name) {

@@ -37,9 +37,14 @@ enum class GltfObject {
 
 // The extension KHR_mesh_quantization, which the reader supports (listed in `extensionsUsed`).
 inline constexpr char kMeshQuantizationExtension[] = "KHR_mesh_quantization";
+// KHR_animation_pointer: an animation channel whose target is a JSON pointer. Those that point at
+// a node's translation, rotation, scale or weights are read as the core channels they equal
+// (PatchForParser); the rest animate materials, cameras, lights and the like, nothing of a rig.
+inline constexpr char kAnimationPointerExtension[] = "KHR_animation_pointer";
 
-// Whether the reader supports extension `name`: KHR_mesh_quantization, EXT_meshopt_compression or
-// KHR_draco_mesh_compression (required ones are refused otherwise; other used ones are removed).
+// Whether the reader supports extension `name`: KHR_mesh_quantization, EXT_meshopt_compression,
+// KHR_draco_mesh_compression or KHR_animation_pointer (required ones are refused otherwise;
+// other used ones are removed).
 bool SupportedExtension(std::string_view name);
 
 // Whether extension `name` extends only what the reader never reads: materials (KHR_materials_*),
@@ -70,9 +75,9 @@ struct GltfJsonLayout {
   //    materials took 2.4 GB parsed, and embedded images were decoded from base64; unknown members
   //    of a node or the root, 1M of them, took 165 MB);
   //  - every `extras`, but a mesh's `targetNames` (which names its morph targets);
-  //  - every extension other than KHR_draco_mesh_compression and EXT_meshopt_compression, and
-  //    their members that the reader does not decode;
-  //  - every `extensionsUsed` entry other than those two and KHR_mesh_quantization.
+  //  - every extension other than KHR_draco_mesh_compression, EXT_meshopt_compression and
+  //    KHR_animation_pointer, and their members that the reader does not decode;
+  //  - every `extensionsUsed` entry other than those three and KHR_mesh_quantization.
   // Objects whose members are all read: a primitive's `attributes`, a morph target, Draco's
   // `attributes`; anywhere else (not a glTF object), only `extras` goes.
   std::vector<Unread> unread;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/io/gltf_draco.h"
+#include "core/io/gltf_json_scan.h"
 #include "core/io/gltf_meshopt.h"
 
 namespace skinning::gltf_internal {
@@ -17,6 +19,23 @@ JsonText FindJsonText(const std::vector<unsigned char>& bytes, bool binary) {
   uint32_t length;
   std::memcpy(&length, bytes.data() + 12, 4);
   return {20, 20 + static_cast<size_t>(length)};
+}
+
+std::optional<NodePointer> ParseNodePointer(std::string_view pointer) {
+  constexpr std::string_view kNodes = "/nodes/";
+  if (pointer.substr(0, kNodes.size()) != kNodes) return std::nullopt;
+  pointer.remove_prefix(kNodes.size());
+  const size_t slash = pointer.find('/');
+  const std::string_view index = pointer.substr(0, slash);
+  if (slash == std::string_view::npos || index.empty() || (index.size() > 1 && index[0] == '0')) return std::nullopt;
+  int64_t node = 0;
+  for (const char c : index) {
+    if (c < '0' || c > '9') return std::nullopt;
+    node = std::min<int64_t>(node * 10 + (c - '0'), std::numeric_limits<int32_t>::max());
+  }
+  const std::string_view path = pointer.substr(slash + 1);
+  if (path != "translation" && path != "rotation" && path != "scale" && path != "weights") return std::nullopt;
+  return NodePointer{static_cast<int>(node), std::string(path)};
 }
 
 std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsigned char>& bytes, bool binary) {
@@ -33,7 +52,8 @@ std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsig
     return std::search(bytes.begin() + json_begin, bytes.begin() + json_end, needle.begin(), needle.end()) !=
            bytes.begin() + json_end;
   };
-  if (!mentions(kMeshoptExtension) && !mentions(kDracoExtension)) return std::nullopt;
+  if (!mentions(kMeshoptExtension) && !mentions(kDracoExtension) && !mentions(kAnimationPointerExtension))
+    return std::nullopt;
   nlohmann::json doc = nlohmann::json::parse(bytes.begin() + json_begin, bytes.begin() + json_end, nullptr,
                                              /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return std::nullopt;  // the parser names what is wrong
@@ -74,6 +94,26 @@ std::optional<std::vector<unsigned char>> PatchForParser(const std::vector<unsig
         nlohmann::json& accessor = (*accessors)[static_cast<size_t>(index)];
         if (!accessor.is_object() || accessor.contains("bufferView")) continue;
         accessor["bufferView"] = (*ext)["bufferView"];
+        patched = true;
+      }
+    }
+  }
+  // KHR_animation_pointer channels of a node's transform or weights: the node and path they equal.
+  if (auto animations = doc.find("animations"); animations != doc.end() && animations->is_array()) {
+    for (nlohmann::json& animation : *animations) {
+      if (!animation.is_object() || !animation.contains("channels") || !animation["channels"].is_array()) continue;
+      for (nlohmann::json& channel : animation["channels"]) {
+        if (!channel.is_object() || !channel.contains("target")) continue;
+        nlohmann::json& target = channel["target"];
+        if (!target.is_object() || target.contains("node") || !target.contains("path") ||
+            target["path"] != nlohmann::json("pointer"))
+          continue;
+        const nlohmann::json* ext = extension(target, kAnimationPointerExtension);
+        if (ext == nullptr || !ext->contains("pointer") || !(*ext)["pointer"].is_string()) continue;
+        const std::optional<NodePointer> node = ParseNodePointer((*ext)["pointer"].get<std::string>());
+        if (!node) continue;
+        target["node"] = node->node;
+        target["path"] = node->path;
         patched = true;
       }
     }

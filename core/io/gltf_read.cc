@@ -473,11 +473,12 @@ absl::Status CheckSupportedFeatures(const tinygltf::Model& model, const SceneSel
     if (!gltf_internal::SupportedExtension(e) && !gltf_internal::UnreadExtension(e)) unsupported.push_back(e);
   if (!unsupported.empty()) {
     return Invalid(absl::StrFormat(
-        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s and %s, "
-        "and those of materials, textures, lights and metadata, which it does not read)",
+        "extensionsRequired: %s %s not supported (the required extensions the reader supports are %s, %s, %s and "
+        "%s, and those of materials, textures, lights and metadata, which it does not read)",
         absl::StrJoin(unsupported, ", ",
                       [](std::string* out, const std::string& e) { absl::StrAppend(out, "\"", e, "\""); }),
-        unsupported.size() == 1 ? "is" : "are", kMeshQuantizationExtension, kMeshoptExtension, kDracoExtension));
+        unsupported.size() == 1 ? "is" : "are", kMeshQuantizationExtension, kMeshoptExtension, kDracoExtension,
+        gltf_internal::kAnimationPointerExtension));
   }
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const tinygltf::Node& node = model.nodes[n];
@@ -1137,6 +1138,17 @@ absl::Status ReadMorphWeightChannel(const tinygltf::Model& model, const tinygltf
   return absl::OkStatus();
 }
 
+// The KHR_animation_pointer pointer that a channel's node and path were read from
+// (PatchForParser), else empty.
+std::string AnimationPointerOf(const tinygltf::AnimationChannel& ch) {
+  const auto ext = ch.target_extensions.find(gltf_internal::kAnimationPointerExtension);
+  if (ext == ch.target_extensions.end() || !ext->second.IsObject() || !ext->second.Has("pointer")) return "";
+  const tinygltf::Value& pointer = ext->second.Get("pointer");
+  if (!pointer.IsString()) return "";
+  const std::optional<gltf_internal::NodePointer> node = gltf_internal::ParseNodePointer(pointer.Get<std::string>());
+  return node && node->node == ch.target_node && node->path == ch.target_path ? pointer.Get<std::string>() : "";
+}
+
 absl::Status ReadAnimations(const tinygltf::Model& model, const SceneSelection& selection,
                             const std::vector<int>& joint_of_node, GltfCharacter* character) {
   for (size_t a = 0; a < model.animations.size(); ++a) {
@@ -1151,8 +1163,14 @@ absl::Status ReadAnimations(const tinygltf::Model& model, const SceneSelection& 
       const std::string where = absl::StrFormat("animations[%d].channels[%d]", a, c);
       // A channel without a node (−1) is an extension's; one past the nodes, or with a path the
       // spec does not have, animated nothing and was ignored. "pointer" is KHR_animation_pointer's
-      // (materials and cameras: nothing of a rig).
+      // of materials, cameras and the like, nothing of a rig (one of a node's transform or
+      // weights came with that node and path: PatchForParser).
       if (ch.target_node >= static_cast<int>(model.nodes.size())) {
+        const std::string pointer = AnimationPointerOf(ch);
+        if (!pointer.empty()) {
+          return Invalid(absl::StrFormat("%s.target.extensions.%s.pointer: \"%s\" is out of range (%d nodes)", where,
+                                         gltf_internal::kAnimationPointerExtension, pointer, model.nodes.size()));
+        }
         return Invalid(absl::StrFormat("%s.target.node: node %d is out of range (%d nodes)", where, ch.target_node,
                                        model.nodes.size()));
       }

@@ -340,6 +340,8 @@ void ExpectSameCharacter(const GltfCharacter& a, const GltfCharacter& b) {
     ASSERT_EQ(a.animations[i].channels.size(), b.animations[i].channels.size());
     for (size_t c = 0; c < a.animations[i].channels.size(); ++c) {
       EXPECT_EQ(a.animations[i].channels[c].joint, b.animations[i].channels[c].joint);
+      EXPECT_EQ(a.animations[i].channels[c].path, b.animations[i].channels[c].path);
+      EXPECT_EQ(a.animations[i].channels[c].interpolation, b.animations[i].channels[c].interpolation);
       EXPECT_EQ(a.animations[i].channels[c].times, b.animations[i].channels[c].times);
       EXPECT_EQ(a.animations[i].channels[c].values, b.animations[i].channels[c].values);
     }
@@ -358,6 +360,115 @@ TEST(GltfReadTest, GltfAndGlbGiveSameCharacter) {
     ASSERT_TRUE(a.ok()) << a.status();
     ASSERT_TRUE(b.ok()) << b.status();
     ExpectSameCharacter(*a, *b);
+  }
+}
+
+// `glb` with its animation channels given as KHR_animation_pointer targets ("/nodes/N/path",
+// no node), those with an odd index when `every_other` (the rest stay core channels), plus a
+// channel of a material's colour, which animates nothing of a rig; the extension used and
+// required.
+std::string WithAnimationPointers(const std::string& glb, bool every_other) {
+  const testing::GlbChunks chunks = testing::SplitGlb(glb);
+  nlohmann::json doc = nlohmann::json::parse(chunks.json);
+  for (nlohmann::json& animation : doc["animations"]) {
+    int c = 0;
+    for (nlohmann::json& channel : animation["channels"]) {
+      if (every_other && c++ % 2 == 0) continue;
+      nlohmann::json& target = channel["target"];
+      const std::string pointer =
+          absl::StrFormat("/nodes/%d/%s", target["node"].get<int>(), target["path"].get<std::string>());
+      target = {{"path", "pointer"}, {"extensions", {{"KHR_animation_pointer", {{"pointer", pointer}}}}}};
+    }
+    animation["channels"].push_back(
+        {{"sampler", 0},
+         {"target",
+          {{"path", "pointer"},
+           {"extensions",
+            {{"KHR_animation_pointer", {{"pointer", "/materials/0/pbrMetallicRoughness/baseColorFactor"}}}}}}}});
+  }
+  for (const char* list : {"extensionsUsed", "extensionsRequired"}) doc[list].push_back("KHR_animation_pointer");
+  return testing::JoinGlb(doc.dump(), chunks.rest);
+}
+
+// KHR_animation_pointer (Blender 4.3's "animation pointer" export, UnityGLTF, Needle): a channel
+// whose pointer names a node's translation, rotation, scale or morph weights is the core channel
+// of that node and path, so the real characters, every channel or every other one rewritten so,
+// read as the files themselves (tinygltf 2.7 dropped such channels, node missing, and the
+// animations came out empty). A pointer to a node past the file's is refused, quoting it; one
+// that also names a node and path a core channel animates is refused as that twice.
+TEST(GltfReadTest, ReadsKhrAnimationPointerChannelsAsTheCoreChannelsTheyEqual) {
+  std::vector<std::string> files;
+  for (const char* name : {"RiggedSimple", "RiggedFigure", "CesiumMan"}) {
+    const std::string path = DataPath(absl::StrFormat("gltf/%s/%s.glb", name, name));
+    SKINNING_REQUIRE_DATA(path);
+    files.push_back(path);
+  }
+  // CesiumMan with morph targets and a channel of their weights.
+  const std::string morph = TempDir() + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(files.back(), morph).ok());
+  files.push_back(morph);
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    const std::vector<unsigned char> bytes = ReadBytes(path);
+    const std::string glb(bytes.begin(), bytes.end());
+    absl::StatusOr<GltfCharacter> expected = ReadGltfBytes(glb, "gltf");
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    ASSERT_FALSE(expected->animations.empty());
+    for (const bool every_other : {false, true}) {
+      SCOPED_TRACE(every_other ? "every other channel" : "every channel");
+      absl::StatusOr<GltfCharacter> read = ReadGltfBytes(WithAnimationPointers(glb, every_other), "gltf");
+      ASSERT_TRUE(read.ok()) << read.status();
+      ExpectSameCharacter(*read, *expected);
+      ASSERT_EQ(read->animations.size(), expected->animations.size());
+      for (size_t a = 0; a < read->animations.size(); ++a) {
+        const Animation& x = read->animations[a];
+        const Animation& y = expected->animations[a];
+        EXPECT_EQ(x.start, y.start);
+        EXPECT_EQ(x.end, y.end);
+        ASSERT_EQ(x.morph_channels.size(), y.morph_channels.size());
+        for (size_t c = 0; c < x.morph_channels.size(); ++c) {
+          EXPECT_EQ(x.morph_channels[c].first_target, y.morph_channels[c].first_target);
+          EXPECT_EQ(x.morph_channels[c].values, y.morph_channels[c].values);
+        }
+      }
+    }
+  }
+
+  // Refusals, on RiggedSimple (its nodes[4] is animated).
+  const std::vector<unsigned char> bytes = ReadBytes(files[0]);
+  const testing::GlbChunks chunks = testing::SplitGlb(std::string(bytes.begin(), bytes.end()));
+  const nlohmann::json doc = nlohmann::json::parse(chunks.json);
+  auto with_channel = [&](const nlohmann::json& target) {
+    nlohmann::json edited = doc;
+    edited["animations"][0]["channels"].push_back({{"sampler", 0}, {"target", target}});
+    return testing::JoinGlb(edited.dump(), chunks.rest);
+  };
+  auto pointing_at = [](const std::string& pointer) {
+    return nlohmann::json{{"path", "pointer"}, {"extensions", {{"KHR_animation_pointer", {{"pointer", pointer}}}}}};
+  };
+  const int last = static_cast<int>(doc["animations"][0]["channels"].size());
+  absl::StatusOr<GltfCharacter> past = ReadGltfBytes(with_channel(pointing_at("/nodes/99/rotation")), "gltf");
+  EXPECT_EQ(past.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(past.status().message()),
+              ::testing::HasSubstr(absl::StrFormat("animations[0].channels[%d].target.extensions.KHR_animation_pointer."
+                                                   "pointer: \"/nodes/99/rotation\" is out of range (%d nodes)",
+                                                   last, doc["nodes"].size())));
+  const nlohmann::json& first = doc["animations"][0]["channels"][0]["target"];
+  const std::string twice = absl::StrFormat("/nodes/%d/%s", first["node"].get<int>(), first["path"].get<std::string>());
+  absl::StatusOr<GltfCharacter> both = ReadGltfBytes(with_channel(pointing_at(twice)), "gltf");
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(both.status().message()),
+              ::testing::HasSubstr(absl::StrFormat("animations[0].channels[%d].target: node %d's %s is animated by "
+                                                   "channels[0] too",
+                                                   last, first["node"].get<int>(), first["path"].get<std::string>())));
+  // Pointers that are not a node's transform or weights, or not JSON Pointer's spelling of an
+  // index, animate nothing of a rig: the file reads as it is.
+  for (const char* other : {"/nodes/4/translation/0", "/nodes/04/rotation", "/nodes/-1/rotation", "/nodes/4/matrix",
+                            "/cameras/0/perspective/yfov", "nodes/4/rotation"}) {
+    SCOPED_TRACE(other);
+    absl::StatusOr<GltfCharacter> read = ReadGltfBytes(with_channel(pointing_at(other)), "gltf");
+    ASSERT_TRUE(read.ok()) << read.status();
+    ExpectSameCharacter(*read, *ReadGltfBytes(std::string(bytes.begin(), bytes.end()), "gltf"));
   }
 }
 
@@ -1219,14 +1330,15 @@ TEST(GltfRobustnessTest, RefusesUnsupportedFeaturesByName) {
                         R"("extensionsRequired":["KHR_mesh_quantization","EXT_mesh_gpu_instancing"])";
        },
        {"extensionsRequired: \"EXT_mesh_gpu_instancing\" is not supported",
-        "the required extensions the reader supports are KHR_mesh_quantization, EXT_meshopt_compression and "
-        "KHR_draco_mesh_compression, and those of materials, textures, lights and metadata"}},
-      {"two unknown ones beside a texture's",  // the texture's is not named: it is read past
+        "the required extensions the reader supports are KHR_mesh_quantization, EXT_meshopt_compression, "
+        "KHR_draco_mesh_compression and KHR_animation_pointer, and those of materials, textures, lights and "
+        "metadata"}},
+      {"two unknown ones beside a texture's and animation pointers",  // those are read: not named
        [](HandMade* h) {
-         h->top_level = R"("extensionsUsed":["EXT_texture_webp","KHR_animation_pointer","VENDOR_x"],)"
-                        R"("extensionsRequired":["EXT_texture_webp","KHR_animation_pointer","VENDOR_x"])";
+         h->top_level = R"("extensionsUsed":["EXT_texture_webp","KHR_animation_pointer","VENDOR_x","VENDOR_y"],)"
+                        R"("extensionsRequired":["EXT_texture_webp","KHR_animation_pointer","VENDOR_x","VENDOR_y"])";
        },
-       {"extensionsRequired: \"KHR_animation_pointer\", \"VENDOR_x\" are not supported"}},
+       {"extensionsRequired: \"VENDOR_x\", \"VENDOR_y\" are not supported"}},
       {"skin out of range", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":4})"; },
        {"nodes[2].skin: skin 4 is out of range (1 skins)"}},
       {"negative skin", [](HandMade* h) { h->extra_nodes = R"({"mesh":0,"skin":-2})"; },
@@ -1722,12 +1834,13 @@ TEST(GltfRobustnessTest, BoundsTheJsonBeforeParsingIt) {
 // characters of the data set and the fuzz seeds (sparse accessors, Draco and meshopt files), the
 // model tinygltf parses from the text as it is equals the one it parses after the removal, once
 // the parts the reader is known to drop (materials, textures, images, samplers, cameras, extras
-// but a mesh's targetNames, extensions other than Draco and meshopt) are cleared from the first.
+// but a mesh's targetNames, extensions other than Draco, meshopt and KHR_animation_pointer) are
+// cleared from the first.
 TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
   const std::string seeds = std::string(SKINNING_SOURCE_DIR) + "/tests/fuzz/seeds/gltf/";
   std::vector<std::string> files = {seeds + "quad.gltf", seeds + "sparse_triangle.gltf", seeds + "quad_draco.glb",
                                     seeds + "quad_draco_sequential.glb", seeds + "triangle_meshopt.glb",
-                                    seeds + "two_scenes.gltf"};
+                                    seeds + "two_scenes.gltf", seeds + "quad_pointer.gltf"};
   for (const char* sample : {"CesiumMan/CesiumMan.glb", "RiggedFigure/RiggedFigure.glb",
                              "RiggedFigure/RiggedFigure.gltf", "RiggedSimple/RiggedSimple.glb",
                              "RiggedSimple/RiggedSimple.gltf", "SimpleSkin/SimpleSkin.gltf"}) {
@@ -1737,8 +1850,9 @@ TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
   }
   auto keep_extensions = [](tinygltf::ExtensionMap* extensions) {
     for (auto it = extensions->begin(); it != extensions->end();) {
-      it = it->first == "KHR_draco_mesh_compression" || it->first == "EXT_meshopt_compression" ? std::next(it)
-                                                                                                 : extensions->erase(it);
+      const bool kept = it->first == "KHR_draco_mesh_compression" || it->first == "EXT_meshopt_compression" ||
+                        it->first == "KHR_animation_pointer";
+      it = kept ? std::next(it) : extensions->erase(it);
     }
   };
   auto clean = [&](auto* object) {
@@ -1752,7 +1866,8 @@ TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
     clean(&m->asset);
     std::vector<std::string> used;
     for (const std::string& e : m->extensionsUsed)
-      if (e == "KHR_mesh_quantization" || e == "KHR_draco_mesh_compression" || e == "EXT_meshopt_compression")
+      if (e == "KHR_mesh_quantization" || e == "KHR_draco_mesh_compression" || e == "EXT_meshopt_compression" ||
+          e == "KHR_animation_pointer")
         used.push_back(e);
     m->extensionsUsed = used;
     for (auto& o : m->nodes) clean(&o);
@@ -1821,7 +1936,7 @@ TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
         v->erase("extras");
         if (v->contains("extensions")) {
           nlohmann::json kept = nlohmann::json::object();
-          for (const char* e : {"KHR_draco_mesh_compression", "EXT_meshopt_compression"})
+          for (const char* e : {"KHR_draco_mesh_compression", "EXT_meshopt_compression", "KHR_animation_pointer"})
             if ((*v)["extensions"].contains(e)) kept[e] = (*v)["extensions"][e];
           (*v)["extensions"] = kept;
         }
@@ -1847,8 +1962,8 @@ TEST(GltfRobustnessTest, RemovalKeepsEverythingTinygltfReads) {
 // Before parsing, the reader removes what it never reads: every member tinygltf's parser does not
 // look up (the top-level materials, textures, images, samplers and cameras among them: 1M empty
 // materials in a 3 MB file took 2.4 GB parsed; 1M unknown members of one node 163 MB), extras but
-// a mesh's targetNames, extensions other than Draco and meshopt, and their entries in
-// extensionsUsed; and it counts the objects the parser makes a struct for
+// a mesh's targetNames, extensions other than Draco, meshopt and KHR_animation_pointer, and their
+// entries in extensionsUsed; and it counts the objects the parser makes a struct for
 // (GltfSizeLimits::max_struct_bytes: 1M empty nodes took 600 MB). Checked on the seed quad with all
 // of those added, unknown members first, in the middle and last of every kind of object, each
 // holding text that looks like structure, and an image whose data: URI is not base64, which
