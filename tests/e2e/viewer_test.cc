@@ -264,7 +264,8 @@ TEST(ViewerBrowserTest, AGltfChosenWithItsBinFilesRegistersAsTheFileReadFromDisk
 // same file packed by gltfpack (the texture first, the meshopt-compressed data after it, so that
 // every range moves). The page sends each without its image, and registers the rig that the whole
 // file gives (the same content address). A third copy names the mesh's index view as its image:
-// nothing is cut from it.
+// nothing is cut from it. A fourth is an avatar's .vrm (CesiumMan with VRM 1.0's extensions),
+// which the page takes as the glTF binary it is: CesiumMan's rig.
 TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   SKINNING_REQUIRE_TOOL(OnPath("gltfpack").empty() ? std::string("gltfpack on PATH") : std::string());
@@ -272,6 +273,7 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
   SKINNING_REQUIRE_DATA(cesium);
   const std::string dir = MakeTempDir("images");
   const std::string packed = dir + "/CesiumMan-packed.glb", shared = dir + "/CesiumMan-shared.glb";
+  const std::string vrm = dir + "/CesiumMan.vrm";
   ASSERT_EQ(std::system(("gltfpack -i " + cesium + " -o " + packed + " -cc >/dev/null 2>&1").c_str()), 0);
   {
     const testing::GlbChunks chunks = testing::SplitGlb(testing::FileBytes(cesium));
@@ -279,16 +281,33 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
     doc["images"][0]["bufferView"] = doc["accessors"][0]["bufferView"];
     std::ofstream(shared, std::ios::binary) << testing::JoinGlb(doc.dump(), chunks.rest);
   }
+  {
+    // An avatar as VRoid Studio and UniVRM write them: a .vrm is a glTF binary with VRM 1.0's
+    // extensions (the humanoid's bones, spring bones, MToon materials), which the reader ignores.
+    const testing::GlbChunks chunks = testing::SplitGlb(testing::FileBytes(cesium));
+    nlohmann::json doc = nlohmann::json::parse(chunks.json);
+    const int hips = doc["skins"][0]["joints"][0].get<int>(), spine = doc["skins"][0]["joints"][1].get<int>();
+    for (const char* e : {"VRMC_vrm", "VRMC_springBone", "VRMC_materials_mtoon"}) doc["extensionsUsed"].push_back(e);
+    doc["extensions"]["VRMC_vrm"] = {
+        {"specVersion", "1.0"},
+        {"meta", {{"name", "CesiumMan"}, {"authors", {"Cesium"}}, {"licenseUrl", "https://vrm.dev/licenses/1.0/"}}},
+        {"humanoid", {{"humanBones", {{"hips", {{"node", hips}}}, {"spine", {{"node", spine}}}}}}}};
+    doc["extensions"]["VRMC_springBone"] = {
+        {"specVersion", "1.0"}, {"springs", {{{"joints", {{{"node", spine}, {"stiffness", 1.0}}}}}}}};
+    doc["materials"][0]["extensions"]["VRMC_materials_mtoon"] = {{"specVersion", "1.0"},
+                                                                 {"shadeColorFactor", {1, 1, 1}}};
+    std::ofstream(vrm, std::ios::binary) << testing::JoinGlb(doc.dump(), chunks.rest);
+  }
   std::unique_ptr<ServerProcess> server = ViewerServer();
   nlohmann::json r;
   ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_images.mjs", ArtifactsDir("viewer-images"), &r,
-                                          {"--glbs=" + cesium + "," + packed + "," + shared}));
+                                          {"--glbs=" + cesium + "," + packed + "," + shared + "," + vrm}));
   EXPECT_EQ(r["steps"], nlohmann::json({"registered"}));
-  ASSERT_EQ(r["files"].size(), 3u);
+  ASSERT_EQ(r["files"].size(), 4u);
   ClientOptions o;
   o.target = server->address();
   Client client(o);
-  const std::vector<std::string> files = {cesium, packed, shared};
+  const std::vector<std::string> files = {cesium, packed, shared, vrm};
   for (size_t f = 0; f < files.size(); ++f) {
     SCOPED_TRACE(files[f]);
     const std::string bytes = testing::FileBytes(files[f]);
@@ -307,6 +326,8 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
     EXPECT_EQ(r["files"][f]["rig"].get<std::string>(), want->rig().name());
     EXPECT_FALSE(want->created()) << "the page stored the same rig";
   }
+  // The avatar is CesiumMan: the same rig.
+  EXPECT_EQ(r["files"][3]["rig"], r["files"][0]["rig"]);
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

@@ -425,20 +425,21 @@ function sceneChoices(doc) {
   return { labels, fallback };
 }
 
-// The character among the chosen or dropped files: a .glb as it is, or a .gltf whose buffers are
+// The character among the chosen or dropped files: a .glb (or a .vrm: VRoid Studio's and UniVRM's
+// avatars are glTF binaries, their VRM extensions ignored) as it is, or a .gltf whose buffers are
 // files beside it (Blender's "glTF Separate", the glTF sample models) with those files embedded
 // as data: URIs, since the server reads nothing but what it is sent. Image files are not needed:
 // the server reads no image (a .glb's embedded ones, and a .gltf's data: URI ones, are left out).
 // Answers {file, bytes, scenes} (scenes from sceneChoices).
 async function characterFile(files) {
-  const characters = files.filter((f) => /\.(glb|gltf)$/i.test(f.name));
+  const characters = files.filter((f) => /\.(glb|vrm|gltf)$/i.test(f.name));
   if (characters.length !== 1) {
-    throw new Error(characters.length ? `choose one .glb or .gltf at a time, not ${characters.length}`
-                                      : "choose a .glb, or a .gltf with the .bin files it names");
+    throw new Error(characters.length ? `choose one .glb, .vrm or .gltf at a time, not ${characters.length}`
+                                      : "choose a .glb or .vrm, or a .gltf with the .bin files it names");
   }
   const file = characters[0];
   const bytes = new Uint8Array(await file.arrayBuffer());
-  if (/\.glb$/i.test(file.name) || new TextDecoder().decode(bytes.subarray(0, 4)) === "glTF") {
+  if (/\.(glb|vrm)$/i.test(file.name) || new TextDecoder().decode(bytes.subarray(0, 4)) === "glTF") {
     const glb = glbParts(bytes);
     const scenes = sceneChoices(glb?.doc);  // before withoutGlbImages edits the JSON
     return { file, bytes: withoutGlbImages(bytes, glb), scenes };
@@ -1029,7 +1030,7 @@ requestAnimationFrame(loop);
 
 listRigs()
   .then(() => {
-    say("Choose a rig, or drop a .glb (or a .gltf with its .bin files) to register it.");
+    say("Choose a rig, or drop a .glb or .vrm (or a .gltf with its .bin files) to register it.");
     probe.ready = true;
   })
   .catch((e) => fail("Listing the rigs", e));
