@@ -32,6 +32,7 @@
 #include "skinning/v1/bake_service.pb.h"
 #include "tests/support/data.h"
 #include "tests/support/glb.h"
+#include "tests/support/gltf_validator.h"
 #include "tests/support/multi_skin_gltf.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -328,6 +329,85 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
   }
   // The avatar is CesiumMan: the same rig.
   EXPECT_EQ(r["files"][3]["rig"], r["files"][0]["rig"]);
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// tests/web/viewer_download.mjs: the rig saved from the page as a skinned .glb, with its own
+// weights, then after a bone heat bake with the bake's, then a character of three mesh parts.
+// Each file, registered again, is that character: the first and the third are the same rig (the
+// same content address: mesh and its parts, skeleton and weights to the bit); the second carries
+// the bake's top-4 weights exactly and poses, with them, as the rig poses with the bake (LBS, a
+// frame of the animation).
+TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  std::unique_ptr<ServerProcess> server = ViewerServer();
+  const std::string out = ArtifactsDir("viewer-download");
+  const std::string multi =
+      testing::WriteMultiSkinGltf(testing::MultiSkinGltf(), MakeTempDir("download") + "/multi.gltf");
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_download.mjs", out, &r, {"--multi=" + multi}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "saved its own weights", "saved the bake's weights",
+                                        "saved a character of several parts"}));
+  EXPECT_EQ(r["own"]["suggested"], "CesiumMan.glb");
+  // Files the spec's validator passes.
+  SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>({out + "/own.glb", out + "/baked.glb", out + "/multi.glb"}));
+  const std::string bake = r["bakeName"].get<std::string>();
+  EXPECT_EQ(r["baked"]["suggested"].get<std::string>(), "CesiumMan-" + bake.substr(bake.rfind('/') + 1) + ".glb");
+  ClientOptions o;
+  o.target = server->address();
+  Client client(o);
+  const std::string rig = r["rig"].get<std::string>();
+
+  auto own = client.CreateRigFromGltf(testing::FileBytes(out + "/own.glb"));
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->rig().name(), rig);
+  EXPECT_FALSE(own->created()) << "not the rig the page saved";
+
+  auto baked = client.CreateRigFromGltf(testing::FileBytes(out + "/baked.glb"));
+  ASSERT_TRUE(baked.ok()) << baked.status();
+  auto saved = client.GetRig(baked->rig().name(), v1::RIG_VIEW_FULL);
+  auto weights = client.GetWeights(bake);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const v1::SparseWeights& want = weights->weights().sparse();
+  const v1::SparseWeights& got = saved->weights().sparse();
+  ASSERT_EQ(got.influence_count(), want.influence_count());
+  ASSERT_EQ(got.joints_size(), want.joints_size());
+  int differ = 0;
+  for (int i = 0; i < want.joints_size(); ++i)
+    if (want.weights(i) != got.weights(i) || (want.weights(i) != 0 && want.joints(i) != got.joints(i))) ++differ;
+  EXPECT_EQ(differ, 0) << "of " << want.joints_size() << " influences";
+
+  // Posed with LBS at a frame of the animation: the saved rig with its weights, the rig with the bake.
+  auto clip = client.CreateRigFromGltf(testing::FileBytes(std::string(SKINNING_SOURCE_DIR) +
+                                                          "/samples/CesiumMan/CesiumMan.glb"));
+  ASSERT_TRUE(clip.ok()) << clip.status();
+  ASSERT_FALSE(clip->animations().empty());
+  const v1::Pose& pose = clip->animations(0).poses(clip->animations(0).poses_size() / 2);
+  v1::PoseRequest a, b;
+  a.set_rig(rig);
+  a.set_bake(bake);
+  *a.mutable_pose() = pose;
+  a.mutable_outputs()->set_vertices(true);
+  b = a;
+  b.set_rig(baked->rig().name());
+  b.clear_bake();
+  auto posed_a = client.Pose(a), posed_b = client.Pose(b);
+  ASSERT_TRUE(posed_a.ok()) << posed_a.status();
+  ASSERT_TRUE(posed_b.ok()) << posed_b.status();
+  ASSERT_EQ(posed_a->vertices_size(), posed_b->vertices_size());
+  double most = 0;
+  for (int i = 0; i < posed_a->vertices_size(); ++i)
+    most = std::max(most, static_cast<double>(std::abs(posed_a->vertices(i) - posed_b->vertices(i))));
+  EXPECT_LT(most, 1e-5) << "largest coordinate difference";
+
+  auto parts = client.CreateRigFromGltf(testing::FileBytes(out + "/multi.glb"));
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_EQ(parts->rig().name(), r["multiRig"].get<std::string>());
+  EXPECT_FALSE(parts->created()) << "not the rig the page saved";
+  auto full = client.GetRig(parts->rig().name(), v1::RIG_VIEW_FULL);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->mesh().parts_size(), 3);
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

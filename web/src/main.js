@@ -292,6 +292,7 @@ async function openRig(name, clips = [], note = "") {
   });
   $("bake").disabled = false;
   $("fast").disabled = false;
+  $("download").disabled = false;
   $("show-weights").disabled = true;
   $("show-weights").checked = false;
   material.vertexColors = false;
@@ -766,6 +767,173 @@ async function startBake() {
   }
 }
 
+// ---- Download -----------------------------------------------------------------------------
+// The rig as a skinned glTF binary, with the last weights bake's weights (its own influences per
+// vertex), else the rig's own: what a rigger takes back to Blender or an engine after baking here.
+// Written as skinctl writes one (core/io/gltf_write.cc), so that it registers as the same rig: a
+// node per joint (its name and rest transform), a skin of every joint but the chain of unweighted
+// non-deforming joints above the skeleton (an exporter's "Z_UP" and "Armature", which the reader
+// takes back as non-deforming joints), a mesh and node per part of the rig's mesh (positions,
+// normals when it has them, triangles, JOINTS_n/WEIGHTS_n in sets of four). No animation; joints'
+// bone tails are not written (glTF has none).
+function skinnedGlb(rig, k, joints, weights) {
+  const V = rig.mesh.positions.length / 3;
+  const skeleton = rig.skeleton.joints;
+  const chunks = [], views = [], accessors = [];
+  let length = 0;
+  const add = (array, componentType, type, count, extra = {}) => {
+    const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+    const pad = (4 - (bytes.length % 4)) % 4;
+    views.push({ buffer: 0, byteOffset: length, byteLength: bytes.length });
+    chunks.push(bytes, new Uint8Array(pad));
+    length += bytes.length + pad;
+    accessors.push({ bufferView: views.length - 1, componentType, count, type, ...extra });
+    return accessors.length - 1;
+  };
+  const FLOAT = 5126, UNSIGNED_SHORT = 5123, UNSIGNED_INT = 5125;
+
+  // The skin's joints, and each joint's index among them (−1: a plain node).
+  const weighted = skeleton.map(() => false);
+  weights.forEach((w, i) => { if (w !== 0) weighted[joints[i]] = true; });
+  const children = skeleton.map(() => []), roots = [];
+  skeleton.forEach((J, j) => (J.parent >= 0 ? children[J.parent] : roots).push(j));
+  const plain = skeleton.map(() => false);
+  for (let j = roots.length === 1 ? roots[0] : -1;
+       j >= 0 && skeleton[j].nonDeforming && !weighted[j] && children[j].length === 1; j = children[j][0]) {
+    plain[j] = true;
+  }
+  const skinJoints = [...skeleton.keys()].filter((j) => !plain[j]);
+  const skinIndex = skeleton.map(() => -1);
+  skinJoints.forEach((j, s) => { skinIndex[j] = s; });
+
+  // Inverse bind matrices, column-major: the rig's 3x4 row-major ones, or the inverse of the rest
+  // pose's world transform where a joint has none.
+  const world = [];
+  const local = (J) => new THREE.Matrix4().compose(
+    new THREE.Vector3(...(J.rest?.translation?.length === 3 ? J.rest.translation : [0, 0, 0])),
+    new THREE.Quaternion(...(J.rest?.rotation?.length === 4 ? J.rest.rotation : [0, 0, 0, 1])),
+    new THREE.Vector3(...(J.rest?.scale?.length === 3 ? J.rest.scale : [1, 1, 1])));
+  const worldOf = (j) => {
+    world[j] ??= skeleton[j].parent >= 0 ? worldOf(skeleton[j].parent).clone().multiply(local(skeleton[j]))
+                                         : local(skeleton[j]);
+    return world[j];
+  };
+  const ibm = new Float32Array(16 * skinJoints.length);
+  skinJoints.forEach((j, s) => {
+    const b = skeleton[j].inverseBind;
+    ibm.set(b.length === 12 ? [b[0], b[4], b[8], 0, b[1], b[5], b[9], 0, b[2], b[6], b[10], 0, b[3], b[7], b[11], 1]
+                            : worldOf(j).clone().invert().elements, 16 * s);
+  });
+
+  const nodes = skeleton.map((J) => {
+    const node = { name: J.name };
+    if (J.rest?.translation?.length === 3) node.translation = [...J.rest.translation];
+    if (J.rest?.rotation?.length === 4) node.rotation = [...J.rest.rotation];
+    if (J.rest?.scale?.length === 3) node.scale = [...J.rest.scale];
+    return node;
+  });
+  skeleton.forEach((J, j) => { if (J.parent >= 0) (nodes[J.parent].children ??= []).push(j); });
+
+  // A mesh per part: its run of vertices, and the triangles that start in it.
+  const parts = rig.mesh.parts.length ? rig.mesh.parts : [{ name: rig.displayName || "character", vertexCount: V }];
+  const meshes = [];
+  const triangles = rig.mesh.triangles;
+  let first = 0;
+  for (const part of parts) {
+    const n = part.vertexCount, end = first + n;
+    const positions = Float32Array.from(rig.mesh.positions.slice(3 * first, 3 * end));
+    const min = [Infinity, Infinity, Infinity], max = [-Infinity, -Infinity, -Infinity];
+    positions.forEach((x, i) => {
+      min[i % 3] = Math.min(min[i % 3], x);
+      max[i % 3] = Math.max(max[i % 3], x);
+    });
+    const attributes = { POSITION: add(positions, FLOAT, "VEC3", n, { min, max }) };
+    if (rig.mesh.normals.length === 3 * V) {
+      attributes.NORMAL = add(Float32Array.from(rig.mesh.normals.slice(3 * first, 3 * end)), FLOAT, "VEC3", n);
+    }
+    for (let set = 0; set * 4 < k; ++set) {
+      const J = new Uint16Array(4 * n), W = new Float32Array(4 * n);
+      for (let i = 0; i < n; ++i) {
+        for (let c = 0; c < 4 && set * 4 + c < k; ++c) {
+          const at = (first + i) * k + set * 4 + c;
+          W[4 * i + c] = weights[at];
+          // An influence of weight 0 names joint 0 (as skinctl writes it).
+          J[4 * i + c] = weights[at] !== 0 ? skinIndex[joints[at]] : 0;
+        }
+      }
+      attributes[`JOINTS_${set}`] = add(J, UNSIGNED_SHORT, "VEC4", n);
+      attributes[`WEIGHTS_${set}`] = add(W, FLOAT, "VEC4", n);
+    }
+    const own = [];
+    for (let t = 0; t < triangles.length; t += 3) {
+      if (triangles[t] >= first && triangles[t] < end) {
+        own.push(triangles[t] - first, triangles[t + 1] - first, triangles[t + 2] - first);
+      }
+    }
+    const indices = add(Uint32Array.from(own), UNSIGNED_INT, "SCALAR", own.length);
+    meshes.push({ name: part.name, primitives: [{ attributes, indices, mode: 4 }] });
+    nodes.push({ name: part.name, mesh: meshes.length - 1, skin: 0 });
+    first = end;
+  }
+  const doc = {
+    asset: { version: "2.0", generator: "skinning viewer" },
+    scene: 0,
+    scenes: [{ nodes: roots.concat([...meshes.keys()].map((m) => skeleton.length + m)) }],
+    nodes,
+    meshes,
+    skins: [{ joints: skinJoints, inverseBindMatrices: add(ibm, FLOAT, "MAT4", skinJoints.length) }],
+    accessors, bufferViews: views, buffers: [{ byteLength: length }],
+  };
+  const json = new TextEncoder().encode(JSON.stringify(doc));
+  const jsonPadded = Math.ceil(json.length / 4) * 4;
+  const out = new Uint8Array(12 + 8 + jsonPadded + 8 + length);
+  const put = new DataView(out.buffer);
+  put.setUint32(0, 0x46546c67, true);
+  put.setUint32(4, 2, true);
+  put.setUint32(8, out.length, true);
+  put.setUint32(12, jsonPadded, true);
+  put.setUint32(16, 0x4e4f534a, true);
+  out.set(json, 20);
+  out.fill(0x20, 20 + json.length, 20 + jsonPadded);  // JSON is padded with spaces
+  put.setUint32(20 + jsonPadded, length, true);
+  put.setUint32(24 + jsonPadded, 0x004e4942, true);
+  let at = 28 + jsonPadded;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+async function downloadGlb() {
+  try {
+    const rig = S.full;
+    let sparse, from;
+    if (S.bakes.weights) {
+      const w = await bakes.getWeights({ bake: S.bakes.weights, format: WeightsFormat.SPARSE });
+      sparse = w.weights.kind.value;
+      from = S.bakes.weights.split("/").pop();
+    } else if (rig.weights?.kind?.case === "sparse") {
+      sparse = rig.weights.kind.value;
+      from = "its own weights";
+    } else {
+      throw new Error("the rig has no weights to write: bake some first (Start bake)");
+    }
+    const bytes = skinnedGlb(rig, sparse.influenceCount, sparse.joints, sparse.weights);
+    const file = `${rig.displayName || "character"}${S.bakes.weights ? "-" + from : ""}.glb`;
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([bytes], { type: "model/gltf-binary" }));
+    a.download = file;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    probe.downloaded = file;
+    say(`Saved ${file} (${(bytes.length / 1024).toFixed(0)} KiB, ${sparse.influenceCount} influences per vertex, ` +
+        `from ${from}).`);
+  } catch (e) {
+    fail("Writing the rig as .glb", e);
+  }
+}
+
 function showWeights() {
   const on = $("show-weights").checked && S.weights;
   material.vertexColors = !!on;
@@ -1012,6 +1180,7 @@ $("rest").addEventListener("click", async () => { S.source = "rest"; S.manual = 
 $("bake").addEventListener("click", startBake);
 $("show-weights").addEventListener("change", showWeights);
 $("fast").addEventListener("click", startFast);
+$("download").addEventListener("click", downloadGlb);
 
 function loop(now) {
   resize();
