@@ -33,6 +33,7 @@
 #include "tests/support/data.h"
 #include "tests/support/glb.h"
 #include "tests/support/gltf_validator.h"
+#include "tests/support/morph_gltf.h"
 #include "tests/support/multi_skin_gltf.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
@@ -333,36 +334,80 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
 }
 
 // tests/web/viewer_download.mjs: the rig saved from the page as a skinned .glb, with its own
-// weights, then after a bone heat bake with the bake's, then a character of three mesh parts.
-// Each file, registered again, is that character: the first and the third are the same rig (the
-// same content address: mesh and its parts, skeleton and weights to the bit); the second carries
-// the bake's top-4 weights exactly and poses, with them, as the rig poses with the bake (LBS, a
-// frame of the animation).
+// weights, then after a bone heat bake with the bake's; then a character of three mesh parts,
+// CesiumMan with two morph targets, and a stored rig of dense weights. Each file, registered again,
+// is that character: those saved with their own sparse weights are the same rigs (the same content
+// address: mesh and its parts, morph targets, skeleton and weights to the bit); the baked one
+// carries the bake's top-4 weights exactly and poses, with them, as the rig poses with the bake;
+// the dense one poses as the dense rig (LBS, a frame of the animation, within 1e-5).
 TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
   const std::string out = ArtifactsDir("viewer-download");
-  const std::string multi =
-      testing::WriteMultiSkinGltf(testing::MultiSkinGltf(), MakeTempDir("download") + "/multi.gltf");
-  nlohmann::json r;
-  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_download.mjs", out, &r, {"--multi=" + multi}));
-  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "saved its own weights", "saved the bake's weights",
-                                        "saved a character of several parts"}));
-  EXPECT_EQ(r["own"]["suggested"], "CesiumMan.glb");
-  // Files the spec's validator passes.
-  SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>({out + "/own.glb", out + "/baked.glb", out + "/multi.glb"}));
-  const std::string bake = r["bakeName"].get<std::string>();
-  EXPECT_EQ(r["baked"]["suggested"].get<std::string>(), "CesiumMan-" + bake.substr(bake.rfind('/') + 1) + ".glb");
+  const std::string sample = std::string(SKINNING_SOURCE_DIR) + "/samples/CesiumMan/CesiumMan.glb";
+  const std::string dir = MakeTempDir("download");
+  const std::string multi = testing::WriteMultiSkinGltf(testing::MultiSkinGltf(), dir + "/multi.gltf");
+  const std::string morph = dir + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(sample, morph).ok());
   ClientOptions o;
   o.target = server->address();
   Client client(o);
+  // The sample's rig with its weights as dense values, stored as a rig of its own.
+  auto clip = client.CreateRigFromGltf(testing::FileBytes(sample), "CesiumMan");  // the page's name for it
+  ASSERT_TRUE(clip.ok()) << clip.status();
+  ASSERT_FALSE(clip->animations().empty());
+  auto sample_rig = client.GetRig(clip->rig().name(), v1::RIG_VIEW_FULL);
+  ASSERT_TRUE(sample_rig.ok()) << sample_rig.status();
+  v1::Rig dense_proto = *sample_rig;
+  dense_proto.clear_name();
+  dense_proto.set_display_name("dense");
+  {
+    const v1::SparseWeights sparse = sample_rig->weights().sparse();
+    const int nj = sample_rig->skeleton().joints_size(), k = sparse.influence_count();
+    const int nv = sparse.joints_size() / k;
+    v1::DenseWeights* d = dense_proto.mutable_weights()->mutable_dense();
+    d->set_joint_count(nj);
+    for (int i = 0; i < nv * nj; ++i) d->add_values(0.0);
+    for (int i = 0; i < nv * k; ++i) {
+      const int at = (i / k) * nj + sparse.joints(i);
+      d->set_values(at, d->values(at) + sparse.weights(i));
+    }
+  }
+  auto dense = client.CreateRig(dense_proto);
+  ASSERT_TRUE(dense.ok()) << dense.status();
+
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_download.mjs", out, &r,
+                                          {"--more=" + multi + "," + morph, "--dense=" + dense->rig().name()}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "saved its own weights", "saved the bake's weights",
+                                        "saved the others", "saved the rig of dense weights"}));
+  EXPECT_EQ(r["own"]["suggested"], "CesiumMan.glb");
+  const std::string bake = r["bakeName"].get<std::string>();
+  EXPECT_EQ(r["baked"]["suggested"].get<std::string>(), "CesiumMan-" + bake.substr(bake.rfind('/') + 1) + ".glb");
+  const std::vector<std::string> saved_files = {out + "/own.glb", out + "/baked.glb", out + "/more-0.glb",
+                                                out + "/more-1.glb", out + "/dense.glb"};
+  // Files the spec's validator passes.
+  SKINNING_EXPECT_VALID_GLTF(saved_files);
+
+  // Saved with their own sparse weights: the same rigs.
+  const std::vector<std::pair<std::string, std::string>> same = {{out + "/own.glb", r["rig"].get<std::string>()},
+                                                                  {out + "/more-0.glb", r["more"][0]["rig"]},
+                                                                  {out + "/more-1.glb", r["more"][1]["rig"]}};
+  for (const auto& [file, rig] : same) {
+    SCOPED_TRACE(file);
+    auto again = client.CreateRigFromGltf(testing::FileBytes(file));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->rig().name(), rig);
+    EXPECT_FALSE(again->created()) << "not the rig the page saved";
+  }
+  auto parts = client.GetRig(r["more"][0]["rig"].get<std::string>(), v1::RIG_VIEW_FULL);
+  auto morphs = client.GetRig(r["more"][1]["rig"].get<std::string>(), v1::RIG_VIEW_FULL);
+  ASSERT_TRUE(parts.ok() && morphs.ok());
+  EXPECT_EQ(parts->mesh().parts_size(), 3);
+  EXPECT_EQ(morphs->morph_targets_size(), 2);
+
+  // The bake's weights, exactly.
   const std::string rig = r["rig"].get<std::string>();
-
-  auto own = client.CreateRigFromGltf(testing::FileBytes(out + "/own.glb"));
-  ASSERT_TRUE(own.ok()) << own.status();
-  EXPECT_EQ(own->rig().name(), rig);
-  EXPECT_FALSE(own->created()) << "not the rig the page saved";
-
   auto baked = client.CreateRigFromGltf(testing::FileBytes(out + "/baked.glb"));
   ASSERT_TRUE(baked.ok()) << baked.status();
   auto saved = client.GetRig(baked->rig().name(), v1::RIG_VIEW_FULL);
@@ -378,36 +423,34 @@ TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
     if (want.weights(i) != got.weights(i) || (want.weights(i) != 0 && want.joints(i) != got.joints(i))) ++differ;
   EXPECT_EQ(differ, 0) << "of " << want.joints_size() << " influences";
 
-  // Posed with LBS at a frame of the animation: the saved rig with its weights, the rig with the bake.
-  auto clip = client.CreateRigFromGltf(testing::FileBytes(std::string(SKINNING_SOURCE_DIR) +
-                                                          "/samples/CesiumMan/CesiumMan.glb"));
-  ASSERT_TRUE(clip.ok()) << clip.status();
-  ASSERT_FALSE(clip->animations().empty());
+  // Posed with LBS at a frame of the animation: each saved rig with its weights against the rig it
+  // was saved from (with the bake for the baked one).
   const v1::Pose& pose = clip->animations(0).poses(clip->animations(0).poses_size() / 2);
-  v1::PoseRequest a, b;
-  a.set_rig(rig);
-  a.set_bake(bake);
-  *a.mutable_pose() = pose;
-  a.mutable_outputs()->set_vertices(true);
-  b = a;
-  b.set_rig(baked->rig().name());
-  b.clear_bake();
-  auto posed_a = client.Pose(a), posed_b = client.Pose(b);
-  ASSERT_TRUE(posed_a.ok()) << posed_a.status();
-  ASSERT_TRUE(posed_b.ok()) << posed_b.status();
-  ASSERT_EQ(posed_a->vertices_size(), posed_b->vertices_size());
-  double most = 0;
-  for (int i = 0; i < posed_a->vertices_size(); ++i)
-    most = std::max(most, static_cast<double>(std::abs(posed_a->vertices(i) - posed_b->vertices(i))));
-  EXPECT_LT(most, 1e-5) << "largest coordinate difference";
-
-  auto parts = client.CreateRigFromGltf(testing::FileBytes(out + "/multi.glb"));
-  ASSERT_TRUE(parts.ok()) << parts.status();
-  EXPECT_EQ(parts->rig().name(), r["multiRig"].get<std::string>());
-  EXPECT_FALSE(parts->created()) << "not the rig the page saved";
-  auto full = client.GetRig(parts->rig().name(), v1::RIG_VIEW_FULL);
-  ASSERT_TRUE(full.ok()) << full.status();
-  EXPECT_EQ(full->mesh().parts_size(), 3);
+  auto dense_again = client.CreateRigFromGltf(testing::FileBytes(out + "/dense.glb"));
+  ASSERT_TRUE(dense_again.ok()) << dense_again.status();
+  struct Pair {
+    std::string original, bake, saved;
+  };
+  for (const Pair& p :
+       {Pair{rig, bake, baked->rig().name()}, Pair{dense->rig().name(), "", dense_again->rig().name()}}) {
+    SCOPED_TRACE(p.saved);
+    v1::PoseRequest a;
+    a.set_rig(p.original);
+    a.set_bake(p.bake);
+    *a.mutable_pose() = pose;
+    a.mutable_outputs()->set_vertices(true);
+    v1::PoseRequest b = a;
+    b.set_rig(p.saved);
+    b.clear_bake();
+    auto posed_a = client.Pose(a), posed_b = client.Pose(b);
+    ASSERT_TRUE(posed_a.ok()) << posed_a.status();
+    ASSERT_TRUE(posed_b.ok()) << posed_b.status();
+    ASSERT_EQ(posed_a->vertices_size(), posed_b->vertices_size());
+    double most = 0;
+    for (int i = 0; i < posed_a->vertices_size(); ++i)
+      most = std::max(most, static_cast<double>(std::abs(posed_a->vertices(i) - posed_b->vertices(i))));
+    EXPECT_LT(most, 1e-5) << "largest coordinate difference";
+  }
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

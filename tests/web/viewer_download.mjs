@@ -1,9 +1,11 @@
 // The browser viewer saving the rig as a skinned .glb: once with the rig's own weights, once after
-// a bone heat bake with that bake's; then a character of several mesh parts (--multi) with its
-// own. Saves the downloads as OUT/own.glb, OUT/baked.glb and OUT/multi.glb and writes
+// a bone heat bake with that bake's; then each character of --more registered and saved with its
+// own weights, and the stored rig --dense (dense weights) chosen from the list and saved. Saves the
+// downloads as OUT/own.glb, OUT/baked.glb, OUT/more-0.glb, ... and OUT/dense.glb and writes
 // OUT/result.json for tests/e2e/viewer_test.cc.
 //
-//   node tests/web/viewer_download.mjs --url=http://127.0.0.1:PORT --glb=CHARACTER.glb --multi=FILE.gltf --out=DIR
+//   node tests/web/viewer_download.mjs --url=http://127.0.0.1:PORT --glb=CHARACTER.glb --more=A.gltf,B.glb
+//        --dense=rigs/RIG --out=DIR
 import { args, registerSample, result, step, withViewer } from "./harness.mjs";
 
 await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
@@ -24,10 +26,19 @@ await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
   result.baked = await save("baked.glb");
   step("saved the bake's weights");
 
-  await page.evaluate(() => { window.__viewer.registered = null; });
-  await page.setInputFiles("#file", args.multi);
-  await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
-  result.multiRig = await page.evaluate(() => window.__viewer.registered);
-  result.multi = await save("multi.glb");
-  step("saved a character of several parts");
+  result.more = [];
+  for (const [i, file] of args.more.split(",").entries()) {
+    await page.evaluate(() => { window.__viewer.registered = null; });
+    await page.setInputFiles("#file", file);
+    await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
+    result.more.push({ rig: await page.evaluate(() => window.__viewer.registered), ...await save(`more-${i}.glb`) });
+  }
+  step("saved the others");
+
+  await page.selectOption("#rigs", args.dense);
+  // Its display name is "dense": the page says so once it has opened it.
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("dense: "), null,
+                             { timeout: 60000, polling: 50 });
+  result.dense = await save("dense.glb");
+  step("saved the rig of dense weights");
 });

@@ -774,8 +774,8 @@ async function startBake() {
 // node per joint (its name and rest transform), a skin of every joint but the chain of unweighted
 // non-deforming joints above the skeleton (an exporter's "Z_UP" and "Armature", which the reader
 // takes back as non-deforming joints), a mesh and node per part of the rig's mesh (positions,
-// normals when it has them, triangles, JOINTS_n/WEIGHTS_n in sets of four). No animation; joints'
-// bone tails are not written (glTF has none).
+// normals when it has them, triangles, JOINTS_n/WEIGHTS_n in sets of four, the morph targets that
+// move it). No animation; joints' bone tails are not written (glTF has none).
 function skinnedGlb(rig, k, joints, weights) {
   const V = rig.mesh.positions.length / 3;
   const skeleton = rig.skeleton.joints;
@@ -871,7 +871,32 @@ function skinnedGlb(rig, k, joints, weights) {
       }
     }
     const indices = add(Uint32Array.from(own), UNSIGNED_INT, "SCALAR", own.length);
-    meshes.push({ name: part.name, primitives: [{ attributes, indices, mode: 4 }] });
+    // Morph targets: every one on a single part, else those that move this one.
+    const targets = [], defaults = [], names = [];
+    for (const target of rig.morphTargets ?? []) {
+      const dV = Float32Array.from(target.positionDeltas.slice(3 * first, 3 * end));
+      if (parts.length > 1 && dV.every((d) => d === 0)) continue;
+      const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+      dV.forEach((d, i) => {
+        lo[i % 3] = Math.min(lo[i % 3], d);
+        hi[i % 3] = Math.max(hi[i % 3], d);
+      });
+      const moved = { POSITION: add(dV, FLOAT, "VEC3", n, { min: lo, max: hi }) };
+      if (attributes.NORMAL !== undefined && target.normalDeltas.length === 3 * V) {
+        moved.NORMAL = add(Float32Array.from(target.normalDeltas.slice(3 * first, 3 * end)), FLOAT, "VEC3", n);
+      }
+      targets.push(moved);
+      defaults.push(target.defaultWeight);
+      names.push(target.name);
+    }
+    const primitive = { attributes, indices, mode: 4 };
+    const mesh = { name: part.name, primitives: [primitive] };
+    if (targets.length) {
+      primitive.targets = targets;
+      mesh.weights = defaults;
+      mesh.extras = { targetNames: names };
+    }
+    meshes.push(mesh);
     nodes.push({ name: part.name, mesh: meshes.length - 1, skin: 0 });
     first = end;
   }
@@ -905,6 +930,25 @@ function skinnedGlb(rig, k, joints, weights) {
   return out;
 }
 
+// Dense weights as the 4 largest of each vertex (ties: the lower joint), negatives as 0, scaled
+// to sum to 1: what skinctl writes for a rig of dense weights (TopK in core/skinning/weights.h).
+function topFour({ jointCount, values }) {
+  const k = Math.min(4, jointCount), V = values.length / jointCount;
+  const joints = new Int32Array(V * k), weights = new Float32Array(V * k);
+  const order = [...Array(jointCount).keys()];
+  for (let i = 0; i < V; ++i) {
+    const w = (j) => values[i * jointCount + j];
+    const top = order.slice().sort((a, b) => w(b) - w(a) || a - b).slice(0, k);
+    let sum = 0;
+    for (const j of top) sum += Math.max(0, w(j));
+    top.forEach((j, c) => {
+      joints[i * k + c] = j;
+      weights[i * k + c] = sum > 0 ? Math.max(0, w(j)) / sum : 0;
+    });
+  }
+  return { influenceCount: k, joints, weights };
+}
+
 async function downloadGlb() {
   try {
     const rig = S.full;
@@ -916,6 +960,9 @@ async function downloadGlb() {
     } else if (rig.weights?.kind?.case === "sparse") {
       sparse = rig.weights.kind.value;
       from = "its own weights";
+    } else if (rig.weights?.kind?.case === "dense") {
+      sparse = topFour(rig.weights.kind.value);
+      from = "its own weights, the 4 largest of each vertex";
     } else {
       throw new Error("the rig has no weights to write: bake some first (Start bake)");
     }
