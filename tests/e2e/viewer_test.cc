@@ -336,10 +336,11 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
 // tests/web/viewer_download.mjs: the rig saved from the page as a skinned .glb, with its own
 // weights, then after a bone heat bake with the bake's; then a character of three mesh parts,
 // CesiumMan with two morph targets, and a stored rig of dense weights. Each file, registered again,
-// is that character: those saved with their own sparse weights are the same rigs (the same content
-// address: mesh and its parts, morph targets, skeleton and weights to the bit); the baked one
-// carries the bake's top-4 weights exactly and poses, with them, as the rig poses with the bake;
-// the dense one poses as the dense rig (LBS, a frame of the animation, within 1e-5).
+// is that character: those saved with their own sparse weights are the same rigs (the same
+// content address: mesh and its parts, morph targets, skeleton and weights to the bit), and
+// CesiumMan's animation comes back as the clip the page had; the baked one carries the bake's
+// top-4 weights exactly and poses, with them, as the rig poses with the bake; the dense one poses
+// as the dense rig (LBS, a frame of the animation, within 1e-5).
 TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
@@ -399,6 +400,35 @@ TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
     ASSERT_TRUE(again.ok()) << again.status();
     EXPECT_EQ(again->rig().name(), rig);
     EXPECT_FALSE(again->created()) << "not the rig the page saved";
+  }
+  // CesiumMan's animation, saved from the clip the page had, reads back as that clip: every frame's
+  // joint transforms within 1e-5.
+  {
+    auto again = client.CreateRigFromGltf(testing::FileBytes(out + "/own.glb"));
+    ASSERT_TRUE(again.ok()) << again.status();
+    ASSERT_EQ(again->animations_size(), clip->animations_size());
+    const v1::AnimationClip &want_clip = clip->animations(0), &got_clip = again->animations(0);
+    EXPECT_EQ(got_clip.name(), want_clip.name());
+    EXPECT_EQ(got_clip.frames_per_second(), want_clip.frames_per_second());
+    EXPECT_NEAR(got_clip.start(), want_clip.start(), 1e-6);
+    ASSERT_EQ(got_clip.poses_size(), want_clip.poses_size());
+    double most = 0;
+    for (int f = 0; f < want_clip.poses_size(); ++f) {
+      ASSERT_EQ(got_clip.poses(f).joints_size(), want_clip.poses(f).joints_size());
+      for (int j = 0; j < want_clip.poses(f).joints_size(); ++j) {
+        const v1::Transform &x = got_clip.poses(f).joints(j), &y = want_clip.poses(f).joints(j);
+        ASSERT_EQ(x.translation_size(), y.translation_size());
+        ASSERT_EQ(x.rotation_size(), y.rotation_size());
+        ASSERT_EQ(x.scale_size(), y.scale_size());
+        for (int a = 0; a < x.translation_size(); ++a)
+          most = std::max(most, static_cast<double>(std::abs(x.translation(a) - y.translation(a))));
+        for (int a = 0; a < x.rotation_size(); ++a)
+          most = std::max(most, static_cast<double>(std::abs(x.rotation(a) - y.rotation(a))));
+        for (int a = 0; a < x.scale_size(); ++a)
+          most = std::max(most, static_cast<double>(std::abs(x.scale(a) - y.scale(a))));
+      }
+    }
+    EXPECT_LT(most, 1e-5) << "largest difference of a joint transform's component";
   }
   auto parts = client.GetRig(r["more"][0]["rig"].get<std::string>(), v1::RIG_VIEW_FULL);
   auto morphs = client.GetRig(r["more"][1]["rig"].get<std::string>(), v1::RIG_VIEW_FULL);

@@ -775,8 +775,9 @@ async function startBake() {
 // non-deforming joints above the skeleton (an exporter's "Z_UP" and "Armature", which the reader
 // takes back as non-deforming joints), a mesh and node per part of the rig's mesh (positions,
 // normals when it has them, triangles, JOINTS_n/WEIGHTS_n in sets of four, the morph targets that
-// move it). No animation; joints' bone tails are not written (glTF has none).
-function skinnedGlb(rig, k, joints, weights) {
+// move it), and the animations the page has for it (those of the file it registered here). Joints'
+// bone tails are not written (glTF has none).
+function skinnedGlb(rig, k, joints, weights, clips = []) {
   const V = rig.mesh.positions.length / 3;
   const skeleton = rig.skeleton.joints;
   const chunks = [], views = [], accessors = [];
@@ -900,6 +901,38 @@ function skinnedGlb(rig, k, joints, weights) {
     nodes.push({ name: part.name, mesh: meshes.length - 1, skin: 0 });
     first = end;
   }
+  // The file's animations as the server sampled them (CreateRig's clips): a LINEAR key per frame
+  // for each joint's translation, rotation and scale, but a channel that never leaves the rest
+  // value. Morph weights are not written.
+  const animations = [];
+  const TRS = [["translation", 3, [0, 0, 0]], ["rotation", 4, [0, 0, 0, 1]], ["scale", 3, [1, 1, 1]]];
+  for (const clip of clips) {
+    const F = clip.poses.length;
+    if (!F || !(clip.framesPerSecond > 0)) continue;
+    const times = Float32Array.from({ length: F }, (_, f) => clip.start + f / clip.framesPerSecond);
+    // The reader samples floor(length · rate) + 1 frames: the last key, rounded to a float, moves up
+    // until the length holds them all again.
+    const bits = new Uint32Array(times.buffer);
+    const short = () => (times[F - 1] - times[0]) * clip.framesPerSecond + 1e-9 < F - 1;
+    for (let n = 0; n < 64 && times[F - 1] > 0 && short(); ++n) ++bits[F - 1];
+    let input = -1;
+    const samplers = [], channels = [];
+    skeleton.forEach((J, j) => {
+      for (const [path, width, identity] of TRS) {
+        const values = new Float32Array(F * width);
+        clip.poses.forEach((pose, f) => {
+          const v = pose.joints[j]?.[path];
+          values.set(v?.length === width ? v : identity, f * width);
+        });
+        const rest = Float32Array.from(J.rest?.[path]?.length === width ? J.rest[path] : identity);
+        if (values.every((x, i) => x === rest[i % width])) continue;
+        if (input < 0) input = add(times, FLOAT, "SCALAR", F, { min: [times[0]], max: [times[F - 1]] });
+        samplers.push({ input, output: add(values, FLOAT, width === 4 ? "VEC4" : "VEC3", F), interpolation: "LINEAR" });
+        channels.push({ sampler: samplers.length - 1, target: { node: j, path } });
+      }
+    });
+    if (channels.length) animations.push({ name: clip.name, samplers, channels });
+  }
   const doc = {
     asset: { version: "2.0", generator: "skinning viewer" },
     scene: 0,
@@ -909,6 +942,7 @@ function skinnedGlb(rig, k, joints, weights) {
     skins: [{ joints: skinJoints, inverseBindMatrices: add(ibm, FLOAT, "MAT4", skinJoints.length) }],
     accessors, bufferViews: views, buffers: [{ byteLength: length }],
   };
+  if (animations.length) doc.animations = animations;
   const json = new TextEncoder().encode(JSON.stringify(doc));
   const jsonPadded = Math.ceil(json.length / 4) * 4;
   const out = new Uint8Array(12 + 8 + jsonPadded + 8 + length);
@@ -966,7 +1000,7 @@ async function downloadGlb() {
     } else {
       throw new Error("the rig has no weights to write: bake some first (Start bake)");
     }
-    const bytes = skinnedGlb(rig, sparse.influenceCount, sparse.joints, sparse.weights);
+    const bytes = skinnedGlb(rig, sparse.influenceCount, sparse.joints, sparse.weights, S.clips);
     const file = `${rig.displayName || "character"}${S.bakes.weights ? "-" + from : ""}.glb`;
     const a = document.createElement("a");
     a.href = URL.createObjectURL(new Blob([bytes], { type: "model/gltf-binary" }));
