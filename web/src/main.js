@@ -219,6 +219,36 @@ async function listRigs() {
   if (S.rig) select.value = S.rig;
 }
 
+// glTF's rest transform paths, each with its default (the identity), which a joint without one has.
+const TRS = [["translation", [0, 0, 0]], ["rotation", [0, 0, 0, 1]], ["scale", [1, 1, 1]]];
+
+// A joint's rest value of one path (a copy), or the path's default where the rig gives none.
+const restValue = (J, path, identity) => [...(J.rest?.[path]?.length === identity.length ? J.rest[path] : identity)];
+
+// A joint's rest transform, defaults filled in.
+const restOf = (J) => Object.fromEntries(TRS.map(([path, identity]) => [path, restValue(J, path, identity)]));
+
+// A joint's rest transform as a matrix (relative to its parent).
+function restMatrix(J) {
+  const { translation, rotation, scale } = restOf(J);
+  return new THREE.Matrix4().compose(new THREE.Vector3(...translation), new THREE.Quaternion(...rotation),
+                                     new THREE.Vector3(...scale));
+}
+
+// A rig's 3x4 row-major matrix as a Matrix4.
+const matrixOfRows = (b) => new THREE.Matrix4().set(...b.slice(0, 12), 0, 0, 0, 1);
+
+// Each joint's world transform of the rest pose: the chain of rest transforms from its root.
+function restWorlds(skeleton) {
+  const world = [];
+  const of = (j) => {
+    const J = skeleton[j];
+    world[j] ??= J.parent >= 0 ? of(J.parent).clone().multiply(restMatrix(J)) : restMatrix(J);
+    return world[j];
+  };
+  return skeleton.map((_, j) => of(j));
+}
+
 function bindPositions(rig) {
   // Joint positions in bind space: the inverse of each inverse bind matrix, else the rest chain.
   const joints = rig.skeleton.joints;
@@ -226,15 +256,9 @@ function bindPositions(rig) {
   for (let j = 0; j < joints.length; ++j) {
     const J = joints[j];
     if (J.inverseBind.length === 12) {
-      const b = J.inverseBind;
-      const m = new THREE.Matrix4().set(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], 0, 0, 0, 1);
-      world.push(m.invert());
+      world.push(matrixOfRows(J.inverseBind).invert());
     } else {
-      const t = J.rest?.translation?.length === 3 ? J.rest.translation : [0, 0, 0];
-      const r = J.rest?.rotation?.length === 4 ? J.rest.rotation : [0, 0, 0, 1];
-      const s = J.rest?.scale?.length === 3 ? J.rest.scale : [1, 1, 1];
-      const local = new THREE.Matrix4().compose(new THREE.Vector3(...t), new THREE.Quaternion(...r), new THREE.Vector3(...s));
-      world.push(J.parent >= 0 ? world[J.parent].clone().multiply(local) : local);
+      world.push(J.parent >= 0 ? world[J.parent].clone().multiply(restMatrix(J)) : restMatrix(J));
     }
   }
   return world.map((m) => new THREE.Vector3().setFromMatrixPosition(m));
@@ -312,6 +336,35 @@ const octetStreamUri = (file) => new Promise((resolve, reject) => {
   reader.readAsDataURL(new Blob([file], { type: "application/octet-stream" }));
 });
 
+// ---- glTF binaries -------------------------------------------------------------------------
+const GLB_MAGIC = 0x46546c67, JSON_CHUNK = 0x4e4f534a, BIN_CHUNK = 0x004e4942;
+const pad4 = (n) => Math.ceil(n / 4) * 4;
+
+// A glTF 2.0 binary of a JSON document and a binary chunk given as byte arrays in order: the JSON
+// padded with spaces, the chunk with zeros, to multiples of 4 bytes.
+function writeGlb(doc, binParts) {
+  const json = new TextEncoder().encode(JSON.stringify(doc));
+  const binLength = binParts.reduce((n, part) => n + part.length, 0);
+  const jsonAt = 20, binAt = jsonAt + pad4(json.length);
+  const out = new Uint8Array(binAt + 8 + pad4(binLength));
+  const put = new DataView(out.buffer);
+  put.setUint32(0, GLB_MAGIC, true);
+  put.setUint32(4, 2, true);
+  put.setUint32(8, out.length, true);
+  put.setUint32(12, binAt - jsonAt, true);
+  put.setUint32(16, JSON_CHUNK, true);
+  out.set(json, jsonAt);
+  out.fill(0x20, jsonAt + json.length, binAt);
+  put.setUint32(binAt, pad4(binLength), true);
+  put.setUint32(binAt + 4, BIN_CHUNK, true);
+  let at = binAt + 8;
+  for (const part of binParts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
 // A glTF 2.0 binary's JSON, and where its binary chunk starts and how long it is (binLength −1
 // when it has none that fits the file); null for anything else, and for JSON that does not parse
 // (the server says what is wrong with it).
@@ -319,7 +372,7 @@ function glbParts(bytes) {
   const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const u32 = (at) => (at + 4 <= bytes.length ? data.getUint32(at, true) : -1);
   const jsonLength = u32(12);
-  if (u32(0) !== 0x46546c67 || u32(4) !== 2 || u32(16) !== 0x4e4f534a || jsonLength < 0) return null;
+  if (u32(0) !== GLB_MAGIC || u32(4) !== 2 || u32(16) !== JSON_CHUNK || jsonLength < 0) return null;
   const binAt = 20 + jsonLength;
   let doc;
   try {
@@ -328,7 +381,7 @@ function glbParts(bytes) {
     return null;
   }
   const binLength = u32(binAt);
-  const fits = u32(binAt + 4) === 0x004e4942 && binLength >= 0 && binAt + 8 + binLength <= bytes.length;
+  const fits = u32(binAt + 4) === BIN_CHUNK && binLength >= 0 && binAt + 8 + binLength <= bytes.length;
   return { doc, binAt, binLength: fits ? binLength : -1 };
 }
 
@@ -390,28 +443,14 @@ function withoutGlbImages(bytes, glb) {
   });
   const removed = merged.reduce((sum, [a, b]) => sum + b - a, 0);
   doc.buffers[0].byteLength -= removed;
-  const pad4 = (n) => Math.ceil(n / 4) * 4;
-  const json = new TextEncoder().encode(JSON.stringify(doc));
-  const binOut = binLength - removed;
-  const out = new Uint8Array(12 + 8 + pad4(json.length) + 8 + pad4(binOut));
-  const put = new DataView(out.buffer);
-  put.setUint32(0, 0x46546c67, true);
-  put.setUint32(4, 2, true);
-  put.setUint32(8, out.length, true);
-  put.setUint32(12, pad4(json.length), true);
-  put.setUint32(16, 0x4e4f534a, true);
-  out.set(json, 20);
-  out.fill(0x20, 20 + json.length, 20 + pad4(json.length));  // JSON is padded with spaces
-  const at = 20 + pad4(json.length);
-  put.setUint32(at, pad4(binOut), true);
-  put.setUint32(at + 4, 0x004e4942, true);
-  let write = at + 8, read = 0;
+  // The chunk's bytes but the cut ranges.
+  const kept = [];
+  let read = 0;
   for (const [a, b] of [...merged, [binLength, binLength]]) {
-    out.set(bytes.subarray(binAt + 8 + read, binAt + 8 + a), write);
-    write += a - read;
+    kept.push(bytes.subarray(binAt + 8 + read, binAt + 8 + a));
     read = b;
   }
-  return out;
+  return writeGlb(doc, kept);
 }
 
 // The scenes a file offers when it has several (Blender writes one per scene of the .blend):
@@ -523,11 +562,7 @@ async function sendCharacter(upload, chosen) {
 
 // ---- Posing -------------------------------------------------------------------------------
 function restTransforms() {
-  return S.full.skeleton.joints.map((J) => ({
-    translation: J.rest?.translation?.length ? [...J.rest.translation] : [0, 0, 0],
-    rotation: J.rest?.rotation?.length ? [...J.rest.rotation] : [0, 0, 0, 1],
-    scale: J.rest?.scale?.length ? [...J.rest.scale] : [1, 1, 1],
-  }));
+  return S.full.skeleton.joints.map(restOf);
 }
 
 function currentPose() {
@@ -778,6 +813,15 @@ async function startBake() {
 // move it), and the animations the page has for it (those of the file it registered here). Joints'
 // bone tails are not written (glTF has none).
 function skinnedGlb(rig, k, joints, weights, clips = []) {
+  // A VEC3 accessor's min and max (glTF requires them of positions).
+  const bounds = (xyz) => {
+    const min = [Infinity, Infinity, Infinity], max = [-Infinity, -Infinity, -Infinity];
+    xyz.forEach((x, i) => {
+      min[i % 3] = Math.min(min[i % 3], x);
+      max[i % 3] = Math.max(max[i % 3], x);
+    });
+    return { min, max };
+  };
   const V = rig.mesh.positions.length / 3;
   const skeleton = rig.skeleton.joints;
   const chunks = [], views = [], accessors = [];
@@ -809,28 +853,18 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
 
   // Inverse bind matrices, column-major: the rig's 3x4 row-major ones, or the inverse of the rest
   // pose's world transform where a joint has none.
-  const world = [];
-  const local = (J) => new THREE.Matrix4().compose(
-    new THREE.Vector3(...(J.rest?.translation?.length === 3 ? J.rest.translation : [0, 0, 0])),
-    new THREE.Quaternion(...(J.rest?.rotation?.length === 4 ? J.rest.rotation : [0, 0, 0, 1])),
-    new THREE.Vector3(...(J.rest?.scale?.length === 3 ? J.rest.scale : [1, 1, 1])));
-  const worldOf = (j) => {
-    world[j] ??= skeleton[j].parent >= 0 ? worldOf(skeleton[j].parent).clone().multiply(local(skeleton[j]))
-                                         : local(skeleton[j]);
-    return world[j];
-  };
+  const world = restWorlds(skeleton);
   const ibm = new Float32Array(16 * skinJoints.length);
   skinJoints.forEach((j, s) => {
     const b = skeleton[j].inverseBind;
     ibm.set(b.length === 12 ? [b[0], b[4], b[8], 0, b[1], b[5], b[9], 0, b[2], b[6], b[10], 0, b[3], b[7], b[11], 1]
-                            : worldOf(j).clone().invert().elements, 16 * s);
+                            : world[j].clone().invert().elements, 16 * s);
   });
 
   const nodes = skeleton.map((J) => {
     const node = { name: J.name };
-    if (J.rest?.translation?.length === 3) node.translation = [...J.rest.translation];
-    if (J.rest?.rotation?.length === 4) node.rotation = [...J.rest.rotation];
-    if (J.rest?.scale?.length === 3) node.scale = [...J.rest.scale];
+    // Only the paths the rig gives (a reader takes the rest as their defaults).
+    for (const [path, identity] of TRS) if (J.rest?.[path]?.length === identity.length) node[path] = [...J.rest[path]];
     return node;
   });
   skeleton.forEach((J, j) => { if (J.parent >= 0) (nodes[J.parent].children ??= []).push(j); });
@@ -843,12 +877,7 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
   for (const part of parts) {
     const n = part.vertexCount, end = first + n;
     const positions = Float32Array.from(rig.mesh.positions.slice(3 * first, 3 * end));
-    const min = [Infinity, Infinity, Infinity], max = [-Infinity, -Infinity, -Infinity];
-    positions.forEach((x, i) => {
-      min[i % 3] = Math.min(min[i % 3], x);
-      max[i % 3] = Math.max(max[i % 3], x);
-    });
-    const attributes = { POSITION: add(positions, FLOAT, "VEC3", n, { min, max }) };
+    const attributes = { POSITION: add(positions, FLOAT, "VEC3", n, bounds(positions)) };
     if (rig.mesh.normals.length === 3 * V) {
       attributes.NORMAL = add(Float32Array.from(rig.mesh.normals.slice(3 * first, 3 * end)), FLOAT, "VEC3", n);
     }
@@ -877,12 +906,7 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
     for (const target of rig.morphTargets ?? []) {
       const dV = Float32Array.from(target.positionDeltas.slice(3 * first, 3 * end));
       if (parts.length > 1 && dV.every((d) => d === 0)) continue;
-      const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
-      dV.forEach((d, i) => {
-        lo[i % 3] = Math.min(lo[i % 3], d);
-        hi[i % 3] = Math.max(hi[i % 3], d);
-      });
-      const moved = { POSITION: add(dV, FLOAT, "VEC3", n, { min: lo, max: hi }) };
+      const moved = { POSITION: add(dV, FLOAT, "VEC3", n, bounds(dV)) };
       if (attributes.NORMAL !== undefined && target.normalDeltas.length === 3 * V) {
         moved.NORMAL = add(Float32Array.from(target.normalDeltas.slice(3 * first, 3 * end)), FLOAT, "VEC3", n);
       }
@@ -905,7 +929,6 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
   // for each joint's translation, rotation and scale, but a channel that never leaves the rest
   // value. Morph weights are not written.
   const animations = [];
-  const TRS = [["translation", 3, [0, 0, 0]], ["rotation", 4, [0, 0, 0, 1]], ["scale", 3, [1, 1, 1]]];
   for (const clip of clips) {
     const F = clip.poses.length;
     if (!F || !(clip.framesPerSecond > 0)) continue;
@@ -918,13 +941,14 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
     let input = -1;
     const samplers = [], channels = [];
     skeleton.forEach((J, j) => {
-      for (const [path, width, identity] of TRS) {
+      for (const [path, identity] of TRS) {
+        const width = identity.length;
         const values = new Float32Array(F * width);
         clip.poses.forEach((pose, f) => {
           const v = pose.joints[j]?.[path];
           values.set(v?.length === width ? v : identity, f * width);
         });
-        const rest = Float32Array.from(J.rest?.[path]?.length === width ? J.rest[path] : identity);
+        const rest = Float32Array.from(restValue(J, path, identity));
         if (values.every((x, i) => x === rest[i % width])) continue;
         if (input < 0) input = add(times, FLOAT, "SCALAR", F, { min: [times[0]], max: [times[F - 1]] });
         samplers.push({ input, output: add(values, FLOAT, width === 4 ? "VEC4" : "VEC3", F), interpolation: "LINEAR" });
@@ -943,25 +967,7 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
     accessors, bufferViews: views, buffers: [{ byteLength: length }],
   };
   if (animations.length) doc.animations = animations;
-  const json = new TextEncoder().encode(JSON.stringify(doc));
-  const jsonPadded = Math.ceil(json.length / 4) * 4;
-  const out = new Uint8Array(12 + 8 + jsonPadded + 8 + length);
-  const put = new DataView(out.buffer);
-  put.setUint32(0, 0x46546c67, true);
-  put.setUint32(4, 2, true);
-  put.setUint32(8, out.length, true);
-  put.setUint32(12, jsonPadded, true);
-  put.setUint32(16, 0x4e4f534a, true);
-  out.set(json, 20);
-  out.fill(0x20, 20 + json.length, 20 + jsonPadded);  // JSON is padded with spaces
-  put.setUint32(20 + jsonPadded, length, true);
-  put.setUint32(24 + jsonPadded, 0x004e4942, true);
-  let at = 28 + jsonPadded;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+  return writeGlb(doc, chunks);
 }
 
 // Dense weights as the 4 largest of each vertex (ties: the lower joint), negatives as 0, scaled
