@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <thread>
 
 #include <gmock/gmock.h>
+#include <google/protobuf/repeated_field.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -111,6 +113,16 @@ void RunViewerScript(ServerProcess& server, const std::string& script, const std
                      const std::vector<std::string>& more_args = {}) {
   ASSERT_GT(server.http_port(), 0) << server.Output();
   ReadViewerResult(RunCommand(ViewerScriptCommand(script, server.http_port(), out, more_args)), out, r);
+}
+
+// The largest absolute difference of two float fields' elements; they must be as long.
+double LargestDifference(const google::protobuf::RepeatedField<float>& a,
+                         const google::protobuf::RepeatedField<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double most = 0;
+  for (int i = 0; i < std::min(a.size(), b.size()); ++i)
+    most = std::max(most, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return most;
 }
 
 // The page's FAST drag (r["fast"]: the handle's rest point, the drag's target and the answer's
@@ -417,15 +429,8 @@ TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
       ASSERT_EQ(got_clip.poses(f).joints_size(), want_clip.poses(f).joints_size());
       for (int j = 0; j < want_clip.poses(f).joints_size(); ++j) {
         const v1::Transform &x = got_clip.poses(f).joints(j), &y = want_clip.poses(f).joints(j);
-        ASSERT_EQ(x.translation_size(), y.translation_size());
-        ASSERT_EQ(x.rotation_size(), y.rotation_size());
-        ASSERT_EQ(x.scale_size(), y.scale_size());
-        for (int a = 0; a < x.translation_size(); ++a)
-          most = std::max(most, static_cast<double>(std::abs(x.translation(a) - y.translation(a))));
-        for (int a = 0; a < x.rotation_size(); ++a)
-          most = std::max(most, static_cast<double>(std::abs(x.rotation(a) - y.rotation(a))));
-        for (int a = 0; a < x.scale_size(); ++a)
-          most = std::max(most, static_cast<double>(std::abs(x.scale(a) - y.scale(a))));
+        most = std::max({most, LargestDifference(x.translation(), y.translation()),
+                         LargestDifference(x.rotation(), y.rotation()), LargestDifference(x.scale(), y.scale())});
       }
     }
     EXPECT_LT(most, 1e-5) << "largest difference of a joint transform's component";
@@ -476,10 +481,7 @@ TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
     ASSERT_TRUE(posed_a.ok()) << posed_a.status();
     ASSERT_TRUE(posed_b.ok()) << posed_b.status();
     ASSERT_EQ(posed_a->vertices_size(), posed_b->vertices_size());
-    double most = 0;
-    for (int i = 0; i < posed_a->vertices_size(); ++i)
-      most = std::max(most, static_cast<double>(std::abs(posed_a->vertices(i) - posed_b->vertices(i))));
-    EXPECT_LT(most, 1e-5) << "largest coordinate difference";
+    EXPECT_LT(LargestDifference(posed_a->vertices(), posed_b->vertices()), 1e-5) << "largest coordinate difference";
   }
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
