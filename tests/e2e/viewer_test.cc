@@ -350,7 +350,8 @@ TEST(ViewerBrowserTest, AGlbIsSentWithoutItsImagesAndRegistersAsTheWholeFile) {
 // CesiumMan with two morph targets, and a stored rig of dense weights. Each file, registered again,
 // is that character: those saved with their own sparse weights are the same rigs (the same
 // content address: mesh and its parts, morph targets, skeleton and weights to the bit), and
-// CesiumMan's animation comes back as the clip the page had; the baked one carries the bake's
+// CesiumMan's animations (that of the copy with morph targets with its target weights) come back
+// as the clips the page had; the baked one carries the bake's
 // top-4 weights exactly and poses, with them, as the rig poses with the bake; the dense one poses
 // as the dense rig (LBS, a frame of the animation, within 1e-5).
 TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
@@ -414,26 +415,34 @@ TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
     EXPECT_FALSE(again->created()) << "not the rig the page saved";
   }
   // CesiumMan's animation, saved from the clip the page had, reads back as that clip: every frame's
-  // joint transforms within 1e-5.
-  {
-    auto again = client.CreateRigFromGltf(testing::FileBytes(out + "/own.glb"));
+  // joint transforms within 1e-5; so does CesiumMan's with morph targets, with its frames' target
+  // weights.
+  for (const auto& [file, source] : {std::pair{out + "/own.glb", sample}, std::pair{out + "/more-1.glb", morph}}) {
+    SCOPED_TRACE(file);
+    auto want = client.CreateRigFromGltf(testing::FileBytes(source));
+    auto again = client.CreateRigFromGltf(testing::FileBytes(file));
+    ASSERT_TRUE(want.ok()) << want.status();
     ASSERT_TRUE(again.ok()) << again.status();
-    ASSERT_EQ(again->animations_size(), clip->animations_size());
-    const v1::AnimationClip &want_clip = clip->animations(0), &got_clip = again->animations(0);
+    ASSERT_EQ(again->animations_size(), want->animations_size());
+    const v1::AnimationClip &want_clip = want->animations(0), &got_clip = again->animations(0);
     EXPECT_EQ(got_clip.name(), want_clip.name());
     EXPECT_EQ(got_clip.frames_per_second(), want_clip.frames_per_second());
     EXPECT_NEAR(got_clip.start(), want_clip.start(), 1e-6);
     ASSERT_EQ(got_clip.poses_size(), want_clip.poses_size());
     double most = 0;
     for (int f = 0; f < want_clip.poses_size(); ++f) {
-      ASSERT_EQ(got_clip.poses(f).joints_size(), want_clip.poses(f).joints_size());
-      for (int j = 0; j < want_clip.poses(f).joints_size(); ++j) {
-        const v1::Transform &x = got_clip.poses(f).joints(j), &y = want_clip.poses(f).joints(j);
+      const v1::Pose &got_pose = got_clip.poses(f), &want_pose = want_clip.poses(f);
+      ASSERT_EQ(got_pose.joints_size(), want_pose.joints_size());
+      ASSERT_EQ(got_pose.morph_weights_size(), want_pose.morph_weights_size()) << "frame " << f;
+      for (int j = 0; j < want_pose.joints_size(); ++j) {
+        const v1::Transform &x = got_pose.joints(j), &y = want_pose.joints(j);
         most = std::max({most, LargestDifference(x.translation(), y.translation()),
                          LargestDifference(x.rotation(), y.rotation()), LargestDifference(x.scale(), y.scale())});
       }
+      most = std::max(most, LargestDifference(got_pose.morph_weights(), want_pose.morph_weights()));
     }
-    EXPECT_LT(most, 1e-5) << "largest difference of a joint transform's component";
+    EXPECT_LT(most, 1e-5) << "largest difference of a joint transform's component or a target weight";
+    EXPECT_EQ(want_clip.poses(0).morph_weights_size(), file == out + "/own.glb" ? 0 : 2);
   }
   auto parts = client.GetRig(r["more"][0]["rig"].get<std::string>(), v1::RIG_VIEW_FULL);
   auto morphs = client.GetRig(r["more"][1]["rig"].get<std::string>(), v1::RIG_VIEW_FULL);

@@ -872,6 +872,8 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
   // A mesh per part: its run of vertices, and the triangles that start in it.
   const parts = rig.mesh.parts.length ? rig.mesh.parts : [{ name: rig.displayName || "character", vertexCount: V }];
   const meshes = [];
+  // Each mesh's node and the rig's targets it has, in order (for its weights channels).
+  const meshTargets = [];
   const triangles = rig.mesh.triangles;
   let first = 0;
   for (const part of parts) {
@@ -902,8 +904,8 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
     }
     const indices = add(Uint32Array.from(own), UNSIGNED_INT, "SCALAR", own.length);
     // Morph targets: every one on a single part, else those that move this one.
-    const targets = [], defaults = [], names = [];
-    for (const target of rig.morphTargets ?? []) {
+    const targets = [], defaults = [], names = [], rigTargets = [];
+    for (const [t, target] of (rig.morphTargets ?? []).entries()) {
       const dV = Float32Array.from(target.positionDeltas.slice(3 * first, 3 * end));
       if (parts.length > 1 && dV.every((d) => d === 0)) continue;
       const moved = { POSITION: add(dV, FLOAT, "VEC3", n, bounds(dV)) };
@@ -913,6 +915,7 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
       targets.push(moved);
       defaults.push(target.defaultWeight);
       names.push(target.name);
+      rigTargets.push(t);
     }
     const primitive = { attributes, indices, mode: 4 };
     const mesh = { name: part.name, primitives: [primitive] };
@@ -923,11 +926,12 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
     }
     meshes.push(mesh);
     nodes.push({ name: part.name, mesh: meshes.length - 1, skin: 0 });
+    meshTargets.push({ node: nodes.length - 1, targets: rigTargets });
     first = end;
   }
   // The file's animations as the server sampled them (CreateRig's clips): a LINEAR key per frame
   // for each joint's translation, rotation and scale, but a channel that never leaves the rest
-  // value. Morph weights are not written.
+  // value, and, of a clip whose frames set morph weights, for each mesh's targets' weights.
   const animations = [];
   for (const clip of clips) {
     const F = clip.poses.length;
@@ -940,6 +944,11 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
     for (let n = 0; n < 64 && times[F - 1] > 0 && short(); ++n) ++bits[F - 1];
     let input = -1;
     const samplers = [], channels = [];
+    const channel = (node, path, values, type, count) => {
+      if (input < 0) input = add(times, FLOAT, "SCALAR", F, { min: [times[0]], max: [times[F - 1]] });
+      samplers.push({ input, output: add(values, FLOAT, type, count), interpolation: "LINEAR" });
+      channels.push({ sampler: samplers.length - 1, target: { node, path } });
+    };
     skeleton.forEach((J, j) => {
       for (const [path, identity] of TRS) {
         const width = identity.length;
@@ -950,11 +959,21 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
         });
         const rest = Float32Array.from(restValue(J, path, identity));
         if (values.every((x, i) => x === rest[i % width])) continue;
-        if (input < 0) input = add(times, FLOAT, "SCALAR", F, { min: [times[0]], max: [times[F - 1]] });
-        samplers.push({ input, output: add(values, FLOAT, width === 4 ? "VEC4" : "VEC3", F), interpolation: "LINEAR" });
-        channels.push({ sampler: samplers.length - 1, target: { node: j, path } });
+        channel(j, path, values, width === 4 ? "VEC4" : "VEC3", F);
       }
     });
+    // A frame's weights are one per rig target (a frame without them: the targets' defaults).
+    if (clip.poses.some((pose) => pose.morphWeights.length)) {
+      for (const { node, targets } of meshTargets) {
+        if (!targets.length) continue;
+        const values = new Float32Array(F * targets.length);
+        clip.poses.forEach((pose, f) => targets.forEach((t, c) => {
+          const w = pose.morphWeights;
+          values[f * targets.length + c] = w.length ? w[t] : rig.morphTargets[t].defaultWeight;
+        }));
+        channel(node, "weights", values, "SCALAR", F * targets.length);
+      }
+    }
     if (channels.length) animations.push({ name: clip.name, samplers, channels });
   }
   const doc = {
