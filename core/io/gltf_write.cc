@@ -7,11 +7,13 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
@@ -120,6 +122,62 @@ absl::Status WriteModel(const tinygltf::Model& model, const std::string& path) {
   return io_internal::WriteStringToFile(path, bytes.str());
 }
 
+const char* InterpolationName(Interpolation interpolation) {
+  return interpolation == Interpolation::kStep     ? "STEP"
+         : interpolation == Interpolation::kLinear ? "LINEAR"
+                                                   : "CUBICSPLINE";
+}
+
+// The keys of one mesh's "weights" channel: one weight per target of the mesh a key (for
+// CUBICSPLINE in-tangents, values, out-tangents).
+struct PieceWeights {
+  Interpolation interpolation = Interpolation::kLinear;
+  std::vector<double> times, values;
+};
+
+// The weights keys of the mesh whose targets are the rig's `targets` (in order) in `animation`;
+// nullopt when no channel of it moves them. One channel that moves them gives its own keys (a
+// target it leaves out keeps its default weight); several (a mesh whose targets came from several
+// nodes) are sampled at the union of their key times as LINEAR keys, exact at those times.
+std::optional<PieceWeights> PieceWeightKeys(const Animation& animation, const std::vector<int>& targets,
+                                            const std::vector<MorphTarget>& morph_targets) {
+  std::vector<const MorphWeightChannel*> moving;
+  for (const MorphWeightChannel& ch : animation.morph_channels)
+    if (absl::c_any_of(targets, [&](int t) { return t >= ch.first_target && t < ch.first_target + ch.count; }))
+      moving.push_back(&ch);
+  if (moving.empty()) return std::nullopt;
+  PieceWeights keys;
+  if (moving.size() == 1) {
+    const MorphWeightChannel& ch = *moving[0];
+    const bool cubic = ch.interpolation == Interpolation::kCubicSpline;
+    const int blocks = cubic ? 3 : 1;  // in-tangent, value, out-tangent
+    keys.interpolation = ch.interpolation;
+    keys.times = ch.times;
+    for (size_t key = 0; key < ch.times.size(); ++key)
+      for (int b = 0; b < blocks; ++b)
+        for (int t : targets) {
+          const bool moved = t >= ch.first_target && t < ch.first_target + ch.count;
+          const bool value = !cubic || b == 1;
+          keys.values.push_back(moved ? ch.values[(key * blocks + b) * ch.count + (t - ch.first_target)]
+                                : value ? morph_targets[t].default_weight
+                                        : 0.0);
+        }
+    return keys;
+  }
+  std::vector<double> defaults;
+  for (const MorphTarget& target : morph_targets) defaults.push_back(target.default_weight);
+  // As floats (the file's), so that no two are equal once written.
+  for (const MorphWeightChannel* ch : moving)
+    for (double time : ch->times) keys.times.push_back(static_cast<float>(time));
+  absl::c_sort(keys.times);
+  keys.times.erase(std::unique(keys.times.begin(), keys.times.end()), keys.times.end());
+  for (double time : keys.times) {
+    const std::vector<double> w = SampleMorphWeights(animation, time, defaults);
+    for (int t : targets) keys.values.push_back(w[t]);
+  }
+  return keys;
+}
+
 }  // namespace
 
 absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const Skeleton& skeleton,
@@ -144,6 +202,11 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
     for (size_t c = 0; c < animations[a].channels.size(); ++c)
       RETURN_IF_ERROR(ValidateAnimationChannel(animations[a].channels[c], nj,
                                       absl::StrFormat("animations[%d].channels[%d]", a, c)));
+  for (size_t a = 0; a < animations.size(); ++a)
+    for (size_t c = 0; c < animations[a].morph_channels.size(); ++c)
+      RETURN_IF_ERROR(ValidateMorphWeightChannel(animations[a].morph_channels[c],
+                                                 static_cast<int>(morph_targets.size()),
+                                                 absl::StrFormat("animations[%d].morph_channels[%d]", a, c)));
 
   // The skin's joints: every joint but the chain of unweighted non-deforming joints above the
   // skeleton (a file's "Z_UP" and "Armature" nodes). Those stay plain nodes, as the file that
@@ -198,6 +261,7 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   model.scenes.push_back(scene);
   model.defaultScene = 0;
 
+  std::vector<std::vector<int>> piece_targets(num_pieces);  // the rig's targets of each piece's mesh, in order
   for (int p = 0; p < num_pieces; ++p) {
     const int first = parts.empty() ? 0 : parts[p].first_vertex;
     const int count = static_cast<int>(pieces[p].V.rows());
@@ -225,9 +289,11 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
     // Morph targets of this piece: every one on a single piece, else those that move it.
     std::vector<tinygltf::Value> target_names;
     const bool normals = prim.attributes.count("NORMAL") > 0;
-    for (const MorphTarget& target : morph_targets) {
+    for (size_t t = 0; t < morph_targets.size(); ++t) {
+      const MorphTarget& target = morph_targets[t];
       const auto dV = target.dV.middleRows(first, count);
       if (num_pieces > 1 && dV.cwiseAbs().maxCoeff() == 0) continue;
+      piece_targets[p].push_back(static_cast<int>(t));
       std::vector<float> d(static_cast<size_t>(count) * 3);
       std::vector<double> lo(3, std::numeric_limits<double>::infinity()),
           hi(3, -std::numeric_limits<double>::infinity());
@@ -292,15 +358,31 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
       sampler.output = builder.Add(values, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT,
                                    rotation ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
                                    values.size() / (rotation ? 4 : 3));
-      sampler.interpolation = ch.interpolation == Interpolation::kStep     ? "STEP"
-                              : ch.interpolation == Interpolation::kLinear ? "LINEAR"
-                                                                           : "CUBICSPLINE";
+      sampler.interpolation = InterpolationName(ch.interpolation);
       tinygltf::AnimationChannel channel;
       channel.sampler = static_cast<int>(out.samplers.size());
       channel.target_node = ch.joint;
       channel.target_path = ch.path == AnimationPath::kTranslation ? "translation"
                             : rotation                             ? "rotation"
                                                                    : "scale";
+      out.samplers.push_back(sampler);
+      out.channels.push_back(channel);
+    }
+    for (int p = 0; p < num_pieces; ++p) {
+      const std::optional<PieceWeights> keys = PieceWeightKeys(animation, piece_targets[p], morph_targets);
+      if (!keys) continue;
+      const std::vector<float> times(keys->times.begin(), keys->times.end());
+      const std::vector<float> values(keys->values.begin(), keys->values.end());
+      tinygltf::AnimationSampler sampler;
+      sampler.input = builder.Add(times, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_SCALAR,
+                                  times.size(), {times.front()}, {times.back()});
+      sampler.output = builder.Add(values, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_SCALAR,
+                                   values.size());
+      sampler.interpolation = InterpolationName(keys->interpolation);
+      tinygltf::AnimationChannel channel;
+      channel.sampler = static_cast<int>(out.samplers.size());
+      channel.target_node = nj + p;
+      channel.target_path = "weights";
       out.samplers.push_back(sampler);
       out.channels.push_back(channel);
     }

@@ -121,27 +121,45 @@ std::vector<double> SampleMorphWeights(const Animation& animation, double t,
   return defaults;
 }
 
+namespace {
+
+// Times finite and strictly increasing (at least one), values finite and `per_key` a key.
+absl::Status ValidateKeys(const std::vector<double>& times, const std::vector<double>& values, size_t per_key,
+                          const std::string& where) {
+  if (times.empty()) return absl::InvalidArgumentError(where + ": no keys");
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (!std::isfinite(times[i]))
+      return absl::InvalidArgumentError(absl::StrFormat("%s.times[%d] is not finite", where, i));
+    if (i > 0 && !(times[i] > times[i - 1]))
+      return absl::InvalidArgumentError(absl::StrFormat("%s.times[%d] = %g is not greater than the previous time",
+                                     where, i, times[i]));
+  }
+  if (values.size() != times.size() * per_key)
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %d values for %d keys (expected %d)", where,
+                                   values.size(), times.size(), times.size() * per_key));
+  for (size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i]))
+      return absl::InvalidArgumentError(absl::StrFormat("%s.values[%d] is not finite", where, i));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateAnimationChannel(const AnimationChannel& ch, int num_joints, const std::string& where) {
   if (ch.joint < 0 || ch.joint >= num_joints)
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: joint %d is out of range (%d joints)", where, ch.joint, num_joints));
-  if (ch.times.empty()) return absl::InvalidArgumentError(where + ": no keys");
-  for (size_t i = 0; i < ch.times.size(); ++i) {
-    if (!std::isfinite(ch.times[i]))
-      return absl::InvalidArgumentError(absl::StrFormat("%s.times[%d] is not finite", where, i));
-    if (i > 0 && !(ch.times[i] > ch.times[i - 1]))
-      return absl::InvalidArgumentError(absl::StrFormat("%s.times[%d] = %g is not greater than the previous time",
-                                     where, i, ch.times[i]));
-  }
   const size_t width = ch.path == AnimationPath::kRotation ? 4 : 3;
-  const size_t per_key = width * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1);
-  if (ch.values.size() != ch.times.size() * per_key)
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %d values for %d keys (expected %d)", where,
-                                   ch.values.size(), ch.times.size(), ch.times.size() * per_key));
-  for (size_t i = 0; i < ch.values.size(); ++i)
-    if (!std::isfinite(ch.values[i]))
-      return absl::InvalidArgumentError(absl::StrFormat("%s.values[%d] is not finite", where, i));
-  return absl::OkStatus();
+  return ValidateKeys(ch.times, ch.values, width * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1), where);
+}
+
+absl::Status ValidateMorphWeightChannel(const MorphWeightChannel& ch, int num_targets, const std::string& where) {
+  if (ch.count < 1 || ch.first_target < 0 || ch.first_target > num_targets - ch.count)
+    return absl::InvalidArgumentError(absl::StrFormat("%s: targets [%d, %d) are out of range (%d morph targets)",
+                                                      where, ch.first_target, ch.first_target + ch.count,
+                                                      num_targets));
+  const size_t count = static_cast<size_t>(ch.count);
+  return ValidateKeys(ch.times, ch.values, count * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1), where);
 }
 
 }  // namespace skinning

@@ -62,6 +62,11 @@ std::vector<Transform> SampleAnimation(const Skeleton& skeleton, const Animation
 absl::Status ValidateAnimationChannel(const AnimationChannel& channel, int num_joints,
                                       const std::string& where);
 
+// The same of a morph weights channel: its targets in [0, num_targets), at least one, and `count`
+// values a key (3 × count for CUBICSPLINE).
+absl::Status ValidateMorphWeightChannel(const MorphWeightChannel& channel, int num_targets,
+                                        const std::string& where);
+
 }  // namespace skinning
 
 #endif  // SKINNING_CORE_RIG_ANIMATION_H_

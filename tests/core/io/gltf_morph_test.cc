@@ -128,6 +128,91 @@ TEST(GltfMorph, SparseTargetsReadAsTheirDenseTwin) {
   std::filesystem::remove_all(dir);
 }
 
+// WriteSkinnedGltf writes an animation's morph target weights: a "weights" channel on the mesh
+// node. The file's channel reads back as it was (keys, interpolation, values), a CUBICSPLINE
+// channel keeps its tangents, and two channels that each move some of a mesh's targets become one
+// whose LINEAR keys, at the union of their times, weigh the targets as the two did at any time.
+// A channel of targets the rig does not have is refused. (The writer used to drop every weights
+// channel: a baked character lost its face animation.)
+TEST(GltfMorph, WrittenAnimationsKeepTheirMorphTargetWeights) {
+  const std::string in = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(in);
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_morph_write");
+  const std::string path = (dir / "CesiumManMorph.glb").string();
+  ASSERT_TRUE(testing::WriteWithMorphTargets(in, path).ok());
+  absl::StatusOr<GltfCharacter> a = ReadGltf(path);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->animations.size(), 1u);
+  ASSERT_EQ(a->animations[0].morph_channels.size(), 1u);
+  auto write_and_read = [&](const std::vector<Animation>& animations, const std::string& name) {
+    const std::string out = (dir / name).string();
+    absl::Status written = WriteSkinnedGltf(out, a->mesh, a->skeleton, a->weights, animations, a->MeshParts(),
+                                            a->morph_targets);
+    EXPECT_TRUE(written.ok()) << written;
+    SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{out});
+    return ReadGltf(out);
+  };
+  auto expect_same_keys = [](const MorphWeightChannel& got, const MorphWeightChannel& want) {
+    EXPECT_EQ(got.first_target, want.first_target);
+    EXPECT_EQ(got.count, want.count);
+    EXPECT_EQ(got.interpolation, want.interpolation);
+    ASSERT_EQ(got.times.size(), want.times.size());
+    ASSERT_EQ(got.values.size(), want.values.size());
+    for (size_t i = 0; i < want.times.size(); ++i) EXPECT_EQ(got.times[i], static_cast<float>(want.times[i])) << i;
+    for (size_t i = 0; i < want.values.size(); ++i) EXPECT_EQ(got.values[i], static_cast<float>(want.values[i])) << i;
+  };
+
+  // The file's channel (LINEAR, both targets), and the joint channels beside it.
+  absl::StatusOr<GltfCharacter> b = write_and_read(a->animations, "linear.glb");
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->animations.size(), 1u);
+  EXPECT_EQ(b->animations[0].channels.size(), a->animations[0].channels.size());
+  ASSERT_EQ(b->animations[0].morph_channels.size(), 1u);
+  expect_same_keys(b->animations[0].morph_channels[0], a->animations[0].morph_channels[0]);
+
+  // CUBICSPLINE keys of one target: the other keeps its default weight (0.5) and no slope.
+  Animation cubic = a->animations[0];
+  MorphWeightChannel& only = cubic.morph_channels[0];
+  only = MorphWeightChannel{1, 1, Interpolation::kCubicSpline, {0.25, 1.0, 1.5}, {0.5, 0.0, -1.0,  // in, value, out
+                                                                                 2.0, 0.8, 0.0,
+                                                                                 0.0, 0.3, 4.0}};
+  b = write_and_read({cubic}, "cubic.glb");
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->animations[0].morph_channels.size(), 1u);
+  MorphWeightChannel want{0, 2, Interpolation::kCubicSpline, only.times, {}};
+  for (size_t key = 0; key < only.times.size(); ++key)
+    for (int block = 0; block < 3; ++block) want.values.insert(want.values.end(), {block == 1 ? 0.5 : 0.0,
+                                                                                   only.values[key * 3 + block]});
+  expect_same_keys(b->animations[0].morph_channels[0], want);
+
+  // Two LINEAR channels, one a target: one channel at the union of their times.
+  Animation two = a->animations[0];
+  two.morph_channels = {MorphWeightChannel{0, 1, Interpolation::kLinear, {0.0, 0.5, 2.0}, {0.0, 1.0, 0.25}},
+                        MorphWeightChannel{1, 1, Interpolation::kLinear, {0.25, 1.0}, {0.75, 0.0}}};
+  b = write_and_read({two}, "two.glb");
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(b->animations[0].morph_channels.size(), 1u);
+  const MorphWeightChannel& merged = b->animations[0].morph_channels[0];
+  EXPECT_EQ(merged.interpolation, Interpolation::kLinear);
+  EXPECT_THAT(merged.times, ::testing::ElementsAre(0.0, 0.25, 0.5, 1.0, 2.0));
+  const std::vector<double> defaults = {0.5, 0.0};
+  double most = 0;
+  for (double t = -0.5; t <= 2.5; t += 1.0 / 64) {
+    const std::vector<double> x = SampleMorphWeights(b->animations[0], t, defaults);
+    const std::vector<double> y = SampleMorphWeights(two, t, defaults);
+    for (int i = 0; i < 2; ++i) most = std::max(most, std::abs(x[i] - y[i]));
+  }
+  EXPECT_LT(most, 1e-6);
+
+  Animation past = a->animations[0];
+  past.morph_channels[0].first_target = 1;  // targets 1 and 2 of 2
+  absl::Status refused = WriteSkinnedGltf((dir / "past.glb").string(), a->mesh, a->skeleton, a->weights, {past},
+                                          a->MeshParts(), a->morph_targets);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("animations[0].morph_channels[0]: targets [1, 3) are out of "
+                                                      "range (2 morph targets)"));
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning
