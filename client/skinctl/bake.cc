@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -84,8 +85,10 @@ absl::StatusOr<Eigen::MatrixXd> DenseMatrix(const v1::DenseWeights& d, int nv, i
   return W;
 }
 
-// Writes the finished bake's weights into --out and prints the files.
-absl::Status WriteResults(Client& client, const std::string& rig_name, const v1::Bake& bake) {
+// Writes the finished bake's weights into --out and prints the files; the .glb carries
+// `animations` (those of the --gltf file the rig came from).
+absl::Status WriteResults(Client& client, const std::string& rig_name, const v1::Bake& bake,
+                          const std::vector<Animation>& animations) {
   ASSIGN_OR_RETURN(v1::GetWeightsResponse dense, client.GetWeights(bake.name(), v1::WEIGHTS_FORMAT_DENSE));
   ASSIGN_OR_RETURN(Rig rig, FetchRig(client, rig_name));
   const int nv = static_cast<int>(rig.mesh.V.rows()), nj = rig.skeleton.size();
@@ -106,7 +109,7 @@ absl::Status WriteResults(Client& client, const std::string& rig_name, const v1:
     RETURN_IF_ERROR(WriteDmat(extra_files.back(), X, /*ascii=*/true));
   }
   RETURN_IF_ERROR(WriteSkinnedGltf(glb, rig.mesh, rig.skeleton,
-                                   TopK(W, std::min(bake.options().influence_count(), nj)), {},
+                                   TopK(W, std::min(bake.options().influence_count(), nj)), animations,
                                    rig.mesh_parts, rig.morph_targets));
   PrintBake(bake);
   std::printf("%s\n%s\n", dmat.c_str(), glb.c_str());
@@ -119,9 +122,11 @@ absl::Status WriteResults(Client& client, const std::string& rig_name, const v1:
 absl::Status CommandBake(const Args&) {
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient());
   std::string rig_name = RigNameArg(absl::GetFlag(FLAGS_rig));
+  std::vector<Animation> animations;  // a stored rig has none
   if (rig_name.empty()) {
     ASSIGN_OR_RETURN(Character c, LoadCharacter());
     ASSIGN_OR_RETURN(rig_name, RegisterCharacter(*client, c));
+    animations = std::move(c.animations);
   }
   ASSIGN_OR_RETURN(v1::BakeOptions options, BakeOptionsFromFlags());
   // The folder the results go to, before the bake: not after minutes of it.
@@ -147,7 +152,7 @@ absl::Status CommandBake(const Args&) {
     std::printf("%s\n", last.name().c_str());
     return absl::OkStatus();
   }
-  return WriteResults(*client, rig_name, last);
+  return WriteResults(*client, rig_name, last, animations);
 }
 
 }  // namespace skinning

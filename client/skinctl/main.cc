@@ -52,7 +52,8 @@ Commands:
             [--weights_bake=BAKE] [--endpoint_method=joint_bbw|projection]
             Bakes on the server with progress, then writes DIR/<rig>-<method>.dmat (dense
             #V x #joints: bone weights; swing_twist: the deformer weights d, plus -swing.dmat and
-            -twist.dmat; endpoint: plus -endpoint.dmat) and DIR/<rig>-<method>.glb (skinned, top-K).
+            -twist.dmat; endpoint: plus -endpoint.dmat) and DIR/<rig>-<method>.glb (skinned, top-K;
+            from --gltf with the file's animations).
             fast_model and elastic_model bakes print their name (use them with solve / pose).
   solve     --bake=FAST_BAKE --constraints=FILE.json [--iterations=15] [--out=DIR]
             [--format=glb,obj]

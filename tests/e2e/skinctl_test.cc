@@ -393,6 +393,48 @@ TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
   EXPECT_THAT(help.output, Not(HasSubstr("unknown command")));
 }
 
+// A bake of a --gltf file writes the file's animations into the baked .glb: every joint channel's
+// and the morph target weights channel's keys as the file had them (times and values as floats),
+// with the bake's weights. The .glb used to have none, so the rigger's character did not play.
+TEST_F(SkinctlTest, ABakedGlbOfAFileCarriesTheFilesAnimations) {
+  const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(in);
+  const std::string dir = MakeTempDir("bake-animations");
+  const std::string gltf = dir + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(in, gltf).ok());
+  auto baked = Skinctl({"bake", "--gltf=" + gltf, "--bake_method=bone_heat", "--out=" + dir + "/out"});
+  ASSERT_EQ(baked.exit_code, 0) << baked.output;
+  const std::string glb = dir + "/out/CesiumManMorph-bone_heat.glb";
+  SKINNING_EXPECT_VALID_GLTF(std::vector<std::string>{glb});
+  absl::StatusOr<GltfCharacter> file = ReadGltf(gltf), out = ReadGltf(glb);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto as_floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  ASSERT_EQ(out->animations.size(), file->animations.size());
+  for (size_t a = 0; a < file->animations.size(); ++a) {
+    const Animation &want = file->animations[a], &got = out->animations[a];
+    EXPECT_EQ(got.name, want.name);
+    ASSERT_EQ(got.channels.size(), want.channels.size());
+    for (size_t c = 0; c < want.channels.size(); ++c) {
+      SCOPED_TRACE(absl::StrFormat("animations[%d].channels[%d]", a, c));
+      EXPECT_EQ(got.channels[c].joint, want.channels[c].joint);
+      EXPECT_EQ(got.channels[c].path, want.channels[c].path);
+      EXPECT_EQ(got.channels[c].interpolation, want.channels[c].interpolation);
+      EXPECT_EQ(as_floats(got.channels[c].times), as_floats(want.channels[c].times));
+      EXPECT_EQ(as_floats(got.channels[c].values), as_floats(want.channels[c].values));
+    }
+    ASSERT_EQ(got.morph_channels.size(), want.morph_channels.size());
+    for (size_t c = 0; c < want.morph_channels.size(); ++c) {
+      EXPECT_EQ(got.morph_channels[c].first_target, want.morph_channels[c].first_target);
+      EXPECT_EQ(got.morph_channels[c].count, want.morph_channels[c].count);
+      EXPECT_EQ(as_floats(got.morph_channels[c].times), as_floats(want.morph_channels[c].times));
+      EXPECT_EQ(as_floats(got.morph_channels[c].values), as_floats(want.morph_channels[c].values));
+    }
+  }
+  EXPECT_EQ(file->animations[0].morph_channels.size(), 1u);
+  EXPECT_EQ(out->morph_targets.size(), 2u);
+}
+
 // Flags another command reads, conflicting frame sources and impossible frame rates are errors
 // (each was silently ignored: bake --method=bone_heat baked bbw), and a bake's --out is checked
 // before the bake starts.
