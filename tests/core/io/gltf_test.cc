@@ -2165,8 +2165,16 @@ TEST(GltfWriteTest, MorphTargetsRoundTripOnOneAndOnSeveralParts) {
   EXPECT_EQ(one->morph_targets[1].name, "second_only");
   EXPECT_TRUE(one->morph_targets[1].dV.isApprox(second.dV, 1e-7));
 
+  // An animation of both targets' weights: on several parts, each part's mesh gets the keys of
+  // the targets it has.
+  Animation animation;
+  animation.name = "blink";
+  animation.morph_channels = {MorphWeightChannel{0, 2, Interpolation::kLinear, {0.0, 0.5, 1.0},
+                                                 {0.25, 0.0, 1.0, 0.5, 0.0, 1.0}}};
+  animation.end = 1.0;
   const std::vector<MeshPart> parts = {{"first", 0, 3}, {"second", 3, 3}};
-  ASSERT_TRUE(WriteSkinnedGltf(dir + "/two.glb", mesh, c.skeleton, c.weights, {}, parts, {both, second}).ok());
+  ASSERT_TRUE(
+      WriteSkinnedGltf(dir + "/two.glb", mesh, c.skeleton, c.weights, {animation}, parts, {both, second}).ok());
   auto two = ReadGltf(dir + "/two.glb");
   ASSERT_TRUE(two.ok()) << two.status();
   std::vector<std::string> names;
@@ -2177,6 +2185,16 @@ TEST(GltfWriteTest, MorphTargetsRoundTripOnOneAndOnSeveralParts) {
   for (int t = 0; t < 2; ++t) sum_both += two->morph_targets[t].dV;
   EXPECT_TRUE(sum_both.isApprox(both.dV, 1e-7));
   EXPECT_TRUE(two->morph_targets[2].dV.isApprox(second.dV, 1e-7));
+  // A channel per part's node; at any time "first/both" and "second/both" weigh what "both" did.
+  ASSERT_EQ(two->animations.size(), 1u);
+  EXPECT_EQ(two->animations[0].morph_channels.size(), 2u);
+  for (double t = -0.25; t <= 1.25; t += 1.0 / 32) {
+    const std::vector<double> want = SampleMorphWeights(animation, t, {0.25, 0.0});
+    const std::vector<double> got = SampleMorphWeights(two->animations[0], t, {0.25, 0.25, 0.0});
+    EXPECT_NEAR(got[0], want[0], 1e-7) << t;
+    EXPECT_NEAR(got[1], want[0], 1e-7) << t;
+    EXPECT_NEAR(got[2], want[1], 1e-7) << t;
+  }
   SKINNING_EXPECT_VALID_GLTF((std::vector<std::string>{dir + "/one.glb", dir + "/two.glb"}));
 }
 
