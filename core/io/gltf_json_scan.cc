@@ -40,7 +40,7 @@ enum class Role {
   kItem,            // one GltfObject `kind`
   kExtensions,      // an `extensions` object
   kAttributes,      // a primitive's `attributes` (each member a map entry of tinygltf's)
-  kMeshExtras,      // a mesh's `extras`: only `targetNames` is kept
+  kMeshExtras,      // a mesh's or a primitive's `extras`: only `targetNames` is kept
   kAsset,           // the top `asset`
   kSparse,          // an accessor's `sparse`
   kSparseIndices,   // its `indices`
@@ -149,7 +149,9 @@ constexpr Member kPrimitiveMembers[] = {{"attributes", kNo, {Role::kAttributes}}
                                         {"material", kInt},
                                         {"mode", kInt},
                                         {"targets", kNo, kArrayOf(GltfObject::kMorphTarget)},
-                                        {"extensions"}};
+                                        {"extensions"},
+                                        // UniVRM (VRM 0.x avatars) names the targets here
+                                        {"extras", kNo, {Role::kMeshExtras}}};
 constexpr Member kSkinMembers[] = {
     {"inverseBindMatrices", kInt}, {"skeleton", kInt}, {"joints", kInts}, {"name"}, {"extensions"}};
 constexpr Member kAnimationMembers[] = {{"channels", kNo, kArrayOf(GltfObject::kChannel)},

@@ -959,7 +959,17 @@ absl::Status ReadMesh(const tinygltf::Model& model, const SceneSelection& select
         const tinygltf::Node& node = model.nodes[item.node];
         const std::vector<double>& defaults =
             static_cast<int>(node.weights.size()) == count ? node.weights : gmesh.weights;
-        const tinygltf::Value& names = gmesh.extras.Get("targetNames");
+        // The names: the mesh's extras.targetNames (three.js and Blender's convention), else a
+        // primitive's (UniVRM writes VRM 0.x avatars' blend shape names there).
+        auto names_in = [](const tinygltf::Value& extras) -> const tinygltf::Value* {
+          if (!extras.IsObject() || !extras.Get("targetNames").IsArray()) return nullptr;
+          return &extras.Get("targetNames");
+        };
+        const tinygltf::Value* names_at = names_in(gmesh.extras);
+        for (size_t q = 0; names_at == nullptr && q < gmesh.primitives.size(); ++q)
+          names_at = names_in(gmesh.primitives[q].extras);
+        const tinygltf::Value no_names;
+        const tinygltf::Value& names = names_at != nullptr ? *names_at : no_names;
         for (int t = 0; t < count; ++t) {
           MorphTarget target;
           if (names.IsArray() && t < static_cast<int>(names.ArrayLen()) &&

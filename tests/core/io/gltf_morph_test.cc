@@ -3,15 +3,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <tiny_gltf.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "core/io/gltf.h"
 #include "tests/support/data.h"
+#include "tests/support/glb.h"
 #include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/morph_gltf.h"
@@ -126,6 +131,42 @@ TEST(GltfMorph, SparseTargetsReadAsTheirDenseTwin) {
   }
   EXPECT_LT(worst, 1e-6);
   std::filesystem::remove_all(dir);
+}
+
+// UniVRM (VRM 0.x avatars, as VRoid Studio exports them) names a mesh's targets in each
+// primitive's extras.targetNames, not the mesh's: those names are read too, so a pose can set the
+// avatar's blend shapes by name. The mesh's names come first where both are given; a mesh with
+// neither has target0, target1, ... (the names were target0, target1 for every VRM 0.x avatar).
+TEST(GltfMorph, TargetNamesOfPrimitivesAsUniVrmWritesThemAreRead) {
+  const std::string in = testing::DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(in);
+  const std::filesystem::path dir = testing::MakeTempDir("gltf_morph_names");
+  const std::string path = (dir / "CesiumManMorph.glb").string();
+  ASSERT_TRUE(testing::WriteWithMorphTargets(in, path).ok());
+  std::ifstream file(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const testing::GlbChunks chunks = testing::SplitGlb(bytes);
+  const nlohmann::json doc = nlohmann::json::parse(chunks.json);
+  ASSERT_EQ(doc["meshes"][0]["extras"]["targetNames"], nlohmann::json({"bulge", "lean"}));
+  auto names_of = [&](const nlohmann::json& edited) {
+    std::vector<std::string> names;
+    absl::StatusOr<GltfCharacter> c = ReadGltfBytes(testing::JoinGlb(edited.dump(), chunks.rest), "gltf");
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (c.ok())
+      for (const MorphTarget& t : c->morph_targets) names.push_back(t.name);
+    return names;
+  };
+  nlohmann::json univrm = doc;
+  univrm["meshes"][0].erase("extras");
+  for (nlohmann::json& primitive : univrm["meshes"][0]["primitives"])
+    primitive["extras"] = {{"targetNames", {"Fcl_ALL_Joy", "Fcl_EYE_Close"}}};
+  EXPECT_THAT(names_of(univrm), ::testing::ElementsAre("Fcl_ALL_Joy", "Fcl_EYE_Close"));
+  nlohmann::json both = univrm;
+  both["meshes"][0]["extras"] = doc["meshes"][0]["extras"];
+  EXPECT_THAT(names_of(both), ::testing::ElementsAre("bulge", "lean"));
+  nlohmann::json neither = univrm;
+  for (nlohmann::json& primitive : neither["meshes"][0]["primitives"]) primitive["extras"] = {{"other", 1}};
+  EXPECT_THAT(names_of(neither), ::testing::ElementsAre("target0", "target1"));
 }
 
 // WriteSkinnedGltf writes an animation's morph target weights: a "weights" channel on the mesh
