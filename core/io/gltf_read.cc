@@ -15,11 +15,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -727,6 +730,34 @@ absl::StatusOr<std::vector<int>> PrimitiveTriangles(const std::vector<uint32_t>&
   return tri;
 }
 
+// The accessors a primitive's vertices are read from: its POSITION, NORMAL, JOINTS_n and
+// WEIGHTS_n, and each morph target's deltas. Primitives of one node with the same ones share the
+// rig's vertices: UniVRM, for one, writes a mesh's submeshes (one per material) as primitives over
+// one vertex buffer.
+struct VertexAccessors {
+  std::map<std::string, int> attributes;
+  std::vector<std::map<std::string, int>> targets;
+  bool operator<(const VertexAccessors& other) const {
+    return std::tie(attributes, targets) < std::tie(other.attributes, other.targets);
+  }
+  bool operator==(const VertexAccessors& other) const {
+    return attributes == other.attributes && targets == other.targets;
+  }
+};
+
+VertexAccessors VertexAccessorsOf(const tinygltf::Primitive& prim) {
+  auto read = [](const std::map<std::string, int>& all) {
+    std::map<std::string, int> out;
+    for (const auto& [key, accessor] : all)
+      if (key == "POSITION" || key == "NORMAL" || absl::StartsWith(key, "JOINTS_") || absl::StartsWith(key, "WEIGHTS_"))
+        out.emplace(key, accessor);
+    return out;
+  };
+  VertexAccessors v{read(prim.attributes), {}};
+  for (const auto& target : prim.targets) v.targets.push_back(read(target));
+  return v;
+}
+
 absl::Status ReadMesh(const tinygltf::Model& model, const SceneSelection& selection, const NodeTree& tree,
                       const std::vector<SkinMap>& skins, const std::vector<int>& joint_of_node,
                       GltfCharacter* character) {
@@ -815,10 +846,52 @@ absl::Status ReadMesh(const tinygltf::Model& model, const SceneSelection& select
   std::vector<int> target_nodes;            // the node of each target
   std::map<int, int> first_target_of_node;  // node → its first target
   std::vector<float> weights;
+  // A primitive's triangles, its vertices starting at `base` in the rig (nv of them).
+  auto add_triangles = [&](const tinygltf::Primitive& prim, const std::string& where, size_t nv,
+                           size_t base) -> absl::Status {
+    std::vector<uint32_t> idx;
+    if (prim.indices >= 0) {
+      ASSIGN_OR_RETURN(Decoded id, ReadAccessor(model, prim.indices, TINYGLTF_TYPE_SCALAR,
+                                                Components::kVertexIndices, where + ".indices"));
+      idx.reserve(id.count);
+      for (size_t i = 0; i < id.count; ++i) {
+        const double x = id.data[i];
+        if (x >= static_cast<double>(nv))
+          return Invalid(
+              absl::StrFormat("accessors[%d] (%s.indices): index %d = %d is out of "
+                              "range (%d vertices)",
+                              prim.indices, where, i, static_cast<uint64_t>(x), nv));
+        idx.push_back(static_cast<uint32_t>(x));
+      }
+    } else {
+      idx.resize(nv);
+      for (size_t i = 0; i < nv; ++i) idx[i] = static_cast<uint32_t>(i);
+    }
+    const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
+    ASSIGN_OR_RETURN(std::vector<int> tri, PrimitiveTriangles(idx, mode, where));
+    for (int t : tri) F.push_back(t + static_cast<int>(base));
+    return absl::OkStatus();
+  };
+  // Primitives of one node with the same VertexAccessors share the rig's vertices: the later ones
+  // add their triangles only (read apart, a VRM avatar had each vertex once per material).
+  struct VertexSource {
+    int node;
+    VertexAccessors accessors;
+    size_t base, count;
+  };
+  std::vector<VertexSource> sources;
   for (const Item& item : items) {
     const tinygltf::Primitive& prim = model.meshes[item.mesh].primitives[item.primitive];
     const std::string where =
         absl::StrFormat("meshes[%d].primitives[%d]", item.mesh, item.primitive);
+    VertexSource source{item.node, VertexAccessorsOf(prim), V.size() / 3, 0};
+    auto same = absl::c_find_if(sources, [&](const VertexSource& other) {
+      return other.node == source.node && other.accessors == source.accessors;
+    });
+    if (same != sources.end()) {
+      RETURN_IF_ERROR(add_triangles(prim, where, same->count, same->base));
+      continue;
+    }
     const int pos_index = attribute(item, "POSITION");
     if (pos_index < 0) return Invalid(where + ": no POSITION attribute");
     ASSIGN_OR_RETURN(Decoded pos, ReadAccessor(model, pos_index, TINYGLTF_TYPE_VEC3,
@@ -1011,28 +1084,9 @@ absl::Status ReadMesh(const tinygltf::Model& model, const SceneSelection& select
       }
     }
 
-    // Triangles.
-    std::vector<uint32_t> idx;
-    if (prim.indices >= 0) {
-      ASSIGN_OR_RETURN(Decoded id, ReadAccessor(model, prim.indices, TINYGLTF_TYPE_SCALAR,
-                                                Components::kVertexIndices, where + ".indices"));
-      idx.reserve(id.count);
-      for (size_t i = 0; i < id.count; ++i) {
-        const double x = id.data[i];
-        if (x >= static_cast<double>(nv))
-          return Invalid(
-              absl::StrFormat("accessors[%d] (%s.indices): index %d = %d is out of "
-                              "range (%d vertices)",
-                              prim.indices, where, i, static_cast<uint64_t>(x), nv));
-        idx.push_back(static_cast<uint32_t>(x));
-      }
-    } else {
-      idx.resize(nv);
-      for (size_t i = 0; i < nv; ++i) idx[i] = static_cast<uint32_t>(i);
-    }
-    const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
-    ASSIGN_OR_RETURN(std::vector<int> tri, PrimitiveTriangles(idx, mode, where));
-    for (int t : tri) F.push_back(t + static_cast<int>(base));
+    RETURN_IF_ERROR(add_triangles(prim, where, nv, base));
+    source.count = nv;
+    sources.push_back(std::move(source));
   }
 
   const int nv = static_cast<int>(V.size() / 3);
@@ -1335,16 +1389,22 @@ absl::Status CheckDeclaredSize(const tinygltf::Model& model, const GltfSizeLimit
   std::vector<double> instances(model.meshes.size(), 0);
   for (const tinygltf::Node& node : model.nodes)
     if (node.mesh >= 0 && static_cast<size_t>(node.mesh) < model.meshes.size()) ++instances[node.mesh];
+  // Primitives over the same vertex accessors count their vertices once (the reader shares them);
+  // a mesh's targets are a node's, counted once.
   for (size_t m = 0; m < model.meshes.size(); ++m) {
     const double times = std::max(1.0, instances[m]);
+    std::set<VertexAccessors> counted;
+    double mesh_targets = 0;
     for (const tinygltf::Primitive& p : model.meshes[m].primitives) {
       auto position = p.attributes.find("POSITION");
       const double n = position == p.attributes.end() ? 0.0 : count(position->second);
-      vertices += times * n;
       triangles += times * std::floor((p.indices >= 0 ? count(p.indices) : n) / 3);
-      targets += times * static_cast<double>(p.targets.size());
+      mesh_targets = std::max(mesh_targets, static_cast<double>(p.targets.size()));
+      if (!counted.insert(VertexAccessorsOf(p)).second) continue;
+      vertices += times * n;
       deltas += times * static_cast<double>(p.targets.size()) * n;
     }
+    targets += times * mesh_targets;
   }
   double animation_values = 0;
   for (const tinygltf::Animation& animation : model.animations) {

@@ -390,6 +390,73 @@ std::string WithAnimationPointers(const std::string& glb, bool every_other) {
   return testing::JoinGlb(doc.dump(), chunks.rest);
 }
 
+// A mesh's submeshes written as primitives over one vertex buffer (UniVRM's VRM 0.x avatars: a
+// primitive per material, all with the same POSITION, NORMAL, JOINTS_0, WEIGHTS_0 and morph target
+// accessors) share the rig's vertices: CesiumMan with morph targets, its triangles split between
+// two such primitives, reads as the file itself. Each primitive's vertices used to be read apart
+// (twice the vertices here, half of each copy used by no triangle). A primitive whose POSITION is
+// an accessor of its own (a copy of the same numbers) is still read apart.
+TEST(GltfReadTest, PrimitivesOverOneVertexBufferShareTheRigsVertices) {
+  const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
+  SKINNING_REQUIRE_DATA(in);
+  const std::string path = TempDir() + "/CesiumManMorphShared.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(in, path).ok());
+  const std::vector<unsigned char> bytes = ReadBytes(path);
+  const std::string glb(bytes.begin(), bytes.end());
+  absl::StatusOr<GltfCharacter> whole = ReadGltfBytes(glb, "gltf");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->morph_targets.size(), 2u);
+  const testing::GlbChunks chunks = testing::SplitGlb(glb);
+  nlohmann::json doc = nlohmann::json::parse(chunks.json);
+  ASSERT_EQ(doc["meshes"].size(), 1u);
+  ASSERT_EQ(doc["meshes"][0]["primitives"].size(), 1u);
+  // The indices accessor cut in two: the first half of the triangles, then the rest.
+  const nlohmann::json prim = doc["meshes"][0]["primitives"][0];
+  const int indices = prim["indices"].get<int>();
+  nlohmann::json first = doc["accessors"][indices];
+  const int count = first["count"].get<int>(), head = count / 6 * 3;
+  const int type = first["componentType"].get<int>();
+  const int size = type == 5125 ? 4 : type == 5123 ? 2 : 1;
+  first.erase("min");
+  first.erase("max");
+  nlohmann::json second = first;
+  first["count"] = head;
+  second["count"] = count - head;
+  second["byteOffset"] = first.value("byteOffset", 0) + head * size;
+  doc["accessors"][indices] = first;
+  doc["accessors"].push_back(second);
+  nlohmann::json later = prim;
+  later["indices"] = doc["accessors"].size() - 1;
+  doc["meshes"][0]["primitives"].push_back(later);
+  absl::StatusOr<GltfCharacter> split = ReadGltfBytes(testing::JoinGlb(doc.dump(), chunks.rest), "gltf");
+  ASSERT_TRUE(split.ok()) << split.status();
+  ExpectSameCharacter(*split, *whole);
+  ASSERT_EQ(split->morph_targets.size(), whole->morph_targets.size());
+  for (size_t t = 0; t < whole->morph_targets.size(); ++t) {
+    EXPECT_EQ(split->morph_targets[t].name, whole->morph_targets[t].name);
+    EXPECT_EQ(split->morph_targets[t].dV, whole->morph_targets[t].dV);
+    EXPECT_EQ(split->morph_targets[t].dN, whole->morph_targets[t].dN);
+  }
+  ASSERT_EQ(split->parts.size(), 1u);
+  EXPECT_EQ(split->parts[0].num_vertices, whole->mesh.V.rows());
+  // The size check before reading counts them once too: --max_vertices of the file's own count
+  // takes it (each primitive was counted, and the avatar refused at half its size).
+  GltfSizeLimits limits;
+  limits.max_vertices = whole->mesh.V.rows();
+  EXPECT_TRUE(ReadGltfBytes(testing::JoinGlb(doc.dump(), chunks.rest), "gltf", limits).ok());
+  limits.max_vertices = whole->mesh.V.rows() - 1;
+  EXPECT_EQ(ReadGltfBytes(testing::JoinGlb(doc.dump(), chunks.rest), "gltf", limits).status().code(),
+            absl::StatusCode::kResourceExhausted);
+
+  nlohmann::json apart = doc;
+  apart["accessors"].push_back(apart["accessors"][prim["attributes"]["POSITION"].get<int>()]);
+  apart["meshes"][0]["primitives"][1]["attributes"]["POSITION"] = apart["accessors"].size() - 1;
+  absl::StatusOr<GltfCharacter> copies = ReadGltfBytes(testing::JoinGlb(apart.dump(), chunks.rest), "gltf");
+  ASSERT_TRUE(copies.ok()) << copies.status();
+  EXPECT_EQ(copies->mesh.V.rows(), 2 * whole->mesh.V.rows());
+  EXPECT_EQ(copies->mesh.F.rows(), whole->mesh.F.rows());
+}
+
 // KHR_animation_pointer (Blender 4.3's "animation pointer" export, UnityGLTF, Needle): a channel
 // whose pointer names a node's translation, rotation, scale or morph weights is the core channel
 // of that node and path, so the real characters, every channel or every other one rewritten so,
