@@ -40,7 +40,9 @@ $SKINCTL pose --rig="$RIG" --gltf=samples/CesiumMan/CesiumMan.glb --times=0,0.25
   --method=lbs,dqs --format=glb,obj --out="$OUT/posed"
 # Bake automatic weights (bounded biharmonic) on the server, with progress on stderr, and pose the
 # same animation with them. The bake is a job keyed by rig and options: run again, it is reused.
-BAKE=$($SKINCTL bake --rig="$RIG" --bake_method=bbw --out="$OUT/bake" | awk 'NR == 1 {print $1}')
+# Given the file (the same rig), the baked .glb also carries the file's walk, to play anywhere.
+BAKE=$($SKINCTL bake --gltf=samples/CesiumMan/CesiumMan.glb --name=CesiumMan --bake_method=bbw --out="$OUT/bake" |
+  awk 'NR == 1 {print $1}')
 echo "bake: $BAKE (weights in $OUT/bake)"
 $SKINCTL pose --rig="$RIG" --bake="$BAKE" --gltf=samples/CesiumMan/CesiumMan.glb --times=0,0.25,0.5,1.0,1.5 \
   --method=lbs,dqs --format=glb,obj --out="$OUT/posed-bbw"
