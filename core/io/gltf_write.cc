@@ -141,10 +141,12 @@ struct PieceWeights {
 // nodes) are sampled at the union of their key times as LINEAR keys, exact at those times.
 std::optional<PieceWeights> PieceWeightKeys(const Animation& animation, const std::vector<int>& targets,
                                             const std::vector<MorphTarget>& morph_targets) {
+  auto moves = [](const MorphWeightChannel& ch, int t) {
+    return t >= ch.first_target && t < ch.first_target + ch.count;
+  };
   std::vector<const MorphWeightChannel*> moving;
   for (const MorphWeightChannel& ch : animation.morph_channels)
-    if (absl::c_any_of(targets, [&](int t) { return t >= ch.first_target && t < ch.first_target + ch.count; }))
-      moving.push_back(&ch);
+    if (absl::c_any_of(targets, [&](int t) { return moves(ch, t); })) moving.push_back(&ch);
   if (moving.empty()) return std::nullopt;
   PieceWeights keys;
   if (moving.size() == 1) {
@@ -156,9 +158,8 @@ std::optional<PieceWeights> PieceWeightKeys(const Animation& animation, const st
     for (size_t key = 0; key < ch.times.size(); ++key)
       for (int b = 0; b < blocks; ++b)
         for (int t : targets) {
-          const bool moved = t >= ch.first_target && t < ch.first_target + ch.count;
           const bool value = !cubic || b == 1;
-          keys.values.push_back(moved ? ch.values[(key * blocks + b) * ch.count + (t - ch.first_target)]
+          keys.values.push_back(moves(ch, t) ? ch.values[(key * blocks + b) * ch.count + (t - ch.first_target)]
                                 : value ? morph_targets[t].default_weight
                                         : 0.0);
         }
@@ -198,15 +199,15 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   const int nv = static_cast<int>(mesh.V.rows());
   RETURN_IF_ERROR(ValidateWeights(weights, nv, nj));
   const int k = weights.k();  // written as ⌈k / 4⌉ sets JOINTS_n/WEIGHTS_n
-  for (size_t a = 0; a < animations.size(); ++a)
+  for (size_t a = 0; a < animations.size(); ++a) {
     for (size_t c = 0; c < animations[a].channels.size(); ++c)
       RETURN_IF_ERROR(ValidateAnimationChannel(animations[a].channels[c], nj,
                                       absl::StrFormat("animations[%d].channels[%d]", a, c)));
-  for (size_t a = 0; a < animations.size(); ++a)
     for (size_t c = 0; c < animations[a].morph_channels.size(); ++c)
       RETURN_IF_ERROR(ValidateMorphWeightChannel(animations[a].morph_channels[c],
                                                  static_cast<int>(morph_targets.size()),
                                                  absl::StrFormat("animations[%d].morph_channels[%d]", a, c)));
+  }
 
   // The skin's joints: every joint but the chain of unweighted non-deforming joints above the
   // skeleton (a file's "Z_UP" and "Armature" nodes). Those stay plain nodes, as the file that
@@ -347,44 +348,33 @@ absl::Status WriteSkinnedGltf(const std::string& path, const Mesh& mesh, const S
   for (const Animation& animation : animations) {
     tinygltf::Animation out;
     out.name = animation.name;
-    for (const AnimationChannel& ch : animation.channels) {
-      std::vector<float> times(ch.times.begin(), ch.times.end());
-      const double t0 = times.front(), t1 = times.back();
-      const std::vector<float> values(ch.values.begin(), ch.values.end());
-      const bool rotation = ch.path == AnimationPath::kRotation;
-      tinygltf::AnimationSampler sampler;
-      sampler.input = builder.Add(times, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT,
-                                  TINYGLTF_TYPE_SCALAR, times.size(), {t0}, {t1});
-      sampler.output = builder.Add(values, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT,
-                                   rotation ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3,
-                                   values.size() / (rotation ? 4 : 3));
-      sampler.interpolation = InterpolationName(ch.interpolation);
-      tinygltf::AnimationChannel channel;
-      channel.sampler = static_cast<int>(out.samplers.size());
-      channel.target_node = ch.joint;
-      channel.target_path = ch.path == AnimationPath::kTranslation ? "translation"
-                            : rotation                             ? "rotation"
-                                                                   : "scale";
-      out.samplers.push_back(sampler);
-      out.channels.push_back(channel);
-    }
-    for (int p = 0; p < num_pieces; ++p) {
-      const std::optional<PieceWeights> keys = PieceWeightKeys(animation, piece_targets[p], morph_targets);
-      if (!keys) continue;
-      const std::vector<float> times(keys->times.begin(), keys->times.end());
-      const std::vector<float> values(keys->values.begin(), keys->values.end());
+    // A sampler of the keys (written as floats, `width` values an element of `type`) and a channel
+    // that plays it on `node`'s `path`.
+    auto add_channel = [&](const std::vector<double>& key_times, const std::vector<double>& key_values, int type,
+                           int width, Interpolation interpolation, int node, const char* path) {
+      const std::vector<float> times(key_times.begin(), key_times.end());
+      const std::vector<float> values(key_values.begin(), key_values.end());
       tinygltf::AnimationSampler sampler;
       sampler.input = builder.Add(times, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_SCALAR,
                                   times.size(), {times.front()}, {times.back()});
-      sampler.output = builder.Add(values, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, TINYGLTF_TYPE_SCALAR,
-                                   values.size());
-      sampler.interpolation = InterpolationName(keys->interpolation);
+      sampler.output = builder.Add(values, kNoTarget, TINYGLTF_COMPONENT_TYPE_FLOAT, type, values.size() / width);
+      sampler.interpolation = InterpolationName(interpolation);
       tinygltf::AnimationChannel channel;
       channel.sampler = static_cast<int>(out.samplers.size());
-      channel.target_node = nj + p;
-      channel.target_path = "weights";
-      out.samplers.push_back(sampler);
-      out.channels.push_back(channel);
+      channel.target_node = node;
+      channel.target_path = path;
+      out.samplers.push_back(std::move(sampler));
+      out.channels.push_back(std::move(channel));
+    };
+    for (const AnimationChannel& ch : animation.channels) {
+      const bool rotation = ch.path == AnimationPath::kRotation;
+      add_channel(ch.times, ch.values, rotation ? TINYGLTF_TYPE_VEC4 : TINYGLTF_TYPE_VEC3, rotation ? 4 : 3,
+                  ch.interpolation, ch.joint,
+                  ch.path == AnimationPath::kTranslation ? "translation" : rotation ? "rotation" : "scale");
+    }
+    for (int p = 0; p < num_pieces; ++p) {
+      const std::optional<PieceWeights> keys = PieceWeightKeys(animation, piece_targets[p], morph_targets);
+      if (keys) add_channel(keys->times, keys->values, TINYGLTF_TYPE_SCALAR, 1, keys->interpolation, nj + p, "weights");
     }
     model.animations.push_back(out);
   }

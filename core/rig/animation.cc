@@ -123,9 +123,11 @@ std::vector<double> SampleMorphWeights(const Animation& animation, double t,
 
 namespace {
 
-// Times finite and strictly increasing (at least one), values finite and `per_key` a key.
-absl::Status ValidateKeys(const std::vector<double>& times, const std::vector<double>& values, size_t per_key,
-                          const std::string& where) {
+// Times finite and strictly increasing (at least one), values finite and `width` a key (3 × width
+// for CUBICSPLINE: in-tangent, value, out-tangent).
+absl::Status ValidateKeys(const std::vector<double>& times, const std::vector<double>& values, size_t width,
+                          Interpolation interpolation, const std::string& where) {
+  const size_t per_key = width * (interpolation == Interpolation::kCubicSpline ? 3 : 1);
   if (times.empty()) return absl::InvalidArgumentError(where + ": no keys");
   for (size_t i = 0; i < times.size(); ++i) {
     if (!std::isfinite(times[i]))
@@ -149,8 +151,7 @@ absl::Status ValidateAnimationChannel(const AnimationChannel& ch, int num_joints
   if (ch.joint < 0 || ch.joint >= num_joints)
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: joint %d is out of range (%d joints)", where, ch.joint, num_joints));
-  const size_t width = ch.path == AnimationPath::kRotation ? 4 : 3;
-  return ValidateKeys(ch.times, ch.values, width * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1), where);
+  return ValidateKeys(ch.times, ch.values, ch.path == AnimationPath::kRotation ? 4 : 3, ch.interpolation, where);
 }
 
 absl::Status ValidateMorphWeightChannel(const MorphWeightChannel& ch, int num_targets, const std::string& where) {
@@ -158,8 +159,7 @@ absl::Status ValidateMorphWeightChannel(const MorphWeightChannel& ch, int num_ta
     return absl::InvalidArgumentError(absl::StrFormat("%s: targets [%d, %d) are out of range (%d morph targets)",
                                                       where, ch.first_target, ch.first_target + ch.count,
                                                       num_targets));
-  const size_t count = static_cast<size_t>(ch.count);
-  return ValidateKeys(ch.times, ch.values, count * (ch.interpolation == Interpolation::kCubicSpline ? 3 : 1), where);
+  return ValidateKeys(ch.times, ch.values, static_cast<size_t>(ch.count), ch.interpolation, where);
 }
 
 }  // namespace skinning
