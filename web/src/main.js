@@ -857,8 +857,7 @@ function skinnedGlb(rig, k, joints, weights, clips = []) {
   const ibm = new Float32Array(16 * skinJoints.length);
   skinJoints.forEach((j, s) => {
     const b = skeleton[j].inverseBind;
-    ibm.set(b.length === 12 ? [b[0], b[4], b[8], 0, b[1], b[5], b[9], 0, b[2], b[6], b[10], 0, b[3], b[7], b[11], 1]
-                            : world[j].clone().invert().elements, 16 * s);
+    ibm.set((b.length === 12 ? matrixOfRows(b) : world[j].clone().invert()).elements, 16 * s);  // column-major
   });
 
   const nodes = skeleton.map((J) => {
