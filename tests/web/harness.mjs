@@ -52,10 +52,18 @@ export async function withViewer({ viewport, device = {}, expected = () => false
   }
 }
 
+// Chooses `files` in the page's file chooser and waits until it has registered them; answers the
+// rig's name. The last rig is cleared first, so that a file of the rig already open is waited for.
+export async function registerFiles(page, files) {
+  await page.evaluate(() => { window.__viewer.registered = null; });
+  await page.setInputFiles("#file", files);
+  await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
+  return page.evaluate(() => window.__viewer.registered);
+}
+
 // Registers --glb through the page's file chooser (the restart scripts' first step).
 export async function registerSample(page) {
-  await page.setInputFiles("#file", args.glb);
-  await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
+  await registerFiles(page, args.glb);
   step("registered");
 }
 

@@ -6,7 +6,7 @@
 //
 //   node tests/web/viewer_download.mjs --url=http://127.0.0.1:PORT --glb=CHARACTER.glb --more=A.gltf,B.glb
 //        --dense=rigs/RIG --out=DIR
-import { args, registerSample, result, step, withViewer } from "./harness.mjs";
+import { args, registerFiles, registerSample, result, step, withViewer } from "./harness.mjs";
 
 await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
   await registerSample(page);
@@ -28,10 +28,7 @@ await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
 
   result.more = [];
   for (const [i, file] of args.more.split(",").entries()) {
-    await page.evaluate(() => { window.__viewer.registered = null; });
-    await page.setInputFiles("#file", file);
-    await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
-    result.more.push({ rig: await page.evaluate(() => window.__viewer.registered), ...await save(`more-${i}.glb`) });
+    result.more.push({ rig: await registerFiles(page, file), ...await save(`more-${i}.glb`) });
   }
   step("saved the others");
 

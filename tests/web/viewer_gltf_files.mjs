@@ -4,7 +4,7 @@
 //
 //   node tests/web/viewer_gltf_files.mjs --url=http://127.0.0.1:PORT --glb=UNUSED --out=DIR
 //        --gltf=FILE.gltf --bins=A.bin,B.bin,...
-import { args, result, step, withViewer } from "./harness.mjs";
+import { args, registerFiles, result, step, withViewer } from "./harness.mjs";
 
 await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
   await page.setInputFiles("#file", args.gltf);
@@ -12,9 +12,7 @@ await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
                              { timeout: 60000, polling: 50 });
   result.alone = await page.$eval("#status", (e) => e.textContent);
   step("refused alone");
-  await page.setInputFiles("#file", [args.gltf, ...args.bins.split(",")]);
-  await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
-  result.rig = await page.evaluate(() => window.__viewer.registered);
+  result.rig = await registerFiles(page, [args.gltf, ...args.bins.split(",")]);
   result.status = await page.$eval("#status", (e) => e.textContent);
   step("registered");
 });

@@ -3,15 +3,13 @@
 // OUT/result.json for tests/e2e/viewer_test.cc.
 //
 //   node tests/web/viewer_images.mjs --url=http://127.0.0.1:PORT --glb=UNUSED --out=DIR --glbs=A.glb,B.vrm
-import { args, result, save, step, withViewer } from "./harness.mjs";
+import { args, registerFiles, result, save, step, withViewer } from "./harness.mjs";
 
 await withViewer({ viewport: { width: 800, height: 500 } }, async (page) => {
   result.files = [];
   for (const file of args.glbs.split(",")) {
-    // Files of one rig follow each other (CesiumMan and its .vrm): the last rig is cleared first.
-    await page.evaluate(() => { window.__viewer.registered = null; });
-    await page.setInputFiles("#file", file);
-    await page.waitForFunction(() => window.__viewer.registered, null, { timeout: 60000, polling: 50 });
+    // Files of one rig follow each other (CesiumMan and its .vrm): registerFiles waits for each.
+    await registerFiles(page, file);
     result.files.push(await page.evaluate(() => ({
       rig: window.__viewer.registered, uploadBytes: window.__viewer.uploadBytes,
       status: document.querySelector("#status").textContent,
