@@ -495,6 +495,103 @@ TEST(ViewerBrowserTest, TheRigSavedAsGlbIsTheRigWithItsOwnOrTheBakesWeights) {
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 
+// A JSON array of numbers (vertices a page received) as floats.
+google::protobuf::RepeatedField<float> Floats(const nlohmann::json& values) {
+  google::protobuf::RepeatedField<float> floats;
+  for (const auto& v : values) floats.Add(static_cast<float>(v.get<double>()));
+  return floats;
+}
+
+// tests/web/viewer_shapes.mjs: CesiumMan with two morph targets ("bulge", default 0.5, and
+// "lean", default 0). The Shapes list names them, its slider at bulge's default. Lean's slider at
+// 0.75 poses the rest pose with weights (0.5, 0.75): what the page shows is, within 1e-5 of the
+// diagonal, the rest pose without targets plus 0.5 × what bulge alone changes plus 0.75 × what lean
+// alone does (gRPC's Poses of each, combined here). A joint slider then keeps those weights: the frame is
+// gRPC's Pose of the same request, float for float, and is not that pose without them. "Bind pose"
+// sends no weights (the defaults) and puts lean's slider back at 0; the sample without targets
+// hides the Shapes controls.
+TEST(ViewerBrowserTest, AShapesSliderMorphsTheMeshAndTheBindPoseResetsIt) {
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  std::unique_ptr<ServerProcess> server = ViewerServer();
+  const std::string out = ArtifactsDir("viewer-shapes");
+  const std::string sample = std::string(SKINNING_SOURCE_DIR) + "/samples/CesiumMan/CesiumMan.glb";
+  const std::string morph = MakeTempDir("shapes") + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(sample, morph).ok());
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_shapes.mjs", out, &r, {"--morph=" + morph}));
+  EXPECT_EQ(r["steps"], nlohmann::json({"registered", "shaped", "bent", "bind pose", "a rig without shapes"}));
+  EXPECT_TRUE(r["errors"].empty()) << r["errors"].dump();
+  EXPECT_THAT(r["status"].get<std::string>(), ::testing::HasSubstr(", 2 shape(s)"));
+  EXPECT_EQ(r["opened"], nlohmann::json({{"hidden", false}, {"names", {"bulge", "lean"}}, {"weight", 0.5}}));
+  EXPECT_EQ(r["chosen"]["weight"], 0.0);
+
+  ClientOptions o;
+  o.target = server->address();
+  Client client(o);
+  const std::string rig_name = r["rig"].get<std::string>();
+  auto rig = client.GetRig(rig_name, v1::RIG_VIEW_FULL);
+  ASSERT_TRUE(rig.ok()) << rig.status();
+  ASSERT_EQ(rig->morph_targets_size(), 2);
+  ASSERT_TRUE(r["diag"].is_number());
+  const double diag = r["diag"].get<double>();
+  ASSERT_GT(diag, 0);
+
+  // The shaped rest pose against the morphed mesh.
+  v1::PoseSessionRequest shaped;
+  using google::protobuf::util::JsonStringToMessage;
+  ASSERT_TRUE(JsonStringToMessage(r["shaped"]["request"].get<std::string>(), &shaped).ok());
+  EXPECT_EQ(shaped.rig(), rig_name);
+  EXPECT_THAT(shaped.pose().morph_weights(), ::testing::ElementsAre(0.5f, 0.75f));
+  // The joints of the page's manual pose (each at its node's rest transform). LBS is affine in the
+  // rest geometry: posed with weights (0.5, 0.75) is posed with (0, 0) plus 0.5 × the change that
+  // (1, 0) makes plus 0.75 × that of (0, 1).
+  auto bind_posed = [&](float b, float l) {
+    v1::PoseRequest request;
+    request.set_rig(rig_name);
+    *request.mutable_pose()->mutable_joints() = shaped.pose().joints();
+    request.mutable_pose()->add_morph_weights(b);
+    request.mutable_pose()->add_morph_weights(l);
+    request.mutable_outputs()->set_vertices(true);
+    auto posed = client.Pose(request);
+    EXPECT_TRUE(posed.ok()) << posed.status();
+    return posed.ok() ? posed->vertices() : google::protobuf::RepeatedField<float>();
+  };
+  const auto none = bind_posed(0, 0), bulge = bind_posed(1, 0), lean = bind_posed(0, 1);
+  ASSERT_EQ(none.size(), rig->vertex_count() * 3);
+  google::protobuf::RepeatedField<float> morphed;
+  for (int i = 0; i < none.size(); ++i)
+    morphed.Add(none[i] + 0.5f * (bulge[i] - none[i]) + 0.75f * (lean[i] - none[i]));
+  const google::protobuf::RepeatedField<float> shaped_vertices = Floats(r["shaped"]["vertices"]);
+  EXPECT_LT(LargestDifference(shaped_vertices, morphed), 1e-5 * diag);
+  EXPECT_GT(LargestDifference(shaped_vertices, bind_posed(0.5f, 0)), 0.02 * diag) << "lean moved no vertex";
+
+  // The bent frame: gRPC's, and morphed.
+  v1::PoseSessionRequest bent;
+  ASSERT_TRUE(JsonStringToMessage(r["bent"]["request"].get<std::string>(), &bent).ok());
+  EXPECT_THAT(bent.pose().morph_weights(), ::testing::ElementsAre(0.5f, 0.75f));
+  v1::PoseRequest request;
+  request.set_rig(rig_name);
+  *request.mutable_pose() = bent.pose();
+  request.set_deformer(bent.deformer());
+  *request.mutable_outputs() = bent.outputs();
+  auto want = client.Pose(request);
+  request.mutable_pose()->clear_morph_weights();
+  auto unshaped = client.Pose(request);
+  ASSERT_TRUE(want.ok() && unshaped.ok()) << want.status() << unshaped.status();
+  const google::protobuf::RepeatedField<float> bent_vertices = Floats(r["bent"]["vertices"]);
+  EXPECT_EQ(LargestDifference(bent_vertices, want->vertices()), 0);
+  EXPECT_GT(LargestDifference(bent_vertices, unshaped->vertices()), 0.02 * diag) << "posed without the shapes";
+  EXPECT_GT(LargestDifference(bent_vertices, shaped_vertices), 0.02 * diag) << "the joint slider moved nothing";
+
+  // The bind pose: no weights sent, lean's slider at its default again.
+  v1::PoseRequest rest;
+  ASSERT_TRUE(JsonStringToMessage(r["rest"]["request"].get<std::string>(), &rest).ok());
+  EXPECT_EQ(rest.pose().morph_weights_size(), 0);
+  EXPECT_EQ(r["afterRest"]["weight"], 0.0);
+  EXPECT_EQ(r["without"]["hidden"], true);
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
 // tests/web/viewer_phone.mjs: the page on a 390 × 844 touch screen, used with a finger.
 TEST(ViewerBrowserTest, OnAPhoneTheViewSpansTheScreenAndAFingerBesideAHandleDragsIt) {
   SKINNING_REQUIRE_TOOL(MissingTool());

@@ -33,7 +33,8 @@ const bakes = createClient(BakeService, transport);
 
 // What tests read (tests/web/*.mjs).
 const probe = { ready: false, lastPose: null, fast: null, progress: [], errors: [], bakeDone: false, fastReady: false,
-  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null, poses: 0, uploadBytes: 0 };
+  sessionBakes: [], sessionFrames: 0, fastFrames: 0, bakeName: null, poses: 0, uploadBytes: 0,
+  keepSessionFrame: false, sessionFrame: null };
 window.__viewer = probe;
 
 // ---- Errors in plain words --------------------------------------------------------------
@@ -158,7 +159,7 @@ function resize() {
 const S = {
   rig: "", full: null, bind: null, diag: 1, clips: [], clipFrames: null, clipKey: "", frame: 0, playing: false,
   source: "rest", manual: null, bakes: {}, weights: null, fastBake: "", fastWs: null, handles: [],
-  solution: null, poseWs: null, upload: null,
+  solution: null, poseWs: null, upload: null, shapes: null,
 };
 
 const DEFORMERS = {
@@ -306,6 +307,7 @@ async function openRig(name, clips = [], note = "") {
   $("frame").disabled = clips.length === 0;
   $("frame").max = String(clips.length ? clips[0].poses.length - 1 : 0);
   $("frame").value = "0";
+  showShapes(rig);
   const joint = $("joint");
   joint.innerHTML = "";
   rig.skeleton.joints.forEach((J, j) => {
@@ -324,7 +326,31 @@ async function openRig(name, clips = [], note = "") {
   $("rigs").value = name;
   say(`${rig.displayName || name}: ${rig.vertexCount} vertices, ${rig.jointCount} joints` +
       (rig.influenceCount ? `, ${rig.influenceCount} influences per vertex` : ", no weights (bake some)") +
-      (clips.length ? `, ${clips.length} animation(s)` : "") + note);
+      (clips.length ? `, ${clips.length} animation(s)` : "") +
+      (rig.morphTargets.length ? `, ${rig.morphTargets.length} shape(s)` : "") + note);
+}
+
+// The rig's morph targets (blend shapes) in the Shapes list, with their default weights; hidden
+// for a rig without any.
+function showShapes(rig) {
+  const shape = $("shape");
+  shape.innerHTML = "";
+  rig.morphTargets.forEach((t, i) => {
+    const o = document.createElement("option");
+    o.value = String(i);
+    o.textContent = t.name || `target ${i}`;
+    shape.appendChild(o);
+  });
+  $("shapes").hidden = rig.morphTargets.length === 0;
+  S.shapes = null;
+  showShapeWeight();
+}
+
+// The slider at the chosen shape's weight: the manual pose's, else its default.
+function showShapeWeight() {
+  const t = Number($("shape").value);
+  const targets = S.full?.morphTargets ?? [];
+  if (t < targets.length) $("shape-weight").value = String(S.shapes ? S.shapes[t] : targets[t].defaultWeight);
 }
 
 // A file's bytes as a data: URI of application/octet-stream (one the server's glTF reader takes,
@@ -567,7 +593,7 @@ function restTransforms() {
 
 function currentPose() {
   if (S.source === "clip" && S.clips.length) return S.clips[Number($("animation").value)].poses[S.frame];
-  if (S.source === "manual" && S.manual) return { joints: S.manual };
+  if (S.source === "manual" && S.manual) return { joints: S.manual, morphWeights: S.shapes ?? [] };
   return { joints: [] };
 }
 
@@ -648,6 +674,8 @@ function openPoseSession() {
     const res = fromBinary(PoseSessionResponseSchema, new Uint8Array(ev.data));
     showVertices(res.frame.vertices);
     probe.sessionFrames++;
+    if (probe.keepSessionFrame)
+      probe.sessionFrame = { request: ws.sentJson, vertices: Array.from(res.frame.vertices) };
     ws.busy = false;
     if (ws.reopen) say("Connected to the server again.");
     ws.reopen = null;
@@ -711,22 +739,39 @@ function sendPose(ws, pose) {
     ws.first = false;
   }
   ws.sent = pose;
+  if (probe.keepSessionFrame) ws.sentJson = toJsonString(PoseSessionRequestSchema, req);
   ws.send(toBinary(PoseSessionRequestSchema, req));
+}
+
+// Makes the pose the sliders set the one shown: from the bind pose (joints at rest, shapes at
+// their defaults) when another was.
+function toManualPose() {
+  if (S.source !== "manual" || !S.manual) {
+    S.manual = restTransforms();
+    S.shapes = S.full.morphTargets.map((t) => t.defaultWeight);
+  }
+  S.source = "manual";
+  S.playing = false;
+  $("play").textContent = "Play";
 }
 
 function onJointSlider() {
   if (!S.full) return;
-  if (S.source !== "manual" || !S.manual) S.manual = restTransforms();
-  S.source = "manual";
-  S.playing = false;
-  $("play").textContent = "Play";
+  toManualPose();
   const j = Number($("joint").value);
   const rest = restTransforms()[j];
   const e = new THREE.Euler(THREE.MathUtils.degToRad(+$("rx").value), THREE.MathUtils.degToRad(+$("ry").value),
                             THREE.MathUtils.degToRad(+$("rz").value));
   const q = new THREE.Quaternion(...rest.rotation).multiply(new THREE.Quaternion().setFromEuler(e));
   S.manual[j].rotation = [q.x, q.y, q.z, q.w];
-  sendPose(openPoseSession(), { joints: S.manual });
+  sendPose(openPoseSession(), currentPose());
+}
+
+function onShapeSlider() {
+  if (!S.full || !S.full.morphTargets.length) return;
+  toManualPose();
+  S.shapes[Number($("shape").value)] = Number($("shape-weight").value);
+  sendPose(openPoseSession(), currentPose());
 }
 
 function closeSockets() {
@@ -1281,7 +1326,15 @@ $("frame").addEventListener("input", async () => {
 });
 for (const id of ["rx", "ry", "rz"]) $(id).addEventListener("input", onJointSlider);
 $("joint").addEventListener("change", () => { for (const id of ["rx", "ry", "rz"]) $(id).value = "0"; showWeights(); });
-$("rest").addEventListener("click", async () => { S.source = "rest"; S.manual = null; await poseOnce(); });
+$("rest").addEventListener("click", async () => {
+  S.source = "rest";
+  S.manual = null;
+  S.shapes = null;
+  showShapeWeight();
+  await poseOnce();
+});
+$("shape").addEventListener("change", showShapeWeight);
+$("shape-weight").addEventListener("input", onShapeSlider);
 $("bake").addEventListener("click", startBake);
 $("show-weights").addEventListener("change", showWeights);
 $("fast").addEventListener("click", startFast);
