@@ -172,9 +172,11 @@ absl::StatusOr<Response> Client::Unary(const char* what, Rpc rpc) {
   return resp;
 }
 
-absl::StatusOr<v1::CreateRigResponse> Client::CreateRig(const v1::Rig& rig) {
+absl::StatusOr<v1::CreateRigResponse> Client::CreateRig(const v1::Rig& rig,
+                                                        const std::vector<v1::AnimationClip>& animations) {
   v1::CreateRigRequest req;
   *req.mutable_rig() = rig;
+  for (const v1::AnimationClip& clip : animations) *req.add_animations() = clip;
   return Unary<v1::CreateRigResponse>(
       "CreateRig", [&](grpc::ClientContext* ctx, v1::CreateRigResponse* resp) { return rigs_->CreateRig(ctx, req, resp); });
 }
@@ -266,6 +268,17 @@ absl::Status Client::DeleteExample(const std::string& name) {
   return Unary<google::protobuf::Empty>("DeleteExample", [&](grpc::ClientContext* ctx, google::protobuf::Empty* resp) {
            return rigs_->DeleteExample(ctx, req, resp);
          }).status();
+}
+
+absl::StatusOr<std::vector<v1::AnimationClip>> Client::ListAnimations(const std::string& rig) {
+  v1::ListAnimationsRequest req;
+  req.set_rig(rig);
+  ASSIGN_OR_RETURN(v1::ListAnimationsResponse resp,
+                   Unary<v1::ListAnimationsResponse>("ListAnimations",
+                                                     [&](grpc::ClientContext* ctx, v1::ListAnimationsResponse* out) {
+                                                       return rigs_->ListAnimations(ctx, req, out);
+                                                     }));
+  return std::vector<v1::AnimationClip>(resp.animations().begin(), resp.animations().end());
 }
 
 absl::StatusOr<v1::PosedFrame> Client::Pose(const v1::PoseRequest& req) {

@@ -73,8 +73,10 @@ class Client {
   ~Client();
 
   // RigService. CreateRig answers the stored rig's summary (its `name` is what every other call
-  // takes) and whether this call stored it for the caller's tenant.
-  absl::StatusOr<v1::CreateRigResponse> CreateRig(const v1::Rig& rig);
+  // takes) and whether this call stored it for the caller's tenant; `animations` are stored with
+  // it for the caller (ListAnimations).
+  absl::StatusOr<v1::CreateRigResponse> CreateRig(const v1::Rig& rig,
+                                                  const std::vector<v1::AnimationClip>& animations = {});
   // The same from a .glb (or a .gltf with embedded buffers) that the server reads; the response
   // carries the file's animations sampled as poses. `display_name` empty: the file's. With
   // `skip_static_meshes` the file's meshes that no skin or joint moves (a ground plane, scenery)
@@ -102,6 +104,9 @@ class Client {
                                                         v1::ExampleView view = v1::EXAMPLE_VIEW_UNSPECIFIED);
   // NOT_FOUND for an unknown example.
   absl::Status DeleteExample(const std::string& name);
+  // The animations stored with the caller's rig (those of the files it was registered from),
+  // those registered last first.
+  absl::StatusOr<std::vector<v1::AnimationClip>> ListAnimations(const std::string& rig);
 
   // PoseService.
   absl::StatusOr<v1::PosedFrame> Pose(const v1::PoseRequest& request);

@@ -287,8 +287,10 @@ absl::StatusOr<std::unique_ptr<SkinningServer>> SkinningServer::Start(const Serv
   // The services' logic, then their gRPC adapters.
   if (options.max_gltf_reads > 0)
     s->uploads_ = std::make_unique<UploadGate>(options.max_gltf_reads, options.gltf_read_queue);
-  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), s->bake_store_.get(),
-                                         static_cast<size_t>(options.max_message_bytes),
+  // Stored clips are bounded as CreateRig's sampled ones are (a quarter of the message limit).
+  s->animations_ = std::make_unique<AnimationStore>(s->blobs_, static_cast<size_t>(options.max_message_bytes) / 4);
+  s->rig_api_ = std::make_unique<RigApi>(s->rigs_.get(), s->examples_.get(), s->animations_.get(),
+                                         s->bake_store_.get(), static_cast<size_t>(options.max_message_bytes),
                                          options.max_clip_frames, s->uploads_.get());
   s->pose_api_ = std::make_unique<PoseApi>(s->poser_.get(), options.max_clip_frames,
                                            static_cast<size_t>(options.max_message_bytes));

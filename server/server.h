@@ -31,6 +31,7 @@
 #include "server/metrics/metrics.h"
 #include "server/pose/posing.h"
 #include "server/pose/psd_models.h"
+#include "server/store/animation_store.h"
 #include "server/store/example_store.h"
 #include "server/store/redis_credentials.h"
 #include "server/store/rig_store.h"
@@ -171,6 +172,7 @@ class SkinningServer {
   std::shared_ptr<BlobStore> blobs_;
   std::unique_ptr<RigStore> rigs_;
   std::unique_ptr<ExampleStore> examples_;  // PSD examples per rig and tenant
+  std::unique_ptr<AnimationStore> animations_;  // the animations registered with each rig, per tenant
   std::unique_ptr<PsdModels> psd_models_;   // PSD models built from them, cached
   std::unique_ptr<BakeStore> bake_store_;
   std::string older_bakes_summary_;

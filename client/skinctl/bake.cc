@@ -17,6 +17,7 @@
 #include "core/io/medit.h"
 #include "core/skinning/weights.h"
 #include "core/util/status_macros.h"
+#include "server/convert/gltf_import.h"
 
 namespace skinning {
 namespace {
@@ -86,7 +87,7 @@ absl::StatusOr<Eigen::MatrixXd> DenseMatrix(const v1::DenseWeights& d, int nv, i
 }
 
 // Writes the finished bake's weights into --out and prints the files; the .glb carries
-// `animations` (those of the --gltf file the rig came from).
+// `animations` (those of the --gltf file the rig came from, or stored with the --rig).
 absl::Status WriteResults(Client& client, const std::string& rig_name, const v1::Bake& bake,
                           const std::vector<Animation>& animations) {
   ASSIGN_OR_RETURN(v1::GetWeightsResponse dense, client.GetWeights(bake.name(), v1::WEIGHTS_FORMAT_DENSE));
@@ -122,11 +123,15 @@ absl::Status WriteResults(Client& client, const std::string& rig_name, const v1:
 absl::Status CommandBake(const Args&) {
   ASSIGN_OR_RETURN(std::unique_ptr<Client> client, MakeClient());
   std::string rig_name = RigNameArg(absl::GetFlag(FLAGS_rig));
-  std::vector<Animation> animations;  // a stored rig has none
+  std::vector<Animation> animations;  // the file's, else those stored with the rig
   if (rig_name.empty()) {
     ASSIGN_OR_RETURN(Character c, LoadCharacter());
     ASSIGN_OR_RETURN(rig_name, RegisterCharacter(*client, c));
     animations = std::move(c.animations);
+  } else if (absl::GetFlag(FLAGS_wait)) {  // the results' .glb carries them
+    ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->ListAnimations(rig_name));
+    ASSIGN_OR_RETURN(const Rig rig, FetchRig(*client, rig_name));
+    ASSIGN_OR_RETURN(animations, ClipAnimations(clips, rig));
   }
   ASSIGN_OR_RETURN(v1::BakeOptions options, BakeOptionsFromFlags());
   // The folder the results go to, before the bake: not after minutes of it.

@@ -101,7 +101,20 @@ std::string RigNameArg(const std::string& arg) {
 }
 
 absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c) {
-  ASSIGN_OR_RETURN(const v1::CreateRigResponse r, client.CreateRig(RigToProto(c.rig)));
+  // The file's animations, sampled as CreateRig samples an uploaded file's (30 frames/s, at most
+  // 10,000 frames, 16 MiB: a quarter of the server's default message limit), are stored with the
+  // rig. A server that holds less (RESOURCE_EXHAUSTED) gets the rig alone, with a note.
+  const v1::Rig rig = RigToProto(c.rig);
+  ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips,
+                   SampleClips(c.animations, c.rig, 30, 10000, size_t{16} << 20));
+  absl::StatusOr<v1::CreateRigResponse> created = client.CreateRig(rig, clips);
+  if (!clips.empty() && absl::IsResourceExhausted(created.status()) &&
+      absl::StrContains(created.status().message(), "animations")) {
+    std::cerr << "note: the server stores no animations this large (" << created.status().message()
+              << "); registering the rig without them\n";
+    created = client.CreateRig(rig);
+  }
+  ASSIGN_OR_RETURN(const v1::CreateRigResponse r, std::move(created));
   std::cerr << (r.created() ? "registered " : "already stored ") << r.rig().name() << " ("
             << r.rig().vertex_count() << " vertices, " << r.rig().joint_count() << " joints"
             << (c.source_summary.empty() ? "" : "; from the file: " + c.source_summary) << ")\n";

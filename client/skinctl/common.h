@@ -34,7 +34,8 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient();
 // A rig name from the command line: "rigs/{rig}", or a bare rig id "rig-…" for convenience.
 std::string RigNameArg(const std::string& arg);
 
-// Creates the rig (idempotent), reports it on stderr and returns its name.
+// Creates the rig (idempotent) with the character's animations, reports it on stderr and returns
+// its name.
 absl::StatusOr<std::string> RegisterCharacter(Client& client, const Character& c);
 
 // The stored rig `name` in full (mesh, skeleton, weights).

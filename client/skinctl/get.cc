@@ -1,5 +1,5 @@
 // skinctl get RIG [--out_file=FILE.glb]: a rig's summary; with --out_file also the stored rig as a
-// skinned glTF.
+// skinned glTF, with the animations stored with it.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -26,10 +26,15 @@ absl::Status CommandGet(const Args& args) {
   ASSIGN_OR_RETURN(v1::Rig got, client->GetRig(name, out.empty() ? v1::RIG_VIEW_UNSPECIFIED : v1::RIG_VIEW_FULL));
   PrintRig(got);
   if (out.empty()) return absl::OkStatus();
-  // The stored rig as a skinned glTF (sparse weights, k = 4 unless the rig has more).
+  // The stored rig as a skinned glTF (sparse weights, k = 4 unless the rig has more) and its
+  // stored animations.
   if (const std::string dir = std::filesystem::path(out).parent_path().string(); !dir.empty())
     RETURN_IF_ERROR(MakeOutputDir(dir));  // as --out does
-  RETURN_IF_ERROR(ExportRigGltf(got, out));
+  ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->ListAnimations(got.name()));
+  RETURN_IF_ERROR(ExportRigGltf(got, out, clips));
+  for (const v1::AnimationClip& clip : clips)
+    std::fprintf(stderr, "animation '%s': %d frames at %g frames/s\n", clip.name().c_str(), clip.poses_size(),
+                 clip.frames_per_second());
   std::printf("%s\n", out.c_str());
   return absl::OkStatus();
 }

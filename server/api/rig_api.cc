@@ -1,6 +1,7 @@
 #include "server/api/rig_api.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -35,6 +36,46 @@ absl::StatusOr<int> PageStart(const std::string& token, int64_t revision, int co
         "the examples changed since the first page (revision %d, now %d); list again from the first page",
         token_revision, revision));
   return begin;
+}
+
+// INVALID_ARGUMENT naming the first clip of a CreateRig request with a rig (`animations`) that the
+// rig of `skeleton` and `num_targets` morph targets cannot play (CreateRigRequest says what each
+// clip needs; a pose as PoseFromProto takes it); RESOURCE_EXHAUSTED when they take more than
+// `max_bytes` (0: no bound).
+absl::Status ValidateClips(const google::protobuf::RepeatedPtrField<v1::AnimationClip>& clips,
+                           const Skeleton& skeleton, int num_targets, size_t max_bytes) {
+  size_t bytes = 0;
+  for (int c = 0; c < clips.size(); ++c) {
+    const v1::AnimationClip& clip = clips[c];
+    const std::string where = absl::StrFormat("animations[%d]", c);
+    if (clip.name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".name is empty"));
+    if (!std::isfinite(clip.frames_per_second()) || clip.frames_per_second() <= 0)
+      return absl::InvalidArgumentError(absl::StrFormat("%s.frames_per_second = %g; a rate is finite and above 0",
+                                                        where, clip.frames_per_second()));
+    if (!std::isfinite(clip.start()))
+      return absl::InvalidArgumentError(absl::StrCat(where, ".start is not finite"));
+    if (clip.poses().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".poses is empty"));
+    for (int f = 0; f < clip.poses_size(); ++f) {
+      const v1::Pose& pose = clip.poses(f);
+      const std::string at = absl::StrFormat("%s.poses[%d]", where, f);
+      RETURN_IF_ERROR(PoseFromProto(pose, skeleton, at.c_str()).status());
+      if (pose.morph_weights_size() != 0 && pose.morph_weights_size() != num_targets)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s.morph_weights has %d values; the rig has %d morph targets (give none or one each)", at,
+                            pose.morph_weights_size(), num_targets));
+      for (int t = 0; t < pose.morph_weights_size(); ++t)
+        if (!std::isfinite(pose.morph_weights(t)))
+          return absl::InvalidArgumentError(absl::StrFormat("%s.morph_weights[%d] is not finite", at, t));
+      if (!pose.named_morph_weights().empty() || !pose.bone_twist().empty() || !pose.bone_stretch().empty())
+        return absl::InvalidArgumentError(absl::StrCat(at, ": a clip's pose holds joints and morph_weights only"));
+    }
+    bytes += clip.ByteSizeLong();
+  }
+  if (max_bytes != 0 && bytes > max_bytes)
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "animations take %d bytes; at most %d are stored with a rig (a quarter of the message limit)", bytes,
+        max_bytes));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -77,12 +118,26 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
     return absl::InvalidArgumentError("skip_static_meshes goes with gltf; a rig has no static meshes to leave out");
   } else if (req.has_scene()) {
     return absl::InvalidArgumentError("scene goes with gltf; a rig has no scenes to choose from");
+  } else {
+    if (!req.animations().empty() && animations_ == nullptr)
+      return absl::UnimplementedError("this server stores no animations");
+    if (!req.animations().empty()) {  // checked against the rig before anything is stored
+      ASSIGN_OR_RETURN(const Rig rig, RigFromProto(req.rig(), rigs_->limits()));
+      RETURN_IF_ERROR(ValidateClips(req.animations(), rig.skeleton, static_cast<int>(rig.morph_targets.size()),
+                                    max_response_bytes_ / 4));
+    }
   }
+  if (req.has_gltf() && !req.animations().empty())
+    return absl::InvalidArgumentError("animations go with rig; with gltf the file's are stored");
   // Checked again between validation, hashing and storing (each linear in the rig's size).
   ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.has_gltf() ? from_file : req.rig(), ctx.tenant(),
                                                      [&ctx] { return ctx.StillWanted(); }));
   *resp->mutable_rig() = std::move(r.summary);
   resp->set_created(r.created);
+  // The rig is stored; a failure here leaves it so, and the call's retry stores the clips.
+  const auto& clips = req.has_gltf() ? resp->animations() : req.animations();
+  if (animations_ != nullptr && !clips.empty())
+    RETURN_IF_ERROR(animations_->Add(r.rig_id, ctx.tenant(), {clips.begin(), clips.end()}).status());
   return absl::OkStatus();
 }
 
@@ -115,12 +170,26 @@ absl::Status RigApi::DeleteRig(const CallContext& ctx, const v1::DeleteRigReques
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.name(), "name"));
   ASSIGN_OR_RETURN(const bool deleted, rigs_->Delete(rig_id, ctx.tenant()));
   if (!deleted) return absl::NotFoundError(absl::StrCat("rig '", req.name(), "' not found"));
-  // Every tenant's examples and the bakes go with the stored rig; while another tenant still owns
-  // it, only the caller's examples go (with its ownership).
+  // Every tenant's examples and animations, and the bakes, go with the stored rig; while another
+  // tenant still owns it, only the caller's examples and animations go (with its ownership).
   ASSIGN_OR_RETURN(const bool still_stored, rigs_->Stored(rig_id));
   if (examples_ != nullptr)
     RETURN_IF_ERROR(still_stored ? examples_->DeleteAll(rig_id, ctx.tenant()) : examples_->DeleteEveryTenant(rig_id));
+  if (animations_ != nullptr)
+    RETURN_IF_ERROR(still_stored ? animations_->DeleteAll(rig_id, ctx.tenant())
+                                 : animations_->DeleteEveryTenant(rig_id));
   if (bakes_ != nullptr && !still_stored) RETURN_IF_ERROR(bakes_->DeleteForRig(rig_id).status());
+  return absl::OkStatus();
+}
+
+absl::Status RigApi::ListAnimations(const CallContext& ctx, const v1::ListAnimationsRequest& req,
+                                    v1::ListAnimationsResponse* resp) {
+  if (animations_ == nullptr) return absl::UnimplementedError("this server stores no animations");
+  ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.rig(), "rig"));
+  // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.
+  RETURN_IF_ERROR(rigs_->GetForTenant(rig_id, ctx.tenant()).status());
+  ASSIGN_OR_RETURN(std::vector<v1::AnimationClip> clips, animations_->Get(rig_id, ctx.tenant()));
+  for (v1::AnimationClip& clip : clips) *resp->add_animations() = std::move(clip);
   return absl::OkStatus();
 }
 

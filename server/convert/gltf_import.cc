@@ -58,12 +58,85 @@ GltfImport ImportGltf(GltfCharacter g) {
   return out;
 }
 
-absl::Status ExportRigGltf(const v1::Rig& proto, const std::string& path) {
+absl::Status ExportRigGltf(const v1::Rig& proto, const std::string& path,
+                           const std::vector<v1::AnimationClip>& clips) {
   ASSIGN_OR_RETURN(Rig rig, RigFromProto(proto, kStoredRigLimits));
   if (!rig.has_weights())
     return absl::FailedPreconditionError(absl::StrCat("rig ", proto.name(), " has no weights to export"));
+  ASSIGN_OR_RETURN(const std::vector<Animation> animations, ClipAnimations(clips, rig));
   const SparseWeights W = rig.sparse_weights ? *rig.sparse_weights : TopK(*rig.dense_weights, 4);
-  return WriteSkinnedGltf(path, rig.mesh, rig.skeleton, W, {}, rig.mesh_parts, rig.morph_targets);
+  return WriteSkinnedGltf(path, rig.mesh, rig.skeleton, W, animations, rig.mesh_parts, rig.morph_targets);
+}
+
+absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::AnimationClip>& clips, const Rig& rig) {
+  const int nj = rig.skeleton.size(), nt = static_cast<int>(rig.morph_targets.size());
+  std::vector<Animation> animations;
+  for (size_t c = 0; c < clips.size(); ++c) {
+    const v1::AnimationClip& clip = clips[c];
+    const int nf = clip.poses_size();
+    if (nf == 0 || !(clip.frames_per_second() > 0) || !std::isfinite(clip.frames_per_second()) ||
+        !std::isfinite(clip.start()))
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "animations[%d] (\"%s\"): a clip needs poses, a finite rate above 0 and a finite start", c, clip.name()));
+    Animation& a = animations.emplace_back();
+    a.name = clip.name();
+    std::vector<double> times(nf);
+    for (int f = 0; f < nf; ++f) times[f] = clip.start() + f / static_cast<double>(clip.frames_per_second());
+    a.start = times.front();
+    a.end = times.back();
+    // Every frame's local transforms (the rest for the bind pose).
+    std::vector<std::vector<Transform>> local(nf);
+    bool morphs = false;
+    for (int f = 0; f < nf; ++f) {
+      const std::string where = absl::StrFormat("animations[%d].poses[%d]", c, f);
+      ASSIGN_OR_RETURN(const Pose pose, PoseFromProto(clip.poses(f), rig.skeleton, where.c_str()));
+      local[f].resize(nj);
+      for (int j = 0; j < nj; ++j) local[f][j] = pose.local.empty() ? rig.skeleton.joints[j].rest : pose.local[j];
+      const int nw = clip.poses(f).morph_weights_size();
+      if (nw != 0 && nw != nt)
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s.morph_weights has %d values; the rig has %d morph targets", where, nw, nt));
+      morphs = morphs || nw != 0;
+    }
+    for (int j = 0; j < nj; ++j) {
+      const Transform& rest = rig.skeleton.joints[j].rest;
+      auto key = [&](AnimationPath path, auto&& values_of) {
+        AnimationChannel ch;
+        ch.joint = j;
+        ch.path = path;
+        ch.interpolation = Interpolation::kLinear;
+        ch.times = times;
+        const std::vector<double> at_rest = values_of(rest);
+        bool moves = false;
+        for (int f = 0; f < nf; ++f) {
+          const std::vector<double> v = values_of(local[f][j]);
+          moves = moves || v != at_rest;
+          ch.values.insert(ch.values.end(), v.begin(), v.end());
+        }
+        if (moves) a.channels.push_back(std::move(ch));
+      };
+      key(AnimationPath::kTranslation, [](const Transform& t) {
+        return std::vector<double>{t.translation.x(), t.translation.y(), t.translation.z()};
+      });
+      key(AnimationPath::kRotation, [](const Transform& t) {
+        return std::vector<double>{t.rotation.x(), t.rotation.y(), t.rotation.z(), t.rotation.w()};
+      });
+      key(AnimationPath::kScale,
+          [](const Transform& t) { return std::vector<double>{t.scale.x(), t.scale.y(), t.scale.z()}; });
+    }
+    if (morphs && nt > 0) {
+      MorphWeightChannel& m = a.morph_channels.emplace_back();
+      m.first_target = 0;
+      m.count = nt;
+      m.interpolation = Interpolation::kLinear;
+      m.times = times;
+      for (int f = 0; f < nf; ++f)
+        for (int t = 0; t < nt; ++t)
+          m.values.push_back(clip.poses(f).morph_weights_size() != 0 ? clip.poses(f).morph_weights(t)
+                                                                     : rig.morph_targets[t].default_weight);
+    }
+  }
+  return animations;
 }
 
 absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Animation>& animations,

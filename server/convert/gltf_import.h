@@ -30,10 +30,20 @@ GltfImport ImportGltf(GltfCharacter character);
 
 // The inverse, as `skinctl get --out_file` writes it: a stored rig (RIG_VIEW_FULL) as a skinned
 // glTF (.glb or .gltf by the path's extension) of its mesh parts, skeleton, morph targets and
-// sparse weights (dense weights as their top 4). Registering the file gives the rig back under
-// the same name. INVALID_ARGUMENT for a rig that does not read; FAILED_PRECONDITION for a rig
-// without weights; the writer's error for a file that cannot be written.
-absl::Status ExportRigGltf(const v1::Rig& rig, const std::string& path);
+// sparse weights (dense weights as their top 4), with `clips` (ListAnimations; ClipAnimations).
+// Registering the file gives the rig back under the same name, and the clips within float
+// rounding. INVALID_ARGUMENT for a rig or a clip that does not read; FAILED_PRECONDITION for a
+// rig without weights; the writer's error for a file that cannot be written.
+absl::Status ExportRigGltf(const v1::Rig& rig, const std::string& path,
+                           const std::vector<v1::AnimationClip>& clips = {});
+
+// Sampled clips (SampleClips, ListAnimations) as keyframed animations of `rig`: a LINEAR key per
+// frame, at start + f / frames_per_second, of each joint's translation, rotation and scale that
+// some frame sets to other than the joint's rest value, and of every morph target's weight when
+// some frame sets them (a frame that does not: the defaults). A frame without joints, the bind
+// pose, keys every joint at its rest transform. INVALID_ARGUMENT naming the clip and frame for
+// a pose the rig does not take (PoseFromProto) or a wrong morph weight count.
+absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::AnimationClip>& clips, const Rig& rig);
 
 // What CreateRig holds an uploaded file to before reading it (ReadGltfBytes): the rig limits
 // (vertices, triangles, morph targets up to the joint limit), 2^25 morph target vertices (a

@@ -56,6 +56,11 @@ grpc::Status RigGrpcService::DeleteExample(grpc::ServerContext* ctx, const v1::D
   return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->DeleteExample(c, *req, resp); });
 }
 
+grpc::Status RigGrpcService::ListAnimations(grpc::ServerContext* ctx, const v1::ListAnimationsRequest* req,
+                                            v1::ListAnimationsResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->ListAnimations(c, *req, resp); });
+}
+
 grpc::ServerUnaryReactor* PoseGrpcService::Pose(grpc::CallbackServerContext* ctx, const v1::PoseRequest* req,
                                                  v1::PoseResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();

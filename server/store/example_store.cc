@@ -17,6 +17,7 @@
 #include "server/auth/auth.h"
 #include "server/convert/convert.h"
 #include "server/names.h"
+#include "server/store/tenant_scope.h"
 
 namespace skinning {
 namespace {
@@ -37,18 +38,6 @@ int64_t RevisionNumber(const std::optional<std::string>& text) {
   if (!text.has_value() || !absl::SimpleAtoi(*text, &revision)) return 0;
   return revision;
 }
-// Where the examples of tenant `tenant` of rig `rig_id` are described in messages.
-std::string Describe(const std::string& rig_id, const std::string& tenant) {
-  const std::string rig = absl::StrCat("rig '", RigName(rig_id), "'");
-  return tenant.empty() ? rig : absl::StrCat(rig, " (tenant ", tenant, ")");
-}
-
-absl::Status CheckScope(const std::string& rig_id, const std::string& tenant) {
-  RETURN_IF_ERROR(CheckRigId(rig_id));
-  if (!tenant.empty()) RETURN_IF_ERROR(CheckTenantName(tenant));
-  return absl::OkStatus();
-}
-
 size_t CachedBytes(const internal::v1::StoredExamples& stored) { return stored.ByteSizeLong() * 2 + 256; }
 
 }  // namespace
@@ -137,7 +126,7 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredExamples>> ExampleStore
     return std::shared_ptr<const internal::v1::StoredExamples>(std::move(stored));
   }
   RETURN_IF_ERROR(bytes.status());
-  const std::string what = Describe(rig_id, tenant);
+  const std::string what = DescribeTenantScope(rig_id, tenant);
   if (!stored->ParseFromString(*bytes))
     return absl::DataLossError(absl::StrCat("stored examples of ", what, " are corrupt (do not parse)"));
   if (stored->format_version() != kExamplesFormatVersion)
@@ -177,13 +166,13 @@ void ExampleStore::Recheck(const ExampleSet& set) {
 }
 
 bool ExampleStore::Resident(const std::string& rig_id, const std::string& tenant) {
-  if (!CheckScope(rig_id, tenant).ok()) return true;
+  if (!CheckTenantScope(rig_id, tenant).ok()) return true;
   std::shared_ptr<const Cached> hit = cache_.Peek(SetKey(rig_id, tenant));
   return hit != nullptr && std::chrono::steady_clock::now() - hit->checked < kRecheck;
 }
 
 absl::StatusOr<ExampleSet> ExampleStore::Get(const std::string& rig_id, const std::string& tenant) {
-  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
+  RETURN_IF_ERROR(CheckTenantScope(rig_id, tenant));
   if (std::shared_ptr<const Cached> hit = cache_.Find(SetKey(rig_id, tenant))) {
     if (std::chrono::steady_clock::now() - hit->checked < kRecheck) return hit->set;
     if (StoredRevision(rig_id, tenant) == hit->set.stored->revision()) {
@@ -228,14 +217,14 @@ absl::StatusOr<std::shared_ptr<const internal::v1::StoredExamples>> ExampleStore
   }
   cache_.Erase(SetKey(rig_id, tenant));
   return absl::AbortedError(absl::StrFormat("the examples of %s changed under %d attempts to change them; retry",
-                                            Describe(rig_id, tenant), kUpdateAttempts));
+                                            DescribeTenantScope(rig_id, tenant), kUpdateAttempts));
 }
 
 absl::StatusOr<ExampleAdded> ExampleStore::Add(const std::string& rig_id, const std::string& tenant,
                                                          v1::Example example, const Validator& validate) {
-  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
+  RETURN_IF_ERROR(CheckTenantScope(rig_id, tenant));
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
-  const std::string what = Describe(rig_id, tenant);
+  const std::string what = DescribeTenantScope(rig_id, tenant);
   ExampleAdded added_result;
   // Runs on the stored set itself (not the cache): another replica may have changed it.
   auto change = [&](const internal::v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<internal::v1::StoredExamples>> {
@@ -298,7 +287,7 @@ absl::StatusOr<ExampleAdded> ExampleStore::Add(const std::string& rig_id, const 
 
 absl::StatusOr<int> ExampleStore::Remove(const std::string& rig_id, const std::string& tenant,
                                          const std::string& id) {
-  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
+  RETURN_IF_ERROR(CheckTenantScope(rig_id, tenant));
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
   auto change = [&](const internal::v1::StoredExamples& old) -> absl::StatusOr<std::shared_ptr<internal::v1::StoredExamples>> {
     auto next = std::make_shared<internal::v1::StoredExamples>(old);
@@ -306,7 +295,7 @@ absl::StatusOr<int> ExampleStore::Remove(const std::string& rig_id, const std::s
     for (const v1::Example& e : old.examples())
       if (e.name() != id) *next->add_examples() = e;
     if (next->examples_size() == old.examples_size())
-      return absl::NotFoundError(absl::StrFormat("%s has no example '%s' (%d examples)", Describe(rig_id, tenant), id,
+      return absl::NotFoundError(absl::StrFormat("%s has no example '%s' (%d examples)", DescribeTenantScope(rig_id, tenant), id,
                                                  old.examples_size()));
     return next;
   };
@@ -317,7 +306,7 @@ absl::StatusOr<int> ExampleStore::Remove(const std::string& rig_id, const std::s
 }
 
 absl::Status ExampleStore::DeleteAll(const std::string& rig_id, const std::string& tenant) {
-  RETURN_IF_ERROR(CheckScope(rig_id, tenant));
+  RETURN_IF_ERROR(CheckTenantScope(rig_id, tenant));
   std::lock_guard<std::mutex> lock(SetMutex(rig_id, tenant));
   // The revision blob stays (a few bytes) and is bumped, so that a rig registered again
   // continues the count: a revision number never names two different sets.

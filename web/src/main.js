@@ -1309,7 +1309,11 @@ drop.addEventListener("drop", (ev) => {
 $("scene").addEventListener("change", () => S.upload && sendCharacter(S.upload, Number($("scene").value)));
 $("rigs").addEventListener("change", async () => {
   showScenes(null);  // the chooser is of the last file's scenes, not of a rig from the list
-  try { await openRig($("rigs").value); } catch (e) { fail("Opening the rig", e); }
+  const name = $("rigs").value;
+  // With the animations stored with it (those of the files it was registered from).
+  try { await openRig(name, (await rigs.listAnimations({ rig: name })).animations); } catch (e) {
+    fail("Opening the rig", e);
+  }
 });
 $("method").addEventListener("change", async () => {
   S.clipFrames = null;

@@ -1,0 +1,139 @@
+#include "server/store/animation_store.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/store/blob_store.h"
+#include "tests/support/server_process.h"
+
+namespace skinning {
+namespace {
+namespace SKINNING_TEST_FILE {
+
+using ::skinning::testing::MakeTempDir;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kRig[] = "rig-0123456789abcdef0123456789abcdef";
+constexpr char kOtherRig[] = "rig-fedcba9876543210fedcba9876543210";
+
+std::shared_ptr<BlobStore> OpenBlobs(const std::string& dir) {
+  auto blobs = OpenFilesystemBlobStore(dir);
+  EXPECT_TRUE(blobs.ok()) << blobs.status();
+  return std::shared_ptr<BlobStore>(*std::move(blobs));
+}
+
+// A clip of `frames` poses of one joint, its x translation f + tag at frame f.
+v1::AnimationClip Clip(const std::string& name, int frames, float tag = 0) {
+  v1::AnimationClip clip;
+  clip.set_name(name);
+  clip.set_frames_per_second(30);
+  for (int f = 0; f < frames; ++f) {
+    v1::Transform* t = clip.add_poses()->add_joints();
+    for (float v : {f + tag, 0.f, 0.f}) t->add_translation(v);
+  }
+  return clip;
+}
+
+std::vector<std::string> Names(const absl::StatusOr<std::vector<v1::AnimationClip>>& clips) {
+  EXPECT_TRUE(clips.ok()) << clips.status();
+  std::vector<std::string> names;
+  if (clips.ok())
+    for (const v1::AnimationClip& c : *clips) names.push_back(c.name());
+  return names;
+}
+
+TEST(AnimationStore, AddedClipsGoFirstAndReplaceStoredOnesOfTheSameName) {
+  AnimationStore store(OpenBlobs(MakeTempDir("anim")), 0);
+  EXPECT_TRUE(Names(store.Get(kRig, "")).empty());
+  EXPECT_EQ(*store.Add(kRig, "", {Clip("walk", 3), Clip("run", 2)}), 2);
+  EXPECT_EQ(*store.Add(kRig, "", {Clip("jump", 4), Clip("walk", 5, 0.5f)}), 3);
+  auto got = store.Get(kRig, "");
+  EXPECT_THAT(Names(got), ElementsAre("jump", "walk", "run"));
+  // The new walk, whole.
+  ASSERT_EQ((*got)[1].poses_size(), 5);
+  EXPECT_EQ((*got)[1].poses(4).joints(0).translation(0), 4.5f);
+  // No clips: nothing changes.
+  EXPECT_EQ(*store.Add(kRig, "", {}), 3);
+  // Another rig has its own.
+  EXPECT_TRUE(Names(store.Get(kOtherRig, "")).empty());
+}
+
+TEST(AnimationStore, TheOldestGoPastTheBoundAndTheNewAlwaysStay) {
+  const size_t one = Clip("a", 10).ByteSizeLong();
+  AnimationStore store(OpenBlobs(MakeTempDir("anim")), 3 * one);
+  ASSERT_TRUE(store.Add(kRig, "", {Clip("a", 10)}).ok());
+  ASSERT_TRUE(store.Add(kRig, "", {Clip("b", 10)}).ok());
+  ASSERT_TRUE(store.Add(kRig, "", {Clip("c", 10)}).ok());
+  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("c", "b", "a"));
+  ASSERT_TRUE(store.Add(kRig, "", {Clip("d", 10)}).ok());
+  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("d", "c", "b"));
+  // Larger than the bound by itself: kept, alone.
+  ASSERT_TRUE(store.Add(kRig, "", {Clip("long", 40)}).ok());
+  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("long"));
+}
+
+TEST(AnimationStore, TenantsKeepTheirOwnAndDeletesReachOnlyTheirs) {
+  const std::string dir = MakeTempDir("anim");
+  AnimationStore store(OpenBlobs(dir), 0);
+  ASSERT_TRUE(store.Add(kRig, "", {Clip("mine", 2)}).ok());
+  ASSERT_TRUE(store.Add(kRig, "alpha", {Clip("alpha-walk", 2)}).ok());
+  ASSERT_TRUE(store.Add(kRig, "beta", {Clip("beta-walk", 2)}).ok());
+  EXPECT_THAT(Names(store.Get(kRig, "alpha")), ElementsAre("alpha-walk"));
+  EXPECT_THAT(Names(store.Get(kRig, "beta")), ElementsAre("beta-walk"));
+  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("mine"));
+  ASSERT_TRUE(store.DeleteAll(kRig, "alpha").ok());
+  EXPECT_TRUE(Names(store.Get(kRig, "alpha")).empty());
+  EXPECT_THAT(Names(store.Get(kRig, "beta")), ElementsAre("beta-walk"));
+  EXPECT_TRUE(store.DeleteAll(kRig, "alpha").ok()) << "none left is fine";
+  ASSERT_TRUE(store.Add(kOtherRig, "beta", {Clip("other", 2)}).ok());
+  ASSERT_TRUE(store.DeleteEveryTenant(kRig).ok());
+  EXPECT_TRUE(Names(store.Get(kRig, "beta")).empty());
+  EXPECT_TRUE(Names(store.Get(kRig, "")).empty());
+  EXPECT_THAT(Names(store.Get(kOtherRig, "beta")), ElementsAre("other"));
+  // A bad tenant name or rig id never becomes a key.
+  EXPECT_EQ(store.Get(kRig, "../x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Add("rig-../../etc", "", {Clip("x", 1)}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AnimationStore, ConcurrentAddsAllLand) {
+  // Two stores on one directory, as two replicas: every clip added lands (WriteIf retries).
+  const std::string dir = MakeTempDir("anim");
+  AnimationStore a(OpenBlobs(dir), 0), b(OpenBlobs(dir), 0);
+  std::thread ta([&] {
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(a.Add(kRig, "", {Clip(absl::StrCat("a", i), 2)}).ok());
+  });
+  std::thread tb([&] {
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(b.Add(kRig, "", {Clip(absl::StrCat("b", i), 2)}).ok());
+  });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(Names(a.Get(kRig, "")).size(), 40u);
+}
+
+TEST(AnimationStore, ADamagedOrForeignBlobIsDataLoss) {
+  const std::string dir = MakeTempDir("anim");
+  std::shared_ptr<BlobStore> blobs = OpenBlobs(dir);
+  AnimationStore store(blobs, 0);
+  ASSERT_TRUE(blobs->Put(absl::StrCat("animations/", kRig, ".pb"), "not a proto \xff\xff").ok());
+  auto got = store.Get(kRig, "");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(store.Add(kRig, "", {Clip("x", 1)}).status().code(), absl::StatusCode::kDataLoss) << "nothing overwritten";
+  // Another rig's clips under this rig's key.
+  ASSERT_TRUE(store.Add(kOtherRig, "", {Clip("x", 1)}).ok());
+  auto other = blobs->Get(absl::StrCat("animations/", kOtherRig, ".pb"));
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(blobs->Put(absl::StrCat("animations/", kRig, ".pb"), *other).ok());
+  got = store.Get(kRig, "");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(), HasSubstr(kOtherRig));
+}
+
+}  // namespace SKINNING_TEST_FILE
+}  // namespace
+}  // namespace skinning
