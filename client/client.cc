@@ -270,13 +270,13 @@ absl::Status Client::DeleteExample(const std::string& name) {
          }).status();
 }
 
-absl::StatusOr<std::vector<v1::AnimationClip>> Client::ListAnimations(const std::string& rig) {
-  v1::ListAnimationsRequest req;
+absl::StatusOr<std::vector<v1::AnimationClip>> Client::GetAnimations(const std::string& rig) {
+  v1::GetAnimationsRequest req;
   req.set_rig(rig);
-  ASSIGN_OR_RETURN(v1::ListAnimationsResponse resp,
-                   Unary<v1::ListAnimationsResponse>("ListAnimations",
-                                                     [&](grpc::ClientContext* ctx, v1::ListAnimationsResponse* out) {
-                                                       return rigs_->ListAnimations(ctx, req, out);
+  ASSIGN_OR_RETURN(v1::GetAnimationsResponse resp,
+                   Unary<v1::GetAnimationsResponse>("GetAnimations",
+                                                     [&](grpc::ClientContext* ctx, v1::GetAnimationsResponse* out) {
+                                                       return rigs_->GetAnimations(ctx, req, out);
                                                      }));
   return std::vector<v1::AnimationClip>(resp.animations().begin(), resp.animations().end());
 }

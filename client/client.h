@@ -74,7 +74,7 @@ class Client {
 
   // RigService. CreateRig answers the stored rig's summary (its `name` is what every other call
   // takes) and whether this call stored it for the caller's tenant; `animations` are stored with
-  // it for the caller (ListAnimations).
+  // it for the caller (GetAnimations).
   absl::StatusOr<v1::CreateRigResponse> CreateRig(const v1::Rig& rig,
                                                   const std::vector<v1::AnimationClip>& animations = {});
   // The same from a .glb (or a .gltf with embedded buffers) that the server reads; the response
@@ -106,7 +106,7 @@ class Client {
   absl::Status DeleteExample(const std::string& name);
   // The animations stored with the caller's rig (those of the files it was registered from),
   // those registered last first.
-  absl::StatusOr<std::vector<v1::AnimationClip>> ListAnimations(const std::string& rig);
+  absl::StatusOr<std::vector<v1::AnimationClip>> GetAnimations(const std::string& rig);
 
   // PoseService.
   absl::StatusOr<v1::PosedFrame> Pose(const v1::PoseRequest& request);

@@ -129,7 +129,7 @@ absl::Status CommandBake(const Args&) {
     ASSIGN_OR_RETURN(rig_name, RegisterCharacter(*client, c));
     animations = std::move(c.animations);
   } else if (absl::GetFlag(FLAGS_wait)) {  // the results' .glb carries them
-    ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->ListAnimations(rig_name));
+    ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->GetAnimations(rig_name));
     ASSIGN_OR_RETURN(const Rig rig, FetchRig(*client, rig_name));
     ASSIGN_OR_RETURN(animations, ClipAnimations(clips, rig));
   }

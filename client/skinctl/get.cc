@@ -30,7 +30,7 @@ absl::Status CommandGet(const Args& args) {
   // stored animations.
   if (const std::string dir = std::filesystem::path(out).parent_path().string(); !dir.empty())
     RETURN_IF_ERROR(MakeOutputDir(dir));  // as --out does
-  ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->ListAnimations(got.name()));
+  ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->GetAnimations(got.name()));
   RETURN_IF_ERROR(ExportRigGltf(got, out, clips));
   for (const v1::AnimationClip& clip : clips)
     std::fprintf(stderr, "animation '%s': %d frames at %g frames/s\n", clip.name().c_str(), clip.poses_size(),

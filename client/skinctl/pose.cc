@@ -20,6 +20,7 @@
 #include "core/rig/pose.h"
 #include "core/util/status_macros.h"
 #include "server/convert/convert.h"
+#include "server/convert/gltf_import.h"
 
 namespace skinning {
 namespace {
@@ -39,7 +40,7 @@ absl::StatusOr<std::vector<double>> AnimationTimes(const Animation& anim) {
       times.push_back(t);
     }
   } else if (const double fps = absl::GetFlag(FLAGS_fps); fps > 0) {
-    const int frames = static_cast<int>(std::floor((anim.end - anim.start) * fps + 1e-9)) + 1;
+    const int frames = FramesIn(anim.end - anim.start, fps);
     for (int f = 0; f < frames; ++f) times.push_back(anim.start + f / fps);
   }
   return times;

@@ -182,8 +182,8 @@ absl::Status RigApi::DeleteRig(const CallContext& ctx, const v1::DeleteRigReques
   return absl::OkStatus();
 }
 
-absl::Status RigApi::ListAnimations(const CallContext& ctx, const v1::ListAnimationsRequest& req,
-                                    v1::ListAnimationsResponse* resp) {
+absl::Status RigApi::GetAnimations(const CallContext& ctx, const v1::GetAnimationsRequest& req,
+                                    v1::GetAnimationsResponse* resp) {
   if (animations_ == nullptr) return absl::UnimplementedError("this server stores no animations");
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.rig(), "rig"));
   // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.

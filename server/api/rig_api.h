@@ -23,7 +23,7 @@ namespace skinning {
 class RigApi {
  public:
   // `examples` may be null (the example methods are then UNIMPLEMENTED), and `animations` (then
-  // CreateRig stores none and ListAnimations is UNIMPLEMENTED); DeleteRig removes the caller's
+  // CreateRig stores none and GetAnimations is UNIMPLEMENTED); DeleteRig removes the caller's
   // examples and animations of the rig with it, every tenant's and the stored bakes (`bakes`, may
   // be null) once no tenant owns it. `max_response_bytes`: the server's message limit, which
   // ListExamples pages stay below. `max_clip_frames`: most frames of the animations CreateRig
@@ -56,8 +56,8 @@ class RigApi {
                             v1::ListExamplesResponse* resp);
   absl::Status DeleteExample(const CallContext& ctx, const v1::DeleteExampleRequest& req,
                              google::protobuf::Empty* resp);
-  absl::Status ListAnimations(const CallContext& ctx, const v1::ListAnimationsRequest& req,
-                              v1::ListAnimationsResponse* resp);
+  absl::Status GetAnimations(const CallContext& ctx, const v1::GetAnimationsRequest& req,
+                              v1::GetAnimationsResponse* resp);
 
  private:
   // The rig of an example call: UNIMPLEMENTED when examples are off, else the tenant's rig

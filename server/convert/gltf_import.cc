@@ -139,6 +139,10 @@ absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::Anim
   return animations;
 }
 
+int FramesIn(double length, double frames_per_second) {
+  return static_cast<int>(std::floor(length * frames_per_second + 1e-3)) + 1;
+}
+
 absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Animation>& animations,
                                                            const Rig& rig, double frames_per_second, int max_frames,
                                                            size_t max_bytes) {
@@ -147,7 +151,7 @@ absl::StatusOr<std::vector<v1::AnimationClip>> SampleClips(const std::vector<Ani
   // Each animation's length and rate: frames_per_second, lowered to fit max_frames.
   std::vector<double> length(animations.size()), rate(animations.size());
   auto frames_at = [&](size_t a, double fps) {
-    return std::max(1, std::min(max_frames, static_cast<int>(std::floor(length[a] * fps + 1e-9)) + 1));
+    return std::max(1, std::min(max_frames, FramesIn(length[a], fps)));
   };
   double total_frames = 0;
   for (size_t a = 0; a < animations.size(); ++a) {

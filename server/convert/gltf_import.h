@@ -30,14 +30,14 @@ GltfImport ImportGltf(GltfCharacter character);
 
 // The inverse, as `skinctl get --out_file` writes it: a stored rig (RIG_VIEW_FULL) as a skinned
 // glTF (.glb or .gltf by the path's extension) of its mesh parts, skeleton, morph targets and
-// sparse weights (dense weights as their top 4), with `clips` (ListAnimations; ClipAnimations).
+// sparse weights (dense weights as their top 4), with `clips` (GetAnimations; ClipAnimations).
 // Registering the file gives the rig back under the same name, and the clips within float
 // rounding. INVALID_ARGUMENT for a rig or a clip that does not read; FAILED_PRECONDITION for a
 // rig without weights; the writer's error for a file that cannot be written.
 absl::Status ExportRigGltf(const v1::Rig& rig, const std::string& path,
                            const std::vector<v1::AnimationClip>& clips = {});
 
-// Sampled clips (SampleClips, ListAnimations) as keyframed animations of `rig`: a LINEAR key per
+// Sampled clips (SampleClips, GetAnimations) as keyframed animations of `rig`: a LINEAR key per
 // frame, at start + f / frames_per_second, of each joint's translation, rotation and scale that
 // some frame sets to other than the joint's rest value, and of every morph target's weight when
 // some frame sets them (a frame that does not: the defaults). A frame without joints, the bind
@@ -54,6 +54,12 @@ absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::Anim
 // primitives (a character at the vertex and triangle limits, float attributes and 2^26 float
 // animation values, is about 0.4 GiB).
 GltfSizeLimits UploadLimits(const RigLimits& limits);
+
+// How many frames at `frames_per_second` a clip of `length` seconds holds, the first at its start:
+// one more than the whole frame intervals in it, counting an interval that falls short of the end
+// by less than 1e-3 of a frame (key times are floats: a clip written a frame at a time, from a start
+// that a float does not hold, ends a few 1e-7 s early, and lost its last frame).
+int FramesIn(double length, double frames_per_second);
 
 // Each animation sampled at `frames_per_second` from its start to its end (both included; at
 // most `max_frames` frames, the rate lowered to fit): every joint's local transform, and the

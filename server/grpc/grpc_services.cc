@@ -56,9 +56,9 @@ grpc::Status RigGrpcService::DeleteExample(grpc::ServerContext* ctx, const v1::D
   return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->DeleteExample(c, *req, resp); });
 }
 
-grpc::Status RigGrpcService::ListAnimations(grpc::ServerContext* ctx, const v1::ListAnimationsRequest* req,
-                                            v1::ListAnimationsResponse* resp) {
-  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->ListAnimations(c, *req, resp); });
+grpc::Status RigGrpcService::GetAnimations(grpc::ServerContext* ctx, const v1::GetAnimationsRequest* req,
+                                            v1::GetAnimationsResponse* resp) {
+  return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->GetAnimations(c, *req, resp); });
 }
 
 grpc::ServerUnaryReactor* PoseGrpcService::Pose(grpc::CallbackServerContext* ctx, const v1::PoseRequest* req,

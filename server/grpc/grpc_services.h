@@ -32,8 +32,8 @@ class RigGrpcService final : public v1::RigService::Service {
   grpc::Status GetExample(grpc::ServerContext*, const v1::GetExampleRequest*, v1::Example*) override;
   grpc::Status ListExamples(grpc::ServerContext*, const v1::ListExamplesRequest*, v1::ListExamplesResponse*) override;
   grpc::Status DeleteExample(grpc::ServerContext*, const v1::DeleteExampleRequest*, google::protobuf::Empty*) override;
-  grpc::Status ListAnimations(grpc::ServerContext*, const v1::ListAnimationsRequest*,
-                              v1::ListAnimationsResponse*) override;
+  grpc::Status GetAnimations(grpc::ServerContext*, const v1::GetAnimationsRequest*,
+                              v1::GetAnimationsResponse*) override;
 
  private:
   const CallGate* gate_;

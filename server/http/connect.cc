@@ -326,7 +326,7 @@ ConnectService::ConnectService(const CallGate* gate, Apis apis, Metrics* metrics
   AddUnary(rig + "GetExample", apis.rig, &RigApi::GetExample);
   AddUnary(rig + "ListExamples", apis.rig, &RigApi::ListExamples);
   AddUnary(rig + "DeleteExample", apis.rig, &RigApi::DeleteExample);
-  AddUnary(rig + "ListAnimations", apis.rig, &RigApi::ListAnimations);
+  AddUnary(rig + "GetAnimations", apis.rig, &RigApi::GetAnimations);
   AddUnary(pose + "Pose", apis.pose, &PoseApi::Pose);
   AddUnary(pose + "PoseClip", apis.pose, &PoseApi::PoseClip);
   AddUnary(bake + "StartBake", apis.bake, &BakeApi::StartBake);

@@ -1,5 +1,9 @@
 #include "server/store/animation_store.h"
 
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -78,6 +82,12 @@ absl::StatusOr<int> AnimationStore::Add(const std::string& rig_id, const std::st
     }
     ASSIGN_OR_RETURN(const bool written, blobs_->WriteIf(key, bytes, {{key, next.SerializeAsString()}}));
     if (written) return next.clips_size();
+    // Another writer came first: wait a random while, up to 2^attempt ms (at most 64), so that two
+    // replicas adding in a loop do not keep undoing each other's reads.
+    thread_local std::mt19937 random(std::random_device{}());
+    const int most_ms = 1 << std::min(attempt, 6);
+    std::this_thread::sleep_for(std::chrono::microseconds(
+        std::uniform_int_distribution<int>(0, 1000 * most_ms)(random)));
   }
   return absl::AbortedError(absl::StrFormat("the animations of %s changed under %d attempts to add to them; retry",
                                             DescribeTenantScope(rig_id, tenant), kUpdateAttempts));

@@ -5,7 +5,8 @@
 // They belong to a tenant as well as a rig, as examples do (example_store.h): the tenant ""
 // (authentication off) keeps them under animations/<rig id>.pb, tenant T under
 // animations/<rig id>/T.pb. Each change is one read-modify-write of that blob through
-// BlobStore::WriteIf guarded by the bytes it read, so two replicas adding at once both land.
+// BlobStore::WriteIf guarded by the bytes it read, so two replicas adding at once both land (the
+// one that lost the race reads again after a random backoff, up to kUpdateAttempts times).
 #ifndef SKINNING_SERVER_STORE_ANIMATION_STORE_H_
 #define SKINNING_SERVER_STORE_ANIMATION_STORE_H_
 

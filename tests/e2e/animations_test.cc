@@ -1,4 +1,4 @@
-// Animations stored with a rig (RigService.ListAnimations) against the real server: a glTF file's
+// Animations stored with a rig (RigService.GetAnimations) against the real server: a glTF file's
 // clips are stored when it is registered, those sent with a rig too, checked first; another
 // replica on the same store serves them; they go with the rig, and are each tenant's own.
 #include <cmath>
@@ -12,12 +12,14 @@
 
 #include "client/client.h"
 #include "tests/support/data.h"
+#include "tests/support/clip_names.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
+using ::skinning::testing::ClipNames;
 using ::skinning::testing::MakeTempDir;
 using ::skinning::testing::ServerProcess;
 using ::testing::ElementsAre;
@@ -30,14 +32,6 @@ std::unique_ptr<Client> ClientOf(const ServerProcess& server, const std::string&
   o.target = server.address();
   o.token = token;
   return std::make_unique<Client>(o);
-}
-
-std::vector<std::string> Names(const absl::StatusOr<std::vector<v1::AnimationClip>>& clips) {
-  EXPECT_TRUE(clips.ok()) << clips.status();
-  std::vector<std::string> names;
-  if (clips.ok())
-    for (const v1::AnimationClip& c : *clips) names.push_back(c.name());
-  return names;
 }
 
 // A clip of the rig `full` (RIG_VIEW_FULL) named `name`: `frames` frames at its rest, joint 1
@@ -65,7 +59,7 @@ TEST(StoredAnimations, AFilesClipsAndARigsAreStoredWithItAndServedByAnotherRepli
   ASSERT_TRUE(created.ok()) << created.status();
   ASSERT_EQ(created->animations_size(), 1);
   const std::string rig = created->rig().name();
-  auto listed = client->ListAnimations(rig);
+  auto listed = client->GetAnimations(rig);
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*listed)[0], created->animations(0)))
@@ -80,13 +74,13 @@ TEST(StoredAnimations, AFilesClipsAndARigsAreStoredWithItAndServedByAnotherRepli
   auto again = client->CreateRig(proto, {Wave(*full, "wave", 12)});
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE(again->created());
-  EXPECT_THAT(Names(client->ListAnimations(rig)), ElementsAre("wave", file_clip));
+  EXPECT_THAT(ClipNames(client->GetAnimations(rig)), ElementsAre("wave", file_clip));
 
   // Another replica on the same store serves them.
   {
     ServerProcess replica(store);
-    auto other = ClientOf(replica)->ListAnimations(rig);
-    EXPECT_THAT(Names(other), ElementsAre("wave", file_clip));
+    auto other = ClientOf(replica)->GetAnimations(rig);
+    EXPECT_THAT(ClipNames(other), ElementsAre("wave", file_clip));
     if (other.ok() && other->size() == 2) {
       EXPECT_EQ((*other)[0].poses_size(), 12);
       EXPECT_FLOAT_EQ((*other)[0].poses(11).joints(1).rotation(2), std::sin(0.55f));
@@ -95,7 +89,7 @@ TEST(StoredAnimations, AFilesClipsAndARigsAreStoredWithItAndServedByAnotherRepli
 
   // The file again: its clip first again.
   ASSERT_TRUE(client->CreateRigFromGltf(testing::FileBytes(SamplePath())).ok());
-  EXPECT_THAT(Names(client->ListAnimations(rig)), ElementsAre(file_clip, "wave"));
+  EXPECT_THAT(ClipNames(client->GetAnimations(rig)), ElementsAre(file_clip, "wave"));
 
   // Refused clips store nothing, not even a new rig.
   v1::Rig moved = proto;
@@ -116,9 +110,9 @@ TEST(StoredAnimations, AFilesClipsAndARigsAreStoredWithItAndServedByAnotherRepli
 
   // Deleted with the rig: registered again without clips, it has none.
   ASSERT_TRUE(client->DeleteRig(rig).ok());
-  EXPECT_EQ(client->ListAnimations(rig).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client->GetAnimations(rig).status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(client->CreateRig(proto).ok());
-  EXPECT_TRUE(Names(client->ListAnimations(rig)).empty());
+  EXPECT_TRUE(ClipNames(client->GetAnimations(rig)).empty());
 }
 
 TEST(StoredAnimations, EachTenantHasItsOwn) {
@@ -129,7 +123,7 @@ TEST(StoredAnimations, EachTenantHasItsOwn) {
   auto created = alpha->CreateRigFromGltf(testing::FileBytes(SamplePath()));
   ASSERT_TRUE(created.ok()) << created.status();
   const std::string rig = created->rig().name();
-  EXPECT_EQ(ClientOf(server, "token-gamma")->ListAnimations(rig).status().code(),
+  EXPECT_EQ(ClientOf(server, "token-gamma")->GetAnimations(rig).status().code(),
             absl::StatusCode::kPermissionDenied);
   // Beta registers the same rig with a clip of its own: it sees that one only, alpha its file's.
   auto full = alpha->GetRig(rig, v1::RIG_VIEW_FULL);
@@ -137,13 +131,13 @@ TEST(StoredAnimations, EachTenantHasItsOwn) {
   v1::Rig proto = *full;
   proto.clear_name();
   ASSERT_TRUE(beta->CreateRig(proto, {Wave(*full, "beta-wave", 4)}).ok());
-  EXPECT_THAT(Names(beta->ListAnimations(rig)), ElementsAre("beta-wave"));
-  EXPECT_THAT(Names(alpha->ListAnimations(rig)), ElementsAre(created->animations(0).name()));
+  EXPECT_THAT(ClipNames(beta->GetAnimations(rig)), ElementsAre("beta-wave"));
+  EXPECT_THAT(ClipNames(alpha->GetAnimations(rig)), ElementsAre(created->animations(0).name()));
   // Beta's delete takes beta's clips only.
   ASSERT_TRUE(beta->DeleteRig(rig).ok());
-  EXPECT_THAT(Names(alpha->ListAnimations(rig)), ElementsAre(created->animations(0).name()));
+  EXPECT_THAT(ClipNames(alpha->GetAnimations(rig)), ElementsAre(created->animations(0).name()));
   ASSERT_TRUE(beta->CreateRig(proto).ok());
-  EXPECT_TRUE(Names(beta->ListAnimations(rig)).empty());
+  EXPECT_TRUE(ClipNames(beta->GetAnimations(rig)).empty());
 }
 
 }  // namespace SKINNING_TEST_FILE

@@ -1,6 +1,8 @@
 // skinctl against the real server: registering, posing from files and animations, exporting.
 #include <signal.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -37,6 +39,10 @@ using ::skinning::testing::RunCommand;
 using ::skinning::testing::ServerProcess;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The shared data's CesiumMan, which the morph target tests give two targets
+// (testing::WriteWithMorphTargets).
+std::string CesiumManPath() { return DataPath("gltf/CesiumMan/CesiumMan.glb"); }
 
 class SkinctlTest : public ::testing::Test {
  protected:
@@ -230,11 +236,9 @@ TEST_F(SkinctlTest, MultiSkinFileKeepsItsNodesApartInEveryOutput) {
 // A pose file sets morph weights by target name; the posed mesh is the reference's morph
 // (named target at the file's weight, the other at its default) then skin. Unknown names fail.
 TEST_F(SkinctlTest, PoseFileSetsMorphWeightsByTargetName) {
-  const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
-  SKINNING_REQUIRE_DATA(in);
-  const std::string dir = MakeTempDir("morph-pose");
-  const std::string gltf = dir + "/CesiumManMorph.glb";
-  ASSERT_TRUE(testing::WriteWithMorphTargets(in, gltf).ok());
+  SKINNING_REQUIRE_DATA(CesiumManPath());
+  const std::string dir = MakeTempDir("morph-pose"), gltf = dir + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(CesiumManPath(), gltf).ok());
   {
     std::ofstream(dir + "/lean.json") << R"({"joints": [], "morph_weights": {"lean": 1.0}})";
     std::ofstream(dir + "/typo.json") << R"({"joints": [], "morph_weights": {"leen": 1.0}})";
@@ -397,11 +401,9 @@ TEST_F(SkinctlTest, ReportsUnknownRigsAndCommands) {
 // and the morph target weights channel's keys as the file had them (times and values as floats),
 // with the bake's weights. The .glb used to have none, so the rigger's character did not play.
 TEST_F(SkinctlTest, ABakedGlbOfAFileCarriesTheFilesAnimations) {
-  const std::string in = DataPath("gltf/CesiumMan/CesiumMan.glb");
-  SKINNING_REQUIRE_DATA(in);
-  const std::string dir = MakeTempDir("bake-animations");
-  const std::string gltf = dir + "/CesiumManMorph.glb";
-  ASSERT_TRUE(testing::WriteWithMorphTargets(in, gltf).ok());
+  SKINNING_REQUIRE_DATA(CesiumManPath());
+  const std::string dir = MakeTempDir("bake-animations"), gltf = dir + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(CesiumManPath(), gltf).ok());
   auto baked = Skinctl({"bake", "--gltf=" + gltf, "--bake_method=bone_heat", "--out=" + dir + "/out"});
   ASSERT_EQ(baked.exit_code, 0) << baked.output;
   const std::string glb = dir + "/out/CesiumManMorph-bone_heat.glb";
@@ -433,6 +435,71 @@ TEST_F(SkinctlTest, ABakedGlbOfAFileCarriesTheFilesAnimations) {
   }
   EXPECT_EQ(file->animations[0].morph_channels.size(), 1u);
   EXPECT_EQ(out->morph_targets.size(), 2u);
+}
+
+// The largest difference between two clips' joint transform components and morph weights; they
+// must have the same name, rate, start and frame count (checked).
+double ClipDifference(const v1::AnimationClip& got, const v1::AnimationClip& want) {
+  EXPECT_EQ(got.name(), want.name());
+  EXPECT_EQ(got.frames_per_second(), want.frames_per_second());
+  EXPECT_NEAR(got.start(), want.start(), 1e-6);
+  EXPECT_EQ(got.poses_size(), want.poses_size());
+  double most = 0;
+  auto differ = [&most](const auto& a, const auto& b) {
+    EXPECT_EQ(a.size(), b.size());
+    for (int i = 0; i < std::min(a.size(), b.size()); ++i)
+      most = std::max(most, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  };
+  for (int f = 0; f < std::min(got.poses_size(), want.poses_size()); ++f) {
+    const v1::Pose &g = got.poses(f), &w = want.poses(f);
+    EXPECT_EQ(g.joints_size(), w.joints_size());
+    for (int j = 0; j < std::min(g.joints_size(), w.joints_size()); ++j) {
+      differ(g.joints(j).translation(), w.joints(j).translation());
+      differ(g.joints(j).rotation(), w.joints(j).rotation());
+      differ(g.joints(j).scale(), w.joints(j).scale());
+    }
+    differ(g.morph_weights(), w.morph_weights());
+  }
+  return most;
+}
+
+// `skinctl register --gltf` stores the file's animations with the rig, so that `get --out_file`
+// and `bake --rig` write them into their .glb later, without the file: each file registered again
+// gives the clips that the source file gives (CreateRig's sampling), joint transforms and morph
+// target weights within 1e-5. Before, both files had no animation.
+TEST_F(SkinctlTest, TheAnimationsStoredWithARigGoIntoItsGetAndBakeFiles) {
+  SKINNING_REQUIRE_DATA(CesiumManPath());
+  const std::string dir = MakeTempDir("stored-animations"), gltf = dir + "/CesiumManMorph.glb";
+  ASSERT_TRUE(testing::WriteWithMorphTargets(CesiumManPath(), gltf).ok());
+  auto reg = Skinctl({"register", "--gltf=" + gltf});
+  ASSERT_EQ(reg.exit_code, 0) << reg.output;
+  const size_t at = reg.output.find("rigs/rig-");
+  ASSERT_NE(at, std::string::npos) << reg.output;
+  const std::string rig = reg.output.substr(at, 41);
+  ASSERT_THAT(rig, ::testing::MatchesRegex("rigs/rig-[0-9a-f]{32}"));
+  auto got = Skinctl({"get", rig, "--out_file=" + dir + "/got.glb"});
+  ASSERT_EQ(got.exit_code, 0) << got.output;
+  EXPECT_THAT(got.output, HasSubstr("animation 'animation0': "));
+  auto baked = Skinctl({"bake", "--rig=" + rig, "--bake_method=bone_heat", "--out=" + dir + "/out"});
+  ASSERT_EQ(baked.exit_code, 0) << baked.output;
+  const std::string baked_glb = dir + "/out/CesiumManMorph-bone_heat.glb";
+  const std::vector<std::string> written = {dir + "/got.glb", baked_glb};
+  SKINNING_EXPECT_VALID_GLTF(written);
+
+  ClientOptions o;
+  o.target = server_->address();
+  Client client(o);
+  auto want = client.CreateRigFromGltf(testing::FileBytes(gltf));
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(want->animations_size(), 1);
+  ASSERT_GT(want->animations(0).poses(0).morph_weights_size(), 0);
+  for (const std::string& file : {dir + "/got.glb", baked_glb}) {
+    SCOPED_TRACE(file);
+    auto again = client.CreateRigFromGltf(testing::FileBytes(file));
+    ASSERT_TRUE(again.ok()) << again.status();
+    ASSERT_EQ(again->animations_size(), 1);
+    EXPECT_LT(ClipDifference(again->animations(0), want->animations(0)), 1e-5);
+  }
 }
 
 // Flags another command reads, conflicting frame sources and impossible frame rates are errors

@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
@@ -33,6 +34,7 @@
 #include "skinning/v1/pose_service.pb.h"
 #include "skinning/v1/bake_service.pb.h"
 #include "tests/support/data.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/glb.h"
 #include "tests/support/gltf_validator.h"
 #include "tests/support/morph_gltf.h"
@@ -589,6 +591,40 @@ TEST(ViewerBrowserTest, AShapesSliderMorphsTheMeshAndTheBindPoseResetsIt) {
   EXPECT_EQ(rest.pose().morph_weights_size(), 0);
   EXPECT_EQ(r["afterRest"]["weight"], 0.0);
   EXPECT_EQ(r["without"]["hidden"], true);
+  EXPECT_EQ(server->Stop(SIGTERM), 0);
+}
+
+// tests/web/viewer_listed.mjs: rigs registered by a client, opened from the page's list. A rig
+// sent without animations has none to play; CesiumMan, registered from its file, comes with its
+// clip (the one CreateRig answered, stored with it), which plays. Before, a rig opened from the
+// list never had an animation.
+TEST(ViewerBrowserTest, ARigOpenedFromTheListPlaysTheAnimationsStoredWithIt) {
+  SKINNING_REQUIRE_TOOL(MissingTool());
+  std::unique_ptr<ServerProcess> server = ViewerServer();
+  ClientOptions o;
+  o.target = server->address();
+  Client client(o);
+  const std::string sample = std::string(SKINNING_SOURCE_DIR) + "/samples/CesiumMan/CesiumMan.glb";
+  auto cesium = client.CreateRigFromGltf(testing::FileBytes(sample));
+  ASSERT_TRUE(cesium.ok()) << cesium.status();
+  ASSERT_EQ(cesium->animations_size(), 1);
+  auto tube = client.CreateRig(RigToProto(testing::MakeTwoBoneTube(5, 6)));
+  ASSERT_TRUE(tube.ok()) << tube.status();
+  const std::string out = ArtifactsDir("viewer-listed");
+  nlohmann::json r;
+  ASSERT_NO_FATAL_FAILURE(RunViewerScript(*server, "viewer_listed.mjs", out, &r,
+                                          {"--rigs=" + tube->rig().name() + "," + cesium->rig().name()}));
+  EXPECT_TRUE(r["errors"].empty()) << r["errors"].dump();
+  ASSERT_EQ(r["opened"].size(), 2u);
+  const auto &plain = r["opened"][0], &walker = r["opened"][1];
+  EXPECT_EQ(plain["rig"], tube->rig().name());
+  EXPECT_TRUE(plain["animations"].empty());
+  EXPECT_EQ(plain["playDisabled"], true);
+  EXPECT_EQ(walker["rig"], cesium->rig().name());
+  const v1::AnimationClip& clip = cesium->animations(0);
+  EXPECT_EQ(walker["animations"], nlohmann::json({absl::StrCat(clip.name(), " (", clip.poses_size(), " frames)")}));
+  EXPECT_EQ(walker["playDisabled"], false);
+  EXPECT_GT(walker["frame"].get<int>(), 3) << "it did not play";
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

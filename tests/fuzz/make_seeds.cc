@@ -3,6 +3,7 @@
 // CreateRigRequests of small generated rigs (sparse weights, dense weights, no weights, with
 // parts and a morph target); and for rpc_fuzz a method byte plus a valid request per method,
 // naming the resources of the RPC world (rpc_world.h), which this program builds to learn them.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,20 @@ void WriteRpcSeeds(const std::string& dir) {
   v1::CreateRigRequest create;
   *create.mutable_rig() = RigToProto(testing::MakeTwoBoneTube(5, 5));
   write(kCreateRig, create);
+  // The same rig with a clip of two frames (its rest, then joint 1 turned).
+  v1::AnimationClip* bend = create.add_animations();
+  bend->set_name("bend");
+  bend->set_frames_per_second(30);
+  for (int f = 0; f < 2; ++f) {
+    v1::Pose* pose = bend->add_poses();
+    for (const v1::Joint& joint : create.rig().skeleton().joints()) *pose->add_joints() = joint.rest();
+    pose->mutable_joints(1)->clear_rotation();
+    for (float v : {0.f, 0.f, 0.3f * f, std::sqrt(1 - 0.09f * f * f)}) pose->mutable_joints(1)->add_rotation(v);
+  }
+  write(kCreateRig, create);
+  v1::GetAnimationsRequest get_animations;
+  get_animations.set_rig(w.rig);
+  write(kGetAnimations, get_animations);
   for (const std::string& name : {w.rig, w.bare_rig}) {
     v1::GetRigRequest get;
     get.set_name(name);

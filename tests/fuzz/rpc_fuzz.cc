@@ -80,6 +80,8 @@ void Call(RpcMethod method, const uint8_t* data, size_t size) {
     }
     case kGetExample:
       return Plain(s.rig_api(), &RigApi::GetExample, data, size);
+    case kGetAnimations:
+      return Plain(s.rig_api(), &RigApi::GetAnimations, data, size);
     case kListExamples:
       return Plain(s.rig_api(), &RigApi::ListExamples, data, size);
     case kDeleteExample: {

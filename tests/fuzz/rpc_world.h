@@ -18,7 +18,7 @@ namespace skinning::fuzz {
 enum RpcMethod : uint8_t {
   kCreateRig, kGetRig, kListRigs, kDeleteRig, kCreateExample, kGetExample, kListExamples, kDeleteExample,
   kPose, kPoseClip, kPoseSession, kStartBake, kGetBake, kWatchBake, kCancelBake, kGetWeights, kSolve,
-  kSolveSession, kMethodCount
+  kSolveSession, kGetAnimations, kMethodCount
 };
 
 struct RpcWorld {

@@ -328,6 +328,7 @@ async function openRig(name, clips = [], note = "") {
       (rig.influenceCount ? `, ${rig.influenceCount} influences per vertex` : ", no weights (bake some)") +
       (clips.length ? `, ${clips.length} animation(s)` : "") +
       (rig.morphTargets.length ? `, ${rig.morphTargets.length} shape(s)` : "") + note);
+  probe.opened = name;
 }
 
 // The rig's morph targets (blend shapes) in the Shapes list, with their default weights; hidden
@@ -1311,7 +1312,7 @@ $("rigs").addEventListener("change", async () => {
   showScenes(null);  // the chooser is of the last file's scenes, not of a rig from the list
   const name = $("rigs").value;
   // With the animations stored with it (those of the files it was registered from).
-  try { await openRig(name, (await rigs.listAnimations({ rig: name })).animations); } catch (e) {
+  try { await openRig(name, (await rigs.getAnimations({ rig: name })).animations); } catch (e) {
     fail("Opening the rig", e);
   }
 });

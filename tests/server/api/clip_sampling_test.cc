@@ -93,6 +93,25 @@ TEST(ClipSamplingTest, ClipsPastTheByteBoundAreSampledAtALowerRate) {
   EXPECT_NE(std::string(none.status().message()).find("--max_message_mb"), std::string::npos);
 }
 
+// A clip written a frame at a time, its key times as floats (as every glTF file holds them), is
+// read back with every frame: the last key at start + 58/30 s, rounded to a float, fell short of
+// 58 frame intervals after the start's float for about half the starts below, and sampling lost
+// the last frame (a stored clip written by `skinctl get` and read again had 58 frames of 59).
+TEST(FramesIn, ClipsWithFloatKeyTimesKeepTheirLastFrame) {
+  int short_before = 0, starts = 0;
+  for (double start = 0; start < 20; start += 0.0137, ++starts) {
+    const float first = static_cast<float>(start), last = static_cast<float>(start + 58 / 30.0);
+    const double length = static_cast<double>(last) - static_cast<double>(first);
+    EXPECT_EQ(FramesIn(length, 30), 59) << "start " << start;
+    if (static_cast<int>(std::floor(length * 30 + 1e-9)) + 1 != 59) ++short_before;
+  }
+  EXPECT_GT(short_before, starts / 10) << "the case this checks did not come up";
+  // Exact lengths, and a frame interval short by more than the slack.
+  EXPECT_EQ(FramesIn(2.0, 30), 61);
+  EXPECT_EQ(FramesIn(0, 30), 1);
+  EXPECT_EQ(FramesIn(2.0 - 0.01 / 30, 30), 60);
+}
+
 }  // namespace SKINNING_TEST_FILE
 }  // namespace
 }  // namespace skinning

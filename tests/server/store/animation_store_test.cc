@@ -9,12 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/blob_store.h"
+#include "tests/support/clip_names.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
 namespace {
 namespace SKINNING_TEST_FILE {
 
+using ::skinning::testing::ClipNames;
 using ::skinning::testing::MakeTempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -40,28 +42,20 @@ v1::AnimationClip Clip(const std::string& name, int frames, float tag = 0) {
   return clip;
 }
 
-std::vector<std::string> Names(const absl::StatusOr<std::vector<v1::AnimationClip>>& clips) {
-  EXPECT_TRUE(clips.ok()) << clips.status();
-  std::vector<std::string> names;
-  if (clips.ok())
-    for (const v1::AnimationClip& c : *clips) names.push_back(c.name());
-  return names;
-}
-
 TEST(AnimationStore, AddedClipsGoFirstAndReplaceStoredOnesOfTheSameName) {
   AnimationStore store(OpenBlobs(MakeTempDir("anim")), 0);
-  EXPECT_TRUE(Names(store.Get(kRig, "")).empty());
+  EXPECT_TRUE(ClipNames(store.Get(kRig, "")).empty());
   EXPECT_EQ(*store.Add(kRig, "", {Clip("walk", 3), Clip("run", 2)}), 2);
   EXPECT_EQ(*store.Add(kRig, "", {Clip("jump", 4), Clip("walk", 5, 0.5f)}), 3);
   auto got = store.Get(kRig, "");
-  EXPECT_THAT(Names(got), ElementsAre("jump", "walk", "run"));
+  EXPECT_THAT(ClipNames(got), ElementsAre("jump", "walk", "run"));
   // The new walk, whole.
   ASSERT_EQ((*got)[1].poses_size(), 5);
   EXPECT_EQ((*got)[1].poses(4).joints(0).translation(0), 4.5f);
   // No clips: nothing changes.
   EXPECT_EQ(*store.Add(kRig, "", {}), 3);
   // Another rig has its own.
-  EXPECT_TRUE(Names(store.Get(kOtherRig, "")).empty());
+  EXPECT_TRUE(ClipNames(store.Get(kOtherRig, "")).empty());
 }
 
 TEST(AnimationStore, TheOldestGoPastTheBoundAndTheNewAlwaysStay) {
@@ -70,12 +64,12 @@ TEST(AnimationStore, TheOldestGoPastTheBoundAndTheNewAlwaysStay) {
   ASSERT_TRUE(store.Add(kRig, "", {Clip("a", 10)}).ok());
   ASSERT_TRUE(store.Add(kRig, "", {Clip("b", 10)}).ok());
   ASSERT_TRUE(store.Add(kRig, "", {Clip("c", 10)}).ok());
-  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("c", "b", "a"));
+  EXPECT_THAT(ClipNames(store.Get(kRig, "")), ElementsAre("c", "b", "a"));
   ASSERT_TRUE(store.Add(kRig, "", {Clip("d", 10)}).ok());
-  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("d", "c", "b"));
+  EXPECT_THAT(ClipNames(store.Get(kRig, "")), ElementsAre("d", "c", "b"));
   // Larger than the bound by itself: kept, alone.
   ASSERT_TRUE(store.Add(kRig, "", {Clip("long", 40)}).ok());
-  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("long"));
+  EXPECT_THAT(ClipNames(store.Get(kRig, "")), ElementsAre("long"));
 }
 
 TEST(AnimationStore, TenantsKeepTheirOwnAndDeletesReachOnlyTheirs) {
@@ -84,18 +78,18 @@ TEST(AnimationStore, TenantsKeepTheirOwnAndDeletesReachOnlyTheirs) {
   ASSERT_TRUE(store.Add(kRig, "", {Clip("mine", 2)}).ok());
   ASSERT_TRUE(store.Add(kRig, "alpha", {Clip("alpha-walk", 2)}).ok());
   ASSERT_TRUE(store.Add(kRig, "beta", {Clip("beta-walk", 2)}).ok());
-  EXPECT_THAT(Names(store.Get(kRig, "alpha")), ElementsAre("alpha-walk"));
-  EXPECT_THAT(Names(store.Get(kRig, "beta")), ElementsAre("beta-walk"));
-  EXPECT_THAT(Names(store.Get(kRig, "")), ElementsAre("mine"));
+  EXPECT_THAT(ClipNames(store.Get(kRig, "alpha")), ElementsAre("alpha-walk"));
+  EXPECT_THAT(ClipNames(store.Get(kRig, "beta")), ElementsAre("beta-walk"));
+  EXPECT_THAT(ClipNames(store.Get(kRig, "")), ElementsAre("mine"));
   ASSERT_TRUE(store.DeleteAll(kRig, "alpha").ok());
-  EXPECT_TRUE(Names(store.Get(kRig, "alpha")).empty());
-  EXPECT_THAT(Names(store.Get(kRig, "beta")), ElementsAre("beta-walk"));
+  EXPECT_TRUE(ClipNames(store.Get(kRig, "alpha")).empty());
+  EXPECT_THAT(ClipNames(store.Get(kRig, "beta")), ElementsAre("beta-walk"));
   EXPECT_TRUE(store.DeleteAll(kRig, "alpha").ok()) << "none left is fine";
   ASSERT_TRUE(store.Add(kOtherRig, "beta", {Clip("other", 2)}).ok());
   ASSERT_TRUE(store.DeleteEveryTenant(kRig).ok());
-  EXPECT_TRUE(Names(store.Get(kRig, "beta")).empty());
-  EXPECT_TRUE(Names(store.Get(kRig, "")).empty());
-  EXPECT_THAT(Names(store.Get(kOtherRig, "beta")), ElementsAre("other"));
+  EXPECT_TRUE(ClipNames(store.Get(kRig, "beta")).empty());
+  EXPECT_TRUE(ClipNames(store.Get(kRig, "")).empty());
+  EXPECT_THAT(ClipNames(store.Get(kOtherRig, "beta")), ElementsAre("other"));
   // A bad tenant name or rig id never becomes a key.
   EXPECT_EQ(store.Get(kRig, "../x").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Add("rig-../../etc", "", {Clip("x", 1)}).status().code(), absl::StatusCode::kInvalidArgument);
@@ -106,14 +100,20 @@ TEST(AnimationStore, ConcurrentAddsAllLand) {
   const std::string dir = MakeTempDir("anim");
   AnimationStore a(OpenBlobs(dir), 0), b(OpenBlobs(dir), 0);
   std::thread ta([&] {
-    for (int i = 0; i < 20; ++i) ASSERT_TRUE(a.Add(kRig, "", {Clip(absl::StrCat("a", i), 2)}).ok());
+    for (int i = 0; i < 20; ++i) {
+      auto added = a.Add(kRig, "", {Clip(absl::StrCat("a", i), 2)});
+      ASSERT_TRUE(added.ok()) << added.status();
+    }
   });
   std::thread tb([&] {
-    for (int i = 0; i < 20; ++i) ASSERT_TRUE(b.Add(kRig, "", {Clip(absl::StrCat("b", i), 2)}).ok());
+    for (int i = 0; i < 20; ++i) {
+      auto added = b.Add(kRig, "", {Clip(absl::StrCat("b", i), 2)});
+      ASSERT_TRUE(added.ok()) << added.status();
+    }
   });
   ta.join();
   tb.join();
-  EXPECT_EQ(Names(a.Get(kRig, "")).size(), 40u);
+  EXPECT_EQ(ClipNames(a.Get(kRig, "")).size(), 40u);
 }
 
 TEST(AnimationStore, ADamagedOrForeignBlobIsDataLoss) {
