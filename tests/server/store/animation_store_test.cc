@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/store/blob_store.h"
 #include "tests/support/clip_names.h"
+#include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {
@@ -18,6 +19,7 @@ namespace SKINNING_TEST_FILE {
 
 using ::skinning::testing::ClipNames;
 using ::skinning::testing::MakeTempDir;
+using ::skinning::testing::RedisProcess;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -95,25 +97,32 @@ TEST(AnimationStore, TenantsKeepTheirOwnAndDeletesReachOnlyTheirs) {
   EXPECT_EQ(store.Add("rig-../../etc", "", {Clip("x", 1)}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(AnimationStore, ConcurrentAddsAllLand) {
-  // Two stores on one directory, as two replicas: every clip added lands (WriteIf retries).
-  const std::string dir = MakeTempDir("anim");
-  AnimationStore a(OpenBlobs(dir), 0), b(OpenBlobs(dir), 0);
-  std::thread ta([&] {
+// Two stores adding 20 clips each at once on `a` and `b` (two replicas' connections to one
+// store): every clip lands (WriteIf, then a random backoff, retries a lost race).
+void ExpectConcurrentAddsAllLand(std::shared_ptr<BlobStore> a_blobs, std::shared_ptr<BlobStore> b_blobs) {
+  AnimationStore a(std::move(a_blobs), 0), b(std::move(b_blobs), 0);
+  auto add = [&](AnimationStore& store, const char* prefix) {
     for (int i = 0; i < 20; ++i) {
-      auto added = a.Add(kRig, "", {Clip(absl::StrCat("a", i), 2)});
+      auto added = store.Add(kRig, "", {Clip(absl::StrCat(prefix, i), 2)});
       ASSERT_TRUE(added.ok()) << added.status();
     }
-  });
-  std::thread tb([&] {
-    for (int i = 0; i < 20; ++i) {
-      auto added = b.Add(kRig, "", {Clip(absl::StrCat("b", i), 2)});
-      ASSERT_TRUE(added.ok()) << added.status();
-    }
-  });
+  };
+  std::thread ta([&] { add(a, "a"); }), tb([&] { add(b, "b"); });
   ta.join();
   tb.join();
   EXPECT_EQ(ClipNames(a.Get(kRig, "")).size(), 40u);
+}
+
+TEST(AnimationStore, ConcurrentAddsAllLand) {
+  const std::string dir = MakeTempDir("anim");
+  ExpectConcurrentAddsAllLand(OpenBlobs(dir), OpenBlobs(dir));
+}
+
+TEST(AnimationStore, ConcurrentAddsOverRedisAllLand) {
+  RedisProcess redis;
+  auto a = OpenRedisBlobStore("127.0.0.1", redis.port()), b = OpenRedisBlobStore("127.0.0.1", redis.port());
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  ExpectConcurrentAddsAllLand(std::shared_ptr<BlobStore>(*std::move(a)), std::shared_ptr<BlobStore>(*std::move(b)));
 }
 
 TEST(AnimationStore, ADamagedOrForeignBlobIsDataLoss) {
