@@ -6,7 +6,8 @@
 #include <thread>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
+#include <google/protobuf/util/message_differencer.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -67,15 +68,16 @@ absl::StatusOr<int> AnimationStore::Add(const std::string& rig_id, const std::st
     next.set_format_version(kAnimationsFormatVersion);
     next.set_rig_id(rig_id);
     next.set_tenant(tenant);
-    absl::flat_hash_set<std::string> names;
     size_t total = 0;
     for (const v1::AnimationClip& clip : clips) {
       *next.add_clips() = clip;
-      names.insert(clip.name());
       total += clip.ByteSizeLong();
     }
     for (const v1::AnimationClip& clip : old.clips()) {
-      if (names.contains(clip.name())) continue;
+      if (std::any_of(clips.begin(), clips.end(), [&clip](const v1::AnimationClip& added) {
+            return google::protobuf::util::MessageDifferencer::Equals(added, clip);
+          }))
+        continue;  // registered again: it moves to the front
       total += clip.ByteSizeLong();
       if (max_bytes_ != 0 && total > max_bytes_) break;  // this one and the older ones go
       *next.add_clips() = clip;

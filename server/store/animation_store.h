@@ -33,8 +33,10 @@ class AnimationStore {
   // The tenant's clips of the rig, those added last first (none when it has none). DATA_LOSS for
   // a stored artifact that does not parse, has another format version or another owner.
   absl::StatusOr<std::vector<v1::AnimationClip>> Get(const std::string& rig_id, const std::string& tenant);
-  // Puts `clips` first among the tenant's clips of the rig: stored clips of the same names go, and
-  // then the oldest while all of them would take more than max_bytes (the new ones always stay).
+  // Puts `clips` first among the tenant's clips of the rig: a stored clip equal to one of them (the
+  // same file registered again) goes, one of the same name but other frames stays (every Mixamo
+  // export names its clip "mixamo.com": a character's files, one clip each, keep all of them), and
+  // then the oldest go while all would take more than max_bytes (the new ones always stay).
   // Returns how many clips the tenant now has of the rig. Nothing changes for no clips.
   absl::StatusOr<int> Add(const std::string& rig_id, const std::string& tenant,
                           const std::vector<v1::AnimationClip>& clips);

@@ -44,18 +44,23 @@ v1::AnimationClip Clip(const std::string& name, int frames, float tag = 0) {
   return clip;
 }
 
-TEST(AnimationStore, AddedClipsGoFirstAndReplaceStoredOnesOfTheSameName) {
+// A file registered again moves its clips to the front; a clip of the same name but other frames
+// (Mixamo names every clip "mixamo.com") is kept beside the stored one.
+TEST(AnimationStore, AddedClipsGoFirstAndReplaceStoredOnesEqualToThem) {
   AnimationStore store(OpenBlobs(MakeTempDir("anim")), 0);
   EXPECT_TRUE(ClipNames(store.Get(kRig, "")).empty());
   EXPECT_EQ(*store.Add(kRig, "", {Clip("walk", 3), Clip("run", 2)}), 2);
-  EXPECT_EQ(*store.Add(kRig, "", {Clip("jump", 4), Clip("walk", 5, 0.5f)}), 3);
+  EXPECT_EQ(*store.Add(kRig, "", {Clip("jump", 4), Clip("walk", 3)}), 3);
+  EXPECT_THAT(ClipNames(store.Get(kRig, "")), ElementsAre("jump", "walk", "run"));
+  EXPECT_EQ(*store.Add(kRig, "", {Clip("walk", 5, 0.5f)}), 4);
   auto got = store.Get(kRig, "");
-  EXPECT_THAT(ClipNames(got), ElementsAre("jump", "walk", "run"));
-  // The new walk, whole.
-  ASSERT_EQ((*got)[1].poses_size(), 5);
-  EXPECT_EQ((*got)[1].poses(4).joints(0).translation(0), 4.5f);
+  EXPECT_THAT(ClipNames(got), ElementsAre("walk", "jump", "walk", "run"));
+  // Both walks, whole.
+  ASSERT_EQ((*got)[0].poses_size(), 5);
+  EXPECT_EQ((*got)[0].poses(4).joints(0).translation(0), 4.5f);
+  EXPECT_EQ((*got)[2].poses_size(), 3);
   // No clips: nothing changes.
-  EXPECT_EQ(*store.Add(kRig, "", {}), 3);
+  EXPECT_EQ(*store.Add(kRig, "", {}), 4);
   // Another rig has its own.
   EXPECT_TRUE(ClipNames(store.Get(kOtherRig, "")).empty());
 }
