@@ -130,16 +130,27 @@ absl::Status CommandPose(const Args&) {
     frames.emplace_back(fs::path(pose_file).stem().string(), std::move(p));
     RETURN_IF_ERROR(ReadPoseFileMorphWeights(pose_file, &frame_morphs.emplace_back()));
   } else if (!absl::GetFlag(FLAGS_times).empty() || absl::GetFlag(FLAGS_fps) > 0) {
-    if (!local || local->animations.empty())
-      return absl::InvalidArgumentError("--times/--fps need a glTF file with an animation (--gltf)");
+    // The file's animations, else those stored with the --rig.
+    std::vector<Animation> animations;
+    const char* whose = "the file has";
+    if (local) {
+      animations = local->animations;
+    } else {
+      ASSIGN_OR_RETURN(const std::vector<v1::AnimationClip> clips, client->GetAnimations(rig_name));
+      ASSIGN_OR_RETURN(animations, ClipAnimations(clips, rig));
+      whose = "the rig has stored";
+    }
+    if (animations.empty())
+      return absl::InvalidArgumentError(absl::StrCat("--times/--fps need an animation: a glTF file's (--gltf) or one "
+                                                     "stored with the --rig (", whose, " none)"));
     const int a = absl::GetFlag(FLAGS_animation);
-    if (a < 0 || a >= static_cast<int>(local->animations.size()))
+    if (a < 0 || a >= static_cast<int>(animations.size()))
       return absl::InvalidArgumentError(
-          absl::StrFormat("--animation=%d: the file has %d animations", a, local->animations.size()));
-    ASSIGN_OR_RETURN(std::vector<double> times, AnimationTimes(local->animations[a]));
+          absl::StrFormat("--animation=%d: %s %d animations", a, whose, animations.size()));
+    ASSIGN_OR_RETURN(std::vector<double> times, AnimationTimes(animations[a]));
     std::vector<double> defaults;
     for (const MorphTarget& target : rig.morph_targets) defaults.push_back(target.default_weight);
-    const Animation& animation = local->animations[a];
+    const Animation& animation = animations[a];
     for (double t : times) {
       frames.emplace_back(absl::StrFormat("t%.3f", t), Pose{SampleAnimation(rig.skeleton, animation, t)});
       v1::Pose& morph = frame_morphs.emplace_back();

@@ -466,8 +466,9 @@ double ClipDifference(const v1::AnimationClip& got, const v1::AnimationClip& wan
 // `skinctl register --gltf` stores the file's animations with the rig, so that `get --out_file`
 // and `bake --rig` write them into their .glb later, without the file: each file registered again
 // gives the clips that the source file gives (CreateRig's sampling), joint transforms and morph
-// target weights within 1e-5. Before, both files had no animation.
-TEST_F(SkinctlTest, TheAnimationsStoredWithARigGoIntoItsGetAndBakeFiles) {
+// target weights within 1e-5. Before, both files had no animation, and `pose --rig --fps` was
+// refused ("need a glTF file with an animation").
+TEST_F(SkinctlTest, TheAnimationsStoredWithARigGoIntoItsGetBakeAndPoseFiles) {
   SKINNING_REQUIRE_DATA(CesiumManPath());
   const std::string dir = MakeTempDir("stored-animations"), gltf = dir + "/CesiumManMorph.glb";
   ASSERT_TRUE(testing::WriteWithMorphTargets(CesiumManPath(), gltf).ok());
@@ -500,6 +501,32 @@ TEST_F(SkinctlTest, TheAnimationsStoredWithARigGoIntoItsGetAndBakeFiles) {
     ASSERT_EQ(again->animations_size(), 1);
     EXPECT_LT(ClipDifference(again->animations(0), want->animations(0)), 1e-5);
   }
+
+  // `pose --rig --fps` samples the stored clip: each frame as `pose --gltf --fps` of the file poses
+  // it, within 1e-5 of the diagonal (10 frames/s: every third frame of the 30 frames/s clip).
+  auto posed_files = [&](const std::vector<std::string>& source, const std::string& out) {
+    std::vector<std::string> args = {"pose", "--fps=10", "--format=obj", "--out=" + out};
+    args.insert(args.end(), source.begin(), source.end());
+    auto posed = Skinctl(args);
+    EXPECT_EQ(posed.exit_code, 0) << posed.output;
+    std::vector<std::string> files;
+    for (absl::string_view line : absl::StrSplit(posed.output, '\n'))
+      if (absl::EndsWith(line, ".obj")) files.emplace_back(line);
+    return files;
+  };
+  const std::vector<std::string> from_rig = posed_files({"--rig=" + rig}, dir + "/rig"),
+                                 from_file = posed_files({"--gltf=" + gltf}, dir + "/file");
+  ASSERT_EQ(from_rig.size(), from_file.size());
+  EXPECT_GT(from_rig.size(), 10u);
+  double most = 0, diag = 0;
+  for (size_t f = 0; f < from_rig.size(); ++f) {
+    auto a = ReadObj(from_rig[f]), b = ReadObj(from_file[f]);
+    ASSERT_TRUE(a.ok() && b.ok()) << from_rig[f] << " " << from_file[f];
+    ASSERT_EQ(a->V.rows(), b->V.rows());
+    most = std::max(most, (a->V - b->V).cwiseAbs().maxCoeff());
+    diag = std::max(diag, (b->V.colwise().maxCoeff() - b->V.colwise().minCoeff()).norm());
+  }
+  EXPECT_LT(most, 1e-5 * diag);
 }
 
 // Flags another command reads, conflicting frame sources and impossible frame rates are errors
