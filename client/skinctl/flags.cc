@@ -28,7 +28,7 @@ ABSL_FLAG(std::string, pose, "", "a pose file: .json (local transforms by joint 
                                  ".dmat (one relative rotation quaternion x,y,z,w per joint)");
 ABSL_FLAG(std::string, times, "", "comma-separated animation times in seconds, e.g. 0,0.25,0.5");
 ABSL_FLAG(double, fps, 0, "sample the whole animation at this frame rate");
-ABSL_FLAG(int, animation, 0, "which glTF animation to sample");
+ABSL_FLAG(int, animation, 0, "which animation to sample: the glTF file's, or of those stored with --rig");
 ABSL_FLAG(std::string, method, "lbs",
           "pose methods, comma-separated: lbs, dqs, stbs_lbs, stbs_dqs, swing_twist, elastic, psd_lbs, psd_dqs, "
           "psd_support_lbs, psd_support_dqs");

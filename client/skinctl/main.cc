@@ -41,10 +41,12 @@ Commands:
             or a MEDIT .mesh (its triangles over all its vertices). A glTF file with meshes that
             no skin or joint moves (a ground plane, scenery) is refused unless
             --skip_static_meshes leaves them out (the summary names them). Of a file with several
-            scenes the default one is read, or --scene=N (the summary says which).
+            scenes the default one is read, or --scene=N (the summary says which). A glTF
+            file's animations are stored with the rig (bake and pose of a file store them too).
   list      Lists the stored rigs.
   get RIG [--out_file=FILE.glb]
-            Prints a rig's summary; with --out_file also writes it as a skinned glTF.
+            Prints a rig's summary; with --out_file also writes it as a skinned glTF, with the
+            animations stored with it.
   delete RIG Deletes a rig.
   bake      (--rig=RIG | --gltf=FILE | --obj=.. --tgf=.. [--dmat=FILE] [--name=NAME])
             [--bake_method=bbw|bone_heat|geodesic_voxel|fast_model|swing_twist|endpoint|elastic_model]
@@ -53,7 +55,7 @@ Commands:
             Bakes on the server with progress, then writes DIR/<rig>-<method>.dmat (dense
             #V x #joints: bone weights; swing_twist: the deformer weights d, plus -swing.dmat and
             -twist.dmat; endpoint: plus -endpoint.dmat) and DIR/<rig>-<method>.glb (skinned, top-K;
-            from --gltf with the file's animations).
+            with the file's animations, or with those stored with the --rig).
             fast_model and elastic_model bakes print their name (use them with solve / pose).
   solve     --bake=FAST_BAKE --constraints=FILE.json [--iterations=15] [--out=DIR]
             [--format=glb,obj]
@@ -67,6 +69,7 @@ Commands:
             Poses the rig through the server (one PoseClip call per method) and writes the posed
             meshes (--out: skinning-out by default; --format: glb,obj by default). With no pose, time or rate it poses the rest pose. stbs_lbs/stbs_dqs need an
             endpoint bake (--bake), swing_twist a swing_twist bake, elastic an elastic_model bake.
+            --times and --fps sample the file's animation --animation, or one stored with the --rig.
   example add --rig=RIG --pose=FILE --mesh=FILE.obj|.off [--name=NAME]
             Adds a pose space deformation example: the sculpted mesh (the rig's vertices, same
             order) at the pose (the formats of pose --pose). Prints its name and the count.
