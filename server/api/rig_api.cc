@@ -83,6 +83,8 @@ absl::Status ValidateClips(const google::protobuf::RepeatedPtrField<v1::Animatio
 absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigRequest& req, v1::CreateRigResponse* resp) {
   if (req.source_case() == v1::CreateRigRequest::SOURCE_NOT_SET)
     return absl::InvalidArgumentError("rig or gltf is required");
+  if (req.has_gltf() && !req.animations().empty())  // before the file is read
+    return absl::InvalidArgumentError("animations go with rig; with gltf the file's are stored");
   RETURN_IF_ERROR(ctx.StillWanted());
   v1::Rig from_file;
   std::optional<UploadGate::Turn> turn;  // held until the rig from the file is stored
@@ -127,8 +129,7 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
                                     max_response_bytes_ / 4));
     }
   }
-  if (req.has_gltf() && !req.animations().empty())
-    return absl::InvalidArgumentError("animations go with rig; with gltf the file's are stored");
+
   // Checked again between validation, hashing and storing (each linear in the rig's size).
   ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.has_gltf() ? from_file : req.rig(), ctx.tenant(),
                                                      [&ctx] { return ctx.StillWanted(); }));

@@ -8,9 +8,11 @@
 
 #include <gmock/gmock.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "client/client.h"
+#include "skinning/v1/rig_service.grpc.pb.h"
 #include "tests/support/data.h"
 #include "tests/support/clip_names.h"
 #include "tests/support/server_process.h"
@@ -107,6 +109,18 @@ TEST(StoredAnimations, AFilesClipsAndARigsAreStoredWithItAndServedByAnotherRepli
   auto rigs = client->ListRigs();
   ASSERT_TRUE(rigs.ok());
   EXPECT_EQ(rigs->size(), 1u) << "a refused rig was stored";
+  // A file comes with its own clips: others beside it are refused (before the file is read).
+  {
+    auto stub = v1::RigService::NewStub(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::CreateRigRequest req;
+    req.set_gltf(testing::FileBytes(SamplePath()));
+    *req.add_animations() = Wave(*full, "extra", 2);
+    v1::CreateRigResponse resp;
+    const grpc::Status st = stub->CreateRig(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(st.error_message(), HasSubstr("animations go with rig"));
+  }
 
   // Deleted with the rig: registered again without clips, it has none.
   ASSERT_TRUE(client->DeleteRig(rig).ok());
