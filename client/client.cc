@@ -275,9 +275,9 @@ absl::StatusOr<std::vector<v1::AnimationClip>> Client::GetAnimations(const std::
   req.set_rig(rig);
   ASSIGN_OR_RETURN(v1::GetAnimationsResponse resp,
                    Unary<v1::GetAnimationsResponse>("GetAnimations",
-                                                     [&](grpc::ClientContext* ctx, v1::GetAnimationsResponse* out) {
-                                                       return rigs_->GetAnimations(ctx, req, out);
-                                                     }));
+                                                    [&](grpc::ClientContext* ctx, v1::GetAnimationsResponse* out) {
+                                                      return rigs_->GetAnimations(ctx, req, out);
+                                                    }));
   return std::vector<v1::AnimationClip>(resp.animations().begin(), resp.animations().end());
 }
 

@@ -120,16 +120,12 @@ absl::Status RigApi::CreateRig(const CallContext& ctx, const v1::CreateRigReques
     return absl::InvalidArgumentError("skip_static_meshes goes with gltf; a rig has no static meshes to leave out");
   } else if (req.has_scene()) {
     return absl::InvalidArgumentError("scene goes with gltf; a rig has no scenes to choose from");
-  } else {
-    if (!req.animations().empty() && animations_ == nullptr)
-      return absl::UnimplementedError("this server stores no animations");
-    if (!req.animations().empty()) {  // checked against the rig before anything is stored
-      ASSIGN_OR_RETURN(const Rig rig, RigFromProto(req.rig(), rigs_->limits()));
-      RETURN_IF_ERROR(ValidateClips(req.animations(), rig.skeleton, static_cast<int>(rig.morph_targets.size()),
-                                    max_response_bytes_ / 4));
-    }
+  } else if (!req.animations().empty()) {  // checked against the rig before anything is stored
+    if (animations_ == nullptr) return absl::UnimplementedError("this server stores no animations");
+    ASSIGN_OR_RETURN(const Rig rig, RigFromProto(req.rig(), rigs_->limits()));
+    RETURN_IF_ERROR(ValidateClips(req.animations(), rig.skeleton, static_cast<int>(rig.morph_targets.size()),
+                                  max_response_bytes_ / 4));
   }
-
   // Checked again between validation, hashing and storing (each linear in the rig's size).
   ASSIGN_OR_RETURN(RegisterResult r, rigs_->Register(req.has_gltf() ? from_file : req.rig(), ctx.tenant(),
                                                      [&ctx] { return ctx.StillWanted(); }));
@@ -184,7 +180,7 @@ absl::Status RigApi::DeleteRig(const CallContext& ctx, const v1::DeleteRigReques
 }
 
 absl::Status RigApi::GetAnimations(const CallContext& ctx, const v1::GetAnimationsRequest& req,
-                                    v1::GetAnimationsResponse* resp) {
+                                   v1::GetAnimationsResponse* resp) {
   if (animations_ == nullptr) return absl::UnimplementedError("this server stores no animations");
   ASSIGN_OR_RETURN(const std::string rig_id, ParseRigName(req.rig(), "rig"));
   // The rig itself, not only the access: an unknown (or deleted) rig is NOT_FOUND.

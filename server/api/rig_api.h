@@ -57,7 +57,7 @@ class RigApi {
   absl::Status DeleteExample(const CallContext& ctx, const v1::DeleteExampleRequest& req,
                              google::protobuf::Empty* resp);
   absl::Status GetAnimations(const CallContext& ctx, const v1::GetAnimationsRequest& req,
-                              v1::GetAnimationsResponse* resp);
+                             v1::GetAnimationsResponse* resp);
 
  private:
   // The rig of an example call: UNIMPLEMENTED when examples are off, else the tenant's rig

@@ -84,14 +84,13 @@ absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::Anim
     for (int f = 0; f < nf; ++f) times[f] = clip.start() + f / static_cast<double>(clip.frames_per_second());
     a.start = times.front();
     a.end = times.back();
-    // Every frame's local transforms (the rest for the bind pose).
+    // Every frame's local transforms (PoseLocals: the bind pose's for a frame without joints).
     std::vector<std::vector<Transform>> local(nf);
     bool morphs = false;
     for (int f = 0; f < nf; ++f) {
       const std::string where = absl::StrFormat("animations[%d].poses[%d]", c, f);
       ASSIGN_OR_RETURN(const Pose pose, PoseFromProto(clip.poses(f), rig.skeleton, where.c_str()));
-      local[f].resize(nj);
-      for (int j = 0; j < nj; ++j) local[f][j] = pose.local.empty() ? rig.skeleton.joints[j].rest : pose.local[j];
+      local[f] = PoseLocals(rig.skeleton, pose);
       const int nw = clip.poses(f).morph_weights_size();
       if (nw != 0 && nw != nt)
         return absl::InvalidArgumentError(

@@ -41,7 +41,7 @@ absl::Status ExportRigGltf(const v1::Rig& rig, const std::string& path,
 // frame, at start + f / frames_per_second, of each joint's translation, rotation and scale that
 // some frame sets to other than the joint's rest value, and of every morph target's weight when
 // some frame sets them (a frame that does not: the defaults). A frame without joints, the bind
-// pose, keys every joint at its rest transform. INVALID_ARGUMENT naming the clip and frame for
+// pose, keys every joint at its BindPoseLocals transform. INVALID_ARGUMENT naming the clip and frame for
 // a pose the rig does not take (PoseFromProto) or a wrong morph weight count.
 absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::AnimationClip>& clips, const Rig& rig);
 

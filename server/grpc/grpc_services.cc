@@ -57,7 +57,7 @@ grpc::Status RigGrpcService::DeleteExample(grpc::ServerContext* ctx, const v1::D
 }
 
 grpc::Status RigGrpcService::GetAnimations(grpc::ServerContext* ctx, const v1::GetAnimationsRequest* req,
-                                            v1::GetAnimationsResponse* resp) {
+                                           v1::GetAnimationsResponse* resp) {
   return Serve(*gate_, ctx, [&](const CallContext& c) { return api_->GetAnimations(c, *req, resp); });
 }
 

@@ -33,7 +33,7 @@ class RigGrpcService final : public v1::RigService::Service {
   grpc::Status ListExamples(grpc::ServerContext*, const v1::ListExamplesRequest*, v1::ListExamplesResponse*) override;
   grpc::Status DeleteExample(grpc::ServerContext*, const v1::DeleteExampleRequest*, google::protobuf::Empty*) override;
   grpc::Status GetAnimations(grpc::ServerContext*, const v1::GetAnimationsRequest*,
-                              v1::GetAnimationsResponse*) override;
+                             v1::GetAnimationsResponse*) override;
 
  private:
   const CallGate* gate_;

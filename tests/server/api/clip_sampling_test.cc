@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/rig/animation.h"
 #include "core/rig/pose.h"
+#include "core/rig/skeleton.h"
 #include "server/convert/convert.h"
 #include "tests/support/fixtures.h"
 
@@ -91,6 +93,48 @@ TEST(ClipSamplingTest, ClipsPastTheByteBoundAreSampledAtALowerRate) {
   absl::StatusOr<std::vector<v1::AnimationClip>> none = SampleClips(animations, rig, 30, 10000, frame_bytes);
   ASSERT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted) << none.status();
   EXPECT_NE(std::string(none.status().message()).find("--max_message_mb"), std::string::npos);
+}
+
+// ClipAnimations inverts SampleClips: its keyed animations, sampled again at the clip's rate, give
+// the clip's frames back (within float rounding), and only the joint paths that move are keyed.
+// A frame without joints keys the bind pose, which differs from the rest here (joint 1 turned
+// after binding), and a frame of the wrong morph weight count is refused, naming it.
+TEST(ClipAnimations, SampledAgainTheyGiveTheClipsBack) {
+  Rig rig = testing::MakeTwoBoneTube();
+  rig.skeleton.joints[1].rest.rotation = Eigen::Quaterniond(Eigen::AngleAxisd(0.3, Eigen::Vector3d::UnitY()));
+  absl::StatusOr<std::vector<v1::AnimationClip>> clips = SampleClips({Hide(1.0)}, rig, 30, 10000, 0);
+  ASSERT_TRUE(clips.ok()) << clips.status();
+  (*clips)[0].mutable_poses(3)->clear_joints();
+  absl::StatusOr<std::vector<Animation>> keyed = ClipAnimations(*clips, rig);
+  ASSERT_TRUE(keyed.ok()) << keyed.status();
+  ASSERT_EQ(keyed->size(), 1u);
+  // Joint 1's rotation and scale move; its translation and joint 0 stay at rest in every frame,
+  // the bind pose's included (joint 0's rest is its bind pose): they are not keyed.
+  ASSERT_EQ((*keyed)[0].channels.size(), 2u);
+  for (const AnimationChannel& ch : (*keyed)[0].channels) EXPECT_EQ(ch.joint, 1);
+  EXPECT_EQ((*keyed)[0].channels[0].path, AnimationPath::kRotation);
+  EXPECT_EQ((*keyed)[0].channels[1].path, AnimationPath::kScale);
+  absl::StatusOr<std::vector<v1::AnimationClip>> again = SampleClips(*keyed, rig, 30, 10000, 0);
+  ASSERT_TRUE(again.ok()) << again.status();
+  const v1::AnimationClip &want = (*clips)[0], &got = (*again)[0];
+  ASSERT_EQ(got.poses_size(), want.poses_size());
+  const std::vector<Transform> bind = BindPoseLocals(rig.skeleton);
+  double most = 0;
+  for (int f = 0; f < want.poses_size(); ++f) {
+    for (int j = 0; j < 2; ++j) {
+      const Transform g = TransformFromProto(got.poses(f).joints(j));
+      const Transform w = f == 3 ? bind[j] : TransformFromProto(want.poses(f).joints(j));
+      most = std::max({most, (g.translation - w.translation).norm(), (g.scale - w.scale).norm(),
+                       g.rotation.angularDistance(w.rotation)});
+    }
+  }
+  EXPECT_LT(most, 1e-6);
+  EXPECT_GT(bind[1].rotation.angularDistance(rig.skeleton.joints[1].rest.rotation), 0.29);
+  (*clips)[0].mutable_poses(5)->add_morph_weights(1);
+  absl::StatusOr<std::vector<Animation>> refused = ClipAnimations(*clips, rig);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("animations[0].poses[5].morph_weights"), std::string::npos)
+      << refused.status();
 }
 
 // A clip written a frame at a time, its key times as floats (as every glTF file holds them), is
