@@ -597,8 +597,8 @@ TEST(ViewerBrowserTest, AShapesSliderMorphsTheMeshAndTheBindPoseResetsIt) {
 // tests/web/viewer_listed.mjs: rigs registered by a client, opened from the page's list. A rig
 // sent without animations has none to play; CesiumMan, registered from its file, comes with its
 // clip (the one CreateRig answered, stored with it), which plays. Before, a rig opened from the
-// list never had an animation.
-TEST(ViewerBrowserTest, ARigOpenedFromTheListPlaysTheAnimationsStoredWithIt) {
+// list never had an animation. "Delete this rig" then removes CesiumMan, once confirmed.
+TEST(ViewerBrowserTest, ARigOpenedFromTheListPlaysItsStoredAnimationsAndCanBeDeleted) {
   SKINNING_REQUIRE_TOOL(MissingTool());
   std::unique_ptr<ServerProcess> server = ViewerServer();
   ClientOptions o;
@@ -625,6 +625,19 @@ TEST(ViewerBrowserTest, ARigOpenedFromTheListPlaysTheAnimationsStoredWithIt) {
   EXPECT_EQ(walker["animations"], nlohmann::json({absl::StrCat(clip.name(), " (", clip.poses_size(), " frames)")}));
   EXPECT_EQ(walker["playDisabled"], false);
   EXPECT_GT(walker["frame"].get<int>(), 3) << "it did not play";
+  // Deleting it: the dismissed question changed nothing; once confirmed the rig is gone from the
+  // list and the server, with its stored clips, and the view is empty.
+  const std::string name = cesium->rig().name();
+  const std::string label = cesium->rig().display_name();
+  EXPECT_THAT(r["dialog"].get<std::string>(), ::testing::HasSubstr("Delete " + label + " from the server"));
+  EXPECT_THAT(r["afterDismiss"], ::testing::Contains(name));
+  EXPECT_EQ(r["afterDelete"]["deleted"], name);
+  EXPECT_EQ(r["afterDelete"]["rigs"], nlohmann::json({tube->rig().name()}));
+  EXPECT_EQ(r["afterDelete"]["animations"], 0);
+  EXPECT_EQ(r["afterDelete"]["deleteDisabled"], true);
+  EXPECT_EQ(r["afterDelete"]["status"], "Deleted " + label + ".");
+  EXPECT_EQ(client.GetRig(name).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client.GetAnimations(name).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(server->Stop(SIGTERM), 0);
 }
 

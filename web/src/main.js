@@ -319,6 +319,7 @@ async function openRig(name, clips = [], note = "") {
   $("bake").disabled = false;
   $("fast").disabled = false;
   $("download").disabled = false;
+  $("delete-rig").disabled = false;
   $("show-weights").disabled = true;
   $("show-weights").checked = false;
   material.vertexColors = false;
@@ -329,6 +330,34 @@ async function openRig(name, clips = [], note = "") {
       (clips.length ? `, ${clips.length} animation(s)` : "") +
       (rig.morphTargets.length ? `, ${rig.morphTargets.length} shape(s)` : "") + note);
   probe.opened = name;
+}
+
+// Deletes the open rig from the server once the user confirms (the caller's examples and stored
+// animations go with it, and its bakes once no one else has it), then empties the view.
+async function deleteRig() {
+  const name = S.rig;
+  if (!name) return;
+  const label = S.full?.displayName || name;
+  if (!confirm(`Delete ${label} from the server, with your examples and animations of it?`)) return;
+  try {
+    await rigs.deleteRig({ name });
+  } catch (e) {
+    fail("Deleting the rig", e);
+    return;
+  }
+  closeSockets();
+  if (mesh) scene.remove(mesh);
+  mesh = null;
+  handleGroup.clear();
+  Object.assign(S, { rig: "", full: null, clips: [], clipFrames: null, bakes: {}, weights: null, source: "rest",
+                     manual: null, shapes: null, playing: false, solution: null, handles: [] });
+  for (const id of ["animation", "joint", "shape"]) $(id).innerHTML = "";
+  for (const id of ["play", "frame", "bake", "fast", "download", "show-weights", "delete-rig"]) $(id).disabled = true;
+  $("play").textContent = "Play";
+  $("shapes").hidden = true;
+  await listRigs();
+  say(`Deleted ${label}.`);
+  probe.deleted = name;
 }
 
 // The rig's morph targets (blend shapes) in the Shapes list, with their default weights; hidden
@@ -1339,6 +1368,7 @@ $("rest").addEventListener("click", async () => {
   await poseOnce();
 });
 $("shape").addEventListener("change", showShapeWeight);
+$("delete-rig").addEventListener("click", deleteRig);
 $("shape-weight").addEventListener("input", onShapeSlider);
 $("bake").addEventListener("click", startBake);
 $("show-weights").addEventListener("change", showWeights);
