@@ -82,7 +82,9 @@ absl::StatusOr<int> AnimationStore::Add(const std::string& rig_id, const std::st
       if (max_bytes_ != 0 && total > max_bytes_) break;  // this one and the older ones go
       *next.add_clips() = clip;
     }
-    ASSIGN_OR_RETURN(const bool written, blobs_->WriteIf(key, bytes, {{key, next.SerializeAsString()}}));
+    std::string serialized = next.SerializeAsString();
+    if (bytes.has_value() && serialized == *bytes) return next.clips_size();  // the same clips, in order
+    ASSIGN_OR_RETURN(const bool written, blobs_->WriteIf(key, bytes, {{key, std::move(serialized)}}));
     if (written) return next.clips_size();
     // Another writer came first: wait a random while, up to 2^attempt ms (at most 64), so that two
     // replicas adding in a loop do not keep undoing each other's reads.

@@ -37,7 +37,8 @@ class AnimationStore {
   // same file registered again) goes, one of the same name but other frames stays (every Mixamo
   // export names its clip "mixamo.com": a character's files, one clip each, keep all of them), and
   // then the oldest go while all would take more than max_bytes (the new ones always stay).
-  // Returns how many clips the tenant now has of the rig. Nothing changes for no clips.
+  // Returns how many clips the tenant now has of the rig. Nothing is written for no clips, nor
+  // when the stored clips are already these first and the same others (a retried registration).
   absl::StatusOr<int> Add(const std::string& rig_id, const std::string& tenant,
                           const std::vector<v1::AnimationClip>& clips);
   // Removes the tenant's clips of the rig (OK when it had none).

@@ -773,8 +773,8 @@ function sendPose(ws, pose) {
   ws.send(toBinary(PoseSessionRequestSchema, req));
 }
 
-// Makes the pose the sliders set the one shown: from the bind pose (joints at rest, shapes at
-// their defaults) when another was.
+// Makes the pose the sliders set the one shown: from the rest pose (every joint at its rest
+// transform, every shape at its default weight) when another was.
 function toManualPose() {
   if (S.source !== "manual" || !S.manual) {
     S.manual = restTransforms();

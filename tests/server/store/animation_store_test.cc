@@ -1,5 +1,7 @@
 #include "server/store/animation_store.h"
 
+#include <sys/stat.h>
+
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,7 +49,8 @@ v1::AnimationClip Clip(const std::string& name, int frames, float tag = 0) {
 // A file registered again moves its clips to the front; a clip of the same name but other frames
 // (Mixamo names every clip "mixamo.com") is kept beside the stored one.
 TEST(AnimationStore, AddedClipsGoFirstAndReplaceStoredOnesEqualToThem) {
-  AnimationStore store(OpenBlobs(MakeTempDir("anim")), 0);
+  const std::string dir = MakeTempDir("anim");
+  AnimationStore store(OpenBlobs(dir), 0);
   EXPECT_TRUE(ClipNames(store.Get(kRig, "")).empty());
   EXPECT_EQ(*store.Add(kRig, "", {Clip("walk", 3), Clip("run", 2)}), 2);
   EXPECT_EQ(*store.Add(kRig, "", {Clip("jump", 4), Clip("walk", 3)}), 3);
@@ -59,8 +62,20 @@ TEST(AnimationStore, AddedClipsGoFirstAndReplaceStoredOnesEqualToThem) {
   ASSERT_EQ((*got)[0].poses_size(), 5);
   EXPECT_EQ((*got)[0].poses(4).joints(0).translation(0), 4.5f);
   EXPECT_EQ((*got)[2].poses_size(), 3);
-  // No clips: nothing changes.
+  // No clips, or the first clip again: nothing is written (the file keeps its inode; every write
+  // renames a new file over it).
+  const std::string file = absl::StrCat(dir, "/animations/", kRig, ".pb");
+  struct stat before {}, after {};
+  ASSERT_EQ(stat(file.c_str(), &before), 0);
   EXPECT_EQ(*store.Add(kRig, "", {}), 4);
+  EXPECT_EQ(*store.Add(kRig, "", {Clip("walk", 5, 0.5f)}), 4);
+  ASSERT_EQ(stat(file.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "an unchanged set was written again";
+  // The second clip first: written.
+  EXPECT_EQ(*store.Add(kRig, "", {Clip("jump", 4)}), 4);
+  ASSERT_EQ(stat(file.c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino);
+  EXPECT_THAT(ClipNames(store.Get(kRig, "")), ElementsAre("jump", "walk", "walk", "run"));
   // Another rig has its own.
   EXPECT_TRUE(ClipNames(store.Get(kOtherRig, "")).empty());
 }
