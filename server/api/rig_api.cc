@@ -1,7 +1,6 @@
 #include "server/api/rig_api.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -40,7 +39,7 @@ absl::StatusOr<int> PageStart(const std::string& token, int64_t revision, int co
 
 // INVALID_ARGUMENT naming the first clip of a CreateRig request with a rig (`animations`) that the
 // rig of `skeleton` and `num_targets` morph targets cannot play (CreateRigRequest says what each
-// clip needs; a pose as PoseFromProto takes it); RESOURCE_EXHAUSTED when they take more than
+// clip needs: CheckClip, and each pose as PoseFromProto takes it); RESOURCE_EXHAUSTED when they take more than
 // `max_bytes` (0: no bound).
 absl::Status ValidateClips(const google::protobuf::RepeatedPtrField<v1::AnimationClip>& clips,
                            const Skeleton& skeleton, int num_targets, size_t max_bytes) {
@@ -49,23 +48,11 @@ absl::Status ValidateClips(const google::protobuf::RepeatedPtrField<v1::Animatio
     const v1::AnimationClip& clip = clips[c];
     const std::string where = absl::StrFormat("animations[%d]", c);
     if (clip.name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".name is empty"));
-    if (!std::isfinite(clip.frames_per_second()) || clip.frames_per_second() <= 0)
-      return absl::InvalidArgumentError(absl::StrFormat("%s.frames_per_second = %g; a rate is finite and above 0",
-                                                        where, clip.frames_per_second()));
-    if (!std::isfinite(clip.start()))
-      return absl::InvalidArgumentError(absl::StrCat(where, ".start is not finite"));
-    if (clip.poses().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".poses is empty"));
+    RETURN_IF_ERROR(CheckClip(clip, num_targets, where));
     for (int f = 0; f < clip.poses_size(); ++f) {
       const v1::Pose& pose = clip.poses(f);
       const std::string at = absl::StrFormat("%s.poses[%d]", where, f);
       RETURN_IF_ERROR(PoseFromProto(pose, skeleton, at.c_str()).status());
-      if (pose.morph_weights_size() != 0 && pose.morph_weights_size() != num_targets)
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s.morph_weights has %d values; the rig has %d morph targets (give none or one each)", at,
-                            pose.morph_weights_size(), num_targets));
-      for (int t = 0; t < pose.morph_weights_size(); ++t)
-        if (!std::isfinite(pose.morph_weights(t)))
-          return absl::InvalidArgumentError(absl::StrFormat("%s.morph_weights[%d] is not finite", at, t));
       if (!pose.named_morph_weights().empty() || !pose.bone_twist().empty() || !pose.bone_stretch().empty())
         return absl::InvalidArgumentError(absl::StrCat(at, ": a clip's pose holds joints and morph_weights only"));
     }

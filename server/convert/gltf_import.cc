@@ -74,10 +74,7 @@ absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::Anim
   for (size_t c = 0; c < clips.size(); ++c) {
     const v1::AnimationClip& clip = clips[c];
     const int nf = clip.poses_size();
-    if (nf == 0 || !(clip.frames_per_second() > 0) || !std::isfinite(clip.frames_per_second()) ||
-        !std::isfinite(clip.start()))
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "animations[%d] (\"%s\"): a clip needs poses, a finite rate above 0 and a finite start", c, clip.name()));
+    RETURN_IF_ERROR(CheckClip(clip, nt, absl::StrFormat("animations[%d]", c)));
     Animation& a = animations.emplace_back();
     a.name = clip.name();
     std::vector<double> times(nf);
@@ -91,11 +88,7 @@ absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::Anim
       const std::string where = absl::StrFormat("animations[%d].poses[%d]", c, f);
       ASSIGN_OR_RETURN(const Pose pose, PoseFromProto(clip.poses(f), rig.skeleton, where.c_str()));
       local[f] = PoseLocals(rig.skeleton, pose);
-      const int nw = clip.poses(f).morph_weights_size();
-      if (nw != 0 && nw != nt)
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s.morph_weights has %d values; the rig has %d morph targets", where, nw, nt));
-      morphs = morphs || nw != 0;
+      morphs = morphs || clip.poses(f).morph_weights_size() != 0;
     }
     for (int j = 0; j < nj; ++j) {
       const Transform& rest = rig.skeleton.joints[j].rest;
@@ -136,6 +129,25 @@ absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::Anim
     }
   }
   return animations;
+}
+
+absl::Status CheckClip(const v1::AnimationClip& clip, int num_targets, const std::string& where) {
+  if (!std::isfinite(clip.frames_per_second()) || clip.frames_per_second() <= 0)
+    return absl::InvalidArgumentError(absl::StrFormat("%s.frames_per_second = %g; a rate is finite and above 0",
+                                                      where, clip.frames_per_second()));
+  if (!std::isfinite(clip.start())) return absl::InvalidArgumentError(absl::StrCat(where, ".start is not finite"));
+  if (clip.poses().empty()) return absl::InvalidArgumentError(absl::StrCat(where, ".poses is empty"));
+  for (int f = 0; f < clip.poses_size(); ++f) {
+    const v1::Pose& pose = clip.poses(f);
+    if (pose.morph_weights_size() != 0 && pose.morph_weights_size() != num_targets)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.poses[%d].morph_weights has %d values; the rig has %d morph targets (give none or one "
+                          "each)", where, f, pose.morph_weights_size(), num_targets));
+    for (int t = 0; t < pose.morph_weights_size(); ++t)
+      if (!std::isfinite(pose.morph_weights(t)))
+        return absl::InvalidArgumentError(absl::StrFormat("%s.poses[%d].morph_weights[%d] is not finite", where, f, t));
+  }
+  return absl::OkStatus();
 }
 
 int FramesIn(double length, double frames_per_second) {

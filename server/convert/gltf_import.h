@@ -45,6 +45,11 @@ absl::Status ExportRigGltf(const v1::Rig& rig, const std::string& path,
 // a pose the rig does not take (PoseFromProto) or a wrong morph weight count.
 absl::StatusOr<std::vector<Animation>> ClipAnimations(const std::vector<v1::AnimationClip>& clips, const Rig& rig);
 
+// What every sampled clip needs, beside poses the rig takes (PoseFromProto): INVALID_ARGUMENT naming
+// `where` ("animations[2]") unless it has poses, a finite frames_per_second above 0 and a finite
+// start, and each pose has no morph weights or one finite weight for each of `num_targets`.
+absl::Status CheckClip(const v1::AnimationClip& clip, int num_targets, const std::string& where);
+
 // What CreateRig holds an uploaded file to before reading it (ReadGltfBytes): the rig limits
 // (vertices, triangles, morph targets up to the joint limit), 2^25 morph target vertices (a
 // face rig of 100k vertices and 300 shapes; 0.8 GiB of position deltas as the reader's
