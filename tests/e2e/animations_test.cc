@@ -14,7 +14,7 @@
 #include "client/client.h"
 #include "skinning/v1/rig_service.grpc.pb.h"
 #include "tests/support/data.h"
-#include "tests/support/clip_names.h"
+#include "tests/support/clips.h"
 #include "tests/support/server_process.h"
 
 namespace skinning {

@@ -20,6 +20,7 @@
 #include "core/io/obj.h"
 #include "core/io/tgf.h"
 #include "server/convert/convert.h"
+#include "tests/support/clips.h"
 #include "tests/support/data.h"
 #include "tests/support/gltf_reference.h"
 #include "tests/support/gltf_validator.h"
@@ -437,32 +438,6 @@ TEST_F(SkinctlTest, ABakedGlbOfAFileCarriesTheFilesAnimations) {
   EXPECT_EQ(out->morph_targets.size(), 2u);
 }
 
-// The largest difference between two clips' joint transform components and morph weights; they
-// must have the same name, rate, start and frame count (checked).
-double ClipDifference(const v1::AnimationClip& got, const v1::AnimationClip& want) {
-  EXPECT_EQ(got.name(), want.name());
-  EXPECT_EQ(got.frames_per_second(), want.frames_per_second());
-  EXPECT_NEAR(got.start(), want.start(), 1e-6);
-  EXPECT_EQ(got.poses_size(), want.poses_size());
-  double most = 0;
-  auto differ = [&most](const auto& a, const auto& b) {
-    EXPECT_EQ(a.size(), b.size());
-    for (int i = 0; i < std::min(a.size(), b.size()); ++i)
-      most = std::max(most, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-  };
-  for (int f = 0; f < std::min(got.poses_size(), want.poses_size()); ++f) {
-    const v1::Pose &g = got.poses(f), &w = want.poses(f);
-    EXPECT_EQ(g.joints_size(), w.joints_size());
-    for (int j = 0; j < std::min(g.joints_size(), w.joints_size()); ++j) {
-      differ(g.joints(j).translation(), w.joints(j).translation());
-      differ(g.joints(j).rotation(), w.joints(j).rotation());
-      differ(g.joints(j).scale(), w.joints(j).scale());
-    }
-    differ(g.morph_weights(), w.morph_weights());
-  }
-  return most;
-}
-
 // `skinctl register --gltf` stores the file's animations with the rig, so that `get --out_file`
 // and `bake --rig` write them into their .glb later, without the file: each file registered again
 // gives the clips that the source file gives (CreateRig's sampling), joint transforms and morph
@@ -499,7 +474,7 @@ TEST_F(SkinctlTest, TheAnimationsStoredWithARigGoIntoItsGetBakeAndPoseFiles) {
     auto again = client.CreateRigFromGltf(testing::FileBytes(file));
     ASSERT_TRUE(again.ok()) << again.status();
     ASSERT_EQ(again->animations_size(), 1);
-    EXPECT_LT(ClipDifference(again->animations(0), want->animations(0)), 1e-5);
+    EXPECT_LT(testing::ClipDifference(again->animations(0), want->animations(0)), 1e-5);
   }
 
   // `pose --rig --fps` samples the stored clip: each frame as `pose --gltf --fps` of the file poses

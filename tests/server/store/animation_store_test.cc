@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/blob_store.h"
-#include "tests/support/clip_names.h"
+#include "tests/support/clips.h"
 #include "tests/support/redis_process.h"
 #include "tests/support/server_process.h"
 
